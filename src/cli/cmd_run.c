@@ -1,0 +1,143 @@
+/* airlock run [-p POLICY] [--env NAME[=VALUE]]... [--timeout DUR] [--] CMD [ARG...]
+ *
+ * Runs one command in the sandbox. Exit status: the command's; 124 on
+ * timeout; 125 when airlock could not start it; 126/127 not executable /
+ * not found; 128+N when killed by signal N. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
+#include "commands.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "policy/policy.h"
+#include "run/run.h"
+
+static void usage(FILE *out)
+{
+  fprintf(out,
+          "usage: airlock run [-p POLICY] [--env NAME[=VALUE]]... [--timeout DUR] [--log FILE]\n"
+          "                   [--quiet] [--] CMD [ARG...]\n"
+          "\n"
+          "Run CMD inside the sandbox. Without -p the embedded default policy applies:\n"
+          "no network at all, /workspace and /tmp writable, everything else read-only.\n"
+          "\n"
+          "  -p, --policy FILE   policy file (airlock.yaml)\n"
+          "  -e, --env NAME=VAL  set a variable in the sandbox; --env NAME passes the\n"
+          "                      invoker's value (keeps secrets off the command line)\n"
+          "  -t, --timeout DUR   wall-clock limit (e.g. 30s, 10m); default: the policy's\n"
+          "      --log FILE      write the egress proxy's decisions (JSON lines) to FILE\n"
+          "  -q, --quiet         no warnings about limits that could not be enforced\n"
+          "\n"
+          "Exit status: the command's; 124 timeout; 125 airlock could not start it;\n"
+          "126 not executable; 127 not found; 128+N killed by signal N.\n");
+}
+
+int cmd_run(int argc, char **argv)
+{
+  static const struct option opts[] = {
+      {"policy", required_argument, NULL, 'p'}, {"env", required_argument, NULL, 'e'},
+      {"timeout", required_argument, NULL, 't'}, {"log", required_argument, NULL, 'l'},
+      {"quiet", no_argument, NULL, 'q'},         {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *policy_path = NULL;
+  const char *log_path = NULL;
+  uint64_t timeout_ms = 0;
+  bool quiet = false;
+  size_t nenv = 0;
+  al_autofree char **env = al_xcalloc((size_t)argc + 1, sizeof(char *));
+  al_autofree char **owned = al_xcalloc((size_t)argc + 1, sizeof(char *));
+  size_t nowned = 0;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "+p:e:t:qh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'p':
+      policy_path = optarg;
+      break;
+    case 'e': {
+      const char *eq = strchr(optarg, '=');
+      size_t nl = eq ? (size_t)(eq - optarg) : strlen(optarg);
+      bool ok = nl > 0 && nl < 256;
+      for (size_t i = 0; ok && i < nl; i++)
+        ok = (optarg[i] == '_' || (optarg[i] >= 'A' && optarg[i] <= 'Z') ||
+              (optarg[i] >= 'a' && optarg[i] <= 'z') || (i > 0 && optarg[i] >= '0' && optarg[i] <= '9'));
+      if (!ok) {
+        fprintf(stderr, "airlock run: --env: `%.*s` is not a variable name ([A-Za-z_][A-Za-z0-9_]*)\n",
+                (int)(nl > 64 ? 64 : nl), optarg);
+        return 2;
+      }
+      if (eq) {
+        env[nenv++] = optarg;
+      } else {
+        const char *v = getenv(optarg);
+        if (!v) {
+          fprintf(stderr, "airlock run: --env %s: not set in the invoking environment\n", optarg);
+          return 2;
+        }
+        owned[nowned] = al_strdup_printf("%s=%s", optarg, v);
+        env[nenv++] = owned[nowned++];
+      }
+      break;
+    }
+    case 't': {
+      const char *why;
+      if (al_parse_duration_ms(optarg, &timeout_ms, &why) < 0 || timeout_ms == 0) {
+        fprintf(stderr, "airlock run: --timeout `%s`: %s\n", optarg,
+                timeout_ms == 0 ? "must be more than 0" : why);
+        return 2;
+      }
+      break;
+    }
+    case 'l':
+      log_path = optarg;
+      break;
+    case 'q':
+      quiet = true;
+      break;
+    case 'h':
+      usage(stdout);
+      return 0;
+    default:
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (optind >= argc) {
+    fprintf(stderr, "airlock run: no command given\n");
+    usage(stderr);
+    return 2;
+  }
+
+  al_error err = {0};
+  al_policy *policy = NULL;
+  int r = policy_path ? al_policy_load_file(policy_path, &policy, &err)
+                      : al_policy_default(&policy, &err);
+  if (r < 0) {
+    fprintf(stderr, "airlock run: %s\n", err.msg);
+    return 2;
+  }
+
+  al_run_opts ro = {
+      .policy = policy,
+      .argv = argv + optind,
+      .env = env,
+      .timeout_ms = timeout_ms,
+      .log_path = log_path,
+      .quiet = quiet,
+  };
+  int status = 0;
+  r = al_run_command(&ro, &status, &err);
+  if (r < 0)
+    fprintf(stderr, "airlock run: %s\n", err.msg);
+  for (size_t i = 0; i < nowned; i++) {
+    explicit_bzero(owned[i], strlen(owned[i]));
+    free(owned[i]);
+  }
+  al_policy_free(policy);
+  return status;
+}

@@ -1,0 +1,9 @@
+/* One function per `airlock` verb, each in its own cmd_*.c file. argv[0] is
+ * the verb. Each returns the process exit status. */
+#ifndef AL_CLI_COMMANDS_H
+#define AL_CLI_COMMANDS_H
+
+int cmd_run(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
+
+#endif

@@ -1,0 +1,118 @@
+/* The broker's configuration file (YAML, read with libfyaml).
+ *
+ *   app:
+ *     id: 12345                 # or client_id: Iv23li...; the JWT's `iss`
+ *     private_key: /etc/airlock/app.pem
+ *   api:
+ *     url: https://api.github.com   # https, or http only for a loopback address
+ *     ca_file: /path/ca.pem         # optional extra trust anchors (test forge)
+ *     timeout: 30s                  # per HTTP request
+ *     retries: 4                    # extra attempts on 5xx and network errors
+ *     max_rate_limit_wait: 60s      # longest wait honoured for a rate limit
+ *   repositories: [owner/repo, ...] # the only repositories a lease may name
+ *   roles:                          # the most each role may ever grant
+ *     git:    {contents: write, pull_requests: write}
+ *     ticket: {issues: write}
+ *   clients:
+ *     uids: [1000, airlock]         # peers allowed on the socket (SO_PEERCRED)
+ *   lease:
+ *     ttl: 15m                      # default lease life
+ *     max_ttl: 1h                   # most a client may ask for
+ *     max_active: 64
+ *   state_dir: /var/lib/airlock-broker   # optional: leases.jsonl audit log
+ *
+ * Strict: unknown keys, wrong types and bad values fail with
+ * "FILE:LINE:COL: KEY: rule". Permissions named in AL_NEVER_GRANTED
+ * (administration, workflows, actions, secrets, ...) are refused in the
+ * config itself, and the broker never grants a permission a role does not
+ * list. Permission names and levels follow the GitHub REST page "Create an
+ * installation access token for an app" (body parameter `permissions`). */
+#ifndef AL_BROKER_CONFIG_H
+#define AL_BROKER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+typedef enum al_role { AL_ROLE_GIT = 0, AL_ROLE_TICKET = 1, AL_ROLE_COUNT = 2 } al_role;
+
+/* "git" / "ticket". */
+const char *al_role_name(al_role r);
+/* Parse a role name; returns -1 when unknown. */
+int al_role_parse(const char *name, al_role *out);
+
+#define AL_PERM_NAME_MAX 48
+
+/* One permission: a GitHub App permission name and "read" or "write". */
+typedef struct al_perm {
+  char name[AL_PERM_NAME_MAX];
+  bool write;
+} al_perm;
+
+typedef struct al_perm_set {
+  al_perm items[16];
+  size_t n;
+} al_perm_set;
+
+/* True for permissions the broker never grants, whatever the config or a
+ * client says: administration, workflows, actions, secrets and the other
+ * permissions that change who may merge, run code or read secrets. */
+bool al_perm_never_granted(const char *name);
+
+/* Find a permission by name in a set, or NULL. */
+const al_perm *al_perm_find(const al_perm_set *s, const char *name);
+
+/* Validate a permission name ([a-z_]{1,47}) and level ("read"/"write").
+ * Returns 0, or -1 with a reason in *why. */
+int al_perm_check(const char *name, const char *level, bool *write, const char **why);
+
+typedef struct al_broker_config {
+  char *source;           /* file name, for messages */
+  char *app_id;           /* decimal app id, or NULL */
+  char *client_id;        /* client id, or NULL; exactly one of the two is set */
+  char *private_key_path; /* absolute or relative path of the PEM key */
+  char *api_url;          /* scheme://host[:port][/prefix], no trailing slash */
+  char *ca_file;          /* or NULL */
+  uint64_t http_timeout_ms;
+  unsigned retries;
+  uint64_t max_rate_wait_ms;
+  char **repos; /* "owner/repo" as written; matched case-insensitively */
+  size_t n_repos;
+  al_perm_set roles[AL_ROLE_COUNT];
+  uid_t *client_uids;
+  size_t n_client_uids;
+  uint64_t default_ttl_ms;
+  uint64_t max_ttl_ms;
+  size_t max_active;
+  char *state_dir; /* or NULL */
+} al_broker_config;
+
+/* Parse and validate a config file. On success *out is a new config the
+ * caller releases with al_broker_config_free(). EINVAL with
+ * "FILE:LINE:COL: KEY: rule" for a config that breaks a rule; the errno of
+ * the failing call otherwise. Does not read the private key (see
+ * al_broker_load_key in github.h). */
+int al_broker_config_load_file(const char *path, al_broker_config **out, al_error *err);
+/* The same from a buffer; `name` is used in messages. */
+int al_broker_config_load_buffer(const char *name, const char *buf, size_t len,
+                                 al_broker_config **out, al_error *err);
+
+/* True when `repo` ("owner/repo") is one of the configured repositories. */
+bool al_broker_config_repo_allowed(const al_broker_config *c, const char *repo);
+/* True when uid is in clients.uids. */
+bool al_broker_config_uid_allowed(const al_broker_config *c, uid_t uid);
+
+/* Check that an API URL is acceptable: https, or http when the host is a
+ * loopback literal (127.0.0.0/8, ::1) or "localhost". Returns 0 or -1 with *why. */
+int al_api_url_check(const char *url, const char **why);
+
+/* Check an "owner/repo" name (GitHub's character set: [A-Za-z0-9._-], one
+ * slash, neither part empty, "." or ".."). Returns 0 or -1 with *why. */
+int al_repo_name_check(const char *repo, const char **why);
+
+void al_broker_config_free(al_broker_config *c);
+
+#endif

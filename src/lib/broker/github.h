@@ -1,0 +1,79 @@
+/* The broker's GitHub REST client: mint and revoke installation tokens.
+ *
+ * Endpoints (GitHub REST API, version 2022-11-28):
+ *   GET    /repos/{owner}/{repo}/installation      "Get a repository installation
+ *                                                    for the authenticated app" (app JWT)
+ *   POST   /app/installations/{id}/access_tokens   "Create an installation access
+ *                                                    token for an app" (app JWT)
+ *   DELETE /installation/token                     "Revoke an installation access
+ *                                                    token" (the token itself): 204
+ *   GET    /installation/repositories              "List repositories accessible to
+ *                                                    the app installation": used to
+ *                                                    confirm a revoked token gets 401
+ *
+ * Every call: Accept application/vnd.github+json, X-GitHub-Api-Version,
+ * a User-Agent, no redirects, https only (http only for a loopback API URL),
+ * a body cap of 1 MiB. Network errors and 5xx are retried with exponential
+ * backoff (api.retries times); 403/429 with Retry-After or
+ * x-ratelimit-remaining: 0 wait as told ("Rate limits for the REST API")
+ * up to api.max_rate_limit_wait, else fail. Nothing here logs a token:
+ * messages carry the token's fingerprint only.
+ *
+ * Thread-safe: one al_gh is shared by the broker's worker threads. */
+#ifndef AL_BROKER_GITHUB_H
+#define AL_BROKER_GITHUB_H
+
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "broker/config.h"
+#include "common/error.h"
+
+typedef struct al_gh al_gh;
+
+/* One minted installation token. `value` lives in secret memory
+ * (secmem.h) and is wiped by al_token_clear(). */
+typedef struct al_token {
+  al_role role;
+  char *value;                /* the token, or NULL once cleared */
+  char fp[20];                /* "sha256:" + 12 hex of the value */
+  char repo[201];             /* "owner/repo" as requested */
+  long long repo_id;          /* from the response, 0 when not reported */
+  long long installation_id;
+  al_perm_set perms;          /* as granted by the API */
+  time_t expires_at;          /* seconds since the epoch */
+  char expires_at_str[32];    /* as the API wrote it (ISO 8601) */
+} al_token;
+
+/* The new client keeps pointers to cfg and key (both must outlive it). */
+int al_gh_new(const al_broker_config *cfg, EVP_PKEY *key, al_gh **out, al_error *err);
+void al_gh_free(al_gh *gh);
+
+/* Mint a token for `role` on `repo` ("owner/repo") with exactly `perms`
+ * (already checked against the role's maximum by the caller). Validates
+ * the response: token charset and length, expires_at in the future, the
+ * granted permissions no broader than asked (metadata: read aside), the
+ * repositories exactly the one asked for. A response that fails validation
+ * after a token was issued gets that token revoked before returning.
+ * On success *out is filled (clear it with al_token_clear()). */
+int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *perms,
+               al_token *out, al_error *err);
+
+/* Revoke t with DELETE /installation/token (204, or 401 = already dead),
+ * then confirm with GET /installation/repositories that the token gets 401.
+ * Retries per the policy above (and the DELETE once more if the token
+ * still works). *confirmed is true only when the 401 was seen. Returns 0
+ * when revoked and confirmed, -1 with err otherwise. Does not clear t. */
+int al_gh_revoke(al_gh *gh, const al_token *t, bool *confirmed, al_error *err);
+
+/* Wipe the token value (OPENSSL_cleanse) and reset the struct. */
+void al_token_clear(al_token *t);
+
+/* "contents:write,pull_requests:write" into out. */
+void al_perm_set_format(const al_perm_set *s, char *out, size_t outsz);
+
+/* Parse "YYYY-MM-DDTHH:MM:SSZ" (UTC). Returns 0 or -1. */
+int al_parse_iso8601(const char *s, time_t *out);
+
+#endif

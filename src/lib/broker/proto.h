@@ -1,0 +1,66 @@
+/* The lease protocol between the broker and its clients: one JSON object
+ * per line ('\n'-terminated, at most AL_PROTO_LINE_MAX bytes) over a Unix
+ * stream socket. A small typed request table, in the spirit of OpenSSH's
+ * monitor: each request type is accepted only in the states listed for it,
+ * anything else ends the connection (and so the lease).
+ *
+ * client -> broker
+ *   {"type":"lease","version":1,"ttl_ms":N,            (ttl_ms optional)
+ *    "tokens":[{"role":"git","repo":"o/r","permissions":{"contents":"write"}}, ...]}
+ *                                                       (permissions optional:
+ *                                                        the role's maximum)
+ *   {"type":"release"}          end the lease now; answer "revoked", then close
+ *   {"type":"ping"}             answer "pong"
+ * broker -> client
+ *   {"type":"lease","lease":ID,"ttl_ms":N,"expires_at":ISO8601,
+ *    "tokens":[{"role","repo","token","fingerprint","permissions":{},"expires_at"}]}
+ *   {"type":"error","code":CODE,"message":TEXT}   then close; CODE is one of
+ *       bad_request, forbidden, busy, upstream, internal
+ *   {"type":"expired","lease":ID}                 the TTL ended the lease
+ *   {"type":"revoked","lease":ID,"reason":R,"tokens":[{"role","fingerprint",
+ *    "revoked":bool,"confirmed":bool,"error":TEXT?}]}  then close
+ *   {"type":"pong"} */
+#ifndef AL_BROKER_PROTO_H
+#define AL_BROKER_PROTO_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "broker/config.h"
+#include "common/error.h"
+
+#define AL_PROTO_VERSION 1
+#define AL_PROTO_LINE_MAX 16384
+
+/* One token asked for in a lease request. */
+typedef struct al_proto_token_req {
+  al_role role;
+  char repo[201];
+  bool has_perms; /* false: the role's maximum */
+  al_perm_set perms;
+} al_proto_token_req;
+
+typedef struct al_proto_lease_req {
+  al_proto_token_req tokens[AL_ROLE_COUNT];
+  size_t n_tokens;
+  uint64_t ttl_ms; /* 0: the broker's default */
+} al_proto_lease_req;
+
+/* Parse "contents:write,pull_requests:read" (also '=' instead of ':')
+ * into set. Names are checked with al_perm_check(), so a permission that is
+ * never granted is an error here already. Returns 0 or -1 with err. */
+int al_perm_set_parse(const char *s, al_perm_set *set, al_error *err);
+
+/* Encode a lease request (new reference). */
+json_t *al_proto_lease_req_to_json(const al_proto_lease_req *req);
+
+/* Decode and validate a lease request strictly: unknown fields, a repeated
+ * role, a malformed repository or permission are errors (EINVAL). Does not
+ * check the broker's config (that is the broker's job). */
+int al_proto_lease_req_from_json(json_t *msg, al_proto_lease_req *out, al_error *err);
+
+/* Serialise msg as one line (with the '\n'), malloc'd; *len gets its
+ * length. The caller wipes it when it held a token. */
+char *al_proto_line(json_t *msg, size_t *len);
+
+#endif

@@ -1,0 +1,44 @@
+#include "broker/secmem.h"
+
+#include <openssl/crypto.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* The mapping starts with its total size; the secret follows at +16. */
+#define HDR 16
+
+char *al_secret_dupn(const char *s, size_t len)
+{
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t total = (HDR + len + 1 + page - 1) / page * page;
+  char *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED)
+    return NULL;
+  (void)mlock(base, total); /* best effort: RLIMIT_MEMLOCK may be small */
+#ifdef MADV_DONTDUMP
+  (void)madvise(base, total, MADV_DONTDUMP);
+#endif
+  memcpy(base, &total, sizeof total);
+  memcpy(base + HDR, s, len);
+  base[HDR + len] = '\0';
+  return base + HDR;
+}
+
+void al_secret_free(char *p)
+{
+  if (!p)
+    return;
+  char *base = p - HDR;
+  size_t total;
+  memcpy(&total, base, sizeof total);
+  OPENSSL_cleanse(base, total);
+  munlock(base, total);
+  munmap(base, total);
+}
+
+void al_wipe_str(char *s)
+{
+  if (s)
+    OPENSSL_cleanse(s, strlen(s));
+}

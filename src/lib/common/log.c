@@ -1,0 +1,47 @@
+#include "common/log.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/redact.h"
+
+static const char *g_prog = "airlock";
+static enum al_log_level g_level = AL_LOG_INFO;
+static FILE *g_file;
+
+void al_log_init(const char *progname, enum al_log_level level)
+{
+  g_prog = progname;
+  g_level = level;
+}
+
+void al_log_set_file(FILE *f)
+{
+  g_file = f;
+}
+
+enum al_log_level al_log_get_level(void)
+{
+  return g_level;
+}
+
+void al_log(enum al_log_level level, const char *fmt, ...)
+{
+  if (level > g_level)
+    return;
+  char buf[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return;
+  char *clean = al_redact(buf);
+  static const char *names[] = {"error", "warning", "info", "debug"};
+  FILE *out = g_file ? g_file : stderr;
+  fprintf(out, "%s: %s%s%s\n", g_prog, level <= AL_LOG_WARN ? names[level] : "",
+          level <= AL_LOG_WARN ? ": " : "", clean ? clean : buf);
+  fflush(out);
+  free(clean);
+}

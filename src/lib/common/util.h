@@ -1,0 +1,69 @@
+/* Small shared helpers: cleanup attributes, full reads and writes, string
+ * building. Nothing here knows about airlock's components. */
+#ifndef AL_UTIL_H
+#define AL_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+void al_freep(void *p);
+void al_closep(int *fd);
+
+/* Free / close automatically when the variable goes out of scope. */
+#define al_autofree __attribute__((cleanup(al_freep)))
+#define al_autoclose __attribute__((cleanup(al_closep)))
+
+/* Move ownership out of an autofree/autoclose variable. */
+#define al_steal_ptr(pp) al_steal_ptr_((void **)(pp))
+void *al_steal_ptr_(void **pp);
+int al_steal_fd(int *fd);
+
+#define AL_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* write(2) all of buf, retrying on EINTR and short writes. Returns 0 or -errno. */
+int al_write_all(int fd, const void *buf, size_t len);
+/* read(2) until len bytes or EOF. Returns bytes read (< len only at EOF) or -errno. */
+ssize_t al_read_all(int fd, void *buf, size_t len);
+
+/* Read a whole file (at most max bytes, else EFBIG) into a NUL-terminated
+ * malloc'd buffer the caller frees. *len_out (may be NULL) gets the length. */
+int al_read_file(const char *path, size_t max, char **out, size_t *len_out, al_error *err);
+/* Write buf to path (O_CREAT|O_TRUNC|O_CLOEXEC|O_NOFOLLOW, mode). */
+int al_write_file(const char *path, const void *buf, size_t len, int mode, al_error *err);
+
+/* malloc'd sprintf; aborts on out-of-memory (there is nothing to unwind). */
+char *al_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void *al_xmalloc(size_t n);
+void *al_xcalloc(size_t n, size_t size);
+void *al_xrealloc(void *p, size_t n);
+char *al_xstrdup(const char *s);
+
+/* Monotonic clock in milliseconds / nanoseconds. */
+uint64_t al_now_ms(void);
+uint64_t al_now_ns(void);
+
+/* Lower-case hex SHA-256 of buf into hex (65 bytes incl. NUL). */
+void al_sha256_hex(const void *buf, size_t len, char hex[65]);
+
+/* A random id of `bytes` random bytes as lower-case hex into out (2*bytes+1). */
+int al_random_hex(char *out, size_t bytes, al_error *err);
+
+/* Close every fd >= lowfd except those listed in keep[0..nkeep). Uses
+ * close_range(2) where possible. Returns 0 or -errno. Async-signal-safe. */
+int al_close_fds_from(int lowfd, const int *keep, size_t nkeep);
+
+/* Set or clear O_CLOEXEC / O_NONBLOCK on fd. Returns 0 or -errno. */
+int al_set_cloexec(int fd, bool on);
+int al_set_nonblock(int fd, bool on);
+
+/* Parse "2GiB", "512MiB", "100k", "4096" (bytes). Units: B, k/K/KiB, M/MiB, G/GiB, T/TiB
+ * (powers of 1024; kB/MB/GB powers of 1000). Returns 0 or -1 with a reason in *why. */
+int al_parse_size(const char *s, uint64_t *out, const char **why);
+/* Parse "60m", "15m", "30s", "500ms", "1h", "1h30m" into milliseconds. */
+int al_parse_duration_ms(const char *s, uint64_t *out, const char **why);
+
+#endif

@@ -1,0 +1,1014 @@
+/* Policy loader: libfyaml document → validated al_policy.
+ *
+ * Strictness rules: the top level and every mapping accept only the keys of
+ * the schema; scalars must have the right shape (integers in decimal,
+ * booleans true/false, sizes and durations with units); anchors, aliases
+ * and tags are refused (no billion-laughs, no type games); duplicate keys
+ * are refused by libfyaml. Messages are "FILE:LINE:COL: PATH: rule". */
+#include "policy/policy.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <libfyaml.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "proxy/host.h"
+
+#define POLICY_MAX_BYTES (1024 * 1024)
+#define MAX_LIST 1024
+
+struct ctx {
+  const char *name;
+  al_error *err;
+};
+
+static void node_pos(struct fy_node *n, int *line, int *col)
+{
+  *line = 0;
+  *col = 0;
+  struct fy_token *t = n ? fy_node_get_scalar_token(n) : NULL;
+  if (t) {
+    const struct fy_mark *m = fy_token_start_mark(t);
+    if (m) {
+      *line = m->line + 1;
+      *col = m->column + 1;
+    }
+  }
+}
+
+__attribute__((format(printf, 4, 5))) static int fail(struct ctx *c, struct fy_node *at,
+                                                      const char *path, const char *fmt, ...)
+{
+  char rule[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rule, sizeof rule, fmt, ap);
+  va_end(ap);
+  int line, col;
+  node_pos(at, &line, &col);
+  if (line > 0)
+    return al_make_error(c->err, EINVAL, "%s:%d:%d: %s: %s", c->name, line, col, path, rule);
+  return al_make_error(c->err, EINVAL, "%s: %s: %s", c->name, path, rule);
+}
+
+/* The node used for positions of a value: the value if it is a scalar, else
+ * the key (mappings and sequences carry no token of their own). */
+struct kv {
+  struct fy_node *key;
+  struct fy_node *val;
+  const char *path;
+};
+
+static struct fy_node *pos_of(const struct kv *kv)
+{
+  return (kv->val && fy_node_is_scalar(kv->val)) ? kv->val : kv->key;
+}
+
+static int refuse_tricks(struct ctx *c, struct fy_node *n, const char *path)
+{
+  if (!n)
+    return 0;
+  if (fy_node_is_alias(n))
+    return fail(c, n, path, "anchors and aliases are not allowed in a policy");
+  size_t tl = 0;
+  if (fy_node_get_tag(n, &tl) && tl > 0)
+    return fail(c, n, path, "tags are not allowed in a policy");
+  return 0;
+}
+
+static int get_str(struct ctx *c, const struct kv *kv, char **out)
+{
+  if (refuse_tricks(c, kv->val, kv->path) < 0)
+    return -1;
+  if (!kv->val || !fy_node_is_scalar(kv->val))
+    return fail(c, pos_of(kv), kv->path, "must be a string");
+  size_t len = 0;
+  const char *s = fy_node_get_scalar(kv->val, &len);
+  if (!s)
+    return fail(c, pos_of(kv), kv->path, "must be a string");
+  if (memchr(s, '\0', len))
+    return fail(c, pos_of(kv), kv->path, "must not contain a NUL byte");
+  if (len > 4096)
+    return fail(c, pos_of(kv), kv->path, "longer than 4096 bytes");
+  free(*out);
+  *out = strndup(s, len);
+  if (!*out)
+    return al_make_error(c->err, ENOMEM, "policy");
+  return 0;
+}
+
+static int get_uint(struct ctx *c, const struct kv *kv, uint64_t min, uint64_t max, uint64_t *out)
+{
+  al_autofree char *s = NULL;
+  if (get_str(c, kv, &s) < 0)
+    return -1;
+  if (!s[0] || !isdigit((unsigned char)s[0]) || (s[0] == '0' && s[1]))
+    goto bad;
+  uint64_t v = 0;
+  for (const char *p = s; *p; p++) {
+    if (!isdigit((unsigned char)*p))
+      goto bad;
+    if (v > (UINT64_MAX - 9) / 10)
+      goto bad;
+    v = v * 10 + (uint64_t)(*p - '0');
+  }
+  if (v < min || v > max)
+    return fail(c, pos_of(kv), kv->path, "must be between %llu and %llu", (unsigned long long)min,
+                (unsigned long long)max);
+  *out = v;
+  return 0;
+bad:
+  return fail(c, pos_of(kv), kv->path,
+              "must be a whole number in decimal (no sign, no leading zero), got `%s`", s);
+}
+
+static int get_bool(struct ctx *c, const struct kv *kv, bool *out)
+{
+  al_autofree char *s = NULL;
+  if (get_str(c, kv, &s) < 0)
+    return -1;
+  if (strcmp(s, "true") == 0)
+    *out = true;
+  else if (strcmp(s, "false") == 0)
+    *out = false;
+  else
+    return fail(c, pos_of(kv), kv->path, "must be true or false, got `%s`", s);
+  return 0;
+}
+
+static int get_size(struct ctx *c, const struct kv *kv, uint64_t min, uint64_t *out)
+{
+  al_autofree char *s = NULL;
+  if (get_str(c, kv, &s) < 0)
+    return -1;
+  const char *why = NULL;
+  if (al_parse_size(s, out, &why) < 0)
+    return fail(c, pos_of(kv), kv->path, "%s, got `%s`", why, s);
+  if (*out < min)
+    return fail(c, pos_of(kv), kv->path, "must be at least %llu bytes", (unsigned long long)min);
+  return 0;
+}
+
+static int get_duration(struct ctx *c, const struct kv *kv, uint64_t min_ms, uint64_t max_ms,
+                        uint64_t *out)
+{
+  al_autofree char *s = NULL;
+  if (get_str(c, kv, &s) < 0)
+    return -1;
+  const char *why = NULL;
+  if (al_parse_duration_ms(s, out, &why) < 0)
+    return fail(c, pos_of(kv), kv->path, "%s, got `%s`", why, s);
+  if (*out < min_ms || *out > max_ms)
+    return fail(c, pos_of(kv), kv->path, "must be between %llums and %llums",
+                (unsigned long long)min_ms, (unsigned long long)max_ms);
+  return 0;
+}
+
+/* Iterate a mapping, checking every key against `allowed`; calls back with
+ * the key index. */
+typedef int (*field_fn)(struct ctx *c, void *obj, size_t idx, const struct kv *kv);
+
+static int walk_map(struct ctx *c, struct fy_node *map, struct fy_node *pos, const char *path,
+                    const char *const *allowed, field_fn fn, void *obj)
+{
+  if (refuse_tricks(c, map, path) < 0)
+    return -1;
+  if (!map || !fy_node_is_mapping(map))
+    return fail(c, pos, path, "must be a mapping");
+  void *it = NULL;
+  struct fy_node_pair *pair;
+  while ((pair = fy_node_mapping_iterate(map, &it)) != NULL) {
+    struct fy_node *k = fy_node_pair_key(pair);
+    struct fy_node *v = fy_node_pair_value(pair);
+    if (refuse_tricks(c, k, path) < 0)
+      return -1;
+    size_t klen = 0;
+    const char *ks = (k && fy_node_is_scalar(k)) ? fy_node_get_scalar(k, &klen) : NULL;
+    if (!ks)
+      return fail(c, k ? k : pos, path, "keys must be strings");
+    size_t idx = 0;
+    for (; allowed[idx]; idx++)
+      if (strlen(allowed[idx]) == klen && memcmp(allowed[idx], ks, klen) == 0)
+        break;
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s%s%.*s", path, path[0] ? "." : "", (int)(klen > 64 ? 64 : klen),
+             ks);
+    if (!allowed[idx]) {
+      char list[512] = "";
+      for (size_t i = 0; allowed[i]; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, allowed[i], sizeof list - strlen(list) - 1);
+      }
+      return fail(c, k, sub, "unknown key (allowed here: %s)", list);
+    }
+    struct kv kv = {k, v, sub};
+    if (v == NULL || (fy_node_is_scalar(v) && fy_node_get_scalar(v, &klen) == NULL))
+      return fail(c, k, sub, "has no value");
+    if (fn(c, obj, idx, &kv) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+static int walk_seq(struct ctx *c, const struct kv *kv, size_t *count)
+{
+  if (refuse_tricks(c, kv->val, kv->path) < 0)
+    return -1;
+  if (!kv->val || !fy_node_is_sequence(kv->val))
+    return fail(c, pos_of(kv), kv->path, "must be a list");
+  *count = (size_t)fy_node_sequence_item_count(kv->val);
+  if (*count > MAX_LIST)
+    return fail(c, kv->key, kv->path, "more than %d entries", MAX_LIST);
+  return 0;
+}
+
+/* ---- network ---- */
+
+struct allow_tmp {
+  al_net_allow *a;
+  bool have_port, have_tls, have_host;
+  struct fy_node *host_node;
+};
+
+static int allow_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  struct allow_tmp *t = obj;
+  switch (idx) {
+  case 0: { /* host */
+    al_autofree char *s = NULL;
+    if (get_str(c, kv, &s) < 0)
+      return -1;
+    t->host_node = pos_of(kv);
+    t->have_host = true;
+    const char *name = s;
+    if (strncmp(s, "*.", 2) == 0) {
+      t->a->wildcard = true;
+      name = s + 2;
+    } else if (strchr(s, '*')) {
+      return fail(c, pos_of(kv), kv->path,
+                  "`%s`: a wildcard is written `*.suffix` with at least two labels after it", s);
+    }
+    const char *why = NULL;
+    al_host h;
+    const char *canon_in = name;
+    size_t canon_len = strlen(name);
+    if (canon_len >= 2 && name[0] == '[' && name[canon_len - 1] == ']') {
+      canon_in = name + 1;
+      canon_len -= 2;
+    }
+    if (al_host_canonicalize(canon_in, canon_len, &h, &why) < 0)
+      return fail(c, pos_of(kv), kv->path, "`%s` is not a valid host: %s", s, why);
+    if (t->a->wildcard) {
+      if (h.is_ip)
+        return fail(c, pos_of(kv), kv->path, "`%s`: a wildcard never matches an IP literal", s);
+      if (!strchr(h.name, '.'))
+        return fail(c, pos_of(kv), kv->path,
+                    "`%s`: a wildcard needs at least two labels after `*.` (no `*.com`)", s);
+    }
+    t->a->host = al_xstrdup(h.name);
+    t->a->is_ip = h.is_ip;
+    return 0;
+  }
+  case 1: { /* port */
+    uint64_t v;
+    if (get_uint(c, kv, 1, 65535, &v) < 0)
+      return -1;
+    t->a->port = (uint16_t)v;
+    t->have_port = true;
+    return 0;
+  }
+  case 2: /* tls */
+    t->have_tls = true;
+    return get_bool(c, kv, &t->a->tls);
+  default:
+    return -1;
+  }
+}
+
+static int parse_allow(struct ctx *c, al_policy_network *n, const struct kv *kv)
+{
+  size_t count;
+  if (walk_seq(c, kv, &count) < 0)
+    return -1;
+  n->allow = al_xcalloc(count, sizeof *n->allow);
+  void *it = NULL;
+  struct fy_node *item;
+  size_t i = 0;
+  static const char *const keys[] = {"host", "port", "tls", NULL};
+  while ((item = fy_node_sequence_iterate(kv->val, &it)) != NULL) {
+    char path[128];
+    snprintf(path, sizeof path, "%s[%zu]", kv->path, i);
+    struct allow_tmp t = {.a = &n->allow[i]};
+    n->n_allow = i + 1;
+    if (walk_map(c, item, kv->key, path, keys, allow_field, &t) < 0)
+      return -1;
+    if (!t.have_host)
+      return fail(c, kv->key, path, "an allow entry needs `host`");
+    if (!t.have_port)
+      return fail(c, t.host_node, path, "an allow entry needs `port` (exactly host:port pairs)");
+    if (!t.have_tls)
+      t.a->tls = t.a->port == 443;
+    int line, col;
+    node_pos(t.host_node, &line, &col);
+    t.a->line = line;
+    for (size_t j = 0; j < i; j++)
+      if (n->allow[j].port == t.a->port && n->allow[j].wildcard == t.a->wildcard &&
+          strcmp(n->allow[j].host, t.a->host) == 0)
+        return fail(c, t.host_node, path, "duplicate of entry %zu", j);
+    i++;
+  }
+  return 0;
+}
+
+struct pin_tmp {
+  al_net_pin *p;
+};
+
+static int pin_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  struct pin_tmp *t = obj;
+  al_autofree char *s = NULL;
+  if (get_str(c, kv, &s) < 0)
+    return -1;
+  if (idx == 0) {
+    al_host h;
+    const char *why = NULL;
+    if (al_host_canonicalize(s, strlen(s), &h, &why) < 0)
+      return fail(c, pos_of(kv), kv->path, "`%s` is not a valid host: %s", s, why);
+    if (h.is_ip)
+      return fail(c, pos_of(kv), kv->path, "a pin maps a name, not an IP literal");
+    t->p->host = al_xstrdup(h.name);
+  } else {
+    unsigned char buf[16];
+    if (inet_pton(AF_INET, s, buf) != 1 && inet_pton(AF_INET6, s, buf) != 1)
+      return fail(c, pos_of(kv), kv->path,
+                  "`%s` must be a numeric IPv4 or IPv6 address (dotted quad or RFC 5952)", s);
+    t->p->address = al_xstrdup(s);
+  }
+  return 0;
+}
+
+static int parse_pins(struct ctx *c, al_policy_network *n, const struct kv *kv)
+{
+  size_t count;
+  if (walk_seq(c, kv, &count) < 0)
+    return -1;
+  n->pin = al_xcalloc(count, sizeof *n->pin);
+  void *it = NULL;
+  struct fy_node *item;
+  size_t i = 0;
+  static const char *const keys[] = {"host", "address", NULL};
+  while ((item = fy_node_sequence_iterate(kv->val, &it)) != NULL) {
+    char path[128];
+    snprintf(path, sizeof path, "%s[%zu]", kv->path, i);
+    struct pin_tmp t = {.p = &n->pin[i]};
+    n->n_pin = i + 1;
+    if (walk_map(c, item, kv->key, path, keys, pin_field, &t) < 0)
+      return -1;
+    if (!t.p->host || !t.p->address)
+      return fail(c, kv->key, path, "a pin needs both `host` and `address`");
+    i++;
+  }
+  return 0;
+}
+
+static int timeouts_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_policy_network *n = obj;
+  uint64_t *dst[] = {&n->head_timeout_ms, &n->connect_timeout_ms, &n->idle_timeout_ms,
+                     &n->max_tunnel_ms};
+  static const uint64_t maxv[] = {300000, 300000, 86400000, 7 * 86400000ull};
+  return get_duration(c, kv, 100, maxv[idx], dst[idx]);
+}
+
+static int network_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_policy_network *n = obj;
+  switch (idx) {
+  case 0:
+    return parse_allow(c, n, kv);
+  case 1:
+    return parse_pins(c, n, kv);
+  case 2: {
+    if (get_str(c, kv, &n->resolver) < 0)
+      return -1;
+    /* ADDR:PORT with a numeric address; IPv6 in brackets. */
+    char addr[64];
+    const char *s = n->resolver, *colon;
+    if (s[0] == '[') {
+      const char *rb = strchr(s, ']');
+      if (!rb || rb[1] != ':' || (size_t)(rb - s - 1) >= sizeof addr)
+        goto bad_resolver;
+      memcpy(addr, s + 1, (size_t)(rb - s - 1));
+      addr[rb - s - 1] = '\0';
+      colon = rb + 1;
+    } else {
+      colon = strrchr(s, ':');
+      if (!colon || (size_t)(colon - s) >= sizeof addr)
+        goto bad_resolver;
+      memcpy(addr, s, (size_t)(colon - s));
+      addr[colon - s] = '\0';
+    }
+    unsigned char buf[16];
+    uint16_t port;
+    const char *why;
+    if ((inet_pton(AF_INET, addr, buf) != 1 && inet_pton(AF_INET6, addr, buf) != 1) ||
+        al_port_parse(colon + 1, strlen(colon + 1), &port, &why) < 0)
+      goto bad_resolver;
+    return 0;
+  bad_resolver:
+    return fail(c, pos_of(kv), kv->path,
+                "`%s` must be a numeric ADDR:PORT (IPv6 as [ADDR]:PORT)", n->resolver);
+  }
+  case 3: {
+    uint64_t v;
+    if (get_uint(c, kv, 1, 100000, &v) < 0)
+      return -1;
+    n->max_conns = (uint32_t)v;
+    return 0;
+  }
+  case 4:
+    return get_size(c, kv, 1, &n->egress_budget);
+  case 5: {
+    static const char *const keys[] = {"head", "connect", "idle", "tunnel", NULL};
+    return walk_map(c, kv->val, kv->key, kv->path, keys, timeouts_field, n);
+  }
+  default:
+    return -1;
+  }
+}
+
+/* ---- filesystem ---- */
+
+static int check_abs_path(struct ctx *c, const struct kv *kv, const char *s)
+{
+  if (s[0] != '/')
+    return fail(c, pos_of(kv), kv->path, "`%s` must be an absolute path", s);
+  if (strstr(s, "/../") || strstr(s, "/./") || strstr(s, "//") ||
+      (strlen(s) >= 3 && strcmp(s + strlen(s) - 3, "/..") == 0) ||
+      (strlen(s) >= 2 && strcmp(s + strlen(s) - 2, "/.") == 0))
+    return fail(c, pos_of(kv), kv->path, "`%s` must be normalized (no `.`, `..` or `//`)", s);
+  for (const char *p = s; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f)
+      return fail(c, pos_of(kv), kv->path, "path contains a control character");
+  return 0;
+}
+
+static int fs_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_policy_filesystem *f = obj;
+  switch (idx) {
+  case 0: {
+    al_autofree char *s = NULL;
+    if (get_str(c, kv, &s) < 0)
+      return -1;
+    if (strcmp(s, "host") == 0)
+      return 0;
+    if (check_abs_path(c, kv, s) < 0)
+      return -1;
+    if (strcmp(s, "/") == 0)
+      return fail(c, pos_of(kv), kv->path, "the host's / is not a rootfs (use `host`)");
+    f->root = al_steal_ptr(&s);
+    return 0;
+  }
+  case 1:
+    return get_size(c, kv, 1024 * 1024, &f->workspace_size);
+  case 2:
+    return get_size(c, kv, 1024 * 1024, &f->tmp_size);
+  case 3: {
+    size_t count;
+    if (walk_seq(c, kv, &count) < 0)
+      return -1;
+    f->ro_paths = al_xcalloc(count, sizeof(char *));
+    void *it = NULL;
+    struct fy_node *item;
+    while ((item = fy_node_sequence_iterate(kv->val, &it)) != NULL) {
+      char path[128];
+      snprintf(path, sizeof path, "%s[%zu]", kv->path, f->n_ro_paths);
+      struct kv ikv = {kv->key, item, path};
+      al_autofree char *s = NULL;
+      if (get_str(c, &ikv, &s) < 0 || check_abs_path(c, &ikv, s) < 0)
+        return -1;
+      static const char *const reserved[] = {"/", "/proc", "/dev", "/workspace", "/tmp", "/sys",
+                                             NULL};
+      for (size_t i = 0; reserved[i]; i++)
+        if (strcmp(s, reserved[i]) == 0)
+          return fail(c, pos_of(&ikv), path, "`%s` is managed by airlock and cannot be bound", s);
+      f->ro_paths[f->n_ro_paths++] = al_steal_ptr(&s);
+    }
+    return 0;
+  }
+  case 4:
+    return get_str(c, kv, &f->image);
+  default:
+    return -1;
+  }
+}
+
+/* ---- process ---- */
+
+static int limits_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_policy_limits *l = obj;
+  uint64_t v;
+  switch (idx) {
+  case 0:
+    return get_size(c, kv, 16 * 1024 * 1024, &l->memory);
+  case 1:
+    if (get_uint(c, kv, 8, 1000000, &v) < 0)
+      return -1;
+    l->pids = (uint32_t)v;
+    return 0;
+  case 2: {
+    /* cpu: cores as a decimal, e.g. 2 or 0.5 */
+    al_autofree char *s = NULL;
+    if (get_str(c, kv, &s) < 0)
+      return -1;
+    char *end = NULL;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (errno || !end || *end || !isdigit((unsigned char)s[0]) || d < 0.01 || d > 1024)
+      return fail(c, pos_of(kv), kv->path, "cpu is a number of cores between 0.01 and 1024, got `%s`",
+                  s);
+    l->cpu_milli = (uint32_t)(d * 1000.0 + 0.5);
+    return 0;
+  }
+  case 3:
+    return get_duration(c, kv, 1000, 7 * 86400000ull, &l->wall_ms);
+  case 4:
+    if (get_uint(c, kv, 16, 1048576, &v) < 0)
+      return -1;
+    l->nofile = (uint32_t)v;
+    return 0;
+  default:
+    return -1;
+  }
+}
+
+static bool valid_env_name(const char *s)
+{
+  if (!s[0] || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+    return false;
+  for (const char *p = s; *p; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '_'))
+      return false;
+  return strlen(s) <= 128;
+}
+
+static int process_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_policy_process *p = obj;
+  switch (idx) {
+  case 0: {
+    uint64_t v;
+    if (get_uint(c, kv, 1, 65533, &v) < 0)
+      return -1;
+    p->user = (uint32_t)v;
+    return 0;
+  }
+  case 1: {
+    size_t count;
+    if (walk_seq(c, kv, &count) < 0)
+      return -1;
+    p->env_pass = al_xcalloc(count, sizeof(char *));
+    void *it = NULL;
+    struct fy_node *item;
+    while ((item = fy_node_sequence_iterate(kv->val, &it)) != NULL) {
+      char path[128];
+      snprintf(path, sizeof path, "%s[%zu]", kv->path, p->n_env_pass);
+      struct kv ikv = {kv->key, item, path};
+      al_autofree char *s = NULL;
+      if (get_str(c, &ikv, &s) < 0)
+        return -1;
+      if (!valid_env_name(s))
+        return fail(c, pos_of(&ikv), path, "`%s` is not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
+                    s);
+      if (strncmp(s, "AIRLOCK_", 8) == 0 || strcmp(s, "PATH") == 0 || strcmp(s, "HOME") == 0 ||
+          strcasecmp(s, "HTTP_PROXY") == 0 || strcasecmp(s, "HTTPS_PROXY") == 0 ||
+          strcasecmp(s, "NO_PROXY") == 0 || strcasecmp(s, "ALL_PROXY") == 0)
+        return fail(c, pos_of(&ikv), path, "`%s` is set by airlock and cannot be passed through",
+                    s);
+      p->env_pass[p->n_env_pass++] = al_steal_ptr(&s);
+    }
+    return 0;
+  }
+  case 2: {
+    static const char *const keys[] = {"memory", "pids", "cpu", "wall", "nofile", NULL};
+    return walk_map(c, kv->val, kv->key, kv->path, keys, limits_field, &p->limits);
+  }
+  default:
+    return -1;
+  }
+}
+
+/* ---- credentials ---- */
+
+static bool valid_repo(const char *s)
+{
+  const char *slash = strchr(s, '/');
+  if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/'))
+    return false;
+  for (const char *p = s; *p; p++)
+    if (p != slash && !(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.'))
+      return false;
+  const char *name = slash + 1;
+  if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || s[0] == '.' || strlen(s) > 140)
+    return false;
+  return true;
+}
+
+static const char *const grantable[] = {"contents", "pull_requests", "issues", "metadata",
+                                        "checks",   "statuses",      NULL};
+static const char *const never[] = {"administration", "workflows", "actions", "secrets", NULL};
+
+static int perms_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  (void)idx;
+  return 0;
+}
+
+static int parse_perms(struct ctx *c, al_policy_role *r, const struct kv *kv)
+{
+  if (refuse_tricks(c, kv->val, kv->path) < 0)
+    return -1;
+  if (!kv->val || !fy_node_is_mapping(kv->val))
+    return fail(c, pos_of(kv), kv->path, "must be a mapping of permission: read|write");
+  size_t count = (size_t)fy_node_mapping_item_count(kv->val);
+  if (count > 32)
+    return fail(c, kv->key, kv->path, "too many permissions");
+  r->perms = al_xcalloc(count, sizeof *r->perms);
+  void *it = NULL;
+  struct fy_node_pair *pair;
+  while ((pair = fy_node_mapping_iterate(kv->val, &it)) != NULL) {
+    struct fy_node *k = fy_node_pair_key(pair);
+    char path[160];
+    struct kv kkv = {k, k, kv->path};
+    al_autofree char *name = NULL;
+    if (get_str(c, &kkv, &name) < 0)
+      return -1;
+    snprintf(path, sizeof path, "%s.%.40s", kv->path, name);
+    for (size_t i = 0; never[i]; i++)
+      if (strcmp(name, never[i]) == 0)
+        return fail(c, k, path, "`%s` is never granted to a run (escape budget)", name);
+    size_t g = 0;
+    for (; grantable[g]; g++)
+      if (strcmp(name, grantable[g]) == 0)
+        break;
+    if (!grantable[g])
+      return fail(c, k, path,
+                  "unknown permission (grantable: contents, pull_requests, issues, metadata, "
+                  "checks, statuses)");
+    struct kv vkv = {k, fy_node_pair_value(pair), path};
+    al_autofree char *level = NULL;
+    if (get_str(c, &vkv, &level) < 0)
+      return -1;
+    if (strcmp(level, "read") != 0 && strcmp(level, "write") != 0)
+      return fail(c, pos_of(&vkv), path, "must be `read` or `write`, got `%s`", level);
+    r->perms[r->n_perms].name = al_steal_ptr(&name);
+    r->perms[r->n_perms].level = al_steal_ptr(&level);
+    r->n_perms++;
+  }
+  (void)perms_field;
+  return 0;
+}
+
+static int role_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_policy_role *r = obj;
+  if (idx == 0) {
+    if (get_str(c, kv, &r->repo) < 0)
+      return -1;
+    if (!valid_repo(r->repo))
+      return fail(c, pos_of(kv), kv->path, "`%s` must be OWNER/REPO", r->repo);
+    return 0;
+  }
+  return parse_perms(c, r, kv);
+}
+
+static int creds_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_policy_credentials *cr = obj;
+  static const char *const keys[] = {"repo", "permissions", NULL};
+  switch (idx) {
+  case 0:
+    if (get_str(c, kv, &cr->broker) < 0)
+      return -1;
+    return check_abs_path(c, kv, cr->broker);
+  case 1:
+    cr->git.present = true;
+    return walk_map(c, kv->val, kv->key, kv->path, keys, role_field, &cr->git);
+  case 2:
+    cr->ticket.present = true;
+    return walk_map(c, kv->val, kv->key, kv->path, keys, role_field, &cr->ticket);
+  case 3:
+    return get_duration(c, kv, 60000, 3600000, &cr->ttl_ms);
+  default:
+    return -1;
+  }
+}
+
+static int review_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_policy *p = obj;
+  if (get_str(c, kv, &p->branch_prefix) < 0)
+    return -1;
+  const char *s = p->branch_prefix;
+  size_t n = strlen(s);
+  if (n < 2 || n > 64 || s[n - 1] != '/' || s[0] == '/' || strstr(s, "..") || strstr(s, "//"))
+    return fail(c, pos_of(kv), kv->path, "`%s` must be a branch prefix ending in `/`, like airlock/",
+                s);
+  for (const char *q = s; *q; q++)
+    if (!(isalnum((unsigned char)*q) || *q == '/' || *q == '-' || *q == '_' || *q == '.'))
+      return fail(c, pos_of(kv), kv->path, "`%s` may only hold letters, digits, / - _ .", s);
+  if (strcmp(s, "main/") == 0 || strcmp(s, "master/") == 0)
+    return fail(c, pos_of(kv), kv->path, "`%s` is too close to a default branch name", s);
+  return 0;
+}
+
+/* ---- top level ---- */
+
+struct top_tmp {
+  al_policy *p;
+  bool have_version;
+};
+
+static int top_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  struct top_tmp *t = obj;
+  al_policy *p = t->p;
+  switch (idx) {
+  case 0: {
+    uint64_t v;
+    if (get_uint(c, kv, 1, 1, &v) < 0)
+      return fail(c, pos_of(kv), kv->path, "only version 1 is understood by this airlock");
+    p->version = 1;
+    t->have_version = true;
+    return 0;
+  }
+  case 1: {
+    static const char *const keys[] = {"allow", "pin", "resolver", "max_connections",
+                                       "egress_budget", "timeouts", NULL};
+    p->network.present = true;
+    if (kv->val && fy_node_is_scalar(kv->val)) {
+      size_t l = 0;
+      const char *s = fy_node_get_scalar(kv->val, &l);
+      if (s && l == 4 && memcmp(s, "none", 4) == 0) {
+        p->network.present = false;
+        return 0;
+      }
+    }
+    return walk_map(c, kv->val, kv->key, kv->path, keys, network_field, &p->network);
+  }
+  case 2: {
+    static const char *const keys[] = {"root", "workspace_size", "tmp_size", "ro_paths", "image",
+                                       NULL};
+    return walk_map(c, kv->val, kv->key, kv->path, keys, fs_field, &p->filesystem);
+  }
+  case 3: {
+    static const char *const keys[] = {"user", "env_pass", "limits", NULL};
+    return walk_map(c, kv->val, kv->key, kv->path, keys, process_field, &p->process);
+  }
+  case 4: {
+    static const char *const keys[] = {"broker", "git", "ticket", "ttl", NULL};
+    p->credentials.present = true;
+    return walk_map(c, kv->val, kv->key, kv->path, keys, creds_field, &p->credentials);
+  }
+  case 5: {
+    static const char *const keys[] = {"branch_prefix", NULL};
+    return walk_map(c, kv->val, kv->key, kv->path, keys, review_field, p);
+  }
+  default:
+    return -1;
+  }
+}
+
+static void set_defaults(al_policy *p)
+{
+  p->version = 1;
+  p->network.max_conns = 256;
+  p->network.head_timeout_ms = 10000;
+  p->network.connect_timeout_ms = 10000;
+  p->network.idle_timeout_ms = 300000;
+  p->network.max_tunnel_ms = 3600000;
+  p->filesystem.workspace_size = 2ull << 30;
+  p->filesystem.tmp_size = 512ull << 20;
+  p->process.user = 1000;
+  p->process.limits.memory = 4ull << 30;
+  p->process.limits.pids = 512;
+  p->process.limits.wall_ms = 60 * 60000;
+  p->process.limits.nofile = 4096;
+  p->credentials.ttl_ms = 15 * 60000;
+  p->branch_prefix = al_xstrdup("airlock/");
+}
+
+static int finish(al_policy *p, const char *name, al_error *err)
+{
+  p->source = al_xstrdup(name);
+  if (p->credentials.present) {
+    if (!p->credentials.broker)
+      p->credentials.broker = al_xstrdup("/run/airlock/broker.sock");
+  }
+  for (size_t i = 0; i < p->network.n_pin; i++) {
+    bool used = false;
+    for (size_t j = 0; j < p->network.n_allow; j++)
+      if (!p->network.allow[j].wildcard && strcmp(p->network.allow[j].host, p->network.pin[i].host) == 0)
+        used = true;
+    if (!used)
+      return al_make_error(err, EINVAL, "%s: network.pin: `%s` is pinned but not in network.allow",
+                           name, p->network.pin[i].host);
+  }
+  al_autofree char *canon = al_policy_canonical(p);
+  al_sha256_hex(canon, strlen(canon), p->sha256);
+  return 0;
+}
+
+int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_policy **out,
+                          al_error *err)
+{
+  struct ctx c = {name, err};
+  if (len > POLICY_MAX_BYTES)
+    return al_make_error(err, EFBIG, "%s: larger than %d bytes", name, POLICY_MAX_BYTES);
+  if (memchr(buf, '\0', len))
+    return al_make_error(err, EINVAL, "%s: contains a NUL byte", name);
+
+  struct fy_diag_cfg dcfg;
+  fy_diag_cfg_default(&dcfg);
+  dcfg.fp = NULL;
+  dcfg.output_fn = NULL;
+  dcfg.level = FYET_ERROR;
+  struct fy_diag *diag = fy_diag_create(&dcfg);
+  if (!diag)
+    return al_make_error(err, ENOMEM, "%s: libfyaml diagnostics", name);
+  fy_diag_set_collect_errors(diag, true);
+  struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_JSON_NONE, .diag = diag};
+  struct fy_document *doc = fy_document_build_from_string(&cfg, buf, len);
+  if (!doc) {
+    void *it = NULL;
+    struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
+    if (de)
+      al_make_error(err, EINVAL, "%s:%d:%d: not valid YAML: %s", name, de->line + 1,
+                    de->column + 1, de->msg ? de->msg : "parse error");
+    else
+      al_make_error(err, EINVAL, "%s: not valid YAML", name);
+    fy_diag_destroy(diag);
+    return -1;
+  }
+
+  al_policy *p = al_xcalloc(1, sizeof *p);
+  set_defaults(p);
+  int r = 0;
+  struct fy_node *root = fy_document_root(doc);
+  if (!root) {
+    r = al_make_error(err, EINVAL, "%s: empty policy (at least `version: 1`)", name);
+    goto out;
+  }
+  static const char *const keys[] = {"version", "network", "filesystem", "process",
+                                     "credentials", "review", NULL};
+  struct top_tmp t = {.p = p};
+  r = walk_map(&c, root, NULL, "", keys, top_field, &t);
+  if (r == 0 && !t.have_version)
+    r = al_make_error(err, EINVAL, "%s: version: required (write `version: 1`)", name);
+  if (r == 0)
+    r = finish(p, name, err);
+out:
+  fy_document_destroy(doc);
+  fy_diag_destroy(diag);
+  if (r < 0) {
+    al_policy_free(p);
+    return -1;
+  }
+  *out = p;
+  return 0;
+}
+
+int al_policy_load_file(const char *path, al_policy **out, al_error *err)
+{
+  al_autofree char *buf = NULL;
+  size_t len = 0;
+  if (al_read_file(path, POLICY_MAX_BYTES, &buf, &len, err) < 0)
+    return al_error_wrap(err, "policy");
+  return al_policy_load_buffer(path, buf, len, out, err);
+}
+
+int al_policy_default(al_policy **out, al_error *err)
+{
+  static const char def[] = "version: 1\n";
+  return al_policy_load_buffer("<default>", def, sizeof def - 1, out, err);
+}
+
+static json_t *str_array(char **v, size_t n)
+{
+  json_t *a = json_array();
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(a, json_string(v[i]));
+  return a;
+}
+
+static json_t *role_json(const al_policy_role *r)
+{
+  if (!r->present)
+    return json_null();
+  json_t *perms = json_object();
+  for (size_t i = 0; i < r->n_perms; i++)
+    json_object_set_new(perms, r->perms[i].name, json_string(r->perms[i].level));
+  return json_pack("{s:s?, s:o}", "repo", r->repo, "permissions", perms);
+}
+
+char *al_policy_canonical(const al_policy *p)
+{
+  json_t *root = json_object();
+  json_object_set_new(root, "version", json_integer(p->version));
+  if (p->network.present) {
+    const al_policy_network *n = &p->network;
+    json_t *allow = json_array();
+    for (size_t i = 0; i < n->n_allow; i++) {
+      const al_net_allow *a = &n->allow[i];
+      al_autofree char *h = al_strdup_printf("%s%s", a->wildcard ? "*." : "", a->host);
+      json_array_append_new(allow, json_pack("{s:s, s:i, s:b}", "host", h, "port", (int)a->port,
+                                             "tls", a->tls));
+    }
+    json_t *pins = json_array();
+    for (size_t i = 0; i < n->n_pin; i++)
+      json_array_append_new(pins, json_pack("{s:s, s:s}", "host", n->pin[i].host, "address",
+                                            n->pin[i].address));
+    json_object_set_new(
+        root, "network",
+        json_pack("{s:o, s:o, s:s?, s:I, s:I, s:{s:I, s:I, s:I, s:I}}", "allow", allow, "pin",
+                  pins, "resolver", n->resolver, "max_connections", (json_int_t)n->max_conns,
+                  "egress_budget", (json_int_t)n->egress_budget, "timeouts_ms", "head",
+                  (json_int_t)n->head_timeout_ms, "connect", (json_int_t)n->connect_timeout_ms,
+                  "idle", (json_int_t)n->idle_timeout_ms, "tunnel",
+                  (json_int_t)n->max_tunnel_ms));
+  } else {
+    json_object_set_new(root, "network", json_string("none"));
+  }
+  const al_policy_filesystem *f = &p->filesystem;
+  json_object_set_new(root, "filesystem",
+                      json_pack("{s:s, s:I, s:I, s:o, s:s?}", "root", f->root ? f->root : "host",
+                                "workspace_size", (json_int_t)f->workspace_size, "tmp_size",
+                                (json_int_t)f->tmp_size, "ro_paths",
+                                str_array(f->ro_paths, f->n_ro_paths), "image", f->image));
+  const al_policy_limits *l = &p->process.limits;
+  json_object_set_new(
+      root, "process",
+      json_pack("{s:i, s:o, s:{s:I, s:i, s:i, s:I, s:i}}", "user", (int)p->process.user,
+                "env_pass", str_array(p->process.env_pass, p->process.n_env_pass), "limits",
+                "memory", (json_int_t)l->memory, "pids", (int)l->pids, "cpu_milli",
+                (int)l->cpu_milli, "wall_ms", (json_int_t)l->wall_ms, "nofile", (int)l->nofile));
+  if (p->credentials.present)
+    json_object_set_new(root, "credentials",
+                        json_pack("{s:s?, s:o, s:o, s:I}", "broker", p->credentials.broker, "git",
+                                  role_json(&p->credentials.git), "ticket",
+                                  role_json(&p->credentials.ticket), "ttl_ms",
+                                  (json_int_t)p->credentials.ttl_ms));
+  json_object_set_new(root, "review", json_pack("{s:s}", "branch_prefix", p->branch_prefix));
+  char *s = json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT);
+  json_decref(root);
+  if (!s)
+    s = al_xstrdup("{}");
+  return s;
+}
+
+static void free_role(al_policy_role *r)
+{
+  free(r->repo);
+  for (size_t i = 0; i < r->n_perms; i++) {
+    free(r->perms[i].name);
+    free(r->perms[i].level);
+  }
+  free(r->perms);
+}
+
+void al_policy_free(al_policy *p)
+{
+  if (!p)
+    return;
+  for (size_t i = 0; i < p->network.n_allow; i++)
+    free(p->network.allow[i].host);
+  free(p->network.allow);
+  for (size_t i = 0; i < p->network.n_pin; i++) {
+    free(p->network.pin[i].host);
+    free(p->network.pin[i].address);
+  }
+  free(p->network.pin);
+  free(p->network.resolver);
+  free(p->filesystem.root);
+  for (size_t i = 0; i < p->filesystem.n_ro_paths; i++)
+    free(p->filesystem.ro_paths[i]);
+  free(p->filesystem.ro_paths);
+  free(p->filesystem.image);
+  for (size_t i = 0; i < p->process.n_env_pass; i++)
+    free(p->process.env_pass[i]);
+  free(p->process.env_pass);
+  free(p->credentials.broker);
+  free_role(&p->credentials.git);
+  free_role(&p->credentials.ticket);
+  free(p->branch_prefix);
+  free(p->source);
+  free(p);
+}

@@ -1,0 +1,126 @@
+/* The policy file (airlock.yaml): schema of docs/policy.md, DESIGN.md §5.
+ *
+ * Read with libfyaml, validated strictly: unknown keys, wrong types and bad
+ * values are rejected with "FILE:LINE:COL: KEY: rule". Every field has a
+ * safe default; the embedded default policy (al_policy_default) has no
+ * network section at all, so nothing listens and nothing gets out.
+ *
+ * The canonical form is compact JSON with sorted keys and every default
+ * filled in; its SHA-256 goes into every run record. */
+#ifndef AL_POLICY_H
+#define AL_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+/* One allowlist entry: exactly host:port, or a *.suffix wildcard. */
+typedef struct al_net_allow {
+  char *host;    /* canonical (see proxy/host.h); for wildcards the suffix without "*." */
+  bool wildcard; /* written as "*.suffix": matches one or more labels before suffix */
+  bool is_ip;    /* host is an IP literal (canonical text form) */
+  uint16_t port; /* 1..65535 */
+  bool tls;      /* require a ClientHello whose SNI equals the host; default: port == 443 */
+  int line;      /* source line, for messages */
+} al_net_allow;
+
+/* A test pin: resolve `host` to `address` without DNS and without the
+ * private-range guard. The only way a loopback address is ever dialled. */
+typedef struct al_net_pin {
+  char *host;    /* canonical */
+  char *address; /* numeric IPv4 or IPv6, as written */
+} al_net_pin;
+
+typedef struct al_policy_network {
+  bool present; /* false: no proxy, no listener, no way out at all */
+  al_net_allow *allow;
+  size_t n_allow;
+  al_net_pin *pin;
+  size_t n_pin;
+  char *resolver;          /* "ADDR:PORT" or NULL for the host's resolv.conf */
+  uint32_t max_conns;      /* per run; default 256 */
+  uint64_t egress_budget;  /* bytes out of the sandbox per run; 0 = unlimited */
+  uint64_t head_timeout_ms;    /* default 10s */
+  uint64_t connect_timeout_ms; /* default 10s */
+  uint64_t idle_timeout_ms;    /* default 5m */
+  uint64_t max_tunnel_ms;      /* default 1h */
+} al_policy_network;
+
+typedef struct al_policy_filesystem {
+  char *root;              /* NULL: curated host view; else a rootfs directory (absolute) */
+  uint64_t workspace_size; /* bytes, default 2 GiB */
+  uint64_t tmp_size;       /* bytes, default 512 MiB */
+  char **ro_paths;         /* extra absolute host paths bound read-only at the same place */
+  size_t n_ro_paths;
+  char *image;             /* container image for the docker backend, or NULL */
+} al_policy_filesystem;
+
+typedef struct al_policy_limits {
+  uint64_t memory;  /* bytes, default 4 GiB */
+  uint32_t pids;    /* default 512 */
+  uint32_t cpu_milli; /* CPU in thousandths of a core; 0 = unlimited (default) */
+  uint64_t wall_ms; /* default 60 minutes */
+  uint32_t nofile;  /* default 4096 */
+} al_policy_limits;
+
+typedef struct al_policy_process {
+  uint32_t user;    /* uid and gid inside the sandbox, default 1000; never 0 */
+  char **env_pass;  /* names of host variables passed through */
+  size_t n_env_pass;
+  al_policy_limits limits;
+} al_policy_process;
+
+/* One GitHub App permission, e.g. {"contents", "write"}. */
+typedef struct al_permission {
+  char *name;
+  char *level; /* "read" or "write" */
+} al_permission;
+
+typedef struct al_policy_role {
+  bool present;
+  char *repo; /* "OWNER/REPO" */
+  al_permission *perms;
+  size_t n_perms;
+} al_policy_role;
+
+typedef struct al_policy_credentials {
+  bool present;
+  char *broker; /* socket path */
+  al_policy_role git;
+  al_policy_role ticket;
+  uint64_t ttl_ms; /* default 15 min */
+} al_policy_credentials;
+
+typedef struct al_policy {
+  int version; /* 1 */
+  al_policy_network network;
+  al_policy_filesystem filesystem;
+  al_policy_process process;
+  al_policy_credentials credentials;
+  char *branch_prefix; /* review.branch_prefix, default "airlock/" */
+  char *source;        /* file name it came from, or "<default>" */
+  char sha256[65];     /* of the canonical form */
+} al_policy;
+
+/* Parse and validate a policy from a file. On success *out is a new policy
+ * the caller releases with al_policy_free(). Errors name FILE:LINE:COL, the
+ * key and the rule broken; EINVAL for a policy that breaks a rule, the
+ * errno of the failing call otherwise. */
+int al_policy_load_file(const char *path, al_policy **out, al_error *err);
+
+/* The same from a buffer; `name` is used in messages. */
+int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_policy **out,
+                          al_error *err);
+
+/* The embedded default: no network, default filesystem/process limits. */
+int al_policy_default(al_policy **out, al_error *err);
+
+/* Canonical form: compact JSON, sorted keys, defaults filled. The caller
+ * frees the string. */
+char *al_policy_canonical(const al_policy *p);
+
+void al_policy_free(al_policy *p);
+
+#endif

@@ -1,0 +1,55 @@
+/* The egress proxy: the sandbox's only way out (DESIGN.md §2, issue #3).
+ *
+ * One process serves one or more listening sockets. Each listener belongs
+ * to one run (a sandbox) and carries that run's id and policy; connection
+ * caps, the egress budget and counters are per run. The proxy permits
+ * exactly the policy's host:port pairs: CONNECT in authority-form (RFC 9110
+ * §9.3.6) with an SNI gate on `tls: true` entries, and absolute-form plain
+ * HTTP (RFC 9112 §3.2.2) only to `tls: false` entries, rebuilt into
+ * origin-form. Names are resolved by the proxy itself (c-ares) only after
+ * the allow decision; special-purpose answers are refused; the checked
+ * address is the one dialled. */
+#ifndef AL_PROXY_PROXY_H
+#define AL_PROXY_PROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "policy/policy.h"
+
+typedef struct al_proxy_listener {
+  int fd;                  /* a listening SOCK_STREAM socket (listen(2) already called);
+                              borrowed: the proxy neither closes nor unlinks it. It may
+                              live in another network namespace (the sandbox's). */
+  const char *run_id;      /* borrowed; goes into every audit line of this listener */
+  const al_policy *policy; /* borrowed; must outlive al_proxy_serve(). Its `network`
+                              section is the allowlist; present == false denies all. */
+} al_proxy_listener;
+
+typedef struct al_proxy_config {
+  const al_proxy_listener *listeners; /* n_listeners >= 1 */
+  size_t n_listeners;
+  int audit_fd;            /* JSON lines, one per decision; -1 for none. Borrowed. */
+  const char *admin_path;  /* Unix socket path for counters (mode 0600, created and
+                              unlinked by the proxy), or NULL. Must be outside the sandbox. */
+  uint32_t max_conns_global; /* across all listeners; 0 means 4096 */
+  const char *reload_path; /* on SIGHUP load this policy file and make it the policy of
+                              every listener (new connections only; live tunnels keep
+                              theirs; an invalid file is refused and the old one kept).
+                              NULL: SIGHUP is logged and ignored. */
+} al_proxy_config;
+
+/* Run the proxy until SIGTERM or SIGINT; then close every connection and
+ * return 0. Blocks SIGTERM, SIGINT and SIGHUP in the calling thread and
+ * reads them through a signalfd; sets SIGPIPE to SIG_IGN (splice(2) to a
+ * closed socket raises it). Raises RLIMIT_NOFILE's soft limit to the hard
+ * limit. Meant to own its process: the supervisor forks, the child calls
+ * this and exits with its result.
+ *
+ * One connection failing never stops the loop. Returns -1 with err set only
+ * for setup failures (epoll, signalfd, timerfd, c-ares init, admin socket)
+ * or a fatal epoll error. */
+int al_proxy_serve(const al_proxy_config *cfg, al_error *err);
+
+#endif

@@ -1,0 +1,38 @@
+/* One sandboxed command with its egress proxy: what `airlock run` does and
+ * what `airlock ticket` builds on. */
+#ifndef AL_RUN_H
+#define AL_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "policy/policy.h"
+#include "sandbox/sandbox.h"
+
+#define AL_PROXY_PORT 3128
+
+typedef struct al_run_opts {
+  const al_policy *policy; /* borrowed */
+  char *const *argv;       /* command */
+  char *const *env;        /* extra NAME=VALUE, NULL-terminated or NULL; borrowed, never logged */
+  uint64_t timeout_ms;     /* 0: the policy's wall limit */
+  const char *log_path;    /* proxy decisions (JSON lines) go here; NULL: stderr */
+  int audit_fd;            /* if > 0 and log_path is NULL: decisions go to this fd instead */
+  const char *run_id;      /* NULL: a random one */
+  bool quiet;
+  /* Called after the sandbox started and before the proxy process is
+   * forked, so the caller can wipe secrets it put into `env` (the proxy
+   * must never hold a copy). May be NULL. */
+  void (*after_start)(void *ctx);
+  void *after_start_ctx;
+} al_run_opts;
+
+/* Start the sandbox (with a listener at 127.0.0.1:3128 inside and the
+ * proxy variables set when the policy has a network section), fork the
+ * egress proxy on that listener, wait for the command, stop the proxy.
+ * *status gets the exit status per sandbox.h (125 on setup failure).
+ * Returns 0, or -1 with err (then *status is 125, 126 or 127). */
+int al_run_command(const al_run_opts *o, int *status, al_error *err);
+
+#endif

@@ -1,0 +1,247 @@
+/* Confinement of the sandbox's init (and so of everything it starts):
+ * capabilities, securebits, no_new_privs, Landlock and seccomp.
+ * Runs between clone and exec; failures die with the step named. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/landlock.h>
+#include <linux/securebits.h>
+#include <net/if.h>
+#include <seccomp.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "sandbox/internal.h"
+
+#define DIE(fd, ...) sb_die(fd, 125, errno, __VA_ARGS__)
+
+void sb_loopback_up(int sync_fd)
+{
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0)
+    DIE(sync_fd, "socket for loopback");
+  struct ifreq ifr;
+  memset(&ifr, 0, sizeof ifr);
+  snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+  if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+    DIE(sync_fd, "SIOCGIFFLAGS lo");
+  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+  if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+    DIE(sync_fd, "bring lo up");
+  close(s);
+}
+
+static int last_cap(void)
+{
+  int last = CAP_LAST_CAP;
+  char buf[16];
+  int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    if (n > 0) {
+      buf[n] = '\0';
+      int v = atoi(buf);
+      if (v > 0 && v < 64)
+        last = v;
+    }
+    close(fd);
+  }
+  return last;
+}
+
+/* Order matters: securebits and the bounding set need CAP_SETPCAP, so they
+ * go first; the uid change comes next (SECBIT_NO_SETUID_FIXUP keeps the
+ * kernel from touching the sets, we empty them ourselves afterwards). */
+void sb_drop_privileges(int sync_fd, uint32_t uid, bool can_setgroups)
+{
+  int lc = last_cap(); /* read before anything is locked down */
+  if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                   SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+                                   SECBIT_NO_CAP_AMBIENT_RAISE |
+                                   SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+    DIE(sync_fd, "lock securebits");
+  for (int c = 0; c <= lc; c++)
+    if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+      DIE(sync_fd, "drop capability %d from the bounding set", c);
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+    DIE(sync_fd, "clear ambient capabilities");
+  if (can_setgroups && setgroups(0, NULL) < 0)
+    DIE(sync_fd, "setgroups");
+  if (setresgid(uid, uid, uid) < 0)
+    DIE(sync_fd, "setresgid %u", uid);
+  if (setresuid(uid, uid, uid) < 0)
+    DIE(sync_fd, "setresuid %u", uid);
+  cap_t empty = cap_init();
+  if (!empty || cap_set_proc(empty) < 0)
+    DIE(sync_fd, "clear capability sets");
+  cap_free(empty);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    DIE(sync_fd, "PR_SET_NO_NEW_PRIVS");
+}
+
+/* ---- Landlock (Documentation/userspace-api/landlock.rst) ---- */
+
+#ifndef LANDLOCK_ACCESS_FS_REFER
+#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+#ifndef LANDLOCK_CREATE_RULESET_VERSION
+#define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
+#endif
+#define AL_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define AL_LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+
+/* Our own copy of the ABI-6 attribute layout; the kernel reads `size` bytes. */
+struct al_landlock_ruleset_attr {
+  uint64_t handled_access_fs;
+  uint64_t handled_access_net;
+  uint64_t scoped;
+};
+
+int sb_landlock_abi(void)
+{
+  long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  return v < 0 ? 0 : (int)v;
+}
+
+static void ll_allow(int sync_fd, int ruleset, const char *path, uint64_t access)
+{
+  int fd = open(path, O_PATH | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return;
+    DIE(sync_fd, "landlock: open `%s`", path);
+  }
+  struct landlock_path_beneath_attr pb = {.allowed_access = access, .parent_fd = fd};
+  if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+    DIE(sync_fd, "landlock: add rule for `%s`", path);
+  close(fd);
+}
+
+/* Writes only under /workspace, /tmp, /dev/shm and to the writable device
+ * nodes; reads and execution are left to the read-only mounts. With ABI >= 6
+ * also scope abstract unix sockets and signals to the sandbox. */
+void sb_apply_landlock(int sync_fd, int abi)
+{
+  if (abi <= 0)
+    return;
+  uint64_t file_w = LANDLOCK_ACCESS_FS_WRITE_FILE;
+  uint64_t dir_w = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+                   LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+                   LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+                   LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+                   LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+  if (abi >= 2)
+    dir_w |= LANDLOCK_ACCESS_FS_REFER;
+  if (abi >= 3) {
+    dir_w |= LANDLOCK_ACCESS_FS_TRUNCATE;
+    file_w |= LANDLOCK_ACCESS_FS_TRUNCATE;
+  }
+  struct al_landlock_ruleset_attr attr = {.handled_access_fs = dir_w};
+  size_t size = offsetof(struct al_landlock_ruleset_attr, handled_access_net);
+  if (abi >= 6) {
+    attr.scoped = AL_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | AL_LANDLOCK_SCOPE_SIGNAL;
+    size = sizeof attr;
+  }
+  int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+  if (rs < 0)
+    DIE(sync_fd, "landlock: create ruleset (ABI %d)", abi);
+  /* Device nodes do not need REFER and only take file rights. */
+  uint64_t dir_no_refer = dir_w & ~LANDLOCK_ACCESS_FS_REFER;
+  ll_allow(sync_fd, rs, "/workspace", dir_w);
+  ll_allow(sync_fd, rs, "/tmp", dir_w);
+  ll_allow(sync_fd, rs, "/dev/shm", dir_no_refer);
+  ll_allow(sync_fd, rs, "/dev/pts", file_w);
+  static const char *const nodes[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty",
+                                      "/dev/random", "/dev/urandom"};
+  for (size_t i = 0; i < AL_ARRAY_SIZE(nodes); i++)
+    ll_allow(sync_fd, rs, nodes[i], file_w);
+  if (syscall(SYS_landlock_restrict_self, rs, 0) < 0)
+    DIE(sync_fd, "landlock: restrict self");
+  close(rs);
+}
+
+/* ---- seccomp (seccomp_rule_add(3), seccomp(2)) ---- */
+
+#define ADD(action, name, ...)                                                                     \
+  do {                                                                                             \
+    int nr_ = seccomp_syscall_resolve_name(name);                                                  \
+    if (nr_ == __NR_SCMP_ERROR)                                                                    \
+      break;                                                                                       \
+    int rc_ = seccomp_rule_add(ctx, action, nr_, __VA_ARGS__);                                     \
+    if (rc_ < 0) {                                                                                 \
+      errno = -rc_;                                                                                \
+      DIE(sync_fd, "seccomp rule for %s", name);                                                   \
+    }                                                                                              \
+  } while (0)
+
+/* The syscalls refused outright (EPERM): namespaces, mounts, kernel
+ * modules, tracing, keyrings, BPF, perf, io_uring, handles, and host-wide
+ * administration. The list is DESIGN.md §2's plus the new mount API. */
+static const char *const denied[] = {
+    "mount", "umount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount",
+    "fspick", "move_mount", "open_tree", "mount_setattr", "unshare", "setns", "ptrace",
+    "process_vm_readv", "process_vm_writev", "process_madvise", "bpf", "perf_event_open",
+    "keyctl", "add_key", "request_key", "kexec_load", "kexec_file_load", "init_module",
+    "finit_module", "delete_module", "create_module", "userfaultfd", "io_uring_setup",
+    "io_uring_enter", "io_uring_register", "open_by_handle_at", "name_to_handle_at", "acct",
+    "swapon", "swapoff", "reboot", "syslog", "quotactl", "quotactl_fd", "lookup_dcookie",
+    "nfsservctl", "vhangup", "iopl", "ioperm", "settimeofday", "clock_settime", "clock_adjtime",
+    "adjtimex", "stime", "uselib", "fanotify_init", "kcmp", "pidfd_getfd"};
+
+void sb_apply_seccomp(int sync_fd)
+{
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (!ctx) {
+    errno = ENOMEM;
+    DIE(sync_fd, "seccomp_init");
+  }
+  /* Any other architecture (i386 via int 0x80, x32) kills the process:
+   * only the native ABI is in the filter, and libseccomp's x86_64 filter
+   * treats x32 syscall numbers as a bad architecture. */
+  int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+  if (rc < 0) {
+    errno = -rc;
+    DIE(sync_fd, "seccomp bad-arch action");
+  }
+  for (size_t i = 0; i < AL_ARRAY_SIZE(denied); i++)
+    ADD(SCMP_ACT_ERRNO(EPERM), denied[i], 0);
+  /* clone3 takes its flags in a struct seccomp cannot read: ENOSYS makes
+   * libc fall back to clone(2), whose flags we can check. */
+  ADD(SCMP_ACT_ERRNO(ENOSYS), "clone3", 0);
+  static const unsigned long ns_flags[] = {CLONE_NEWNS,  CLONE_NEWUSER, CLONE_NEWPID,
+                                           CLONE_NEWNET, CLONE_NEWIPC,  CLONE_NEWUTS,
+                                           CLONE_NEWCGROUP};
+  for (size_t i = 0; i < AL_ARRAY_SIZE(ns_flags); i++)
+    ADD(SCMP_ACT_ERRNO(EPERM), "clone", 1, SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+  /* TIOCSTI / TIOCLINUX push input into a terminal; the kernel compares the
+   * request as a 32-bit value, so mask it the same way. */
+  ADD(SCMP_ACT_ERRNO(EPERM), "ioctl", 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, TIOCSTI));
+  ADD(SCMP_ACT_ERRNO(EPERM), "ioctl", 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, TIOCLINUX));
+  /* personality: only PER_LINUX and the query value 0xffffffff. */
+  ADD(SCMP_ACT_ERRNO(EPERM), "personality", 1, SCMP_A0(SCMP_CMP_GT, 0));
+  /* Packet sockets, and raw IP sockets (SOCK_RAW in the low type bits). */
+  ADD(SCMP_ACT_ERRNO(EPERM), "socket", 1, SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
+  ADD(SCMP_ACT_ERRNO(EPERM), "socket", 2, SCMP_A0(SCMP_CMP_EQ, AF_INET),
+      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
+  ADD(SCMP_ACT_ERRNO(EPERM), "socket", 2, SCMP_A0(SCMP_CMP_EQ, AF_INET6),
+      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
+  rc = seccomp_load(ctx);
+  if (rc < 0) {
+    errno = -rc;
+    DIE(sync_fd, "seccomp_load");
+  }
+  seccomp_release(ctx);
+}

@@ -1,0 +1,51 @@
+/* Pieces of the sandbox shared between its files; not a public API. */
+#ifndef AL_SANDBOX_INTERNAL_H
+#define AL_SANDBOX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "policy/policy.h"
+
+/* Messages on the supervisor <-> init socket. */
+enum { MSG_HELLO = 1, MSG_GO, MSG_LISTENERS, MSG_READY, MSG_ERROR, MSG_EXIT, MSG_SIGNAL };
+
+struct sb_msg {
+  uint32_t type;
+  int32_t status; /* MSG_ERROR: exit status to use; MSG_EXIT: wait status; MSG_SIGNAL: signo */
+  int32_t err;    /* errno */
+  char text[480];
+};
+
+/* Child side: report a failed step and _exit. Only between clone and exec. */
+__attribute__((noreturn, format(printf, 4, 5))) void sb_die(int sync_fd, int status, int errnum,
+                                                            const char *fmt, ...);
+
+/* rootfs.c: build the new root and pivot into it. Runs in the child, with
+ * all capabilities of the new user namespace. Dies on failure. */
+void sb_setup_rootfs(int sync_fd, const al_policy *policy, uint32_t uid);
+
+/* confine.c */
+void sb_drop_privileges(int sync_fd, uint32_t uid, bool can_setgroups);
+int sb_landlock_abi(void);
+void sb_apply_landlock(int sync_fd, int abi);
+void sb_apply_seccomp(int sync_fd);
+void sb_loopback_up(int sync_fd);
+
+/* cgroup.c: supervisor side. */
+struct sb_cgroup {
+  const char *kind; /* "v2", "v1", "none" */
+  char *paths[4];   /* created directories */
+  size_t n;
+  bool mem, pids, cpu;
+  char why[256];    /* what could not be enforced */
+};
+int sb_cgroup_create(struct sb_cgroup *cg, const char *name, const al_policy_limits *lim,
+                     pid_t pid);
+void sb_cgroup_kill(struct sb_cgroup *cg);
+void sb_cgroup_destroy(struct sb_cgroup *cg);
+
+#endif

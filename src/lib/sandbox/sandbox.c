@@ -1,0 +1,714 @@
+/* Sandbox orchestration: clone into new namespaces, write the id maps,
+ * place the child in a cgroup, let it build its root and confine itself,
+ * then start the command under a minimal pid 1.
+ *
+ * Supervisor                                 child (pid 1 in the new pid ns)
+ *   socketpair(SEQPACKET) ───────────────────  sync
+ *   clone(NEWUSER|NEWNS|NEWPID|NEWNET|NEWIPC|NEWUTS)
+ *   uid_map / setgroups / gid_map
+ *   cgroup: create, move child in
+ *   MSG_GO ─────────────────────────────────►  PDEATHSIG, unshare(NEWCGROUP)
+ *                                              rootfs, lo, hostname, listeners
+ *   ◄──────────────────── MSG_LISTENERS(fds)   drop privileges, Landlock, seccomp
+ *                                              fork ─► command: exec
+ *   ◄──────────────────── MSG_READY | ERROR    reap, forward signals
+ *   ◄──────────────────── MSG_EXIT(wstatus)    exit
+ */
+#include "sandbox/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <linux/securebits.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "sandbox/internal.h"
+
+extern char **environ;
+
+struct al_sandbox {
+  pid_t pid;
+  int sync_fd;
+  int listen_fds[AL_SANDBOX_MAX_LISTENERS];
+  size_t n_listen;
+  uint64_t timeout_ms;
+  bool reaped;
+  bool killed;
+  int exit_wstatus;
+  bool have_exit;
+  struct sb_cgroup cg;
+  int landlock_abi;
+  uint32_t host_uid;
+};
+
+/* ---------------- child side (between clone and exec) ---------------- */
+
+void sb_die(int sync_fd, int status, int errnum, const char *fmt, ...)
+{
+  struct sb_msg m = {.type = MSG_ERROR, .status = status, .err = errnum};
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m.text, sizeof m.text, fmt, ap);
+  va_end(ap);
+  if (sync_fd >= 0)
+    (void)!send(sync_fd, &m, sizeof m, MSG_NOSIGNAL);
+  _exit(status);
+}
+
+static void send_msg(int fd, uint32_t type, int status)
+{
+  struct sb_msg m = {.type = type, .status = status};
+  (void)!send(fd, &m, sizeof m, MSG_NOSIGNAL);
+}
+
+static void send_fds(int sync_fd, const int *fds, size_t n)
+{
+  struct sb_msg m = {.type = MSG_LISTENERS, .status = (int32_t)n};
+  struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * AL_SANDBOX_MAX_LISTENERS)];
+    struct cmsghdr align;
+  } u;
+  memset(&u, 0, sizeof u);
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (n > 0) {
+    mh.msg_control = u.buf;
+    mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+  }
+  if (sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0)
+    sb_die(sync_fd, 125, errno, "send listener sockets to the supervisor");
+}
+
+struct child_args {
+  const al_sandbox_opts *opts;
+  char **envp;  /* built by the supervisor before clone */
+  char **argv;  /* copy of the command */
+  int sync_fd;
+  bool can_setgroups;
+  int landlock_abi;
+};
+
+static void set_rlimit(int sync_fd, int res, rlim_t v, const char *name)
+{
+  struct rlimit rl = {v, v};
+  struct rlimit cur;
+  if (getrlimit(res, &cur) == 0 && cur.rlim_max != RLIM_INFINITY && cur.rlim_max < v)
+    rl.rlim_cur = rl.rlim_max = cur.rlim_max; /* never try to raise */
+  if (setrlimit(res, &rl) < 0)
+    sb_die(sync_fd, 125, errno, "setrlimit %s", name);
+}
+
+static void exec_command(struct child_args *a, int status_fd) __attribute__((noreturn));
+static void exec_command(struct child_args *a, int status_fd)
+{
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  for (int s = 1; s < NSIG; s++)
+    signal(s, SIG_DFL);
+  int keep[] = {status_fd};
+  al_close_fds_from(3, keep, 1);
+  environ = a->envp;
+  execvp(a->argv[0], a->argv);
+  int e = errno;
+  int st = (e == ENOENT || e == ENOTDIR) ? AL_EXIT_NOTFOUND : AL_EXIT_NOEXEC;
+  sb_die(status_fd, st, e, "exec `%s`", a->argv[0]);
+}
+
+/* pid 1: forward signals to the command, reap everything, exit with it. */
+static void run_init(struct child_args *a) __attribute__((noreturn));
+static void run_init(struct child_args *a)
+{
+  int sync_fd = a->sync_fd;
+  sigset_t set;
+  sigemptyset(&set);
+  int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD};
+  for (size_t i = 0; i < AL_ARRAY_SIZE(fwd); i++)
+    sigaddset(&set, fwd[i]);
+  if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+    sb_die(sync_fd, 125, errno, "init: block signals");
+  int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+  if (sfd < 0)
+    sb_die(sync_fd, 125, errno, "init: signalfd");
+
+  int pfd[2];
+  if (pipe2(pfd, O_CLOEXEC) < 0)
+    sb_die(sync_fd, 125, errno, "init: pipe");
+  pid_t child = fork();
+  if (child < 0)
+    sb_die(sync_fd, 125, errno, "init: fork the command");
+  if (child == 0) {
+    close(pfd[0]);
+    exec_command(a, pfd[1]);
+  }
+  close(pfd[1]);
+  struct sb_msg m;
+  ssize_t n = al_read_all(pfd[0], &m, sizeof m);
+  close(pfd[0]);
+  if (n == (ssize_t)sizeof m) {
+    /* exec failed: forward the child's message as ours */
+    (void)!send(sync_fd, &m, sizeof m, MSG_NOSIGNAL);
+    _exit(m.status);
+  }
+  send_msg(sync_fd, MSG_READY, 0);
+
+  for (;;) {
+    struct signalfd_siginfo si;
+    ssize_t r = read(sfd, &si, sizeof si);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r != (ssize_t)sizeof si)
+      _exit(125);
+    if (si.ssi_signo != SIGCHLD) {
+      kill(child, (int)si.ssi_signo);
+      continue;
+    }
+    for (;;) {
+      int ws;
+      pid_t p = waitpid(-1, &ws, WNOHANG);
+      if (p <= 0)
+        break;
+      if (p == child) {
+        send_msg(sync_fd, MSG_EXIT, ws);
+        _exit(WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws));
+      }
+    }
+  }
+}
+
+static int child_main(struct child_args *a) __attribute__((noreturn));
+static int child_main(struct child_args *a)
+{
+  int sync_fd = a->sync_fd;
+  const al_policy *pol = a->opts->policy;
+
+  /* Nothing of the supervisor's fds but the sync socket stays open. */
+  int keep[] = {sync_fd};
+  if (al_close_fds_from(3, keep, 1) < 0)
+    sb_die(sync_fd, 125, errno, "close inherited file descriptors");
+
+  /* The supervisor is non-dumpable (it may hold secrets), and so were we
+   * at clone; /proc/<pid>/uid_map then belongs to root and an unprivileged
+   * supervisor could not write it. Become dumpable for that moment only. */
+  if (prctl(PR_SET_DUMPABLE, 1) < 0)
+    sb_die(sync_fd, 125, errno, "PR_SET_DUMPABLE");
+  send_msg(sync_fd, MSG_HELLO, 0);
+
+  /* Wait until the supervisor has written our id maps and cgroup. */
+  struct sb_msg m;
+  ssize_t n = recv(sync_fd, &m, sizeof m, 0);
+  if (n != (ssize_t)sizeof m || m.type != MSG_GO)
+    _exit(125);
+
+  /* Become the sandbox user now, keeping the namespace's capabilities: the
+   * kernel refuses to create files for an fsuid the namespace does not map
+   * (EOVERFLOW), and only the sandbox user is mapped. */
+  if (prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP) < 0)
+    sb_die(sync_fd, 125, errno, "securebits for setup");
+  if (setresgid(pol->process.user, pol->process.user, pol->process.user) < 0 ||
+      setresuid(pol->process.user, pol->process.user, pol->process.user) < 0)
+    sb_die(sync_fd, 125, errno, "switch to uid %u for setup", pol->process.user);
+
+  if (unshare(CLONE_NEWCGROUP) < 0)
+    sb_die(sync_fd, 125, errno, "unshare cgroup namespace");
+  if (sethostname("airlock", 7) < 0 || setdomainname("airlock", 7) < 0)
+    sb_die(sync_fd, 125, errno, "set hostname");
+  sb_loopback_up(sync_fd);
+
+  int lfds[AL_SANDBOX_MAX_LISTENERS];
+  for (size_t i = 0; i < a->opts->n_listen; i++) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+      sb_die(sync_fd, 125, errno, "listener socket");
+    int one = 1;
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(a->opts->listen_ports[i])};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(s, (struct sockaddr *)&sin, sizeof sin) < 0)
+      sb_die(sync_fd, 125, errno, "bind 127.0.0.1:%u in the sandbox", a->opts->listen_ports[i]);
+    if (listen(s, 4096) < 0)
+      sb_die(sync_fd, 125, errno, "listen 127.0.0.1:%u", a->opts->listen_ports[i]);
+    lfds[i] = s;
+  }
+  send_fds(sync_fd, lfds, a->opts->n_listen);
+  for (size_t i = 0; i < a->opts->n_listen; i++)
+    close(lfds[i]);
+
+  sb_setup_rootfs(sync_fd, pol, pol->process.user);
+  if (setsid() < 0)
+    sb_die(sync_fd, 125, errno, "setsid");
+
+  /* Limits that hold even without cgroups. RLIMIT_NPROC counts per user in
+   * the sandbox's user namespace, so it bounds the sandbox's processes. */
+  const al_policy_limits *lim = &pol->process.limits;
+  set_rlimit(sync_fd, RLIMIT_NOFILE, lim->nofile, "NOFILE");
+  set_rlimit(sync_fd, RLIMIT_NPROC, lim->pids, "NPROC");
+  set_rlimit(sync_fd, RLIMIT_CORE, 0, "CORE");
+  if (m.status == 0) /* the supervisor could not enforce memory through a cgroup */
+    set_rlimit(sync_fd, RLIMIT_DATA, lim->memory, "DATA");
+
+  sb_drop_privileges(sync_fd, pol->process.user, a->can_setgroups);
+  /* The uid change cleared the parent-death signal; set it again and make
+   * sure the supervisor did not die in between. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+    sb_die(sync_fd, 125, errno, "PR_SET_PDEATHSIG");
+  struct pollfd pf = {.fd = sync_fd, .events = POLLIN};
+  if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLERR)))
+    _exit(125);
+  /* pid 1 keeps a copy of the supervisor's memory: never let the sandbox
+   * read it through /proc/1. */
+  if (prctl(PR_SET_DUMPABLE, 0) < 0)
+    sb_die(sync_fd, 125, errno, "PR_SET_DUMPABLE");
+  sb_apply_landlock(sync_fd, a->landlock_abi);
+  sb_apply_seccomp(sync_fd);
+  run_init(a);
+}
+
+/* ---------------- supervisor side ---------------- */
+
+static int write_proc(pid_t pid, const char *file, const char *text, al_error *err)
+{
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return al_make_error(err, errno, "open %s", path);
+  int r = al_write_all(fd, text, strlen(text));
+  close(fd);
+  if (r < 0)
+    return al_make_error(err, -r, "write %s `%s`", path, text);
+  return 0;
+}
+
+/* The host uid the sandbox user maps to when airlock runs as root: a high,
+ * per-run id that no host account uses, so the sandbox owns nothing on the
+ * host and two runs cannot signal or trace each other. */
+static uint32_t pick_host_id(void)
+{
+  uint32_t r = 0;
+  if (getrandom(&r, sizeof r, 0) != sizeof r)
+    r = (uint32_t)getpid();
+  return 0x70000000u + (r & 0x00ffffffu);
+}
+
+static char **build_env(const al_sandbox_opts *o)
+{
+  const al_policy *p = o->policy;
+  size_t cap = 16 + p->process.n_env_pass;
+  for (char *const *e = o->env; e && *e; e++)
+    cap++;
+  char **env = al_xcalloc(cap + 1, sizeof(char *));
+  size_t n = 0;
+  /* later entries replace earlier ones with the same name */
+  const char *lang = getenv("LANG");
+  const char *term = getenv("TERM");
+  char *base[] = {
+      al_xstrdup("PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"),
+      al_xstrdup("HOME=/tmp/home"),
+      al_xstrdup("USER=airlock"),
+      al_xstrdup("LOGNAME=airlock"),
+      al_xstrdup("TMPDIR=/tmp"),
+      al_strdup_printf("LANG=%s", lang ? lang : "C.UTF-8"),
+      term ? al_strdup_printf("TERM=%s", term) : NULL,
+  };
+  for (size_t i = 0; i < AL_ARRAY_SIZE(base); i++)
+    if (base[i])
+      env[n++] = base[i];
+  for (size_t i = 0; i < p->process.n_env_pass; i++) {
+    const char *v = getenv(p->process.env_pass[i]);
+    if (v)
+      env[n++] = al_strdup_printf("%s=%s", p->process.env_pass[i], v);
+  }
+  for (char *const *e = o->env; e && *e; e++)
+    env[n++] = al_xstrdup(*e);
+  /* de-duplicate, last one wins */
+  for (size_t i = 0; i < n; i++) {
+    if (!env[i])
+      continue;
+    size_t li = strcspn(env[i], "=");
+    for (size_t j = i + 1; j < n; j++)
+      if (env[j] && strncmp(env[i], env[j], li + 1) == 0) {
+        free(env[i]);
+        env[i] = NULL;
+        break;
+      }
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (env[i])
+      env[k++] = env[i];
+  env[k] = NULL;
+  return env;
+}
+
+static void free_strv(char **v)
+{
+  if (!v)
+    return;
+  for (char **p = v; *p; p++) {
+    explicit_bzero(*p, strlen(*p));
+    free(*p);
+  }
+  free(v);
+}
+
+static int recv_msg(int fd, struct sb_msg *m, int *fds, size_t maxfds, size_t *nfds)
+{
+  struct iovec iov = {.iov_base = m, .iov_len = sizeof *m};
+  union {
+    char buf[CMSG_SPACE(sizeof(int) * AL_SANDBOX_MAX_LISTENERS)];
+    struct cmsghdr align;
+  } u;
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                      .msg_controllen = sizeof u.buf};
+  ssize_t n;
+  do {
+    n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0)
+    return -errno;
+  if (n == 0)
+    return 0;
+  if (n != (ssize_t)sizeof *m)
+    return -EPROTO;
+  m->text[sizeof m->text - 1] = '\0';
+  if (nfds)
+    *nfds = 0;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      int tmp[AL_SANDBOX_MAX_LISTENERS * 2];
+      if (k > AL_ARRAY_SIZE(tmp))
+        k = AL_ARRAY_SIZE(tmp);
+      memcpy(tmp, CMSG_DATA(c), k * sizeof(int));
+      for (size_t i = 0; i < k; i++) {
+        if (fds && nfds && *nfds < maxfds)
+          fds[(*nfds)++] = tmp[i];
+        else
+          close(tmp[i]);
+      }
+    }
+  }
+  return 1;
+}
+
+int al_sandbox_block_signals(al_error *err)
+{
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGQUIT);
+  sigaddset(&set, SIGCHLD);
+  if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+    return al_make_error(err, errno, "block signals");
+  return 0;
+}
+
+static void reap(al_sandbox *sb)
+{
+  if (sb->reaped || sb->pid <= 0)
+    return;
+  int ws;
+  while (waitpid(sb->pid, &ws, 0) < 0 && errno == EINTR)
+    ;
+  sb->reaped = true;
+}
+
+int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_status,
+                     al_error *err)
+{
+  if (setup_status)
+    *setup_status = AL_EXIT_SETUP;
+  if (!o->argv || !o->argv[0])
+    return al_make_error(err, EINVAL, "no command to run");
+  if (o->n_listen > AL_SANDBOX_MAX_LISTENERS)
+    return al_make_error(err, EINVAL, "too many listeners");
+  if (o->policy->process.user == 0)
+    return al_make_error(err, EINVAL, "process.user must not be 0");
+
+  al_sandbox *sb = al_xcalloc(1, sizeof *sb);
+  sb->sync_fd = -1;
+  sb->pid = -1;
+  for (size_t i = 0; i < AL_SANDBOX_MAX_LISTENERS; i++)
+    sb->listen_fds[i] = -1;
+  sb->timeout_ms = o->timeout_ms ? o->timeout_ms : o->policy->process.limits.wall_ms;
+  sb->landlock_abi = sb_landlock_abi();
+  sb->cg.kind = "none";
+
+  int sp[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+    free(sb);
+    return al_make_error(err, errno, "socketpair");
+  }
+
+  struct child_args a = {
+      .opts = o,
+      .envp = build_env(o),
+      .sync_fd = sp[1],
+      .landlock_abi = sb->landlock_abi,
+  };
+  size_t argc = 0;
+  while (o->argv[argc])
+    argc++;
+  a.argv = al_xcalloc(argc + 1, sizeof(char *));
+  for (size_t i = 0; i < argc; i++)
+    a.argv[i] = al_xstrdup(o->argv[i]);
+
+  bool root = geteuid() == 0;
+  a.can_setgroups = root;
+  uint32_t outer_uid = root ? pick_host_id() : (uint32_t)getuid();
+  uint32_t outer_gid = root ? outer_uid : (uint32_t)getgid();
+  sb->host_uid = outer_uid;
+
+  fflush(NULL);
+  pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                                            CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
+                             NULL, NULL, NULL, NULL);
+  if (pid == 0) {
+    close(sp[0]);
+    child_main(&a);
+  }
+  int clone_errno = errno;
+  close(sp[1]);
+  free_strv(a.envp);
+  free_strv(a.argv);
+  sb->sync_fd = sp[0];
+  if (pid < 0) {
+    al_sandbox_destroy(sb);
+    return al_make_error(err, clone_errno, "clone into new namespaces");
+  }
+  sb->pid = pid;
+
+  {
+    struct sb_msg hello;
+    int hr = recv_msg(sb->sync_fd, &hello, NULL, 0, NULL);
+    if (hr <= 0 || hello.type != MSG_HELLO) {
+      if (hr > 0 && hello.type == MSG_ERROR)
+        al_make_error(err, hello.err, "%s", hello.text);
+      else
+        al_make_error(err, hr < 0 ? -hr : EPROTO, "sandbox setup: no greeting from the child");
+      goto fail;
+    }
+  }
+  char map[64];
+  uint32_t inner = o->policy->process.user;
+  snprintf(map, sizeof map, "%u %u 1\n", inner, outer_uid);
+  if (write_proc(pid, "uid_map", map, err) < 0)
+    goto fail;
+  if (!root && write_proc(pid, "setgroups", "deny", err) < 0)
+    goto fail;
+  snprintf(map, sizeof map, "%u %u 1\n", inner, outer_gid);
+  if (write_proc(pid, "gid_map", map, err) < 0)
+    goto fail;
+
+  char name[96];
+  snprintf(name, sizeof name, "airlock-%s", o->run_id ? o->run_id : "run");
+  for (char *c = name; *c; c++)
+    if (*c == '/')
+      *c = '_';
+  sb_cgroup_create(&sb->cg, name, &o->policy->process.limits, pid);
+  if (!o->quiet && sb->cg.why[0])
+    al_warn("not enforced by a cgroup:%s (cgroup %s; rlimits still apply)", sb->cg.why,
+            sb->cg.kind);
+  if (!o->quiet && sb->landlock_abi == 0)
+    al_warn("Landlock is not available on this kernel; writes are limited by read-only mounts "
+            "only");
+
+  struct sb_msg go = {.type = MSG_GO, .status = sb->cg.mem ? 1 : 0};
+  if (send(sb->sync_fd, &go, sizeof go, MSG_NOSIGNAL) < 0) {
+    al_make_error(err, errno, "start the sandbox");
+    goto fail;
+  }
+
+  for (;;) {
+    struct sb_msg m;
+    size_t nfds = 0;
+    int r = recv_msg(sb->sync_fd, &m, sb->listen_fds, AL_SANDBOX_MAX_LISTENERS, &nfds);
+    if (r < 0) {
+      al_make_error(err, -r, "sandbox setup");
+      goto fail;
+    }
+    if (r == 0) {
+      al_make_error(err, EPROTO, "sandbox setup: the sandbox exited before starting the command");
+      goto fail;
+    }
+    if (m.type == MSG_LISTENERS) {
+      sb->n_listen = nfds;
+      if (nfds != o->n_listen) {
+        al_make_error(err, EPROTO, "sandbox setup: expected %zu listeners, got %zu", o->n_listen,
+                      nfds);
+        goto fail;
+      }
+      continue;
+    }
+    if (m.type == MSG_READY)
+      break;
+    if (m.type == MSG_ERROR) {
+      errno = 0;
+      al_make_error(err, m.err, "%s", m.text);
+      if (setup_status)
+        *setup_status = m.status;
+      goto fail;
+    }
+    al_make_error(err, EPROTO, "sandbox setup: unexpected message %u", m.type);
+    goto fail;
+  }
+  *out = sb;
+  return 0;
+
+fail:
+  al_sandbox_destroy(sb);
+  return -1;
+}
+
+int al_sandbox_take_listener(al_sandbox *sb, size_t i)
+{
+  if (i >= sb->n_listen)
+    return -1;
+  return al_steal_fd(&sb->listen_fds[i]);
+}
+
+pid_t al_sandbox_pid(const al_sandbox *sb)
+{
+  return sb->pid;
+}
+
+void al_sandbox_kill(al_sandbox *sb)
+{
+  if (sb->pid > 0 && !sb->reaped) {
+    kill(sb->pid, SIGKILL);
+    sb->killed = true;
+  }
+  sb_cgroup_kill(&sb->cg);
+}
+
+static int status_from(al_sandbox *sb)
+{
+  if (sb->have_exit) {
+    int ws = sb->exit_wstatus;
+    if (WIFEXITED(ws))
+      return WEXITSTATUS(ws);
+    if (WIFSIGNALED(ws))
+      return 128 + WTERMSIG(ws);
+  }
+  return 128 + SIGKILL;
+}
+
+int al_sandbox_wait(al_sandbox *sb, int *status, al_error *err)
+{
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGQUIT);
+  al_autoclose int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) {
+    al_sandbox_kill(sb);
+    return al_make_error(err, errno, "signalfd");
+  }
+  al_autoclose int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (tfd < 0) {
+    al_sandbox_kill(sb);
+    return al_make_error(err, errno, "timerfd");
+  }
+  struct itimerspec its = {0};
+  its.it_value.tv_sec = (time_t)(sb->timeout_ms / 1000);
+  its.it_value.tv_nsec = (long)(sb->timeout_ms % 1000) * 1000000L;
+  timerfd_settime(tfd, 0, &its, NULL);
+
+  int forwarded = 0;
+  bool timed_out = false;
+  for (;;) {
+    struct pollfd p[3] = {{sb->sync_fd, POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0}};
+    int n = poll(p, 3, -1);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      al_sandbox_kill(sb);
+      return al_make_error(err, errno, "poll");
+    }
+    if (p[2].revents & POLLIN) {
+      timed_out = true;
+      al_sandbox_kill(sb);
+      break;
+    }
+    if (p[1].revents & POLLIN) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (++forwarded > 1 && si.ssi_signo != SIGHUP)
+          al_sandbox_kill(sb);
+        else
+          kill(sb->pid, (int)si.ssi_signo);
+      }
+    }
+    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      struct sb_msg m;
+      int r = recv_msg(sb->sync_fd, &m, NULL, 0, NULL);
+      if (r > 0 && m.type == MSG_EXIT) {
+        sb->have_exit = true;
+        sb->exit_wstatus = m.status;
+        break;
+      }
+      if (r <= 0)
+        break; /* init is gone without telling us: it was killed */
+    }
+  }
+  reap(sb);
+  *status = timed_out ? AL_EXIT_TIMEOUT : status_from(sb);
+  return 0;
+}
+
+void al_sandbox_get_report(const al_sandbox *sb, al_sandbox_report *out)
+{
+  out->landlock_abi = sb->landlock_abi;
+  out->cgroup = sb->cg.kind;
+  out->mem_enforced = sb->cg.mem;
+  out->pids_enforced = sb->cg.pids;
+  out->cpu_enforced = sb->cg.cpu;
+  out->host_uid = sb->host_uid;
+}
+
+void al_sandbox_destroy(al_sandbox *sb)
+{
+  if (!sb)
+    return;
+  if (sb->pid > 0 && !sb->reaped) {
+    kill(sb->pid, SIGKILL);
+    reap(sb);
+  }
+  sb_cgroup_kill(&sb->cg);
+  sb_cgroup_destroy(&sb->cg);
+  for (size_t i = 0; i < AL_SANDBOX_MAX_LISTENERS; i++)
+    if (sb->listen_fds[i] >= 0)
+      close(sb->listen_fds[i]);
+  if (sb->sync_fd >= 0)
+    close(sb->sync_fd);
+  free(sb);
+}

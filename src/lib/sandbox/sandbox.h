@@ -1,0 +1,92 @@
+/* The native sandbox: one command in new user, mount, pid, net, ipc, uts and
+ * cgroup namespaces, with a tmpfs root, no capabilities, Landlock, a seccomp
+ * filter and limits. DESIGN.md §2; issue #2.
+ *
+ * Process shape:
+ *   supervisor (caller) ──clone──► pid 1 "airlock init" (in all namespaces,
+ *   unprivileged, under seccomp) ──fork──► the command (pid 2).
+ * pid 1 reaps, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT, and exits with the
+ * command; when pid 1 dies the kernel kills every process of the pid
+ * namespace. pid 1 has PR_SET_PDEATHSIG(SIGKILL) on the supervisor, so the
+ * sandbox dies with the supervisor even after SIGKILL.
+ *
+ * Errors raised in the child during setup travel back over a SOCK_SEQPACKET
+ * socket as (exit code, errno, step text), as crun does. */
+#ifndef AL_SANDBOX_H
+#define AL_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "policy/policy.h"
+
+#define AL_SANDBOX_MAX_LISTENERS 4
+
+/* Exit statuses of `airlock run` beyond the command's own. */
+#define AL_EXIT_TIMEOUT 124
+#define AL_EXIT_SETUP 125
+#define AL_EXIT_NOEXEC 126
+#define AL_EXIT_NOTFOUND 127
+
+typedef struct al_sandbox_opts {
+  const al_policy *policy; /* borrowed; must outlive the sandbox */
+  char *const *argv;       /* command, NULL-terminated; argv[0] looked up in the sandbox PATH */
+  char *const *env;        /* extra "NAME=VALUE" entries (NULL-terminated, may be NULL); borrowed.
+                              They win over the defaults; never logged. */
+  const uint16_t *listen_ports; /* TCP ports to listen on at 127.0.0.1 inside the netns */
+  size_t n_listen;
+  uint64_t timeout_ms;     /* wall-clock limit; 0 = policy's process.limits.wall */
+  const char *run_id;      /* for cgroup names; may be NULL */
+  bool quiet;              /* no warnings on stderr about limits that could not be enforced */
+} al_sandbox_opts;
+
+typedef struct al_sandbox al_sandbox;
+
+/* Create the sandbox and start the command in it. Returns 0 once the
+ * command has been exec'd (the returned sandbox must be waited for and
+ * destroyed), or -1 with err filled: err->code is the errno; *setup_status
+ * (may be NULL) gets 125 for a setup failure, 126 (not executable) or 127
+ * (not found) when exec failed. On failure nothing is left running. */
+int al_sandbox_start(const al_sandbox_opts *opts, al_sandbox **out, int *setup_status,
+                     al_error *err);
+
+/* Listening socket i (0..n_listen-1) created inside the sandbox's network
+ * namespace; the sandbox keeps ownership (closed by al_sandbox_destroy,
+ * or taken with al_sandbox_take_listener). -1 if out of range. */
+int al_sandbox_take_listener(al_sandbox *sb, size_t i);
+
+/* pid of the sandbox's init in the caller's pid namespace. */
+pid_t al_sandbox_pid(const al_sandbox *sb);
+
+/* Wait for the command to end, enforcing the timeout and forwarding
+ * SIGINT/SIGTERM/SIGHUP (a second SIGINT/SIGTERM kills the sandbox).
+ * The caller must have blocked those signals (al_sandbox_block_signals).
+ * *status gets the command's exit status, 128+N if it was killed by signal
+ * N, or 124 on timeout. Returns 0, or -1 with err on an internal error
+ * (the sandbox is then killed). */
+int al_sandbox_wait(al_sandbox *sb, int *status, al_error *err);
+
+/* SIGKILL the whole sandbox (idempotent). */
+void al_sandbox_kill(al_sandbox *sb);
+
+/* Kill if still running, reap, remove the cgroup, close fds, free. */
+void al_sandbox_destroy(al_sandbox *sb);
+
+/* Block SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD in the calling thread so
+ * al_sandbox_wait can take them from a signalfd. */
+int al_sandbox_block_signals(al_error *err);
+
+/* What could be enforced on this machine, for the run record and probes. */
+typedef struct al_sandbox_report {
+  int landlock_abi;     /* 0 when Landlock is unavailable */
+  const char *cgroup;   /* "v2", "v1" or "none" */
+  bool mem_enforced, pids_enforced, cpu_enforced;
+  uint32_t host_uid;    /* host uid the sandbox user maps to */
+} al_sandbox_report;
+
+void al_sandbox_get_report(const al_sandbox *sb, al_sandbox_report *out);
+
+#endif

@@ -1,0 +1,52 @@
+# Shared helpers for TAP integration tests. Source it from a test script:
+#   . "$(dirname "$0")/lib.sh"
+# then call plan/ok/fail/skip/check and finish with `done_testing`.
+# AIRLOCK (the binary under test) and AIRLOCK_BUILD are set by meson.
+set -u
+_t_n=0
+_t_failed=0
+_t_skipped=0
+AIRLOCK=${AIRLOCK:-airlock}
+T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/airlock-test.XXXXXX")
+chmod 755 "$T_TMP"
+_t_cleanup_cmds=()
+on_exit() { _t_cleanup_cmds+=("$*"); }
+_t_exit() {
+  local c
+  for c in "${_t_cleanup_cmds[@]}"; do eval "$c" >/dev/null 2>&1 || true; done
+  rm -rf "$T_TMP"
+}
+trap _t_exit EXIT
+
+ok() { _t_n=$((_t_n + 1)); echo "ok $_t_n - $*"; }
+fail() { _t_n=$((_t_n + 1)); _t_failed=$((_t_failed + 1)); echo "not ok $_t_n - $*"; }
+skip() { _t_n=$((_t_n + 1)); _t_skipped=$((_t_skipped + 1)); echo "ok $_t_n - # SKIP $*"; }
+diag() { printf '# %s\n' "$@" | sed 's/^# \(.\)/# \1/'; }
+
+# check DESCRIPTION CMD... : ok when CMD exits 0
+check() { local d=$1; shift; if "$@" >"$T_TMP/check.out" 2>&1; then ok "$d"; else fail "$d"; sed 's/^/#   /' "$T_TMP/check.out" | head -20; fi; }
+# check_not DESCRIPTION CMD... : ok when CMD exits non-zero
+check_not() { local d=$1; shift; if "$@" >"$T_TMP/check.out" 2>&1; then fail "$d"; sed 's/^/#   /' "$T_TMP/check.out" | head -20; else ok "$d"; fi; }
+# is DESCRIPTION GOT WANT
+is() { if [ "$2" = "$3" ]; then ok "$1"; else fail "$1"; diag "got:  $2" "want: $3"; fi; }
+# like DESCRIPTION GOT REGEX
+like() { if printf '%s' "$2" | grep -qE -- "$3"; then ok "$1"; else fail "$1"; diag "got: $(printf '%s' "$2" | head -c 600)" "want match: $3"; fi; }
+
+done_testing() {
+  echo "1..$_t_n"
+  [ "$_t_failed" -eq 0 ]
+}
+
+# Run something as an unprivileged user (created on demand) when we are root.
+T_USER=airlock-test
+ensure_test_user() {
+  [ "$(id -u)" = 0 ] || return 0
+  id "$T_USER" >/dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nologin "$T_USER" 2>/dev/null || true
+}
+as_user() {
+  if [ "$(id -u)" = 0 ]; then
+    setpriv --reuid="$T_USER" --regid="$T_USER" --init-groups --reset-env -- env PATH=/usr/bin:/bin "$@"
+  else
+    "$@"
+  fi
+}

@@ -31,7 +31,7 @@ int cmd_policy(int argc, char **argv)
     return 1;
   }
   char *canon = al_policy_canonical(p);
-  printf("%s\nsha256: %s\n", canon, p->sha256);
+  printf("%s\nsha256: %s\n", canon, al_policy_sha256(p));
   free(canon);
   al_policy_free(p);
   return 0;

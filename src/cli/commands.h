@@ -5,5 +5,10 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
+int cmd_proxy(int argc, char **argv);
+#ifdef AIRLOCK_NET_BINARY
+int cmd_broker(int argc, char **argv);
+#endif
+int cmd_token(int argc, char **argv);
 
 #endif

@@ -1,7 +1,10 @@
 /* airlock: run an autonomous coding agent on one ticket inside a sandbox and
  * let exactly one thing out: a pull request that a human must review. */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "common/log.h"
@@ -12,9 +15,22 @@ struct command {
   const char *summary;
 };
 
+/* Commands that need the HTTP client (libcurl) live in a second binary,
+ * airlock-net, beside this one: loading libcurl and its ~30 libraries costs
+ * about 3 ms per start, which `airlock run` must not pay. The core binary
+ * execs the sibling for those verbs (as git does with git-<verb>). */
+#ifdef AIRLOCK_NET_BINARY
+#define NET(fn) fn
+#else
+#define NET(fn) NULL
+#endif
+
 static const struct command commands[] = {
     {"run", cmd_run, "run a command in the sandbox: airlock run [-p POLICY] -- CMD..."},
     {"policy", cmd_policy, "check a policy file: airlock policy check FILE"},
+    {"proxy", cmd_proxy, "the egress proxy alone: airlock proxy -p POLICY --listen ADDR"},
+    {"broker", NET(cmd_broker), "the token broker daemon: airlock broker -c CONFIG --socket PATH"},
+    {"token", cmd_token, "debug a broker lease: airlock token lease --repo OWNER/REPO"},
 };
 
 static void usage(FILE *out)
@@ -23,6 +39,23 @@ static void usage(FILE *out)
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
   fprintf(out, "\nairlock COMMAND --help for a command's options.\n");
+}
+
+static int exec_net(char **argv)
+{
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 16);
+  if (n <= 0) {
+    fprintf(stderr, "airlock: cannot find my own binary: %s\n", strerror(errno));
+    return 125;
+  }
+  self[n] = '\0';
+  char *slash = strrchr(self, '/');
+  snprintf(slash + 1, sizeof self - (size_t)(slash + 1 - self), "airlock-net");
+  argv[0] = self;
+  execv(self, argv);
+  fprintf(stderr, "airlock: %s needs `%s`: %s\n", argv[1], self, strerror(errno));
+  return 127;
 }
 
 int main(int argc, char **argv)
@@ -42,7 +75,7 @@ int main(int argc, char **argv)
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(argv[1], commands[i].name) == 0)
-      return commands[i].fn(argc - 1, argv + 1);
+      return commands[i].fn ? commands[i].fn(argc - 1, argv + 1) : exec_net(argv);
   fprintf(stderr, "airlock: unknown command `%s`\n", argv[1]);
   usage(stderr);
   return 2;

@@ -14,9 +14,11 @@
 #define DOC_MINT DOC_APPS "#create-an-installation-access-token-for-an-app"
 #define DOC_INST DOC_APPS "#get-an-installation-for-the-authenticated-app"
 #define DOC_REPO_INST DOC_APPS "#get-a-repository-installation-for-the-authenticated-app"
-#define DOC_REVOKE "https://docs.github.com/rest/apps/installations#revoke-an-installation-access-token"
+#define DOC_REVOKE                                                                                 \
+  "https://docs.github.com/rest/apps/installations#revoke-an-installation-access-token"
 #define DOC_INST_REPOS                                                                             \
-  "https://docs.github.com/rest/apps/installations#list-repositories-accessible-to-the-app-installation"
+  "https://docs.github.com/rest/apps/"                                                             \
+  "installations#list-repositories-accessible-to-the-app-installation"
 #define DOC_REPOS "https://docs.github.com/rest/repos/repos#get-a-repository"
 #define DOC_CONTENTS "https://docs.github.com/rest/repos/contents#get-repository-content"
 #define DOC_ISSUE "https://docs.github.com/rest/issues/issues#get-an-issue"
@@ -55,22 +57,22 @@ static json_t *user_obj(const char *login)
                          ? json_string_value(json_object_get(u, "type"))
                          : "User";
   return json_pack("{s:s, s:I, s:s, s:s, s:s, s:b}", "login", login, "id", (json_int_t)id,
-                   "node_id", "U_forge", "type", type, "html_url", "https://forge.test/", "site_admin",
-                   0);
+                   "node_id", "U_forge", "type", type, "html_url", "https://forge.test/",
+                   "site_admin", 0);
 }
 
 static json_t *repo_obj(json_t *r)
 {
   const char *full = json_string_value(json_object_get(r, "full_name"));
   bool priv = json_is_true(json_object_get(r, "private"));
-  return json_pack("{s:O, s:s, s:O, s:s, s:b, s:o, s:s+, s:s+, s:s+, s:O, s:s, s:b, s:b, s:b}",
+  return json_pack("{s:O, s:s, s:O, s:s, s:b, s:o, s:s++, s:s++, s:s+++, s:O, s:s, s:b, s:b, s:b}",
                    "id", json_object_get(r, "id"), "node_id", "R_forge", "name",
                    json_object_get(r, "name"), "full_name", full, "private", priv, "owner",
                    user_obj(json_string_value(json_object_get(r, "owner"))), "html_url",
                    g_forge.git_base_url, "/", full, "url", g_forge.base_url, "/repos/", full,
                    "clone_url", g_forge.git_base_url, "/", full, ".git", "default_branch",
-                   json_object_get(r, "default_branch"), "visibility",
-                   priv ? "private" : "public", "fork", 0, "archived", 0, "disabled", 0);
+                   json_object_get(r, "default_branch"), "visibility", priv ? "private" : "public",
+                   "fork", 0, "archived", 0, "disabled", 0);
 }
 
 static json_t *app_obj(struct forge_app *app)
@@ -143,8 +145,8 @@ static bool parse_body(struct ctx *c, bool allow_empty, const char *doc)
 static void validation_failed(struct ctx *c, json_t *errors, const char *doc)
 {
   forge_resp_json(c->resp, 422,
-                  json_pack("{s:s, s:o, s:s, s:s}", "message", "Validation Failed", "errors", errors,
-                            "documentation_url", doc, "status", "422"));
+                  json_pack("{s:s, s:o, s:s, s:s}", "message", "Validation Failed", "errors",
+                            errors, "documentation_url", doc, "status", "422"));
 }
 
 static void invalid_request(struct ctx *c, const char *detail, const char *doc)
@@ -326,10 +328,27 @@ static void h_repo_installation(struct ctx *c, json_t *repo)
 }
 
 static const char *const token_perm_names[] = {
-    "actions", "administration", "checks", "contents", "deployments", "environments",
-    "issues", "metadata", "packages", "pages", "pull_requests", "repository_hooks",
-    "repository_projects", "secret_scanning_alerts", "secrets", "security_events",
-    "statuses", "vulnerability_alerts", "workflows", "members", "organization_administration",
+    "actions",
+    "administration",
+    "checks",
+    "contents",
+    "deployments",
+    "environments",
+    "issues",
+    "metadata",
+    "packages",
+    "pages",
+    "pull_requests",
+    "repository_hooks",
+    "repository_projects",
+    "secret_scanning_alerts",
+    "secrets",
+    "security_events",
+    "statuses",
+    "vulnerability_alerts",
+    "workflows",
+    "members",
+    "organization_administration",
 };
 
 static bool json_list_contains_str(json_t *arr, const char *s)
@@ -379,7 +398,8 @@ static void h_mint(struct ctx *c, const char *id)
       return invalid_request(c, "For 'items', it is not a string.", DOC_MINT);
     }
     const char *nm = json_string_value(v);
-    al_autofree char *full = strchr(nm, '/') ? al_xstrdup(nm) : al_strdup_printf("%s/%s", account, nm);
+    al_autofree char *full =
+        strchr(nm, '/') ? al_xstrdup(nm) : al_strdup_printf("%s/%s", account, nm);
     bool found = false;
     json_array_foreach(inst_repos, j, ir)
     {
@@ -492,8 +512,8 @@ static void h_mint(struct ctx *c, const char *id)
 static void h_revoke(struct ctx *c)
 {
   if (c->au.kind != AUTH_TOKEN)
-    return forge_resp_error(c->resp, 401, c->au.kind == AUTH_BAD ? c->au.message : "Bad credentials",
-                            DOC_REVOKE);
+    return forge_resp_error(c->resp, 401,
+                            c->au.kind == AUTH_BAD ? c->au.message : "Bad credentials", DOC_REVOKE);
   json_object_set_new(c->au.token, "revoked_at", json_integer(forge_now()));
   c->resp->status = 204;
   c->resp->content_type = NULL;
@@ -546,7 +566,8 @@ static void h_repo(struct ctx *c, json_t *repo)
 static bool branch_protected_any(json_t *repo, const char *branch)
 {
   json_t *r = forge_branch_rules(repo, branch, NULL);
-  bool p = json_is_true(json_object_get(r, "classic")) || json_is_true(json_object_get(r, "ruleset"));
+  bool p =
+      json_is_true(json_object_get(r, "classic")) || json_is_true(json_object_get(r, "ruleset"));
   json_decref(r);
   return p;
 }
@@ -558,10 +579,12 @@ static void h_branch(struct ctx *c, json_t *repo, const char *branch)
   al_autofree char *sha = branch_sha(repo, branch);
   if (!sha)
     return forge_resp_error(c->resp, 404, "Branch not found", DOC_BRANCH);
+  al_autofree char *purl = al_strdup_printf("%s/repos/%s/branches/%s/protection", g_forge.base_url,
+                                            repo_full(repo), branch);
   forge_resp_json(c->resp, 200,
-                  json_pack("{s:s, s:{s:s}, s:b, s:s+}", "name", branch, "commit", "sha", sha,
+                  json_pack("{s:s, s:{s:s}, s:b, s:s}", "name", branch, "commit", "sha", sha,
                             "protected", branch_protected_any(repo, branch), "protection_url",
-                            g_forge.base_url, "/repos/", repo_full(repo)));
+                            purl));
 }
 
 static char *b64_lines(const unsigned char *data, size_t len)
@@ -668,10 +691,10 @@ static void h_contents(struct ctx *c, json_t *repo, const char *path)
       continue;
     name++;
     al_autofree char *p = path[0] ? al_strdup_printf("%s/%s", path, name) : al_xstrdup(name);
-    json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:I}", "type",
-                                         !strcmp(otype, "tree") ? "dir" : "file", "name", name,
-                                         "path", p, "sha", o, "size",
-                                         (json_int_t)strtoll(size, NULL, 10)));
+    json_array_append_new(arr,
+                          json_pack("{s:s, s:s, s:s, s:s, s:I}", "type",
+                                    !strcmp(otype, "tree") ? "dir" : "file", "name", name, "path",
+                                    p, "sha", o, "size", (json_int_t)strtoll(size, NULL, 10)));
   }
   forge_resp_json(c->resp, 200, arr);
 }
@@ -718,8 +741,8 @@ static json_t *names_to_teams(json_t *arr)
   json_array_foreach(arr, i, v)
   {
     if (json_is_string(v))
-      json_array_append_new(out, json_pack("{s:s, s:s}", "slug", json_string_value(v), "name",
-                                           json_string_value(v)));
+      json_array_append_new(
+          out, json_pack("{s:s, s:s}", "slug", json_string_value(v), "name", json_string_value(v)));
   }
   return out;
 }
@@ -732,12 +755,12 @@ static json_t *protection_obj(json_t *repo, const char *branch, json_t *prot)
   json_t *o = json_pack("{s:s}", "url", url);
   json_t *rsc = json_object_get(prot, "required_status_checks");
   if (json_is_object(rsc))
-    json_object_set_new(o, "required_status_checks",
-                        json_pack("{s:b, s:O, s:[]}", "strict",
-                                  json_is_true(json_object_get(rsc, "strict")), "contexts",
-                                  json_object_get(rsc, "contexts") ? json_object_get(rsc, "contexts")
-                                                                   : json_array(),
-                                  "checks"));
+    json_object_set_new(
+        o, "required_status_checks",
+        json_pack(
+            "{s:b, s:O, s:[]}", "strict", json_is_true(json_object_get(rsc, "strict")), "contexts",
+            json_object_get(rsc, "contexts") ? json_object_get(rsc, "contexts") : json_array(),
+            "checks"));
   json_t *rpr = json_object_get(prot, "required_pull_request_reviews");
   if (json_is_object(rpr)) {
     json_t *bpa = json_object_get(rpr, "bypass_pull_request_allowances");
@@ -763,8 +786,9 @@ static json_t *protection_obj(json_t *repo, const char *branch, json_t *prot)
                                   names_to_users(json_object_get(restr, "users")), "teams",
                                   names_to_teams(json_object_get(restr, "teams")), "apps",
                                   names_to_apps(json_object_get(restr, "apps"))));
-  json_object_set_new(o, "required_signatures",
-                      json_pack("{s:b}", "enabled", json_is_true(json_object_get(prot, "required_signatures"))));
+  json_object_set_new(
+      o, "required_signatures",
+      json_pack("{s:b}", "enabled", json_is_true(json_object_get(prot, "required_signatures"))));
   json_object_set_new(o, "enforce_admins", enabled(prot, "enforce_admins"));
   json_object_set_new(o, "required_linear_history", enabled(prot, "required_linear_history"));
   json_object_set_new(o, "allow_force_pushes", enabled(prot, "allow_force_pushes"));
@@ -800,8 +824,8 @@ static bool string_array_or_absent(json_t *v)
 
 static void h_protection(struct ctx *c, json_t *repo, const char *branch)
 {
-  const char *doc = method(c, "PUT") ? DOC_PROT "#update-branch-protection"
-                                     : DOC_PROT "#get-branch-protection";
+  const char *doc =
+      method(c, "PUT") ? DOC_PROT "#update-branch-protection" : DOC_PROT "#get-branch-protection";
   if (!authorize(c, repo, "administration", method(c, "PUT") ? 2 : 1, doc))
     return;
   al_autofree char *sha = branch_sha(repo, branch);
@@ -840,19 +864,23 @@ static void h_protection(struct ctx *c, json_t *repo, const char *branch)
   json_t *restr = json_object_get(c->body, "restrictions");
   json_t *rsc = json_object_get(c->body, "required_status_checks");
   if (!json_is_null(rsc) && !json_is_object(rsc))
-    return invalid_request(c, "For 'properties/required_status_checks', it is not an object or null.", doc);
+    return invalid_request(
+        c, "For 'properties/required_status_checks', it is not an object or null.", doc);
   if (!json_is_null(rpr)) {
     if (!json_is_object(rpr))
       return invalid_request(
           c, "For 'properties/required_pull_request_reviews', it is not an object or null.", doc);
     json_t *n = json_object_get(rpr, "required_approving_review_count");
     if (n && (!json_is_integer(n) || json_integer_value(n) < 0 || json_integer_value(n) > 6))
-      return invalid_request(c, "For 'properties/required_approving_review_count', it is not an integer in 0..6.", doc);
+      return invalid_request(
+          c, "For 'properties/required_approving_review_count', it is not an integer in 0..6.",
+          doc);
     json_t *bpa = json_object_get(rpr, "bypass_pull_request_allowances");
     if (bpa && (!json_is_object(bpa) || !string_array_or_absent(json_object_get(bpa, "users")) ||
                 !string_array_or_absent(json_object_get(bpa, "teams")) ||
                 !string_array_or_absent(json_object_get(bpa, "apps"))))
-      return invalid_request(c, "For 'properties/bypass_pull_request_allowances', it is not valid.", doc);
+      return invalid_request(c, "For 'properties/bypass_pull_request_allowances', it is not valid.",
+                             doc);
   }
   if (!json_is_null(restr) &&
       (!json_is_object(restr) || !json_is_array(json_object_get(restr, "users")) ||
@@ -860,11 +888,13 @@ static void h_protection(struct ctx *c, json_t *repo, const char *branch)
        !string_array_or_absent(json_object_get(restr, "users")) ||
        !string_array_or_absent(json_object_get(restr, "teams")) ||
        !string_array_or_absent(json_object_get(restr, "apps"))))
-    return invalid_request(c, "For 'properties/restrictions', \"users\" and \"teams\" must be arrays of strings.", doc);
-  static const char *const bools[] = {"enforce_admins", "required_linear_history",
-                                      "allow_force_pushes", "allow_deletions", "block_creations",
-                                      "required_conversation_resolution", "lock_branch",
-                                      "allow_fork_syncing"};
+    return invalid_request(
+        c, "For 'properties/restrictions', \"users\" and \"teams\" must be arrays of strings.",
+        doc);
+  static const char *const bools[] = {"enforce_admins",     "required_linear_history",
+                                      "allow_force_pushes", "allow_deletions",
+                                      "block_creations",    "required_conversation_resolution",
+                                      "lock_branch",        "allow_fork_syncing"};
   for (size_t i = 0; i < AL_ARRAY_SIZE(bools); i++) {
     if (!is_bool_or_null(json_object_get(c->body, bools[i]))) {
       al_autofree char *m = al_strdup_printf("For 'properties/%s', it is not a boolean.", bools[i]);
@@ -879,9 +909,9 @@ static void h_protection(struct ctx *c, json_t *repo, const char *branch)
 
 static json_t *ruleset_summary(json_t *repo, json_t *rs)
 {
-  al_autofree char *href = al_strdup_printf("%s/repos/%s/rulesets/%lld", g_forge.base_url,
-                                            repo_full(repo),
-                                            (long long)json_integer_value(json_object_get(rs, "id")));
+  al_autofree char *href =
+      al_strdup_printf("%s/repos/%s/rulesets/%lld", g_forge.base_url, repo_full(repo),
+                       (long long)json_integer_value(json_object_get(rs, "id")));
   const char *target = json_string_value(json_object_get(rs, "target"));
   const char *enf = json_string_value(json_object_get(rs, "enforcement"));
   return json_pack("{s:O, s:O, s:s, s:s, s:s, s:s, s:s, s:{s:{s:s}}, s:s, s:s}", "id",
@@ -911,7 +941,9 @@ static void h_rulesets(struct ctx *c, json_t *repo, const char *id)
     if (json_integer_value(json_object_get(rs, "id")) != want)
       continue;
     json_t *o = ruleset_summary(repo, rs);
-    json_object_set(o, "conditions", json_object_get(rs, "conditions") ? json_object_get(rs, "conditions") : json_object());
+    json_object_set(o, "conditions",
+                    json_object_get(rs, "conditions") ? json_object_get(rs, "conditions")
+                                                      : json_object());
     json_object_set(o, "rules", json_object_get(rs, "rules"));
     bool bypass = false;
     size_t j;
@@ -926,7 +958,7 @@ static void h_rulesets(struct ctx *c, json_t *repo, const char *id)
     json_object_set_new(o, "current_user_can_bypass", json_string(bypass ? "always" : "never"));
     json_object_set(o, "bypass_actors",
                     json_object_get(rs, "bypass_actors") ? json_object_get(rs, "bypass_actors")
-                                                          : json_array());
+                                                         : json_array());
     return forge_resp_json(c->resp, 200, o);
   }
   forge_resp_error(c->resp, 404, "Not Found", DOC_RULES "#get-a-repository-ruleset");
@@ -964,4 +996,779 @@ static void h_rules_for_branch(struct ctx *c, json_t *repo, const char *branch)
     }
   }
   forge_resp_json(c->resp, 200, arr);
+}
+
+/* ---- issues and comments ---- */
+
+static json_t *labels_obj(json_t *labels)
+{
+  json_t *a = json_array();
+  size_t i;
+  json_t *v;
+  json_array_foreach(labels, i, v)
+  {
+    if (json_is_string(v))
+      json_array_append_new(a, json_pack("{s:O, s:s}", "name", v, "color", "ededed"));
+  }
+  return a;
+}
+
+static long long count_comments(const char *full, long long number)
+{
+  long long n = 0;
+  size_t i;
+  json_t *v;
+  json_array_foreach(g_forge.comments, i, v)
+  {
+    if (!strcasecmp(json_string_value(json_object_get(v, "repo")), full) &&
+        json_integer_value(json_object_get(v, "issue_number")) == number)
+      n++;
+  }
+  return n;
+}
+
+static json_t *issue_obj(json_t *repo, json_t *is, bool is_pull)
+{
+  long long num = json_integer_value(json_object_get(is, "number"));
+  al_autofree char *url =
+      al_strdup_printf("%s/repos/%s/issues/%lld", g_forge.base_url, repo_full(repo), num);
+  al_autofree char *html = al_strdup_printf("%s/%s/%s/%lld", g_forge.git_base_url, repo_full(repo),
+                                            is_pull ? "pull" : "issues", num);
+  json_t *created = json_object_get(is, "created_at");
+  json_t *o = json_pack(
+      "{s:O, s:s, s:s, s:s++, s:s, s:I, s:O, s:O, s:o, s:o, s:O, s:b, s:[], s:I, s:O, s:O, s:n, "
+      "s:s}",
+      "id", json_object_get(is, "id"), "node_id", "I_forge", "url", url, "repository_url",
+      g_forge.base_url, "/repos/", repo_full(repo), "html_url", html, "number", (json_int_t)num,
+      "title", json_object_get(is, "title"), "body",
+      json_object_get(is, "body") ? json_object_get(is, "body") : json_null(), "user",
+      user_obj(json_string_value(json_object_get(is, "user"))), "labels",
+      labels_obj(json_object_get(is, "labels")), "state", json_object_get(is, "state"), "locked", 0,
+      "assignees", "comments", (json_int_t)count_comments(repo_full(repo), num), "created_at",
+      created ? created : json_string("2024-01-01T00:00:00Z"), "updated_at",
+      created ? created : json_string("2024-01-01T00:00:00Z"), "closed_at", "author_association",
+      "NONE");
+  if (is_pull) {
+    al_autofree char *purl =
+        al_strdup_printf("%s/repos/%s/pulls/%lld", g_forge.base_url, repo_full(repo), num);
+    json_object_set_new(o, "pull_request", json_pack("{s:s}", "url", purl));
+  }
+  return o;
+}
+
+static void h_issue(struct ctx *c, json_t *repo, long long num)
+{
+  json_t *is = find_in(g_forge.issues, repo ? repo_full(repo) : "", "number", num);
+  json_t *pr = find_in(g_forge.pulls, repo ? repo_full(repo) : "", "number", num);
+  if (!authorize(c, repo, pr ? "pull_requests" : "issues", 1, DOC_ISSUE))
+    return;
+  if (!is && !pr)
+    return forge_resp_error(c->resp, 404, "Not Found", DOC_ISSUE);
+  forge_resp_json(c->resp, 200, issue_obj(repo, is ? is : pr, pr != NULL));
+}
+
+static json_t *comment_obj(json_t *repo, json_t *cm)
+{
+  long long id = json_integer_value(json_object_get(cm, "id"));
+  long long num = json_integer_value(json_object_get(cm, "issue_number"));
+  al_autofree char *url =
+      al_strdup_printf("%s/repos/%s/issues/comments/%lld", g_forge.base_url, repo_full(repo), id);
+  al_autofree char *iurl =
+      al_strdup_printf("%s/repos/%s/issues/%lld", g_forge.base_url, repo_full(repo), num);
+  al_autofree char *html = al_strdup_printf("%s/%s/issues/%lld#issuecomment-%lld",
+                                            g_forge.git_base_url, repo_full(repo), num, id);
+  return json_pack("{s:I, s:s, s:s, s:s, s:s, s:O, s:o, s:O, s:O, s:s}", "id", (json_int_t)id,
+                   "node_id", "IC_forge", "url", url, "html_url", html, "issue_url", iurl, "body",
+                   json_object_get(cm, "body"), "user",
+                   user_obj(json_string_value(json_object_get(cm, "user"))), "created_at",
+                   json_object_get(cm, "created_at"), "updated_at",
+                   json_object_get(cm, "created_at"), "author_association", "NONE");
+}
+
+static void h_comments(struct ctx *c, json_t *repo, long long num)
+{
+  const char *doc = method(c, "POST") ? DOC_COMMENTS "#create-an-issue-comment"
+                                      : DOC_COMMENTS "#list-issue-comments";
+  json_t *is = find_in(g_forge.issues, repo ? repo_full(repo) : "", "number", num);
+  json_t *pr = find_in(g_forge.pulls, repo ? repo_full(repo) : "", "number", num);
+  if (!authorize(c, repo, pr ? "pull_requests" : "issues", method(c, "POST") ? 2 : 1, doc))
+    return;
+  if (!is && !pr)
+    return forge_resp_error(c->resp, 404, "Not Found", doc);
+  if (method(c, "GET")) {
+    json_t *arr = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(g_forge.comments, i, v)
+    {
+      if (!strcasecmp(json_string_value(json_object_get(v, "repo")), repo_full(repo)) &&
+          json_integer_value(json_object_get(v, "issue_number")) == num)
+        json_array_append_new(arr, comment_obj(repo, v));
+    }
+    return forge_resp_json(c->resp, 200, arr);
+  }
+  if (!method(c, "POST"))
+    return forge_resp_error(c->resp, 404, "Not Found", doc);
+  if (!parse_body(c, false, doc))
+    return;
+  json_t *body = json_object_get(c->body, "body");
+  if (!body)
+    return invalid_request(c, "\"body\" wasn't supplied.", doc);
+  if (!json_is_string(body))
+    return invalid_request(c, "For 'properties/body', it is not a string.", doc);
+  if (json_string_length(body) > 65536)
+    return validation_failed(c,
+                             json_pack("[{s:s, s:s, s:s, s:s}]", "resource", "IssueComment", "code",
+                                       "custom", "field", "body", "message",
+                                       "body is too long (maximum is 65536 characters)"),
+                             doc);
+  char who[160];
+  json_t *cm = json_pack("{s:I, s:s, s:I, s:O, s:s, s:o}", "id", (json_int_t)g_forge.next_id++,
+                         "repo", repo_full(repo), "issue_number", (json_int_t)num, "body", body,
+                         "user", actor_login(c, who, sizeof who), "created_at", iso(forge_now()));
+  json_array_append_new(g_forge.comments, cm);
+  forge_resp_json(c->resp, 201, comment_obj(repo, cm));
+}
+
+/* ---- pulls ---- */
+
+static json_t *pull_obj(json_t *repo, json_t *pr)
+{
+  long long num = json_integer_value(json_object_get(pr, "number"));
+  const char *head = json_string_value(json_object_get(pr, "head"));
+  const char *base = json_string_value(json_object_get(pr, "base"));
+  al_autofree char *hs = branch_sha(repo, head);
+  al_autofree char *bs = branch_sha(repo, base);
+  al_autofree char *url =
+      al_strdup_printf("%s/repos/%s/pulls/%lld", g_forge.base_url, repo_full(repo), num);
+  al_autofree char *html =
+      al_strdup_printf("%s/%s/pull/%lld", g_forge.git_base_url, repo_full(repo), num);
+  const char *owner = json_string_value(json_object_get(repo, "owner"));
+  al_autofree char *hl = al_strdup_printf("%s:%s", owner, head);
+  al_autofree char *bl = al_strdup_printf("%s:%s", owner, base);
+  bool merged = json_is_true(json_object_get(pr, "merged"));
+  json_t *o = json_pack(
+      "{s:s, s:O, s:s, s:s, s:I, s:O, s:b, s:O, s:O, s:o, s:O, s:O, s:O, s:O, s:O, s:b, s:b, "
+      "s:O, s:[], s:[]}",
+      "url", url, "id", json_object_get(pr, "id"), "node_id", "PR_forge", "html_url", html,
+      "number", (json_int_t)num, "state", json_object_get(pr, "state"), "locked", 0, "title",
+      json_object_get(pr, "title"), "body",
+      json_object_get(pr, "body") ? json_object_get(pr, "body") : json_null(), "user",
+      user_obj(json_string_value(json_object_get(pr, "user"))), "created_at",
+      json_object_get(pr, "created_at"), "updated_at", json_object_get(pr, "created_at"),
+      "closed_at",
+      json_object_get(pr, "closed_at") ? json_object_get(pr, "closed_at") : json_null(),
+      "merged_at",
+      json_object_get(pr, "merged_at") ? json_object_get(pr, "merged_at") : json_null(),
+      "merge_commit_sha",
+      json_object_get(pr, "merge_commit_sha") ? json_object_get(pr, "merge_commit_sha")
+                                              : json_null(),
+      "draft", json_is_true(json_object_get(pr, "draft")), "merged", merged, "mergeable",
+      merged ? json_null() : json_true(), "requested_reviewers", "labels");
+  json_object_set_new(o, "head",
+                      json_pack("{s:s, s:s, s:s, s:o, s:o}", "label", hl, "ref", head, "sha",
+                                hs ? hs : json_string_value(json_object_get(pr, "head_sha")),
+                                "repo", repo_obj(repo), "user", user_obj(owner)));
+  json_object_set_new(o, "base",
+                      json_pack("{s:s, s:s, s:s, s:o, s:o}", "label", bl, "ref", base, "sha",
+                                bs ? bs : json_string_value(json_object_get(pr, "base_sha")),
+                                "repo", repo_obj(repo), "user", user_obj(owner)));
+  return o;
+}
+
+static void h_pulls(struct ctx *c, json_t *repo)
+{
+  const char *doc =
+      method(c, "POST") ? DOC_PULLS "#create-a-pull-request" : DOC_PULLS "#list-pull-requests";
+  if (!authorize(c, repo, "pull_requests", method(c, "POST") ? 2 : 1, doc))
+    return;
+  size_t i;
+  json_t *v;
+  if (method(c, "GET")) {
+    al_autofree char *state = forge_query_param(c->rq->query, "state");
+    json_t *arr = json_array();
+    json_array_foreach(g_forge.pulls, i, v)
+    {
+      if (strcasecmp(json_string_value(json_object_get(v, "repo")), repo_full(repo)))
+        continue;
+      const char *st = json_string_value(json_object_get(v, "state"));
+      if ((!state && !strcmp(st, "open")) ||
+          (state && (!strcmp(state, "all") || !strcmp(state, st))))
+        json_array_append_new(arr, pull_obj(repo, v));
+    }
+    return forge_resp_json(c->resp, 200, arr);
+  }
+  if (!method(c, "POST"))
+    return forge_resp_error(c->resp, 404, "Not Found", doc);
+  if (!parse_body(c, false, doc))
+    return;
+  json_t *title = json_object_get(c->body, "title");
+  json_t *head = json_object_get(c->body, "head");
+  json_t *base = json_object_get(c->body, "base");
+  json_t *body = json_object_get(c->body, "body");
+  json_t *draft = json_object_get(c->body, "draft");
+  if (!head)
+    return invalid_request(c, "\"head\" wasn't supplied.", doc);
+  if (!base)
+    return invalid_request(c, "\"base\" wasn't supplied.", doc);
+  if (!json_is_string(head) || !json_is_string(base) || (title && !json_is_string(title)) ||
+      (body && !json_is_string(body) && !json_is_null(body)) || (draft && !json_is_boolean(draft)))
+    return invalid_request(c, "For 'properties', a field has the wrong type.", doc);
+  if (!title)
+    return validation_failed(c,
+                             json_pack("[{s:s, s:s, s:s}]", "resource", "PullRequest", "field",
+                                       "title", "code", "missing_field"),
+                             doc);
+  const char *h = json_string_value(head);
+  const char *owner = json_string_value(json_object_get(repo, "owner"));
+  const char *colon = strchr(h, ':');
+  if (colon) {
+    if ((size_t)(colon - h) != strlen(owner) || strncasecmp(h, owner, strlen(owner)))
+      return validation_failed(c,
+                               json_pack("[{s:s, s:s, s:s}]", "resource", "PullRequest", "field",
+                                         "head", "code", "invalid"),
+                               doc);
+    h = colon + 1;
+  }
+  const char *b = json_string_value(base);
+  al_autofree char *hs = branch_sha(repo, h);
+  if (!hs)
+    return validation_failed(c,
+                             json_pack("[{s:s, s:s, s:s}]", "resource", "PullRequest", "field",
+                                       "head", "code", "invalid"),
+                             doc);
+  al_autofree char *bs = branch_sha(repo, b);
+  if (!bs)
+    return validation_failed(c,
+                             json_pack("[{s:s, s:s, s:s}]", "resource", "PullRequest", "field",
+                                       "base", "code", "invalid"),
+                             doc);
+  json_array_foreach(g_forge.pulls, i, v)
+  {
+    if (!strcasecmp(json_string_value(json_object_get(v, "repo")), repo_full(repo)) &&
+        !strcmp(json_string_value(json_object_get(v, "state")), "open") &&
+        !strcmp(json_string_value(json_object_get(v, "head")), h) &&
+        !strcmp(json_string_value(json_object_get(v, "base")), b)) {
+      al_autofree char *m = al_strdup_printf("A pull request already exists for %s:%s.", owner, h);
+      return validation_failed(
+          c,
+          json_pack("[{s:s, s:s, s:s}]", "resource", "PullRequest", "code", "custom", "message", m),
+          doc);
+    }
+  }
+  al_autofree char *range = al_strdup_printf("%s..%s", bs, hs);
+  const char *cnt[] = {"git", "rev-list", "--count", range, NULL};
+  al_autofree char *n = NULL;
+  if (forge_git_run(repo_full(repo), cnt, &n, NULL) != 0 || atoi(n) == 0) {
+    al_autofree char *m = al_strdup_printf("No commits between %s and %s", b, h);
+    return validation_failed(
+        c,
+        json_pack("[{s:s, s:s, s:s}]", "resource", "PullRequest", "code", "custom", "message", m),
+        doc);
+  }
+  char who[160];
+  long long num = json_integer_value(json_object_get(repo, "next_number"));
+  json_object_set_new(repo, "next_number", json_integer(num + 1));
+  json_t *pr = json_pack("{s:s, s:I, s:I, s:O, s:O, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:o}",
+                         "repo", repo_full(repo), "number", (json_int_t)num, "id",
+                         (json_int_t)g_forge.next_id++, "title", title, "body",
+                         body ? body : json_null(), "user", actor_login(c, who, sizeof who),
+                         "state", "open", "head", h, "base", b, "head_sha", hs, "base_sha", bs,
+                         "draft", json_is_true(draft), "merged", 0, "created_at", iso(forge_now()));
+  json_array_append_new(g_forge.pulls, pr);
+  json_t *o = pull_obj(repo, pr);
+  c->resp->headers = json_pack("{s:O}", "Location", json_object_get(o, "url"));
+  forge_resp_json(c->resp, 201, o);
+}
+
+static json_t *find_pull(struct ctx *c, json_t *repo, long long num, const char *doc)
+{
+  json_t *pr = find_in(g_forge.pulls, repo_full(repo), "number", num);
+  if (!pr)
+    forge_resp_error(c->resp, 404, "Not Found", doc);
+  return pr;
+}
+
+static void h_pull(struct ctx *c, json_t *repo, long long num)
+{
+  const char *doc = DOC_PULLS "#get-a-pull-request";
+  if (!authorize(c, repo, "pull_requests", 1, doc))
+    return;
+  json_t *pr = find_pull(c, repo, num, doc);
+  if (pr)
+    forge_resp_json(c->resp, 200, pull_obj(repo, pr));
+}
+
+static void h_pull_files(struct ctx *c, json_t *repo, long long num)
+{
+  const char *doc = DOC_PULLS "#list-pull-requests-files";
+  if (!authorize(c, repo, "pull_requests", 1, doc))
+    return;
+  json_t *pr = find_pull(c, repo, num, doc);
+  if (!pr)
+    return;
+  const char *base = json_string_value(json_object_get(pr, "base_sha"));
+  al_autofree char *hs = branch_sha(repo, json_string_value(json_object_get(pr, "head")));
+  const char *head = hs ? hs : json_string_value(json_object_get(pr, "head_sha"));
+  al_autofree char *range = al_strdup_printf("%s...%s", base, head);
+  const char *ns[] = {"git", "diff", "--no-renames", "--name-status", range, NULL};
+  const char *nu[] = {"git", "diff", "--no-renames", "--numstat", range, NULL};
+  al_autofree char *a = NULL;
+  al_autofree char *b = NULL;
+  if (forge_git_run(repo_full(repo), ns, &a, NULL) != 0 ||
+      forge_git_run(repo_full(repo), nu, &b, NULL) != 0)
+    return forge_resp_error(c->resp, 500, "Server Error", doc);
+  json_t *arr = json_array();
+  char *s1 = NULL, *s2 = NULL;
+  char *l1 = strtok_r(a, "\n", &s1);
+  char *l2 = strtok_r(b, "\n", &s2);
+  for (; l1 && l2; l1 = strtok_r(NULL, "\n", &s1), l2 = strtok_r(NULL, "\n", &s2)) {
+    char *tab = strchr(l1, '\t');
+    if (!tab)
+      continue;
+    long long add = 0, del = 0;
+    sscanf(l2, "%lld %lld", &add, &del);
+    const char *st = l1[0] == 'A' ? "added" : l1[0] == 'D' ? "removed" : "modified";
+    json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:I, s:I}", "filename", tab + 1, "status",
+                                         st, "additions", (json_int_t)add, "deletions",
+                                         (json_int_t)del, "changes", (json_int_t)(add + del)));
+  }
+  forge_resp_json(c->resp, 200, arr);
+}
+
+static json_t *review_obj(json_t *repo, json_t *rv)
+{
+  long long num = json_integer_value(json_object_get(rv, "pull_number"));
+  al_autofree char *purl =
+      al_strdup_printf("%s/repos/%s/pulls/%lld", g_forge.base_url, repo_full(repo), num);
+  return json_pack(
+      "{s:O, s:s, s:o, s:O, s:O, s:s, s:O, s:O, s:s}", "id", json_object_get(rv, "id"), "node_id",
+      "PRR_forge", "user", user_obj(json_string_value(json_object_get(rv, "user"))), "body",
+      json_object_get(rv, "body"), "state", json_object_get(rv, "state"), "pull_request_url", purl,
+      "commit_id", json_object_get(rv, "commit_id"), "submitted_at",
+      json_object_get(rv, "submitted_at"), "author_association", "NONE");
+}
+
+/* Create a review as login (the token's bot, or a human through the admin
+ * API). Returns the review (borrowed) or NULL with resp filled. */
+json_t *forge_create_review(json_t *repo, json_t *pr, const char *login, json_t *req,
+                            struct forge_resp *resp)
+{
+  const char *doc = DOC_REVIEWS "#create-a-review-for-a-pull-request";
+  json_t *event = json_object_get(req, "event");
+  json_t *body = json_object_get(req, "body");
+  if ((event && !json_is_string(event)) || (body && !json_is_string(body))) {
+    forge_resp_error(resp, 422, "Invalid request.\n\nFor 'properties', a field has the wrong type.",
+                     doc);
+    return NULL;
+  }
+  const char *ev = event ? json_string_value(event) : "PENDING";
+  const char *state;
+  if (!strcmp(ev, "APPROVE"))
+    state = "APPROVED";
+  else if (!strcmp(ev, "REQUEST_CHANGES"))
+    state = "CHANGES_REQUESTED";
+  else if (!strcmp(ev, "COMMENT"))
+    state = "COMMENTED";
+  else if (!strcmp(ev, "PENDING"))
+    state = "PENDING";
+  else {
+    forge_resp_error(resp, 422,
+                     "Invalid request.\n\nFor 'properties/event', it is not one of APPROVE, "
+                     "REQUEST_CHANGES, COMMENT.",
+                     doc);
+    return NULL;
+  }
+  bool own = !strcasecmp(json_string_value(json_object_get(pr, "user")), login);
+  const char *own_err = !strcmp(state, "APPROVED") ? "Can not approve your own pull request"
+                        : !strcmp(state, "CHANGES_REQUESTED")
+                            ? "Can not request changes on your own pull request"
+                            : NULL;
+  if (own && own_err) {
+    forge_resp_json(resp, 422,
+                    json_pack("{s:s, s:[s], s:s, s:s}", "message", "Unprocessable Entity", "errors",
+                              own_err, "documentation_url", doc, "status", "422"));
+    return NULL;
+  }
+  if ((!strcmp(state, "CHANGES_REQUESTED") || !strcmp(state, "COMMENTED")) &&
+      (!body || json_string_length(body) == 0)) {
+    forge_resp_json(resp, 422,
+                    json_pack("{s:s, s:[s], s:s, s:s}", "message", "Unprocessable Entity", "errors",
+                              "Review Comment is missing body.", "documentation_url", doc, "status",
+                              "422"));
+    return NULL;
+  }
+  al_autofree char *hs = branch_sha(repo, json_string_value(json_object_get(pr, "head")));
+  json_t *rv =
+      json_pack("{s:I, s:s, s:O, s:s, s:s, s:s, s:s, s:o}", "id", (json_int_t)g_forge.next_id++,
+                "repo", repo_full(repo), "pull_number", json_object_get(pr, "number"), "user",
+                login, "state", state, "body", body ? json_string_value(body) : "", "commit_id",
+                hs ? hs : json_string_value(json_object_get(pr, "head_sha")), "submitted_at",
+                iso(forge_now()));
+  json_array_append_new(g_forge.reviews, rv);
+  forge_resp_json(resp, 200, review_obj(repo, rv));
+  return rv;
+}
+
+static void h_reviews(struct ctx *c, json_t *repo, long long num)
+{
+  const char *doc = method(c, "POST") ? DOC_REVIEWS "#create-a-review-for-a-pull-request"
+                                      : DOC_REVIEWS "#list-reviews-for-a-pull-request";
+  if (!authorize(c, repo, "pull_requests", method(c, "POST") ? 2 : 1, doc))
+    return;
+  json_t *pr = find_pull(c, repo, num, doc);
+  if (!pr)
+    return;
+  if (method(c, "GET")) {
+    json_t *arr = json_array();
+    size_t i;
+    json_t *v;
+    json_array_foreach(g_forge.reviews, i, v)
+    {
+      if (!strcasecmp(json_string_value(json_object_get(v, "repo")), repo_full(repo)) &&
+          json_integer_value(json_object_get(v, "pull_number")) == num)
+        json_array_append_new(arr, review_obj(repo, v));
+    }
+    return forge_resp_json(c->resp, 200, arr);
+  }
+  if (!method(c, "POST"))
+    return forge_resp_error(c->resp, 404, "Not Found", doc);
+  if (!parse_body(c, true, doc))
+    return;
+  char who[160];
+  forge_create_review(repo, pr, actor_login(c, who, sizeof who), c->body, c->resp);
+}
+
+/* CODEOWNERS: the owners of path (last matching line wins), as a JSON array
+ * of "@login" strings, or NULL when no rule matches. Follows "About code
+ * owners" (docs.github.com) for the common pattern forms. */
+static json_t *codeowners_for(const char *codeowners, const char *path)
+{
+  json_t *owners = NULL;
+  al_autofree char *copy = al_xstrdup(codeowners);
+  char *save = NULL;
+  for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+    while (*l == ' ' || *l == '\t')
+      l++;
+    if (!*l || *l == '#')
+      continue;
+    char *sp = l + strcspn(l, " \t");
+    char pat[1024];
+    snprintf(pat, sizeof pat, "%.*s", (int)(sp - l), l);
+    bool match = false;
+    size_t pl = strlen(pat);
+    if (!strcmp(pat, "*")) {
+      match = true;
+    } else if (pat[0] == '/') {
+      const char *p = pat + 1;
+      if (pl > 1 && pat[pl - 1] == '/')
+        match = !strncmp(path, p, strlen(p));
+      else
+        match = !fnmatch(p, path, FNM_PATHNAME) ||
+                (!strncmp(path, p, strlen(p)) && path[strlen(p)] == '/');
+    } else if (pl > 0 && pat[pl - 1] == '/') {
+      al_autofree char *needle = al_strdup_printf("/%s", pat);
+      al_autofree char *hay = al_strdup_printf("/%s", path);
+      match = strstr(hay, needle) != NULL;
+    } else if (!strchr(pat, '/')) {
+      const char *b = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+      match = !fnmatch(pat, b, 0);
+      /* a bare name also matches a directory component */
+      al_autofree char *needle = al_strdup_printf("/%s/", pat);
+      al_autofree char *hay = al_strdup_printf("/%s", path);
+      match |= strstr(hay, needle) != NULL;
+    } else {
+      match = !fnmatch(pat, path, FNM_PATHNAME) || !strncmp(path, pat, strlen(pat));
+    }
+    if (!match)
+      continue;
+    json_decref(owners);
+    owners = json_array();
+    char *save2 = NULL;
+    for (char *o = strtok_r(sp, " \t", &save2); o; o = strtok_r(NULL, " \t", &save2)) {
+      if (*o == '#')
+        break;
+      json_array_append_new(owners, json_string(o));
+    }
+  }
+  return owners;
+}
+
+static void h_merge(struct ctx *c, json_t *repo, long long num)
+{
+  const char *doc = DOC_MERGE;
+  if (!authorize(c, repo, "contents", 2, doc))
+    return;
+  json_t *pr = find_pull(c, repo, num, doc);
+  if (!pr || !parse_body(c, true, doc))
+    return;
+  if (json_is_true(json_object_get(pr, "merged")) ||
+      strcmp(json_string_value(json_object_get(pr, "state")), "open"))
+    return forge_resp_error(c->resp, 405, "Pull Request is not mergeable", doc);
+  const char *head = json_string_value(json_object_get(pr, "head"));
+  const char *base = json_string_value(json_object_get(pr, "base"));
+  al_autofree char *hs = branch_sha(repo, head);
+  al_autofree char *bs = branch_sha(repo, base);
+  if (!hs || !bs)
+    return forge_resp_error(c->resp, 405, "Pull Request is not mergeable", doc);
+  json_t *want_sha = json_object_get(c->body, "sha");
+  if (json_is_string(want_sha) && strcmp(json_string_value(want_sha), hs))
+    return forge_resp_error(c->resp, 409,
+                            "Head branch was modified. Review and try the merge again.", doc);
+  json_t *rules = forge_branch_rules(repo, base, c->au.app);
+  long long need = json_integer_value(json_object_get(rules, "required_approvals"));
+  bool pr_required = json_is_true(json_object_get(rules, "pr_classic")) ||
+                     json_is_true(json_object_get(rules, "pr_ruleset"));
+  bool code_owners = json_is_true(json_object_get(rules, "code_owner_reviews"));
+  bool last_push = json_is_true(json_object_get(rules, "last_push_approval"));
+  json_decref(rules);
+  /* Latest review per reviewer; an approval counts when it is not by the
+   * author (and, with last-push approval, is on the current head). */
+  json_t *latest = json_object();
+  size_t i;
+  json_t *v;
+  json_array_foreach(g_forge.reviews, i, v)
+  {
+    if (strcasecmp(json_string_value(json_object_get(v, "repo")), repo_full(repo)) ||
+        json_integer_value(json_object_get(v, "pull_number")) != num)
+      continue;
+    const char *st = json_string_value(json_object_get(v, "state"));
+    if (!strcmp(st, "COMMENTED") || !strcmp(st, "PENDING"))
+      continue;
+    json_object_set(latest, json_string_value(json_object_get(v, "user")), v);
+  }
+  long long approvals = 0;
+  const char *k;
+  json_object_foreach(latest, k, v)
+  {
+    if (!strcasecmp(k, json_string_value(json_object_get(pr, "user"))))
+      continue;
+    if (strcmp(json_string_value(json_object_get(v, "state")), "APPROVED"))
+      continue;
+    if (last_push && strcmp(json_string_value(json_object_get(v, "commit_id")), hs))
+      continue;
+    approvals++;
+  }
+  if (pr_required && approvals < need) {
+    json_decref(latest);
+    al_autofree char *m = al_strdup_printf(
+        "At least %lld approving review%s required by reviewers with write access.", need,
+        need == 1 ? " is" : "s are");
+    return forge_resp_error(c->resp, 405, m, doc);
+  }
+  if (pr_required && code_owners) {
+    static const char *const locs[] = {".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"};
+    size_t len;
+    char *co = NULL;
+    for (size_t l = 0; l < AL_ARRAY_SIZE(locs) && !co; l++)
+      co = read_blob(repo, bs, locs[l], &len);
+    if (co) {
+      al_autofree char *range = al_strdup_printf("%s...%s", bs, hs);
+      const char *ns[] = {"git", "diff", "--no-renames", "--name-only", range, NULL};
+      al_autofree char *files = NULL;
+      forge_git_run(repo_full(repo), ns, &files, NULL);
+      char *save = NULL;
+      for (char *f = files ? strtok_r(files, "\n", &save) : NULL; f;
+           f = strtok_r(NULL, "\n", &save)) {
+        json_t *owners = codeowners_for(co, f);
+        if (!owners)
+          continue;
+        bool ok = false;
+        size_t j;
+        json_t *o;
+        json_array_foreach(owners, j, o)
+        {
+          const char *on = json_string_value(o);
+          json_t *rv = on[0] == '@' ? json_object_get(latest, on + 1) : NULL;
+          if (rv && !strcmp(json_string_value(json_object_get(rv, "state")), "APPROVED"))
+            ok = true;
+        }
+        if (!ok) {
+          al_autofree char *m = al_strdup_printf("Waiting on code owner review from %s.",
+                                                 json_string_value(json_array_get(owners, 0))
+                                                     ? json_string_value(json_array_get(owners, 0))
+                                                     : "a code owner");
+          json_decref(owners);
+          free(co);
+          json_decref(latest);
+          return forge_resp_error(c->resp, 405, m, doc);
+        }
+        json_decref(owners);
+      }
+      free(co);
+    }
+  }
+  json_decref(latest);
+  /* Merge commit (or squash) built with merge-tree; refuse conflicts. */
+  const char *mt[] = {"git", "merge-tree", "--write-tree", bs, hs, NULL};
+  al_autofree char *tree = NULL;
+  if (forge_git_run(repo_full(repo), mt, &tree, NULL) != 0 || !tree)
+    return forge_resp_error(c->resp, 405, "Pull Request is not mergeable", doc);
+  char *nl = strchr(tree, '\n');
+  if (nl)
+    *nl = '\0';
+  const char *method_s = json_string_value(json_object_get(c->body, "merge_method"));
+  bool squash = method_s && (!strcmp(method_s, "squash") || !strcmp(method_s, "rebase"));
+  const char *ct_title = json_string_value(json_object_get(c->body, "commit_title"));
+  al_autofree char *msg =
+      ct_title ? al_xstrdup(ct_title)
+               : al_strdup_printf("Merge pull request #%lld from %s/%s", num,
+                                  json_string_value(json_object_get(repo, "owner")), head);
+  const char *ctm[] = {"git",
+                       "-c",
+                       "user.name=GitHub",
+                       "-c",
+                       "user.email=noreply@github.com",
+                       "commit-tree",
+                       tree,
+                       "-p",
+                       bs,
+                       "-p",
+                       hs,
+                       "-m",
+                       msg,
+                       NULL};
+  const char *cts[] = {"git",
+                       "-c",
+                       "user.name=GitHub",
+                       "-c",
+                       "user.email=noreply@github.com",
+                       "commit-tree",
+                       tree,
+                       "-p",
+                       bs,
+                       "-m",
+                       msg,
+                       NULL};
+  al_autofree char *commit = NULL;
+  if (forge_git_run(repo_full(repo), squash ? cts : ctm, &commit, NULL) != 0 || !commit)
+    return forge_resp_error(c->resp, 500, "Server Error", doc);
+  al_autofree char *ref = al_strdup_printf("refs/heads/%s", base);
+  const char *ur[] = {"git", "update-ref", ref, commit, bs, NULL};
+  if (forge_git_run(repo_full(repo), ur, NULL, NULL) != 0)
+    return forge_resp_error(c->resp, 409,
+                            "Base branch was modified. Review and try the merge again.", doc);
+  json_object_set_new(pr, "merged", json_true());
+  json_object_set_new(pr, "state", json_string("closed"));
+  json_object_set_new(pr, "merged_at", iso(forge_now()));
+  json_object_set_new(pr, "closed_at", iso(forge_now()));
+  json_object_set_new(pr, "merge_commit_sha", json_string(commit));
+  forge_resp_json(c->resp, 200,
+                  json_pack("{s:s, s:b, s:s}", "sha", commit, "merged", 1, "message",
+                            "Pull Request successfully merged"));
+}
+
+/* ---- dispatch ---- */
+
+static size_t split_path(char *p, char **seg, size_t max)
+{
+  size_t n = 0;
+  char *save = NULL;
+  for (char *s = strtok_r(p, "/", &save); s && n < max; s = strtok_r(NULL, "/", &save))
+    seg[n++] = s;
+  return n;
+}
+
+/* Join segments [from, n) with '/' into a malloc'd string. */
+static char *join_from(char **seg, size_t n, size_t from, size_t drop_tail)
+{
+  size_t len = 1;
+  for (size_t i = from; i + drop_tail < n; i++)
+    len += strlen(seg[i]) + 1;
+  char *out = al_xmalloc(len);
+  out[0] = '\0';
+  for (size_t i = from; i + drop_tail < n; i++) {
+    if (i > from)
+      strcat(out, "/");
+    strcat(out, seg[i]);
+  }
+  return out;
+}
+
+static bool is_seg(struct ctx *c, size_t i, const char *s)
+{
+  return i < c->nseg && !strcmp(c->seg[i], s);
+}
+
+void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
+{
+  struct ctx c = {.rq = rq, .resp = resp};
+  const char *path = rq->path;
+  if (!strncmp(path, "/api/v3/", 8))
+    path += 7;
+  if (strlen(path) > 4096)
+    return forge_resp_error(resp, 414, "URI Too Long", NULL);
+  al_autofree char *p = al_xstrdup(path);
+  c.nseg = split_path(p, c.seg, AL_ARRAY_SIZE(c.seg));
+
+  pthread_mutex_lock(&g_forge.lock);
+  forge_authenticate(rq->authorization, &c.au);
+  bool get = method(&c, "GET"), post = method(&c, "POST"), put = method(&c, "PUT");
+  forge_resp_error(resp, 404, "Not Found", FORGE_DOCS);
+
+  if (c.nseg == 0 && get) {
+    forge_resp_json(resp, 200, json_pack("{s:s+}", "current_user_url", g_forge.base_url, "/user"));
+  } else if (is_seg(&c, 0, "app")) {
+    if (c.nseg == 1 && get)
+      h_app(&c);
+    else if (c.nseg == 2 && get && is_seg(&c, 1, "installations"))
+      h_app_installations(&c);
+    else if (c.nseg == 3 && get && is_seg(&c, 1, "installations"))
+      h_installation(&c, c.seg[2]);
+    else if (c.nseg == 4 && post && is_seg(&c, 1, "installations") &&
+             is_seg(&c, 3, "access_tokens"))
+      h_mint(&c, c.seg[2]);
+  } else if (is_seg(&c, 0, "installation")) {
+    if (c.nseg == 2 && is_seg(&c, 1, "token") && method(&c, "DELETE"))
+      h_revoke(&c);
+    else if (c.nseg == 2 && is_seg(&c, 1, "repositories") && get)
+      h_installation_repos(&c);
+  } else if (is_seg(&c, 0, "rate_limit") && c.nseg == 1 && get) {
+    forge_resp_json(resp, 200,
+                    json_pack("{s:{s:{s:i, s:i, s:i}}}", "resources", "core", "limit", 5000,
+                              "remaining", 5000, "used", 0));
+  } else if (is_seg(&c, 0, "repos") && c.nseg >= 3) {
+    json_t *repo = forge_repo(c.seg[1], c.seg[2]);
+    size_t n = c.nseg;
+    if (n == 3 && get) {
+      h_repo(&c, repo);
+    } else if (n == 4 && get && is_seg(&c, 3, "installation")) {
+      h_repo_installation(&c, repo);
+    } else if (n >= 4 && get && is_seg(&c, 3, "contents")) {
+      al_autofree char *cp = join_from(c.seg, n, 4, 0);
+      h_contents(&c, repo, cp);
+    } else if (n >= 5 && is_seg(&c, 3, "branches") && !strcmp(c.seg[n - 1], "protection") &&
+               n >= 6) {
+      al_autofree char *b = join_from(c.seg, n, 4, 1);
+      h_protection(&c, repo, b);
+    } else if (n >= 5 && get && is_seg(&c, 3, "branches")) {
+      al_autofree char *b = join_from(c.seg, n, 4, 0);
+      h_branch(&c, repo, b);
+    } else if (n >= 6 && get && is_seg(&c, 3, "rules") && is_seg(&c, 4, "branches")) {
+      al_autofree char *b = join_from(c.seg, n, 5, 0);
+      h_rules_for_branch(&c, repo, b);
+    } else if ((n == 4 || n == 5) && get && is_seg(&c, 3, "rulesets")) {
+      h_rulesets(&c, repo, n == 5 ? c.seg[4] : NULL);
+    } else if (n >= 5 && is_seg(&c, 3, "issues") && parse_num(c.seg[4]) > 0) {
+      long long num = parse_num(c.seg[4]);
+      if (n == 5 && get)
+        h_issue(&c, repo, num);
+      else if (n == 6 && is_seg(&c, 5, "comments") && (get || post))
+        h_comments(&c, repo, num);
+    } else if (n == 4 && is_seg(&c, 3, "pulls") && (get || post)) {
+      h_pulls(&c, repo);
+    } else if (n >= 5 && is_seg(&c, 3, "pulls") && parse_num(c.seg[4]) > 0) {
+      long long num = parse_num(c.seg[4]);
+      if (n == 5 && get)
+        h_pull(&c, repo, num);
+      else if (n == 6 && get && is_seg(&c, 5, "files"))
+        h_pull_files(&c, repo, num);
+      else if (n == 6 && (get || post) && is_seg(&c, 5, "reviews"))
+        h_reviews(&c, repo, num);
+      else if (n == 6 && put && is_seg(&c, 5, "merge"))
+        h_merge(&c, repo, num);
+    }
+  }
+  pthread_mutex_unlock(&g_forge.lock);
+  json_decref(c.body);
 }

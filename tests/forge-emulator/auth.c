@@ -143,8 +143,7 @@ static void verify_jwt(const char *jwt, struct forge_auth *out)
   }
   h = json_loadb((char *)hdr, hdr_len, JSON_REJECT_DUPLICATES, NULL);
   p = json_loadb((char *)pl, pl_len, JSON_REJECT_DUPLICATES, NULL);
-  if (!json_is_object(h) || !json_is_object(p) ||
-      !json_is_string(json_object_get(h, "alg")) ||
+  if (!json_is_object(h) || !json_is_object(p) || !json_is_string(json_object_get(h, "alg")) ||
       strcmp(json_string_value(json_object_get(h, "alg")), "RS256") != 0) {
     bad(out, undecodable);
     goto done;

@@ -87,7 +87,8 @@ json_t *forge_user(const char *login)
   json_t *u;
   json_array_foreach(g_forge.users, i, u)
   {
-    if (!strcasecmp(json_string_value(json_object_get(u, "login")), login))
+    const char *l = json_string_value(json_object_get(u, "login"));
+    if (l && !strcasecmp(l, login))
       return u;
   }
   return NULL;
@@ -95,16 +96,33 @@ json_t *forge_user(const char *login)
 
 static char *resolve(const char *base_dir, const char *p)
 {
-  if (p[0] == '/')
-    return al_xstrdup(p);
+  if (!p || p[0] == '/')
+    return al_xstrdup(p ? p : "");
   return al_strdup_printf("%s/%s", base_dir, p);
 }
 
 static const char *const known_perms[] = {
-    "actions", "administration", "checks", "contents", "deployments", "environments",
-    "issues", "metadata", "packages", "pages", "pull_requests", "repository_hooks",
-    "repository_projects", "secret_scanning_alerts", "secrets", "security_events",
-    "statuses", "vulnerability_alerts", "workflows", "members", "organization_administration",
+    "actions",
+    "administration",
+    "checks",
+    "contents",
+    "deployments",
+    "environments",
+    "issues",
+    "metadata",
+    "packages",
+    "pages",
+    "pull_requests",
+    "repository_hooks",
+    "repository_projects",
+    "secret_scanning_alerts",
+    "secrets",
+    "security_events",
+    "statuses",
+    "vulnerability_alerts",
+    "workflows",
+    "members",
+    "organization_administration",
 };
 
 static int check_perms(json_t *perms, const char *where, al_error *err)
@@ -297,8 +315,9 @@ static int load_apps(json_t *root, const char *dir, char **keys, size_t n_keys, 
     if (!key_path && str_field(a, "public_key"))
       key_path = resolve(dir, str_field(a, "public_key"));
     if (!key_path)
-      return al_make_error(err, 0, "fixture: apps[%zu] (%s) has no public_key (and no --key %lld=PATH)",
-                           i, slug, app->id);
+      return al_make_error(err, 0,
+                           "fixture: apps[%zu] (%s) has no public_key (and no --key %lld=PATH)", i,
+                           slug, app->id);
     FILE *f = fopen(key_path, "re");
     if (!f) {
       al_make_error(err, errno, "fixture: apps[%zu] public key `%s`", i, key_path);
@@ -381,20 +400,15 @@ int forge_load_fixture(const char *path, char **keys, size_t n_keys, al_error *e
       goto out;
     }
     const char *defb = str_field(v, "default_branch") ? str_field(v, "default_branch") : "main";
-    json_t *repo = json_pack("{s:O, s:s, s:s%, s:s, s:s, s:b, s:O, s:O, s:O, s:I}", "id", id,
-                             "full_name", full, "owner", full, (size_t)(slash - full), "name",
-                             slash + 1, "default_branch", defb, "private",
-                             json_is_false(json_object_get(v, "private")) ? 0 : 1, "protection",
-                             json_object_get(v, "protection") ? json_object_get(v, "protection")
-                                                              : json_object(),
-                             "rulesets",
-                             json_object_get(v, "rulesets") ? json_object_get(v, "rulesets")
-                                                            : json_array(),
-                             "collaborators",
-                             json_object_get(v, "collaborators")
-                                 ? json_object_get(v, "collaborators")
-                                 : json_array(),
-                             "next_number", (json_int_t)1);
+    json_t *repo = json_pack(
+        "{s:O, s:s, s:s%, s:s, s:s, s:b, s:O, s:O, s:O, s:I}", "id", id, "full_name", full, "owner",
+        full, (size_t)(slash - full), "name", slash + 1, "default_branch", defb, "private",
+        json_is_false(json_object_get(v, "private")) ? 0 : 1, "protection",
+        json_object_get(v, "protection") ? json_object_get(v, "protection") : json_object(),
+        "rulesets", json_object_get(v, "rulesets") ? json_object_get(v, "rulesets") : json_array(),
+        "collaborators",
+        json_object_get(v, "collaborators") ? json_object_get(v, "collaborators") : json_array(),
+        "next_number", (json_int_t)1);
     if (!repo) {
       al_make_error(err, 0, "fixture: repositories[%zu] (%s): bad field types", i, full);
       goto out;
@@ -415,8 +429,9 @@ int forge_load_fixture(const char *path, char **keys, size_t n_keys, al_error *e
       if (!json_is_integer(json_object_get(rs, "id")) || !str_field(rs, "name") ||
           !json_is_array(json_object_get(rs, "rules"))) {
         json_decref(repo);
-        al_make_error(err, 0, "fixture: repositories[%zu] (%s).rulesets[%zu] needs id, name, rules[]",
-                      i, full, j);
+        al_make_error(err, 0,
+                      "fixture: repositories[%zu] (%s).rulesets[%zu] needs id, name, rules[]", i,
+                      full, j);
         goto out;
       }
     }
@@ -486,7 +501,8 @@ int forge_load_fixture(const char *path, char **keys, size_t n_keys, al_error *e
         al_autofree char *own = sl ? al_strdup_printf("%.*s", (int)(sl - fn), fn) : NULL;
         if (!sl || !forge_repo(own, sl + 1)) {
           json_decref(inst);
-          al_make_error(err, 0, "fixture: installations[%zu].repositories[%zu] is not a listed repository",
+          al_make_error(err, 0,
+                        "fixture: installations[%zu].repositories[%zu] is not a listed repository",
                         i, k);
           goto out;
         }

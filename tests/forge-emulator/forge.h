@@ -16,10 +16,10 @@
 
 #include "common/error.h"
 
-#define FORGE_API_BODY_MAX (1u << 20)         /* 1 MiB for REST bodies */
-#define FORGE_GIT_BODY_MAX (256u << 20)       /* 256 MiB for a push pack */
-#define FORGE_CGI_OUT_MAX (512u << 20)        /* 512 MiB for a clone pack */
-#define FORGE_TOKEN_TTL_S 3600                /* installation tokens: 1 hour */
+#define FORGE_API_BODY_MAX (1u << 20)   /* 1 MiB for REST bodies */
+#define FORGE_GIT_BODY_MAX (256u << 20) /* 256 MiB for a push pack */
+#define FORGE_CGI_OUT_MAX (512u << 20)  /* 512 MiB for a clone pack */
+#define FORGE_TOKEN_TTL_S 3600          /* installation tokens: 1 hour */
 #define FORGE_DOCS "https://docs.github.com/rest"
 
 struct forge_app {
@@ -34,27 +34,30 @@ struct forge_app {
 
 struct forge {
   pthread_mutex_t lock;
-  char *data_dir;    /* owns repos/ and pushes.jsonl */
-  char *repos_dir;   /* GIT_PROJECT_ROOT */
-  char *push_log;    /* JSON lines written by the pre-receive hook */
-  char *self_exe;    /* absolute path of this binary (the hook) */
-  char *api_host;
-  char *git_host;
-  char *base_url;    /* https://api_host[:port] for url fields */
+  char *data_dir;  /* owns repos/ and pushes.jsonl */
+  char *repos_dir; /* GIT_PROJECT_ROOT */
+  char *push_log;  /* JSON lines written by the pre-receive hook */
+  char *self_exe;  /* absolute path of this binary (the hook) */
+  const char *api_host;
+  const char *git_host;
+  char *base_url; /* https://api_host[:port] for url fields */
   char *git_base_url;
   long long clock_offset; /* seconds added to the wall clock */
 
   struct forge_app *apps;
   size_t n_apps;
   json_t *users;         /* [{login,id}] */
-  json_t *installations; /* [{id, app_id, account, repository_selection, repositories[], permissions}] */
-  json_t *repos;         /* [{id, full_name, owner, name, default_branch, private, protection{}, rulesets[], collaborators[], next_number}] */
-  json_t *issues;        /* [{repo, number, ...}] */
-  json_t *comments;      /* [{id, repo, issue_number, ...}] */
-  json_t *pulls;         /* [{repo, number, ...}] */
-  json_t *reviews;       /* [{id, repo, pull_number, user, state, ...}] */
-  json_t *tokens;        /* [{id, sha256, app_id, installation_id, permissions, repositories[], created_at, expires_at, revoked_at}] */
-  long long next_id;     /* ids for comments, reviews, tokens, pulls */
+  json_t *installations; /* [{id, app_id, account, repository_selection, repositories[],
+                            permissions}] */
+  json_t *repos; /* [{id, full_name, owner, name, default_branch, private, protection{}, rulesets[],
+                    collaborators[], next_number}] */
+  json_t *issues;   /* [{repo, number, ...}] */
+  json_t *comments; /* [{id, repo, issue_number, ...}] */
+  json_t *pulls;    /* [{repo, number, ...}] */
+  json_t *reviews;  /* [{id, repo, pull_number, user, state, ...}] */
+  json_t *tokens; /* [{id, sha256, app_id, installation_id, permissions, repositories[], created_at,
+                     expires_at, revoked_at}] */
+  long long next_id; /* ids for comments, reviews, tokens, pulls */
 };
 
 extern struct forge g_forge;
@@ -84,10 +87,10 @@ json_t *forge_user(const char *login);
 enum forge_auth_kind { AUTH_NONE, AUTH_TOKEN, AUTH_JWT, AUTH_BAD };
 struct forge_auth {
   enum forge_auth_kind kind;
-  json_t *token;          /* borrowed, AUTH_TOKEN */
-  struct forge_app *app;  /* AUTH_JWT and AUTH_TOKEN */
-  int status;             /* AUTH_BAD: 401 */
-  const char *message;    /* AUTH_BAD: GitHub's message */
+  json_t *token;         /* borrowed, AUTH_TOKEN */
+  struct forge_app *app; /* AUTH_JWT and AUTH_TOKEN */
+  int status;            /* AUTH_BAD: 401 */
+  const char *message;   /* AUTH_BAD: GitHub's message */
 };
 /* Parse an Authorization header value ("token X", "Bearer X", "Basic b64").
  * A JWT (three dot-separated parts) is verified: RS256 with the app key,
@@ -122,10 +125,10 @@ struct forge_req {
 };
 struct forge_resp {
   int status;
-  char *body;        /* malloc'd */
+  char *body; /* malloc'd */
   size_t body_len;
   const char *content_type;
-  json_t *headers;   /* {name: value} extra headers, may be NULL */
+  json_t *headers; /* {name: value} extra headers, may be NULL */
 };
 /* Fill resp with a JSON body (steals j). */
 void forge_resp_json(struct forge_resp *resp, int status, json_t *j);
@@ -140,17 +143,30 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp);   /* api.c
 void forge_admin_handle(struct forge_req *rq, struct forge_resp *resp); /* admin.c */
 /* Whether path is a git smart-HTTP path (/o/r(.git)/info/refs etc.). */
 bool forge_git_path(const char *path);
-void forge_git_handle(struct forge_req *rq, struct forge_resp *resp);   /* git.c */
+void forge_git_handle(struct forge_req *rq, struct forge_resp *resp); /* git.c */
+
+/* Create a pull request review as login (api.c). req holds {event, body}.
+ * Fills resp (200 with the review, or GitHub's 422). Returns the stored
+ * review (borrowed) or NULL. Lock held. Follows "REST API endpoints for pull
+ * request reviews" (create a review). */
+json_t *forge_create_review(json_t *repo, json_t *pr, const char *login, json_t *req,
+                            struct forge_resp *resp);
 
 /* ---- git helpers (git.c) ---- */
 /* Run git with argv (argv[0] = "git") in the bare repo of full_name, capturing
- * stdout (malloc'd, NUL-terminated) when out != NULL. Returns the exit status
- * (0 success) or -1 on spawn failure. stdin from /dev/null. */
+ * stdout (malloc'd, NUL-terminated) when out != NULL; with out_len == NULL
+ * trailing newlines are stripped (text), else the bytes are exact. Returns
+ * the exit status (0 success) or -1 on spawn failure. stdin from /dev/null. */
 int forge_git_run(const char *full_name, const char *const *argv, char **out, size_t *out_len);
 /* The pre-receive hook entry point (argv[0] basename "pre-receive"). */
 int forge_hook_main(void);
 /* Branch rules the hook enforces for repo (a JSON object per protected branch
  * pattern), serialised into the hook's environment. Lock held. */
+/* repo needs "protection", "rulesets", "default_branch". The result has
+ * booleans classic, ruleset, pr_classic, pr_ruleset, nonff_*, del_*,
+ * restricted_classic, update_ruleset, create_ruleset, bypass_ruleset and
+ * required_approvals / code_owner_reviews / last_push_approval. app may be
+ * NULL (no bypass). Caller owns the result. */
 json_t *forge_branch_rules(json_t *repo, const char *branch, struct forge_app *app);
 
 #endif

@@ -178,7 +178,8 @@ static bool ruleset_matches(json_t *rs, const char *branch, const char *default_
     const char *pat = json_string_value(p);
     if (!pat)
       continue;
-    if (!strcmp(pat, "~ALL") || (!strcmp(pat, "~DEFAULT_BRANCH") && !strcmp(branch, default_branch)) ||
+    if (!strcmp(pat, "~ALL") ||
+        (!strcmp(pat, "~DEFAULT_BRANCH") && !strcmp(branch, default_branch)) ||
         !fnmatch(pat, ref, 0) || !fnmatch(pat, branch, 0))
       inc = true;
   }
@@ -259,7 +260,8 @@ json_t *forge_branch_rules(json_t *repo, const char *branch, struct forge_app *a
         continue;
       json_t *params = json_object_get(rule, "parameters");
       if (!strcmp(t, "pull_request")) {
-        long long n = json_integer_value(json_object_get(params, "required_approving_review_count"));
+        long long n =
+            json_integer_value(json_object_get(params, "required_approving_review_count"));
         if (n > approvals)
           approvals = n;
         code_owners |= json_is_true(json_object_get(params, "require_code_owner_review"));
@@ -287,7 +289,8 @@ json_t *forge_branch_rules(json_t *repo, const char *branch, struct forge_app *a
 
 /* ---- the CGI ---- */
 
-static void env_add(char ***env, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void env_add(char ***env, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void env_add(char ***env, size_t *n, const char *fmt, ...)
 {
   va_list ap;
@@ -348,16 +351,18 @@ void forge_git_handle(struct forge_req *rq, struct forge_resp *resp)
   } else if (au.kind == AUTH_JWT) {
     deny = 401;
     deny_msg = "remote: Invalid username or token.\n";
-  } else if (!repo || !forge_token_has_repo(au.token, json_string_value(json_object_get(repo, "full_name")))) {
+  } else if (!repo || !forge_token_has_repo(
+                          au.token, json_string_value(json_object_get(repo, "full_name")))) {
     deny = 404;
     deny_msg = "Repository not found.\n";
   } else {
-    const char *lvl = json_string_value(
-        json_object_get(json_object_get(au.token, "permissions"), "contents"));
+    const char *lvl =
+        json_string_value(json_object_get(json_object_get(au.token, "permissions"), "contents"));
     if (forge_perm_level(lvl) < (push ? 2 : 1)) {
       deny = 403;
       snprintf(denied, sizeof denied, "Permission to %s.git denied to %s[bot].\n",
-               json_string_value(json_object_get(repo, "full_name")), au.app ? au.app->slug : "app");
+               json_string_value(json_object_get(repo, "full_name")),
+               au.app ? au.app->slug : "app");
       deny_msg = denied;
     }
   }
@@ -366,15 +371,16 @@ void forge_git_handle(struct forge_req *rq, struct forge_resp *resp)
     snprintf(full, strlen(full) + 1, "%s", canonical);
     if (au.kind == AUTH_TOKEN) {
       snprintf(remote_user, sizeof remote_user, "%s[bot]", au.app ? au.app->slug : "app");
-      json_t *rules = json_pack("{s:O, s:O, s:O}", "protection", json_object_get(repo, "protection"),
-                                "rulesets", json_object_get(repo, "rulesets"), "default_branch",
-                                json_object_get(repo, "default_branch"));
+      json_t *rules =
+          json_pack("{s:O, s:O, s:O}", "protection", json_object_get(repo, "protection"),
+                    "rulesets", json_object_get(repo, "rulesets"), "default_branch",
+                    json_object_get(repo, "default_branch"));
       char *rs = json_dumps(rules, JSON_COMPACT);
       json_decref(rules);
       env_add(&env, &n_env, "FORGE_HOOK_RULES=%s", rs);
       free(rs);
-      const char *wf = json_string_value(
-          json_object_get(json_object_get(au.token, "permissions"), "workflows"));
+      const char *wf =
+          json_string_value(json_object_get(json_object_get(au.token, "permissions"), "workflows"));
       env_add(&env, &n_env, "FORGE_HOOK_WORKFLOWS=%s", wf ? wf : "none");
       env_add(&env, &n_env, "FORGE_HOOK_APP_ID=%lld", au.app ? au.app->id : -1LL);
       env_add(&env, &n_env, "FORGE_HOOK_APP_SLUG=%s", au.app ? au.app->slug : "");
@@ -482,8 +488,8 @@ static int hook_capture(const char *const *argv, char **out)
 static bool touches_workflows(const char *old, const char *new_sha, char *which, size_t wsz)
 {
   char *out = NULL;
-  const char *log[] = {"git", "log", "--format=", "--name-only", "--no-renames", "-m", new_sha,
-                       "--not", "--all", NULL};
+  const char *log[] = {"git", "log",   "--format=", "--name-only", "--no-renames",
+                       "-m",  new_sha, "--not",     "--all",       NULL};
   bool hit = false;
   for (int pass = 0; pass < 2 && !hit; pass++) {
     if (pass == 1) {
@@ -522,11 +528,11 @@ static void log_push(const char *ref, const char *old, const char *new_sha, bool
     return;
   char ts[32];
   forge_iso8601((long long)time(NULL), ts);
-  json_t *j = json_pack("{s:s, s:s?, s:s, s:s, s:s, s:b, s:s?, s:s?, s:s}", "repo",
-                        getenv("FORGE_HOOK_REPO") ? getenv("FORGE_HOOK_REPO") : "", "token",
-                        getenv("FORGE_HOOK_TOKEN"), "ref", ref, "old", old, "new", new_sha,
-                        "accepted", accepted, "reason", reason, "app",
-                        getenv("FORGE_HOOK_APP_SLUG"), "time", ts);
+  json_t *j =
+      json_pack("{s:s, s:s?, s:s, s:s, s:s, s:b, s:s?, s:s?, s:s}", "repo",
+                getenv("FORGE_HOOK_REPO") ? getenv("FORGE_HOOK_REPO") : "", "token",
+                getenv("FORGE_HOOK_TOKEN"), "ref", ref, "old", old, "new", new_sha, "accepted",
+                accepted, "reason", reason, "app", getenv("FORGE_HOOK_APP_SLUG"), "time", ts);
   char *s = json_dumps(j, JSON_COMPACT);
   json_decref(j);
   if (!s)
@@ -565,13 +571,13 @@ int forge_hook_main(void)
     bool old_zero = strspn(old, "0") == strlen(old);
     bool new_zero = strspn(new_sha, "0") == strlen(new_sha);
     const char *reason = NULL;
-    char msg[1024] = "";
+    char msg[4096] = "";
     if (!strncmp(ref, "refs/heads/", 11)) {
       const char *branch = ref + 11;
       json_t *r = forge_branch_rules(repo, branch, &app);
       bool classic = json_is_true(json_object_get(r, "classic"));
       const char *code = classic ? "GH006" : "GH013";
-      char head[512];
+      char head[3200];
       if (classic)
         snprintf(head, sizeof head, "error: GH006: Protected branch update failed for %s.", ref);
       else
@@ -591,8 +597,9 @@ int forge_hook_main(void)
         reason = "Cannot create ref due to creations being restricted.";
       if (!reason && !new_zero && json_is_true(json_object_get(r, "restricted_classic")))
         reason = "You're not authorized to push to this branch.";
-      if (!reason && !new_zero && (json_is_true(json_object_get(r, "pr_classic")) ||
-                                   json_is_true(json_object_get(r, "pr_ruleset"))))
+      if (!reason && !new_zero &&
+          (json_is_true(json_object_get(r, "pr_classic")) ||
+           json_is_true(json_object_get(r, "pr_ruleset"))))
         reason = "Changes must be made through a pull request.";
       if (!reason && !new_zero && json_is_true(json_object_get(r, "update_ruleset")))
         reason = "Cannot update this protected ref.";

@@ -37,6 +37,11 @@ struct conn_ctx {
 
 void forge_resp_json(struct forge_resp *resp, int status, json_t *j)
 {
+  if (!j) { /* a json_pack mistake: never crash, say so */
+    j = json_pack("{s:s, s:s}", "message", "Server Error (forge: bad JSON template)",
+                  "documentation_url", FORGE_DOCS);
+    status = 500;
+  }
   resp->status = status;
   free(resp->body);
   resp->body = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -247,8 +252,8 @@ static struct MHD_Daemon *start(enum listener_kind kind, int port, const char *k
 {
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                   MHD_USE_ERROR_LOG;
+  unsigned flags =
+      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
   if (key)
     flags |= MHD_USE_TLS;
   struct MHD_Daemon *d;
@@ -301,13 +306,18 @@ int main(int argc, char **argv)
   size_t n_keys = 0;
   g_forge.api_host = "api.forge.test";
   g_forge.git_host = "forge.test";
-  static const struct option opts[] = {
-      {"fixture", required_argument, NULL, 'f'},  {"data", required_argument, NULL, 'd'},
-      {"tls-dir", required_argument, NULL, 't'},  {"port", required_argument, NULL, 'p'},
-      {"http-port", required_argument, NULL, 'H'}, {"admin-port", required_argument, NULL, 'a'},
-      {"ports-file", required_argument, NULL, 'P'}, {"api-host", required_argument, NULL, 'A'},
-      {"git-host", required_argument, NULL, 'G'}, {"key", required_argument, NULL, 'k'},
-      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"fixture", required_argument, NULL, 'f'},
+                                       {"data", required_argument, NULL, 'd'},
+                                       {"tls-dir", required_argument, NULL, 't'},
+                                       {"port", required_argument, NULL, 'p'},
+                                       {"http-port", required_argument, NULL, 'H'},
+                                       {"admin-port", required_argument, NULL, 'a'},
+                                       {"ports-file", required_argument, NULL, 'P'},
+                                       {"api-host", required_argument, NULL, 'A'},
+                                       {"git-host", required_argument, NULL, 'G'},
+                                       {"key", required_argument, NULL, 'k'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "f:d:t:p:H:a:P:A:G:k:h", opts, NULL)) != -1) {
     switch (c) {

@@ -18,8 +18,9 @@ _t_exit() {
 }
 trap _t_exit EXIT
 
-ok() { _t_n=$((_t_n + 1)); echo "ok $_t_n - $*"; }
-fail() { _t_n=$((_t_n + 1)); _t_failed=$((_t_failed + 1)); echo "not ok $_t_n - $*"; }
+_t_line() { local d="$*"; d=${d//$'\n'/ | }; printf '%s' "$d"; }
+ok() { _t_n=$((_t_n + 1)); echo "ok $_t_n - $(_t_line "$@")"; }
+fail() { _t_n=$((_t_n + 1)); _t_failed=$((_t_failed + 1)); echo "not ok $_t_n - $(_t_line "$@")"; }
 skip() { _t_n=$((_t_n + 1)); _t_skipped=$((_t_skipped + 1)); echo "ok $_t_n - # SKIP $*"; }
 diag() { printf '# %s\n' "$@" | sed 's/^# \(.\)/# \1/'; }
 

@@ -1,39 +1,48 @@
+/* Redaction: see redact.h.
+ *
+ * Registered values are matched in three forms:
+ *  - raw, and percent-encoded in any mix: each byte of the secret may appear
+ *    literally or as %XX with upper- or lower-case hex (RFC 3986 §2.1), so a
+ *    fully or partly URL-encoded token is found too;
+ *  - base64("x-access-token:" + token) (RFC 4648 §4, the HTTP Basic
+ *    credentials git sends), with or without its '=' padding.
+ * A registered match is replaced by the fingerprint of the secret itself,
+ * so every form of one token shows the same "sha256:..." as the broker's
+ * records. Pattern matches get the fingerprint of the matched text. */
 #include "common/redact.h"
 
 #include <ctype.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
 
-#define MAX_SECRETS 32
-#define FORMS 3
+struct secret {
+  char *raw;
+  size_t raw_len;
+  char *b64; /* without padding */
+  size_t b64_len;
+  char fp[20];
+};
 
-static char *g_forms[MAX_SECRETS][FORMS];
-static size_t g_nsecrets;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct secret *g_secrets;
+static size_t g_n, g_cap;
 
-static char *percent_encode_all(const char *s)
-{
-  size_t n = strlen(s);
-  char *out = al_xmalloc(3 * n + 1);
-  static const char hex[] = "0123456789ABCDEF";
-  for (size_t i = 0; i < n; i++) {
-    out[3 * i] = '%';
-    out[3 * i + 1] = hex[(unsigned char)s[i] >> 4];
-    out[3 * i + 2] = hex[(unsigned char)s[i] & 15];
-  }
-  out[3 * n] = '\0';
-  return out;
-}
-
-static char *basic_auth_form(const char *s)
+static char *basic_auth_form(const char *s, size_t *len)
 {
   al_autofree char *plain = al_strdup_printf("x-access-token:%s", s);
   size_t n = strlen(plain);
   char *out = al_xmalloc(4 * ((n + 2) / 3) + 1);
-  EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)plain, (int)n);
+  int l = EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)plain, (int)n);
+  OPENSSL_cleanse(plain, n);
+  while (l > 0 && out[l - 1] == '=')
+    l--;
+  out[l] = '\0';
+  *len = (size_t)l;
   return out;
 }
 
@@ -41,45 +50,58 @@ int al_redact_register(const char *secret)
 {
   if (!secret || strlen(secret) < 8)
     return 0;
-  for (size_t i = 0; i < g_nsecrets; i++)
-    if (strcmp(g_forms[i][0], secret) == 0)
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < g_n; i++)
+    if (strcmp(g_secrets[i].raw, secret) == 0) {
+      pthread_mutex_unlock(&g_lock);
       return 0;
-  if (g_nsecrets == MAX_SECRETS)
-    return -1;
-  g_forms[g_nsecrets][0] = al_xstrdup(secret);
-  g_forms[g_nsecrets][1] = percent_encode_all(secret);
-  g_forms[g_nsecrets][2] = basic_auth_form(secret);
-  g_nsecrets++;
+    }
+  if (g_n == g_cap) {
+    g_cap = g_cap ? g_cap * 2 : 16;
+    g_secrets = al_xrealloc(g_secrets, g_cap * sizeof *g_secrets);
+  }
+  struct secret *s = &g_secrets[g_n++];
+  s->raw = al_xstrdup(secret);
+  s->raw_len = strlen(secret);
+  s->b64 = basic_auth_form(secret, &s->b64_len);
+  al_secret_fingerprint(secret, s->fp);
+  pthread_mutex_unlock(&g_lock);
   return 0;
 }
 
-static void wipe_slot(size_t i)
+static void wipe_secret(struct secret *s)
 {
-  for (int f = 0; f < FORMS; f++) {
-    OPENSSL_cleanse(g_forms[i][f], strlen(g_forms[i][f]));
-    free(g_forms[i][f]);
-    g_forms[i][f] = NULL;
-  }
+  OPENSSL_cleanse(s->raw, s->raw_len);
+  OPENSSL_cleanse(s->b64, s->b64_len);
+  free(s->raw);
+  free(s->b64);
+  memset(s, 0, sizeof *s);
 }
 
 void al_redact_unregister(const char *secret)
 {
-  for (size_t i = 0; i < g_nsecrets; i++) {
-    if (strcmp(g_forms[i][0], secret) == 0) {
-      wipe_slot(i);
-      for (int f = 0; f < FORMS; f++)
-        g_forms[i][f] = g_forms[g_nsecrets - 1][f];
-      g_nsecrets--;
-      return;
+  if (!secret)
+    return;
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < g_n; i++) {
+    if (strcmp(g_secrets[i].raw, secret) == 0) {
+      wipe_secret(&g_secrets[i]);
+      g_secrets[i] = g_secrets[g_n - 1];
+      memset(&g_secrets[g_n - 1], 0, sizeof g_secrets[0]);
+      g_n--;
+      break;
     }
   }
+  pthread_mutex_unlock(&g_lock);
 }
 
 void al_redact_clear(void)
 {
-  for (size_t i = 0; i < g_nsecrets; i++)
-    wipe_slot(i);
-  g_nsecrets = 0;
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < g_n; i++)
+    wipe_secret(&g_secrets[i]);
+  g_n = 0;
+  pthread_mutex_unlock(&g_lock);
 }
 
 void al_secret_fingerprint(const char *secret, char out[20])
@@ -114,15 +136,56 @@ static size_t pattern_at(const char *p)
   return 0;
 }
 
-/* Length of a secret match at p (registered forms first), or 0. */
-static size_t match_at(const char *p)
+static int hexval(char c)
 {
-  for (size_t i = 0; i < g_nsecrets; i++)
-    for (int f = 0; f < FORMS; f++) {
-      size_t l = strlen(g_forms[i][f]);
-      if (strncmp(p, g_forms[i][f], l) == 0)
-        return l;
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+/* Length of s at p where each byte is literal or %XX-encoded, or 0. */
+static size_t encoded_match(const char *p, const char *s, size_t slen)
+{
+  size_t k = 0;
+  for (size_t j = 0; j < slen; j++) {
+    if (p[k] == s[j]) {
+      k++;
+    } else if (p[k] == '%') {
+      int hi = hexval(p[k + 1]);
+      int lo = hi < 0 ? -1 : hexval(p[k + 2]);
+      if (lo < 0 || (char)(hi * 16 + lo) != s[j])
+        return 0;
+      k += 3;
+    } else {
+      return 0;
     }
+  }
+  return k;
+}
+
+/* A secret match at p: its length and its fingerprint; lock held. */
+static size_t match_at(const char *p, const char **fp)
+{
+  for (size_t i = 0; i < g_n; i++) {
+    struct secret *s = &g_secrets[i];
+    size_t m = encoded_match(p, s->raw, s->raw_len);
+    if (m) {
+      *fp = s->fp;
+      return m;
+    }
+    if (strncmp(p, s->b64, s->b64_len) == 0) {
+      m = s->b64_len;
+      while (p[m] == '=' && m < s->b64_len + 2)
+        m++;
+      *fp = s->fp;
+      return m;
+    }
+  }
+  *fp = NULL;
   return pattern_at(p);
 }
 
@@ -130,31 +193,28 @@ char *al_redact(const char *text)
 {
   size_t n = strlen(text);
   size_t cap = n + 1, len = 0;
-  char *out = malloc(cap);
-  if (!out)
-    return NULL;
+  char *out = al_xmalloc(cap);
+  pthread_mutex_lock(&g_lock);
   for (size_t i = 0; i < n;) {
-    size_t m = match_at(text + i);
+    const char *sfp;
+    size_t m = match_at(text + i, &sfp);
     if (m) {
       char fp[20];
-      char *span = strndup(text + i, m);
-      if (!span) {
-        free(out);
-        return NULL;
+      if (sfp) {
+        memcpy(fp, sfp, sizeof fp);
+      } else {
+        char *span = al_xmalloc(m + 1);
+        memcpy(span, text + i, m);
+        span[m] = '\0';
+        al_secret_fingerprint(span, fp);
+        OPENSSL_cleanse(span, m);
+        free(span);
       }
-      al_secret_fingerprint(span, fp);
-      OPENSSL_cleanse(span, m);
-      free(span);
       char rep[48];
       int rl = snprintf(rep, sizeof rep, "[REDACTED %s]", fp);
       if (len + (size_t)rl + 1 > cap) {
         cap = len + (size_t)rl + 1 + (n - i);
-        char *q = realloc(out, cap);
-        if (!q) {
-          free(out);
-          return NULL;
-        }
-        out = q;
+        out = al_xrealloc(out, cap);
       }
       memcpy(out + len, rep, (size_t)rl);
       len += (size_t)rl;
@@ -162,24 +222,24 @@ char *al_redact(const char *text)
     } else {
       if (len + 2 > cap) {
         cap = cap * 2;
-        char *q = realloc(out, cap);
-        if (!q) {
-          free(out);
-          return NULL;
-        }
-        out = q;
+        out = al_xrealloc(out, cap);
       }
       out[len++] = text[i++];
     }
   }
+  pthread_mutex_unlock(&g_lock);
   out[len] = '\0';
   return out;
 }
 
 bool al_redact_contains_secret(const char *text)
 {
-  for (const char *p = text; *p; p++)
-    if (match_at(p))
-      return true;
-  return false;
+  bool found = false;
+  pthread_mutex_lock(&g_lock);
+  for (const char *p = text; *p && !found; p++) {
+    const char *fp;
+    found = match_at(p, &fp) != 0;
+  }
+  pthread_mutex_unlock(&g_lock);
+  return found;
 }

@@ -52,8 +52,12 @@ __attribute__((format(printf, 4, 5))) static int fail(struct ctx *c, struct fy_n
   int line, col;
   node_pos(at, &line, &col);
   if (line > 0)
-    return al_make_error(c->err, EINVAL, "%s:%d:%d: %s: %s", c->name, line, col, path, rule);
-  return al_make_error(c->err, EINVAL, "%s: %s: %s", c->name, path, rule);
+    al_make_error(c->err, 0, "%s:%d:%d: %s: %s", c->name, line, col, path, rule);
+  else
+    al_make_error(c->err, 0, "%s: %s: %s", c->name, path, rule);
+  if (c->err)
+    c->err->code = EINVAL;
+  return -1;
 }
 
 /* The node used for positions of a value: the value if it is a scalar, else
@@ -822,9 +826,16 @@ static int finish(al_policy *p, const char *name, al_error *err)
       return al_make_error(err, EINVAL, "%s: network.pin: `%s` is pinned but not in network.allow",
                            name, p->network.pin[i].host);
   }
-  al_autofree char *canon = al_policy_canonical(p);
-  al_sha256_hex(canon, strlen(canon), p->sha256);
   return 0;
+}
+
+const char *al_policy_sha256(al_policy *p)
+{
+  if (!p->sha256[0]) {
+    al_autofree char *canon = al_policy_canonical(p);
+    al_sha256_hex(canon, strlen(canon), p->sha256);
+  }
+  return p->sha256;
 }
 
 int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_policy **out,
@@ -850,11 +861,23 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
   if (!doc) {
     void *it = NULL;
     struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
+    int line = de ? de->line + 1 : 0, col = de ? de->column + 1 : 0;
+    if (de && de->fyt) {
+      const struct fy_mark *mk = fy_token_start_mark(de->fyt);
+      if (mk) {
+        line = mk->line + 1;
+        col = mk->column + 1;
+      }
+    }
     if (de)
-      al_make_error(err, EINVAL, "%s:%d:%d: not valid YAML: %s", name, de->line + 1,
-                    de->column + 1, de->msg ? de->msg : "parse error");
+      al_make_error(err, 0, "%s:%d:%d: not valid YAML: %s", name, line, col,
+                    de->msg ? de->msg : "parse error");
+    else if (len == 0 || strspn(buf, " \t\r\n") == len)
+      al_make_error(err, 0, "%s: empty policy (at least `version: 1`)", name);
     else
-      al_make_error(err, EINVAL, "%s: not valid YAML", name);
+      al_make_error(err, 0, "%s: not valid YAML", name);
+    if (err)
+      err->code = EINVAL;
     fy_diag_destroy(diag);
     return -1;
   }

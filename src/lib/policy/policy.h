@@ -101,7 +101,7 @@ typedef struct al_policy {
   al_policy_credentials credentials;
   char *branch_prefix; /* review.branch_prefix, default "airlock/" */
   char *source;        /* file name it came from, or "<default>" */
-  char sha256[65];     /* of the canonical form */
+  char sha256[65];     /* of the canonical form; filled by al_policy_sha256() */
 } al_policy;
 
 /* Parse and validate a policy from a file. On success *out is a new policy
@@ -120,6 +120,11 @@ int al_policy_default(al_policy **out, al_error *err);
 /* Canonical form: compact JSON, sorted keys, defaults filled. The caller
  * frees the string. */
 char *al_policy_canonical(const al_policy *p);
+
+/* SHA-256 (lower-case hex) of the canonical form, computed on first use
+ * (OpenSSL's first digest costs about a millisecond: keep it off the
+ * sandbox start path). The string lives as long as the policy. */
+const char *al_policy_sha256(al_policy *p);
 
 void al_policy_free(al_policy *p);
 

@@ -126,7 +126,7 @@ typedef struct al_proxy_conn {
   struct al_proxy_conn *prev, *next; /* live list, or graveyard (next only) */
   enum conn_state st;
   bool c_rd, c_wr, o_rd, o_wr; /* edge-triggered readiness we have not used up */
-  bool dns_pending, counted, opened;
+  bool dns_pending, opened, cut, slot_released;
   uint64_t t_start, deadline, last_io;
   char client[64];
 
@@ -159,6 +159,7 @@ typedef struct al_proxy {
   al_proxy_run *runs;
   size_t n_runs;
   al_proxy_policy *policies, *dead_policies;
+  struct ares_watch *dead_watches;
   al_proxy_conn *live, *graveyard;
   uint32_t n_conns, n_drain, max_conns;
   al_addr_set local;
@@ -294,14 +295,9 @@ static void ares_sock_cb(void *data, ares_socket_t fd, int readable, int writabl
     if (aw) {
       al_loop_del(&pol->px->loop, &aw->w);
       *pp = aw->next;
-      aw->w.fd = -1;
-      /* freed at once: c-ares closes the fd right after this call and the
-       * loop checks fd, but the struct may be named by a pending event of
-       * this batch, so keep it on the policy's list of dead watches */
-      aw->next = NULL;
-      aw->pol = NULL;
-      free(aw); /* safe: epoll events carry the pointer only for registered fds,
-                   and al_loop_once reads w->fd first, which... */
+      aw->w.fd = -1; /* a later event of this batch may still name it */
+      aw->next = pol->px->dead_watches;
+      pol->px->dead_watches = aw;
     }
     return;
   }
@@ -388,7 +384,9 @@ static void policy_destroy(al_proxy_policy *pol)
     ares_watch *aw = pol->watches;
     pol->watches = aw->next;
     al_loop_del(&pol->px->loop, &aw->w);
-    free(aw);
+    aw->w.fd = -1;
+    aw->next = pol->px->dead_watches;
+    pol->px->dead_watches = aw;
   }
   if (pol->owned)
     al_policy_free(pol->owned);
@@ -467,6 +465,8 @@ static const char *status_text(int status)
     return "Request Timeout";
   case 411:
     return "Length Required";
+  case 431:
+    return "Request Header Fields Too Large";
   case 502:
     return "Bad Gateway";
   case 503:
@@ -489,7 +489,6 @@ static void conn_deny(al_proxy_conn *c, int status, const char *reason, const ch
   c->detail = detail;
   count_denial(&c->run->cnt, reason);
   count_denial(&c->px->cnt, reason);
-  c->counted = true;
   audit_conn(c, "deny", "deny");
   if (c->ow.fd >= 0) {
     close(c->ow.fd);
@@ -506,12 +505,20 @@ static void conn_deny(al_proxy_conn *c, int status, const char *reason, const ch
                status, status_text(status), reason);
   (void)send(c->cw.fd, resp, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
   shutdown(c->cw.fd, SHUT_WR);
-  c->st = ST_DRAIN;
-  c->deadline = al_now_ms() + DRAIN_MS;
   free(c->buf);
   c->buf = NULL;
   c->buf_len = c->buf_cap = 0;
+  if (c->px->n_drain >= c->px->max_conns) { /* too many refusals in flight */
+    conn_close(c);
+    return;
+  }
+  /* a refused connection gives its slot back while it drains */
+  c->st = ST_DRAIN;
+  c->deadline = al_now_ms() + DRAIN_MS;
   c->px->n_drain++;
+  c->run->n_conns--;
+  c->px->n_conns--;
+  c->slot_released = true;
   conn_pump(c); /* may already see EOF */
 }
 
@@ -537,9 +544,11 @@ static void conn_close(al_proxy_conn *c)
   if (c->st == ST_DRAIN)
     px->n_drain--;
   if (c->opened) {
-    audit_conn(c, "close", c->reason ? "deny" : "allow");
-    if (c->reason && !c->counted)
-      count_denial(&c->run->cnt, c->reason), count_denial(&px->cnt, c->reason);
+    audit_conn(c, "close", c->cut ? "deny" : "allow");
+    if (c->cut) {
+      count_denial(&c->run->cnt, c->reason);
+      count_denial(&px->cnt, c->reason);
+    }
   }
   c->run->cnt.bytes_up += c->up.bytes;
   c->run->cnt.bytes_down += c->down.bytes;
@@ -560,8 +569,10 @@ static void conn_close(al_proxy_conn *c)
   if (c->next)
     c->next->prev = c->prev;
   c->prev = NULL;
-  c->run->n_conns--;
-  px->n_conns--;
+  if (!c->slot_released) {
+    c->run->n_conns--;
+    px->n_conns--;
+  }
   if (!c->dns_pending) {
     c->next = px->graveyard;
     px->graveyard = c;
@@ -726,9 +737,11 @@ static void relay(al_proxy_conn *c)
     conn_close(c);
     return;
   }
-  if (!c->up.src_eof && c->up.in_pipe == 0 && !c->up.pend && c->c_rd && lim == 0 &&
-      c->pol->p->network.egress_budget) {
+  uint64_t budget = c->pol->p->network.egress_budget;
+  if (budget && c->run->egress_used >= budget && c->c_rd && !c->up.src_eof &&
+      (!c->plain || c->body_left > 0)) {
     c->reason = "egress-budget";
+    c->cut = true;
     conn_close(c);
   }
 }
@@ -833,12 +846,14 @@ static void dns_done(void *arg, int status, int timeouts, struct ares_addrinfo *
   (void)timeouts;
 
   c->dns_pending = false;
-  if (c->st == ST_CLOSED) { /* a zombie: the client left while we asked */
-    c->next = c->px->graveyard;
-    c->px->graveyard = c;
+  if (c->st != ST_RESOLVE) {
     if (res)
       ares_freeaddrinfo(res);
-    return;
+    if (c->st == ST_CLOSED) { /* a zombie: the client left while we asked */
+      c->next = c->px->graveyard;
+      c->px->graveyard = c;
+    }
+    return; /* else timed out and already answered */
   }
   if (status != ARES_SUCCESS || !res) {
     if (res)
@@ -919,7 +934,7 @@ static void conn_resolve(al_proxy_conn *c)
 static char *rebuild_origin_form(al_proxy_conn *c, const al_http_request *req, const char *path,
                                  size_t path_len, size_t *out_len)
 {
-  size_t cap = req->head_len + 256, n = 0;
+  size_t cap = req->head_len + 1024, n = 0; /* the new Host line is at most ~270 */
   char *o = al_xmalloc(cap);
   char hostport[AL_HOST_MAX + 16];
 
@@ -1014,7 +1029,7 @@ static void conn_decide(al_proxy_conn *c, const al_http_request *req)
     memcpy(c->up.pend + hl, c->buf + req->head_len, extra);
     c->up.pend_len = hl + extra;
     c->body_left -= extra;
-    c->run->egress_used += extra;
+    c->run->egress_used += hl + extra;
     free(c->buf);
     c->buf = NULL;
     c->buf_len = c->buf_cap = 0;
@@ -1214,15 +1229,7 @@ static void accept_one(al_proxy_run *run, int fd, const struct sockaddr_storage 
   /* caps: per run (policy max_connections) and for the process. Refused
    * connections do not hold a run slot while they drain. */
   uint32_t cap = p->network.max_conns ? p->network.max_conns : 256;
-  if (run->n_conns > cap || px->n_conns - px->n_drain > px->max_conns) {
-    if (px->n_drain > px->max_conns) {
-      c->reason = "conn-limit";
-      count_denial(&run->cnt, "conn-limit");
-      count_denial(&px->cnt, "conn-limit");
-      audit_conn(c, "deny", "deny");
-      conn_close(c);
-      return;
-    }
+  if (run->n_conns > cap || px->n_conns > px->max_conns) {
     conn_deny(c, 503, run->n_conns > cap ? "conn-limit" : "global-conn-limit", NULL);
     return;
   }
@@ -1392,6 +1399,7 @@ static void tick_ready(al_watch *w, uint32_t ev)
         conn_close(c);
       } else if (n->max_tunnel_ms && now - c->t_start >= n->max_tunnel_ms) {
         c->reason = "tunnel-lifetime";
+        c->cut = true;
         conn_close(c);
       }
       break;
@@ -1425,6 +1433,11 @@ static void bury(al_proxy *px)
     al_proxy_policy *pol = px->dead_policies;
     px->dead_policies = pol->next;
     policy_destroy(pol);
+  }
+  while (px->dead_watches) {
+    ares_watch *aw = px->dead_watches;
+    px->dead_watches = aw->next;
+    free(aw);
   }
 }
 

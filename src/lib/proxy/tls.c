@@ -173,7 +173,7 @@ int al_tls_parse_client_hello(const uint8_t *buf, size_t len, al_tls_hello *out,
         }
         out->hello_bytes = pos;
         cursor c = {hs + 4, need - 4, false};
-        return parse_hello_body(c, out, why);
+        return parse_hello_body(c, out, why) < 0 ? -1 : 1;
       }
     }
     /* Next record header (RFC 8446 §5.1): type 22, version 3.x, length. */

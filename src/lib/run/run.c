@@ -141,6 +141,13 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
       return -1;
     }
   }
+  if (getenv("AIRLOCK_DEBUG_TIMING")) {
+    al_sandbox_report rep;
+    al_sandbox_get_report(sb, &rep);
+    al_info("timing: clone->hello %lluus, maps+cgroup %lluus, setup->exec %lluus",
+            (unsigned long long)rep.clone_to_hello_us, (unsigned long long)rep.hello_to_go_us,
+            (unsigned long long)rep.go_to_exec_us);
+  }
   int r = al_sandbox_wait(sb, status, err);
   al_sandbox_destroy(sb);
   stop_proxy(proxy);

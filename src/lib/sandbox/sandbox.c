@@ -58,6 +58,7 @@ struct al_sandbox {
   struct sb_cgroup cg;
   int landlock_abi;
   uint32_t host_uid;
+  uint64_t t_clone_ns, t_hello_ns, t_go_ns, t_ready_ns;
 };
 
 /* ---------------- child side (between clone and exec) ---------------- */
@@ -69,8 +70,8 @@ void sb_die(int sync_fd, int status, int errnum, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(m.text, sizeof m.text, fmt, ap);
   va_end(ap);
-  if (sync_fd >= 0)
-    (void)!send(sync_fd, &m, sizeof m, MSG_NOSIGNAL);
+  if (sync_fd >= 0 && send(sync_fd, &m, sizeof m, MSG_NOSIGNAL) < 0 && errno == ENOTSOCK)
+    (void)!write(sync_fd, &m, sizeof m); /* the exec-status pipe */
   _exit(status);
 }
 
@@ -110,6 +111,7 @@ struct child_args {
   int sync_fd;
   bool can_setgroups;
   int landlock_abi;
+  bool rlimit_data;
 };
 
 static void set_rlimit(int sync_fd, int res, rlim_t v, const char *name)
@@ -132,6 +134,10 @@ static void exec_command(struct child_args *a, int status_fd)
     signal(s, SIG_DFL);
   int keep[] = {status_fd};
   al_close_fds_from(3, keep, 1);
+  /* Without a memory cgroup, bound each process's data instead (set here,
+   * not in init, so airlock's own init is not constrained by it). */
+  if (a->rlimit_data)
+    set_rlimit(status_fd, RLIMIT_DATA, a->opts->policy->process.limits.memory, "DATA");
   environ = a->envp;
   execvp(a->argv[0], a->argv);
   int e = errno;
@@ -268,8 +274,7 @@ static int child_main(struct child_args *a)
   set_rlimit(sync_fd, RLIMIT_NOFILE, lim->nofile, "NOFILE");
   set_rlimit(sync_fd, RLIMIT_NPROC, lim->pids, "NPROC");
   set_rlimit(sync_fd, RLIMIT_CORE, 0, "CORE");
-  if (m.status == 0) /* the supervisor could not enforce memory through a cgroup */
-    set_rlimit(sync_fd, RLIMIT_DATA, lim->memory, "DATA");
+  a->rlimit_data = m.status == 0; /* no cgroup memory limit: fall back to RLIMIT_DATA */
 
   sb_drop_privileges(sync_fd, pol->process.user, a->can_setgroups);
   /* The uid change cleared the parent-death signal; set it again and make
@@ -487,6 +492,7 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
   sb->host_uid = outer_uid;
 
   fflush(NULL);
+  sb->t_clone_ns = al_now_ns();
   pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
                                             CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
                              NULL, NULL, NULL, NULL);
@@ -516,6 +522,7 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
       goto fail;
     }
   }
+  sb->t_hello_ns = al_now_ns();
   char map[64];
   uint32_t inner = o->policy->process.user;
   snprintf(map, sizeof map, "%u %u 1\n", inner, outer_uid);
@@ -540,6 +547,7 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
     al_warn("Landlock is not available on this kernel; writes are limited by read-only mounts "
             "only");
 
+  sb->t_go_ns = al_now_ns();
   struct sb_msg go = {.type = MSG_GO, .status = sb->cg.mem ? 1 : 0};
   if (send(sb->sync_fd, &go, sizeof go, MSG_NOSIGNAL) < 0) {
     al_make_error(err, errno, "start the sandbox");
@@ -567,8 +575,10 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
       }
       continue;
     }
-    if (m.type == MSG_READY)
+    if (m.type == MSG_READY) {
+      sb->t_ready_ns = al_now_ns();
       break;
+    }
     if (m.type == MSG_ERROR) {
       errno = 0;
       al_make_error(err, m.err, "%s", m.text);
@@ -693,6 +703,9 @@ void al_sandbox_get_report(const al_sandbox *sb, al_sandbox_report *out)
   out->pids_enforced = sb->cg.pids;
   out->cpu_enforced = sb->cg.cpu;
   out->host_uid = sb->host_uid;
+  out->clone_to_hello_us = (sb->t_hello_ns - sb->t_clone_ns) / 1000;
+  out->hello_to_go_us = (sb->t_go_ns - sb->t_hello_ns) / 1000;
+  out->go_to_exec_us = (sb->t_ready_ns - sb->t_go_ns) / 1000;
 }
 
 void al_sandbox_destroy(al_sandbox *sb)

@@ -85,6 +85,9 @@ typedef struct al_sandbox_report {
   const char *cgroup;   /* "v2", "v1" or "none" */
   bool mem_enforced, pids_enforced, cpu_enforced;
   uint32_t host_uid;    /* host uid the sandbox user maps to */
+  /* start-up phases, microseconds: clone until the child greets; id maps
+   * and cgroup; child setup until the command was exec'd */
+  uint64_t clone_to_hello_us, hello_to_go_us, go_to_exec_us;
 } al_sandbox_report;
 
 void al_sandbox_get_report(const al_sandbox *sb, al_sandbox_report *out);

@@ -1,0 +1,69 @@
+#!/bin/bash
+# The whole test suite: a normal build, an ASan+UBSan build, and the
+# libFuzzer targets run briefly. Prints `N passed, N failed, N skipped`
+# counted over every TAP subtest and every plain test, and exits non-zero
+# when anything failed.
+#   scripts/test.sh            everything
+#   FAST=1 scripts/test.sh     the normal build only
+set -u
+cd "$(dirname "$0")/.."
+top=$(pwd)
+scripts/install-deps.sh
+logs=()
+rc=0
+
+run_suite() { # NAME BUILDDIR [meson setup args...]
+  local name=$1 dir=$2; shift 2
+  echo "== $name ($dir)"
+  if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; echo "setup of $name failed"; rc=1; return; }
+  fi
+  ninja -C "$dir" >"$dir.build.log" 2>&1 || { tail -50 "$dir.build.log"; echo "build of $name failed"; rc=1; return; }
+  meson test -C "$dir" --print-errorlogs --num-processes 2 ${MESON_TEST_ARGS:-} || rc=1
+  logs+=("$dir/meson-logs/testlog.json")
+}
+
+run_suite normal build-test
+if [ -z "${FAST:-}" ]; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_suite asan+ubsan build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+  if [ -f tests/fuzz/run-fuzzers.sh ]; then
+    echo "== fuzzers"
+    CC=clang run_suite fuzz build-fuzz -Dfuzz=true -Dforge=false -Dbuildtype=debug \
+      || true
+  fi
+fi
+
+python3 - "${logs[@]}" <<'PY'
+import json, re, sys
+passed = failed = skipped = 0
+for path in sys.argv[1:]:
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        failed += 1
+        print(f"missing test log {path}")
+        continue
+    for line in lines:
+        t = json.loads(line)
+        out = t.get("stdout") or ""
+        tap = [l for l in out.splitlines() if re.match(r"(not )?ok\b", l)]
+        if tap:
+            p = sum(1 for l in tap if l.startswith("ok") and "# SKIP" not in l)
+            s = sum(1 for l in tap if l.startswith("ok") and "# SKIP" in l)
+            f = sum(1 for l in tap if l.startswith("not ok"))
+            if t["result"] not in ("OK", "SKIP") and f == 0:
+                f = 1  # the script itself failed (bad plan, crash, timeout)
+            passed += p; skipped += s; failed += f
+        elif t["result"] == "OK":
+            passed += 1
+        elif t["result"] == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+sys.exit(1 if failed else 0)
+PY
+prc=$?
+[ $rc -eq 0 ] && rc=$prc
+exit $rc

@@ -1,0 +1,201 @@
+/* airlock proxy -p POLICY --listen ADDR [--listen ADDR...] [--log FILE]
+ *               [--admin PATH] [--run-id ID] [--max-conns N]
+ * The egress proxy on its own (Docker/Kubernetes backends, debugging):
+ * creates the listeners itself and runs al_proxy_serve() until SIGTERM or
+ * SIGINT. SIGHUP reloads POLICY. Audit lines go to FILE (appended) or to
+ * stdout. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "policy/policy.h"
+#include "proxy/host.h"
+#include "proxy/proxy.h"
+
+#define MAX_LISTEN 16
+
+static void usage(FILE *out)
+{
+  fprintf(out,
+          "usage: airlock proxy -p POLICY --listen ADDR:PORT [--listen ADDR:PORT...]\n"
+          "                     [--log FILE] [--admin PATH] [--run-id ID] [--max-conns N]\n\n"
+          "Serve the policy's network allowlist as an HTTP proxy (CONNECT, and plain\n"
+          "HTTP to `tls: false` entries). Each --listen is its own run (own caps and\n"
+          "counters). Decisions are JSON lines on stdout or in FILE. SIGHUP reloads\n"
+          "POLICY; SIGTERM/SIGINT stop.\n");
+}
+
+/* "127.0.0.1:3128" or "[::1]:3128" -> a bound, listening socket. */
+static int listen_on(const char *spec, al_error *err)
+{
+  al_host h;
+  uint16_t port = 0;
+  const char *why = NULL;
+  struct sockaddr_storage ss;
+  socklen_t sl;
+  char pbuf[8];
+  const char *colon = strrchr(spec, ':');
+
+  memset(&ss, 0, sizeof ss);
+  /* port 0 (any free port) is allowed here, unlike in a target */
+  if (colon && strcmp(colon + 1, "0") == 0) {
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%.*s:1", (int)(colon - spec), spec);
+    if (al_authority_parse(tmp, strlen(tmp), &h, &port, &why) < 0)
+      return al_make_error(err, EINVAL, "--listen `%s`: %s", spec, why);
+    port = 0;
+  } else if (al_authority_parse(spec, strlen(spec), &h, &port, &why) < 0) {
+    return al_make_error(err, EINVAL, "--listen `%s`: %s", spec, why);
+  }
+  if (!h.is_ip)
+    return al_make_error(err, EINVAL, "--listen `%s`: needs a numeric address", spec);
+  if (h.family == AF_INET) {
+    struct sockaddr_in *s4 = (struct sockaddr_in *)(void *)&ss;
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons(port);
+    inet_pton(AF_INET, h.name, &s4->sin_addr);
+    sl = sizeof *s4;
+  } else {
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)(void *)&ss;
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(port);
+    inet_pton(AF_INET6, h.name, &s6->sin6_addr);
+    sl = sizeof *s6;
+  }
+  int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return al_make_error(err, errno, "socket");
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 4096) < 0) {
+    int e = errno;
+    close(fd);
+    return al_make_error(err, e, "listen on %s", spec);
+  }
+  sl = sizeof ss;
+  getsockname(fd, (struct sockaddr *)&ss, &sl);
+  snprintf(pbuf, sizeof pbuf, "%u",
+           ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)(void *)&ss)->sin_port
+                                         : ((struct sockaddr_in6 *)(void *)&ss)->sin6_port));
+  al_info("proxy: listening on %s%s%s port %s", h.family == AF_INET6 ? "[" : "", h.name,
+          h.family == AF_INET6 ? "]" : "", pbuf);
+  return fd;
+}
+
+int cmd_proxy(int argc, char **argv)
+{
+  static const struct option opts[] = {
+      {"policy", required_argument, NULL, 'p'}, {"listen", required_argument, NULL, 'l'},
+      {"log", required_argument, NULL, 'L'},    {"admin", required_argument, NULL, 'a'},
+      {"run-id", required_argument, NULL, 'r'}, {"max-conns", required_argument, NULL, 'm'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+  };
+  const char *policy_path = NULL, *log_path = NULL, *admin = NULL, *run_id = "standalone";
+  const char *listen_specs[MAX_LISTEN];
+  size_t n_listen = 0;
+  unsigned long max_conns = 0;
+  int o;
+
+  optind = 1;
+  while ((o = getopt_long(argc, argv, "p:h", opts, NULL)) != -1) {
+    switch (o) {
+    case 'p':
+      policy_path = optarg;
+      break;
+    case 'l':
+      if (n_listen == MAX_LISTEN) {
+        fprintf(stderr, "airlock proxy: at most %d --listen\n", MAX_LISTEN);
+        return 2;
+      }
+      listen_specs[n_listen++] = optarg;
+      break;
+    case 'L':
+      log_path = optarg;
+      break;
+    case 'a':
+      admin = optarg;
+      break;
+    case 'r':
+      run_id = optarg;
+      break;
+    case 'm':
+      max_conns = strtoul(optarg, NULL, 10);
+      break;
+    case 'h':
+      usage(stdout);
+      return 0;
+    default:
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (!policy_path || n_listen == 0 || optind != argc) {
+    usage(stderr);
+    return 2;
+  }
+
+  al_error err = {0};
+  al_policy *policy = NULL;
+  if (al_policy_load_file(policy_path, &policy, &err) < 0) {
+    fprintf(stderr, "airlock proxy: %s\n", err.msg);
+    return 1;
+  }
+  if (!policy->network.present)
+    al_warn("proxy: %s has no network section: every request will be refused", policy_path);
+
+  int audit_fd = STDOUT_FILENO;
+  if (log_path) {
+    audit_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (audit_fd < 0) {
+      fprintf(stderr, "airlock proxy: --log %s: %s\n", log_path, strerror(errno));
+      al_policy_free(policy);
+      return 1;
+    }
+  }
+
+  al_proxy_listener ls[MAX_LISTEN];
+  char *ids[MAX_LISTEN] = {0};
+  int rc = 1;
+  size_t made = 0;
+  for (; made < n_listen; made++) {
+    int fd = listen_on(listen_specs[made], &err);
+    if (fd < 0) {
+      fprintf(stderr, "airlock proxy: %s\n", err.msg);
+      goto out;
+    }
+    ids[made] = n_listen == 1 ? al_xstrdup(run_id) : al_strdup_printf("%s-%zu", run_id, made);
+    ls[made] = (al_proxy_listener){.fd = fd, .run_id = ids[made], .policy = policy};
+  }
+  al_proxy_config cfg = {
+      .listeners = ls,
+      .n_listeners = n_listen,
+      .audit_fd = audit_fd,
+      .admin_path = admin,
+      .max_conns_global = (uint32_t)max_conns,
+      .reload_path = policy_path,
+  };
+  if (al_proxy_serve(&cfg, &err) < 0) {
+    fprintf(stderr, "airlock proxy: %s\n", err.msg);
+    goto out;
+  }
+  rc = 0;
+out:
+  for (size_t i = 0; i < made; i++) {
+    close(ls[i].fd);
+    free(ids[i]);
+  }
+  if (log_path)
+    close(audit_fd);
+  al_policy_free(policy);
+  return rc;
+}

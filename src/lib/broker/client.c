@@ -1,0 +1,442 @@
+/* Lease client: see client.h. */
+#include "broker/client.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "broker/proto.h"
+#include "broker/secmem.h"
+#include "common/redact.h"
+#include "common/util.h"
+
+struct lease_token {
+  bool present;
+  char *value; /* secret memory */
+  char fp[20];
+  char repo[201];
+  char perms[256];
+  char expires_at[32];
+};
+
+struct al_lease {
+  int fd;
+  char id[40];
+  uint64_t ttl_ms;
+  char expires_at[32];
+  bool ended;
+  char buf[AL_PROTO_LINE_MAX];
+  size_t len;
+  struct lease_token tokens[AL_ROLE_COUNT];
+};
+
+static void lease_destroy(al_lease *l)
+{
+  if (!l)
+    return;
+  if (l->fd >= 0)
+    close(l->fd);
+  for (int i = 0; i < AL_ROLE_COUNT; i++) {
+    if (l->tokens[i].value) {
+      al_redact_unregister(l->tokens[i].value);
+      al_secret_free(l->tokens[i].value);
+    }
+  }
+  OPENSSL_cleanse(l, sizeof *l);
+  free(l);
+}
+
+/* Read one line into a json object, waiting up to timeout_ms (-1: no wait
+ * beyond what is buffered... 0 means poll once). Returns 1 with *msg, 0 on
+ * timeout, -1 with err (EOF is ECONNRESET). */
+static int read_msg(al_lease *l, int timeout_ms, json_t **msg, al_error *err)
+{
+  uint64_t deadline = al_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+  for (;;) {
+    char *nl = memchr(l->buf, '\n', l->len);
+    if (nl) {
+      size_t n = (size_t)(nl - l->buf);
+      json_error_t je;
+      json_t *j = json_loadb(l->buf, n, JSON_REJECT_DUPLICATES, &je);
+      size_t rest = l->len - n - 1;
+      memmove(l->buf, nl + 1, rest);
+      OPENSSL_cleanse(l->buf + rest, l->len - rest);
+      l->len = rest;
+      if (!j || !json_is_object(j) || !json_is_string(json_object_get(j, "type"))) {
+        json_decref(j);
+        return al_make_error(err, EPROTO, "broker: malformed message");
+      }
+      *msg = j;
+      return 1;
+    }
+    if (l->len == sizeof l->buf)
+      return al_make_error(err, EPROTO, "broker: message too long");
+    int64_t left = (int64_t)deadline - (int64_t)al_now_ms();
+    struct pollfd pfd = {.fd = l->fd, .events = POLLIN};
+    int pr = poll(&pfd, 1, left > 0 ? (int)left : 0);
+    if (pr < 0) {
+      if (errno == EINTR)
+        continue;
+      return al_make_error(err, errno, "broker: poll");
+    }
+    if (pr == 0)
+      return 0;
+    ssize_t r = recv(l->fd, l->buf + l->len, sizeof l->buf - l->len, 0);
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN)
+        continue;
+      return al_make_error(err, errno, "broker: recv");
+    }
+    if (r == 0)
+      return al_make_error(err, ECONNRESET, "broker closed the connection");
+    l->len += (size_t)r;
+  }
+}
+
+static int error_from_msg(json_t *msg, al_error *err)
+{
+  const char *code = json_string_value(json_object_get(msg, "code"));
+  const char *m = json_string_value(json_object_get(msg, "message"));
+  int e = EIO;
+  if (code && strcmp(code, "forbidden") == 0)
+    e = EACCES;
+  else if (code && strcmp(code, "bad_request") == 0)
+    e = EINVAL;
+  else if (code && strcmp(code, "busy") == 0)
+    e = EBUSY;
+  al_make_error(err, 0, "broker refused the lease (%s): %s", code ? code : "?", m ? m : "?");
+  if (err)
+    err->code = e;
+  return -1;
+}
+
+static int add_token_req(al_proto_lease_req *req, al_role role, const char *repo,
+                         const char *perms, al_error *err)
+{
+  if (!repo)
+    return 0;
+  al_proto_token_req *t = &req->tokens[req->n_tokens++];
+  t->role = role;
+  const char *why;
+  if (al_repo_name_check(repo, &why) < 0 || strlen(repo) >= sizeof t->repo)
+    return al_make_error(err, EINVAL, "%s repository `%s`: %s", al_role_name(role), repo, why);
+  snprintf(t->repo, sizeof t->repo, "%s", repo);
+  if (perms) {
+    if (al_perm_set_parse(perms, &t->perms, err) < 0)
+      return al_error_wrap(err, "%s permissions", al_role_name(role));
+    t->has_perms = true;
+  }
+  return 0;
+}
+
+static int parse_grant(al_lease *l, json_t *msg, al_error *err)
+{
+  const char *id = json_string_value(json_object_get(msg, "lease"));
+  json_t *ttl = json_object_get(msg, "ttl_ms");
+  const char *exp = json_string_value(json_object_get(msg, "expires_at"));
+  json_t *toks = json_object_get(msg, "tokens");
+  if (!id || strlen(id) >= sizeof l->id || !json_is_integer(ttl) || !exp ||
+      strlen(exp) >= sizeof l->expires_at || !json_is_array(toks))
+    return al_make_error(err, EPROTO, "broker: malformed lease answer");
+  snprintf(l->id, sizeof l->id, "%s", id);
+  l->ttl_ms = (uint64_t)json_integer_value(ttl);
+  snprintf(l->expires_at, sizeof l->expires_at, "%s", exp);
+  size_t i;
+  json_t *o;
+  json_array_foreach(toks, i, o)
+  {
+    const char *role = json_string_value(json_object_get(o, "role"));
+    json_t *jv = json_object_get(o, "token");
+    const char *val = json_string_value(jv);
+    const char *fp = json_string_value(json_object_get(o, "fingerprint"));
+    const char *repo = json_string_value(json_object_get(o, "repo"));
+    const char *texp = json_string_value(json_object_get(o, "expires_at"));
+    json_t *perms = json_object_get(o, "permissions");
+    al_role r;
+    if (!role || al_role_parse(role, &r) < 0 || !val || !fp || !repo || !texp ||
+        !json_is_object(perms) || l->tokens[r].present || strlen(repo) >= 201 ||
+        strlen(texp) >= 32)
+      return al_make_error(err, EPROTO, "broker: malformed token in the lease answer");
+    struct lease_token *t = &l->tokens[r];
+    t->present = true;
+    t->value = al_secret_dupn(val, json_string_length(jv));
+    OPENSSL_cleanse((char *)val, json_string_length(jv));
+    if (!t->value)
+      return al_make_error(err, errno, "secret memory");
+    al_redact_register(t->value);
+    al_secret_fingerprint(t->value, t->fp);
+    if (strcmp(t->fp, fp) != 0)
+      return al_make_error(err, EPROTO, "broker: token fingerprint mismatch");
+    snprintf(t->repo, sizeof t->repo, "%s", repo);
+    snprintf(t->expires_at, sizeof t->expires_at, "%s", texp);
+    const char *k;
+    json_t *v;
+    size_t off = 0;
+    json_object_foreach(perms, k, v)
+    {
+      int n = snprintf(t->perms + off, sizeof t->perms - off, "%s%s:%s", off ? "," : "", k,
+                       json_string_value(v) ? json_string_value(v) : "?");
+      if (n < 0 || (size_t)n >= sizeof t->perms - off)
+        break;
+      off += (size_t)n;
+    }
+  }
+  return 0;
+}
+
+/* Wipe every token value jansson holds in msg before freeing it. */
+static void wipe_msg(json_t *msg)
+{
+  size_t i;
+  json_t *o;
+  json_array_foreach(json_object_get(msg, "tokens"), i, o)
+  {
+    json_t *v = json_object_get(o, "token");
+    if (json_is_string(v))
+      OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
+  }
+  json_decref(msg);
+}
+
+int al_lease_open(const char *socket_path, const al_lease_request *rq, al_lease **out,
+                  al_error *err)
+{
+  al_proto_lease_req req;
+  memset(&req, 0, sizeof req);
+  req.ttl_ms = rq->ttl_ms;
+  if (add_token_req(&req, AL_ROLE_GIT, rq->git_repo, rq->git_permissions, err) < 0 ||
+      add_token_req(&req, AL_ROLE_TICKET, rq->ticket_repo, rq->ticket_permissions, err) < 0)
+    return -1;
+  if (req.n_tokens == 0)
+    return al_make_error(err, EINVAL, "a lease needs a git or a ticket repository");
+
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (strlen(socket_path) >= sizeof sa.sun_path)
+    return al_make_error(err, ENAMETOOLONG, "broker socket `%s`", socket_path);
+  strcpy(sa.sun_path, socket_path);
+  al_lease *l = al_xcalloc(1, sizeof *l);
+  l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (l->fd < 0) {
+    al_make_error(err, errno, "socket");
+    goto fail;
+  }
+  if (connect(l->fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+    al_make_error(err, errno, "connecting to the broker at `%s`", socket_path);
+    goto fail;
+  }
+  json_t *m = al_proto_lease_req_to_json(&req);
+  size_t len;
+  char *line = al_proto_line(m, &len);
+  json_decref(m);
+  int w = al_write_all(l->fd, line, len);
+  free(line);
+  if (w < 0) {
+    al_make_error(err, -w, "sending the lease request");
+    goto fail;
+  }
+  json_t *msg = NULL;
+  int r = read_msg(l, rq->timeout_ms > 0 ? rq->timeout_ms : 60000, &msg, err);
+  if (r == 0) {
+    al_make_error(err, ETIMEDOUT, "no answer from the broker");
+    goto fail;
+  }
+  if (r < 0)
+    goto fail;
+  const char *type = json_string_value(json_object_get(msg, "type"));
+  if (strcmp(type, "error") == 0) {
+    error_from_msg(msg, err);
+    json_decref(msg);
+    goto fail;
+  }
+  if (strcmp(type, "lease") != 0) {
+    json_decref(msg);
+    al_make_error(err, EPROTO, "broker: unexpected `%s` answer", type);
+    goto fail;
+  }
+  r = parse_grant(l, msg, err);
+  wipe_msg(msg);
+  if (r < 0)
+    goto fail;
+  for (size_t i = 0; i < req.n_tokens; i++)
+    if (!l->tokens[req.tokens[i].role].present) {
+      al_make_error(err, EPROTO, "broker: no %s token in the lease",
+                    al_role_name(req.tokens[i].role));
+      goto fail;
+    }
+  *out = l;
+  return 0;
+fail:
+  lease_destroy(l); /* closing the connection revokes anything granted */
+  return -1;
+}
+
+const char *al_lease_token(const al_lease *l, al_role role)
+{
+  return (unsigned)role < AL_ROLE_COUNT && l->tokens[role].present ? l->tokens[role].value : NULL;
+}
+
+const char *al_lease_fingerprint(const al_lease *l, al_role role)
+{
+  return (unsigned)role < AL_ROLE_COUNT && l->tokens[role].present ? l->tokens[role].fp : NULL;
+}
+
+const char *al_lease_repo(const al_lease *l, al_role role)
+{
+  return (unsigned)role < AL_ROLE_COUNT && l->tokens[role].present ? l->tokens[role].repo : NULL;
+}
+
+const char *al_lease_permissions(const al_lease *l, al_role role)
+{
+  return (unsigned)role < AL_ROLE_COUNT && l->tokens[role].present ? l->tokens[role].perms : NULL;
+}
+
+const char *al_lease_token_expires_at(const al_lease *l, al_role role)
+{
+  return (unsigned)role < AL_ROLE_COUNT && l->tokens[role].present ? l->tokens[role].expires_at
+                                                                   : NULL;
+}
+
+const char *al_lease_id(const al_lease *l)
+{
+  return l->id;
+}
+
+uint64_t al_lease_ttl_ms(const al_lease *l)
+{
+  return l->ttl_ms;
+}
+
+const char *al_lease_expires_at(const al_lease *l)
+{
+  return l->expires_at;
+}
+
+int al_lease_fd(const al_lease *l)
+{
+  return l->fd;
+}
+
+static void fill_result(json_t *msg, al_lease_result *res)
+{
+  if (!res)
+    return;
+  res->answered = true;
+  snprintf(res->reason, sizeof res->reason, "%s",
+           json_string_value(json_object_get(msg, "reason")) ?: "?");
+  size_t i;
+  json_t *o;
+  json_array_foreach(json_object_get(msg, "tokens"), i, o)
+  {
+    if (res->n == AL_ROLE_COUNT)
+      break;
+    al_role r = AL_ROLE_GIT;
+    const char *role = json_string_value(json_object_get(o, "role"));
+    if (!role || al_role_parse(role, &r) < 0)
+      continue;
+    res->tokens[res->n].role = r;
+    snprintf(res->tokens[res->n].fingerprint, 20, "%s",
+             json_string_value(json_object_get(o, "fingerprint")) ?: "");
+    res->tokens[res->n].revoked = json_is_true(json_object_get(o, "revoked"));
+    res->tokens[res->n].confirmed = json_is_true(json_object_get(o, "confirmed"));
+    snprintf(res->tokens[res->n].error, sizeof res->tokens[res->n].error, "%s",
+             json_string_value(json_object_get(o, "error")) ?: "");
+    res->n++;
+  }
+}
+
+int al_lease_poll(al_lease *l, al_error *err)
+{
+  if (l->ended)
+    return 1;
+  for (;;) {
+    json_t *msg = NULL;
+    int r = read_msg(l, 0, &msg, err);
+    if (r == 0)
+      return 0;
+    if (r < 0) {
+      if (err && err->code == ECONNRESET) {
+        l->ended = true;
+        return 1;
+      }
+      return -1;
+    }
+    const char *type = json_string_value(json_object_get(msg, "type"));
+    if (strcmp(type, "expired") == 0 || strcmp(type, "revoked") == 0 ||
+        strcmp(type, "error") == 0)
+      l->ended = true;
+    json_decref(msg);
+    if (l->ended)
+      return 1;
+  }
+}
+
+int al_lease_release(al_lease *l, bool wait, al_lease_result *res, al_error *err)
+{
+  if (res)
+    memset(res, 0, sizeof *res);
+  if (!wait) {
+    lease_destroy(l);
+    return 0;
+  }
+  int ret = -1;
+  static const char rel[] = "{\"type\":\"release\"}\n";
+  if (!l->ended) {
+    int w = al_write_all(l->fd, rel, sizeof rel - 1);
+    if (w < 0 && w != -EPIPE) {
+      al_make_error(err, -w, "sending release to the broker");
+      goto out;
+    }
+  }
+  uint64_t deadline = al_now_ms() + 60000;
+  for (;;) {
+    int64_t left = (int64_t)deadline - (int64_t)al_now_ms();
+    if (left <= 0) {
+      al_make_error(err, ETIMEDOUT, "no revocation answer from the broker");
+      goto out;
+    }
+    json_t *msg = NULL;
+    int r = read_msg(l, (int)left, &msg, err);
+    if (r <= 0) {
+      if (r == 0)
+        al_make_error(err, ETIMEDOUT, "no revocation answer from the broker");
+      goto out;
+    }
+    const char *type = json_string_value(json_object_get(msg, "type"));
+    if (strcmp(type, "revoked") == 0) {
+      al_lease_result tmp;
+      memset(&tmp, 0, sizeof tmp);
+      fill_result(msg, res ? res : &tmp);
+      al_lease_result *rr = res ? res : &tmp;
+      json_decref(msg);
+      ret = 0;
+      for (size_t i = 0; i < rr->n; i++)
+        if (!rr->tokens[i].confirmed) {
+          ret = al_make_error(err, EIO, "broker: token %s not confirmed revoked: %s",
+                              rr->tokens[i].fingerprint, rr->tokens[i].error);
+          break;
+        }
+      goto out;
+    }
+    if (strcmp(type, "error") == 0) {
+      error_from_msg(msg, err);
+      json_decref(msg);
+      goto out;
+    }
+    json_decref(msg); /* "expired", "pong": keep waiting */
+  }
+out:
+  lease_destroy(l);
+  return ret;
+}
+
+void al_lease_free(al_lease *l)
+{
+  lease_destroy(l);
+}

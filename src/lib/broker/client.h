@@ -1,0 +1,98 @@
+/* The broker's client library, for the supervisor (`airlock ticket`) and
+ * `airlock token lease`.
+ *
+ * A lease is one connection to the broker's Unix socket (protocol: proto.h).
+ * It lives exactly as long as that connection: when the process closes it,
+ * exits, crashes or is killed, the broker revokes both tokens. The socket is
+ * SOCK_CLOEXEC, so a child that execs (the sandbox) does not inherit it.
+ *
+ * Typical use:
+ *
+ *   al_lease_request rq = {.git_repo = "o/r", .ticket_repo = "o/r"};
+ *   al_lease *l;
+ *   if (al_lease_open(policy->credentials.broker, &rq, &l, err) < 0) ...
+ *   setenv-in-the-child("GH_TOKEN", al_lease_token(l, AL_ROLE_GIT)) ...
+ *   ... run ...
+ *   al_lease_result res;
+ *   al_lease_release(l, true, &res, err);   // revoked + confirmed: record res
+ */
+#ifndef AL_BROKER_CLIENT_H
+#define AL_BROKER_CLIENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "broker/config.h"
+#include "common/error.h"
+
+typedef struct al_lease al_lease;
+
+typedef struct al_lease_request {
+  const char *git_repo;           /* "owner/repo" for the git token, or NULL: none */
+  const char *ticket_repo;        /* "owner/repo" for the ticket token, or NULL: none */
+  const char *git_permissions;    /* NULL: the role's maximum; else "contents:write,..." */
+  const char *ticket_permissions; /* likewise */
+  uint64_t ttl_ms;                /* 0: the broker's default (15 min) */
+  int timeout_ms;                 /* wait for the broker's answer; 0: 60 s */
+} al_lease_request;
+
+/* Open a lease. Connects to socket_path, sends the request and waits for the
+ * tokens. On success *out is the lease (release it with al_lease_release()
+ * or al_lease_free()). Errors: the connect errno; EACCES for a request the
+ * broker refused (forbidden: a repository or permission not allowed, e.g.
+ * `administration`); EPROTO for a malformed answer; EIO when the broker
+ * could not mint (the message is the broker's, e.g. the API's 422 text);
+ * ETIMEDOUT. No lease exists after a failure. */
+int al_lease_open(const char *socket_path, const al_lease_request *rq, al_lease **out,
+                  al_error *err);
+
+/* The token of a role, or NULL when the lease has none. Owned by the lease
+ * (locked, non-dumpable memory), wiped by al_lease_release()/al_lease_free():
+ * copy it into the child's environment, do not keep the pointer. */
+const char *al_lease_token(const al_lease *l, al_role role);
+/* "sha256:" + 12 hex of the token (for logs and the run record), or NULL. */
+const char *al_lease_fingerprint(const al_lease *l, al_role role);
+/* The repository, the granted permissions ("contents:write,...") and the
+ * token's expiry (ISO 8601) of a role, or NULL. */
+const char *al_lease_repo(const al_lease *l, al_role role);
+const char *al_lease_permissions(const al_lease *l, al_role role);
+const char *al_lease_token_expires_at(const al_lease *l, al_role role);
+/* The broker's lease id, its TTL in ms and its end (ISO 8601). */
+const char *al_lease_id(const al_lease *l);
+uint64_t al_lease_ttl_ms(const al_lease *l);
+const char *al_lease_expires_at(const al_lease *l);
+/* The connection's fd, to poll for readability: the broker writes when the
+ * TTL ends the lease (then call al_lease_poll()). */
+int al_lease_fd(const al_lease *l);
+
+/* Non-blocking check for a message from the broker. Returns 1 when the
+ * lease has ended (TTL or broker shutdown: the tokens are being revoked),
+ * 0 when it is still live, -1 with err on a protocol error. */
+int al_lease_poll(al_lease *l, al_error *err);
+
+/* Outcome of a release, for the run record. */
+typedef struct al_lease_result {
+  bool answered;        /* the broker confirmed the end of the lease */
+  char reason[32];      /* "released", "ttl", "shutdown" */
+  size_t n;
+  struct {
+    al_role role;
+    char fingerprint[20];
+    bool revoked;
+    bool confirmed;     /* the token was seen getting 401 after the DELETE */
+    char error[256];
+  } tokens[AL_ROLE_COUNT];
+} al_lease_result;
+
+/* End the lease and free it (always, even on error). With wait, sends
+ * "release" and waits (up to 60 s) for the broker's "revoked" answer, which
+ * fills *res (may be NULL); without, just closes the connection (the broker
+ * revokes anyway). Returns 0 when every token was revoked and confirmed (or
+ * !wait), -1 with err otherwise. */
+int al_lease_release(al_lease *l, bool wait, al_lease_result *res, al_error *err);
+
+/* Close without waiting and free (same as al_lease_release(l, false, ...)). */
+void al_lease_free(al_lease *l);
+
+#endif

@@ -1,0 +1,193 @@
+#!/bin/bash
+# Policy files: a valid file round-trips through its canonical form; invalid
+# files are each rejected with the right FILE:LINE:COL and rule.
+. "$(dirname "$0")/lib.sh"
+P=$T_TMP
+
+cat >"$P/good.yaml" <<'YAML'
+version: 1
+network:
+  allow:
+    - {host: API.GitHub.com., port: 443}
+    - {host: github.com, port: 443}
+    - {host: plain.test, port: 8080, tls: false}
+    - {host: "*.example.org", port: 443}
+  pin: [{host: plain.test, address: 127.0.0.1}]
+  resolver: 127.0.0.1:5353
+filesystem:
+  root: host
+  workspace_size: 2GiB
+  tmp_size: 512MiB
+process:
+  user: 1000
+  env_pass: [LANG, TERM]
+  limits: {memory: 4GiB, pids: 512, wall: 60m, nofile: 4096, cpu: 1.5}
+credentials:
+  broker: /run/airlock/broker.sock
+  git:     {repo: octo/demo, permissions: {contents: write, pull_requests: write}}
+  ticket:  {repo: octo/demo, permissions: {issues: write}}
+  ttl: 15m
+review:
+  branch_prefix: airlock/
+YAML
+out=$("$AIRLOCK" policy check "$P/good.yaml" 2>&1); rc=$?
+is "valid policy accepted" "$rc" 0
+canon=$(head -1 <<<"$out")
+like "host canonicalized (lower-case, trailing dot removed)" "$canon" '"host":"api.github.com","port":443,"tls":true'
+like "tls defaults to false on a non-443 port when given" "$canon" '"host":"plain.test","port":8080,"tls":false'
+like "sizes in bytes" "$canon" '"workspace_size":2147483648'
+like "durations in ms" "$canon" '"wall_ms":3600000'
+like "cpu in milli-cores" "$canon" '"cpu_milli":1500'
+sha=$(sed -n 's/^sha256: //p' <<<"$out")
+like "sha256 printed" "$sha" '^[0-9a-f]{64}$'
+# round trip: two spellings of one policy have one canonical form and hash
+sed -e 's/API.GitHub.com./api.github.com/' -e 's/2GiB/2048MiB/' -e 's/60m/1h/' "$P/good.yaml" >"$P/good2.yaml"
+sha2=$("$AIRLOCK" policy check "$P/good2.yaml" 2>&1 | sed -n 's/^sha256: //p')
+is "two spellings of one policy have one canonical hash" "$sha2" "$sha"
+sed -e 's/pids: 512/pids: 513/' "$P/good.yaml" >"$P/good3.yaml"
+sha3=$("$AIRLOCK" policy check "$P/good3.yaml" 2>&1 | sed -n 's/^sha256: //p')
+[ "$sha3" != "$sha" ] && ok "a different policy has a different hash" || fail "a different policy has a different hash"
+out=$("$AIRLOCK" policy default 2>&1)
+like "the default policy has no network" "$out" '"network":"none"'
+
+# bad NAME LINE:COL REGEX  (YAML text on stdin)
+bad() {
+  local name=$1 pos=$2 re=$3
+  cat >"$P/$name.yaml"
+  local out; out=$("$AIRLOCK" policy check "$P/$name.yaml" 2>&1); local rc=$?
+  if [ $rc -ne 0 ] && grep -qE -- "$name.yaml:$pos: .*$re" <<<"$out"; then ok "rejected: $name ($out)"
+  else fail "rejected: $name at $pos with /$re/"; diag "rc=$rc $out"; fi
+}
+bad unknown-top 2:1 'unknown key' <<'Y'
+version: 1
+netwrk: {}
+Y
+bad unknown-nested 3:3 'network.alow: unknown key' <<'Y'
+version: 1
+network:
+  alow: []
+Y
+bad bad-version 1:10 'only version 1' <<'Y'
+version: 2
+Y
+bad port-zero 4:36 'between 1 and 65535' <<'Y'
+version: 1
+network:
+  allow:
+    - {host: api.github.com, port: 0}
+Y
+bad port-leading-zero 3:40 'no leading zero' <<'Y'
+version: 1
+network:
+  allow: [{host: api.github.com, port: 0443}]
+Y
+bad port-missing 3:18 'needs `port`' <<'Y'
+version: 1
+network:
+  allow: [{host: api.github.com}]
+Y
+bad wildcard-tld 3:19 'at least two labels' <<'Y'
+version: 1
+network:
+  allow: [{host: "*.com", port: 443}]
+Y
+bad star 3:19 'wildcard is written' <<'Y'
+version: 1
+network:
+  allow: [{host: "*", port: 443}]
+Y
+bad host-userinfo 3:19 'not a valid host' <<'Y'
+version: 1
+network:
+  allow: [{host: "evil.example@github.com", port: 443}]
+Y
+bad size-unit 3:19 'unknown size unit' <<'Y'
+version: 1
+filesystem:
+  workspace_size: 2GB0
+Y
+bad duration-unit 4:11 'needs a unit' <<'Y'
+version: 1
+process:
+  limits:
+    wall: 60
+Y
+bad user-root 3:9 'between 1 and 65533' <<'Y'
+version: 1
+process:
+  user: 0
+Y
+bad env-name 3:14 'not a variable name' <<'Y'
+version: 1
+process:
+  env_pass: [BAD-NAME]
+Y
+bad env-reserved 3:14 'set by airlock' <<'Y'
+version: 1
+process:
+  env_pass: [HTTPS_PROXY]
+Y
+bad never-admin 4:31 'never granted' <<'Y'
+version: 1
+credentials:
+  git:
+    {repo: o/r, permissions: {administration: write}}
+Y
+bad perm-level 3:44 'must be `read` or `write`' <<'Y'
+version: 1
+credentials:
+  git: {repo: o/r, permissions: {contents: admin}}
+Y
+bad repo-shape 3:16 'must be OWNER/REPO' <<'Y'
+version: 1
+credentials:
+  git: {repo: "o/r/x", permissions: {contents: read}}
+Y
+bad relative-root 3:9 'absolute path' <<'Y'
+version: 1
+filesystem:
+  root: rootfs
+Y
+bad ro-dotdot 3:14 'normalized' <<'Y'
+version: 1
+filesystem:
+  ro_paths: [/usr/../etc]
+Y
+bad alias 3:11 'anchors and aliases' <<'Y'
+version: 1
+filesystem: &a {}
+process: *a
+Y
+bad bool 3:41 'true or false' <<'Y'
+version: 1
+network:
+  allow: [{host: a.test, port: 80, tls: yes}]
+Y
+bad resolver 3:13 'numeric ADDR:PORT' <<'Y'
+version: 1
+network:
+  resolver: dns.google:53
+Y
+bad branch-prefix 3:18 'ending in `/`' <<'Y'
+version: 1
+review:
+  branch_prefix: main
+Y
+bad not-yaml 1:10 'not valid YAML' <<'Y'
+version: 1
+ - : [
+Y
+bad duplicate-key 2:1 'duplicate key' <<'Y'
+version: 1
+version: 1
+Y
+printf 'version: 1\nnetwork: none\n' >"$P/none.yaml"
+check "network: none is accepted" "$AIRLOCK" policy check "$P/none.yaml"
+: >"$P/empty.yaml"
+out=$("$AIRLOCK" policy check "$P/empty.yaml" 2>&1)
+like "empty file rejected" "$out" 'empty policy'
+out=$("$AIRLOCK" policy check "$P/missing.yaml" 2>&1)
+like "missing file named with errno" "$out" 'missing.yaml.*No such file'
+out=$("$AIRLOCK" run -p "$P/port-zero.yaml" -- true 2>&1); rc=$?
+is "airlock run refuses an invalid policy with status 2" "$rc" 2
+done_testing

@@ -1,0 +1,230 @@
+/* Unit tests for broker/config.c, broker/jwt.c and broker/proto.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+
+#include "broker/config.h"
+#include "broker/jwt.h"
+#include "broker/proto.h"
+
+static int load(const char *yaml, al_broker_config **c, al_error *err)
+{
+  return al_broker_config_load_buffer("t.yaml", yaml, strlen(yaml), c, err);
+}
+
+static void test_config_ok(void **state)
+{
+  (void)state;
+  al_broker_config *c = NULL;
+  al_error err = {0};
+  int r = load("app: {client_id: Iv1.abc, private_key: /k.pem}\n"
+               "repositories: [acme/widget]\n"
+               "roles: {git: {contents: write}}\n"
+               "lease: {ttl: 5m}\n",
+               &c, &err);
+  assert_int_equal(r, 0);
+  assert_string_equal(c->client_id, "Iv1.abc");
+  assert_null(c->app_id);
+  assert_string_equal(c->api_url, "https://api.github.com");
+  assert_int_equal(c->default_ttl_ms, 300000);
+  assert_int_equal(c->roles[AL_ROLE_GIT].n, 1);
+  assert_int_equal(c->roles[AL_ROLE_TICKET].n, 1); /* default: issues write */
+  assert_true(al_broker_config_repo_allowed(c, "ACME/Widget"));
+  assert_false(al_broker_config_repo_allowed(c, "acme/other"));
+  al_broker_config_free(c);
+}
+
+static void expect_error(const char *yaml, const char *want)
+{
+  al_broker_config *c = NULL;
+  al_error err = {0};
+  assert_int_equal(load(yaml, &c, &err), -1);
+  if (!strstr(err.msg, want))
+    fail_msg("error `%s` lacks `%s`", err.msg, want);
+}
+
+static void test_config_errors(void **state)
+{
+  (void)state;
+  expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\nextra: 1\n",
+               "t.yaml:3:1: extra: unknown key");
+  expect_error("app: {id: 1, private_key: /k, colour: x}\nrepositories: [a/b]\n",
+               "t.yaml:1:32: app: unknown key `colour`");
+  expect_error("app: {id: 1, client_id: x, private_key: /k}\nrepositories: [a/b]\n",
+               "exactly one of");
+  expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\n"
+               "roles: {git: {workflows: write}}\n",
+               "never granted");
+  expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\n"
+               "roles: {git: {contents: admin}}\n",
+               "`read` or `write`");
+  expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\n"
+               "api: {url: http://example.com}\n",
+               "https unless");
+  expect_error("app: {id: 1, private_key: /k}\nrepositories: [../b]\n", "OWNER/REPO");
+  expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\nlease: {ttl: 2h}\n",
+               "lease.ttl");
+}
+
+static void test_url_check(void **state)
+{
+  (void)state;
+  const char *why;
+  assert_int_equal(al_api_url_check("https://ghe.example.com/api/v3", &why), 0);
+  assert_int_equal(al_api_url_check("http://127.0.0.1:8080", &why), 0);
+  assert_int_equal(al_api_url_check("http://[::1]:8080", &why), 0);
+  assert_int_equal(al_api_url_check("http://localhost", &why), 0);
+  assert_int_equal(al_api_url_check("http://10.0.0.1", &why), -1);
+  assert_int_equal(al_api_url_check("http://127.0.0.1.evil.com", &why), -1);
+  assert_int_equal(al_api_url_check("https://user@host", &why), -1);
+  assert_int_equal(al_api_url_check("ftp://host", &why), -1);
+}
+
+static void test_jwt(void **state)
+{
+  (void)state;
+  EVP_PKEY *key = EVP_RSA_gen(2048);
+  assert_non_null(key);
+  char *jwt = NULL;
+  al_error err = {0};
+  assert_int_equal(al_app_jwt(key, "1001", true, 1700000000, &jwt, &err), 0);
+  char *d1 = strchr(jwt, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+  assert_non_null(d2);
+  /* decode the payload (base64url -> base64) */
+  size_t pl = (size_t)(d2 - d1 - 1);
+  char b64[512] = {0};
+  memcpy(b64, d1 + 1, pl);
+  for (size_t i = 0; i < pl; i++)
+    b64[i] = b64[i] == '-' ? '+' : b64[i] == '_' ? '/' : b64[i];
+  while (pl % 4)
+    b64[pl++] = '=';
+  unsigned char dec[512] = {0};
+  int dl = EVP_DecodeBlock(dec, (unsigned char *)b64, (int)pl);
+  assert_true(dl > 0);
+  json_t *p = json_loads((char *)dec, JSON_DISABLE_EOF_CHECK, NULL);
+  assert_non_null(p);
+  assert_int_equal(json_integer_value(json_object_get(p, "iat")), 1700000000 - 60);
+  assert_true(json_integer_value(json_object_get(p, "exp")) -
+                  json_integer_value(json_object_get(p, "iat")) <= 600);
+  assert_int_equal(json_integer_value(json_object_get(p, "iss")), 1001);
+  json_decref(p);
+  /* verify the RS256 signature over header.payload */
+  size_t sl = strlen(d2 + 1);
+  char sb64[1024] = {0};
+  memcpy(sb64, d2 + 1, sl);
+  for (size_t i = 0; i < sl; i++)
+    sb64[i] = sb64[i] == '-' ? '+' : sb64[i] == '_' ? '/' : sb64[i];
+  while (sl % 4)
+    sb64[sl++] = '=';
+  unsigned char sig[512];
+  int sigl = EVP_DecodeBlock(sig, (unsigned char *)sb64, (int)sl);
+  while (sigl > 256)
+    sigl--; /* DecodeBlock counts padding bytes */
+  EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+  assert_int_equal(EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, key), 1);
+  assert_int_equal(EVP_DigestVerify(ctx, sig, (size_t)sigl, (unsigned char *)jwt,
+                                    (size_t)(d2 - jwt)),
+                   1);
+  /* a changed byte fails (negative control) */
+  jwt[3] ^= 1;
+  assert_int_not_equal(EVP_DigestVerify(ctx, sig, (size_t)sigl, (unsigned char *)jwt,
+                                        (size_t)(d2 - jwt)),
+                       1);
+  EVP_MD_CTX_free(ctx);
+  free(jwt);
+  EVP_PKEY_free(key);
+}
+
+static void test_key_file_checks(void **state)
+{
+  (void)state;
+  char dir[] = "/tmp/al-key-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[64];
+  snprintf(path, sizeof path, "%s/k.pem", dir);
+  EVP_PKEY *key = EVP_RSA_gen(2048);
+  FILE *f = fopen(path, "w");
+  PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL);
+  fclose(f);
+  EVP_PKEY_free(key);
+  EVP_PKEY *k2 = NULL;
+  al_error err = {0};
+  chmod(path, 0640);
+  assert_int_equal(al_app_key_load(path, &k2, &err), -1);
+  assert_non_null(strstr(err.msg, "mode 0640"));
+  chmod(path, 0600);
+  assert_int_equal(al_app_key_load(path, &k2, &err), 0); /* positive control */
+  EVP_PKEY_free(k2);
+  char link[80];
+  snprintf(link, sizeof link, "%s/link.pem", dir);
+  assert_int_equal(symlink(path, link), 0);
+  assert_int_equal(al_app_key_load(link, &k2, &err), -1); /* O_NOFOLLOW */
+  unlink(link);
+  unlink(path);
+  rmdir(dir);
+}
+
+static void test_proto(void **state)
+{
+  (void)state;
+  al_proto_lease_req req = {0}, back;
+  al_error err = {0};
+  req.n_tokens = 2;
+  req.tokens[0].role = AL_ROLE_GIT;
+  strcpy(req.tokens[0].repo, "acme/widget");
+  req.tokens[1].role = AL_ROLE_TICKET;
+  strcpy(req.tokens[1].repo, "acme/widget");
+  assert_int_equal(al_perm_set_parse("issues:write", &req.tokens[1].perms, &err), 0);
+  req.tokens[1].has_perms = true;
+  req.ttl_ms = 60000;
+  json_t *j = al_proto_lease_req_to_json(&req);
+  assert_int_equal(al_proto_lease_req_from_json(j, &back, &err), 0);
+  json_decref(j);
+  assert_int_equal(back.n_tokens, 2);
+  assert_int_equal(back.ttl_ms, 60000);
+  assert_true(back.tokens[1].has_perms);
+  assert_false(back.tokens[0].has_perms);
+
+  const char *bad[] = {
+      "{\"type\":\"lease\",\"version\":1,\"tokens\":[{\"role\":\"git\",\"repo\":\"a/b\","
+      "\"permissions\":{\"administration\":\"write\"}}]}",
+      "{\"type\":\"lease\",\"version\":1,\"tokens\":[{\"role\":\"git\",\"repo\":\"a/b\"},"
+      "{\"role\":\"git\",\"repo\":\"a/b\"}]}",
+      "{\"type\":\"lease\",\"version\":1,\"tokens\":[{\"role\":\"root\",\"repo\":\"a/b\"}]}",
+      "{\"type\":\"lease\",\"version\":1,\"extra\":1,\"tokens\":[{\"role\":\"git\",\"repo\":\"a/b\"}]}",
+      "{\"type\":\"lease\",\"version\":2,\"tokens\":[{\"role\":\"git\",\"repo\":\"a/b\"}]}",
+      "{\"type\":\"lease\",\"version\":1,\"tokens\":[{\"role\":\"git\",\"repo\":\"a/../b\"}]}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    json_t *m = json_loads(bad[i], 0, NULL);
+    assert_non_null(m);
+    assert_int_equal(al_proto_lease_req_from_json(m, &back, &err), -1);
+    json_decref(m);
+  }
+  al_perm_set s;
+  assert_int_equal(al_perm_set_parse("secrets:read", &s, &err), -1);
+  assert_int_equal(al_perm_set_parse("contents=write,pull_requests:read", &s, &err), 0);
+  assert_int_equal(s.n, 2);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_config_ok),    cmocka_unit_test(test_config_errors),
+      cmocka_unit_test(test_url_check),    cmocka_unit_test(test_jwt),
+      cmocka_unit_test(test_key_file_checks), cmocka_unit_test(test_proto),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

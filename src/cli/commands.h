@@ -8,6 +8,9 @@ int cmd_policy(int argc, char **argv);
 int cmd_proxy(int argc, char **argv);
 #ifdef AIRLOCK_NET_BINARY
 int cmd_broker(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
+int cmd_ticket(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
 #endif
 int cmd_token(int argc, char **argv);
 

@@ -26,11 +26,14 @@ struct command {
 #endif
 
 static const struct command commands[] = {
+    {"demo", NET(cmd_demo), "the main job against a local test forge: airlock demo [--hostile]"},
+    {"ticket", NET(cmd_ticket), "one ticket to one PR: airlock ticket OWNER/REPO#N -p POLICY"},
     {"run", cmd_run, "run a command in the sandbox: airlock run [-p POLICY] -- CMD..."},
     {"policy", cmd_policy, "check a policy file: airlock policy check FILE"},
     {"proxy", cmd_proxy, "the egress proxy alone: airlock proxy -p POLICY --listen ADDR"},
     {"broker", NET(cmd_broker), "the token broker daemon: airlock broker -c CONFIG --socket PATH"},
     {"token", cmd_token, "debug a broker lease: airlock token lease --repo OWNER/REPO"},
+    {"audit", NET(cmd_audit), "prove the escape budget: airlock audit OWNER/REPO [--branch B]"},
 };
 
 static void usage(FILE *out)

@@ -30,8 +30,8 @@ int main(int argc, char **argv)
   }
   const char *mode = argv[3];
   const char *ttl = getenv("AL_TEST_TTL_MS");
-  al_lease_request rq = {.git_repo = argv[2], .ticket_repo = argv[2],
-                         .ttl_ms = ttl ? strtoull(ttl, NULL, 10) : 0};
+  al_lease_request rq = {
+      .git_repo = argv[2], .ticket_repo = argv[2], .ttl_ms = ttl ? strtoull(ttl, NULL, 10) : 0};
   al_error err = {0};
   al_lease *l;
   if (al_lease_open(argv[1], &rq, &l, &err) < 0) {

@@ -177,7 +177,10 @@ def handshake(s, name, cafile, fragment):
         inc.write(d)
         try:
             while True:
-                resp += obj.read(65536)
+                chunk = obj.read(65536)
+                if not chunk:
+                    break
+                resp += chunk
         except (ssl.SSLWantReadError, ssl.SSLZeroReturnError, ssl.SSLEOFError):
             pass
         if b"\r\n" in resp:

@@ -108,8 +108,9 @@ static void test_patterns(void **state)
   assert_int_equal(strlen(out), strlen("[REDACTED sha256:123456789012]"));
   free(out);
   /* too short, or not a known prefix: left alone (negative controls) */
-  const char *keep[] = {"ghs_12345678901234567890123456789012345", "ghx_1234567890123456789012345678901234567",
-                        "github_pat_short", "plain text"};
+  const char *keep[] = {"ghs_12345678901234567890123456789012345",
+                        "ghx_1234567890123456789012345678901234567", "github_pat_short",
+                        "plain text"};
   for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
     out = al_redact(keep[i]);
     assert_string_equal(out, keep[i]);
@@ -135,8 +136,8 @@ static void test_fingerprint_and_many(void **state)
   al_redact_unregister(vals[50]);
   assert_false(al_redact_contains_secret(vals[50]));
   assert_true(al_redact_contains_secret(vals[99]));
-  al_redact_unregister(NULL); /* no-op */
-  al_redact_register("short");  /* ignored */
+  al_redact_unregister(NULL);  /* no-op */
+  al_redact_register("short"); /* ignored */
   assert_false(al_redact_contains_secret("short"));
 }
 

@@ -68,9 +68,9 @@ struct conn {
   size_t out_len, out_off;
   bool peer_gone;
   bool in_epoll;
-  bool counted;          /* counts against max_active */
-  bool reply_on_revoke;  /* send "revoked" when done */
-  char *pending_error;   /* send this error (code:message) instead of "revoked" */
+  bool counted;         /* counts against max_active */
+  bool reply_on_revoke; /* send "revoked" when done */
+  char *pending_error;  /* send this error (code:message) instead of "revoked" */
   const char *reason;
   al_proto_lease_req req;
   al_perm_set perms[AL_ROLE_COUNT];
@@ -140,10 +140,9 @@ static json_t *perms_json(const al_perm_set *s)
 /* Public description of a token: never its value. */
 static json_t *token_public_json(const al_token *t)
 {
-  return json_pack("{s:s, s:s, s:s, s:o, s:s, s:I}", "role", al_role_name(t->role), "repo",
-                   t->repo, "fingerprint", t->fp, "permissions", perms_json(&t->perms),
-                   "expires_at", t->expires_at_str, "installation_id",
-                   (json_int_t)t->installation_id);
+  return json_pack("{s:s, s:s, s:s, s:o, s:s, s:I}", "role", al_role_name(t->role), "repo", t->repo,
+                   "fingerprint", t->fp, "permissions", perms_json(&t->perms), "expires_at",
+                   t->expires_at_str, "installation_id", (json_int_t)t->installation_id);
 }
 
 /* Append one JSON line to the audit log (state_dir/leases.jsonl). */
@@ -312,7 +311,8 @@ static void conn_update_events(struct conn *c)
 {
   if (c->peer_gone)
     return;
-  struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | (c->out_off < c->out_len ? EPOLLOUT : 0),
+  struct epoll_event ev = {.events =
+                               EPOLLIN | EPOLLRDHUP | (c->out_off < c->out_len ? EPOLLOUT : 0),
                            .data.ptr = &c->ev_sock};
   epoll_ctl(c->b->ep, c->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev);
   c->in_epoll = true;
@@ -382,8 +382,8 @@ static void conn_flush(struct conn *c)
 
 static void arm_timer(struct conn *c, uint64_t ms)
 {
-  struct itimerspec its = {.it_value = {.tv_sec = (time_t)(ms / 1000),
-                                        .tv_nsec = (long)(ms % 1000) * 1000000L}};
+  struct itimerspec its = {
+      .it_value = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L}};
   if (ms == 0)
     its.it_value.tv_nsec = 1;
   timerfd_settime(c->tfd, 0, &its, NULL);
@@ -416,8 +416,8 @@ static void start_revoke(struct conn *c, const char *reason)
 /* End a connection because of an error: revoke if it holds tokens. */
 static void conn_fail(struct conn *c, const char *code, const char *msg)
 {
-  al_warn("lease %s (uid %u pid %d): %s: %s", c->id[0] ? c->id : "-", (unsigned)c->uid,
-          (int)c->pid, code, msg);
+  al_warn("lease %s (uid %u pid %d): %s: %s", c->id[0] ? c->id : "-", (unsigned)c->uid, (int)c->pid,
+          code, msg);
   switch (c->st) {
   case ST_ACTIVE:
     c->pending_error = al_strdup_printf("%s:%s", code, msg);
@@ -556,8 +556,7 @@ static void conn_process_line(struct conn *c, char *line, size_t len)
       continue;
     if (!(handlers[i].states & (1u << c->st))) {
       char m[128];
-      snprintf(m, sizeof m, "`%s` is not accepted while the lease is %s", type,
-               state_names[c->st]);
+      snprintf(m, sizeof m, "`%s` is not accepted while the lease is %s", type, state_names[c->st]);
       json_decref(msg);
       conn_fail(c, "bad_request", m);
       return;
@@ -717,9 +716,8 @@ static void mint_done(struct broker *b, struct job *j)
     json_array_append_new(pub, token_public_json(&c->tokens[i]));
     char ps[200];
     al_perm_set_format(&c->tokens[i].perms, ps, sizeof ps);
-    al_info("lease %s: %s token %s for %s {%s} expires %s", c->id,
-            al_role_name(c->tokens[i].role), c->tokens[i].fp, c->tokens[i].repo, ps,
-            c->tokens[i].expires_at_str);
+    al_info("lease %s: %s token %s for %s {%s} expires %s", c->id, al_role_name(c->tokens[i].role),
+            c->tokens[i].fp, c->tokens[i].repo, ps, c->tokens[i].expires_at_str);
   }
   audit(b, json_pack("{s:s, s:s, s:i, s:i, s:i, s:o}", "event", "granted", "lease", c->id, "uid",
                      (int)c->uid, "gid", (int)c->gid, "pid", (int)c->pid, "tokens", pub));
@@ -739,9 +737,9 @@ static void revoke_done(struct broker *b, struct job *j)
   bool all_ok = true;
   for (size_t i = 0; i < j->n_tokens; i++) {
     al_token *t = &j->tokens[i];
-    json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:b}", "role", al_role_name(t->role), "repo",
-                          t->repo, "fingerprint", t->fp, "revoked", j->ok[i], "confirmed",
-                          j->confirmed[i]);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:b, s:b}", "role", al_role_name(t->role), "repo", t->repo,
+                  "fingerprint", t->fp, "revoked", j->ok[i], "confirmed", j->confirmed[i]);
     if (j->ok[i]) {
       al_info("lease %s: token %s revoked, 401 confirmed", c ? c->id : "(retry)", t->fp);
       al_redact_unregister(t->value);
@@ -750,8 +748,7 @@ static void revoke_done(struct broker *b, struct job *j)
       all_ok = false;
       json_object_set_new(o, "error", json_string(j->errmsg[i]));
       if (t->expires_at <= time(NULL)) {
-        al_warn("token %s: revocation not confirmed (%s), but it has expired", t->fp,
-                j->errmsg[i]);
+        al_warn("token %s: revocation not confirmed (%s), but it has expired", t->fp, j->errmsg[i]);
         al_redact_unregister(t->value);
         al_token_clear(t);
       } else {
@@ -992,15 +989,13 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
 
 int al_broker_run(const al_broker_opts *opts, al_error *err)
 {
-  struct broker b = {.ep = -1, .lfd = -1, .sfd = -1, .wakefd = -1, .retry_tfd = -1,
-                     .audit_fd = -1};
+  struct broker b = {.ep = -1, .lfd = -1, .sfd = -1, .wakefd = -1, .retry_tfd = -1, .audit_fd = -1};
   pthread_mutex_init(&b.done_lock, NULL);
   int ret = -1;
   if (setup(&b, opts, err) < 0)
     goto out;
-  al_info("broker ready: app %s, API %s, %zu repositories", b.cfg->app_id ? b.cfg->app_id
-                                                                          : b.cfg->client_id,
-          b.cfg->api_url, b.cfg->n_repos);
+  al_info("broker ready: app %s, API %s, %zu repositories",
+          b.cfg->app_id ? b.cfg->app_id : b.cfg->client_id, b.cfg->api_url, b.cfg->n_repos);
   for (;;) {
     if (b.stopping && !b.conns && b.jobs_running == 0) {
       if (b.n_pending > 0 && !b.shutdown_retry_done) {

@@ -117,8 +117,8 @@ static int error_from_msg(json_t *msg, al_error *err)
   return -1;
 }
 
-static int add_token_req(al_proto_lease_req *req, al_role role, const char *repo,
-                         const char *perms, al_error *err)
+static int add_token_req(al_proto_lease_req *req, al_role role, const char *repo, const char *perms,
+                         al_error *err)
 {
   if (!repo)
     return 0;
@@ -161,8 +161,7 @@ static int parse_grant(al_lease *l, json_t *msg, al_error *err)
     json_t *perms = json_object_get(o, "permissions");
     al_role r;
     if (!role || al_role_parse(role, &r) < 0 || !val || !fp || !repo || !texp ||
-        !json_is_object(perms) || l->tokens[r].present || strlen(repo) >= 201 ||
-        strlen(texp) >= 32)
+        !json_is_object(perms) || l->tokens[r].present || strlen(repo) >= 201 || strlen(texp) >= 32)
       return al_make_error(err, EPROTO, "broker: malformed token in the lease answer");
     struct lease_token *t = &l->tokens[r];
     t->present = true;
@@ -368,8 +367,7 @@ int al_lease_poll(al_lease *l, al_error *err)
       return -1;
     }
     const char *type = json_string_value(json_object_get(msg, "type"));
-    if (strcmp(type, "expired") == 0 || strcmp(type, "revoked") == 0 ||
-        strcmp(type, "error") == 0)
+    if (strcmp(type, "expired") == 0 || strcmp(type, "revoked") == 0 || strcmp(type, "error") == 0)
       l->ended = true;
     json_decref(msg);
     if (l->ended)

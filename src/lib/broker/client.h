@@ -73,14 +73,14 @@ int al_lease_poll(al_lease *l, al_error *err);
 
 /* Outcome of a release, for the run record. */
 typedef struct al_lease_result {
-  bool answered;        /* the broker confirmed the end of the lease */
-  char reason[32];      /* "released", "ttl", "shutdown" */
+  bool answered;   /* the broker confirmed the end of the lease */
+  char reason[32]; /* "released", "ttl", "shutdown" */
   size_t n;
   struct {
     al_role role;
     char fingerprint[20];
     bool revoked;
-    bool confirmed;     /* the token was seen getting 401 after the DELETE */
+    bool confirmed; /* the token was seen getting 401 after the DELETE */
     char error[256];
   } tokens[AL_ROLE_COUNT];
 } al_lease_result;

@@ -35,13 +35,26 @@ int al_role_parse(const char *name, al_role *out)
  * sandbox (workflows, actions), change the review rules that hold its pull
  * request (administration, rulesets, members), or read secrets. */
 static const char *const never_granted[] = {
-    "administration",      "workflows",         "actions",
-    "secrets",             "organization_administration",
-    "organization_secrets", "dependabot_secrets", "codespaces_secrets",
-    "environments",        "repository_hooks",  "organization_hooks",
-    "members",             "organization_custom_roles", "repository_custom_properties",
-    "organization_self_hosted_runners", "security_events", "secret_scanning_alerts",
-    "single_file",         "emails",           "organization_personal_access_tokens",
+    "administration",
+    "workflows",
+    "actions",
+    "secrets",
+    "organization_administration",
+    "organization_secrets",
+    "dependabot_secrets",
+    "codespaces_secrets",
+    "environments",
+    "repository_hooks",
+    "organization_hooks",
+    "members",
+    "organization_custom_roles",
+    "repository_custom_properties",
+    "organization_self_hosted_runners",
+    "security_events",
+    "secret_scanning_alerts",
+    "single_file",
+    "emails",
+    "organization_personal_access_tokens",
     "organization_personal_access_token_requests",
 };
 
@@ -137,8 +150,8 @@ int al_api_url_check(const char *url, const char **why)
   } else {
     hl = strcspn(host, ":/?#");
   }
-  if (hl == 0 || hl >= sizeof hostbuf || strchr(url, '@') || strchr(url, '?') ||
-      strchr(url, '#') || strpbrk(url, " \t\r\n")) {
+  if (hl == 0 || hl >= sizeof hostbuf || strchr(url, '@') || strchr(url, '?') || strchr(url, '#') ||
+      strpbrk(url, " \t\r\n")) {
     *why = "the API URL needs a host and no user, query or fragment";
     return -1;
   }
@@ -579,12 +592,10 @@ static int parse_root(struct parser *p, al_broker_config *c, struct fy_node *roo
     return al_make_error(p->err, 0, "%s: `repositories` must list at least one OWNER/REPO",
                          p->name);
   if (c->default_ttl_ms < 1000 || c->default_ttl_ms > c->max_ttl_ms)
-    return al_make_error(p->err, 0, "%s: lease.ttl must be between 1s and lease.max_ttl",
-                         p->name);
+    return al_make_error(p->err, 0, "%s: lease.ttl must be between 1s and lease.max_ttl", p->name);
   if (c->max_ttl_ms > 3600000)
-    return al_make_error(p->err, 0,
-                         "%s: lease.max_ttl is at most 1h (installation tokens live 1 hour)",
-                         p->name);
+    return al_make_error(
+        p->err, 0, "%s: lease.max_ttl is at most 1h (installation tokens live 1 hour)", p->name);
   return 0;
 }
 
@@ -629,8 +640,8 @@ int al_broker_config_load_buffer(const char *name, const char *buf, size_t len,
     void *it = NULL;
     struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
     if (de)
-      al_make_error(err, 0, "%s:%d:%d: YAML syntax error: %s", name, de->line + 1,
-                    de->column + 1, de->msg ? de->msg : "?");
+      al_make_error(err, 0, "%s:%d:%d: YAML syntax error: %s", name, de->line + 1, de->column + 1,
+                    de->msg ? de->msg : "?");
     else
       al_make_error(err, 0, "%s: YAML syntax error", name);
     err->code = EINVAL;

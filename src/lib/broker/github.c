@@ -231,7 +231,9 @@ static CURLcode http_once(al_gh *gh, const char *method, const char *url, const 
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)t);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(t < 10000 ? t : 10000));
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "airlock-broker/" "0.1");
+  curl_easy_setopt(c, CURLOPT_USERAGENT,
+                   "airlock-broker/"
+                   "0.1");
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -300,8 +302,8 @@ static void api_message(const struct http_resp *r, char *out, size_t outsz)
  * `app` marks app-JWT calls (their primary rate limit is tracked). On a
  * transport failure returns -1 with err; any HTTP status is a success
  * here (the caller judges it). */
-static int gh_request(al_gh *gh, const char *method, const char *path, const char *bearer,
-                      bool app, const char *body, struct http_resp *r, al_error *err)
+static int gh_request(al_gh *gh, const char *method, const char *path, const char *bearer, bool app,
+                      const char *body, struct http_resp *r, al_error *err)
 {
   al_autofree char *url = al_strdup_printf("%s%s", gh->cfg->api_url, path);
   unsigned attempts = 0, waits = 0;
@@ -317,9 +319,8 @@ static int gh_request(al_gh *gh, const char *method, const char *path, const cha
       if (rem == 0 && reset > now) {
         uint64_t wait = (uint64_t)(reset - now) * 1000;
         if (wait > gh->cfg->max_rate_wait_ms)
-          return gh_fail(err, EAGAIN,
-                               "%s %s: the app's rate limit is exhausted for %llds more", method,
-                               path, (long long)(reset - now));
+          return gh_fail(err, EAGAIN, "%s %s: the app's rate limit is exhausted for %llds more",
+                         method, path, (long long)(reset - now));
         al_warn("%s %s: rate limit exhausted, waiting %llds", method, path,
                 (long long)(reset - now));
         sleep_ms(wait);
@@ -331,14 +332,14 @@ static int gh_request(al_gh *gh, const char *method, const char *path, const cha
       const char *what = errbuf[0] ? errbuf : curl_easy_strerror(rc);
       if (curl_retryable(rc) && attempts < gh->cfg->retries) {
         attempts++;
-        al_warn("%s %s: %s; retry %u/%u in %llums", method, url, what, attempts,
-                gh->cfg->retries, (unsigned long long)backoff);
+        al_warn("%s %s: %s; retry %u/%u in %llums", method, url, what, attempts, gh->cfg->retries,
+                (unsigned long long)backoff);
         sleep_ms(backoff);
         backoff = backoff * 2 > 8000 ? 8000 : backoff * 2;
         continue;
       }
       return gh_fail(err, rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
-                           "%s %s: %s (after %u attempts)", method, url, what, attempts + 1);
+                     "%s %s: %s (after %u attempts)", method, url, what, attempts + 1);
     }
     if (app && r->rl_remaining >= 0) {
       pthread_mutex_lock(&gh->lock);
@@ -346,8 +347,8 @@ static int gh_request(al_gh *gh, const char *method, const char *path, const cha
       gh->app_reset = (time_t)r->rl_reset;
       pthread_mutex_unlock(&gh->lock);
     }
-    bool limited = (r->status == 403 || r->status == 429) &&
-                   (r->retry_after >= 0 || r->rl_remaining == 0);
+    bool limited =
+        (r->status == 403 || r->status == 429) && (r->retry_after >= 0 || r->rl_remaining == 0);
     if (limited && waits < 3) {
       time_t now = time(NULL);
       long long wait_s = r->retry_after >= 0 ? r->retry_after
@@ -355,13 +356,13 @@ static int gh_request(al_gh *gh, const char *method, const char *path, const cha
                                              : 60;
       if ((uint64_t)wait_s * 1000 <= gh->cfg->max_rate_wait_ms) {
         waits++;
-        al_warn("%s %s: rate limited (%ld), waiting %llds as the API asks", method, path,
-                r->status, wait_s);
+        al_warn("%s %s: rate limited (%ld), waiting %llds as the API asks", method, path, r->status,
+                wait_s);
         sleep_ms((uint64_t)wait_s * 1000 + 100);
         continue;
       }
-      return gh_fail(err, EAGAIN, "%s %s: rate limited for %llds (more than %llums)",
-                           method, path, wait_s, (unsigned long long)gh->cfg->max_rate_wait_ms);
+      return gh_fail(err, EAGAIN, "%s %s: rate limited for %llds (more than %llums)", method, path,
+                     wait_s, (unsigned long long)gh->cfg->max_rate_wait_ms);
     }
     if (r->status >= 500 && attempts < gh->cfg->retries) {
       attempts++;
@@ -380,8 +381,8 @@ static int status_error(const char *method, const char *path, const struct http_
 {
   char msg[320];
   api_message(r, msg, sizeof msg);
-  return gh_fail(err, r->status == 401 || r->status == 403 ? EACCES : EPROTO,
-                       "%s %s: HTTP %ld%s%s", method, path, r->status, msg[0] ? ": " : "", msg);
+  return gh_fail(err, r->status == 401 || r->status == 403 ? EACCES : EPROTO, "%s %s: HTTP %ld%s%s",
+                 method, path, r->status, msg[0] ? ": " : "", msg);
 }
 
 /* ---- minting ---------------------------------------------------------- */
@@ -453,8 +454,7 @@ static int check_granted(json_t *perms, const al_perm_set *asked, al_perm_set *g
     const al_perm *a = al_perm_find(asked, k);
     bool ok = a ? (!w || a->write) : (strcmp(k, "metadata") == 0 && !w);
     if (!ok)
-      return gh_fail(err, EPROTO, "the API granted `%s: %s`, which was not asked for", k,
-                           lvl);
+      return gh_fail(err, EPROTO, "the API granted `%s: %s`, which was not asked for", k, lvl);
     if (granted->n < AL_ARRAY_SIZE(granted->items) && strlen(k) < AL_PERM_NAME_MAX) {
       snprintf(granted->items[granted->n].name, AL_PERM_NAME_MAX, "%s", k);
       granted->items[granted->n].write = w;
@@ -521,8 +521,7 @@ static int parse_minted(json_t *j, const char *repo, const al_perm_set *asked, a
     return -1;
   const char *sel = json_string_value(json_object_get(j, "repository_selection"));
   if (sel && strcmp(sel, "selected") != 0)
-    return gh_fail(err, EPROTO, "the token covers `%s` repositories, not the one selected",
-                         sel);
+    return gh_fail(err, EPROTO, "the token covers `%s` repositories, not the one selected", sel);
   json_t *repos = json_object_get(j, "repositories");
   if (repos) {
     json_t *r0 = json_array_get(repos, 0);
@@ -535,8 +534,8 @@ static int parse_minted(json_t *j, const char *repo, const al_perm_set *asked, a
   return 0;
 }
 
-int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *perms,
-               al_token *out, al_error *err)
+int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *perms, al_token *out,
+               al_error *err)
 {
   memset(out, 0, sizeof *out);
   out->role = role;

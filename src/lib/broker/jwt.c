@@ -81,8 +81,8 @@ int al_app_jwt(EVP_PKEY *key, const char *iss, bool iss_numeric, time_t now, cha
 {
   static const char header[] = "{\"alg\":\"RS256\",\"typ\":\"JWT\"}";
   al_autofree char *payload =
-      iss_numeric ? al_strdup_printf("{\"iat\":%lld,\"exp\":%lld,\"iss\":%s}",
-                                     (long long)now - 60, (long long)now + 540, iss)
+      iss_numeric ? al_strdup_printf("{\"iat\":%lld,\"exp\":%lld,\"iss\":%s}", (long long)now - 60,
+                                     (long long)now + 540, iss)
                   : al_strdup_printf("{\"iat\":%lld,\"exp\":%lld,\"iss\":\"%s\"}",
                                      (long long)now - 60, (long long)now + 540, iss);
   al_autofree char *h64 = al_base64url((const unsigned char *)header, sizeof header - 1);

@@ -64,8 +64,8 @@ json_t *al_proto_lease_req_to_json(const al_proto_lease_req *req)
     }
     json_array_append_new(toks, o);
   }
-  json_t *m = json_pack("{s:s, s:i, s:o}", "type", "lease", "version", AL_PROTO_VERSION, "tokens",
-                        toks);
+  json_t *m =
+      json_pack("{s:s, s:i, s:o}", "type", "lease", "version", AL_PROTO_VERSION, "tokens", toks);
   if (req->ttl_ms)
     json_object_set_new(m, "ttl_ms", json_integer((json_int_t)req->ttl_ms));
   return m;
@@ -134,8 +134,7 @@ int al_proto_lease_req_from_json(json_t *msg, al_proto_lease_req *out, al_error 
     out->ttl_ms = (uint64_t)json_integer_value(ttl);
   }
   json_t *toks = json_object_get(msg, "tokens");
-  if (!json_is_array(toks) || json_array_size(toks) == 0 ||
-      json_array_size(toks) > AL_ROLE_COUNT)
+  if (!json_is_array(toks) || json_array_size(toks) == 0 || json_array_size(toks) > AL_ROLE_COUNT)
     return pfail(err, EINVAL, "lease: `tokens` must list 1 or 2 roles");
   size_t i;
   json_array_foreach(toks, i, v)
@@ -145,7 +144,7 @@ int al_proto_lease_req_from_json(json_t *msg, al_proto_lease_req *out, al_error 
     for (size_t j = 0; j < i; j++)
       if (out->tokens[j].role == out->tokens[i].role)
         return pfail(err, EINVAL, "lease: role `%s` asked twice",
-                             al_role_name(out->tokens[i].role));
+                     al_role_name(out->tokens[i].role));
     out->n_tokens++;
   }
   return 0;

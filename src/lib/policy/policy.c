@@ -716,9 +716,59 @@ static int creds_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
   }
 }
 
+/* https://HOST[:PORT][/PATH] with an LDH host; no userinfo, query or fragment. */
+static int check_url(struct ctx *c, const struct kv *kv, const char *u)
+{
+  if (strncmp(u, "https://", 8) != 0)
+    return fail(c, pos_of(kv), kv->path, "`%s` must start with https://", u);
+  const char *h = u + 8;
+  size_t hl = strcspn(h, ":/");
+  al_host host;
+  const char *why = NULL;
+  if (hl == 0 || al_host_canonicalize(h, hl, &host, &why) < 0)
+    return fail(c, pos_of(kv), kv->path, "`%s`: not a valid host%s%s", u, why ? ": " : "",
+                why ? why : "");
+  const char *rest = h + hl;
+  if (*rest == ':') {
+    size_t pl = strcspn(rest + 1, "/");
+    uint16_t port;
+    if (al_port_parse(rest + 1, pl, &port, &why) < 0)
+      return fail(c, pos_of(kv), kv->path, "`%s`: bad port: %s", u, why);
+    rest += 1 + pl;
+  }
+  for (const char *q = rest; *q; q++)
+    if (*q == '?' || *q == '#' || *q == '@' || (unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f)
+      return fail(c, pos_of(kv), kv->path, "`%s`: only https://HOST[:PORT][/PATH] is allowed", u);
+  return 0;
+}
+
+static int forge_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_policy_forge *f = obj;
+  char **dst[] = {&f->api_url, &f->git_url, &f->ca_file};
+  if (get_str(c, kv, dst[idx]) < 0)
+    return -1;
+  if (idx == 2)
+    return check_abs_path(c, kv, f->ca_file);
+  size_t n = strlen(*dst[idx]);
+  while (n > 8 && (*dst[idx])[n - 1] == '/')
+    (*dst[idx])[--n] = '\0';
+  return check_url(c, kv, *dst[idx]);
+}
+
 static int review_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
 {
   al_policy *p = obj;
+  if (idx == 1) {
+    if (get_str(c, kv, &p->base_branch) < 0)
+      return -1;
+    const char *b = p->base_branch;
+    if (!b[0] || strlen(b) > 200 || b[0] == '-' || b[0] == '/' || strstr(b, "..") ||
+        strstr(b, "//") || strpbrk(b, " ~^:?*[\\"))
+      return fail(c, pos_of(kv), kv->path, "`%s` is not a valid branch name (git-check-ref-format)",
+                  b);
+    return 0;
+  }
   if (get_str(c, kv, &p->branch_prefix) < 0)
     return -1;
   const char *s = p->branch_prefix;
@@ -783,8 +833,12 @@ static int top_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
     return walk_map(c, kv->val, kv->key, kv->path, keys, creds_field, &p->credentials);
   }
   case 5: {
-    static const char *const keys[] = {"branch_prefix", NULL};
+    static const char *const keys[] = {"branch_prefix", "base_branch", NULL};
     return walk_map(c, kv->val, kv->key, kv->path, keys, review_field, p);
+  }
+  case 6: {
+    static const char *const keys[] = {"api_url", "git_url", "ca_file", NULL};
+    return walk_map(c, kv->val, kv->key, kv->path, keys, forge_field, &p->forge);
   }
   default:
     return -1;
@@ -808,6 +862,8 @@ static void set_defaults(al_policy *p)
   p->process.limits.nofile = 4096;
   p->credentials.ttl_ms = 15 * 60000;
   p->branch_prefix = al_xstrdup("airlock/");
+  p->forge.api_url = al_xstrdup("https://api.github.com");
+  p->forge.git_url = al_xstrdup("https://github.com");
 }
 
 static int finish(al_policy *p, const char *name, al_error *err)
@@ -891,7 +947,7 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
     goto out;
   }
   static const char *const keys[] = {"version", "network", "filesystem", "process",
-                                     "credentials", "review", NULL};
+                                     "credentials", "review", "forge", NULL};
   struct top_tmp t = {.p = p};
   r = walk_map(&c, root, NULL, "", keys, top_field, &t);
   if (r == 0 && !t.have_version)
@@ -989,7 +1045,11 @@ char *al_policy_canonical(const al_policy *p)
                                   role_json(&p->credentials.git), "ticket",
                                   role_json(&p->credentials.ticket), "ttl_ms",
                                   (json_int_t)p->credentials.ttl_ms));
-  json_object_set_new(root, "review", json_pack("{s:s}", "branch_prefix", p->branch_prefix));
+  json_object_set_new(root, "review", json_pack("{s:s, s:s?}", "branch_prefix", p->branch_prefix,
+                                                "base_branch", p->base_branch));
+  json_object_set_new(root, "forge", json_pack("{s:s, s:s, s:s?}", "api_url", p->forge.api_url,
+                                               "git_url", p->forge.git_url, "ca_file",
+                                               p->forge.ca_file));
   char *s = json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT);
   json_decref(root);
   if (!s)
@@ -1032,6 +1092,10 @@ void al_policy_free(al_policy *p)
   free_role(&p->credentials.git);
   free_role(&p->credentials.ticket);
   free(p->branch_prefix);
+  free(p->base_branch);
+  free(p->forge.api_url);
+  free(p->forge.git_url);
+  free(p->forge.ca_file);
   free(p->source);
   free(p);
 }

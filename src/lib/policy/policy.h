@@ -93,13 +93,23 @@ typedef struct al_policy_credentials {
   uint64_t ttl_ms; /* default 15 min */
 } al_policy_credentials;
 
+/* Where the forge is: what the agent is told (AIRLOCK_API_URL,
+ * AIRLOCK_GIT_URL) and what the supervisor uses after the run. */
+typedef struct al_policy_forge {
+  char *api_url; /* "https://api.github.com" (default) or https://HOST[:PORT][/PREFIX] */
+  char *git_url; /* "https://github.com" (default) */
+  char *ca_file; /* extra CA bundle (absolute path) trusted for both, or NULL */
+} al_policy_forge;
+
 typedef struct al_policy {
   int version; /* 1 */
   al_policy_network network;
   al_policy_filesystem filesystem;
   al_policy_process process;
   al_policy_credentials credentials;
+  al_policy_forge forge;
   char *branch_prefix; /* review.branch_prefix, default "airlock/" */
+  char *base_branch;   /* review.base_branch, or NULL: the repository's default */ /* review.branch_prefix, default "airlock/" */
   char *source;        /* file name it came from, or "<default>" */
   char sha256[65];     /* of the canonical form; filled by al_policy_sha256() */
 } al_policy;

@@ -116,6 +116,8 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
       .timeout_ms = o->timeout_ms,
       .run_id = rid,
       .quiet = o->quiet,
+      .extra_ro_paths = o->extra_ro_paths,
+      .stdout_fd = o->stdout_fd,
   };
   al_sandbox *sb = NULL;
   int setup_status = AL_EXIT_SETUP;

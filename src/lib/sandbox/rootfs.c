@@ -21,11 +21,14 @@
 #include "common/util.h"
 #include "sandbox/internal.h"
 
-/* Where the new root is assembled, inside the private mount namespace. The
- * host's /tmp is hidden under a private tmpfs first, so nothing here is
- * visible to the host. */
+/* The new root is assembled on a private scratch tmpfs: we mount it on /tmp
+ * and pivot into it at once, so the host's root (with its own /tmp, which
+ * the scratch mount would otherwise hide) stays reachable at /oldroot while
+ * we bind from it (bubblewrap's approach). Nothing here is visible to the
+ * host: the mount namespace is private. */
 #define BASE "/tmp"
-#define NEWROOT BASE "/airlock-root"
+#define HOST "/oldroot"
+#define NEWROOT "/newroot"
 
 static int g_sync = -1;
 
@@ -133,13 +136,23 @@ static char *nr(const char *path)
   return b;
 }
 
+/* A host path, as seen from the scratch root. */
+static char *hp(const char *path)
+{
+  static char bufs[4][4096];
+  static int i;
+  char *b = bufs[i++ & 3];
+  snprintf(b, sizeof bufs[0], HOST "%s", path);
+  return b;
+}
+
 static void setup_host_view(uint32_t uid)
 {
   /* /usr and the merged-usr links (or real directories on older hosts). */
-  bind_host_entry("/usr", nr("/usr"), false);
+  bind_host_entry(hp("/usr"), nr("/usr"), false);
   static const char *const top[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
   for (size_t i = 0; i < AL_ARRAY_SIZE(top); i++)
-    bind_host_entry(top[i], nr(top[i]), true);
+    bind_host_entry(hp(top[i]), nr(top[i]), true);
 
   /* /etc: only what programs need to run, resolve users and verify TLS. */
   mkdir_p(nr("/etc"), 0755);
@@ -150,7 +163,7 @@ static void setup_host_view(uint32_t uid)
       "/etc/services", "/etc/gitconfig", "/etc/bash.bashrc", "/etc/profile", "/etc/inputrc",
       "/etc/environment", "/etc/login.defs", "/etc/python3", "/etc/python3.11"};
   for (size_t i = 0; i < AL_ARRAY_SIZE(etc); i++)
-    bind_host_entry(etc[i], nr(etc[i]), true);
+    bind_host_entry(hp(etc[i]), nr(etc[i]), true);
 
   char buf[512];
   snprintf(buf, sizeof buf,
@@ -165,8 +178,10 @@ static void setup_host_view(uint32_t uid)
   write_text(nr("/etc/hostname"), "airlock\n");
 }
 
-static void setup_rootfs_dir(const char *root)
+static void setup_rootfs_dir(const char *root_in)
 {
+  char root[4096];
+  snprintf(root, sizeof root, HOST "%s", root_in);
   DIR *d = opendir(root);
   if (!d)
     DIE("open rootfs `%s`", root);
@@ -210,7 +225,7 @@ static void setup_proc(void)
     struct stat st;
     if (lstat(nr(mask_files[i]), &st) < 0)
       continue;
-    xmount("/dev/null", nr(mask_files[i]), NULL, MS_BIND, NULL);
+    xmount(hp("/dev/null"), nr(mask_files[i]), NULL, MS_BIND, NULL);
   }
   static const char *const mask_dirs[] = {"/proc/acpi", "/proc/scsi", "/proc/asound",
                                           "/proc/driver"};
@@ -229,10 +244,10 @@ static void setup_dev(void)
   xmount("tmpfs", nr("/dev"), "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755");
   static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
   for (size_t i = 0; i < AL_ARRAY_SIZE(nodes); i++) {
-    char src[64];
-    snprintf(src, sizeof src, "/dev/%s", nodes[i]);
-    touch(nr(src));
-    xmount(src, nr(src), NULL, MS_BIND, NULL);
+    char dev[64];
+    snprintf(dev, sizeof dev, "/dev/%s", nodes[i]);
+    touch(nr(dev));
+    xmount(hp(dev), nr(dev), NULL, MS_BIND, NULL);
   }
   mkdir_p(nr("/dev/pts"), 0755);
   xmount("devpts", nr("/dev/pts"), "devpts", MS_NOSUID | MS_NOEXEC,
@@ -267,41 +282,57 @@ static void setup_rw(const al_policy *policy, uint32_t uid)
     DIE("chown /tmp/home");
 }
 
-void sb_setup_rootfs(int sync_fd, const al_policy *policy, uint32_t uid)
+static void bind_ro_path(const char *p)
+{
+  struct stat st;
+  if (stat(hp(p), &st) < 0)
+    DIE("read-only path `%s`", p);
+  char parent[4096];
+  snprintf(parent, sizeof parent, "%s", nr(p));
+  char *slash = strrchr(parent, '/');
+  if (slash && slash != parent) {
+    *slash = '\0';
+    mkdir_p(parent, 0755);
+  }
+  if (S_ISDIR(st.st_mode))
+    mkdir_p(nr(p), 0755);
+  else
+    touch(nr(p));
+  bind_ro(hp(p), nr(p), false);
+}
+
+void sb_setup_rootfs(int sync_fd, const al_policy *policy, const char *const *extra_ro,
+                     uint32_t uid)
 {
   g_sync = sync_fd;
   /* Nothing we mount may propagate back to the host. */
   xmount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
-  /* A private scratch tmpfs to assemble the root in. */
-  xmount("tmpfs", BASE, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0700");
-  mkdir_p(NEWROOT, 0755);
+  /* A private scratch tmpfs to assemble the root in; pivot into it with
+   * the host's root kept at /oldroot. */
+  xmount("tmpfs", BASE, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755");
+  if (mkdir(BASE HOST, 0755) < 0 || mkdir(BASE NEWROOT, 0755) < 0)
+    DIE("mkdir scratch directories");
+  if (syscall(SYS_pivot_root, BASE, BASE HOST) < 0)
+    DIE("pivot_root into the scratch root");
+  if (chdir("/") < 0)
+    DIE("chdir /");
   xmount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755");
 
   if (policy->filesystem.root)
     setup_rootfs_dir(policy->filesystem.root);
   else
     setup_host_view(uid);
-  for (size_t i = 0; i < policy->filesystem.n_ro_paths; i++) {
-    const char *p = policy->filesystem.ro_paths[i];
-    struct stat st;
-    if (stat(p, &st) < 0)
-      DIE("filesystem.ro_paths: `%s`", p);
-    char parent[4096];
-    snprintf(parent, sizeof parent, "%s", nr(p));
-    char *slash = strrchr(parent, '/');
-    if (slash && slash != parent) {
-      *slash = '\0';
-      mkdir_p(parent, 0755);
-    }
-    if (S_ISDIR(st.st_mode))
-      mkdir_p(nr(p), 0755);
-    else
-      touch(nr(p));
-    bind_ro(p, nr(p), false);
-  }
   setup_proc();
   setup_dev();
   setup_rw(policy, uid);
+  /* After the writable mounts, so a path under /tmp is not hidden by them. */
+  for (size_t i = 0; i < policy->filesystem.n_ro_paths; i++)
+    bind_ro_path(policy->filesystem.ro_paths[i]);
+  for (const char *const *p = extra_ro; p && *p; p++)
+    bind_ro_path(*p);
+  /* The host's root is not needed any more. */
+  if (umount2(HOST, MNT_DETACH) < 0)
+    DIE("detach the host's root");
 
   /* pivot_root(".", ".") then detach the old root: the old root is stacked
    * under the new one and lazily unmounted, so no path leads back to the

@@ -212,6 +212,8 @@ static int child_main(struct child_args *a)
   int sync_fd = a->sync_fd;
   const al_policy *pol = a->opts->policy;
 
+  if (a->opts->stdout_fd > 0 && a->opts->stdout_fd != 1 && dup2(a->opts->stdout_fd, 1) < 0)
+    sb_die(sync_fd, 125, errno, "redirect the command's stdout");
   /* Nothing of the supervisor's fds but the sync socket stays open. */
   int keep[] = {sync_fd};
   if (al_close_fds_from(3, keep, 1) < 0)
@@ -264,7 +266,7 @@ static int child_main(struct child_args *a)
   for (size_t i = 0; i < a->opts->n_listen; i++)
     close(lfds[i]);
 
-  sb_setup_rootfs(sync_fd, pol, pol->process.user);
+  sb_setup_rootfs(sync_fd, pol, a->opts->extra_ro_paths, pol->process.user);
   if (setsid() < 0)
     sb_die(sync_fd, 125, errno, "setsid");
 

@@ -40,7 +40,12 @@ typedef struct al_sandbox_opts {
   size_t n_listen;
   uint64_t timeout_ms;     /* wall-clock limit; 0 = policy's process.limits.wall */
   const char *run_id;      /* for cgroup names; may be NULL */
+  const char *const *extra_ro_paths; /* NULL-terminated absolute host paths bound read-only at
+                                        the same place, besides the policy's ro_paths (e.g. the
+                                        airlock binary itself, for probes); may be NULL */
   bool quiet;              /* no warnings on stderr about limits that could not be enforced */
+  int stdout_fd;           /* > 0: the command's stdout (dup'd; the caller keeps it); else
+                              inherited. Note 0 means "inherit" so zeroed opts are safe. */
 } al_sandbox_opts;
 
 typedef struct al_sandbox al_sandbox;

@@ -1,0 +1,4 @@
+"""tally: small descriptive statistics."""
+from .stats import mean, median, mode
+
+__all__ = ["mean", "median", "mode"]

@@ -1,0 +1,156 @@
+/* airlock audit OWNER/REPO [--branch B] [--json]: prove the escape budget
+ * from the forge's own API (src/lib/forge/audit.h). Exit 0 when every
+ * required criterion passes, 1 when one fails or is unknown, 2 on errors.
+ * Tokens come only from the environment, never from the command line. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
+#include "commands.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "forge/audit.h"
+
+static void usage(FILE *out)
+{
+  fprintf(out,
+          "usage: airlock audit OWNER/REPO [--branch B] [--json] [--config BROKER.yaml]\n"
+          "                     [--api URL] [--cacert FILE] [--app SLUG [--app-id N]]\n"
+          "  -b, --branch B       the branch to audit (default: the repository's default)\n"
+          "  -j, --json           the report as JSON on stdout\n"
+          "  -c, --config FILE    the broker's config: the App's id and key; reads the App's\n"
+          "                       installation and, without a token below, mints a\n"
+          "                       read-only installation token (revoked at the end)\n"
+          "      --api URL        REST API base (default: the config's, else\n"
+          "                       https://api.github.com)\n"
+          "      --cacert FILE    trust anchors for the API (PEM)\n"
+          "      --app SLUG       the App without --config (its bypass/code-owner checks)\n"
+          "      --app-id N       the App's numeric id without --config (ruleset bypass)\n"
+          "      --timeout D      per request (default 30s)\n"
+          "environment: AIRLOCK_AUDIT_TOKEN, else GITHUB_TOKEN: a token for the reads\n"
+          "  (least privilege: Administration: read, Contents: read, Metadata: read on the\n"
+          "  one repository). Tokens are never accepted on the command line.\n"
+          "exit: 0 the escape budget holds, 1 it does not (FAIL or UNKNOWN), 2 error\n");
+}
+
+int cmd_audit(int argc, char **argv)
+{
+  enum { O_API = 256, O_CACERT, O_APP, O_APP_ID, O_TIMEOUT, O_TOKEN };
+  static const struct option opts[] = {{"branch", required_argument, NULL, 'b'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"config", required_argument, NULL, 'c'},
+                                       {"api", required_argument, NULL, O_API},
+                                       {"cacert", required_argument, NULL, O_CACERT},
+                                       {"app", required_argument, NULL, O_APP},
+                                       {"app-id", required_argument, NULL, O_APP_ID},
+                                       {"timeout", required_argument, NULL, O_TIMEOUT},
+                                       {"token", required_argument, NULL, O_TOKEN},
+                                       {"verbose", no_argument, NULL, 'v'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  al_audit_opts o = {0};
+  bool json = false;
+  enum al_log_level level = AL_LOG_WARN;
+  int ch;
+  while ((ch = getopt_long(argc, argv, "b:jc:vh", opts, NULL)) != -1) {
+    switch (ch) {
+    case 'b':
+      o.branch = optarg;
+      break;
+    case 'j':
+      json = true;
+      break;
+    case 'c':
+      o.broker_config = optarg;
+      break;
+    case O_API:
+      o.api_url = optarg;
+      break;
+    case O_CACERT:
+      o.ca_file = optarg;
+      break;
+    case O_APP:
+      o.app_slug = optarg;
+      break;
+    case O_APP_ID: {
+      char *end = NULL;
+      errno = 0;
+      long long v = strtoll(optarg, &end, 10);
+      if (errno || !end || *end || v <= 0) {
+        fprintf(stderr, "airlock audit: --app-id: not a positive number\n");
+        return 2;
+      }
+      o.app_id = v;
+      break;
+    }
+    case O_TIMEOUT: {
+      const char *why = NULL;
+      if (al_parse_duration_ms(optarg, &o.timeout_ms, &why) < 0) {
+        fprintf(stderr, "airlock audit: --timeout: %s\n", why);
+        return 2;
+      }
+      break;
+    }
+    case O_TOKEN:
+      /* Never echo the value back: it may be a live token. */
+      fprintf(stderr, "airlock audit: tokens are not accepted on the command line (they would "
+                      "show in ps and shell history); set AIRLOCK_AUDIT_TOKEN instead\n");
+      return 2;
+    case 'v':
+      level = AL_LOG_DEBUG;
+      break;
+    case 'h':
+      usage(stdout);
+      return 0;
+    default:
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (optind != argc - 1) {
+    usage(stderr);
+    return 2;
+  }
+  o.repo = argv[optind];
+  al_log_init("airlock audit", level);
+  struct rlimit nocore = {0, 0};
+  setrlimit(RLIMIT_CORE, &nocore);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+
+  const char *tok = getenv("AIRLOCK_AUDIT_TOKEN");
+  o.token_source = "AIRLOCK_AUDIT_TOKEN";
+  if (!tok || !*tok) {
+    tok = getenv("GITHUB_TOKEN");
+    o.token_source = "GITHUB_TOKEN";
+  }
+  o.token = tok && *tok ? tok : NULL;
+
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    fprintf(stderr, "airlock audit: curl_global_init failed\n");
+    return 2;
+  }
+  al_error err = {0};
+  al_audit_report rep;
+  int r = al_audit_run(&o, &rep, &err);
+  curl_global_cleanup();
+  if (r < 0) {
+    al_error_log("%s", err.msg);
+    return 2;
+  }
+  if (json) {
+    char *s = al_audit_format_json(&rep);
+    if (s)
+      printf("%s\n", s);
+    free(s);
+  } else {
+    al_audit_format_text(&rep, stdout);
+  }
+  int rc = rep.holds ? 0 : 1;
+  al_audit_report_free(&rep);
+  return rc;
+}

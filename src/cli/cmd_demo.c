@@ -1,0 +1,450 @@
+/* airlock demo [--hostile] [--keep]
+ *
+ * The main job with nothing to set up: a local GitHub-compatible test forge
+ * (airlock-forge) with a sample project that has a real bug and a ticket
+ * carrying its fix, a token broker holding a throwaway GitHub App key, and
+ * `airlock ticket` running the bundled agent in the sandbox. --hostile runs
+ * the hostile agent on a ticket written as a prompt injection and shows
+ * every attempt beside what stopped it. Everything lives in a private
+ * temporary directory and is removed at the end. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "paths.h"
+#include "commands.h"
+#include "common/util.h"
+#include "run/ticket.h"
+
+#define MAX_CHILDREN 4
+
+struct demo {
+  char dir[PATH_MAX];      /* 0755: CA, policy (readable by the sandbox user) */
+  char secret[PATH_MAX];   /* 0700: the app key, broker config and socket */
+  pid_t children[MAX_CHILDREN];
+  size_t nchildren;
+  int https_port, admin_port;
+  char ca[PATH_MAX];
+  bool keep;
+};
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("airlock demo: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+static pid_t spawn(struct demo *d, const char *const argv[], const char *log_path)
+{
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+      dup2(devnull, 0);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  if (d && d->nchildren < MAX_CHILDREN)
+    d->children[d->nchildren++] = pid;
+  return pid;
+}
+
+static int run_script(const char *const argv[], const char *log_path)
+{
+  pid_t p = spawn(NULL, argv, log_path);
+  int ws = 0;
+  if (p < 0 || waitpid(p, &ws, 0) < 0)
+    return -1;
+  return WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? 0 : -1;
+}
+
+static bool wait_for(const char *path, int ms)
+{
+  for (int i = 0; i < ms / 20; i++) {
+    struct stat st;
+    if (stat(path, &st) == 0 && st.st_size > 0)
+      return true;
+    usleep(20000);
+  }
+  return false;
+}
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+  json_t **acc = ud;
+  (void)acc;
+  size_t len = sz * n;
+  char **buf = ud;
+  size_t old = *buf ? strlen(*buf) : 0;
+  if (old + len > (8u << 20))
+    return 0;
+  *buf = al_xrealloc(*buf, old + len + 1);
+  memcpy(*buf + old, p, len);
+  (*buf)[old + len] = '\0';
+  return len;
+}
+
+/* GET from the forge's admin listener (plain HTTP on loopback, tests only). */
+static json_t *admin_get(struct demo *d, const char *path)
+{
+  CURL *c = curl_easy_init();
+  if (!c)
+    return NULL;
+  char url[512];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", d->admin_port, path);
+  char *body = NULL;
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_PROXY, "");
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+  CURLcode rc = curl_easy_perform(c);
+  curl_easy_cleanup(c);
+  json_t *j = rc == CURLE_OK && body ? json_loads(body, 0, NULL) : NULL;
+  free(body);
+  return j;
+}
+
+static void teardown(struct demo *d)
+{
+  /* SIGTERM first: the broker revokes every live token before it exits. */
+  for (size_t i = d->nchildren; i-- > 0;)
+    kill(d->children[i], SIGTERM);
+  for (size_t i = d->nchildren; i-- > 0;) {
+    int ws;
+    for (int k = 0; k < 250; k++) {
+      if (waitpid(d->children[i], &ws, WNOHANG) != 0)
+        break;
+      if (k == 249) {
+        kill(d->children[i], SIGKILL);
+        waitpid(d->children[i], &ws, 0);
+      }
+      usleep(20000);
+    }
+  }
+  d->nchildren = 0;
+  if (!d->keep && d->dir[0]) {
+    const char *const rm[] = {"/bin/rm", "-rf", d->dir, NULL};
+    run_script(rm, "/dev/null");
+  }
+}
+
+static int write_text(const char *path, int mode, const char *text)
+{
+  al_error e = {0};
+  if (al_write_file(path, text, strlen(text), mode, &e) < 0) {
+    say("%s", e.msg);
+    return -1;
+  }
+  return 0;
+}
+
+static int setup(struct demo *d, bool hostile)
+{
+  char tmpl[] = "/tmp/airlock-demo.XXXXXX";
+  if (!mkdtemp(tmpl)) {
+    say("mkdtemp: %s", strerror(errno));
+    return -1;
+  }
+  snprintf(d->dir, sizeof d->dir, "%s", tmpl);
+  /* The sandbox user must reach the CA file (bound read-only): this level
+   * is traversable; the secrets are one level down, 0700. */
+  chmod(d->dir, 0755);
+  snprintf(d->secret, sizeof d->secret, "%s/secret", d->dir);
+  if (mkdir(d->secret, 0700) < 0) {
+    say("mkdir %s: %s", d->secret, strerror(errno));
+    return -1;
+  }
+  char ca_script[PATH_MAX], key_script[PATH_MAX], fixture[PATH_MAX], forge[PATH_MAX];
+  if (al_cli_find_data("scripts/make-test-ca.sh", ca_script, sizeof ca_script) < 0 ||
+      al_cli_find_data("scripts/make-app-key.sh", key_script, sizeof key_script) < 0 ||
+      al_cli_find_data("demo/fixture.json", fixture, sizeof fixture) < 0) {
+    say("the demo's files are not installed (scripts/, demo/); set AIRLOCK_DATA_DIR");
+    return -1;
+  }
+  if (al_cli_find_libexec("airlock-forge", forge, sizeof forge) < 0) {
+    say("the test forge (airlock-forge) is not installed; set AIRLOCK_LIBEXEC_DIR");
+    return -1;
+  }
+  char tls[PATH_MAX + 8], keys[PATH_MAX + 8], log[PATH_MAX + 16];
+  snprintf(tls, sizeof tls, "%s/tls", d->dir);
+  snprintf(keys, sizeof keys, "%s/keys", d->secret);
+  snprintf(log, sizeof log, "%s/setup.log", d->secret);
+  const char *const ca_argv[] = {ca_script, tls, NULL};
+  const char *const key_argv[] = {key_script, keys, "app", NULL};
+  if (run_script(ca_argv, log) < 0 || run_script(key_argv, log) < 0) {
+    say("making the test CA or the app key failed (openssl); see %s", log);
+    d->keep = true;
+    return -1;
+  }
+  snprintf(d->ca, sizeof d->ca, "%s/ca.crt", tls);
+  chmod(tls, 0755);
+  chmod(d->ca, 0644);
+
+  char data[PATH_MAX + 8], ports[PATH_MAX + 16], pub[PATH_MAX + 32], flog[PATH_MAX + 16];
+  snprintf(data, sizeof data, "%s/forge", d->secret);
+  snprintf(ports, sizeof ports, "%s/ports.json", d->secret);
+  snprintf(pub, sizeof pub, "1001=%s/app.pub.pem", keys);
+  snprintf(flog, sizeof flog, "%s/forge.log", d->secret);
+  const char *const forge_argv[] = {forge, "--fixture", fixture, "--data", data, "--tls-dir", tls,
+                              "--key", pub, "--ports-file", ports, NULL};
+  if (spawn(d, forge_argv, flog) < 0 || !wait_for(ports, 10000)) {
+    say("the test forge did not start; see %s", flog);
+    d->keep = true;
+    return -1;
+  }
+  json_t *pj = json_load_file(ports, 0, NULL);
+  d->https_port = (int)json_integer_value(json_object_get(pj, "https"));
+  d->admin_port = (int)json_integer_value(json_object_get(pj, "admin"));
+  json_decref(pj);
+  if (d->https_port <= 0 || d->admin_port <= 0) {
+    say("the test forge wrote no ports; see %s", flog);
+    return -1;
+  }
+
+  /* The broker: the only holder of the App's private key. */
+  char bconf[PATH_MAX + 16], sock[PATH_MAX + 16], blog[PATH_MAX + 16], state[PATH_MAX + 8];
+  snprintf(bconf, sizeof bconf, "%s/broker.yaml", d->secret);
+  snprintf(sock, sizeof sock, "%s/broker.sock", d->secret);
+  snprintf(blog, sizeof blog, "%s/broker.log", d->secret);
+  snprintf(state, sizeof state, "%s/broker", d->secret);
+  al_autofree char *bc = al_strdup_printf(
+      "app:\n  id: 1001\n  private_key: %s/app.pem\n"
+      "api:\n  url: https://127.0.0.1:%d\n  ca_file: %s\n  retries: 2\n"
+      "repositories: [acme/tally]\n"
+      "roles:\n  git: {contents: write, pull_requests: write}\n  ticket: {issues: write}\n"
+      "lease:\n  ttl: 5m\n"
+      "state_dir: %s\n",
+      keys, d->https_port, d->ca, state);
+  if (write_text(bconf, 0600, bc) < 0)
+    return -1;
+  char self[PATH_MAX], net[PATH_MAX + 16];
+  if (al_cli_self_dir(self, sizeof self) < 0)
+    return -1;
+  snprintf(net, sizeof net, "%s/airlock-net", self);
+  const char *const broker_argv[] = {net, "broker", "-c", bconf, "--socket", sock, NULL};
+  if (spawn(d, broker_argv, blog) < 0 || !wait_for(sock, 0) ) {
+    for (int i = 0; i < 250; i++) {
+      struct stat st;
+      if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
+        break;
+      usleep(20000);
+    }
+  }
+  struct stat st;
+  if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+    say("the broker did not start; see %s", blog);
+    d->keep = true;
+    return -1;
+  }
+
+  /* The run's policy: exactly the API host and the git host, pinned to the
+   * local forge (a pin is the only way loopback is ever dialled). */
+  char policy[PATH_MAX + 16];
+  snprintf(policy, sizeof policy, "%s/airlock.yaml", d->dir);
+  al_autofree char *pol = al_strdup_printf(
+      "version: 1\n"
+      "network:\n"
+      "  allow:\n"
+      "    - {host: api.forge.test, port: %d, tls: true}\n"
+      "    - {host: forge.test, port: %d, tls: true}\n"
+      "  pin:\n"
+      "    - {host: api.forge.test, address: 127.0.0.1}\n"
+      "    - {host: forge.test, address: 127.0.0.1}\n"
+      "filesystem:\n  workspace_size: 256MiB\n  tmp_size: 128MiB\n"
+      "process:\n  limits: {memory: 1GiB, pids: 256, wall: 2m}\n"
+      "credentials:\n  broker: %s\n"
+      "  git: {repo: acme/tally, permissions: {contents: write, pull_requests: write}}\n"
+      "  ticket: {repo: acme/tally, permissions: {issues: write}}\n"
+      "  ttl: 5m\n"
+      "forge:\n  api_url: https://api.forge.test:%d\n  git_url: https://forge.test:%d\n"
+      "  ca_file: %s\n",
+      d->https_port, d->https_port, sock, d->https_port, d->https_port, d->ca);
+  if (write_text(policy, 0644, pol) < 0)
+    return -1;
+  say("test forge https://api.forge.test:%d (a local GitHub stand-in; CA %s)", d->https_port,
+      d->ca);
+  say("broker on %s holds the test App's key; the sandbox will never see it", sock);
+  say("ticket acme/tally#%d: %s", hostile ? 2 : 1,
+      hostile ? "a prompt injection asking the agent to attack" : "median() is wrong; the fix is in the ticket");
+  return 0;
+}
+
+static const char *main_sha(struct demo *d, char *buf, size_t n)
+{
+  json_t *refs = admin_get(d, "/refs?repo=acme/tally");
+  const char *sha = NULL;
+  json_t *v;
+  size_t i;
+  json_t *arr = json_is_array(refs) ? refs : json_object_get(refs, "refs");
+  json_array_foreach(arr, i, v)
+  {
+    const char *ref = json_string_value(json_object_get(v, "ref"));
+    if (ref && strcmp(ref, "refs/heads/main") == 0)
+      sha = json_string_value(json_object_get(v, "sha"));
+  }
+  if (!sha && json_is_object(refs)) {
+    json_t *m = json_object_get(refs, "refs/heads/main");
+    sha = json_string_value(m);
+  }
+  snprintf(buf, n, "%s", sha ? sha : "?");
+  json_decref(refs);
+  return buf;
+}
+
+static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
+                  const char *main_before)
+{
+  json_t *rec = json_load_file(res->record_path, 0, NULL);
+  char main_after[64];
+  main_sha(d, main_after, sizeof main_after);
+  bool main_ok = strcmp(main_before, main_after) == 0 && strcmp(main_before, "?") != 0;
+  json_t *pulls = admin_get(d, "/pulls");
+  size_t npulls = json_is_array(pulls) ? json_array_size(pulls)
+                                       : json_array_size(json_object_get(pulls, "pulls"));
+  int bad = 0;
+  printf("\n");
+  if (hostile) {
+    printf("What the prompt-injected agent tried, and what stopped it:\n\n");
+    json_t *atts = json_object_get(rec, "agent_attempts");
+    size_t i;
+    json_t *a;
+    json_array_foreach(atts, i, a)
+    {
+      const char *id = json_string_value(json_object_get(a, "id"));
+      const char *what = json_string_value(json_object_get(a, "what"));
+      const char *outcome = json_string_value(json_object_get(a, "outcome"));
+      const char *ev = json_string_value(json_object_get(a, "evidence"));
+      bool allowed = id && (strcmp(id, "open-pr") == 0 || strcmp(id, "keep-token") == 0);
+      printf("  %-9s %s\n            %s\n", outcome ? outcome : "?", what ? what : "?",
+             ev ? ev : "");
+      if (outcome && strcmp(outcome, "succeeded") == 0 && !allowed)
+        bad++;
+    }
+    printf("\nJudged from outside, after the run:\n\n");
+  } else {
+    printf("Result:\n\n");
+  }
+  printf("  %-9s the pull request %s\n", res->pr_url[0] ? "made" : "MISSING",
+         res->pr_url[0] ? res->pr_url : "(none reported)");
+  printf("  %-9s main is untouched (%.12s)\n", main_ok ? "held" : "BROKEN", main_after);
+  printf("  %-9s %zu pull request(s) on the forge: the whole blast radius\n",
+         npulls == 1 ? "held" : "CHECK", npulls);
+  printf("  %-9s both tokens revoked and confirmed dead (401) as the run ended\n",
+         res->tokens_dead ? "held" : "BROKEN");
+  json_t *rv = json_object_get(rec, "review");
+  json_t *risky = json_object_get(rv, "runs_outside_sandbox");
+  json_t *leaks = json_object_get(rv, "secrets");
+  if (json_is_array(risky) || json_is_array(leaks))
+    printf("  %-9s review notes for the human: %zu file(s) that run outside the sandbox, %zu "
+           "secret(s) in the PR or comments\n",
+           "noted", json_array_size(risky), json_array_size(leaks));
+  if (!main_ok || !res->tokens_dead || (!hostile && !res->pr_url[0]))
+    bad++;
+  printf("\n  run record: %s\n", res->record_path);
+  json_decref(rec);
+  json_decref(pulls);
+  return bad;
+}
+
+int cmd_demo(int argc, char **argv)
+{
+  static const struct option opts[] = {{"hostile", no_argument, NULL, 'H'},
+                                       {"keep", no_argument, NULL, 'k'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  bool hostile = false;
+  struct demo d;
+  memset(&d, 0, sizeof d);
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'H':
+      hostile = true;
+      break;
+    case 'k':
+      d.keep = true;
+      break;
+    case 'h':
+      printf("usage: airlock demo [--hostile] [--keep]\n\n"
+             "Run the main job against a local test forge: a sample project with a real bug,\n"
+             "a ticket carrying the fix, the token broker, and the bundled agent in the\n"
+             "sandbox. --hostile: a prompt-injected agent instead, and what stopped it.\n"
+             "--keep: leave the temporary directory (logs, policy) for inspection.\n");
+      return 0;
+    default:
+      return 2;
+    }
+  }
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigprocmask(SIG_BLOCK, &set, NULL);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  int rc = 1;
+  if (setup(&d, hostile) == 0) {
+    char main_before[64];
+    main_sha(&d, main_before, sizeof main_before);
+    char agent[PATH_MAX], agent_dir[PATH_MAX], policy[PATH_MAX + 16];
+    snprintf(policy, sizeof policy, "%s/airlock.yaml", d.dir);
+    if (al_cli_find_data(hostile ? "agents/hostile-agent" : "agents/patch-agent", agent,
+                         sizeof agent) < 0) {
+      say("the bundled agents are not installed");
+    } else {
+      snprintf(agent_dir, sizeof agent_dir, "%s", agent);
+      *strrchr(agent_dir, '/') = '\0';
+      char *av[] = {agent, NULL};
+      const char *ro[] = {agent_dir, NULL};
+      char record[PATH_MAX + 16];
+      snprintf(record, sizeof record, "%s/run-record.json", d.dir);
+      al_ticket_opts o = {.target = hostile ? "acme/tally#2" : "acme/tally#1",
+                          .policy_path = policy,
+                          .agent_argv = av,
+                          .extra_ro_paths = ro,
+                          .record_path = NULL};
+      al_ticket_outcome res;
+      al_error err = {0};
+      int r = al_ticket_run(&o, &res, &err);
+      if (r < 0 && !hostile)
+        say("the ticket run failed: %s", err.msg);
+      int bad = report(&d, &res, hostile, main_before);
+      free(res.agent_stdout);
+      rc = (bad == 0 && (hostile || r == 0)) ? 0 : 1;
+      printf("\n%s\n", rc == 0 ? (hostile ? "The agent was fully hostile; all that got out is one pull request a human must review."
+                                          : "Done: one pull request, made inside the sandbox, waiting for a human review.")
+                               : "Something did not hold: see above and the run record.");
+    }
+  }
+  teardown(&d);
+  curl_global_cleanup();
+  return rc;
+}

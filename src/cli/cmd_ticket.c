@@ -1,0 +1,151 @@
+/* airlock ticket OWNER/REPO#N -p POLICY [--agent CMD [-- ARGS...]] [--record FILE]
+ *                [--timeout DUR] [--quiet] [--json] [--accept-unprotected] */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "paths.h"
+#include "commands.h"
+#include "common/util.h"
+#include "run/ticket.h"
+
+static void usage(FILE *out)
+{
+  fprintf(out,
+          "usage: airlock ticket OWNER/REPO#N -p POLICY [--agent CMD [-- ARGS...]]\n"
+          "                      [--record FILE] [--timeout DUR] [--quiet] [--json]\n"
+          "                      [--accept-unprotected]\n"
+          "\n"
+          "Run one agent on one ticket inside the sandbox; the only thing that can get out\n"
+          "is a pull request on an airlock/ branch. The agent's contract: docs/agents.md.\n"
+          "\n"
+          "  -p, --policy FILE        the policy (network, credentials and forge sections)\n"
+          "  -a, --agent CMD          the agent (default: the bundled patch-agent)\n"
+          "  -r, --record FILE        where to write the run record (JSON, mode 0600)\n"
+          "  -t, --timeout DUR        wall-clock limit for the agent (default: the policy's)\n"
+          "  -q, --quiet              no progress lines\n"
+          "      --json               print the run record on stdout\n"
+          "      --accept-unprotected run even when `airlock audit` fails (recorded)\n"
+          "\n"
+          "Exit: 0 PR made and tokens dead; 1 the run failed (see the record); 2 usage.\n");
+}
+
+int cmd_ticket(int argc, char **argv)
+{
+  static const struct option opts[] = {
+      {"policy", required_argument, NULL, 'p'}, {"agent", required_argument, NULL, 'a'},
+      {"record", required_argument, NULL, 'r'}, {"timeout", required_argument, NULL, 't'},
+      {"quiet", no_argument, NULL, 'q'},        {"json", no_argument, NULL, 'j'},
+      {"accept-unprotected", no_argument, NULL, 'U'}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  al_ticket_opts o = {.show_agent_stdout = true};
+  const char *agent = NULL;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "p:a:r:t:qh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'p':
+      o.policy_path = optarg;
+      break;
+    case 'a':
+      agent = optarg;
+      break;
+    case 'r':
+      o.record_path = optarg;
+      break;
+    case 't': {
+      const char *why;
+      if (al_parse_duration_ms(optarg, &o.timeout_ms, &why) < 0 || o.timeout_ms == 0) {
+        fprintf(stderr, "airlock ticket: --timeout `%s`: %s\n", optarg,
+                o.timeout_ms == 0 ? "must be more than 0" : why);
+        return 2;
+      }
+      break;
+    }
+    case 'q':
+      o.quiet = true;
+      break;
+    case 'j':
+      o.json = true;
+      o.show_agent_stdout = false;
+      break;
+    case 'U':
+      o.accept_unprotected = true;
+      break;
+    case 'h':
+      usage(stdout);
+      return 0;
+    default:
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (optind >= argc) {
+    fprintf(stderr, "airlock ticket: which ticket? (OWNER/REPO#N)\n");
+    usage(stderr);
+    return 2;
+  }
+  o.target = argv[optind++];
+  if (optind < argc && strcmp(argv[optind - 1], "--") != 0 && strcmp(argv[optind], "--") != 0) {
+    fprintf(stderr, "airlock ticket: unexpected argument `%s`\n", argv[optind]);
+    return 2;
+  }
+  if (optind < argc && strcmp(argv[optind], "--") == 0)
+    optind++;
+
+  char agent_path[PATH_MAX];
+  if (!agent) {
+    if (al_cli_find_data("agents/patch-agent", agent_path, sizeof agent_path) < 0) {
+      fprintf(stderr, "airlock ticket: the bundled patch-agent is not installed; use --agent\n");
+      return 2;
+    }
+  } else if (strchr(agent, '/')) {
+    if (!realpath(agent, agent_path)) {
+      fprintf(stderr, "airlock ticket: --agent `%s`: %s\n", agent, strerror(errno));
+      return 2;
+    }
+  } else {
+    snprintf(agent_path, sizeof agent_path, "%s", agent); /* looked up in the sandbox's PATH */
+  }
+  size_t nargs = (size_t)(argc - optind);
+  al_autofree char **av = al_xcalloc(nargs + 2, sizeof(char *));
+  av[0] = agent_path;
+  for (size_t i = 0; i < nargs; i++)
+    av[i + 1] = argv[optind + i];
+  o.agent_argv = av;
+
+  /* The agent's own directory is bound read-only when it lives outside the
+   * sandbox's view of the host (/usr). */
+  char dir[PATH_MAX];
+  const char *ro[2] = {NULL, NULL};
+  if (agent_path[0] == '/' && strncmp(agent_path, "/usr/", 5) != 0) {
+    snprintf(dir, sizeof dir, "%s", agent_path);
+    ro[0] = dirname(dir);
+  }
+  o.extra_ro_paths = ro;
+
+  al_ticket_outcome res;
+  al_error err = {0};
+  int r = al_ticket_run(&o, &res, &err);
+  if (o.show_agent_stdout && res.agent_stdout && res.agent_stdout[0] && !o.quiet) {
+    fputs(res.agent_stdout, stdout);
+    fflush(stdout);
+  }
+  if (!o.quiet) {
+    if (res.pr_url[0])
+      fprintf(stderr, "airlock ticket: pull request %s (a human must review it)\n", res.pr_url);
+    if (res.record_path[0])
+      fprintf(stderr, "airlock ticket: run record %s\n", res.record_path);
+  }
+  free(res.agent_stdout);
+  if (r < 0) {
+    fprintf(stderr, "airlock ticket: %s\n", err.msg);
+    return 1;
+  }
+  return 0;
+}

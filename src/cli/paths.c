@@ -1,0 +1,76 @@
+#include "paths.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int al_cli_self_dir(char *out, size_t outlen)
+{
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    return -1;
+  self[n] = '\0';
+  char *slash = strrchr(self, '/');
+  if (!slash)
+    return -1;
+  *slash = '\0';
+  snprintf(out, outlen, "%s", self);
+  return 0;
+}
+
+static int try(const char *dir, const char *rel, char *out, size_t outlen)
+{
+  if (!dir || !dir[0])
+    return -1;
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/%s", dir, rel);
+  if (access(p, R_OK) != 0)
+    return -1;
+  if (!realpath(p, out))
+    return -1;
+  (void)outlen;
+  return 0;
+}
+
+int al_cli_find_data(const char *rel, char *out, size_t outlen)
+{
+  if (try(getenv("AIRLOCK_DATA_DIR"), rel, out, outlen) == 0)
+    return 0;
+  /* build tree first when running from it, then the install location */
+  char self[PATH_MAX];
+  if (al_cli_self_dir(self, sizeof self) == 0 && strncmp(self, AIRLOCK_BUILD_ROOT, strlen(AIRLOCK_BUILD_ROOT)) == 0) {
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/examples", AIRLOCK_SOURCE_ROOT);
+    if (try(p, rel, out, outlen) == 0 || try(AIRLOCK_SOURCE_ROOT, rel, out, outlen) == 0)
+      return 0;
+  }
+  if (try(AIRLOCK_DATADIR, rel, out, outlen) == 0)
+    return 0;
+  errno = ENOENT;
+  return -1;
+}
+
+int al_cli_find_libexec(const char *name, char *out, size_t outlen)
+{
+  if (try(getenv("AIRLOCK_LIBEXEC_DIR"), name, out, outlen) == 0)
+    return 0;
+  char self[PATH_MAX];
+  if (al_cli_self_dir(self, sizeof self) == 0) {
+    if (try(self, name, out, outlen) == 0)
+      return 0;
+    if (strncmp(self, AIRLOCK_BUILD_ROOT, strlen(AIRLOCK_BUILD_ROOT)) == 0) {
+      char p[PATH_MAX];
+      snprintf(p, sizeof p, "%s/tests/forge-emulator", AIRLOCK_BUILD_ROOT);
+      if (try(p, name, out, outlen) == 0)
+        return 0;
+    }
+  }
+  if (try(AIRLOCK_LIBEXECDIR, name, out, outlen) == 0)
+    return 0;
+  errno = ENOENT;
+  return -1;
+}

@@ -1,0 +1,149 @@
+/* `airlock audit`: prove the escape budget from the forge's own API.
+ *
+ * airlock's worst case is "a hostile pull request that a human must
+ * review". That holds only when the target branch really requires that
+ * review and the bot (the GitHub App) cannot get around it. al_audit_run()
+ * reads the repository's settings through the GitHub REST API and judges
+ * each criterion below as PASS, WARN (holds, with a caution), FAIL, or
+ * UNKNOWN (the API did not let the token see it: never a pass). See
+ * docs/audit.md for what each one means and how to fix it.
+ *
+ * What it reads (GitHub REST API 2022-11-28; pages on docs.github.com/rest):
+ *   GET /app                                   Apps › "Get the authenticated app" (JWT)
+ *   GET /repos/{o}/{r}/installation            Apps › "Get a repository installation
+ *                                              for the authenticated app" (JWT): the
+ *                                              installation's id and permissions
+ *   GET /repos/{o}/{r}                         Repos › "Get a repository" (default branch)
+ *   GET /repos/{o}/{r}/branches/{b}/protection Branches › Branch protection › "Get branch
+ *                                              protection" (administration: read; 404
+ *                                              "Branch not protected" when only rulesets
+ *                                              protect it)
+ *   GET /repos/{o}/{r}/rules/branches/{b}      Repos › Rules › "Get rules for a branch"
+ *   GET /repos/{o}/{r}/rulesets, /{id}         Repos › Rules › "Get all repository
+ *                                              rulesets", "Get a repository ruleset"
+ *                                              (bypass_actors only for callers with
+ *                                              write access to the ruleset)
+ *   GET /repos/{o}/{r}/contents/{path}?ref=b   Repos › Contents › "Get repository
+ *                                              content" (CODEOWNERS in .github/, root,
+ *                                              docs/: GitHub Docs "About code owners")
+ * Classic protection and rulesets are both read and, criterion by
+ * criterion, the stricter wins (GitHub enforces every layer at once).
+ *
+ * Credentials (least privilege; never from a command line):
+ *   - opts.token: a token for the repository reads, e.g. a fine-grained
+ *     token of a repository admin with Administration: read, Contents: read,
+ *     Metadata: read on this one repository (the CLI takes it from
+ *     AIRLOCK_AUDIT_TOKEN or GITHUB_TOKEN). Preferred: the App then needs no
+ *     administration permission at all.
+ *   - opts.broker_config: the broker's config (the App id and key). The app
+ *     JWT reads the App and its installation on the repository (needed for
+ *     the app.* criteria and the bot's identity). When opts.token is NULL an
+ *     installation token is minted for the one repository with only
+ *     `administration: read` (if the installation holds administration),
+ *     `contents: read` (if it holds contents) and the implied
+ *     `metadata: read`, used for the reads, then revoked
+ *     (DELETE /installation/token) before al_audit_run returns.
+ *   Without the broker config the bot is named by opts.app_slug/app_id and
+ *   the app.* criteria are UNKNOWN.
+ *
+ * For `airlock ticket`: call al_audit_run() before leasing; refuse to run
+ * when it returns 0 with report.holds == false, unless the user passed
+ * --accept-unprotected (then record it in the run record and print it on
+ * every summary line); treat a negative return as "cannot tell" (refuse
+ * likewise). */
+#ifndef AL_FORGE_AUDIT_H
+#define AL_FORGE_AUDIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/error.h"
+
+typedef enum al_audit_status {
+  AL_AUDIT_PASS = 0,
+  AL_AUDIT_WARN = 1,    /* holds, but something should change */
+  AL_AUDIT_FAIL = 2,    /* does not hold */
+  AL_AUDIT_UNKNOWN = 3, /* the API did not show it to this token: never a pass */
+} al_audit_status;
+
+/* The criteria, in report order. */
+typedef enum al_audit_id {
+  AL_AC_PROTECTED = 0, /* branch.protected: classic protection or an active ruleset */
+  AL_AC_APPROVALS,     /* reviews.approvals: a pull request with >= 1 approving review */
+  AL_AC_CODE_OWNERS,   /* reviews.code_owners: code-owner review required */
+  AL_AC_STALE,         /* reviews.dismiss_stale: new pushes dismiss approvals */
+  AL_AC_LAST_PUSH,     /* reviews.last_push: last push approved by someone else */
+  AL_AC_FORCE_PUSH,    /* push.no_force_push */
+  AL_AC_DELETION,      /* push.no_deletion */
+  AL_AC_ADMINS,        /* admins.enforced: the rules bind administrators */
+  AL_AC_BYPASS,        /* bot.no_bypass: the App is on no bypass list */
+  AL_AC_CODEOWNER,     /* bot.not_code_owner */
+  AL_AC_PUSH_ALLOW,    /* bot.not_push_allowed: not listed in push restrictions */
+  AL_AC_APP_PERMS,     /* app.no_dangerous_permissions */
+  AL_AC_APP_SCOPE,     /* app.token_permissions: the two roles' and no more */
+  AL_AC_TAGS,          /* tags.protected (advisory: WARN when not) */
+  AL_AUDIT_N
+} al_audit_id;
+
+typedef struct al_audit_criterion {
+  const char *id;    /* static, e.g. "reviews.approvals" */
+  const char *title; /* static, one line */
+  bool required;     /* false: advisory (WARN/UNKNOWN never fail the audit) */
+  al_audit_status status;
+  char *evidence; /* malloc'd: what the API said, naming the source */
+  char *fix;      /* malloc'd when status != PASS, else NULL */
+} al_audit_criterion;
+
+typedef struct al_audit_opts {
+  const char *repo;          /* "owner/repo" (required) */
+  const char *branch;        /* NULL: the repository's default branch */
+  const char *api_url;       /* NULL: the broker config's, else https://api.github.com */
+  const char *ca_file;       /* NULL: the broker config's, else the system store */
+  const char *broker_config; /* path of the broker's YAML config, or NULL */
+  const char *token;         /* read token (caller keeps ownership; never logged), or NULL */
+  const char *token_source;  /* where it came from, for the report ("AIRLOCK_AUDIT_TOKEN") */
+  const char *app_slug;      /* the bot without a broker config (else NULL) */
+  long long app_id;          /* ditto, 0 = unknown */
+  uint64_t timeout_ms;       /* per request; 0 = 30 s */
+} al_audit_opts;
+
+typedef struct al_audit_report {
+  char repo[201];
+  char branch[256];
+  char api_url[256];
+  char app_slug[128]; /* "" when unknown */
+  long long app_id;   /* 0 when unknown */
+  long long installation_id;
+  char credentials[256]; /* how the reads were authenticated (no secret) */
+  al_audit_criterion c[AL_AUDIT_N];
+  bool holds; /* every required criterion is PASS or WARN */
+  int n_fail, n_unknown, n_warn;
+} al_audit_report;
+
+/* Run the audit. On success (0) *out is filled (free it with
+ * al_audit_report_free) whatever the verdict: read out->holds. Returns -1
+ * with err when the audit could not run at all: bad options (EINVAL), the
+ * broker config or key unreadable, the API unreachable (ECONNREFUSED,
+ * ETIMEDOUT), bad credentials (EACCES, HTTP 401), the repository or branch
+ * not found or not visible (ENOENT), the App not installed on it (ENOENT).
+ * A minted token is revoked on every path; a failed revocation is logged
+ * and recorded in out->credentials. */
+int al_audit_run(const al_audit_opts *opts, al_audit_report *out, al_error *err);
+
+void al_audit_report_free(al_audit_report *r);
+
+/* "PASS", "WARN", "FAIL", "UNKNOWN". */
+const char *al_audit_status_name(al_audit_status s);
+
+/* Human-readable report: one line per criterion, then its evidence and fix;
+ * a last line with the verdict. */
+void al_audit_format_text(const al_audit_report *r, FILE *f);
+
+/* The report as one JSON object (malloc'd string, caller frees):
+ * {"repo","branch","api","app":{"slug","id","installation_id"},"credentials",
+ *  "holds","counts":{"fail","unknown","warn"},
+ *  "criteria":[{"id","title","required","status","evidence","fix"}]} */
+char *al_audit_format_json(const al_audit_report *r);
+
+#endif

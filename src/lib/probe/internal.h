@@ -1,0 +1,119 @@
+/* Private to src/lib/probe: the catalogue's types and the context the
+ * outer process hands to the inner one. */
+#ifndef AL_PROBE_INTERNAL_H
+#define AL_PROBE_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "probe/probe.h"
+
+/* Inner-only verdict: the effect would land outside, the outer process
+ * decides (no outer evidence of an escape means blocked). */
+#define PR_PENDING 3
+
+#define PR_MAX_HASHES 128
+#define PR_MAX_ENV 64
+
+/* Everything the inner process knows, sent as JSON on its stdin. Nothing
+ * here is secret: host environment values travel only as truncated
+ * SHA-256 hashes. */
+typedef struct pr_ctx {
+  bool unconfined;        /* positive-control run on the host */
+  char nonce[17];         /* 16 hex chars, unique per run */
+  int canary_tcp;         /* host loopback ports of the canary (0 if none) */
+  int canary_tcp6;        /* on ::1 (0 if IPv6 is unavailable on the host) */
+  int canary_udp;
+  int canary_dns;
+  char canary_unix[64];   /* abstract unix name (without the leading NUL) */
+  char host_home[PATH_MAX]; /* the invoker's HOME on the host */
+  char canary_dir[PATH_MAX]; /* host directory holding a canary file `secret` */
+  char outer_cwd[PATH_MAX];
+  char proxy[64];         /* "127.0.0.1:PORT" of the proxy inside, or "" */
+  char allow_host[256];   /* an allowlisted host (first exact entry) or "" */
+  int allow_port;
+  char ws_path[PATH_MAX]; /* /workspace, /tmp inside; host temp dirs when unconfined */
+  char tmp_path[PATH_MAX];
+  uint64_t mem_limit, ws_size, tmp_size;
+  uint32_t pids, nofile;
+  int leaked_fd;          /* the fd number the outer left open on purpose */
+  pid_t outer_pid;
+  unsigned long long outer_start; /* field 22 of /proc/PID/stat */
+  char *env_allowed[PR_MAX_ENV];  /* variable names the sandbox may hold */
+  size_t n_env_allowed;
+  char host_hashes[PR_MAX_HASHES][17]; /* sha256(value)[0..16) of host env values */
+  size_t n_host_hashes;
+} pr_ctx;
+
+typedef struct pr_result {
+  int verdict; /* al_probe_verdict or PR_PENDING */
+  char evidence[AL_PROBE_EVIDENCE_MAX];
+} pr_result;
+
+enum {
+  PR_PREFLIGHT = 1u << 0,  /* part of the fast subset */
+  PR_SIGSYS_BLOCKS = 1u << 1, /* death by SIGSYS means the filter held */
+  PR_KILL_BLOCKS = 1u << 2,   /* death by SIGKILL means a limit held (OOM) */
+  PR_OUTER = 1u << 3,         /* the outer process adds a judgment */
+};
+
+typedef struct pr_probe {
+  const char *id;
+  const char *group;
+  const char *tries;  /* one line: what it attempts */
+  const char *judged; /* one line: how the verdict is reached */
+  const char *source; /* man page, CVE, writeup */
+  void (*run)(const pr_ctx *ctx, pr_result *r);
+  unsigned flags;
+  int timeout_ms; /* 0: 3000 */
+} pr_probe;
+
+extern const pr_probe pr_catalogue[];
+extern const size_t pr_catalogue_len;
+
+/* Defined in probes_*.c, listed in catalogue.c. */
+#define PR_DECL(fn) void fn(const pr_ctx *ctx, pr_result *r)
+
+/* Result helpers: printf into r->evidence and set the verdict. */
+void pr_set(pr_result *r, int verdict, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define pr_blocked(r, ...) pr_set((r), AL_PROBE_BLOCKED, __VA_ARGS__)
+#define pr_escaped(r, ...) pr_set((r), AL_PROBE_ESCAPED, __VA_ARGS__)
+#define pr_inconclusive(r, ...) pr_set((r), AL_PROBE_INCONCLUSIVE, __VA_ARGS__)
+#define pr_pending(r, ...) pr_set((r), PR_PENDING, __VA_ARGS__)
+
+/* The marker a probe puts in whatever it sends out ("alprobe-<id>-<nonce>",
+ * dots of the id as dashes), so the canary log says which probe got out. */
+void pr_marker(const pr_ctx *ctx, const char *id, char *out, size_t len);
+/* errno name ("EPERM"), never NULL. */
+const char *pr_errname(int e);
+
+/* Fork, run fn(arg) in the child (own process group), return its int
+ * result through a pipe; -ETIMEDOUT after timeout_ms, -(128+sig) when
+ * killed. Used by probes that must not disturb the probe process. */
+int pr_in_child(int (*fn)(void *arg), void *arg, int timeout_ms);
+
+/* Network helpers (probes_net.c). */
+int pr_tcp_connect(int family, const char *addr, int port, int timeout_ms, int *err_out);
+
+/* JSON context (inner.c / outer.c). */
+char *pr_ctx_to_json(const pr_ctx *ctx);
+int pr_ctx_from_json(const char *text, pr_ctx *ctx);
+void pr_ctx_free(pr_ctx *ctx);
+
+/* The canary process (canary.c). */
+typedef struct pr_canary {
+  pid_t pid;
+  int log_fd; /* read end: records "KIND LEN\n<bytes>\n" */
+  int tcp, tcp6, udp, dns;
+  char unix_name[64];
+  int proxy_port; /* the open proxy (unconfined) or 0 */
+} pr_canary;
+
+int pr_canary_start(pr_canary *c, const char *nonce, bool open_proxy, al_error *err);
+/* Stop it and read its whole log into a malloc'd buffer (*log, *len). */
+void pr_canary_stop(pr_canary *c, char **log, size_t *len);
+
+#endif

@@ -1,0 +1,666 @@
+/* The ticket supervisor. See ticket.h for the phases and guarantees. */
+#include "run/ticket.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker/client.h"
+#include "common/log.h"
+#include "common/redact.h"
+#include "common/util.h"
+#include "policy/policy.h"
+#include "proxy/host.h"
+#include "run/run.h"
+
+#define AGENT_STDOUT_CAP (4u << 20)
+#define AUDIT_CAP (8u << 20)
+#define MAX_DECISIONS 20000
+
+int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned long *number,
+                           al_error *err)
+{
+  const char *hash = strchr(s, '#');
+  const char *slash = strchr(s, '/');
+  if (!hash || !slash || slash > hash || slash == s || slash + 1 == hash)
+    return al_make_error(err, 0, "ticket `%s`: expected OWNER/REPO#NUMBER", s);
+  size_t rl = (size_t)(hash - s);
+  if (rl >= repolen || rl > 140)
+    return al_make_error(err, 0, "ticket `%s`: repository name too long", s);
+  for (const char *p = s; p < hash; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.' || p == slash))
+      return al_make_error(err, 0, "ticket `%s`: OWNER/REPO may hold only A-Z a-z 0-9 - _ .", s);
+  if (strchr(slash + 1, '/') && strchr(slash + 1, '/') < hash)
+    return al_make_error(err, 0, "ticket `%s`: expected OWNER/REPO#NUMBER", s);
+  if (s[0] == '.' || slash[1] == '.')
+    return al_make_error(err, 0, "ticket `%s`: a name may not start with `.`", s);
+  const char *n = hash + 1;
+  if (!*n || *n == '0' || strlen(n) > 9)
+    return al_make_error(err, 0, "ticket `%s`: NUMBER must be 1 to 999999999", s);
+  for (const char *p = n; *p; p++)
+    if (!isdigit((unsigned char)*p))
+      return al_make_error(err, 0, "ticket `%s`: NUMBER must be decimal digits", s);
+  memcpy(repo, s, rl);
+  repo[rl] = '\0';
+  *number = strtoul(n, NULL, 10);
+  return 0;
+}
+
+/* ---- the run ---- */
+
+struct phase {
+  const char *name;
+  uint64_t ms;
+  const char *status; /* "ok", "failed", "skipped", "warn" */
+  char *detail;
+};
+
+struct ticket {
+  const al_ticket_opts *o;
+  al_policy *policy;
+  char repo[160];
+  unsigned long number;
+  char run_id[33];
+  char branch[256];
+  json_t *rec;
+  struct phase phases[12];
+  size_t nphases;
+  uint64_t t0;
+  bool interrupted;
+  /* secrets: only between lease and sandbox start */
+  char **env;
+  size_t nenv;
+  al_lease *lease;
+};
+
+static bool interrupted(struct ticket *t)
+{
+  sigset_t p;
+  if (sigpending(&p) == 0 && (sigismember(&p, SIGINT) || sigismember(&p, SIGTERM)))
+    t->interrupted = true;
+  return t->interrupted;
+}
+
+__attribute__((format(printf, 4, 5))) static void phase_end(struct ticket *t, uint64_t start,
+                                                            const char *status, const char *fmt,
+                                                            ...);
+static void phase_end(struct ticket *t, uint64_t start, const char *status, const char *fmt, ...)
+{
+  struct phase *ph = &t->phases[t->nphases - 1];
+  ph->ms = al_now_ms() - start;
+  ph->status = status;
+  if (fmt) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&ph->detail, fmt, ap) < 0)
+      ph->detail = NULL;
+    va_end(ap);
+  }
+  if (!t->o->quiet) {
+    al_autofree char *clean = al_redact(ph->detail ? ph->detail : "");
+    fprintf(stderr, "airlock ticket: %-9s %-7s %5llu ms  %s\n", ph->name, status,
+            (unsigned long long)ph->ms, clean);
+  }
+}
+
+static uint64_t phase_begin(struct ticket *t, const char *name)
+{
+  if (t->nphases < AL_ARRAY_SIZE(t->phases))
+    t->phases[t->nphases++] = (struct phase){.name = name, .status = "running"};
+  return al_now_ms();
+}
+
+static void env_add(struct ticket *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void env_add(struct ticket *t, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  if (vasprintf(&s, fmt, ap) < 0)
+    abort();
+  va_end(ap);
+  t->env = al_xrealloc(t->env, (t->nenv + 2) * sizeof(char *));
+  t->env[t->nenv++] = s;
+  t->env[t->nenv] = NULL;
+}
+
+/* Wipe every environment string: called right after the sandbox started,
+ * before the proxy is forked; from here on the supervisor holds no token. */
+static void wipe_env(void *ctx)
+{
+  struct ticket *t = ctx;
+  for (size_t i = 0; i < t->nenv; i++) {
+    explicit_bzero(t->env[i], strlen(t->env[i]));
+    free(t->env[i]);
+  }
+  free(t->env);
+  t->env = NULL;
+  t->nenv = 0;
+}
+
+static int sealed_memfd(const char *name, size_t cap, al_error *err)
+{
+  int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0)
+    return al_make_error(err, errno, "memfd_create %s", name);
+  /* A fixed size and no growth: a chatty agent or proxy cannot fill the
+   * host's memory, writes past the cap fail. The shared file offset tells
+   * us afterwards how much was written. */
+  if (ftruncate(fd, (off_t)cap) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK) < 0) {
+    int e = errno;
+    close(fd);
+    return al_make_error(err, e, "size %s", name);
+  }
+  return fd;
+}
+
+static char *read_memfd(int fd, size_t *len)
+{
+  off_t end = lseek(fd, 0, SEEK_CUR);
+  if (end < 0)
+    end = 0;
+  char *buf = al_xmalloc((size_t)end + 1);
+  ssize_t n = pread(fd, buf, (size_t)end, 0);
+  if (n < 0)
+    n = 0;
+  buf[n] = '\0';
+  /* NULs would cut the text short; make them visible instead */
+  for (ssize_t i = 0; i < n; i++)
+    if (buf[i] == '\0')
+      buf[i] = '?';
+  *len = (size_t)n;
+  return buf;
+}
+
+/* Is host:port of an https URL in the allowlist? */
+static bool url_allowed(const al_policy *p, const char *url, char *host, size_t hostlen,
+                        uint16_t *port)
+{
+  if (strncmp(url, "https://", 8) != 0)
+    return false;
+  const char *h = url + 8;
+  size_t hl = strcspn(h, ":/");
+  al_host canon;
+  const char *why;
+  if (al_host_canonicalize(h, hl, &canon, &why) < 0)
+    return false;
+  *port = 443;
+  if (h[hl] == ':' && al_port_parse(h + hl + 1, strcspn(h + hl + 1, "/"), port, &why) < 0)
+    return false;
+  snprintf(host, hostlen, "%s", canon.name);
+  for (size_t i = 0; i < p->network.n_allow; i++) {
+    const al_net_allow *a = &p->network.allow[i];
+    if (!a->wildcard && a->port == *port && strcmp(a->host, canon.name) == 0)
+      return a->tls;
+  }
+  return false;
+}
+
+static json_t *decisions_from(const char *text)
+{
+  json_t *arr = json_array();
+  const char *p = text;
+  while (*p && json_array_size(arr) < MAX_DECISIONS) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    if (n > 0) {
+      json_t *j = json_loadb(p, n, 0, NULL);
+      json_array_append_new(arr, j && json_is_object(j) ? j : json_pack("{s:s%}", "unparsed", p, n));
+      if (j && !json_is_object(j))
+        json_decref(j);
+    }
+    if (!nl)
+      break;
+    p = nl + 1;
+  }
+  return arr;
+}
+
+/* The agent's own report: the last `AIRLOCK_RESULT {json}` line. The agent
+ * is untrusted: only a PR URL under the forge's web URL for this repository
+ * is accepted. */
+static void agent_result(struct ticket *t, const char *out, al_ticket_outcome *res)
+{
+  const char *last = NULL;
+  for (const char *p = strstr(out, "AIRLOCK_RESULT "); p; p = strstr(p + 1, "AIRLOCK_RESULT "))
+    if (p == out || p[-1] == '\n')
+      last = p;
+  json_t *attempts = json_array();
+  for (const char *p = strstr(out, "AIRLOCK_ATTEMPT "); p; p = strstr(p + 1, "AIRLOCK_ATTEMPT ")) {
+    if (p != out && p[-1] != '\n')
+      continue;
+    const char *s = p + 16;
+    json_t *j = json_loadb(s, strcspn(s, "\n"), 0, NULL);
+    if (j && json_is_object(j) && json_array_size(attempts) < 200)
+      json_array_append_new(attempts, j);
+    else
+      json_decref(j);
+  }
+  json_object_set_new(t->rec, "agent_attempts", attempts);
+  if (!last)
+    return;
+  const char *s = last + 15;
+  json_t *j = json_loadb(s, strcspn(s, "\n"), 0, NULL);
+  const char *url = j ? json_string_value(json_object_get(j, "pr_url")) : NULL;
+  char prefix[1024];
+  snprintf(prefix, sizeof prefix, "%s/%s/pull/", t->policy->forge.git_url, t->repo);
+  bool ok = url && strncmp(url, prefix, strlen(prefix)) == 0 && strlen(url) < sizeof res->pr_url;
+  if (ok) {
+    const char *num = url + strlen(prefix);
+    ok = *num && strspn(num, "0123456789") == strlen(num);
+  }
+  if (ok)
+    snprintf(res->pr_url, sizeof res->pr_url, "%s", url);
+  json_object_set_new(t->rec, "pull_request",
+                      ok ? json_pack("{s:s, s:s}", "url", url, "branch", t->branch)
+                         : json_pack("{s:n, s:s}", "url", "rejected_report",
+                                     url ? "the agent reported a URL outside this repository"
+                                         : "no pull request reported"));
+  json_decref(j);
+}
+
+static int write_record(struct ticket *t, al_ticket_outcome *res, al_error *err)
+{
+  json_t *phases = json_array();
+  for (size_t i = 0; i < t->nphases; i++)
+    json_array_append_new(phases, json_pack("{s:s, s:I, s:s, s:s?}", "name", t->phases[i].name,
+                                            "ms", (json_int_t)t->phases[i].ms, "status",
+                                            t->phases[i].status, "detail", t->phases[i].detail));
+  json_object_set_new(t->rec, "phases", phases);
+  json_object_set_new(t->rec, "duration_ms", json_integer((json_int_t)(al_now_ms() - t->t0)));
+  json_object_set_new(t->rec, "interrupted", json_boolean(t->interrupted));
+  char *text = json_dumps(t->rec, JSON_INDENT(2) | JSON_SORT_KEYS);
+  if (!text)
+    return al_make_error(err, ENOMEM, "run record");
+  /* Belt and braces: nothing token-shaped ever reaches the disk. */
+  al_autofree char *clean = al_redact(text);
+  free(text);
+
+  char path[4096];
+  if (t->o->record_path) {
+    snprintf(path, sizeof path, "%s", t->o->record_path);
+  } else {
+    const char *state = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char dir[3800];
+    if (state && state[0] == '/')
+      snprintf(dir, sizeof dir, "%s/airlock/runs", state);
+    else
+      snprintf(dir, sizeof dir, "%s/.local/state/airlock/runs", home && home[0] == '/' ? home : "/tmp");
+    for (char *q = dir + 1; *q; q++)
+      if (*q == '/') {
+        *q = '\0';
+        mkdir(dir, 0700);
+        *q = '/';
+      }
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/%s.json", dir, t->run_id);
+  }
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return al_make_error(err, errno, "run record `%s`", path);
+  int r = al_write_all(fd, clean, strlen(clean));
+  if (r == 0)
+    r = al_write_all(fd, "\n", 1);
+  close(fd);
+  if (r < 0)
+    return al_make_error(err, -r, "write run record `%s`", path);
+  snprintf(res->record_path, sizeof res->record_path, "%s", path);
+  if (t->o->json)
+    printf("%s\n", clean);
+  return 0;
+}
+
+static void block_signals(void)
+{
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGQUIT);
+  sigaddset(&set, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+static char *iso_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  char buf[40];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return al_xstrdup(buf);
+}
+
+/* Phase: load and check the policy against the ticket. */
+static int do_policy(struct ticket *t, al_error *err)
+{
+  uint64_t s = phase_begin(t, "policy");
+  if (!t->o->policy_path) {
+    phase_end(t, s, "failed", "no policy given");
+    return al_make_error(err, 0, "a ticket run needs a policy (-p FILE) with network, "
+                                 "credentials and forge sections; see docs/policy.md");
+  }
+  if (al_policy_load_file(t->o->policy_path, &t->policy, err) < 0) {
+    phase_end(t, s, "failed", "%s", err->msg);
+    return -1;
+  }
+  al_policy *p = t->policy;
+  json_object_set_new(t->rec, "policy", json_pack("{s:s, s:s}", "source", p->source, "sha256",
+                                                  al_policy_sha256(p)));
+  const char *why = NULL;
+  if (!p->credentials.present)
+    why = "the policy has no credentials section (where is the broker?)";
+  else if (!p->network.present)
+    why = "the policy has no network section: the agent could reach neither the API nor git";
+  else if (p->credentials.git.present && p->credentials.git.repo &&
+           strcmp(p->credentials.git.repo, t->repo) != 0)
+    why = "credentials.git.repo is not the ticket's repository";
+  else if (p->credentials.ticket.present && p->credentials.ticket.repo &&
+           strcmp(p->credentials.ticket.repo, t->repo) != 0)
+    why = "credentials.ticket.repo is not the ticket's repository";
+  char host[256];
+  uint16_t port;
+  if (!why && !url_allowed(p, p->forge.api_url, host, sizeof host, &port))
+    why = "forge.api_url's host:port is not in network.allow (with tls)";
+  if (!why && !url_allowed(p, p->forge.git_url, host, sizeof host, &port))
+    why = "forge.git_url's host:port is not in network.allow (with tls)";
+  if (!why && p->forge.ca_file && access(p->forge.ca_file, R_OK) < 0)
+    why = "forge.ca_file is not readable";
+  if (why) {
+    phase_end(t, s, "failed", "%s", why);
+    return al_make_error(err, 0, "policy `%s`: %s", p->source, why);
+  }
+  phase_end(t, s, "ok", "sha256:%.12s, %zu allowed destinations", al_policy_sha256(p),
+            p->network.n_allow);
+  return 0;
+}
+
+static int do_lease(struct ticket *t, al_error *err)
+{
+  uint64_t s = phase_begin(t, "lease");
+  al_lease_request rq = {.git_repo = t->repo, .ticket_repo = t->repo,
+                         .ttl_ms = t->policy->credentials.ttl_ms};
+  if (al_lease_open(t->policy->credentials.broker, &rq, &t->lease, err) < 0) {
+    phase_end(t, s, "failed", "%s", err->msg);
+    return al_error_wrap(err, "broker `%s`", t->policy->credentials.broker);
+  }
+  json_t *toks = json_array();
+  for (int r = 0; r < AL_ROLE_COUNT; r++) {
+    if (!al_lease_fingerprint(t->lease, (al_role)r))
+      continue;
+    json_array_append_new(
+        toks, json_pack("{s:s, s:s, s:s?, s:s?, s:s?}", "role", al_role_name((al_role)r),
+                        "fingerprint", al_lease_fingerprint(t->lease, (al_role)r), "repo",
+                        al_lease_repo(t->lease, (al_role)r), "permissions",
+                        al_lease_permissions(t->lease, (al_role)r), "expires_at",
+                        al_lease_token_expires_at(t->lease, (al_role)r)));
+  }
+  json_object_set_new(t->rec, "lease", json_pack("{s:s?, s:I, s:s?, s:o}", "id", al_lease_id(t->lease),
+                                                 "ttl_ms", (json_int_t)al_lease_ttl_ms(t->lease),
+                                                 "expires_at", al_lease_expires_at(t->lease),
+                                                 "tokens", toks));
+  if (!al_lease_token(t->lease, AL_ROLE_GIT) || !al_lease_token(t->lease, AL_ROLE_TICKET)) {
+    phase_end(t, s, "failed", "the broker did not lease both tokens");
+    return al_make_error(err, 0, "the broker did not lease both a git and a ticket token");
+  }
+  phase_end(t, s, "ok", "git %s, ticket %s (lease %s)", al_lease_fingerprint(t->lease, AL_ROLE_GIT),
+            al_lease_fingerprint(t->lease, AL_ROLE_TICKET), al_lease_id(t->lease));
+  return 0;
+}
+
+static void build_env(struct ticket *t)
+{
+  const al_policy *p = t->policy;
+  env_add(t, "AIRLOCK_RUN_ID=%s", t->run_id);
+  env_add(t, "AIRLOCK_REPO=%s", t->repo);
+  env_add(t, "AIRLOCK_TICKET=%lu", t->number);
+  env_add(t, "AIRLOCK_API_URL=%s", p->forge.api_url);
+  env_add(t, "AIRLOCK_GIT_URL=%s/%s.git", p->forge.git_url, t->repo);
+  env_add(t, "AIRLOCK_BRANCH=%s", t->branch);
+  env_add(t, "AIRLOCK_BASE_BRANCH=%s", p->base_branch ? p->base_branch : "");
+  env_add(t, "AIRLOCK_GIT_TOKEN=%s", al_lease_token(t->lease, AL_ROLE_GIT));
+  env_add(t, "AIRLOCK_TICKET_TOKEN=%s", al_lease_token(t->lease, AL_ROLE_TICKET));
+  /* git, configured through the environment only: the credential helper
+   * reads the token from the environment when git asks, so it is never in
+   * .git/config, a remote URL or a command line. Only https, no prompts. */
+  env_add(t, "GIT_CONFIG_COUNT=2");
+  env_add(t, "GIT_CONFIG_KEY_0=credential.helper");
+  env_add(t, "GIT_CONFIG_VALUE_0=!f() { test \"$1\" = get || exit 0; "
+             "echo username=x-access-token; echo \"password=$AIRLOCK_GIT_TOKEN\"; }; f");
+  env_add(t, "GIT_CONFIG_KEY_1=credential.useHttpPath");
+  env_add(t, "GIT_CONFIG_VALUE_1=false");
+  env_add(t, "GIT_ALLOW_PROTOCOL=https");
+  env_add(t, "GIT_TERMINAL_PROMPT=0");
+  env_add(t, "GIT_AUTHOR_NAME=airlock[bot]");
+  env_add(t, "GIT_AUTHOR_EMAIL=airlock-bot@users.noreply.localhost");
+  env_add(t, "GIT_COMMITTER_NAME=airlock[bot]");
+  env_add(t, "GIT_COMMITTER_EMAIL=airlock-bot@users.noreply.localhost");
+  if (p->forge.ca_file) {
+    env_add(t, "SSL_CERT_FILE=%s", p->forge.ca_file);
+    env_add(t, "CURL_CA_BUNDLE=%s", p->forge.ca_file);
+    env_add(t, "GIT_SSL_CAINFO=%s", p->forge.ca_file);
+    env_add(t, "REQUESTS_CA_BUNDLE=%s", p->forge.ca_file);
+    env_add(t, "NODE_EXTRA_CA_CERTS=%s", p->forge.ca_file);
+  }
+}
+
+static int do_release(struct ticket *t, al_ticket_outcome *res, al_error *err)
+{
+  if (!t->lease)
+    return 0;
+  uint64_t s = phase_begin(t, "release");
+  al_lease_result lr;
+  memset(&lr, 0, sizeof lr);
+  al_error e = {0};
+  int r = al_lease_release(t->lease, true, &lr, &e);
+  t->lease = NULL;
+  json_t *toks = json_array();
+  size_t dead = 0;
+  for (size_t i = 0; i < lr.n && i < AL_ROLE_COUNT; i++) {
+    json_array_append_new(toks, json_pack("{s:s, s:s, s:b, s:b, s:s?}", "role",
+                                          al_role_name(lr.tokens[i].role), "fingerprint",
+                                          lr.tokens[i].fingerprint, "revoked", lr.tokens[i].revoked,
+                                          "confirmed_401", lr.tokens[i].confirmed, "error",
+                                          lr.tokens[i].error[0] ? lr.tokens[i].error : NULL));
+    if (lr.tokens[i].revoked && lr.tokens[i].confirmed)
+      dead++;
+  }
+  res->tokens_dead = r == 0 && lr.answered && dead == lr.n && lr.n == AL_ROLE_COUNT;
+  json_object_set_new(t->rec, "revocation",
+                      json_pack("{s:b, s:s, s:o, s:b, s:s?}", "answered", lr.answered, "reason",
+                                lr.reason, "tokens", toks, "all_dead", res->tokens_dead, "error",
+                                r < 0 ? e.msg : NULL));
+  if (!res->tokens_dead) {
+    phase_end(t, s, "failed", "tokens not confirmed dead: %s", r < 0 ? e.msg : "see record");
+    return al_make_error(err, r < 0 ? e.code : 0, "revocation: %s",
+                         r < 0 ? e.msg : "not every token was confirmed dead");
+  }
+  phase_end(t, s, "ok", "%zu tokens revoked, each confirmed 401", dead);
+  return 0;
+}
+
+/* Phase: the escape budget from the forge's API (issue #8). */
+static int do_audit(struct ticket *t, al_error *err)
+{
+  uint64_t s = phase_begin(t, "audit");
+  (void)err;
+  json_object_set_new(t->rec, "audit", json_pack("{s:s}", "status", "not-built"));
+  phase_end(t, s, "skipped", "airlock audit is not built into this version");
+  return 0;
+}
+
+/* Phase: a fast subset of the probe catalogue in a throwaway sandbox. */
+static int do_preflight(struct ticket *t, al_error *err)
+{
+  uint64_t s = phase_begin(t, "preflight");
+  (void)err;
+  json_object_set_new(t->rec, "preflight", json_pack("{s:s}", "status", "not-built"));
+  phase_end(t, s, "skipped", "airlock probe is not built into this version");
+  return 0;
+}
+
+/* Phase: what the human reviewer should look at (files that run outside
+ * the sandbox, token values or patterns in the diff, PR body, comments). */
+static void do_review(struct ticket *t)
+{
+  uint64_t s = phase_begin(t, "review");
+  json_object_set_new(t->rec, "review", json_pack("{s:s}", "status", "not-built"));
+  phase_end(t, s, "skipped", "review not built yet");
+}
+
+int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err)
+{
+  memset(res, 0, sizeof *res);
+  res->agent_status = -1;
+  struct ticket t = {.o = o, .t0 = al_now_ms()};
+  block_signals();
+  if (al_random_hex(t.run_id, 8, err) < 0)
+    return -1;
+  snprintf(res->run_id, sizeof res->run_id, "%s", t.run_id);
+  t.rec = json_object();
+  al_autofree char *started = iso_now();
+  json_object_set_new(t.rec, "schema", json_string("airlock.run-record/1"));
+  json_object_set_new(t.rec, "run_id", json_string(t.run_id));
+  json_object_set_new(t.rec, "started_at", json_string(started));
+  json_object_set_new(t.rec, "accept_unprotected", json_boolean(o->accept_unprotected));
+  json_t *argv = json_array();
+  for (char *const *a = o->agent_argv; a && *a; a++)
+    json_array_append_new(argv, json_string(*a));
+  json_object_set_new(t.rec, "agent", json_pack("{s:o}", "argv", argv));
+
+  int rc = -1;
+  int audit_fd = -1, out_fd = -1;
+  if (al_ticket_parse_target(o->target, t.repo, sizeof t.repo, &t.number, err) < 0)
+    goto done;
+  json_object_set_new(t.rec, "ticket", json_pack("{s:s, s:I}", "repo", t.repo, "number",
+                                                 (json_int_t)t.number));
+  if (do_policy(&t, err) < 0)
+    goto done;
+  snprintf(t.branch, sizeof t.branch, "%s%lu-%.8s", t.policy->branch_prefix, t.number, t.run_id);
+
+  if (interrupted(&t) || do_audit(&t, err) < 0)
+    goto done;
+  if (interrupted(&t) || do_lease(&t, err) < 0)
+    goto done;
+  if (interrupted(&t) || do_preflight(&t, err) < 0)
+    goto done;
+  if (interrupted(&t))
+    goto done;
+
+  /* The sandbox. */
+  {
+    uint64_t s = phase_begin(&t, "agent");
+    if ((audit_fd = sealed_memfd("airlock-audit", AUDIT_CAP, err)) < 0 ||
+        (out_fd = sealed_memfd("airlock-agent-stdout", AGENT_STDOUT_CAP, err)) < 0) {
+      phase_end(&t, s, "failed", "%s", err->msg);
+      goto done;
+    }
+    build_env(&t);
+    size_t nro = 0;
+    const char *ro[34];
+    for (const char *const *p = o->extra_ro_paths; p && *p && nro < 32; p++)
+      ro[nro++] = *p;
+    if (t.policy->forge.ca_file)
+      ro[nro++] = t.policy->forge.ca_file;
+    ro[nro] = NULL;
+    al_run_opts ro_opts = {
+        .policy = t.policy,
+        .argv = o->agent_argv,
+        .env = t.env,
+        .timeout_ms = o->timeout_ms,
+        .audit_fd = audit_fd,
+        .run_id = t.run_id,
+        .quiet = o->quiet,
+        .extra_ro_paths = ro,
+        .stdout_fd = out_fd,
+        .after_start = wipe_env,
+        .after_start_ctx = &t,
+    };
+    int status = 125;
+    al_error re = {0};
+    int r = al_run_command(&ro_opts, &status, &re);
+    wipe_env(&t);
+    res->agent_status = r < 0 ? -1 : status;
+    size_t n = 0;
+    al_autofree char *audit = read_memfd(audit_fd, &n);
+    json_t *decisions = decisions_from(audit);
+    size_t denied = 0;
+    for (size_t i = 0; i < json_array_size(decisions); i++) {
+      const char *d = json_string_value(json_object_get(json_array_get(decisions, i), "decision"));
+      if (d && strcmp(d, "deny") == 0)
+        denied++;
+    }
+    json_object_set_new(t.rec, "proxy_decisions", decisions);
+    res->agent_stdout = read_memfd(out_fd, &n);
+    agent_result(&t, res->agent_stdout, res);
+    json_object_set_new(json_object_get(t.rec, "agent"), "exit_status", json_integer(status));
+    json_object_set_new(json_object_get(t.rec, "agent"), "timed_out", json_boolean(status == 124));
+    if (r < 0) {
+      json_object_set_new(json_object_get(t.rec, "agent"), "error", json_string(re.msg));
+      phase_end(&t, s, "failed", "%s", re.msg);
+      *err = re;
+    } else {
+      phase_end(&t, s, status == 0 ? "ok" : "failed", "exit %d, %zu proxy decisions (%zu denied)%s%s",
+                status, json_array_size(decisions), denied, res->pr_url[0] ? ", " : "", res->pr_url);
+      if (status != 0)
+        al_make_error(err, 0, "the agent exited with status %d%s", status,
+                      status == 124 ? " (timeout)" : "");
+      else
+        rc = 0;
+    }
+  }
+
+done:
+  wipe_env(&t);
+  {
+    al_error re = {0};
+    if (do_release(&t, res, &re) < 0 && rc == 0) {
+      *err = re;
+      rc = -1;
+    }
+  }
+  if (t.policy && json_object_get(t.rec, "lease"))
+    do_review(&t);
+  if (t.interrupted) {
+    if (rc == 0)
+      rc = -1;
+    al_make_error(err, EINTR, "interrupted");
+  }
+  if (rc < 0)
+    json_object_set_new(t.rec, "error", json_string(err->msg));
+  al_autofree char *ended = iso_now();
+  json_object_set_new(t.rec, "ended_at", json_string(ended));
+  {
+    al_error we = {0};
+    if (write_record(&t, res, &we) < 0) {
+      al_error_log("%s", we.msg);
+      if (rc == 0) {
+        *err = we;
+        rc = -1;
+      }
+    }
+  }
+  if (audit_fd >= 0)
+    close(audit_fd);
+  if (out_fd >= 0)
+    close(out_fd);
+  for (size_t i = 0; i < t.nphases; i++)
+    free(t.phases[i].detail);
+  json_decref(t.rec);
+  al_policy_free(t.policy);
+  return rc;
+}

@@ -18,24 +18,23 @@
 
 static void usage(FILE *out)
 {
-  fprintf(out,
-          "usage: airlock audit OWNER/REPO [--branch B] [--json] [--config BROKER.yaml]\n"
-          "                     [--api URL] [--cacert FILE] [--app SLUG [--app-id N]]\n"
-          "  -b, --branch B       the branch to audit (default: the repository's default)\n"
-          "  -j, --json           the report as JSON on stdout\n"
-          "  -c, --config FILE    the broker's config: the App's id and key; reads the App's\n"
-          "                       installation and, without a token below, mints a\n"
-          "                       read-only installation token (revoked at the end)\n"
-          "      --api URL        REST API base (default: the config's, else\n"
-          "                       https://api.github.com)\n"
-          "      --cacert FILE    trust anchors for the API (PEM)\n"
-          "      --app SLUG       the App without --config (its bypass/code-owner checks)\n"
-          "      --app-id N       the App's numeric id without --config (ruleset bypass)\n"
-          "      --timeout D      per request (default 30s)\n"
-          "environment: AIRLOCK_AUDIT_TOKEN, else GITHUB_TOKEN: a token for the reads\n"
-          "  (least privilege: Administration: read, Contents: read, Metadata: read on the\n"
-          "  one repository). Tokens are never accepted on the command line.\n"
-          "exit: 0 the escape budget holds, 1 it does not (FAIL or UNKNOWN), 2 error\n");
+  fprintf(out, "usage: airlock audit OWNER/REPO [--branch B] [--json] [--config BROKER.yaml]\n"
+               "                     [--api URL] [--cacert FILE] [--app SLUG [--app-id N]]\n"
+               "  -b, --branch B       the branch to audit (default: the repository's default)\n"
+               "  -j, --json           the report as JSON on stdout\n"
+               "  -c, --config FILE    the broker's config: the App's id and key; reads the App's\n"
+               "                       installation and, without a token below, mints a\n"
+               "                       read-only installation token (revoked at the end)\n"
+               "      --api URL        REST API base (default: the config's, else\n"
+               "                       https://api.github.com)\n"
+               "      --cacert FILE    trust anchors for the API (PEM)\n"
+               "      --app SLUG       the App without --config (its bypass/code-owner checks)\n"
+               "      --app-id N       the App's numeric id without --config (ruleset bypass)\n"
+               "      --timeout D      per request (default 30s)\n"
+               "environment: AIRLOCK_AUDIT_TOKEN, else GITHUB_TOKEN: a token for the reads\n"
+               "  (least privilege: Administration: read, Contents: read, Metadata: read on the\n"
+               "  one repository). Tokens are never accepted on the command line.\n"
+               "exit: 0 the escape budget holds, 1 it does not (FAIL or UNKNOWN), 2 error\n");
 }
 
 int cmd_audit(int argc, char **argv)

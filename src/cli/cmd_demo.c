@@ -343,8 +343,14 @@ static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
       const char *outcome = json_string_value(json_object_get(a, "outcome"));
       const char *ev = json_string_value(json_object_get(a, "evidence"));
       bool allowed = id && (strcmp(id, "open-pr") == 0 || strcmp(id, "keep-token") == 0);
-      printf("  %-9s %s\n            %s\n", outcome ? outcome : "?", what ? what : "?",
-             ev ? ev : "");
+      if (id && strcmp(id, "keep-token") == 0)
+        printf("  %-9s %s\n            %s\n", "kept", what ? what : "?",
+               res->tokens_dead ? "worthless: the token was revoked and confirmed dead as the run "
+                                  "ended; /tmp and ~/.cache vanished with the sandbox"
+                                : "THE TOKEN IS NOT CONFIRMED DEAD");
+      else
+        printf("  %-9s %s\n            %s\n", outcome ? outcome : "?", what ? what : "?",
+               ev ? ev : "");
       if (outcome && strcmp(outcome, "succeeded") == 0 && !allowed)
         bad++;
     }

@@ -16,9 +16,11 @@ first flights, talking only to a proxy on 127.0.0.1.
       the CONNECT itself was refused
   proxyclient.py slow PORT             slowloris: one byte per second; prints
       the status and the seconds until the proxy answered
-  proxyclient.py flood PORT N          open N connections at once, send a
-      CONNECT on each, print "<n 200> <n 503 conn-limit> <n other>"
+  proxyclient.py flood PORT N OTHER    open N connections at once, send a
+      CONNECT on each, print "<n 200> <n 503 conn-limit> <n other>" and the
+      answer to one CONNECT on port OTHER made while they are all open
 """
+import os
 import socket
 import ssl
 import struct
@@ -26,6 +28,7 @@ import sys
 import time
 
 HOST = "127.0.0.1"
+TARGET = os.environ.get("ALLOWED_TARGET", "allowed.test:443")
 
 
 def read_head(s, timeout=5.0):
@@ -56,7 +59,7 @@ def status_of(head):
 
 
 def raw(port, req):
-    data = req.encode("latin-1").decode("unicode_escape").encode("latin-1")
+    data = req.encode("utf-8").decode("unicode_escape").encode("latin-1")
     s = socket.create_connection((HOST, port))
     s.sendall(data)
     head = read_head(s)
@@ -193,7 +196,7 @@ def slow(port):
     s = socket.create_connection((HOST, port))
     s.settimeout(0.05)
     t0 = time.time()
-    req = b"CONNECT allowed.test:443 HTTP/1.1\r\n"
+    req = ("CONNECT %s HTTP/1.1\r\n" % TARGET).encode()
     for i, ch in enumerate(req + b"X" * 100):
         try:
             s.send(bytes([ch]))
@@ -213,7 +216,7 @@ def slow(port):
     print("no-answer")
 
 
-def flood(port, n):
+def flood(port, n, other):
     import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -225,10 +228,10 @@ def flood(port, n):
             break
     for s in socks:
         try:
-            s.sendall(b"CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n")
+            s.sendall(("CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n" % TARGET).encode())
         except OSError:
             pass
-    ok = lim = other = 0
+    ok = lim = bad = 0
     for s in socks:
         st = status_of(read_head(s, 10))
         if st.startswith("200"):
@@ -236,8 +239,11 @@ def flood(port, n):
         elif st == "503 conn-limit":
             lim += 1
         else:
-            other += 1
-    print("%d %d %d" % (ok, lim, other))
+            bad += 1
+    o = socket.create_connection((HOST, other))
+    o.sendall(("CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n" % TARGET).encode())
+    print("%d %d %d %s" % (ok, lim, bad, status_of(read_head(o))))
+    o.close()
     for s in socks:
         s.close()
 
@@ -251,7 +257,7 @@ def main():
     elif cmd == "slow":
         slow(int(sys.argv[2]))
     elif cmd == "flood":
-        flood(int(sys.argv[2]), int(sys.argv[3]))
+        flood(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
 
 
 if __name__ == "__main__":

@@ -42,8 +42,7 @@ static const struct {
     [AL_AC_ADMINS] = {"admins.enforced", "the rules bind administrators too", true},
     [AL_AC_BYPASS] = {"bot.no_bypass", "the App is on no bypass list", true},
     [AL_AC_CODEOWNER] = {"bot.not_code_owner", "the App is not a code owner", true},
-    [AL_AC_PUSH_ALLOW] = {"bot.not_push_allowed",
-                          "push restrictions do not list the App", true},
+    [AL_AC_PUSH_ALLOW] = {"bot.not_push_allowed", "push restrictions do not list the App", true},
     [AL_AC_APP_PERMS] = {"app.no_dangerous_permissions",
                          "the installation holds no administration/workflows/actions/secrets",
                          true},
@@ -53,8 +52,7 @@ static const struct {
 };
 
 /* An error whose message gets no strerror() suffix: the text says it all. */
-__attribute__((format(printf, 3, 4))) static int fail(al_error *err, int code, const char *fmt,
-                                                      ...)
+__attribute__((format(printf, 3, 4))) static int fail(al_error *err, int code, const char *fmt, ...)
 {
   if (!err)
     return -1;
@@ -193,8 +191,8 @@ static int gather_app(struct ctx *c, EVP_PKEY *key, al_error *err)
 {
   const al_broker_config *cfg = c->cfg;
   char *jwt = NULL;
-  if (al_app_jwt(key, cfg->app_id ? cfg->app_id : cfg->client_id, cfg->app_id != NULL,
-                 time(NULL), &jwt, err) < 0)
+  if (al_app_jwt(key, cfg->app_id ? cfg->app_id : cfg->client_id, cfg->app_id != NULL, time(NULL),
+                 &jwt, err) < 0)
     return -1;
   int ret = -1;
   al_ghapi_resp r = {0};
@@ -268,8 +266,7 @@ static int gather_repo(struct ctx *c, al_error *err)
     char w[300];
     why_status(w, sizeof w, &r);
     al_ghapi_resp_free(&r);
-    return fail(err, ENOENT,
-                "GET %s: %s: the repository does not exist or the token cannot see it",
+    return fail(err, ENOENT, "GET %s: %s: the repository does not exist or the token cannot see it",
                 c->repo_path, w);
   }
   if (!c->o->branch) {
@@ -812,7 +809,11 @@ static void judge_bypass(struct ctx *c)
   }
   if (!fail && !unknown)
     sb_part(&ev, "%zu active ruleset(s): the App is on none of their bypass lists", n_checked);
-  set(c, AL_AC_BYPASS, fail ? AL_AUDIT_FAIL : unknown ? AL_AUDIT_UNKNOWN : AL_AUDIT_PASS, &ev,
+  set(c, AL_AC_BYPASS,
+      fail      ? AL_AUDIT_FAIL
+      : unknown ? AL_AUDIT_UNKNOWN
+                : AL_AUDIT_PASS,
+      &ev,
       fail ? "remove the App from bypass_pull_request_allowances (classic: \"Allow specified "
              "actors to bypass required pull requests\") and from every ruleset's bypass list"
            : "give the audit a token that sees the bypass lists (write access to the rulesets, "
@@ -916,8 +917,9 @@ static void judge_app_perms(struct ctx *c)
     if (!lvl)
       continue;
     if (strcmp(dangerous[i], "administration") == 0 && strcmp(lvl, "read") == 0) {
-      sb_part(&ev, "installation %lld holds administration: read (can read, not change, "
-                   "protection)",
+      sb_part(&ev,
+              "installation %lld holds administration: read (can read, not change, "
+              "protection)",
               c->rep->installation_id);
       warn = true;
     } else {
@@ -928,7 +930,11 @@ static void judge_app_perms(struct ctx *c)
   if (!fail && !warn)
     sb_part(&ev, "installation %lld holds none of administration, workflows, actions, secrets",
             c->rep->installation_id);
-  set(c, AL_AC_APP_PERMS, fail ? AL_AUDIT_FAIL : warn ? AL_AUDIT_WARN : AL_AUDIT_PASS, &ev,
+  set(c, AL_AC_APP_PERMS,
+      fail   ? AL_AUDIT_FAIL
+      : warn ? AL_AUDIT_WARN
+             : AL_AUDIT_PASS,
+      &ev,
       fail ? "remove these permissions from the App (Settings › Developer settings › GitHub "
              "Apps › Permissions) and accept the change on the installation"
            : "prefer auditing with AIRLOCK_AUDIT_TOKEN and drop administration: read from the "
@@ -982,7 +988,11 @@ static void judge_app_scope(struct ctx *c)
       }
     }
   }
-  set(c, AL_AC_APP_SCOPE, fail ? AL_AUDIT_FAIL : warn ? AL_AUDIT_WARN : AL_AUDIT_PASS, &ev,
+  set(c, AL_AC_APP_SCOPE,
+      fail   ? AL_AUDIT_FAIL
+      : warn ? AL_AUDIT_WARN
+             : AL_AUDIT_PASS,
+      &ev,
       fail ? "limit the broker's roles to git: {contents: write, pull_requests: write} and "
              "ticket: {issues: write}"
            : "remove the unused permissions from the App");
@@ -1019,7 +1029,9 @@ static void judge_tags(struct ctx *c)
     sb_part(&ev, "tag ruleset %lld (%s): %s",
             (long long)json_integer_value(json_object_get(s, "id")),
             str_or(json_string_value(json_object_get(s, "name")), "?"),
-            !d ? why : guards ? "restricts creation/update/deletion" : "has no tag rule");
+            !d       ? why
+            : guards ? "restricts creation/update/deletion"
+                     : "has no tag rule");
     pass = pass || guards;
   }
   if (!ev.len)
@@ -1277,11 +1289,9 @@ void al_audit_format_text(const al_audit_report *r, FILE *f)
       fprintf(f, "        fix: %s\n", k->fix);
   }
   if (r->holds)
-    fprintf(f, "\nthe escape budget holds%s\n",
-            r->n_warn ? " (see the WARN lines)" : "");
+    fprintf(f, "\nthe escape budget holds%s\n", r->n_warn ? " (see the WARN lines)" : "");
   else
-    fprintf(f, "\nthe escape budget DOES NOT hold: %d FAIL, %d UNKNOWN\n", r->n_fail,
-            r->n_unknown);
+    fprintf(f, "\nthe escape budget DOES NOT hold: %d FAIL, %d UNKNOWN\n", r->n_fail, r->n_unknown);
 }
 
 char *al_audit_format_json(const al_audit_report *r)
@@ -1289,14 +1299,13 @@ char *al_audit_format_json(const al_audit_report *r)
   json_t *crit = json_array();
   for (int i = 0; i < AL_AUDIT_N; i++) {
     const al_audit_criterion *k = &r->c[i];
-    json_array_append_new(
-        crit, json_pack("{s:s, s:s, s:b, s:s, s:s, s:s?}", "id", k->id, "title", k->title,
-                        "required", k->required, "status", al_audit_status_name(k->status),
-                        "evidence", k->evidence ? k->evidence : "", "fix", k->fix));
+    json_array_append_new(crit, json_pack("{s:s, s:s, s:b, s:s, s:s, s:s?}", "id", k->id, "title",
+                                          k->title, "required", k->required, "status",
+                                          al_audit_status_name(k->status), "evidence",
+                                          k->evidence ? k->evidence : "", "fix", k->fix));
   }
   json_t *app = json_pack("{s:s?, s:I, s:I}", "slug", r->app_slug[0] ? r->app_slug : NULL, "id",
-                          (json_int_t)r->app_id, "installation_id",
-                          (json_int_t)r->installation_id);
+                          (json_int_t)r->app_id, "installation_id", (json_int_t)r->installation_id);
   json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:b, s:{s:i, s:i, s:i}, s:o}", "repo", r->repo,
                         "branch", r->branch, "api", r->api_url, "app", app, "credentials",
                         r->credentials, "holds", r->holds, "counts", "fail", r->n_fail, "unknown",

@@ -27,6 +27,7 @@ struct al_ghapi {
   char *ca_file;
   uint64_t timeout_ms;
   bool allow_http;
+  struct curl_slist *resolve; /* CURLOPT_RESOLVE entries (policy pins) */
 };
 
 struct raw {
@@ -71,7 +72,16 @@ void al_ghapi_free(al_ghapi *c)
     return;
   free(c->base);
   free(c->ca_file);
+  curl_slist_free_all(c->resolve);
   free(c);
+}
+
+void al_ghapi_set_resolve(al_ghapi *c, const char *const *entries)
+{
+  curl_slist_free_all(c->resolve);
+  c->resolve = NULL;
+  for (const char *const *e = entries; e && *e; e++)
+    c->resolve = curl_slist_append(c->resolve, *e);
 }
 
 const char *al_ghapi_base(const al_ghapi *c)
@@ -224,6 +234,8 @@ static CURLcode get_once(al_ghapi *c, const char *url, const char *bearer, struc
   curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
   if (c->ca_file)
     curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+  if (c->resolve)
+    curl_easy_setopt(h, CURLOPT_RESOLVE, c->resolve);
   CURLcode rc = curl_easy_perform(h);
   if (rc == CURLE_OK)
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
@@ -285,8 +297,7 @@ static int get_url(al_ghapi *c, const char *url, const char *bearer, al_ghapi_re
       }
       return -1;
     }
-    bool limited =
-        (status == 403 || status == 429) && (r.retry_after >= 0 || r.rl_remaining == 0);
+    bool limited = (status == 403 || status == 429) && (r.retry_after >= 0 || r.rl_remaining == 0);
     if (limited && waits < 2) {
       long long now = (long long)time(NULL);
       long long wait_s = r.retry_after >= 0 ? r.retry_after
@@ -327,8 +338,7 @@ static int get_url(al_ghapi *c, const char *url, const char *bearer, al_ghapi_re
   }
 }
 
-int al_ghapi_get(al_ghapi *c, const char *path, const char *bearer, al_ghapi_resp *r,
-                 al_error *err)
+int al_ghapi_get(al_ghapi *c, const char *path, const char *bearer, al_ghapi_resp *r, al_error *err)
 {
   al_autofree char *url = al_strdup_printf("%s%s", c->base, path);
   return get_url(c, url, bearer, r, NULL, err);

@@ -44,6 +44,12 @@ int al_ghapi_new(const char *api_url, const char *ca_file, uint64_t timeout_ms, 
                  al_error *err);
 void al_ghapi_free(al_ghapi *c);
 
+/* Pin host names to addresses, as the egress proxy's `network.pin` does:
+ * entries in curl's CURLOPT_RESOLVE form "HOST:PORT:ADDRESS" (copied).
+ * NULL or an empty list clears them. Used by the ticket supervisor so a
+ * pinned test forge is reached exactly where the proxy reaches it. */
+void al_ghapi_set_resolve(al_ghapi *c, const char *const *entries);
+
 /* The API base URL as configured (no trailing slash). */
 const char *al_ghapi_base(const al_ghapi *c);
 

@@ -1,0 +1,232 @@
+#!/bin/bash
+# The egress proxy against ../shared/hostile/proxy-requests.md (issue #3).
+# Standalone `airlock proxy` on loopback; a TLS origin made with a test CA
+# (openssl), a plain-HTTP origin, and a DNS stub that logs every query.
+# Runs inside a fresh network namespace (unshare -rn) when it can, so the one
+# positive control that resolves to a public address can never leave the
+# machine (the namespace has no route).
+if [ -z "${AL_PROXY_NETNS:-}" ] && unshare -rn true 2>/dev/null; then
+  export AL_PROXY_NETNS=1
+  exec unshare -rn "$0" "$@"
+fi
+. "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+PC="$HERE/proxyclient.py"
+IN_NS=${AL_PROXY_NETNS:-}
+[ -n "$IN_NS" ] && ip link set lo up 2>/dev/null
+
+for tool in python3 openssl curl; do
+  command -v $tool >/dev/null || { skip "proxy tests need $tool"; done_testing; exit; }
+done
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+
+# --- test PKI and origins ---------------------------------------------------
+cd "$T_TMP"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=airlock-test-ca 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=allowed.test 2>/dev/null
+printf 'subjectAltName=DNS:allowed.test,DNS:git.allowed.test\n' > ext.cnf
+openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile ext.cnf 2>/dev/null
+
+if [ -n "$IN_NS" ]; then TP=443; else TP=$(free_port); fi # the TLS origin port
+PP=$(free_port)                                            # the plain-HTTP origin port
+openssl s_server -quiet -accept 127.0.0.1:$TP -cert srv.pem -key srv.key -www >/dev/null 2>&1 &
+on_exit "kill $!"
+mkdir www && echo hello-plain > www/index.html
+(cd www && exec python3 -m http.server --bind 127.0.0.1 $PP) >/dev/null 2>&1 &
+on_exit "kill $!"
+python3 "$HERE/dnsstub.py" dns.port dns.log \
+  meta.allowed.test=169.254.169.254 ten.allowed.test=10.0.0.1 cgnat.allowed.test=100.100.100.200 \
+  mapped.allowed.test=::ffff:7f00:1 mixed.allowed.test=8.8.8.8,192.168.1.1 pub.allowed.test=8.8.8.8 \
+  >/dev/null 2>&1 &
+on_exit "kill $!"
+for _ in $(seq 50); do [ -s dns.port ] && break; sleep 0.1; done
+DNSP=$(cat dns.port)
+
+cat > policy.yaml <<YAML
+version: 1
+network:
+  allow:
+    - {host: allowed.test, port: $TP, tls: true}
+    - {host: git.allowed.test, port: $TP, tls: true}
+    - {host: plain.allowed.test, port: $PP, tls: false}
+    - {host: meta.allowed.test, port: 443}
+    - {host: ten.allowed.test, port: 443}
+    - {host: cgnat.allowed.test, port: 443}
+    - {host: mapped.allowed.test, port: 443}
+    - {host: mixed.allowed.test, port: 443}
+    - {host: pub.allowed.test, port: 443}
+  pin:
+    - {host: allowed.test, address: 127.0.0.1}
+    - {host: git.allowed.test, address: 127.0.0.1}
+    - {host: plain.allowed.test, address: 127.0.0.1}
+  resolver: 127.0.0.1:$DNSP
+  max_connections: 50
+  timeouts: {head: 2s, connect: 5s, idle: 30s, tunnel: 1h}
+YAML
+
+PORT=$(free_port)
+PORT2=$(free_port)
+export ALLOWED_TARGET=allowed.test:$TP
+"$AIRLOCK" proxy -p policy.yaml --listen 127.0.0.1:$PORT --listen 127.0.0.1:$PORT2 \
+  --log audit.log --admin "$T_TMP/admin.sock" 2>proxy.err &
+PXPID=$!
+on_exit "kill $PXPID"
+if ! wait_port $PORT || ! wait_port $TP || ! wait_port $PP; then
+  fail "proxy and origins start"; cat proxy.err; done_testing; exit 1
+fi
+ok "proxy and origins start"
+
+raw() { python3 "$PC" raw "$PORT" "$1"; }
+# deny DESC REQUEST WANT: the request is refused with WANT ("403 reason")
+deny() { is "$1" "$(raw "$2")" "$3"; }
+tlsc() { timeout 30 python3 "$PC" tls "$PORT" "$1" "$2" ca.pem; }
+last_reason() { tail -n 1 audit.log | python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["reason"])'; }
+CONN_OK="200 -"
+C="HTTP/1.1\r\nHost: x\r\n\r\n"
+
+# --- positive controls --------------------------------------------------------
+is "control: CONNECT allowed.test:$TP" "$(raw "CONNECT allowed.test:$TP $C")" "$CONN_OK"
+is "control: https through the tunnel (SNI allowed.test)" "$(tlsc allowed.test:$TP sni=allowed.test)" "https 200"
+like "control: curl -p through the proxy" \
+  "$(curl -sS --cacert ca.pem -p -x http://127.0.0.1:$PORT https://git.allowed.test:$TP/ -o /dev/null -w '%{http_code}' 2>&1)" '^200$'
+is "control: plain HTTP to a tls:false entry" \
+  "$(curl -sS -x http://127.0.0.1:$PORT http://plain.allowed.test:$PP/index.html 2>&1)" "hello-plain"
+
+# 1. port not pinned
+deny "1 CONNECT allowed.test:$((TP + 1))" "CONNECT allowed.test:$((TP + 1)) $C" "403 not-allowed"
+# 2. port spellings
+deny "2 port with leading zero" "CONNECT allowed.test:0$TP $C" "403 bad-target"
+deny "2 port with sign" "CONNECT allowed.test:+$TP $C" "403 bad-target"
+deny "2 port then space" "CONNECT allowed.test:$TP  $C" "400 bad-version"
+deny "2 port 65536" "CONNECT allowed.test:65536 $C" "403 bad-target"
+deny "2 port 0" "CONNECT allowed.test:0 $C" "403 bad-target"
+# 3. case
+is "3 CONNECT ALLOWED.TEST is allowed.test (allowed)" "$(raw "CONNECT ALLOWED.TEST:$TP $C")" "$CONN_OK"
+deny "3 upper case never bypasses a deny" "CONNECT ALLOWED.TEST:$((TP + 1)) $C" "403 not-allowed"
+# 4. trailing dots
+is "4 one trailing dot is allowed.test (allowed)" "$(raw "CONNECT allowed.test.:$TP $C")" "$CONN_OK"
+deny "4 two trailing dots" "CONNECT allowed.test..:$TP $C" "403 bad-target"
+# 5. suffix confusion
+deny "5 allowed.test.evil.example" "CONNECT allowed.test.evil.example:$TP $C" "403 not-allowed"
+# 6. userinfo
+deny "6 evil.example:$TP@allowed.test" "CONNECT evil.example:$TP@allowed.test $C" "403 bad-target"
+deny "6 allowed.test@evil.example:$TP" "CONNECT allowed.test@evil.example:$TP $C" "403 bad-target"
+# 7. two ports
+deny "7 two ports" "CONNECT allowed.test:$TP:80 $C" "403 bad-target"
+# 8. IPv4 literals in every inet_aton spelling
+for lit in 127.0.0.1 2130706433 0x7f.1 0177.0.0.1 127.1; do
+  deny "8 IP literal $lit" "CONNECT $lit:$TP $C" "403 ip-literal"
+done
+# 9. IPv6 and embedded IPv4
+for lit in '[::ffff:127.0.0.1]' '[::1]' '[64:ff9b::a9fe:a9fe]'; do
+  deny "9 IPv6 literal $lit" "CONNECT $lit:$TP $C" "403 ip-literal"
+done
+# 10. zone id
+deny "10 zone id" "CONNECT [::ffff:1.2.3.4%25x.allowed.test]:$TP $C" "403 bad-target"
+# 11. a denied name is never resolved
+deny "11 evil.example" "CONNECT evil.example:$TP $C" "403 not-allowed"
+# 12. private answers for names that are not pinned
+deny "12 answer 169.254.169.254 (metadata)" "CONNECT meta.allowed.test:443 $C" "403 private-address"
+deny "12 answer 10.0.0.1" "CONNECT ten.allowed.test:443 $C" "403 private-address"
+deny "12 answer 100.100.100.200" "CONNECT cgnat.allowed.test:443 $C" "403 private-address"
+deny "12 answer ::ffff:7f00:1" "CONNECT mapped.allowed.test:443 $C" "403 private-address"
+deny "12 one private answer among public ones" "CONNECT mixed.allowed.test:443 $C" "403 private-address"
+if [ -n "$IN_NS" ]; then
+  # control: a public answer passes the guard; the namespace has no route out
+  deny "12 control: public answer passes the guard (no route in this netns)" \
+    "CONNECT pub.allowed.test:443 $C" "502 connect-failed"
+else
+  skip "12 control: public answer (needs a network namespace so nothing leaves)"
+fi
+# 13-15. the SNI gate
+is "13 SNI evil.example (domain fronting) is cut" "$(tlsc allowed.test:$TP sni=evil.example)" "closed"
+is "13 ... audited as sni-mismatch" "$(last_reason)" "sni-mismatch"
+is "13 SNI allowed.test on a git.allowed.test tunnel is cut" "$(tlsc git.allowed.test:$TP sni=allowed.test)" "closed"
+is "14 ClientHello without SNI is cut" "$(tlsc allowed.test:$TP nosni)" "closed"
+is "14 ... audited as sni-missing" "$(last_reason)" "sni-missing"
+is "14 ClientHello with ECH is cut" "$(tlsc allowed.test:$TP ech=allowed.test)" "closed"
+is "14 ... audited as ech" "$(last_reason)" "ech"
+is "14 plain text on a TLS port is cut" "$(tlsc allowed.test:$TP plain)" "closed"
+is "14 ... audited as not-tls" "$(last_reason)" "not-tls"
+is "15 ClientHello in three TCP segments is allowed" "$(tlsc allowed.test:$TP frag=allowed.test)" "https 200"
+# 16-21. plain HTTP
+deny "16 control: matching Host on a tls:false entry" \
+  "GET http://plain.allowed.test:$PP/ HTTP/1.1\r\nHost: plain.allowed.test:$PP\r\n\r\n" "200 -"
+deny "16 absolute-form and Host disagree" \
+  "GET http://allowed.test:$TP/ HTTP/1.1\r\nHost: evil.example\r\n\r\n" "403 host-mismatch"
+deny "16 plain HTTP to a tls:true entry" \
+  "GET http://allowed.test:$TP/ HTTP/1.1\r\nHost: allowed.test:$TP\r\n\r\n" "403 tls-required"
+deny "17 two Host fields" \
+  "GET http://allowed.test:$TP/ HTTP/1.1\r\nHost: allowed.test:$TP\r\nHost: allowed.test:$TP\r\n\r\n" "400 duplicate-host"
+deny "18 origin-form to a forward proxy" "GET /index.html HTTP/1.1\r\nHost: allowed.test\r\n\r\n" "403 origin-form"
+deny "19 http://evil.example/?allowed.test" "GET http://evil.example/?allowed.test HTTP/1.1\r\nHost: evil.example\r\n\r\n" "403 not-allowed"
+deny "19 http://allowed.test@evil.example/" "GET http://allowed.test@evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n" "403 bad-target"
+P="POST http://plain.allowed.test:$PP/ HTTP/1.1\r\nHost: plain.allowed.test:$PP\r\n"
+deny "20 Content-Length and Transfer-Encoding" "${P}Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nhello" "400 cl-and-te"
+deny "20 Transfer-Encoding: chunked, gzip" "${P}Transfer-Encoding: chunked, gzip\r\n\r\n" "400 bad-transfer-encoding"
+deny "20 Content-Length : 5" "${P}Content-Length : 5\r\n\r\nhello" "400 space-before-colon"
+deny "20 Content-Length: +5" "${P}Content-Length: +5\r\n\r\nhello" "400 bad-content-length"
+deny "20 two different Content-Length" "${P}Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!" "400 duplicate-content-length"
+deny "21 Connection: Connection" "GET http://plain.allowed.test:$PP/ HTTP/1.1\r\nHost: plain.allowed.test:$PP\r\nConnection: Connection\r\n\r\n" "400 bad-connection-header"
+deny "21 Proxy-Connection: proxy-connection" "GET http://plain.allowed.test:$PP/ HTTP/1.1\r\nHost: plain.allowed.test:$PP\r\nProxy-Connection: proxy-connection\r\n\r\n" "400 bad-connection-header"
+deny "21 control: Connection: keep-alive" "GET http://plain.allowed.test:$PP/ HTTP/1.1\r\nHost: plain.allowed.test:$PP\r\nConnection: keep-alive\r\n\r\n" "200 -"
+# 22. malformed heads
+deny "22 no method" " http://x/ HTTP/1.1\r\nHost: x\r\n\r\n" "400 bad-method"
+deny "22 bare LF" "CONNECT allowed.test:$TP HTTP/1.1\nHost: x\r\n\r\n" "400 bare-lf"
+deny "22 NUL in a header" "CONNECT allowed.test:$TP HTTP/1.1\r\nX-A: a\x00b\r\n\r\n" "400 nul-in-head"
+deny "22 obs-fold" "CONNECT allowed.test:$TP HTTP/1.1\r\nX-A: a\r\n  b\r\n\r\n" "400 obs-fold"
+big=$(head -c 65536 /dev/zero | tr '\0' a)
+deny "22 64 KiB header" "CONNECT allowed.test:$TP HTTP/1.1\r\nX-A: $big\r\n\r\n" "431 head-too-large"
+# 23. non-ASCII and percent-encoding
+deny "23 Cyrillic first letter" "CONNECT аllowed.test:$TP $C" "400 non-ascii-in-head"
+deny "23 %61llowed.test" "CONNECT %61llowed.test:$TP $C" "403 bad-target"
+# 24. slowloris: the head timeout (2 s here) answers and frees the slot
+out=$(python3 "$PC" slow $PORT)
+like "24 slowloris gets 408 head-timeout within the head timeout" "$out" '^408 head-timeout [23]\.'
+
+# a denied name was never looked up; allowed ones were (the stub logs)
+check_not "11 the DNS stub never saw evil.example" grep -q evil.example dns.log
+check "12 control: the DNS stub saw meta.allowed.test" grep -q '^meta.allowed.test A' dns.log
+check_not "no pinned or denied name reached DNS" grep -qE '^(allowed\.test|git\.allowed\.test|plain\.allowed\.test|allowed\.test\.evil\.example) ' dns.log
+
+# 25. 5,000 connections at once on run 2: its cap (50) answers the rest; run 1 unaffected
+out=$(python3 "$PC" flood $PORT2 5000 $PORT)
+like "25 5000 at once: 50 served, the rest 503 conn-limit; the other run still serves" "$out" '^50 4950 0 200 -$'
+
+# SIGHUP: a broken file is refused and the old policy kept; a good one applies
+cp policy.yaml policy.good
+echo 'network: [' > policy.yaml
+kill -HUP $PXPID; sleep 0.5
+is "reload: an invalid policy is refused, the old one kept" "$(raw "CONNECT allowed.test:$TP $C")" "$CONN_OK"
+grep -v "{host: allowed.test," policy.good > policy.yaml
+kill -HUP $PXPID; sleep 0.5
+deny "reload: a new policy applies to new connections" "CONNECT allowed.test:$TP $C" "403 not-allowed"
+cp policy.good policy.yaml
+kill -HUP $PXPID; sleep 0.5
+
+# still serving, still alive, counters reachable on the admin socket
+is "the proxy still serves after all of the above" "$(tlsc allowed.test:$TP sni=allowed.test)" "https 200"
+check "the proxy process is still alive" kill -0 $PXPID
+adm=$(python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.recv(65536).decode())' "$T_TMP/admin.sock")
+like "admin socket reports counters" "$adm" '"denials":\{.*"not-allowed":[0-9]+'
+check "audit lines are JSON with the fields of issue #3" python3 - audit.log <<'PY'
+import json, sys
+need = {"time", "run", "client", "target", "host", "port", "address", "sni", "decision", "reason",
+        "bytes_up", "bytes_down", "duration_ms"}
+n = 0
+for line in open(sys.argv[1]):
+    j = json.loads(line)
+    if j.get("event") == "reload":
+        continue
+    missing = need - set(j)
+    assert not missing, (missing, line)
+    n += 1
+assert n > 50, n
+PY
+kill -TERM $PXPID
+wait $PXPID
+is "SIGTERM stops the proxy with status 0" "$?" "0"
+check_not "no sanitizer report" grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error' proxy.err
+done_testing

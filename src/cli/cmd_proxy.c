@@ -26,13 +26,12 @@
 
 static void usage(FILE *out)
 {
-  fprintf(out,
-          "usage: airlock proxy -p POLICY --listen ADDR:PORT [--listen ADDR:PORT...]\n"
-          "                     [--log FILE] [--admin PATH] [--run-id ID] [--max-conns N]\n\n"
-          "Serve the policy's network allowlist as an HTTP proxy (CONNECT, and plain\n"
-          "HTTP to `tls: false` entries). Each --listen is its own run (own caps and\n"
-          "counters). Decisions are JSON lines on stdout or in FILE. SIGHUP reloads\n"
-          "POLICY; SIGTERM/SIGINT stop.\n");
+  fprintf(out, "usage: airlock proxy -p POLICY --listen ADDR:PORT [--listen ADDR:PORT...]\n"
+               "                     [--log FILE] [--admin PATH] [--run-id ID] [--max-conns N]\n\n"
+               "Serve the policy's network allowlist as an HTTP proxy (CONNECT, and plain\n"
+               "HTTP to `tls: false` entries). Each --listen is its own run (own caps and\n"
+               "counters). Decisions are JSON lines on stdout or in FILE. SIGHUP reloads\n"
+               "POLICY; SIGTERM/SIGINT stop.\n");
 }
 
 /* "127.0.0.1:3128" or "[::1]:3128" -> a bound, listening socket. */

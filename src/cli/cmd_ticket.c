@@ -45,9 +45,17 @@ int cmd_ticket(int argc, char **argv)
       {NULL, 0, NULL, 0}};
   al_ticket_opts o = {.show_agent_stdout = true};
   const char *agent = NULL;
+  /* Everything after `--` belongs to the agent; options and the ticket come
+   * before it, in any order. */
+  int dd = argc;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--") == 0) {
+      dd = i;
+      break;
+    }
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "p:a:r:t:qh", opts, NULL)) != -1) {
+  while ((c = getopt_long(dd, argv, "p:a:r:t:qh", opts, NULL)) != -1) {
     switch (c) {
     case 'p':
       o.policy_path = optarg;
@@ -85,18 +93,18 @@ int cmd_ticket(int argc, char **argv)
       return 2;
     }
   }
-  if (optind >= argc) {
+  if (optind >= dd) {
     fprintf(stderr, "airlock ticket: which ticket? (OWNER/REPO#N)\n");
     usage(stderr);
     return 2;
   }
   o.target = argv[optind++];
-  if (optind < argc && strcmp(argv[optind - 1], "--") != 0 && strcmp(argv[optind], "--") != 0) {
-    fprintf(stderr, "airlock ticket: unexpected argument `%s`\n", argv[optind]);
+  if (optind < dd) {
+    fprintf(stderr, "airlock ticket: unexpected argument `%s` (agent arguments go after --)\n",
+            argv[optind]);
     return 2;
   }
-  if (optind < argc && strcmp(argv[optind], "--") == 0)
-    optind++;
+  optind = dd < argc ? dd + 1 : argc;
 
   char agent_path[PATH_MAX];
   if (!agent) {

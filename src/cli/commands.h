@@ -13,5 +13,6 @@ int cmd_ticket(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 #endif
 int cmd_token(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 
 #endif

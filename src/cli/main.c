@@ -32,6 +32,7 @@ static const struct command commands[] = {
     {"policy", cmd_policy, "check a policy file: airlock policy check FILE"},
     {"proxy", cmd_proxy, "the egress proxy alone: airlock proxy -p POLICY --listen ADDR"},
     {"broker", NET(cmd_broker), "the token broker daemon: airlock broker -c CONFIG --socket PATH"},
+    {"probe", cmd_probe, "attack the sandbox from inside: airlock probe [-p POLICY] [--json]"},
     {"token", cmd_token, "debug a broker lease: airlock token lease --repo OWNER/REPO"},
     {"audit", NET(cmd_audit), "prove the escape budget: airlock audit OWNER/REPO [--branch B]"},
 };

@@ -1196,6 +1196,8 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
   snprintf(out->api_url, sizeof out->api_url, "%s", api);
   if (al_ghapi_new(api, ca, o->timeout_ms, &c.api, err) < 0)
     goto out;
+  if (o->resolve)
+    al_ghapi_set_resolve(c.api, o->resolve);
   c.repo_path = al_strdup_printf("/repos/%s", o->repo);
 
   if (c.cfg && gather_app(&c, key, err) < 0)

@@ -106,6 +106,11 @@ typedef struct al_audit_opts {
   const char *app_slug;      /* the bot without a broker config (else NULL) */
   long long app_id;          /* ditto, 0 = unknown */
   uint64_t timeout_ms;       /* per request; 0 = 30 s */
+  /* Host pins for the API reads, "HOST:PORT:ADDRESS" (curl's CURLOPT_RESOLVE
+   * form), NULL-terminated, or NULL. Not applied to the App's token mint and
+   * revocation (the broker's client): with a pinned test forge, give a token
+   * or an API URL that needs no pin (e.g. https://127.0.0.1:PORT). */
+  const char *const *resolve;
 } al_audit_opts;
 
 typedef struct al_audit_report {

@@ -2,6 +2,8 @@
  * how it is judged and where the attack comes from. docs/probes.md is
  * generated from this table (`airlock probe --list`). */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -12,98 +14,8 @@
 
 #include "common/util.h"
 #include "probe/internal.h"
+#include "probe/probes.h"
 
-PR_DECL(pr_net_tcp_public);
-PR_DECL(pr_net_tcp_private);
-PR_DECL(pr_net_metadata_direct);
-PR_DECL(pr_net_dns_tcp_public);
-PR_DECL(pr_net_dns_udp_public);
-PR_DECL(pr_net_dns_host_resolver);
-PR_DECL(pr_net_ipv6_public);
-PR_DECL(pr_net_ipv6_canary);
-PR_DECL(pr_net_canary_tcp);
-PR_DECL(pr_net_canary_udp);
-PR_DECL(pr_net_loopback_scan);
-PR_DECL(pr_net_raw_socket);
-PR_DECL(pr_net_packet_socket);
-PR_DECL(pr_net_abstract_unix);
-PR_DECL(pr_net_host_unix_list);
-PR_DECL(pr_net_netlink);
-PR_DECL(pr_net_proxy_denied_name);
-PR_DECL(pr_net_proxy_plain_http);
-PR_DECL(pr_net_proxy_ip_literal);
-PR_DECL(pr_net_proxy_metadata);
-PR_DECL(pr_net_proxy_metadata_name);
-PR_DECL(pr_net_proxy_mapped_v6);
-PR_DECL(pr_net_proxy_loopback);
-PR_DECL(pr_net_proxy_wrong_port);
-PR_DECL(pr_net_proxy_sni_mismatch);
-PR_DECL(pr_fs_write_root);
-PR_DECL(pr_fs_write_etc);
-PR_DECL(pr_fs_write_usr);
-PR_DECL(pr_fs_write_var_tmp);
-PR_DECL(pr_fs_write_home);
-PR_DECL(pr_fs_host_shm);
-PR_DECL(pr_fs_host_tmp_canary);
-PR_DECL(pr_fs_read_ssh);
-PR_DECL(pr_fs_read_aws);
-PR_DECL(pr_fs_read_kube);
-PR_DECL(pr_fs_read_gh);
-PR_DECL(pr_fs_read_git_credentials);
-PR_DECL(pr_fs_read_netrc);
-PR_DECL(pr_fs_read_docker_config);
-PR_DECL(pr_fs_read_run_secrets);
-PR_DECL(pr_fs_container_sockets);
-PR_DECL(pr_fs_mountinfo);
-PR_DECL(pr_fs_core_pattern);
-PR_DECL(pr_fs_modprobe);
-PR_DECL(pr_fs_sysrq);
-PR_DECL(pr_fs_release_agent);
-PR_DECL(pr_fs_binfmt_misc);
-PR_DECL(pr_fs_mknod);
-PR_DECL(pr_fs_dev_nodes);
-PR_DECL(pr_fs_self_exe);
-PR_DECL(pr_fs_inherited_fds);
-PR_DECL(pr_fs_open_by_handle);
-PR_DECL(pr_fs_tiocsti);
-PR_DECL(pr_fs_tioclinux);
-PR_DECL(pr_fs_hardlink_setuid);
-PR_DECL(pr_fs_symlink_escape);
-PR_DECL(pr_priv_caps);
-PR_DECL(pr_priv_nnp);
-PR_DECL(pr_priv_seccomp);
-PR_DECL(pr_priv_uid_map);
-PR_DECL(pr_priv_setuid);
-PR_DECL(pr_priv_file_caps);
-PR_DECL(pr_priv_ptrace);
-PR_DECL(pr_priv_mount);
-PR_DECL(pr_priv_userns);
-PR_DECL(pr_priv_clone_ns);
-PR_DECL(pr_priv_setns);
-PR_DECL(pr_priv_bpf);
-PR_DECL(pr_priv_keyctl);
-PR_DECL(pr_priv_perf);
-PR_DECL(pr_priv_userfaultfd);
-PR_DECL(pr_priv_io_uring);
-PR_DECL(pr_priv_module);
-PR_DECL(pr_priv_personality);
-PR_DECL(pr_priv_x32);
-PR_DECL(pr_priv_i386);
-PR_DECL(pr_priv_syscall_sweep);
-PR_DECL(pr_res_pids);
-PR_DECL(pr_res_memory);
-PR_DECL(pr_res_disk_workspace);
-PR_DECL(pr_res_disk_tmp);
-PR_DECL(pr_res_cpu_priority);
-PR_DECL(pr_res_nofile);
-PR_DECL(pr_res_linger);
-PR_DECL(pr_persist_host_files);
-PR_DECL(pr_persist_autostart);
-PR_DECL(pr_cred_env_allowlist);
-PR_DECL(pr_cred_host_env);
-PR_DECL(pr_cred_cmdline);
-PR_DECL(pr_cred_host_procs);
-PR_DECL(pr_cred_parent_memory);
 
 #define N "network"
 #define F "filesystem"
@@ -155,13 +67,13 @@ const pr_probe pr_catalogue[] = {
  {"fs.read-git-credentials", F, "read the invoker's ~/.git-credentials", "as fs.read-ssh", "git-credential-store(1)", pr_fs_read_git_credentials, 0, 0},
  {"fs.read-netrc", F, "read the invoker's ~/.netrc", "as fs.read-ssh", "netrc(5)", pr_fs_read_netrc, 0, 0},
  {"fs.read-docker-config", F, "read the invoker's ~/.docker/config.json (registry auth)", "as fs.read-ssh", "docker login docs", pr_fs_read_docker_config, 0, 0},
- {"fs.read-run-secrets", F, "list /run/secrets", "as fs.read-ssh", "Docker/Kubernetes secrets mounts", pr_fs_read_run_secrets, 0, 0},
+ {"fs.read-run-secrets", F, "list /run/secrets or /var/run/secrets", "present, or the host's /run visible, escapes", "Docker/Kubernetes secrets mounts", pr_fs_read_run_secrets, 0, 0},
  {"fs.container-sockets", F, "look for docker, containerd, podman, cri-o sockets and /run, /var/run", "any socket or the host's /run escapes", "Docker socket escape (OWASP Docker Top 10 D-4)", pr_fs_container_sockets, 0, 0},
  {"fs.mountinfo", F, "read /proc/self/mountinfo for the invoker's home, /run, /var, /boot or the host canary directory", "a host path named escapes", "proc(5) mountinfo", pr_fs_mountinfo, 0, 0},
  {"fs.core-pattern", F, "open /proc/sys/kernel/core_pattern for writing (never written)", "opened escapes", "core(5); CVE-2022-0492 class of host code execution", pr_fs_core_pattern, 0, 0},
- {"fs.modprobe", F, "open /proc/sys/kernel/modprobe for writing (never written)", "opened escapes", "proc_sys_kernel(5); modprobe_path LPE writeups", pr_fs_modprobe, 0, 0},
+ {"fs.sysctl-write", F, "open /proc/sys/kernel/modprobe (else panic, vm/drop_caches, hostname) for writing (never written)", "opened escapes", "proc_sys_kernel(5); modprobe_path overwrite writeups", pr_fs_sysctl_write, 0, 0},
  {"fs.binfmt-misc", F, "mount binfmt_misc (in a private mount namespace) and open its register for writing", "opened escapes", "binfmt_misc kernel docs; 'shadow binfmt' persistence", pr_fs_binfmt_misc, 0, 0},
- {"fs.sysrq-trigger", F, "open /proc/sysrq-trigger for writing (never written)", "opened escapes", "proc(5); sysrq kernel docs", pr_fs_sysrq, 0, 0},
+ {"fs.proc-sensitive", F, "open /proc/sysrq-trigger for writing (never written); read /proc/kallsyms, timer_list, keys, sched_debug, kcore", "opened, or any of them non-empty, escapes", "proc(5); sysrq kernel docs; KASLR leaks via kallsyms", pr_fs_proc_sensitive, 0, 0},
  {"fs.release-agent", F, "open a cgroup v1 release_agent for writing (never written)", "opened escapes", "CVE-2022-0492; Felix Wilhelm's release_agent escape", pr_fs_release_agent, 0, 0},
  {"fs.mknod", F, "mknod a /dev/mem character node in the temporary directory", "creation escapes", "mknod(2); capabilities(7) CAP_MKNOD", pr_fs_mknod, 0, 0},
  {"fs.dev-nodes", F, "look in /dev for block devices, mem, kmsg, port, fuse, kvm", "any present escapes", "DESIGN.md §2 (a minimal /dev)", pr_fs_dev_nodes, 0, 0},
@@ -214,6 +126,13 @@ const pr_probe pr_catalogue[] = {
 };
 /* clang-format on */
 const size_t pr_catalogue_len = AL_ARRAY_SIZE(pr_catalogue);
+
+bool pr_selected(const pr_probe *p, bool preflight, const char *only)
+{
+  if (preflight && !(p->flags & PR_PREFLIGHT))
+    return false;
+  return !only || !only[0] || strcmp(only, p->group) == 0;
+}
 
 const char *al_probe_verdict_name(al_probe_verdict v)
 {
@@ -276,24 +195,24 @@ int pr_in_child(int (*fn)(void *arg), void *arg, int timeout_ms)
   }
   close(pfd[1]);
   int rc = -ETIMEDOUT;
+  bool got = false;
   struct pollfd p = {.fd = pfd[0], .events = POLLIN};
   if (poll(&p, 1, timeout_ms) == 1) {
     int v;
-    if (read(pfd[0], &v, sizeof v) == (ssize_t)sizeof v)
+    if (read(pfd[0], &v, sizeof v) == (ssize_t)sizeof v) {
       rc = v;
-    else
-      rc = 1; /* no answer: decided below from the wait status */
+      got = true;
+    }
   }
+  bool timed_out = !got && rc == -ETIMEDOUT && !(p.revents & (POLLIN | POLLHUP));
   close(pfd[0]);
   kill(-pid, SIGKILL);
   kill(pid, SIGKILL);
   int ws = 0;
   while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
     ;
-  if (rc == 1 && WIFSIGNALED(ws))
-    rc = -(128 + WTERMSIG(ws));
-  else if (rc == 1)
-    rc = -EIO;
+  if (!got && !timed_out)
+    rc = WIFSIGNALED(ws) ? -(128 + WTERMSIG(ws)) : -EIO;
   return rc;
 }
 

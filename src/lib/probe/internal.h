@@ -23,6 +23,8 @@
  * SHA-256 hashes. */
 typedef struct pr_ctx {
   bool unconfined;        /* positive-control run on the host */
+  bool preflight;         /* run only the PR_PREFLIGHT probes */
+  char only[32];          /* run only this group ("" = all) */
   char nonce[17];         /* 16 hex chars, unique per run */
   int canary_tcp;         /* host loopback ports of the canary (0 if none) */
   int canary_tcp6;        /* on ::1 (0 if IPv6 is unavailable on the host) */
@@ -73,6 +75,9 @@ typedef struct pr_probe {
 
 extern const pr_probe pr_catalogue[];
 extern const size_t pr_catalogue_len;
+
+/* Whether probe p runs under these selection options. */
+bool pr_selected(const pr_probe *p, bool preflight, const char *only);
 
 /* Defined in probes_*.c, listed in catalogue.c. */
 #define PR_DECL(fn) void fn(const pr_ctx *ctx, pr_result *r)

@@ -20,6 +20,7 @@
 
 #include "common/util.h"
 #include "probe/internal.h"
+#include "probe/probes.h"
 
 static void write_probe(const pr_ctx *ctx, pr_result *r, const char *dir)
 {
@@ -149,10 +150,11 @@ PR_DECL(pr_fs_read_docker_config)
 }
 PR_DECL(pr_fs_read_run_secrets)
 {
-  (void)ctx;
   struct stat st;
-  if (lstat("/run", &st) == 0)
-    home_probe(ctx, r, "/run/secrets");
+  if (lstat("/run/secrets", &st) == 0 || lstat("/var/run/secrets", &st) == 0)
+    home_probe(ctx, r, lstat("/run/secrets", &st) == 0 ? "/run/secrets" : "/var/run/secrets");
+  else if (lstat("/run", &st) == 0)
+    pr_escaped(r, "no /run/secrets, but the host's /run is visible (secrets mounts land there)");
   else
     pr_blocked(r, "/run: %s (nothing of /run/secrets is reachable)", pr_errname(errno));
 }
@@ -192,13 +194,24 @@ PR_DECL(pr_fs_mountinfo)
     pr_escaped(r, "mountinfo names the host directory %s", ctx->canary_dir);
     return;
   }
-  static const char *const host[] = {" /home ", " /root ", " /run ", " /var ", " /boot "};
-  for (size_t i = 0; i < AL_ARRAY_SIZE(host); i++)
-    if (strstr(buf, host[i])) {
-      pr_escaped(r, "mountinfo shows the host mount%s", host[i]);
-      return;
-    }
-  pr_blocked(r, "mountinfo names no host home, /run, /var or canary path");
+  /* field 5 of each line is the mount point (proc(5)) */
+  static const char *const host[] = {"/home", "/root", "/run", "/var", "/boot", "/sys"};
+  for (char *l = buf; l && *l;) {
+    char *nl = strchr(l, '\n');
+    if (nl)
+      *nl = '\0';
+    char mp[PATH_MAX];
+    if (sscanf(l, "%*s %*s %*s %*s %4095s", mp) == 1)
+      for (size_t i = 0; i < AL_ARRAY_SIZE(host); i++) {
+        size_t hl = strlen(host[i]);
+        if (strncmp(mp, host[i], hl) == 0 && (mp[hl] == '\0' || mp[hl] == '/')) {
+          pr_escaped(r, "mountinfo shows the host mount %s", mp);
+          return;
+        }
+      }
+    l = nl ? nl + 1 : NULL;
+  }
+  pr_blocked(r, "mountinfo names no host home, /run, /var, /sys or canary path");
 }
 
 static void open_w_probe(pr_result *r, const char *path)
@@ -217,15 +230,56 @@ PR_DECL(pr_fs_core_pattern)
   (void)ctx;
   open_w_probe(r, "/proc/sys/kernel/core_pattern");
 }
-PR_DECL(pr_fs_modprobe)
+/* Kernel tunables: modprobe_path first, then sysctls that exist on every
+ * kernel (a kernel without modules has no modprobe). Opened, never
+ * written. */
+PR_DECL(pr_fs_sysctl_write)
 {
   (void)ctx;
-  open_w_probe(r, "/proc/sys/kernel/modprobe");
+  static const char *const paths[] = {"/proc/sys/kernel/modprobe", "/proc/sys/kernel/panic",
+                                      "/proc/sys/vm/drop_caches", "/proc/sys/kernel/hostname"};
+  int last = ENOENT;
+  for (size_t i = 0; i < AL_ARRAY_SIZE(paths); i++) {
+    int fd = open(paths[i], O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+      close(fd);
+      pr_escaped(r, "%s opened for writing (nothing written)", paths[i]);
+      return;
+    }
+    if (errno != ENOENT)
+      last = errno;
+  }
+  pr_blocked(r, "modprobe, panic, drop_caches, hostname not writable: %s", pr_errname(last));
 }
-PR_DECL(pr_fs_sysrq)
+
+/* /proc files that the sandbox masks: sysrq-trigger (write), and the
+ * kernel-address and keyring leaks (read). */
+PR_DECL(pr_fs_proc_sensitive)
 {
   (void)ctx;
-  open_w_probe(r, "/proc/sysrq-trigger");
+  int fd = open("/proc/sysrq-trigger", O_WRONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    close(fd);
+    pr_escaped(r, "/proc/sysrq-trigger opened for writing (nothing written)");
+    return;
+  }
+  int wr = errno;
+  static const char *const leaks[] = {"/proc/kallsyms", "/proc/timer_list", "/proc/keys",
+                                      "/proc/sched_debug", "/proc/kcore"};
+  for (size_t i = 0; i < AL_ARRAY_SIZE(leaks); i++) {
+    fd = open(leaks[i], O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    char b[64];
+    ssize_t n = read(fd, b, sizeof b);
+    close(fd);
+    if (n > 0) {
+      pr_escaped(r, "%s is readable (%zd bytes)", leaks[i], n);
+      return;
+    }
+  }
+  pr_blocked(r, "sysrq-trigger: %s; kallsyms, timer_list, keys, sched_debug, kcore empty or absent",
+             pr_errname(wr));
 }
 
 PR_DECL(pr_fs_release_agent)

@@ -19,6 +19,7 @@
 
 #include "common/util.h"
 #include "probe/internal.h"
+#include "probe/probes.h"
 
 #define TMPFS_MAGIC_ 0x01021994
 #define MIB (1024ull * 1024ull)

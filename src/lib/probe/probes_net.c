@@ -20,6 +20,7 @@
 
 #include "common/util.h"
 #include "probe/internal.h"
+#include "probe/probes.h"
 
 int pr_tcp_connect(int family, const char *addr, int port, int timeout_ms, int *err_out)
 {

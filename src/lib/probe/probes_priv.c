@@ -21,6 +21,7 @@
 
 #include "common/util.h"
 #include "probe/internal.h"
+#include "probe/probes.h"
 
 /* A line of /proc/self/status, value into out. */
 static bool status_line(const char *key, char *out, size_t len)
@@ -248,6 +249,8 @@ static int setns_child(void *arg)
   (void)arg;
   int fd = open("/proc/1/ns/mnt", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
+    fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return -errno;
   int rc = setns(fd, 0);
   int e = errno;
@@ -260,9 +263,9 @@ PR_DECL(pr_priv_setns)
   (void)ctx;
   int rc = pr_in_child(setns_child, NULL, 2000);
   if (rc == 0)
-    pr_escaped(r, "setns into pid 1's mount namespace succeeded");
+    pr_escaped(r, "setns into a mount namespace succeeded");
   else
-    pr_blocked(r, "setns(/proc/1/ns/mnt): %s", rc <= -128 ? "killed" : pr_errname(-rc));
+    pr_blocked(r, "setns(mount namespace): %s", rc <= -128 ? "killed" : pr_errname(-rc));
 }
 
 PR_DECL(pr_priv_bpf)

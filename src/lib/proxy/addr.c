@@ -18,25 +18,25 @@ struct range4 {
 };
 
 static const struct range4 v4_special[] = {
-    {0x00000000, 8, "this-network"},     /* 0.0.0.0/8 */
-    {0x0a000000, 8, "private"},          /* 10/8 */
-    {0x64400000, 10, "cgnat"},           /* 100.64/10 (holds 100.100.100.200) */
-    {0x7f000000, 8, "loopback"},         /* 127/8 */
-    {0xa9fe0000, 16, "link-local"},      /* 169.254/16 (holds 169.254.169.254) */
-    {0xac100000, 12, "private"},         /* 172.16/12 */
-    {0xc0000000, 24, "ietf-protocol"},   /* 192.0.0/24 */
-    {0xc0000200, 24, "documentation"},   /* 192.0.2/24 */
-    {0xc01fc400, 24, "as112"},           /* 192.31.196/24 */
-    {0xc034c100, 24, "amt"},             /* 192.52.193/24 */
-    {0xc0586300, 24, "6to4-relay"},      /* 192.88.99/24 */
-    {0xc0a80000, 16, "private"},         /* 192.168/16 */
-    {0xc0af3000, 24, "as112"},           /* 192.175.48/24 */
-    {0xc6120000, 15, "benchmarking"},    /* 198.18/15 */
-    {0xc6336400, 24, "documentation"},   /* 198.51.100/24 */
-    {0xcb007100, 24, "documentation"},   /* 203.0.113/24 */
-    {0xe0000000, 4, "multicast"},        /* 224/4 */
-    {0xf0000000, 4, "reserved"},         /* 240/4 and 255.255.255.255 */
-    {0xa83f8110, 32, "metadata"},        /* 168.63.129.16 Azure wireserver */
+    {0x00000000, 8, "this-network"},   /* 0.0.0.0/8 */
+    {0x0a000000, 8, "private"},        /* 10/8 */
+    {0x64400000, 10, "cgnat"},         /* 100.64/10 (holds 100.100.100.200) */
+    {0x7f000000, 8, "loopback"},       /* 127/8 */
+    {0xa9fe0000, 16, "link-local"},    /* 169.254/16 (holds 169.254.169.254) */
+    {0xac100000, 12, "private"},       /* 172.16/12 */
+    {0xc0000000, 24, "ietf-protocol"}, /* 192.0.0/24 */
+    {0xc0000200, 24, "documentation"}, /* 192.0.2/24 */
+    {0xc01fc400, 24, "as112"},         /* 192.31.196/24 */
+    {0xc034c100, 24, "amt"},           /* 192.52.193/24 */
+    {0xc0586300, 24, "6to4-relay"},    /* 192.88.99/24 */
+    {0xc0a80000, 16, "private"},       /* 192.168/16 */
+    {0xc0af3000, 24, "as112"},         /* 192.175.48/24 */
+    {0xc6120000, 15, "benchmarking"},  /* 198.18/15 */
+    {0xc6336400, 24, "documentation"}, /* 198.51.100/24 */
+    {0xcb007100, 24, "documentation"}, /* 203.0.113/24 */
+    {0xe0000000, 4, "multicast"},      /* 224/4 */
+    {0xf0000000, 4, "reserved"},       /* 240/4 and 255.255.255.255 */
+    {0xa83f8110, 32, "metadata"},      /* 168.63.129.16 Azure wireserver */
 };
 
 struct range6 {
@@ -47,15 +47,15 @@ struct range6 {
 
 static const struct range6 v6_special[] = {
     {{0x00, 0x64, 0xff, 0x9b, 0x00, 0x01}, 48, "ietf-protocol"}, /* 64:ff9b:1::/48 */
-    {{0x01, 0x00}, 64, "discard"},                              /* 100::/64 */
-    {{0x20, 0x01, 0x00, 0x00}, 23, "ietf-protocol"},            /* 2001::/23 (Teredo, ...) */
-    {{0x20, 0x01, 0x0d, 0xb8}, 32, "documentation"},            /* 2001:db8::/32 */
-    {{0x3f, 0xff}, 20, "documentation"},                        /* 3fff::/20 */
-    {{0x5f, 0x00}, 16, "srv6-sid"},                             /* 5f00::/16 */
-    {{0xfc}, 7, "unique-local"},                                /* fc00::/7 (fd00:ec2::254) */
-    {{0xfe, 0x80}, 10, "link-local"},                           /* fe80::/10 */
-    {{0xfe, 0xc0}, 10, "site-local"},                           /* fec0::/10 */
-    {{0xff}, 8, "multicast"},                                   /* ff00::/8 */
+    {{0x01, 0x00}, 64, "discard"},                               /* 100::/64 */
+    {{0x20, 0x01, 0x00, 0x00}, 23, "ietf-protocol"},             /* 2001::/23 (Teredo, ...) */
+    {{0x20, 0x01, 0x0d, 0xb8}, 32, "documentation"},             /* 2001:db8::/32 */
+    {{0x3f, 0xff}, 20, "documentation"},                         /* 3fff::/20 */
+    {{0x5f, 0x00}, 16, "srv6-sid"},                              /* 5f00::/16 */
+    {{0xfc}, 7, "unique-local"},                                 /* fc00::/7 (fd00:ec2::254) */
+    {{0xfe, 0x80}, 10, "link-local"},                            /* fe80::/10 */
+    {{0xfe, 0xc0}, 10, "site-local"},                            /* fec0::/10 */
+    {{0xff}, 8, "multicast"},                                    /* ff00::/8 */
 };
 
 static bool prefix6(const uint8_t *a, const uint8_t *net, int len)
@@ -110,8 +110,7 @@ const char *al_addr_classify6(const struct in6_addr *a, const al_addr_set *local
   /* Everything outside 2000::/3 (global unicast) is reserved or special:
    * ::, ::1, ::/96 IPv4-compatible, and the unassigned space. */
   if ((b[0] & 0xe0) != 0x20)
-    return b[0] == 0 && memcmp(b, (const uint8_t[16]){[15] = 1}, 16) == 0 ? "loopback"
-                                                                              : "reserved";
+    return b[0] == 0 && memcmp(b, (const uint8_t[16]){[15] = 1}, 16) == 0 ? "loopback" : "reserved";
   if (local)
     for (size_t i = 0; i < local->n_v6; i++)
       if (memcmp(&local->v6[i], a, sizeof *a) == 0)

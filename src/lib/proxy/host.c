@@ -205,8 +205,7 @@ int al_port_parse(const char *in, size_t len, uint16_t *out, const char **why)
   return 0;
 }
 
-int al_authority_parse(const char *in, size_t len, al_host *host, uint16_t *port,
-                       const char **why)
+int al_authority_parse(const char *in, size_t len, al_host *host, uint16_t *port, const char **why)
 {
   const char *dummy;
   const char *colon;

@@ -33,8 +33,7 @@ int al_port_parse(const char *in, size_t len, uint16_t *out, const char **why);
 
 /* Parse an authority-form target "host:port" / "[v6]:port" (RFC 9110
  * §9.3.6, RFC 9112 §3.2.3). Returns 0 or -1 with *why set. */
-int al_authority_parse(const char *in, size_t len, al_host *host, uint16_t *port,
-                       const char **why);
+int al_authority_parse(const char *in, size_t len, al_host *host, uint16_t *port, const char **why);
 
 /* Check the suffix of a "*.suffix" allowlist entry (already canonicalized):
  * never an IP literal, at least two labels (so "*" and "*.com" are

@@ -61,8 +61,8 @@ static bool connection_option_ok(const char *t, size_t len, void *arg)
     if (!is_tchar((unsigned char)t[i]))
       return false;
   /* An option naming a framing or routing field would make a hop strip it. */
-  static const char *const banned[] = {"connection", "proxy-connection", "host", "content-length",
-                                       "transfer-encoding", "te"};
+  static const char *const banned[] = {"connection",     "proxy-connection",  "host",
+                                       "content-length", "transfer-encoding", "te"};
   for (size_t i = 0; i < sizeof banned / sizeof banned[0]; i++)
     if (ieq(t, len, banned[i]))
       return false;
@@ -96,8 +96,8 @@ static bool option_names(const char *t, size_t len, void *arg)
 
 bool al_http_header_is_hop(const al_http_request *req, const al_http_header *h)
 {
-  static const char *const hop[] = {"connection",        "keep-alive", "te",  "trailer", "upgrade",
-                                    "transfer-encoding", "host",       NULL};
+  static const char *const hop[] = {"connection", "keep-alive",        "te",   "trailer",
+                                    "upgrade",    "transfer-encoding", "host", NULL};
   for (size_t i = 0; hop[i]; i++)
     if (al_http_header_is(h, hop[i]))
       return true;

@@ -53,7 +53,7 @@
 #include "proxy/loop.h"
 #include "proxy/tls.h"
 
-#define container_of(p, type, member) ((type *)(void *)((char *)(p) - offsetof(type, member)))
+#define container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
 
 #define TICK_MS 250
 #define DRAIN_MS 1000
@@ -637,7 +637,8 @@ static int dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_
     }
     /* 2. pipe -> dst */
     if (d->in_pipe > 0 && *dst_wr) {
-      ssize_t n = splice(d->pipe[0], NULL, dst, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      ssize_t n =
+          splice(d->pipe[0], NULL, dst, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n < 0) {
         if (errno == EAGAIN)
           *dst_wr = false;
@@ -944,8 +945,8 @@ static char *rebuild_origin_form(al_proxy_conn *c, const al_http_request *req, c
     snprintf(hostport, sizeof hostport, "%s", c->host.name);
   if (c->port != 80)
     snprintf(hostport + strlen(hostport), sizeof hostport - strlen(hostport), ":%u", c->port);
-  n += (size_t)snprintf(o + n, cap - n, "%.*s %.*s HTTP/1.1\r\nHost: %s\r\n",
-                        (int)req->method_len, req->method, (int)path_len, path, hostport);
+  n += (size_t)snprintf(o + n, cap - n, "%.*s %.*s HTTP/1.1\r\nHost: %s\r\n", (int)req->method_len,
+                        req->method, (int)path_len, path, hostport);
   for (size_t i = 0; i < req->n_headers; i++) {
     const al_http_header *h = &req->headers[i];
     if (al_http_header_is_hop(req, h))
@@ -985,8 +986,8 @@ static void conn_decide(al_proxy_conn *c, const al_http_request *req)
       conn_deny(c, 403, "origin-form", NULL);
       return;
     }
-    if (al_http_absolute_target(req->target, req->target_len, &c->host, &c->port, &path,
-                                &path_len, &why) < 0) {
+    if (al_http_absolute_target(req->target, req->target_len, &c->host, &c->port, &path, &path_len,
+                                &why) < 0) {
       conn_deny(c, 403, strcmp(why, "bad-scheme") == 0 ? "bad-scheme" : "bad-target", why);
       return;
     }
@@ -1487,7 +1488,8 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
   }
   px->tick_w.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   px->tick_w.fn = tick_ready;
-  struct itimerspec its = {.it_interval = {0, TICK_MS * 1000000L}, .it_value = {0, TICK_MS * 1000000L}};
+  struct itimerspec its = {.it_interval = {0, TICK_MS * 1000000L},
+                           .it_value = {0, TICK_MS * 1000000L}};
   if (px->tick_w.fd < 0 || timerfd_settime(px->tick_w.fd, 0, &its, NULL) < 0 ||
       al_loop_add(&px->loop, &px->tick_w, EPOLLIN) < 0) {
     al_make_error(err, errno, "timerfd");

@@ -30,14 +30,14 @@ typedef struct al_proxy_listener {
 typedef struct al_proxy_config {
   const al_proxy_listener *listeners; /* n_listeners >= 1 */
   size_t n_listeners;
-  int audit_fd;            /* JSON lines, one per decision; -1 for none. Borrowed. */
-  const char *admin_path;  /* Unix socket path for counters (mode 0600, created and
-                              unlinked by the proxy), or NULL. Must be outside the sandbox. */
+  int audit_fd;              /* JSON lines, one per decision; -1 for none. Borrowed. */
+  const char *admin_path;    /* Unix socket path for counters (mode 0600, created and
+                                unlinked by the proxy), or NULL. Must be outside the sandbox. */
   uint32_t max_conns_global; /* across all listeners; 0 means 4096 */
-  const char *reload_path; /* on SIGHUP load this policy file and make it the policy of
-                              every listener (new connections only; live tunnels keep
-                              theirs; an invalid file is refused and the old one kept).
-                              NULL: SIGHUP is logged and ignored. */
+  const char *reload_path;   /* on SIGHUP load this policy file and make it the policy of
+                                every listener (new connections only; live tunnels keep
+                                theirs; an invalid file is refused and the old one kept).
+                                NULL: SIGHUP is logged and ignored. */
 } al_proxy_config;
 
 /* Run the proxy until SIGTERM or SIGINT; then close every connection and

@@ -16,8 +16,8 @@
 #define AL_TLS_EXT_ECH 0xfe0d
 
 typedef struct al_tls_hello {
-  bool has_sni;       /* a server_name extension is present */
-  char sni[256];      /* its one host_name, NUL-terminated (raw bytes, checked printable) */
+  bool has_sni;  /* a server_name extension is present */
+  char sni[256]; /* its one host_name, NUL-terminated (raw bytes, checked printable) */
   size_t sni_len;
   bool ech;           /* an encrypted_client_hello extension is present */
   size_t hello_bytes; /* bytes of buf the records carrying the ClientHello took */

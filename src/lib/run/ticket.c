@@ -276,7 +276,7 @@ static int write_record(struct ticket *t, al_ticket_outcome *res, al_error *err)
 {
   json_t *phases = json_array();
   for (size_t i = 0; i < t->nphases; i++)
-    json_array_append_new(phases, json_pack("{s:s, s:I, s:s, s:s?}", "name", t->phases[i].name,
+    json_array_append_new(phases, json_pack("{s:s, s:I, s:s, s:s*}", "name", t->phases[i].name,
                                             "ms", (json_int_t)t->phases[i].ms, "status",
                                             t->phases[i].status, "detail", t->phases[i].detail));
   json_object_set_new(t->rec, "phases", phases);
@@ -405,13 +405,13 @@ static int do_lease(struct ticket *t, al_error *err)
     if (!al_lease_fingerprint(t->lease, (al_role)r))
       continue;
     json_array_append_new(
-        toks, json_pack("{s:s, s:s, s:s?, s:s?, s:s?}", "role", al_role_name((al_role)r),
+        toks, json_pack("{s:s, s:s, s:s*, s:s*, s:s*}", "role", al_role_name((al_role)r),
                         "fingerprint", al_lease_fingerprint(t->lease, (al_role)r), "repo",
                         al_lease_repo(t->lease, (al_role)r), "permissions",
                         al_lease_permissions(t->lease, (al_role)r), "expires_at",
                         al_lease_token_expires_at(t->lease, (al_role)r)));
   }
-  json_object_set_new(t->rec, "lease", json_pack("{s:s?, s:I, s:s?, s:o}", "id", al_lease_id(t->lease),
+  json_object_set_new(t->rec, "lease", json_pack("{s:s*, s:I, s:s*, s:o}", "id", al_lease_id(t->lease),
                                                  "ttl_ms", (json_int_t)al_lease_ttl_ms(t->lease),
                                                  "expires_at", al_lease_expires_at(t->lease),
                                                  "tokens", toks));
@@ -473,7 +473,7 @@ static int do_release(struct ticket *t, al_ticket_outcome *res, al_error *err)
   json_t *toks = json_array();
   size_t dead = 0;
   for (size_t i = 0; i < lr.n && i < AL_ROLE_COUNT; i++) {
-    json_array_append_new(toks, json_pack("{s:s, s:s, s:b, s:b, s:s?}", "role",
+    json_array_append_new(toks, json_pack("{s:s, s:s, s:b, s:b, s:s*}", "role",
                                           al_role_name(lr.tokens[i].role), "fingerprint",
                                           lr.tokens[i].fingerprint, "revoked", lr.tokens[i].revoked,
                                           "confirmed_401", lr.tokens[i].confirmed, "error",
@@ -483,7 +483,7 @@ static int do_release(struct ticket *t, al_ticket_outcome *res, al_error *err)
   }
   res->tokens_dead = r == 0 && lr.answered && dead == lr.n && lr.n == AL_ROLE_COUNT;
   json_object_set_new(t->rec, "revocation",
-                      json_pack("{s:b, s:s, s:o, s:b, s:s?}", "answered", lr.answered, "reason",
+                      json_pack("{s:b, s:s, s:o, s:b, s:s*}", "answered", lr.answered, "reason",
                                 lr.reason, "tokens", toks, "all_dead", res->tokens_dead, "error",
                                 r < 0 ? e.msg : NULL));
   if (!res->tokens_dead) {
@@ -575,13 +575,27 @@ static void do_review(struct ticket *t)
   al_autofree char *branch_q = al_ghapi_escape(t->branch);
   al_autofree char *path = al_strdup_printf("/repos/%s/pulls?state=all&head=%.*s:%s", t->repo,
                                             (int)(owner_end - t->repo), t->repo, branch_q);
-  if (al_ghapi_get(api, path, git, &r, &e) < 0)
+  if (al_ghapi_get_list(api, path, git, &r, &e) < 0)
     goto fail;
   if (r.status != 200 || !json_is_array(r.json)) {
     al_make_error(&e, 0, "list pull requests: HTTP %ld %s", r.status, r.message);
     goto fail;
   }
-  json_t *pr = json_array_get(r.json, 0);
+  /* GitHub filters by `head`; take only a PR whose head really is the
+   * run's branch, whatever the server did with the filter. */
+  json_t *pr = NULL;
+  {
+    size_t i;
+    json_t *v;
+    json_array_foreach(r.json, i, v)
+    {
+      const char *ref = json_string_value(json_object_get(json_object_get(v, "head"), "ref"));
+      if (ref && strcmp(ref, t->branch) == 0) {
+        pr = v;
+        break;
+      }
+    }
+  }
   json_t *secrets = json_array();
   json_object_set_new(rv, "secrets", secrets);
   json_t *outside = json_array();
@@ -609,7 +623,7 @@ static void do_review(struct ticket *t)
         const char *name = json_string_value(json_object_get(v, "filename"));
         if (!name)
           continue;
-        json_array_append_new(files, json_pack("{s:s, s:O?, s:O?, s:O?}", "file", name, "status",
+        json_array_append_new(files, json_pack("{s:s, s:O*, s:O*, s:O*}", "file", name, "status",
                                                json_object_get(v, "status"), "additions",
                                                json_object_get(v, "additions"), "deletions",
                                                json_object_get(v, "deletions")));

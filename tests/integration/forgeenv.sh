@@ -1,0 +1,96 @@
+# A local forge + broker + ticket policy for tests, like `airlock demo` sets
+# up. Source after lib.sh, then call `forge_env_start`. Sets:
+#   FE_DIR FE_HTTPS FE_ADMIN FE_CA FE_SOCK FE_POLICY FE_DATA AIRLOCK_NET
+# and registers cleanup with on_exit. Needs AIRLOCK, AIRLOCK_FORGE, AIRLOCK_SRC.
+AIRLOCK_NET=$(dirname "$AIRLOCK")/airlock-net
+
+forge_env_start() {
+  FE_DIR=$T_TMP/fe
+  mkdir -p "$FE_DIR/secret"
+  chmod 755 "$FE_DIR"; chmod 700 "$FE_DIR/secret"
+  "$AIRLOCK_SRC/scripts/make-test-ca.sh" "$FE_DIR/tls" >/dev/null 2>&1 || return 1
+  "$AIRLOCK_SRC/scripts/make-app-key.sh" "$FE_DIR/secret/keys" app >/dev/null 2>&1 || return 1
+  chmod 755 "$FE_DIR/tls"; chmod 644 "$FE_DIR/tls/ca.crt"
+  FE_CA=$FE_DIR/tls/ca.crt
+  FE_DATA=$FE_DIR/secret/forge
+  "$AIRLOCK_FORGE" --fixture "$AIRLOCK_SRC/examples/demo/fixture.json" --data "$FE_DATA" \
+    --tls-dir "$FE_DIR/tls" --key "1001=$FE_DIR/secret/keys/app.pub.pem" \
+    --ports-file "$FE_DIR/secret/ports.json" >"$FE_DIR/secret/forge.log" 2>&1 &
+  FE_FORGE_PID=$!
+  on_exit "kill $FE_FORGE_PID"
+  for _ in $(seq 100); do [ -s "$FE_DIR/secret/ports.json" ] && break; sleep 0.05; done
+  FE_HTTPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["https"])' "$FE_DIR/secret/ports.json") || return 1
+  FE_ADMIN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["admin"])' "$FE_DIR/secret/ports.json") || return 1
+  FE_SOCK=$FE_DIR/secret/broker.sock
+  cat >"$FE_DIR/secret/broker.yaml" <<YAML
+app:
+  id: 1001
+  private_key: $FE_DIR/secret/keys/app.pem
+api:
+  url: https://127.0.0.1:$FE_HTTPS
+  ca_file: $FE_CA
+  retries: 2
+repositories: [acme/tally]
+roles:
+  git: {contents: write, pull_requests: write}
+  ticket: {issues: write}
+lease:
+  ttl: 5m
+state_dir: $FE_DIR/secret/broker
+YAML
+  broker_start
+  FE_POLICY=$FE_DIR/airlock.yaml
+  write_policy "$FE_POLICY" "$FE_SOCK"
+}
+
+broker_start() {
+  "$AIRLOCK_NET" broker -c "$FE_DIR/secret/broker.yaml" --socket "$FE_SOCK" \
+    >>"$FE_DIR/secret/broker.log" 2>&1 &
+  FE_BROKER_PID=$!
+  on_exit "kill $FE_BROKER_PID"
+  for _ in $(seq 100); do [ -S "$FE_SOCK" ] && break; sleep 0.05; done
+  [ -S "$FE_SOCK" ]
+}
+
+# write_policy FILE SOCKET [extra YAML lines for process.limits]
+write_policy() {
+  cat >"$1" <<YAML
+version: 1
+network:
+  allow:
+    - {host: api.forge.test, port: $FE_HTTPS, tls: true}
+    - {host: forge.test, port: $FE_HTTPS, tls: true}
+  pin:
+    - {host: api.forge.test, address: 127.0.0.1}
+    - {host: forge.test, address: 127.0.0.1}
+filesystem: {workspace_size: 256MiB, tmp_size: 128MiB}
+process:
+  limits: {memory: 1GiB, pids: 256, wall: ${3:-2m}}
+credentials:
+  broker: $2
+  git: {repo: acme/tally, permissions: {contents: write, pull_requests: write}}
+  ticket: {repo: acme/tally, permissions: {issues: write}}
+  ttl: 5m
+forge:
+  api_url: https://api.forge.test:$FE_HTTPS
+  git_url: https://forge.test:$FE_HTTPS
+  ca_file: $FE_CA
+YAML
+  chmod 644 "$1"
+}
+
+admin() { curl -s --noproxy '*' "http://127.0.0.1:$FE_ADMIN$1"; }
+# number of tokens in a state: active | revoked | expired
+tokens_in() { admin /tokens | python3 -c 'import json,sys; d=json.load(sys.stdin); d=d.get("tokens",d) if isinstance(d,dict) else d; print(sum(1 for t in d if t.get("state")==sys.argv[1]))' "$1"; }
+main_sha() { admin "/refs?repo=acme/tally" | python3 -c '
+import json,sys
+d=json.load(sys.stdin)
+refs=d.get("refs",d) if isinstance(d,dict) else d
+if isinstance(refs,dict): print(refs.get("refs/heads/main",""))
+else: print(next((r.get("sha") for r in refs if r.get("ref")=="refs/heads/main"),""))'; }
+validate_record() { /usr/bin/python3 - "$1" "$AIRLOCK_SRC/docs/run-record.schema.json" <<'PY'
+import json, sys, jsonschema
+rec, schema = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+jsonschema.validate(rec, schema)
+PY
+}

@@ -1,0 +1,151 @@
+#!/bin/bash
+# airlock ticket end to end on airlock-forge (issue #6): the PR, the ticket
+# comment, main untouched, both tokens revoked, the record valid; the hostile
+# agent; and every failure path ending with no process, tokens dead and a
+# record (except after SIGKILL, where the broker's revocation is the guarantee).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/forgeenv.sh"
+[ "$(id -u)" = 0 ] || { skip "ticket tests need root (the forge's data dir and the sandbox as root)"; done_testing; exit 0; }
+[ -x "${AIRLOCK_FORGE:-}" ] || { skip "airlock-forge was not built"; done_testing; exit 0; }
+forge_env_start || { fail "forge + broker environment"; done_testing; exit 1; }
+ok "forge on $FE_HTTPS, broker on its socket"
+AGENTS=$AIRLOCK_SRC/examples/agents
+REPO_GIT=$FE_DATA/repos/acme/tally.git
+MAIN0=$(main_sha)
+like "control: main has a commit" "$MAIN0" '^[0-9a-f]{40}$'
+
+no_sandbox_left() { # MARKER: no process of the run remains on the host
+  for _ in $(seq 40); do pgrep -f "$1" >/dev/null || return 0; sleep 0.05; done
+  pgrep -af "$1" | sed 's/^/#   /'; return 1
+}
+
+# --- the main job ---
+REC=$T_TMP/rec1.json
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent "$AGENTS/patch-agent" --record "$REC" 2>&1); rc=$?
+is "ticket run exits 0 (through the core binary, which execs airlock-net)" "$rc" 0
+[ $rc -eq 0 ] || diag "$out"
+like "progress lines name each phase" "$(tr '\n' ' ' <<<"$out")" 'policy +ok.*lease +ok.*agent +ok.*release +ok'
+check "the run record validates against docs/run-record.schema.json" validate_record "$REC"
+branch=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pull_request"]["branch"])' "$REC")
+like "the PR's branch is airlock/<ticket>-<run>" "$branch" '^airlock/1-[0-9a-f]{8}$'
+pulls=$(admin /pulls | python3 -c 'import json,sys; print([(p["head"],p["base"],p["state"]) for p in json.load(sys.stdin)])')
+like "the forge has the PR from that branch to main" "$pulls" "\('$branch', 'main', 'open'\)"
+diff=$(git --git-dir="$REPO_GIT" diff "main..$branch" 2>&1)
+like "the PR's diff is the ticket's fix" "$diff" '\+        return \(s\[mid - 1\] \+ s\[mid\]\) / 2'
+is "the PR changes only tally/stats.py" "$(git --git-dir="$REPO_GIT" diff --name-only "main..$branch")" "tally/stats.py"
+like "the ticket has a comment linking the PR" "$(admin /comments | python3 -c 'import json,sys; print([(c["issue_number"],c["body"]) for c in json.load(sys.stdin)])')" "\(1, 'Opened https://forge.test:[0-9]+/acme/tally/pull/[0-9]+ for review.'\)"
+is "main is untouched" "$(main_sha)" "$MAIN0"
+is "no token is active after the run" "$(tokens_in active)" 0
+like "tokens were revoked (not merely expired)" "$(tokens_in revoked)" '^[1-9]'
+rev=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["revocation"]; print(r["all_dead"], len(r["tokens"]), all(t["confirmed_401"] for t in r["tokens"]))' "$REC")
+is "the record says both tokens were revoked and confirmed 401" "$rev" "True 2 True"
+if grep -qE 'gh[pousr]_[A-Za-z0-9]{30,}' "$REC" "$FE_DIR/secret/broker.log"; then fail "no token value in the record or the broker log"; else ok "no token value in the record or the broker log"; fi
+like "the record holds the proxy's decisions" "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["proxy_decisions"]; print(len(d), sorted({x.get("host") for x in d if x.get("host")}))' "$REC")" "^[1-9][0-9]* \['api.forge.test', 'forge.test'\]"
+
+# --- the hostile agent ---
+REC=$T_TMP/rec-hostile.json
+pulls_before=$(admin /pulls | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+"$AIRLOCK" ticket acme/tally#2 -p "$FE_POLICY" --agent "$AGENTS/hostile-agent" --record "$REC" >"$T_TMP/hostile.out" 2>&1
+check "the hostile run's record validates" validate_record "$REC"
+summary=$(python3 - "$REC" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+allowed = {"open-pr", "keep-token"}
+att = r.get("agent_attempts", [])
+bad = [a["id"] for a in att if a["outcome"] == "succeeded" and a["id"] not in allowed]
+print(len(att), "escaped:" + ",".join(bad) if bad else "none-escaped")
+PY
+)
+like "every hostile attempt was refused (a PR is the only thing out)" "$summary" '^[1-9][0-9]* none-escaped$'
+for id in exfil-proxy exfil-direct dns metadata push-main workflow approve-own merge-own protection-off escalate; do
+  like "attempt $id recorded as refused" "$(python3 -c 'import json,sys; print([a["outcome"] for a in json.load(open(sys.argv[1]))["agent_attempts"] if a["id"]==sys.argv[2]])' "$REC" "$id")" "\['refused'\]"
+done
+is "main is still untouched" "$(main_sha)" "$MAIN0"
+is "exactly one more PR on the forge" "$(admin /pulls | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "$((pulls_before + 1))"
+like "no push to main was accepted" "$(admin /pushes | python3 -c 'import json,sys; print(sorted({p.get("ref") for p in json.load(sys.stdin) if p.get("accepted")}))')" "^\[('refs/heads/airlock/[^']*'(, )?)+\]$"
+is "no token is active after the hostile run" "$(tokens_in active)" 0
+diag "review: $(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])).get("review")))' "$REC" | head -c 600)"
+like "the review flags the run's token in the PR body" "$(python3 -c 'import json,sys; print([(s["where"],s["run_token"]) for s in json.load(open(sys.argv[1]))["review"]["secrets"]])' "$REC")" "\('pull request body', True\)"
+like "the review flags .claude/settings.json as running outside the sandbox" "$(python3 -c 'import json,sys; print([f["file"] for f in json.load(open(sys.argv[1]))["review"]["runs_outside_sandbox"]])' "$REC")" "\.claude/settings\.json"
+like "the proxy denied the exfiltration with a reason" "$(python3 -c 'import json,sys; print([(d.get("host"),d.get("reason")) for d in json.load(open(sys.argv[1]))["proxy_decisions"] if d.get("decision")=="deny"])' "$REC")" "evil\.example"
+
+# --- failure paths ---
+# agent exits non-zero
+REC=$T_TMP/rec-false.json
+"$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent /usr/bin/false --record "$REC" >"$T_TMP/o" 2>&1; rc=$?
+is "agent exit 1 → ticket exits 1" "$rc" 1
+like "the record has the agent's status" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["agent"]["exit_status"], r["revocation"]["all_dead"])' "$REC")" "^1 True$"
+check "its record validates" validate_record "$REC"
+is "no token is active" "$(tokens_in active)" 0
+
+# timeout
+REC=$T_TMP/rec-timeout.json
+"$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --timeout 2s --agent /usr/bin/sleep --record "$REC" -- 4242.4242 >"$T_TMP/o" 2>&1; rc=$?
+is "timeout → ticket exits 1" "$rc" 1
+like "the record says 124 and timed out" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["agent"]["exit_status"], r["agent"]["timed_out"], r["revocation"]["all_dead"])' "$REC")" "^124 True True$"
+check "no sandbox process left after the timeout" no_sandbox_left "sleep 4242.4242"
+is "no token is active" "$(tokens_in active)" 0
+
+# broker down
+REC=$T_TMP/rec-nobroker.json
+write_policy "$T_TMP/nobroker.yaml" "$T_TMP/no-such-broker.sock"
+before=$(admin /tokens | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/nobroker.yaml" --agent /usr/bin/true --record "$REC" 2>&1); rc=$?
+is "broker down → exit 1" "$rc" 1
+like "broker down → a clear message naming the socket" "$out" "broker .*no-such-broker.sock.*(No such file|Connection refused)"
+check "a record is written when the broker is down" validate_record "$REC"
+is "broker down → no token was minted" "$(admin /tokens | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "$before"
+
+# forge 5xx: the broker's API answers 500
+python3 "$AIRLOCK_SRC/tests/integration/fakegh.py" "$T_TMP/fake.port" "$T_TMP/fake.state" 500 >/dev/null 2>&1 &
+FAKE=$!; on_exit "kill $FAKE"
+for _ in $(seq 50); do [ -s "$T_TMP/fake.port" ] && break; sleep 0.1; done
+mkdir -p "$T_TMP/b5"; chmod 700 "$T_TMP/b5"
+sed -e "s|url: https://127.0.0.1:$FE_HTTPS|url: http://127.0.0.1:$(cat "$T_TMP/fake.port")|" -e "s|state_dir: .*|state_dir: $T_TMP/b5/state|" \
+  "$FE_DIR/secret/broker.yaml" >"$T_TMP/b5/broker.yaml"; chmod 600 "$T_TMP/b5/broker.yaml"
+"$AIRLOCK_NET" broker -c "$T_TMP/b5/broker.yaml" --socket "$T_TMP/b5/sock" >"$T_TMP/b5/log" 2>&1 &
+B5=$!; on_exit "kill $B5"
+for _ in $(seq 100); do [ -S "$T_TMP/b5/sock" ] && break; sleep 0.05; done
+write_policy "$T_TMP/p5.yaml" "$T_TMP/b5/sock"
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/p5.yaml" --agent /usr/bin/true --record "$T_TMP/rec5.json" 2>&1); rc=$?
+is "forge 5xx → exit 1" "$rc" 1
+like "forge 5xx → a clear message" "$out" "lease .*failed.*(5[0-9][0-9]|server error)"
+check "forge 5xx → a record is written" validate_record "$T_TMP/rec5.json"
+like "forge 5xx → the agent never ran" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("exit_status" in r["agent"])' "$T_TMP/rec5.json")" False
+
+# SIGINT of airlock ticket
+REC=$T_TMP/rec-int.json
+"$AIRLOCK_NET" ticket acme/tally#1 -p "$FE_POLICY" --agent /usr/bin/sleep --record "$REC" -- 4343.4343 >"$T_TMP/int.out" 2>&1 &
+sup=$!
+for _ in $(seq 100); do pgrep -f "sleep 4343.4343" >/dev/null && break; sleep 0.05; done
+if pgrep -f "sleep 4343.4343" >/dev/null; then ok "control: the agent is running before SIGINT"; else fail "control: the agent is running before SIGINT"; fi
+kill -INT $sup; wait $sup; rc=$?
+is "SIGINT → exit 1" "$rc" 1
+check "SIGINT → no sandbox process left" no_sandbox_left "sleep 4343.4343"
+like "SIGINT → record written, agent killed by the signal, tokens dead" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["agent"]["exit_status"], r["revocation"]["all_dead"])' "$REC")" "^130 True$"
+check "SIGINT → record validates" validate_record "$REC"
+is "SIGINT → no token is active" "$(tokens_in active)" 0
+
+# SIGKILL of airlock ticket: the broker revokes on connection close
+"$AIRLOCK_NET" ticket acme/tally#1 -p "$FE_POLICY" --agent /usr/bin/sleep --record "$T_TMP/rec-kill.json" -- 4444.4444 >"$T_TMP/kill.out" 2>&1 &
+sup=$!
+for _ in $(seq 100); do pgrep -f "sleep 4444.4444" >/dev/null && break; sleep 0.05; done
+act=$(tokens_in active)
+is "control: two tokens are active while the agent runs" "$act" 2
+kill -KILL $sup; wait $sup 2>/dev/null
+# the marker is on the supervisor's command line, so it also matches its
+# forks: the sandbox's init and the egress proxy
+check "SIGKILL → no sandbox or proxy process left (they die with their supervisor)" no_sandbox_left "sleep 4444.4444"
+dead=1
+for _ in $(seq 20); do [ "$(tokens_in active)" = 0 ] && { dead=0; break; }; sleep 0.1; done
+is "SIGKILL → the broker revoked both tokens within 2 s" "$dead" 0
+[ -e "$T_TMP/rec-kill.json" ] && diag "(a record exists after SIGKILL: unexpected but harmless)"
+
+# bad targets
+out=$("$AIRLOCK" ticket 'acme/tally#0' -p "$FE_POLICY" 2>&1); rc=$?
+like "ticket number 0 is refused with the rule" "$out" 'NUMBER must be 1 to'
+out=$("$AIRLOCK" ticket 'acme/../etc#1' -p "$FE_POLICY" 2>&1)
+like "a path-like repository is refused" "$out" 'OWNER/REPO'
+out=$("$AIRLOCK" ticket 'acme/other#1' -p "$FE_POLICY" --agent /usr/bin/true 2>&1)
+like "a ticket outside the policy's repository is refused before any lease" "$out" 'credentials.git.repo is not the ticket'
+done_testing

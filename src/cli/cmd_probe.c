@@ -15,21 +15,20 @@
 
 static void usage(FILE *out)
 {
-  fprintf(out,
-          "usage: airlock probe [-p POLICY] [--json] [--only GROUP] [--preflight]\n"
-          "\n"
-          "Run the escape catalogue inside a sandbox made from POLICY (default: the\n"
-          "embedded policy) and report each probe as blocked, escaped or inconclusive.\n"
-          "\n"
-          "  -p, --policy FILE   policy file (airlock.yaml)\n"
-          "      --json          JSON instead of a table\n"
-          "      --only GROUP    network, filesystem, privileges, resources, persistence,\n"
-          "                      credentials\n"
-          "      --preflight     the fast subset airlock ticket runs first\n"
-          "      --list          the catalogue as Markdown (docs/probes.md)\n"
-          "\n"
-          "Exit status: 0 all blocked; 1 something escaped or is inconclusive;\n"
-          "2 usage; 125 the probe run could not be set up.\n");
+  fprintf(out, "usage: airlock probe [-p POLICY] [--json] [--only GROUP] [--preflight]\n"
+               "\n"
+               "Run the escape catalogue inside a sandbox made from POLICY (default: the\n"
+               "embedded policy) and report each probe as blocked, escaped or inconclusive.\n"
+               "\n"
+               "  -p, --policy FILE   policy file (airlock.yaml)\n"
+               "      --json          JSON instead of a table\n"
+               "      --only GROUP    network, filesystem, privileges, resources, persistence,\n"
+               "                      credentials\n"
+               "      --preflight     the fast subset airlock ticket runs first\n"
+               "      --list          the catalogue as Markdown (docs/probes.md)\n"
+               "\n"
+               "Exit status: 0 all blocked; 1 something escaped or is inconclusive;\n"
+               "2 usage; 125 the probe run could not be set up.\n");
 }
 
 int cmd_probe(int argc, char **argv)
@@ -90,8 +89,8 @@ int cmd_probe(int argc, char **argv)
     fprintf(stderr, "airlock probe: unexpected argument `%s`\n", argv[optind]);
     return 2;
   }
-  static const char *const groups[] = {"network",     "filesystem",  "privileges",
-                                       "resources",   "persistence", "credentials"};
+  static const char *const groups[] = {"network",   "filesystem",  "privileges",
+                                       "resources", "persistence", "credentials"};
   if (only) {
     bool ok = false;
     for (size_t i = 0; i < AL_ARRAY_SIZE(groups); i++)

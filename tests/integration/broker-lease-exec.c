@@ -43,13 +43,21 @@ int main(int argc, char **argv)
   fflush(stdout);
   int status = 0;
   if (argc > 4) {
+    /* Copy the tokens out before fork(2): the lease keeps them in
+     * MADV_WIPEONFORK memory, which a child sees as zeros. */
+    char *git = strdup(al_lease_token(l, AL_ROLE_GIT));
+    char *tkt = strdup(al_lease_token(l, AL_ROLE_TICKET));
     pid_t pid = fork();
     if (pid == 0) {
-      setenv("AL_GIT_TOKEN", al_lease_token(l, AL_ROLE_GIT), 1);
-      setenv("AL_TICKET_TOKEN", al_lease_token(l, AL_ROLE_TICKET), 1);
+      setenv("AL_GIT_TOKEN", git, 1);
+      setenv("AL_TICKET_TOKEN", tkt, 1);
       execvp(argv[4], argv + 4);
       _exit(127);
     }
+    explicit_bzero(git, strlen(git));
+    explicit_bzero(tkt, strlen(tkt));
+    free(git);
+    free(tkt);
     int ws;
     waitpid(pid, &ws, 0);
     status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128;

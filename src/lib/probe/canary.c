@@ -116,8 +116,8 @@ static void dns_answer(int s, int logfd)
     o += l;
   }
   log_rec(logfd, 'D', name, nl);
-  q[2] |= 0x80;                        /* QR */
-  q[3] = (unsigned char)(0x80 | 3);    /* RA, NXDOMAIN */
+  q[2] |= 0x80;                     /* QR */
+  q[3] = (unsigned char)(0x80 | 3); /* RA, NXDOMAIN */
   q[6] = q[7] = q[8] = q[9] = q[10] = q[11] = 0;
   sendto(s, q, (size_t)n, 0, (struct sockaddr *)&peer, pl);
 }
@@ -161,7 +161,8 @@ static bool proxy_data(struct conn *c, int logfd)
     c->tunnel = true;
     return true;
   }
-  static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\ncanary\n";
+  static const char resp[] =
+      "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\ncanary\n";
   (void)!write(c->fd, resp, sizeof resp - 1);
   return false;
 }
@@ -255,10 +256,9 @@ int pr_canary_start(pr_canary *c, const char *nonce, bool open_proxy, al_error *
   struct sockaddr_un sun = {.sun_family = AF_UNIX};
   size_t nl = strlen(c->unix_name);
   memcpy(sun.sun_path + 1, c->unix_name, nl);
-  if (ls[4] >= 0 &&
-      (bind(ls[4], (struct sockaddr *)&sun, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + nl)) <
-           0 ||
-       listen(ls[4], 16) < 0)) {
+  if (ls[4] >= 0 && (bind(ls[4], (struct sockaddr *)&sun,
+                          (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + nl)) < 0 ||
+                     listen(ls[4], 16) < 0)) {
     close(ls[4]);
     ls[4] = -1;
   }

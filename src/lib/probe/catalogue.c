@@ -16,7 +16,6 @@
 #include "probe/internal.h"
 #include "probe/probes.h"
 
-
 #define N "network"
 #define F "filesystem"
 #define P "privileges"
@@ -51,7 +50,7 @@ const pr_probe pr_catalogue[] = {
  {"net.proxy-mapped-v6", N, "CONNECT [::ffff:169.254.169.254]:80 (IPv4 embedded in IPv6)", "as net.proxy-ip-literal", "RFC 4291 §2.5.5.2; issue #3 §6", pr_net_proxy_mapped_v6, 0, 0},
  {"net.proxy-loopback", N, "CONNECT 127.0.0.1:<canary> through the proxy (a host service via the proxy)", "as net.proxy-ip-literal; the canary must log nothing", "SSRF to localhost services", pr_net_proxy_loopback, PR_OUTER, 0},
  {"net.proxy-wrong-port", N, "CONNECT to an allowed host on another port", "as net.proxy-ip-literal", "issue #3 §5 (exact host:port)", pr_net_proxy_wrong_port, 0, 0},
- {"net.proxy-sni-mismatch", N, "CONNECT to an allowed host, then a ClientHello whose SNI is another name (domain fronting)", "the tunnel must be cut without an answer; bytes back escape; an unreachable allowed host is inconclusive", "RFC 6066 §3; domain fronting (Fifield et al. 2015)", pr_net_proxy_sni_mismatch, 0, 0},
+ {"net.proxy-sni-mismatch", N, "CONNECT to an allowed `tls: true` host, then a ClientHello whose SNI is another name (domain fronting)", "the tunnel must be cut without an answer; bytes back escape; an unreachable allowed host is inconclusive", "RFC 6066 §3; domain fronting (Fifield et al. 2015)", pr_net_proxy_sni_mismatch, 0, 0},
 
  {"fs.write-root", F, "create a zero-byte file in /", "EROFS/EACCES blocks; creation escapes (removed at once)", "mount_namespaces(7)", pr_fs_write_root, 0, 0},
  {"fs.write-etc", F, "create a zero-byte file in /etc", "as fs.write-root", "mount_namespaces(7)", pr_fs_write_etc, PF, 0},

@@ -36,6 +36,8 @@ char *pr_ctx_to_json(const pr_ctx *c)
   json_object_set_new(j, "proxy", json_string(c->proxy));
   json_object_set_new(j, "allow_host", json_string(c->allow_host));
   json_object_set_new(j, "allow_port", json_integer(c->allow_port));
+  json_object_set_new(j, "tls_host", json_string(c->tls_host));
+  json_object_set_new(j, "tls_port", json_integer(c->tls_port));
   json_object_set_new(j, "ws_path", json_string(c->ws_path));
   json_object_set_new(j, "tmp_path", json_string(c->tmp_path));
   json_object_set_new(j, "mem_limit", json_integer((json_int_t)c->mem_limit));
@@ -94,6 +96,8 @@ int pr_ctx_from_json(const char *text, pr_ctx *c)
   get_str(j, "proxy", c->proxy, sizeof c->proxy);
   get_str(j, "allow_host", c->allow_host, sizeof c->allow_host);
   c->allow_port = (int)get_int(j, "allow_port");
+  get_str(j, "tls_host", c->tls_host, sizeof c->tls_host);
+  c->tls_port = (int)get_int(j, "tls_port");
   get_str(j, "ws_path", c->ws_path, sizeof c->ws_path);
   get_str(j, "tmp_path", c->tmp_path, sizeof c->tmp_path);
   c->mem_limit = (uint64_t)get_int(j, "mem_limit");

@@ -22,26 +22,28 @@
  * here is secret: host environment values travel only as truncated
  * SHA-256 hashes. */
 typedef struct pr_ctx {
-  bool unconfined;        /* positive-control run on the host */
-  bool preflight;         /* run only the PR_PREFLIGHT probes */
-  char only[32];          /* run only this group ("" = all) */
-  char nonce[17];         /* 16 hex chars, unique per run */
-  int canary_tcp;         /* host loopback ports of the canary (0 if none) */
-  int canary_tcp6;        /* on ::1 (0 if IPv6 is unavailable on the host) */
+  bool unconfined; /* positive-control run on the host */
+  bool preflight;  /* run only the PR_PREFLIGHT probes */
+  char only[32];   /* run only this group ("" = all) */
+  char nonce[17];  /* 16 hex chars, unique per run */
+  int canary_tcp;  /* host loopback ports of the canary (0 if none) */
+  int canary_tcp6; /* on ::1 (0 if IPv6 is unavailable on the host) */
   int canary_udp;
   int canary_dns;
-  char canary_unix[64];   /* abstract unix name (without the leading NUL) */
-  char host_home[PATH_MAX]; /* the invoker's HOME on the host */
+  char canary_unix[64];      /* abstract unix name (without the leading NUL) */
+  char host_home[PATH_MAX];  /* the invoker's HOME on the host */
   char canary_dir[PATH_MAX]; /* host directory holding a canary file `secret` */
   char outer_cwd[PATH_MAX];
-  char proxy[64];         /* "127.0.0.1:PORT" of the proxy inside, or "" */
-  char allow_host[256];   /* an allowlisted host (first exact entry) or "" */
+  char proxy[64];       /* "127.0.0.1:PORT" of the proxy inside, or "" */
+  char allow_host[256]; /* an allowlisted host (first exact entry) or "" */
   int allow_port;
+  char tls_host[256]; /* an allowlisted `tls: true` host (the SNI gate's) or "" */
+  int tls_port;
   char ws_path[PATH_MAX]; /* /workspace, /tmp inside; host temp dirs when unconfined */
   char tmp_path[PATH_MAX];
   uint64_t mem_limit, ws_size, tmp_size;
   uint32_t pids, nofile;
-  int leaked_fd;          /* the fd number the outer left open on purpose */
+  int leaked_fd; /* the fd number the outer left open on purpose */
   pid_t outer_pid;
   unsigned long long outer_start; /* field 22 of /proc/PID/stat */
   char *env_allowed[PR_MAX_ENV];  /* variable names the sandbox may hold */
@@ -56,7 +58,7 @@ typedef struct pr_result {
 } pr_result;
 
 enum {
-  PR_PREFLIGHT = 1u << 0,  /* part of the fast subset */
+  PR_PREFLIGHT = 1u << 0,     /* part of the fast subset */
   PR_SIGSYS_BLOCKS = 1u << 1, /* death by SIGSYS means the filter held */
   PR_KILL_BLOCKS = 1u << 2,   /* death by SIGKILL means a limit held (OOM) */
   PR_OUTER = 1u << 3,         /* the outer process adds a judgment */

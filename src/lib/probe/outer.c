@@ -30,9 +30,8 @@ extern char **environ;
 #define LEAKED_FD_MIN 97
 
 static const char *const always_allowed_env[] = {
-    "PATH",       "LANG",       "TERM",     "HOME",     "USER",     "LOGNAME", "TMPDIR",
-    "PWD",        "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY",
-    "no_proxy"};
+    "PATH", "LANG",       "TERM",        "HOME",       "USER",        "LOGNAME",  "TMPDIR",
+    "PWD",  "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy"};
 
 static unsigned long long proc_start_time(pid_t pid)
 {
@@ -48,8 +47,9 @@ static unsigned long long proc_start_time(pid_t pid)
   buf[n] = '\0';
   const char *q = strrchr(buf, ')');
   unsigned long long st = 0;
-  if (q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
-                         "%*d %llu",
+  if (q && sscanf(q + 2,
+                  "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+                  "%*d %llu",
                   &st) != 1)
     st = 0;
   return st;
@@ -94,6 +94,12 @@ static void build_ctx(pr_ctx *c, const al_probe_opts *o, const pr_canary *cn, co
     if (!p->network.allow[i].wildcard && !p->network.allow[i].is_ip) {
       snprintf(c->allow_host, sizeof c->allow_host, "%s", p->network.allow[i].host);
       c->allow_port = p->network.allow[i].port;
+      break;
+    }
+  for (size_t i = 0; i < p->network.n_allow; i++)
+    if (!p->network.allow[i].wildcard && !p->network.allow[i].is_ip && p->network.allow[i].tls) {
+      snprintf(c->tls_host, sizeof c->tls_host, "%s", p->network.allow[i].host);
+      c->tls_port = p->network.allow[i].port;
       break;
     }
   if (o->unconfined) {
@@ -187,7 +193,9 @@ static int run_confined(const al_probe_opts *o, const char *self, const pr_ctx *
                                           "HTTPS_PROXY=http://127.0.0.1:3128",
                                           "http_proxy=http://127.0.0.1:3128",
                                           "https_proxy=http://127.0.0.1:3128",
-                                          "NO_PROXY=", "no_proxy=", NULL};
+                                          "NO_PROXY=",
+                                          "no_proxy=",
+                                          NULL};
   char *argv[] = {(char *)self, (char *)"probe", (char *)"--inside", NULL};
   const char *ro[] = {self, NULL};
   uint16_t port = AL_PROXY_PORT;
@@ -266,7 +274,8 @@ static int run_unconfined(const al_probe_opts *o, const char *self, const pr_ctx
     setenv("HTTPS_PROXY", px, 1);
     setenv("HTTP_PROXY", px, 1);
     setenv("AIRLOCK_PROBE_HOST_VARIABLE", "host-only", 1);
-    char *argv[] = {(char *)self, (char *)"probe", (char *)"--inside", (char *)"--decoy", decoy, NULL};
+    char *argv[] = {(char *)self,      (char *)"probe", (char *)"--inside",
+                    (char *)"--decoy", decoy,           NULL};
     execv(self, argv);
     _exit(127);
   }
@@ -391,8 +400,9 @@ static int judge_persist(const pr_ctx *ctx, const char *dir, char *ev, size_t ev
   snprintf(ws, sizeof ws, "%s/workspace", dir);
   snprintf(tmp, sizeof tmp, "%s/tmp", dir);
   const char *home = getenv("HOME");
-  const char *dirs[] = {"/tmp", "/var/tmp", "/dev/shm", "/workspace", ctx->host_home,
-                        home ? home : "/", ctx->outer_cwd, "/", ws, tmp};
+  const char *dirs[] = {
+      "/tmp",         "/var/tmp", "/dev/shm", "/workspace", ctx->host_home, home ? home : "/",
+      ctx->outer_cwd, "/",        ws,         tmp};
   int found = 0;
   char first[PATH_MAX + 80] = "";
   for (size_t i = 0; i < AL_ARRAY_SIZE(dirs); i++) {
@@ -443,8 +453,7 @@ static void judge(const al_probe_opts *o, const pr_ctx *ctx, const char *dir, co
    * even without a marker */
   if (!o->unconfined)
     for (const char *p = log; p && p < log + loglen; p++)
-      if ((p == log || p[-1] == '\n') && (p[0] == 'T' || p[0] == 'U' || p[0] == 'X') &&
-          p[1] == ' ')
+      if ((p == log || p[-1] == '\n') && (p[0] == 'T' || p[0] == 'U' || p[0] == 'X') && p[1] == ' ')
         unattributed = true;
   for (size_t i = 0; i < pr_catalogue_len; i++) {
     const pr_probe *p = &pr_catalogue[i];
@@ -482,7 +491,11 @@ static void judge(const al_probe_opts *o, const pr_ctx *ctx, const char *dir, co
     if (canary_saw(log, loglen, ctx, p->id, &kind)) {
       v = AL_PROBE_ESCAPED;
       snprintf(r->evidence, sizeof r->evidence, "host side: the canary logged this probe (%s); %s",
-               kind == 'D' ? "resolver" : kind == 'U' ? "udp" : kind == 'X' ? "unix" : kind == 'P' ? "proxy" : "tcp",
+               kind == 'D'   ? "resolver"
+               : kind == 'U' ? "udp"
+               : kind == 'X' ? "unix"
+               : kind == 'P' ? "proxy"
+                             : "tcp",
                ev);
     } else if (strcmp(p->id, "res.linger") == 0 && v != AL_PROBE_INCONCLUSIVE) {
       v = judge_linger(ctx, r->evidence, sizeof r->evidence);

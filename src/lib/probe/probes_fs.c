@@ -163,8 +163,8 @@ PR_DECL(pr_fs_container_sockets)
 {
   (void)ctx;
   static const char *const socks[] = {"/var/run/docker.sock", "/run/docker.sock",
-                                      "/run/containerd/containerd.sock",
-                                      "/run/podman/podman.sock", "/run/crio/crio.sock"};
+                                      "/run/containerd/containerd.sock", "/run/podman/podman.sock",
+                                      "/run/crio/crio.sock"};
   struct stat st;
   for (size_t i = 0; i < AL_ARRAY_SIZE(socks); i++)
     if (lstat(socks[i], &st) == 0) {

@@ -131,8 +131,8 @@ static void disk_probe(pr_result *r, const char *dir, uint64_t size, const char 
   close(fd);
   unlink(path);
   if (wrote >= want)
-    pr_escaped(r, "wrote %llu MiB into %s, over its %llu MiB cap", (unsigned long long)(wrote / MIB),
-               dir, (unsigned long long)(size / MIB));
+    pr_escaped(r, "wrote %llu MiB into %s, over its %llu MiB cap",
+               (unsigned long long)(wrote / MIB), dir, (unsigned long long)(size / MIB));
   else
     pr_blocked(r, "%s full after %llu MiB (%s), cap %llu MiB", dir,
                (unsigned long long)(wrote / MIB), pr_errname(e), (unsigned long long)(size / MIB));
@@ -228,8 +228,8 @@ PR_DECL(pr_persist_host_files)
   char name[64];
   snprintf(name, sizeof name, "alprobe-persist-%s", ctx->nonce);
   const char *home = getenv("HOME");
-  const char *dirs[] = {ctx->ws_path, ctx->tmp_path, "/dev/shm", "/var/tmp", home ? home : "/",
-                        ctx->host_home, ctx->outer_cwd, "."};
+  const char *dirs[] = {ctx->ws_path,      ctx->tmp_path,  "/dev/shm",     "/var/tmp",
+                        home ? home : "/", ctx->host_home, ctx->outer_cwd, "."};
   int made = 0;
   for (size_t i = 0; i < AL_ARRAY_SIZE(dirs); i++) {
     char path[PATH_MAX + 80];
@@ -375,13 +375,13 @@ PR_DECL(pr_cred_host_env)
     }
   }
   closedir(d);
-  pr_blocked(r, "no host variable value in %d environments (%d of %d processes readable)",
-             readable, readable, seen);
+  pr_blocked(r, "no host variable value in %d environments (%d of %d processes readable)", readable,
+             readable, seen);
 }
 
 static bool token_shaped(const char *s, size_t l)
 {
-  static const char *const prefixes[] = {"ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_",
+  static const char *const prefixes[] = {"ghp_",   "gho_",  "ghs_",  "ghu_", "ghr_", "github_pat_",
                                          "glpat-", "xoxb-", "xoxp-", "AKIA", "sk-"};
   for (size_t i = 0; i < AL_ARRAY_SIZE(prefixes); i++) {
     size_t pl = strlen(prefixes[i]);
@@ -434,9 +434,11 @@ PR_DECL(pr_cred_host_procs)
     buf[n] = '\0';
     const char *p = strrchr(buf, ')');
     unsigned long long st = 0;
-    if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                           "%*d %*d %llu",
-                    &st) == 1 &&
+    if (p &&
+        sscanf(p + 2,
+               "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+               "%*d %*d %llu",
+               &st) == 1 &&
         st == ctx->outer_start) {
       pr_escaped(r, "the supervisor (host pid %d) is visible in /proc", (int)ctx->outer_pid);
       return;
@@ -464,9 +466,11 @@ PR_DECL(pr_cred_parent_memory)
     sb[sn] = '\0';
     const char *q = strrchr(sb, ')');
     unsigned long long st = 0;
-    if (q && sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                           "%*d %*d %llu",
-                    &st) == 1 &&
+    if (q &&
+        sscanf(q + 2,
+               "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+               "%*d %*d %llu",
+               &st) == 1 &&
         st == ctx->outer_start)
       target = ctx->outer_pid;
   }

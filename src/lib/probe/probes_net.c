@@ -309,8 +309,8 @@ PR_DECL(pr_net_abstract_unix)
     pr_inconclusive(r, "socket(AF_UNIX): %s", pr_errname(errno));
     return;
   }
-  if (connect(s, (struct sockaddr *)&sun, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) <
-      0) {
+  if (connect(s, (struct sockaddr *)&sun,
+              (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0) {
     int e = errno;
     close(s);
     pr_pending(r, "connect @%s: %s", ctx->canary_unix, pr_errname(e));
@@ -346,9 +346,9 @@ PR_DECL(pr_net_host_unix_list)
 
 PR_DECL(pr_net_loopback_scan)
 {
-  static const int ports[] = {22, 25, 53, 80, 111, 443, 631, 2375, 2376, 2379, 3000, 3306,
-                              5000, 5432, 5900, 6379, 6443, 8000, 8080, 8443, 9000, 9090,
-                              9200, 10250, 11211, 27017};
+  static const int ports[] = {22,   25,   53,   80,   111,  443,   631,   2375, 2376,
+                              2379, 3000, 3306, 5000, 5432, 5900,  6379,  6443, 8000,
+                              8080, 8443, 9000, 9090, 9200, 10250, 11211, 27017};
   int open_port = 0, tried = 0;
   for (size_t i = 0; i <= AL_ARRAY_SIZE(ports) && !open_port; i++) {
     int port = i < AL_ARRAY_SIZE(ports) ? ports[i] : ctx->canary_tcp;
@@ -507,8 +507,7 @@ static bool proxy_verdict(pr_result *r, const char *what, int st, const char *de
   return true;
 }
 
-static void proxy_connect_probe(const pr_ctx *ctx, pr_result *r, const char *id,
-                                const char *target)
+static void proxy_connect_probe(const pr_ctx *ctx, pr_result *r, const char *id, const char *target)
 {
   char head[512], deny[64], m[96];
   snprintf(head, sizeof head, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target);
@@ -609,9 +608,9 @@ static size_t client_hello(const char *sni, unsigned char *b, size_t cap)
   memcpy(ext + e, sni, sl);
   e += sl;
   static const unsigned char rest[] = {
-      0x00, 0x2b, 0x00, 0x03, 0x02, 0x03, 0x04,             /* supported_versions */
-      0x00, 0x0a, 0x00, 0x04, 0x00, 0x02, 0x00, 0x1d,       /* supported_groups x25519 */
-      0x00, 0x0d, 0x00, 0x04, 0x00, 0x02, 0x04, 0x03,       /* signature_algorithms */
+      0x00, 0x2b, 0x00, 0x03, 0x02, 0x03, 0x04,                    /* supported_versions */
+      0x00, 0x0a, 0x00, 0x04, 0x00, 0x02, 0x00, 0x1d,              /* supported_groups x25519 */
+      0x00, 0x0d, 0x00, 0x04, 0x00, 0x02, 0x04, 0x03,              /* signature_algorithms */
       0x00, 0x33, 0x00, 0x26, 0x00, 0x24, 0x00, 0x1d, 0x00, 0x20}; /* key_share + 32 bytes */
   memcpy(ext + e, rest, sizeof rest);
   e += sizeof rest;
@@ -622,9 +621,9 @@ static size_t client_hello(const char *sni, unsigned char *b, size_t cap)
   body[n++] = 3, body[n++] = 3;
   memset(body + n, 0x11, 32);
   n += 32;
-  body[n++] = 0;                                           /* session id */
+  body[n++] = 0;                                                    /* session id */
   body[n++] = 0, body[n++] = 2, body[n++] = 0x13, body[n++] = 0x01; /* TLS_AES_128_GCM_SHA256 */
-  body[n++] = 1, body[n++] = 0;                            /* null compression */
+  body[n++] = 1, body[n++] = 0;                                     /* null compression */
   body[n++] = (unsigned char)(e >> 8), body[n++] = (unsigned char)e;
   memcpy(body + n, ext, e);
   n += e;
@@ -638,15 +637,17 @@ static size_t client_hello(const char *sni, unsigned char *b, size_t cap)
 PR_DECL(pr_net_proxy_sni_mismatch)
 {
   char t[300], head[700], deny[64], m[96], sni[160];
-  const char *h = ctx->allow_host[0] ? ctx->allow_host : "allowed.airlock-probe.test";
-  snprintf(t, sizeof t, "%s:%d", h, ctx->allow_port ? ctx->allow_port : 443);
+  /* the gate guards `tls: true` entries; with none, no TLS target is
+   * allowed at all and the CONNECT below must be refused */
+  const char *h = ctx->tls_host[0] ? ctx->tls_host : "allowed.airlock-probe.test";
+  snprintf(t, sizeof t, "%s:%d", h, ctx->tls_host[0] ? ctx->tls_port : 443);
   snprintf(head, sizeof head, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", t, t);
   int fd = -1;
   int st = proxy_send(ctx, head, &fd, deny, sizeof deny);
   if (st != 200) {
     if (st == 502 || st == 504)
-      pr_inconclusive(r, "CONNECT %s: %d %s: the allowed host is unreachable, SNI gate untested",
-                      t, st, deny);
+      pr_inconclusive(r, "CONNECT %s: %d %s: the allowed host is unreachable, SNI gate untested", t,
+                      st, deny);
     else
       proxy_verdict(r, "CONNECT (before any TLS)", st, deny);
     return;

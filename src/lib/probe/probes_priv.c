@@ -107,7 +107,8 @@ PR_DECL(pr_priv_uid_map)
     p += k;
     off++;
   }
-  pr_blocked(r, "host uid 0 is not mapped (uid %u -> host %s)", (unsigned)getuid(), buf[0] ? "unprivileged" : "?");
+  pr_blocked(r, "host uid 0 is not mapped (uid %u -> host %s)", (unsigned)getuid(),
+             buf[0] ? "unprivileged" : "?");
   (void)off;
 }
 
@@ -118,9 +119,9 @@ static void elevate_probe(pr_result *r, bool want_fcaps)
 {
   static const char *const cand_suid[] = {"/usr/bin/su", "/usr/bin/passwd", "/usr/bin/mount",
                                           "/usr/bin/sudo", "/usr/bin/newgrp"};
-  static const char *const cand_caps[] = {"/usr/bin/ping", "/usr/bin/mtr-packet",
-                                          "/usr/sbin/arping", "/usr/bin/newuidmap",
-                                          "/usr/lib/x86_64-linux-gnu/gstreamer1.0/gstreamer-1.0/gst-ptp-helper"};
+  static const char *const cand_caps[] = {
+      "/usr/bin/ping", "/usr/bin/mtr-packet", "/usr/sbin/arping", "/usr/bin/newuidmap",
+      "/usr/lib/x86_64-linux-gnu/gstreamer1.0/gstreamer-1.0/gst-ptp-helper"};
   const char *const *cand = want_fcaps ? cand_caps : cand_suid;
   const char *bin = NULL;
   struct stat st;
@@ -138,8 +139,9 @@ static void elevate_probe(pr_result *r, bool want_fcaps)
   const char *probe_path = bin ? bin : "/usr/bin";
   bool nosuid = statvfs(probe_path, &sv) == 0 && (sv.f_flag & ST_NOSUID);
   if (strcmp(nnp, "1") == 0 || nosuid)
-    pr_blocked(r, "%s%s: NoNewPrivs %s, %s %s", bin ? bin : "no ", bin ? "" : (want_fcaps ? "file-capability binary" : "set-uid binary"),
-               nnp, probe_path, nosuid ? "nosuid" : "suid allowed");
+    pr_blocked(r, "%s%s: NoNewPrivs %s, %s %s", bin ? bin : "no ",
+               bin ? "" : (want_fcaps ? "file-capability binary" : "set-uid binary"), nnp,
+               probe_path, nosuid ? "nosuid" : "suid allowed");
   else
     pr_escaped(r, "%s would elevate: NoNewPrivs %s and %s allows set-uid", bin ? bin : probe_path,
                nnp, probe_path);

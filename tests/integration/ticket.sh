@@ -141,6 +141,17 @@ for _ in $(seq 20); do [ "$(tokens_in active)" = 0 ] && { dead=0; break; }; slee
 is "SIGKILL → the broker revoked both tokens within 2 s" "$dead" 0
 [ -e "$T_TMP/rec-kill.json" ] && diag "(a record exists after SIGKILL: unexpected but harmless)"
 
+# preflight fails closed: a policy whose sandbox cannot even start (a
+# read-only path that does not exist) must stop the run before the agent
+write_policy "$T_TMP/pf.yaml" "$FE_SOCK"
+sed -i 's|^filesystem: {workspace_size: 256MiB, tmp_size: 128MiB}|filesystem: {workspace_size: 256MiB, tmp_size: 128MiB, ro_paths: [/nonexistent/airlock-preflight]}|' "$T_TMP/pf.yaml"
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/pf.yaml" --agent /usr/bin/true --record "$T_TMP/rec-pf.json" 2>&1); rc=$?
+is "preflight failure → exit 1" "$rc" 1
+like "preflight failure → the reason is named" "$out" 'preflight could not run: .*airlock-preflight'
+like "preflight failure → the agent never ran" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("exit_status" in r["agent"], r["revocation"]["all_dead"])' "$T_TMP/rec-pf.json")" "^False True$"
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent /usr/bin/true --record "$T_TMP/rec-pfok.json" 2>&1)
+like "control: with the same forge and a sound policy the preflight passes" "$out" 'preflight +ok +[0-9]+ ms +1[0-9] probes blocked'
+
 # bad targets
 out=$("$AIRLOCK" ticket 'acme/tally#0' -p "$FE_POLICY" 2>&1); rc=$?
 like "ticket number 0 is refused with the rule" "$out" 'NUMBER must be 1 to'

@@ -179,7 +179,7 @@ static size_t match_at(const char *p, const char **fp)
     }
     if (strncmp(p, s->b64, s->b64_len) == 0) {
       m = s->b64_len;
-      while (p[m] == '=' && m < s->b64_len + 2)
+      while (m < s->b64_len + 2 && p[m] == '=')
         m++;
       *fp = s->fp;
       return m;

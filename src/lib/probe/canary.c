@@ -170,7 +170,7 @@ static bool proxy_data(struct conn *c, int logfd)
 static void canary_loop(int listeners[6], int logfd)
 {
   /* listeners: tcp, tcp6, udp, dns, unix, proxy (-1 when absent) */
-  struct conn conns[MAX_CONNS];
+  struct conn conns[MAX_CONNS] = {0};
   size_t nc = 0;
   uint64_t deadline = al_now_ms() + 10 * 60 * 1000; /* never outlive a run by much */
   for (;;) {

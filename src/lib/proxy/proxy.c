@@ -284,12 +284,11 @@ static void ares_watch_ready(al_watch *w, uint32_t ev)
 static void ares_sock_cb(void *data, ares_socket_t fd, int readable, int writable)
 {
   al_proxy_policy *pol = data;
-  ares_watch **pp = &pol->watches, *aw;
+  ares_watch **pp = &pol->watches;
 
-  for (; *pp; pp = &(*pp)->next)
-    if ((*pp)->w.fd == fd)
-      break;
-  aw = *pp;
+  while (*pp && (*pp)->w.fd != fd)
+    pp = &(*pp)->next;
+  ares_watch *aw = *pp;
   uint32_t ev = (readable ? EPOLLIN : 0) | (writable ? EPOLLOUT : 0);
   if (!ev) {
     if (aw) {
@@ -1149,15 +1148,17 @@ static void conn_pump(al_proxy_conn *c)
     if (c->c_rd)
       conn_head(c);
     break;
-  case ST_SNI:
+  case ST_SNI: {
     /* flush the 200 first; the origin speaks only after the ClientHello */
-    if (dir_pump(c, &c->down, c->ow.fd, c->cw.fd, &(bool){false}, &c->c_wr, 0) < 0) {
+    bool origin_rd = false; /* nothing is read from the origin yet */
+    if (dir_pump(c, &c->down, c->ow.fd, c->cw.fd, &origin_rd, &c->c_wr, 0) < 0) {
       conn_deny(c, 0, "client-error", NULL);
       return;
     }
     if (c->c_rd || c->buf_len)
       conn_sni(c);
     break;
+  }
   case ST_RELAY:
     relay(c);
     break;

@@ -157,6 +157,7 @@ int al_tls_parse_client_hello(const uint8_t *buf, size_t len, al_tls_hello *out,
   /* Gather handshake bytes from records until the message is complete. */
   for (;;) {
     if (hs_len >= 4) {
+      // cppcheck-suppress uninitvar ; hs[0..hs_len) is copied from records before use
       if (hs[0] != 1) { /* msg_type client_hello */
         *why = "not-tls";
         return -1;

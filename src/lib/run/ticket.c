@@ -21,6 +21,7 @@
 #include "common/redact.h"
 #include "common/util.h"
 #include "policy/policy.h"
+#include "probe/probe.h"
 #include "proxy/host.h"
 #include "forge/ghapi.h"
 #include "run/review.h"
@@ -505,13 +506,52 @@ static int do_audit(struct ticket *t, al_error *err)
   return 0;
 }
 
-/* Phase: a fast subset of the probe catalogue in a throwaway sandbox. */
+/* Phase: a fast subset of the probe catalogue in a throwaway sandbox made
+ * from the same policy (one probe per protection); fail closed. */
 static int do_preflight(struct ticket *t, al_error *err)
 {
   uint64_t s = phase_begin(t, "preflight");
-  (void)err;
-  json_object_set_new(t->rec, "preflight", json_pack("{s:s}", "status", "not-built"));
-  phase_end(t, s, "skipped", "airlock probe is not built into this version");
+  al_probe_report rep;
+  memset(&rep, 0, sizeof rep);
+  al_error pe = {0};
+  int r = al_probe_preflight(t->policy, &rep, &pe);
+  if (r < 0) {
+    json_object_set_new(t->rec, "preflight", json_pack("{s:s, s:s}", "status", "error", "error",
+                                                       pe.msg));
+    phase_end(t, s, "failed", "%s", pe.msg);
+    return al_make_error(err, pe.code, "preflight could not run: %s", pe.msg);
+  }
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mf = open_memstream(&buf, &len);
+  if (mf) {
+    al_probe_report_print_json(&rep, mf);
+    fclose(mf);
+  }
+  json_t *j = buf ? json_loads(buf, 0, NULL) : NULL;
+  free(buf);
+  json_object_set_new(t->rec, "preflight",
+                      j ? j : json_pack("{s:I, s:I, s:I}", "blocked", (json_int_t)rep.n_blocked,
+                                        "escaped", (json_int_t)rep.n_escaped, "inconclusive",
+                                        (json_int_t)rep.n_inconclusive));
+  if (r != 0) {
+    char first[AL_PROBE_EVIDENCE_MAX + 64] = "";
+    for (size_t i = 0; i < rep.n; i++)
+      if (rep.results[i].verdict != AL_PROBE_BLOCKED) {
+        snprintf(first, sizeof first, "%s %s: %s", rep.results[i].id,
+                 al_probe_verdict_name(rep.results[i].verdict), rep.results[i].evidence);
+        break;
+      }
+    phase_end(t, s, "failed", "%zu escaped, %zu inconclusive; first: %s", rep.n_escaped,
+              rep.n_inconclusive, first);
+    al_make_error(err, 0, "preflight: the sandbox did not hold (%s); refusing to start the agent",
+                  first);
+    al_probe_report_free(&rep);
+    return -1;
+  }
+  phase_end(t, s, "ok", "%zu probes blocked in %llu ms", rep.n_blocked,
+            (unsigned long long)(rep.elapsed_us / 1000));
+  al_probe_report_free(&rep);
   return 0;
 }
 

@@ -10,8 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "broker/secmem.h"
 #include "common/util.h"
 
 static const char *const role_names[AL_ROLE_COUNT] = {"git", "ticket"};
@@ -200,6 +204,10 @@ void al_broker_config_free(al_broker_config *c)
   free(c->repos);
   free(c->client_uids);
   free(c->state_dir);
+  free(c->audit_token_file);
+  free(c->audit_app_id);
+  free(c->audit_client_id);
+  free(c->audit_key_path);
   free(c);
 }
 
@@ -308,40 +316,77 @@ static int key_name(struct parser *p, struct fy_node *k, const char *path, const
   return 0;
 }
 
+/* An App: {id | client_id, private_key} at `path` ("app", "audit.app"). */
+static int parse_app_at(struct parser *p, const char *path, struct fy_node *map,
+                        struct fy_node *mk, char **app_id, char **client_id, char **key_path)
+{
+  if (need_map(p, map, mk, path) < 0)
+    return -1;
+  char kp[48];
+  void *it = NULL;
+  struct fy_node_pair *pr;
+  while ((pr = fy_node_mapping_iterate(map, &it))) {
+    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
+    const char *name;
+    if (key_name(p, k, path, &name) < 0)
+      return -1;
+    snprintf(kp, sizeof kp, "%s.%s", path, name);
+    if (strcmp(name, "id") == 0) {
+      uint64_t id;
+      if (get_uint(p, v, k, kp, UINT64_MAX / 2, &id) < 0)
+        return -1;
+      free(*app_id);
+      *app_id = al_strdup_printf("%llu", (unsigned long long)id);
+    } else if (strcmp(name, "client_id") == 0) {
+      if (get_str(p, v, k, kp, client_id) < 0)
+        return -1;
+      for (const char *s = *client_id; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
+          return perr(p, v, k, kp, "unexpected character");
+    } else if (strcmp(name, "private_key") == 0) {
+      if (get_str(p, v, k, kp, key_path) < 0)
+        return -1;
+    } else {
+      return perr(p, k, NULL, path, "unknown key `%s` (known: id, client_id, private_key)", name);
+    }
+  }
+  if (!*app_id == !*client_id)
+    return perr(p, map, mk, path, "set exactly one of `id` and `client_id`");
+  if (!*key_path)
+    return perr(p, map, mk, path, "`private_key` is required");
+  return 0;
+}
+
 static int parse_app(struct parser *p, al_broker_config *c, struct fy_node *map, struct fy_node *mk)
 {
-  if (need_map(p, map, mk, "app") < 0)
+  return parse_app_at(p, "app", map, mk, &c->app_id, &c->client_id, &c->private_key_path);
+}
+
+static int parse_audit(struct parser *p, al_broker_config *c, struct fy_node *map,
+                       struct fy_node *mk)
+{
+  if (need_map(p, map, mk, "audit") < 0)
     return -1;
   void *it = NULL;
   struct fy_node_pair *pr;
   while ((pr = fy_node_mapping_iterate(map, &it))) {
     struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
     const char *name;
-    if (key_name(p, k, "app", &name) < 0)
+    if (key_name(p, k, "audit", &name) < 0)
       return -1;
-    if (strcmp(name, "id") == 0) {
-      uint64_t id;
-      if (get_uint(p, v, k, "app.id", UINT64_MAX / 2, &id) < 0)
+    if (strcmp(name, "token_file") == 0) {
+      if (get_str(p, v, k, "audit.token_file", &c->audit_token_file) < 0)
         return -1;
-      free(c->app_id);
-      c->app_id = al_strdup_printf("%llu", (unsigned long long)id);
-    } else if (strcmp(name, "client_id") == 0) {
-      if (get_str(p, v, k, "app.client_id", &c->client_id) < 0)
-        return -1;
-      for (const char *s = c->client_id; *s; s++)
-        if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
-          return perr(p, v, k, "app.client_id", "unexpected character");
-    } else if (strcmp(name, "private_key") == 0) {
-      if (get_str(p, v, k, "app.private_key", &c->private_key_path) < 0)
+    } else if (strcmp(name, "app") == 0) {
+      if (parse_app_at(p, "audit.app", v, k, &c->audit_app_id, &c->audit_client_id,
+                       &c->audit_key_path) < 0)
         return -1;
     } else {
-      return perr(p, k, NULL, "app", "unknown key `%s` (known: id, client_id, private_key)", name);
+      return perr(p, k, NULL, "audit", "unknown key `%s` (known: token_file, app)", name);
     }
   }
-  if (!c->app_id == !c->client_id)
-    return perr(p, map, mk, "app", "set exactly one of `id` and `client_id`");
-  if (!c->private_key_path)
-    return perr(p, map, mk, "app", "`private_key` is required");
+  if (!c->audit_token_file == !c->audit_key_path)
+    return perr(p, map, mk, "audit", "set exactly one of `token_file` and `app`");
   return 0;
 }
 
@@ -579,9 +624,12 @@ static int parse_root(struct parser *p, al_broker_config *c, struct fy_node *roo
       r = parse_lease(p, c, v, k);
     } else if (strcmp(name, "state_dir") == 0) {
       r = get_str(p, v, k, "state_dir", &c->state_dir);
+    } else if (strcmp(name, "audit") == 0) {
+      r = parse_audit(p, c, v, k);
     } else {
       r = perr(p, k, NULL, name,
-               "unknown key (known: app, api, repositories, roles, clients, lease, state_dir)");
+               "unknown key (known: app, api, repositories, roles, clients, lease, state_dir, "
+               "audit)");
     }
     if (r < 0)
       return -1;
@@ -672,4 +720,72 @@ int al_broker_config_load_file(const char *path, al_broker_config **out, al_erro
   if (al_read_file(path, 1 << 20, &buf, &len, err) < 0)
     return -1;
   return al_broker_config_load_buffer(path, buf, len, out, err);
+}
+
+int al_broker_audit_token_load(const char *path, char **out, al_error *err)
+{
+  *out = NULL;
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return al_make_error(err, errno, "audit token file `%s`", path);
+  struct stat st;
+  if (fstat(fd, &st) < 0) {
+    int e = errno;
+    close(fd);
+    return al_make_error(err, e, "audit token file `%s`", path);
+  }
+  const char *why = NULL;
+  if (!S_ISREG(st.st_mode))
+    why = "not a regular file";
+  else if (st.st_uid != geteuid())
+    why = "not owned by the broker's user";
+  else if (st.st_mode & 077)
+    why = "readable or writable by group or others (chmod 600)";
+  if (why) {
+    close(fd);
+    al_make_error(err, 0, "audit token file `%s`: %s", path, why);
+    if (err)
+      err->code = EPERM;
+    return -1;
+  }
+  char buf[1026]; /* one byte more than the limit, to see a longer file */
+  size_t n = 0;
+  for (;;) {
+    ssize_t r = read(fd, buf + n, sizeof buf - 1 - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      int e = errno;
+      close(fd);
+      OPENSSL_cleanse(buf, sizeof buf);
+      return al_make_error(err, e, "reading the audit token file `%s`", path);
+    }
+    if (r == 0 || (n += (size_t)r) == sizeof buf - 1)
+      break;
+  }
+  close(fd);
+  buf[n] = '\0';
+  size_t a = 0, b = n;
+  while (a < b && isspace((unsigned char)buf[a]))
+    a++;
+  while (b > a && isspace((unsigned char)buf[b - 1]))
+    b--;
+  bool ok = b > a && n <= 1024;
+  for (size_t i = a; ok && i < b; i++)
+    ok = isalnum((unsigned char)buf[i]) || buf[i] == '_';
+  if (!ok) {
+    OPENSSL_cleanse(buf, sizeof buf);
+    al_make_error(err, 0,
+                  "audit token file `%s`: expected one token of [A-Za-z0-9_], at most 1024 bytes",
+                  path);
+    if (err)
+      err->code = EINVAL;
+    return -1;
+  }
+  *out = al_secret_dupn(buf + a, b - a);
+  int e = errno;
+  OPENSSL_cleanse(buf, sizeof buf);
+  if (!*out)
+    return al_make_error(err, e, "secret memory for the audit token");
+  return 0;
 }

@@ -20,6 +20,16 @@
  *     max_ttl: 1h                   # most a client may ask for
  *     max_active: 64
  *   state_dir: /var/lib/airlock-broker   # optional: leases.jsonl audit log
+ *   audit:                          # optional: how the broker reads branch
+ *                                   # protection for `airlock audit` (one of):
+ *     token_file: /etc/airlock/audit.token   # a read-only admin token (e.g. a
+ *                                   # fine-grained token with Administration:
+ *                                   # read, Contents: read), 0600, owned by the
+ *                                   # broker's user; read per audit, never logged
+ *     app: {id: 67890, private_key: /etc/airlock/audit-app.pem}
+ *                                   # or a second App holding only
+ *                                   # administration: read + contents: read;
+ *                                   # never leased, only used to audit
  *
  * Strict: unknown keys, wrong types and bad values fail with
  * "FILE:LINE:COL: KEY: rule". Permissions named in AL_NEVER_GRANTED
@@ -88,6 +98,11 @@ typedef struct al_broker_config {
   uint64_t max_ttl_ms;
   size_t max_active;
   char *state_dir; /* or NULL */
+  /* audit: (all NULL when absent; token_file xor an app) */
+  char *audit_token_file;
+  char *audit_app_id;    /* decimal id of the audit App, or NULL */
+  char *audit_client_id; /* or its client id */
+  char *audit_key_path;  /* its private key (PEM) */
 } al_broker_config;
 
 /* Parse and validate a config file. On success *out is a new config the
@@ -112,6 +127,15 @@ int al_api_url_check(const char *url, const char **why);
 /* Check an "owner/repo" name (GitHub's character set: [A-Za-z0-9._-], one
  * slash, neither part empty, "." or ".."). Returns 0 or -1 with *why. */
 int al_repo_name_check(const char *repo, const char **why);
+
+/* Read the audit token file (config `audit.token_file`). The file must be
+ * a regular file (not a symlink), owned by the effective uid, with no group
+ * or other access (mode & 077 == 0) — else EPERM before anything is read —
+ * and hold one token of [A-Za-z0-9_] (at most 1024 bytes; surrounding
+ * whitespace is ignored); else EINVAL. On success *out is the token in
+ * secret memory (free it with al_secret_free() from secmem.h); the file's
+ * bytes are wiped from the read buffer. Messages never carry the value. */
+int al_broker_audit_token_load(const char *path, char **out, al_error *err);
 
 void al_broker_config_free(al_broker_config *c);
 

@@ -37,20 +37,34 @@
  *     administration permission at all.
  *   - opts.broker_config: the broker's config (the App id and key). The app
  *     JWT reads the App and its installation on the repository (needed for
- *     the app.* criteria and the bot's identity). When opts.token is NULL an
- *     installation token is minted for the one repository with only
+ *     the app.* criteria and the bot's identity). When opts.token is NULL
+ *     and no audit credential (below) is configured, an installation token
+ *     is minted from the run's App for the one repository with only
  *     `administration: read` (if the installation holds administration),
  *     `contents: read` (if it holds contents) and the implied
  *     `metadata: read`, used for the reads, then revoked
  *     (DELETE /installation/token) before al_audit_run returns.
+ *   - the audit credential: opts.reader_config, else the broker config's
+ *     optional `audit:` section (see broker/config.h), used when opts.token
+ *     is NULL: `token_file` (a read-only admin token
+ *     kept by the broker's user, read for each audit) or `app` (a second,
+ *     read-only "audit App": a token with only administration: read and
+ *     contents: read is minted from it, used, and revoked). The run's App
+ *     then needs no administration permission at all.
  *   Without the broker config the bot is named by opts.app_slug/app_id and
  *   the app.* criteria are UNKNOWN.
  *
- * For `airlock ticket`: call al_audit_run() before leasing; refuse to run
- * when it returns 0 with report.holds == false, unless the user passed
- * --accept-unprotected (then record it in the run record and print it on
- * every summary line); treat a negative return as "cannot tell" (refuse
- * likewise). */
+ * In the broker (the only holder of the keys) the audit runs on behalf of
+ * `airlock ticket` through the socket's `audit` request (broker/proto.h,
+ * al_broker_audit in broker/client.h); there the config and the keys are
+ * already loaded and are passed in (app_config/app_key, reader_config/
+ * reader_key) instead of a path, so no key is read twice.
+ *
+ * For `airlock ticket`: the supervisor asks the broker (al_broker_audit)
+ * before leasing; it refuses to run when the report does not hold, unless
+ * the user passed --accept-unprotected (then it records it in the run record
+ * and prints it on every summary line); an audit that cannot run is "cannot
+ * tell" (refused likewise). */
 #ifndef AL_FORGE_AUDIT_H
 #define AL_FORGE_AUDIT_H
 
@@ -58,6 +72,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <openssl/evp.h>
+
+#include "broker/config.h"
 #include "common/error.h"
 
 typedef enum al_audit_status {
@@ -111,6 +128,18 @@ typedef struct al_audit_opts {
    * revocation (the broker's client): with a pinned test forge, give a token
    * or an API URL that needs no pin (e.g. https://127.0.0.1:PORT). */
   const char *const *resolve;
+  /* The App as already loaded by the caller (the broker, which runs the
+   * audit for its clients): used instead of broker_config, borrowed (both
+   * must outlive the call). api_url and ca_file must then be NULL: the
+   * config's are used. Its `audit:` section is honoured as above. */
+  const al_broker_config *app_config;
+  EVP_PKEY *app_key;
+  /* The audit App, already loaded (the broker's `audit: {app: ...}`),
+   * borrowed: when set and token is NULL, the read token is minted from it
+   * with only administration: read and contents: read, and revoked before
+   * return. Takes precedence over app_config's audit section. */
+  const al_broker_config *reader_config;
+  EVP_PKEY *reader_key;
 } al_audit_opts;
 
 typedef struct al_audit_report {

@@ -463,6 +463,22 @@ static int check_abs_path(struct ctx *c, const struct kv *kv, const char *s)
   return 0;
 }
 
+/* A Docker image reference as `docker run` takes it (distribution's
+ * reference grammar, loosely): [A-Za-z0-9._/:@-], at most 255 bytes, not
+ * starting with `-` or `.`. Keeps it safe to emit into YAML and JSON. */
+static int check_image(struct ctx *c, const struct kv *kv, const char *s)
+{
+  size_t n = strlen(s);
+  if (n == 0 || n > 255 || s[0] == '-' || s[0] == '.' || s[0] == '/' || s[0] == ':')
+    return fail(c, pos_of(kv), kv->path, "`%.64s` is not an image reference", s);
+  for (const char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          strchr("._/:@-", *p)))
+      return fail(c, pos_of(kv), kv->path,
+                  "image reference may only contain letters, digits and `._/:@-`");
+  return 0;
+}
+
 static int fs_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
 {
   al_policy_filesystem *f = obj;
@@ -508,7 +524,9 @@ static int fs_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
     return 0;
   }
   case 4:
-    return get_str(c, kv, &f->image);
+    if (get_str(c, kv, &f->image) < 0)
+      return -1;
+    return check_image(c, kv, f->image);
   default:
     return -1;
   }

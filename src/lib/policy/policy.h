@@ -101,6 +101,39 @@ typedef struct al_policy_forge {
   char *ca_file; /* extra CA bundle (absolute path) trusted for both, or NULL */
 } al_policy_forge;
 
+/* One route the model relay forwards: exactly METHOD and path (the query
+ * string is passed through, not matched). */
+typedef struct al_relay_route {
+  char *method; /* upper-case token, e.g. "POST" */
+  char *path;   /* "/v1/messages": [A-Za-z0-9/._-], no "..", no "//" */
+} al_relay_route;
+
+/* The model relay (issue #10): a second sandbox per run that holds the
+ * model API key, serves plain HTTP at 127.0.0.1:8080 inside the agent's
+ * network namespace and forwards the allowed routes over TLS, through the
+ * egress proxy, to `upstream`. See src/lib/relay/. */
+typedef struct al_policy_relay {
+  bool present;
+  char *upstream;     /* https://HOST[:PORT][/PREFIX], no trailing slash */
+  char *host;         /* canonical HOST of upstream (for the proxy and SNI) */
+  uint16_t port;      /* PORT of upstream, default 443 */
+  char *prefix;       /* PREFIX of upstream ("" when none) */
+  char *auth;         /* "x-api-key" (default; Anthropic) or "bearer" (Authorization: Bearer) */
+  char *key_file;     /* absolute path of the key, mode 0600, read by the supervisor; required */
+  char *ca_file;      /* extra trust anchors (absolute path) or NULL */
+  char *pin;          /* test only: numeric address the upstream host resolves to, or NULL */
+  al_relay_route *routes; /* default: POST /v1/messages, /v1/chat/completions, /v1/responses */
+  size_t n_routes;
+  uint64_t max_request;       /* bytes of one request body, default 8 MiB */
+  uint64_t budget_requests;   /* per run, default 1000; 0 = unlimited */
+  uint64_t budget_tokens;     /* input + output tokens per run, default 0 = unlimited */
+  uint32_t max_conns;         /* concurrent calls, default 16 */
+  uint64_t connect_timeout_ms;    /* proxy CONNECT + TLS handshake, default 10 s */
+  uint64_t first_byte_timeout_ms; /* request sent until the response head, default 5 min */
+  uint64_t idle_timeout_ms;       /* between two reads of a response, default 5 min */
+  uint64_t total_timeout_ms;      /* one call end to end, default 30 min */
+} al_policy_relay;
+
 typedef struct al_policy {
   int version; /* 1 */
   al_policy_network network;
@@ -108,6 +141,7 @@ typedef struct al_policy {
   al_policy_process process;
   al_policy_credentials credentials;
   al_policy_forge forge;
+  al_policy_relay relay;
   char *branch_prefix; /* review.branch_prefix, default "airlock/" */
   char *base_branch;   /* review.base_branch, or NULL: the repository's default */ /* review.branch_prefix, default "airlock/" */
   char *source;        /* file name it came from, or "<default>" */
@@ -135,6 +169,12 @@ char *al_policy_canonical(const al_policy *p);
  * (OpenSSL's first digest costs about a millisecond: keep it off the
  * sandbox start path). The string lives as long as the policy. */
 const char *al_policy_sha256(al_policy *p);
+
+/* The relay section alone in canonical form (compact JSON, sorted keys;
+ * the same object as "relay" in al_policy_canonical), or NULL when the
+ * policy has none. What `airlock relay --config-json` reads (relay.h). The
+ * caller frees the string. */
+char *al_policy_relay_canonical(const al_policy *p);
 
 void al_policy_free(al_policy *p);
 

@@ -22,6 +22,7 @@
 
 #include "common/util.h"
 #include "sandbox/internal.h"
+#include "sandbox/syscalls.h"
 
 #define DIE(fd, ...) sb_die(fd, 125, errno, __VA_ARGS__)
 
@@ -175,31 +176,18 @@ void sb_apply_landlock(int sync_fd, int abi)
 
 /* ---- seccomp (seccomp_rule_add(3), seccomp(2)) ---- */
 
-#define ADD(action, name, ...)                                                                     \
-  do {                                                                                             \
-    int nr_ = seccomp_syscall_resolve_name(name);                                                  \
-    if (nr_ == __NR_SCMP_ERROR)                                                                    \
-      break;                                                                                       \
-    int rc_ = seccomp_rule_add(ctx, action, nr_, __VA_ARGS__);                                     \
-    if (rc_ < 0) {                                                                                 \
-      errno = -rc_;                                                                                \
-      DIE(sync_fd, "seccomp rule for %s", name);                                                   \
-    }                                                                                              \
-  } while (0)
-
-/* The syscalls refused outright (EPERM): namespaces, mounts, kernel
- * modules, tracing, keyrings, BPF, perf, io_uring, handles, and host-wide
- * administration. The list is DESIGN.md §2's plus the new mount API. */
-static const char *const denied[] = {
-    "mount", "umount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount",
-    "fspick", "move_mount", "open_tree", "mount_setattr", "unshare", "setns", "ptrace",
-    "process_vm_readv", "process_vm_writev", "process_madvise", "bpf", "perf_event_open",
-    "keyctl", "add_key", "request_key", "kexec_load", "kexec_file_load", "init_module",
-    "finit_module", "delete_module", "create_module", "userfaultfd", "io_uring_setup",
-    "io_uring_enter", "io_uring_register", "open_by_handle_at", "name_to_handle_at", "acct",
-    "swapon", "swapoff", "reboot", "syslog", "quotactl", "quotactl_fd", "lookup_dcookie",
-    "nfsservctl", "vhangup", "iopl", "ioperm", "settimeofday", "clock_settime", "clock_adjtime",
-    "adjtimex", "stime", "uselib", "fanotify_init", "kcmp", "pidfd_getfd"};
+static enum scmp_compare scmp_op(al_sc_op op)
+{
+  switch (op) {
+  case AL_SC_GT:
+    return SCMP_CMP_GT;
+  case AL_SC_MASKED_EQ:
+    return SCMP_CMP_MASKED_EQ;
+  case AL_SC_EQ:
+  default:
+    return SCMP_CMP_EQ;
+  }
+}
 
 void sb_apply_seccomp(int sync_fd)
 {
@@ -216,28 +204,28 @@ void sb_apply_seccomp(int sync_fd)
     errno = -rc;
     DIE(sync_fd, "seccomp bad-arch action");
   }
-  for (size_t i = 0; i < AL_ARRAY_SIZE(denied); i++)
-    ADD(SCMP_ACT_ERRNO(EPERM), denied[i], 0);
-  /* clone3 takes its flags in a struct seccomp cannot read: ENOSYS makes
-   * libc fall back to clone(2), whose flags we can check. */
-  ADD(SCMP_ACT_ERRNO(ENOSYS), "clone3", 0);
-  static const unsigned long ns_flags[] = {CLONE_NEWNS,  CLONE_NEWUSER, CLONE_NEWPID,
-                                           CLONE_NEWNET, CLONE_NEWIPC,  CLONE_NEWUTS,
-                                           CLONE_NEWCGROUP};
-  for (size_t i = 0; i < AL_ARRAY_SIZE(ns_flags); i++)
-    ADD(SCMP_ACT_ERRNO(EPERM), "clone", 1, SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
-  /* TIOCSTI / TIOCLINUX push input into a terminal; the kernel compares the
-   * request as a 32-bit value, so mask it the same way. */
-  ADD(SCMP_ACT_ERRNO(EPERM), "ioctl", 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, TIOCSTI));
-  ADD(SCMP_ACT_ERRNO(EPERM), "ioctl", 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, TIOCLINUX));
-  /* personality: only PER_LINUX and the query value 0xffffffff. */
-  ADD(SCMP_ACT_ERRNO(EPERM), "personality", 1, SCMP_A0(SCMP_CMP_GT, 0));
-  /* Packet sockets, and raw IP sockets (SOCK_RAW in the low type bits). */
-  ADD(SCMP_ACT_ERRNO(EPERM), "socket", 1, SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
-  ADD(SCMP_ACT_ERRNO(EPERM), "socket", 2, SCMP_A0(SCMP_CMP_EQ, AF_INET),
-      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
-  ADD(SCMP_ACT_ERRNO(EPERM), "socket", 2, SCMP_A0(SCMP_CMP_EQ, AF_INET6),
-      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
+  /* The rules: sandbox/syscalls.c, shared with the Docker profile. */
+  size_t n_rules;
+  const al_sc_rule *rules = al_seccomp_rules(&n_rules);
+  for (size_t i = 0; i < n_rules; i++) {
+    const al_sc_rule *r = &rules[i];
+    int nr = seccomp_syscall_resolve_name(r->name);
+    if (nr == __NR_SCMP_ERROR)
+      continue;
+    struct scmp_arg_cmp cmp[2];
+    for (unsigned k = 0; k < r->n_cmp; k++) {
+      /* for SCMP_CMP_MASKED_EQ datum_a is the mask, datum_b the value */
+      cmp[k] = (struct scmp_arg_cmp){.arg = r->cmp[k].arg,
+                                     .op = scmp_op(r->cmp[k].op),
+                                     .datum_a = r->cmp[k].a,
+                                     .datum_b = r->cmp[k].b};
+    }
+    rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO((uint32_t)r->errno_ret), nr, r->n_cmp, cmp);
+    if (rc < 0) {
+      errno = -rc;
+      DIE(sync_fd, "seccomp rule for %s", r->name);
+    }
+  }
   rc = seccomp_load(ctx);
   if (rc < 0) {
     errno = -rc;

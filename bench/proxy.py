@@ -1,0 +1,555 @@
+#!/usr/bin/env python3
+"""Egress proxy benchmark (issue #3): airlock's proxy beside Squid and
+tinyproxy, all on loopback, in one run.
+
+  1. throughput: 1 GiB through a CONNECT tunnel (curl -p -x), and direct
+  2. new-tunnel rate: N small requests, one new tunnel each, 50 at a time
+     (curl -Z, as in ../shared/bench-anchors.md, and bench/tunnelgen.c, a
+     small C load generator, so that curl is not the bottleneck)
+  3. RSS with many idle tunnels (airlock and Squid)
+
+Usage: bench/proxy.py [--airlock PATH] [--runs N] [--size BYTES] [--small N]
+                      [--idle N] [--markdown] [--keep]
+
+Every server (nginx origin, Squid, tinyproxy, airlock proxy, an idle
+origin) is started here in its own process group on 127.0.0.1, with its
+configuration in a temporary directory, and stopped at the end, also on
+failure or Ctrl-C. Candidates are interleaved round by round so that
+machine noise hits each alike; medians and ratios are printed. Every loop
+and every wait is bounded. Needs: nginx (nginx-light), squid, tinyproxy,
+curl, cc. A missing Squid or tinyproxy is reported and skipped.
+"""
+import argparse
+import os
+import resource
+import selectors
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GIB = 1 << 30
+PROCS = []  # (name, Popen) of everything we started
+
+
+# ---------------------------------------------------------------- processes
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(port, proc, timeout=15.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def start(name, argv, tmp, port=None):
+    out = open(os.path.join(tmp, name + ".out"), "wb")
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                         start_new_session=True, preexec_fn=raise_nofile)
+    PROCS.append((name, p))
+    if port and not wait_port(port, p):
+        out.flush()
+        with open(os.path.join(tmp, name + ".out"), errors="replace") as f:
+            tail = f.read()[-2000:]
+        raise RuntimeError(f"{name} did not listen on 127.0.0.1:{port}:\n{tail}")
+    return p
+
+
+def stop(name, p):
+    """SIGTERM the process group we created, SIGKILL after 5 s. Only while
+    the leader is not reaped (so its id cannot have been reused)."""
+    if p.returncode is not None:
+        return
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(p.pid, signal.SIGKILL)  # stragglers in the group (workers)
+    except ProcessLookupError:
+        pass
+    try:
+        p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        log(f"warning: {name} (pid {p.pid}) did not die")
+
+
+def stop_all():
+    while PROCS:
+        stop(*PROCS.pop())
+
+
+def raise_nofile():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 1 << 20
+    for h in (want, hard):  # the hard limit only rises with CAP_SYS_RESOURCE
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (h, h))
+            return
+        except (ValueError, OSError):
+            continue
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def group_rss_kib(pgid):
+    """VmRSS summed over the process group (Squid may fork helpers)."""
+    tot = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+            if int(st.rsplit(")", 1)[1].split()[2]) == pgid:
+                tot += rss_kib(int(d))
+        except (OSError, ValueError, IndexError):
+            continue
+    return tot
+
+
+# ------------------------------------------------------------------ servers
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def make_www(tmp, size):
+    www = os.path.join(tmp, "www")
+    os.makedirs(www)
+    chunk = bytes(1 << 20)
+    with open(os.path.join(www, "big"), "wb") as f:  # real zeros, not a sparse file
+        left = size
+        while left > 0:
+            n = min(left, len(chunk))
+            f.write(chunk[:n])
+            left -= n
+    write(os.path.join(www, "small"), "ok\n")
+    return www
+
+
+def start_nginx(tmp, www, port):
+    conf = os.path.join(tmp, "nginx.conf")
+    write(conf, f"""
+user root;
+worker_processes auto;
+worker_rlimit_nofile 20000;
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx.err warn;
+events {{ worker_connections 8192; }}
+http {{
+  sendfile on;
+  access_log off;
+  keepalive_requests 100000;
+  client_body_temp_path {tmp}/nginx-body;
+  proxy_temp_path {tmp}/nginx-proxy;
+  fastcgi_temp_path {tmp}/nginx-fcgi;
+  uwsgi_temp_path {tmp}/nginx-uwsgi;
+  scgi_temp_path {tmp}/nginx-scgi;
+  default_type application/octet-stream;
+  server {{
+    listen 127.0.0.1:{port} backlog=4096;
+    root {www};
+  }}
+}}
+""")
+    return start("nginx", ["nginx", "-c", conf, "-g", "daemon off;"], tmp, port)
+
+
+def start_squid(tmp, port, origin_ports):
+    d = os.path.join(tmp, "squid")
+    os.makedirs(d)
+    os.chmod(d, 0o777)
+    conf = os.path.join(d, "squid.conf")
+    write(conf, f"""
+http_port 127.0.0.1:{port}
+acl localhost_src src 127.0.0.1
+acl target_ports port {' '.join(map(str, origin_ports))}
+acl CONNECT method CONNECT
+http_access allow CONNECT localhost_src target_ports
+http_access deny all
+cache deny all
+access_log none
+cache_store_log none
+cache_log {d}/cache.log
+pid_filename {d}/squid.pid
+coredump_dir {d}
+workers 1
+max_filedescriptors 20000
+pinger_enable off
+shutdown_lifetime 0 seconds
+visible_hostname bench.invalid
+dns_nameservers 127.0.0.1
+""")
+    # -N: no daemon, the master is the one worker
+    return start("squid", ["squid", "-N", "-f", conf], tmp, port)
+
+
+def start_tinyproxy(tmp, port, origin_port):
+    conf = os.path.join(tmp, "tinyproxy.conf")
+    write(conf, f"""
+Port {port}
+Listen 127.0.0.1
+MaxClients 2000
+Allow 127.0.0.1
+ConnectPort {origin_port}
+LogLevel Critical
+Timeout 600
+PidFile "{tmp}/tinyproxy.pid"
+""")
+    return start("tinyproxy", ["tinyproxy", "-d", "-c", conf], tmp, port)
+
+
+def start_airlock(tmp, airlock, port, origin_port, idle_port, name="airlock"):
+    pol = os.path.join(tmp, "policy.yaml")
+    # Both names are pinned to loopback (the only way the proxy ever dials
+    # loopback); the resolver is never asked. tls: false turns the SNI gate
+    # off: plain HTTP inside the CONNECT tunnel.
+    write(pol, f"""version: 1
+network:
+  allow:
+    - {{host: origin.test, port: {origin_port}, tls: false}}
+    - {{host: idle.test, port: {idle_port}, tls: false}}
+  pin:
+    - {{host: origin.test, address: 127.0.0.1}}
+    - {{host: idle.test, address: 127.0.0.1}}
+  resolver: 127.0.0.1:9
+  max_connections: 100000
+  timeouts: {{head: 10s, connect: 10s, idle: 1h, tunnel: 1h}}
+""")
+    return start(name, [airlock, "proxy", "-p", pol, "--listen", f"127.0.0.1:{port}",
+                        "--log", os.path.join(tmp, name + ".audit"), "--max-conns", "100000"],
+                 tmp, port)
+
+
+def idle_origin(port):
+    """Hidden mode: accept connections on 127.0.0.1:PORT and hold them,
+    never reading or writing, until SIGTERM (or an hour)."""
+    raise_nofile()
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", port))
+    ls.listen(4096)
+    held = []
+    end = time.monotonic() + 3600
+    while time.monotonic() < end:
+        ls.settimeout(1.0)
+        try:
+            c, _ = ls.accept()
+            held.append(c)
+        except socket.timeout:
+            continue
+        except OSError:
+            time.sleep(0.1)
+
+
+# --------------------------------------------------------------- measuring
+
+def curl_throughput(proxy_port, url):
+    cmd = ["curl", "-s", "-o", "/dev/null", "-w", "%{speed_download} %{size_download} %{http_code}",
+           "--max-time", "120"]
+    if proxy_port:
+        cmd += ["-p", "-x", f"http://127.0.0.1:{proxy_port}"]
+    r = subprocess.run(cmd + [url], capture_output=True, text=True, timeout=150)
+    speed, size, code = r.stdout.split()
+    return float(speed), int(size), code
+
+
+def curl_rate(proxy_port, url, n):
+    cmd = ["curl", "-s", "-Z", "--parallel-max", "50", "-H", "Connection: close",
+           "-o", "/dev/null", "-w", "%{http_code}\n", "--max-time", "30"]
+    if proxy_port:
+        cmd += ["-p", "-x", f"http://127.0.0.1:{proxy_port}"]
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd + [f"{url}?[1-{n}]"], capture_output=True, text=True, timeout=300)
+    dt = time.perf_counter() - t0
+    ok = r.stdout.split().count("200")
+    return dt, ok
+
+
+def gen_rate(gen, proxy_port, target, n):
+    cmd = [gen, str(proxy_port or 0), target, "/small", str(n), "50"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    # "<seconds> <ok> <failed>"
+    parts = r.stdout.split()
+    if r.returncode != 0 or len(parts) != 3:
+        raise RuntimeError(f"tunnelgen failed: {r.stdout} {r.stderr}")
+    return float(parts[0]), int(parts[1])
+
+
+def open_idle_tunnels(proxy_port, target, n, deadline_s=180.0, inflight=200):
+    """Open n CONNECT tunnels to `target` through the proxy and keep them.
+    Returns the list of sockets whose CONNECT got 200."""
+    sel = selectors.DefaultSelector()
+    done, pending, started, failed = [], {}, 0, 0
+    req = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode()
+    end = time.monotonic() + deadline_s
+    while (len(done) + failed < n) and time.monotonic() < end:
+        while started < n and len(pending) < inflight:
+            s = socket.socket()
+            s.setblocking(False)
+            try:
+                s.connect(("127.0.0.1", proxy_port))
+            except BlockingIOError:
+                pass
+            except OSError:
+                s.close()
+                failed += 1
+                started += 1
+                continue
+            pending[s] = b""
+            sel.register(s, selectors.EVENT_WRITE)
+            started += 1
+        for key, ev in sel.select(timeout=1.0):
+            s = key.fileobj
+            try:
+                if ev & selectors.EVENT_WRITE:
+                    s.send(req)
+                    sel.modify(s, selectors.EVENT_READ)
+                    continue
+                d = s.recv(4096)
+            except OSError:
+                d = b""
+            if d:
+                pending[s] += d
+                if b"\r\n\r\n" not in pending[s]:
+                    continue
+            sel.unregister(s)
+            head = pending.pop(s)
+            if head.split(b" ", 2)[1:2] == [b"200"]:
+                done.append(s)
+            else:
+                failed += 1
+                s.close()
+    for s in list(pending):
+        sel.unregister(s)
+        s.close()
+    sel.close()
+    return done, failed
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+# -------------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--airlock", default=os.environ.get("AIRLOCK", "build-bench/src/cli/airlock"))
+    ap.add_argument("--runs", type=int, default=5, help="rounds per measurement (default 5)")
+    ap.add_argument("--size", type=int, default=GIB, help="bytes of the big file (default 1 GiB)")
+    ap.add_argument("--small", type=int, default=4000, help="requests per rate run (default 4000)")
+    ap.add_argument("--idle", type=int, default=10000, help="idle tunnels (default 10000)")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--idle-origin", type=int, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.idle_origin:
+        return idle_origin(a.idle_origin)
+    for tool in ("nginx", "curl", "cc"):
+        if not shutil.which(tool):
+            sys.exit(f"bench/proxy.py needs {tool}")
+    airlock = os.path.abspath(a.airlock)
+    if not os.access(airlock, os.X_OK):
+        sys.exit(f"no airlock binary at {airlock} (--airlock)")
+    raise_nofile()
+
+    tmp = tempfile.mkdtemp(prefix="airlock-bench-proxy-")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        run(a, airlock, tmp)
+    finally:
+        stop_all()
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            log(f"kept {tmp}")
+
+
+def run(a, airlock, tmp):
+    gen = os.path.join(tmp, "tunnelgen")
+    subprocess.run(["cc", "-O2", "-o", gen, os.path.join(HERE, "tunnelgen.c")], check=True)
+    log(f"writing a {a.size} byte file of zeros ...")
+    www = make_www(tmp, a.size)
+    origin, idle = free_port(), free_port()
+    ports = {"airlock": free_port(), "squid": free_port(), "tinyproxy": free_port()}
+    start_nginx(tmp, www, origin)
+    start_airlock(tmp, airlock, ports["airlock"], origin, idle)
+    cands = ["direct", "airlock"]
+    for name, fn in (("squid", lambda: start_squid(tmp, ports["squid"], [origin, idle])),
+                     ("tinyproxy", lambda: start_tinyproxy(tmp, ports["tinyproxy"], origin))):
+        if shutil.which(name):
+            fn()
+            cands.append(name)
+        else:
+            log(f"{name}: not installed, skipped")
+
+    def target(c):  # what the client asks for: airlock resolves its pinned test name itself
+        host = "origin.test" if c == "airlock" else "127.0.0.1"
+        return f"{host}:{origin}"
+
+    # 1. throughput
+    thr = {c: [] for c in cands}
+    curl_throughput(None, f"http://127.0.0.1:{origin}/big")  # warm the page cache
+    for i in range(a.runs):
+        order = cands[i % len(cands):] + cands[:i % len(cands)]
+        for c in order:
+            speed, size, code = curl_throughput(ports.get(c) if c != "direct" else None,
+                                                f"http://{target(c)}/big")
+            if code != "200" or size != a.size:
+                raise RuntimeError(f"throughput via {c}: HTTP {code}, {size} bytes")
+            thr[c].append(speed)
+        log(f"throughput round {i + 1}/{a.runs}: " +
+            ", ".join(f"{c} {thr[c][-1] / 1e9:.2f}" for c in cands) + " GB/s")
+
+    # 2. new-tunnel rate, curl and tunnelgen
+    rate = {(t, c): [] for t in ("curl", "gen") for c in cands}
+    for i in range(a.runs):
+        order = cands[i % len(cands):] + cands[:i % len(cands)]
+        for c in order:
+            pp = ports.get(c) if c != "direct" else None
+            dt, ok = curl_rate(pp, f"http://{target(c)}/small", a.small)
+            if ok != a.small:
+                raise RuntimeError(f"curl rate via {c}: {ok}/{a.small} answered 200")
+            rate[("curl", c)].append(dt)
+            dt, ok = gen_rate(gen, pp, target(c), a.small)
+            if ok != a.small:
+                raise RuntimeError(f"tunnelgen via {c}: {ok}/{a.small} answered 200")
+            rate[("gen", c)].append(dt)
+        log(f"rate round {i + 1}/{a.runs}: " +
+            ", ".join(f"{c} {rate[('curl', c)][-1]:.2f}/{rate[('gen', c)][-1]:.2f}" for c in cands)
+            + " s (curl/tunnelgen)")
+
+    # 3. idle tunnels: a fresh airlock proxy (and Squid) against an origin that holds them
+    start("idle-origin", [sys.executable, os.path.abspath(__file__), "--idle-origin", str(idle)],
+          tmp, idle)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    n_idle = min(a.idle, (hard - 64) // 2)  # the proxy holds 2 sockets per tunnel
+    idle_res = {}
+    for c in [c for c in ("airlock", "squid") if c in cands]:
+        if c == "airlock":  # a fresh instance, nothing allocated by the runs above
+            name = "airlock-idle"
+            p = start_airlock(tmp, airlock, free_port(), origin, idle, name=name)
+            port = [x for x in p.args if x.startswith("127.0.0.1:")][0].split(":")[1]
+            port = int(port)
+        else:
+            stop(*[x for x in PROCS if x[0] == "squid"][0])
+            PROCS[:] = [x for x in PROCS if x[0] != "squid"]
+            port = free_port()
+            shutil.rmtree(os.path.join(tmp, "squid"))
+            p = start_squid(tmp, port, [origin, idle])
+        time.sleep(0.5)
+        base = group_rss_kib(p.pid)
+        t0 = time.perf_counter()
+        socks, failed = open_idle_tunnels(port, f"{'idle.test' if c == 'airlock' else '127.0.0.1'}:{idle}", n_idle)
+        t_open = time.perf_counter() - t0
+        time.sleep(1.0)
+        rss = group_rss_kib(p.pid)
+        idle_res[c] = (len(socks), failed, base, rss, t_open)
+        log(f"idle {c}: {len(socks)} tunnels ({failed} failed) in {t_open:.1f} s, "
+            f"RSS {base} KiB -> {rss} KiB")
+        for s in socks:
+            s.close()
+        stop(name if c == "airlock" else "squid", p)
+        PROCS[:] = [x for x in PROCS if x[1] is not p]
+
+    report(a, cands, thr, rate, idle_res, n_idle, hard)
+
+
+def report(a, cands, thr, rate, idle_res, n_idle, hard):
+    d = med(thr["direct"])
+    sq_c = med(rate[("curl", "squid")]) if "squid" in cands else None
+    sq_g = med(rate[("gen", "squid")]) if "squid" in cands else None
+    md = a.markdown
+    out = []
+    if md:
+        out += [f"Throughput, {a.size / GIB:g} GiB through one CONNECT tunnel (curl), median of {a.runs}:",
+                "", "| path | median GB/s | min–max GB/s | vs direct |", "|---|---:|---:|---:|"]
+    else:
+        out.append(f"throughput ({a.size / GIB:g} GiB, curl, median of {a.runs})")
+    for c in cands:
+        m = med(thr[c])
+        lo, hi = min(thr[c]) / 1e9, max(thr[c]) / 1e9
+        row = (c, f"{m / 1e9:.2f}", f"{lo:.2f}–{hi:.2f}", f"{100 * m / d:.0f} %")
+        out.append(f"| {' | '.join(row)} |" if md else f"  {row[0]:10s} {row[1]:>6s} GB/s  ({row[2]})  {row[3]} of direct")
+    if md:
+        out += ["", f"New tunnels: {a.small} small requests, one new tunnel each, 50 in parallel, "
+                f"median wall time of {a.runs}:", "",
+                "| path | curl -Z s | curl tunnels/s | tunnelgen s | tunnelgen tunnels/s | rate vs Squid (curl / tunnelgen) |",
+                "|---|---:|---:|---:|---:|---:|"]
+    else:
+        out.append(f"new-tunnel rate ({a.small} requests, 50 parallel, median of {a.runs})")
+    for c in cands:
+        tc, tg = med(rate[("curl", c)]), med(rate[("gen", c)])
+        vs = f"{sq_c / tc:.2f}x / {sq_g / tg:.2f}x" if sq_c else "-"
+        if md:
+            out.append(f"| {c} | {tc:.2f} | {a.small / tc:.0f} | {tg:.2f} | {a.small / tg:.0f} | {vs} |")
+        else:
+            out.append(f"  {c:10s} curl {tc:6.2f} s ({a.small / tc:6.0f}/s)  tunnelgen {tg:6.2f} s "
+                       f"({a.small / tg:6.0f}/s)  vs squid {vs}")
+    if md:
+        out += ["", f"Idle tunnels (asked for {a.idle}; RLIMIT_NOFILE hard limit {hard} allows {n_idle}):", "",
+                "| proxy | tunnels open | RSS before | RSS with tunnels | per tunnel | projected at 10,000 |",
+                "|---|---:|---:|---:|---:|---:|"]
+    else:
+        out.append(f"idle tunnels (asked {a.idle}, fd hard limit {hard} allows {n_idle})")
+    for c, (n, failed, base, rss, t_open) in idle_res.items():
+        per = (rss - base) / n if n else float("nan")
+        proj = (base + per * 10000) / 1024
+        if md:
+            out.append(f"| {c} | {n} | {base / 1024:.1f} MiB | {rss / 1024:.1f} MiB | {per:.2f} KiB | {proj:.1f} MiB |")
+        else:
+            out.append(f"  {c:10s} {n} open ({failed} failed, {t_open:.1f} s)  RSS {base / 1024:.1f} -> "
+                       f"{rss / 1024:.1f} MiB  ({per:.2f} KiB/tunnel, {proj:.1f} MiB at 10,000)")
+    print("\n".join(out))
+    # the issue's targets
+    ok_t = med(thr["airlock"]) >= 0.9 * d
+    print(("\n" if not md else "\n") + f"target throughput >= 90% of direct: {'met' if ok_t else 'MISSED'} "
+          f"({100 * med(thr['airlock']) / d:.0f} %)")
+    if sq_c:
+        r_c, r_g = sq_c / med(rate[("curl", "airlock")]), sq_g / med(rate[("gen", "airlock")])
+        print(f"target tunnel rate >= 2x Squid: curl {r_c:.2f}x, tunnelgen {r_g:.2f}x: "
+              f"{'met' if min(r_c, r_g) >= 2 else 'MISSED'}")
+    if "airlock" in idle_res:
+        n, _, base, rss, _ = idle_res["airlock"]
+        proj = (base + (rss - base) / max(n, 1) * 10000) / 1024
+        print(f"target 10,000 idle tunnels < 64 MiB: {'met' if proj < 64 else 'MISSED'} "
+              f"({rss / 1024:.1f} MiB at {n}, {proj:.1f} MiB projected at 10,000)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+/* The policy as deployment manifests: a Docker Compose file that is the
+ * seed's design (internal-only bridge, allowlist proxy, read-only agent with
+ * two tmpfs mounts, no capabilities, the sandbox's seccomp profile), and
+ * Kubernetes manifests with the same shape (docs/kubernetes.md).
+ *
+ * Renderers only format text: they read no files and hold no secrets. Token
+ * variables appear by name only, never with a value. */
+#ifndef AL_RENDER_H
+#define AL_RENDER_H
+
+#include <stdbool.h>
+
+#include "common/error.h"
+#include "policy/policy.h"
+
+#define AL_RENDER_PROXY_IMAGE "airlock-proxy:local"
+#define AL_RENDER_AGENT_IMAGE "airlock-agent:local"
+#define AL_RENDER_PROXY_PORT 3128
+#define AL_RENDER_POLICY_TARGET "/etc/airlock/policy.yaml"
+
+/* Names of the variables the agent receives from its invoker (tokens and
+ * per-run facts); values are supplied at container start, never rendered.
+ * NULL-terminated. */
+extern const char *const al_render_agent_env_names[];
+
+typedef struct al_render_opts {
+  const char *policy_path;  /* absolute path of the policy file on the host (Compose config) */
+  const char *policy_text;  /* the policy file's bytes, NUL-terminated (Kubernetes ConfigMap) */
+  const char *seccomp_path; /* Compose: absolute path of the generated profile on the host;
+                               Kubernetes: localhostProfile relative to the kubelet's seccomp
+                               root, or NULL for RuntimeDefault */
+  const char *proxy_image;  /* NULL: AL_RENDER_PROXY_IMAGE */
+  const char *agent_image;  /* NULL: policy filesystem.image, else AL_RENDER_AGENT_IMAGE */
+  const char *k8s_namespace; /* NULL: "airlock" */
+  const char *token_secret;  /* Kubernetes Secret holding the tokens; NULL: "airlock-run-tokens" */
+} al_render_opts;
+
+/* A Compose file (Compose Specification, https://docs.docker.com/reference/compose-file/)
+ * for `policy`: networks airlock-internal (internal: true) and airlock-egress;
+ * service `proxy` (`airlock proxy`) on both; service `agent` on the internal
+ * one only. Without a network section the agent gets `network_mode: none`
+ * and there is no proxy. On success *out is a new NUL-terminated string the
+ * caller frees; -1 with err (EINVAL for missing options, ENOMEM). */
+int al_render_compose(const al_policy *policy, const al_render_opts *o, char **out,
+                      al_error *err);
+
+/* Kubernetes manifests (one multi-document YAML stream; API groups v1,
+ * apps/v1, batch/v1, networking.k8s.io/v1): Namespace, ConfigMap with the
+ * policy, proxy Deployment + Service, NetworkPolicies (default deny; agent
+ * egress only to the proxy on 3128, no DNS; proxy egress to the policy's
+ * ports outside private ranges plus cluster DNS), the agent Job. Same
+ * ownership and errors as al_render_compose. */
+int al_render_kubernetes(const al_policy *policy, const al_render_opts *o, char **out,
+                         al_error *err);
+
+#endif

@@ -1,0 +1,129 @@
+/* The sandbox's seccomp deny table and its Docker profile form.
+ * See syscalls.h; seccomp(2), seccomp_rule_add(3), moby's
+ * profiles/seccomp/default.json for the profile format. */
+#include <errno.h>
+#include <jansson.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include "common/util.h"
+#include "sandbox/syscalls.h"
+
+#define DENY(n) {.name = n, .errno_ret = EPERM}
+#define DENY_IF1(n, c0) {.name = n, .errno_ret = EPERM, .n_cmp = 1, .cmp = {c0}}
+#define DENY_IF2(n, c0, c1) {.name = n, .errno_ret = EPERM, .n_cmp = 2, .cmp = {c0, c1}}
+#define CMP(i, o, x, y) {.arg = i, .op = o, .a = x, .b = y}
+#define CLONE_NS(f) DENY_IF1("clone", CMP(0, AL_SC_MASKED_EQ, f, f))
+
+/* The syscalls refused outright (EPERM): namespaces, mounts, kernel
+ * modules, tracing, keyrings, BPF, perf, io_uring, handles, and host-wide
+ * administration (DESIGN.md §2's list plus the new mount API); then the
+ * calls refused by argument. */
+static const al_sc_rule rules[] = {
+    DENY("mount"), DENY("umount"), DENY("umount2"), DENY("pivot_root"), DENY("chroot"),
+    DENY("fsopen"), DENY("fsconfig"), DENY("fsmount"), DENY("fspick"), DENY("move_mount"),
+    DENY("open_tree"), DENY("mount_setattr"), DENY("unshare"), DENY("setns"), DENY("ptrace"),
+    DENY("process_vm_readv"), DENY("process_vm_writev"), DENY("process_madvise"), DENY("bpf"),
+    DENY("perf_event_open"), DENY("keyctl"), DENY("add_key"), DENY("request_key"),
+    DENY("kexec_load"), DENY("kexec_file_load"), DENY("init_module"), DENY("finit_module"),
+    DENY("delete_module"), DENY("create_module"), DENY("userfaultfd"), DENY("io_uring_setup"),
+    DENY("io_uring_enter"), DENY("io_uring_register"), DENY("open_by_handle_at"),
+    DENY("name_to_handle_at"), DENY("acct"), DENY("swapon"), DENY("swapoff"), DENY("reboot"),
+    DENY("syslog"), DENY("quotactl"), DENY("quotactl_fd"), DENY("lookup_dcookie"),
+    DENY("nfsservctl"), DENY("vhangup"), DENY("iopl"), DENY("ioperm"), DENY("settimeofday"),
+    DENY("clock_settime"), DENY("clock_adjtime"), DENY("adjtimex"), DENY("stime"), DENY("uselib"),
+    DENY("fanotify_init"), DENY("kcmp"), DENY("pidfd_getfd"),
+    /* clone3 takes its flags in a struct seccomp cannot read: ENOSYS makes
+     * libc fall back to clone(2), whose flags are checked below. */
+    {.name = "clone3", .errno_ret = ENOSYS},
+    CLONE_NS(CLONE_NEWNS), CLONE_NS(CLONE_NEWUSER), CLONE_NS(CLONE_NEWPID), CLONE_NS(CLONE_NEWNET),
+    CLONE_NS(CLONE_NEWIPC), CLONE_NS(CLONE_NEWUTS), CLONE_NS(CLONE_NEWCGROUP),
+    /* TIOCSTI / TIOCLINUX push input into a terminal; the kernel compares the
+     * request as a 32-bit value, so mask it the same way. */
+    DENY_IF1("ioctl", CMP(1, AL_SC_MASKED_EQ, 0xffffffffUL, TIOCSTI)),
+    DENY_IF1("ioctl", CMP(1, AL_SC_MASKED_EQ, 0xffffffffUL, TIOCLINUX)),
+    /* personality: anything but PER_LINUX (0). */
+    DENY_IF1("personality", CMP(0, AL_SC_GT, 0, 0)),
+    /* Packet sockets, and raw IP sockets (SOCK_RAW in the low type bits). */
+    DENY_IF1("socket", CMP(0, AL_SC_EQ, AF_PACKET, 0)),
+    DENY_IF2("socket", CMP(0, AL_SC_EQ, AF_INET, 0), CMP(1, AL_SC_MASKED_EQ, 0xf, SOCK_RAW)),
+    DENY_IF2("socket", CMP(0, AL_SC_EQ, AF_INET6, 0), CMP(1, AL_SC_MASKED_EQ, 0xf, SOCK_RAW)),
+};
+
+const al_sc_rule *al_seccomp_rules(size_t *n)
+{
+  *n = AL_ARRAY_SIZE(rules);
+  return rules;
+}
+
+static const char *native_arch(void)
+{
+#if defined(__x86_64__)
+  return "SCMP_ARCH_X86_64";
+#elif defined(__aarch64__)
+  return "SCMP_ARCH_AARCH64";
+#elif defined(__riscv) && __riscv_xlen == 64
+  return "SCMP_ARCH_RISCV64";
+#elif defined(__s390x__)
+  return "SCMP_ARCH_S390X";
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return "SCMP_ARCH_PPC64LE";
+#else
+#error "add this architecture's SCMP_ARCH_ name"
+#endif
+}
+
+static const char *op_name(al_sc_op op)
+{
+  switch (op) {
+  case AL_SC_EQ:
+    return "SCMP_CMP_EQ";
+  case AL_SC_GT:
+    return "SCMP_CMP_GT";
+  case AL_SC_MASKED_EQ:
+    return "SCMP_CMP_MASKED_EQ";
+  default:
+    return "SCMP_CMP_EQ";
+  }
+}
+
+int al_seccomp_profile_json(char **out, al_error *err)
+{
+  *out = NULL;
+  json_t *root = json_object();
+  json_t *list = json_array();
+  if (!root || !list)
+    goto oom;
+  json_object_set_new(root, "defaultAction", json_string("SCMP_ACT_ALLOW"));
+  json_object_set_new(root, "architectures", json_pack("[s]", native_arch()));
+  json_object_set_new(root, "syscalls", list);
+  for (size_t i = 0; i < AL_ARRAY_SIZE(rules); i++) {
+    const al_sc_rule *r = &rules[i];
+    if (seccomp_syscall_resolve_name(r->name) == __NR_SCMP_ERROR)
+      continue; /* the native filter skips it too */
+    json_t *args = json_array();
+    for (unsigned k = 0; k < r->n_cmp; k++) {
+      const al_sc_cmp *c = &r->cmp[k];
+      json_array_append_new(args, json_pack("{s:I,s:I,s:I,s:s}", "index", (json_int_t)c->arg,
+                                            "value", (json_int_t)c->a, "valueTwo",
+                                            (json_int_t)c->b, "op", op_name(c->op)));
+    }
+    json_t *e = json_pack("{s:[s],s:s,s:i,s:o}", "names", r->name, "action", "SCMP_ACT_ERRNO",
+                          "errnoRet", r->errno_ret, "args", args);
+    if (!e)
+      goto oom;
+    json_array_append_new(list, e);
+  }
+  *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  json_decref(root);
+  if (!*out)
+    return al_make_error(err, ENOMEM, "seccomp profile: out of memory");
+  return 0;
+oom:
+  json_decref(root);
+  return al_make_error(err, ENOMEM, "seccomp profile: out of memory");
+}

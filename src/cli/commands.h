@@ -14,5 +14,6 @@ int cmd_demo(int argc, char **argv);
 #endif
 int cmd_token(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+int cmd_render(int argc, char **argv);
 
 #endif

@@ -35,6 +35,7 @@ static const struct command commands[] = {
     {"probe", cmd_probe, "attack the sandbox from inside: airlock probe [-p POLICY] [--json]"},
     {"token", cmd_token, "debug a broker lease: airlock token lease --repo OWNER/REPO"},
     {"audit", NET(cmd_audit), "prove the escape budget: airlock audit OWNER/REPO [--branch B]"},
+    {"render", cmd_render, "the policy as manifests: airlock render compose|kubernetes -p POLICY"},
 };
 
 static void usage(FILE *out)

@@ -17,6 +17,7 @@
 #include "broker/jwt.h"
 #include "broker/secmem.h"
 #include "common/log.h"
+#include "common/redact.h"
 #include "common/util.h"
 #include "forge/codeowners.h"
 #include "forge/ghapi.h"
@@ -128,7 +129,8 @@ struct ctx {
   char *branch_esc;
 
   /* the App */
-  al_broker_config *cfg;
+  const al_broker_config *cfg; /* the broker's config (owned_cfg or the caller's) */
+  al_broker_config *owned_cfg;
   bool inst_known;
   json_t *inst_perms; /* the installation's permissions object */
 
@@ -196,6 +198,7 @@ static int gather_app(struct ctx *c, EVP_PKEY *key, al_error *err)
     return -1;
   int ret = -1;
   al_ghapi_resp r = {0};
+  al_autofree char *p = NULL; /* before the first goto: freed at `out` */
   if (al_ghapi_get(c->api, "/app", jwt, &r, err) < 0)
     goto out;
   if (r.status != 200) {
@@ -214,7 +217,7 @@ static int gather_app(struct ctx *c, EVP_PKEY *key, al_error *err)
   c->rep->app_id = json_integer_value(id);
   al_ghapi_resp_free(&r);
 
-  al_autofree char *p = al_strdup_printf("%s/installation", c->repo_path);
+  p = al_strdup_printf("%s/installation", c->repo_path);
   if (al_ghapi_get(c->api, p, jwt, &r, err) < 0)
     goto out;
   if (r.status == 404) {
@@ -937,8 +940,8 @@ static void judge_app_perms(struct ctx *c)
       &ev,
       fail ? "remove these permissions from the App (Settings › Developer settings › GitHub "
              "Apps › Permissions) and accept the change on the installation"
-           : "prefer auditing with AIRLOCK_AUDIT_TOKEN and drop administration: read from the "
-             "App");
+           : "audit with a separate read-only credential (AIRLOCK_AUDIT_TOKEN, or the "
+             "broker's audit: {token_file | app}) and drop administration: read from the App");
 }
 
 /* The two roles' maximum: what DESIGN.md §2 gives a run. */
@@ -1053,7 +1056,7 @@ static void ctx_free(struct ctx *c)
   free(c->co_text);
   free(c->repo_path);
   free(c->branch_esc);
-  al_broker_config_free(c->cfg);
+  al_broker_config_free(c->owned_cfg);
   al_ghapi_free(c->api);
 }
 
@@ -1148,6 +1151,37 @@ static int mint_reader(struct ctx *c, al_gh *gh, al_token *t, al_error *err)
   return 0;
 }
 
+/* Mint the read token from the audit App: only administration: read and
+ * contents: read (metadata: read implied). al_gh_mint checks that no more
+ * was granted. */
+static int mint_audit_app(struct ctx *c, al_gh *gh, const al_broker_config *rc, al_token *t,
+                          al_error *err)
+{
+  al_perm_set ps = {.n = 2};
+  snprintf(ps.items[0].name, AL_PERM_NAME_MAX, "administration");
+  snprintf(ps.items[1].name, AL_PERM_NAME_MAX, "contents");
+  if (al_gh_mint(gh, AL_ROLE_GIT, c->o->repo, &ps, t, err) < 0)
+    return al_error_wrap(err, "minting a read-only token from the audit App %s",
+                         rc->app_id ? rc->app_id : rc->client_id);
+  char pf[256];
+  al_perm_set_format(&t->perms, pf, sizeof pf);
+  snprintf(c->rep->credentials, sizeof c->rep->credentials,
+           "installation token %s (%s) minted by the audit App %s%s", t->fp, pf,
+           rc->app_id ? rc->app_id : rc->client_id,
+           c->cfg ? "; the App's JWT for the installation" : "");
+  return 0;
+}
+
+/* The audit App as a config al_gh can use: the broker's API settings with
+ * the audit App's identity. Pointers are borrowed from cfg. */
+static void audit_app_view(const al_broker_config *cfg, al_broker_config *view)
+{
+  *view = *cfg;
+  view->app_id = cfg->audit_app_id;
+  view->client_id = cfg->audit_client_id;
+  view->private_key_path = cfg->audit_key_path;
+}
+
 int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
 {
   memset(out, 0, sizeof *out);
@@ -1167,25 +1201,38 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
   if (o->branch)
     snprintf(out->branch, sizeof out->branch, "%s", o->branch);
 
+  if (o->app_config && (!o->app_key || o->broker_config || o->api_url || o->ca_file))
+    return al_make_error(err, EINVAL, "app_config needs app_key, and no broker_config, "
+                                      "api_url or ca_file");
+  if (o->reader_config && !o->reader_key)
+    return al_make_error(err, EINVAL, "reader_config needs reader_key");
+
   struct ctx c = {.o = o, .rep = out};
-  EVP_PKEY *key = NULL;
+  EVP_PKEY *key = NULL, *owned_key = NULL, *reader_key = NULL;
   al_gh *gh = NULL;
   al_token minted = {0};
+  char *file_tok = NULL;
+  al_broker_config reader_view;
   int ret = -1;
 
-  if (o->broker_config) {
-    if (al_broker_config_load_file(o->broker_config, &c.cfg, err) < 0)
+  if (o->app_config) {
+    c.cfg = o->app_config;
+    key = o->app_key;
+  } else if (o->broker_config) {
+    if (al_broker_config_load_file(o->broker_config, &c.owned_cfg, err) < 0)
       goto out;
     if (o->api_url) {
-      free(c.cfg->api_url);
-      c.cfg->api_url = al_xstrdup(o->api_url);
+      free(c.owned_cfg->api_url);
+      c.owned_cfg->api_url = al_xstrdup(o->api_url);
     }
     if (o->ca_file) {
-      free(c.cfg->ca_file);
-      c.cfg->ca_file = al_xstrdup(o->ca_file);
+      free(c.owned_cfg->ca_file);
+      c.owned_cfg->ca_file = al_xstrdup(o->ca_file);
     }
-    if (al_app_key_load(c.cfg->private_key_path, &key, err) < 0)
+    c.cfg = c.owned_cfg;
+    if (al_app_key_load(c.cfg->private_key_path, &owned_key, err) < 0)
       goto out;
+    key = owned_key;
   } else {
     if (o->app_slug)
       snprintf(out->app_slug, sizeof out->app_slug, "%s", o->app_slug);
@@ -1208,6 +1255,34 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
     snprintf(out->credentials, sizeof out->credentials, "token from %s%s",
              o->token_source ? o->token_source : "the caller",
              c.cfg ? "; the App's JWT for the installation" : "");
+  } else if (o->reader_config || (c.cfg && c.cfg->audit_key_path)) {
+    /* The audit App: a second App that can only read. */
+    const al_broker_config *rc = o->reader_config;
+    EVP_PKEY *rk = o->reader_key;
+    if (!rc) {
+      audit_app_view(c.cfg, &reader_view);
+      rc = &reader_view;
+      if (al_app_key_load(rc->private_key_path, &reader_key, err) < 0) {
+        al_error_wrap(err, "the audit App's key (audit.app.private_key)");
+        goto out;
+      }
+      rk = reader_key;
+    }
+    if (al_gh_new(rc, rk, &gh, err) < 0 || mint_audit_app(&c, gh, rc, &minted, err) < 0)
+      goto out;
+    c.tok = minted.value;
+  } else if (c.cfg && c.cfg->audit_token_file) {
+    /* The operator's read-only admin token, kept by the broker's user. */
+    if (al_broker_audit_token_load(c.cfg->audit_token_file, &file_tok, err) < 0)
+      goto out;
+    al_redact_register(file_tok);
+    c.tok = file_tok;
+    char fp[20];
+    al_secret_fingerprint(file_tok, fp);
+    snprintf(out->credentials, sizeof out->credentials,
+             "the broker's audit token %s (audit.token_file); the App's JWT for the "
+             "installation",
+             fp);
   } else if (c.cfg) {
     if (al_gh_new(c.cfg, key, &gh, err) < 0 || mint_reader(&c, gh, &minted, err) < 0)
       goto out;
@@ -1239,8 +1314,13 @@ out:
     }
     al_token_clear(&minted);
   }
+  if (file_tok) {
+    al_redact_unregister(file_tok);
+    al_secret_free(file_tok);
+  }
   al_gh_free(gh);
-  EVP_PKEY_free(key);
+  EVP_PKEY_free(owned_key);
+  EVP_PKEY_free(reader_key);
   ctx_free(&c);
   if (ret < 0)
     al_audit_report_free(out);

@@ -802,6 +802,252 @@ static int review_field(struct ctx *c, void *obj, size_t idx, const struct kv *k
   return 0;
 }
 
+/* ---- relay (the model relay, issue #10) ---- */
+
+static int relay_route_parse(struct ctx *c, const struct kv *kv, al_relay_route *r)
+{
+  al_autofree char *s = NULL;
+  if (get_str(c, kv, &s) < 0)
+    return -1;
+  const char *sp = strchr(s, ' ');
+  if (!sp || sp == s || sp[1] != '/')
+    return fail(c, pos_of(kv), kv->path, "`%s` must be `METHOD /path`, like `POST /v1/messages`", s);
+  for (const char *q = s; q < sp; q++)
+    if (*q < 'A' || *q > 'Z')
+      return fail(c, pos_of(kv), kv->path, "`%s`: the method is upper-case letters only", s);
+  const char *path = sp + 1;
+  if (strlen(path) > 256 || strstr(path, "..") || strstr(path, "//"))
+    return fail(c, pos_of(kv), kv->path, "`%s`: the path must be normalized (no `..`, no `//`)", s);
+  for (const char *q = path; *q; q++)
+    if (!(isalnum((unsigned char)*q) || *q == '/' || *q == '.' || *q == '_' || *q == '-'))
+      return fail(c, pos_of(kv), kv->path,
+                  "`%s`: the path may only hold letters, digits and `/._-` (no query)", s);
+  r->method = strndup(s, (size_t)(sp - s));
+  r->path = al_xstrdup(path);
+  if (!r->method)
+    return al_make_error(c->err, ENOMEM, "policy");
+  return 0;
+}
+
+static int relay_budget_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_policy_relay *r = obj;
+  return get_uint(c, kv, 0, idx == 0 ? 10000000ull : 1000000000000ull,
+                  idx == 0 ? &r->budget_requests : &r->budget_tokens);
+}
+
+static int relay_timeouts_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_policy_relay *r = obj;
+  uint64_t *dst[] = {&r->connect_timeout_ms, &r->first_byte_timeout_ms, &r->idle_timeout_ms,
+                     &r->total_timeout_ms};
+  static const uint64_t maxv[] = {300000, 3600000, 3600000, 86400000};
+  return get_duration(c, kv, 100, maxv[idx], dst[idx]);
+}
+
+static int relay_upstream(struct ctx *c, const struct kv *kv, al_policy_relay *r)
+{
+  if (get_str(c, kv, &r->upstream) < 0)
+    return -1;
+  size_t n = strlen(r->upstream);
+  while (n > 8 && r->upstream[n - 1] == '/')
+    r->upstream[--n] = '\0';
+  if (check_url(c, kv, r->upstream) < 0)
+    return -1;
+  const char *h = r->upstream + 8;
+  size_t hl = strcspn(h, ":/");
+  al_host host;
+  const char *why = NULL;
+  if (al_host_canonicalize(h, hl, &host, &why) < 0)
+    return fail(c, pos_of(kv), kv->path, "`%s`: not a valid host", r->upstream);
+  free(r->host);
+  r->host = al_xstrdup(host.name);
+  r->port = 443;
+  const char *rest = h + hl;
+  if (*rest == ':') {
+    size_t pl = strcspn(rest + 1, "/");
+    if (al_port_parse(rest + 1, pl, &r->port, &why) < 0)
+      return fail(c, pos_of(kv), kv->path, "`%s`: bad port", r->upstream);
+    rest += 1 + pl;
+  }
+  for (const char *q = rest; *q; q++)
+    if (!(isalnum((unsigned char)*q) || *q == '/' || *q == '.' || *q == '_' || *q == '-'))
+      return fail(c, pos_of(kv), kv->path, "`%s`: the path prefix may only hold `[A-Za-z0-9/._-]`",
+                  r->upstream);
+  if (strstr(rest, ".."))
+    return fail(c, pos_of(kv), kv->path, "`%s`: no `..` in the path prefix", r->upstream);
+  free(r->prefix);
+  r->prefix = al_xstrdup(rest);
+  /* canonical spelling: lower-case host, no default port */
+  char portbuf[8] = "";
+  if (r->port != 443)
+    snprintf(portbuf, sizeof portbuf, ":%u", (unsigned)r->port);
+  char *u = al_strdup_printf("https://%s%s%s", r->host, portbuf, r->prefix);
+  free(r->upstream);
+  r->upstream = u;
+  return 0;
+}
+
+static int relay_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_policy_relay *r = obj;
+  switch (idx) {
+  case 0:
+    return relay_upstream(c, kv, r);
+  case 1:
+    if (get_str(c, kv, &r->auth) < 0)
+      return -1;
+    if (strcmp(r->auth, "x-api-key") != 0 && strcmp(r->auth, "bearer") != 0)
+      return fail(c, pos_of(kv), kv->path, "must be `x-api-key` or `bearer`, got `%s`", r->auth);
+    return 0;
+  case 2:
+    if (get_str(c, kv, &r->key_file) < 0)
+      return -1;
+    return check_abs_path(c, kv, r->key_file);
+  case 3:
+    if (get_str(c, kv, &r->ca_file) < 0)
+      return -1;
+    return check_abs_path(c, kv, r->ca_file);
+  case 4: {
+    if (get_str(c, kv, &r->pin) < 0)
+      return -1;
+    unsigned char buf[16];
+    if (inet_pton(AF_INET, r->pin, buf) != 1 && inet_pton(AF_INET6, r->pin, buf) != 1)
+      return fail(c, pos_of(kv), kv->path, "`%s` must be a numeric IPv4 or IPv6 address", r->pin);
+    return 0;
+  }
+  case 5: {
+    size_t count;
+    if (walk_seq(c, kv, &count) < 0)
+      return -1;
+    if (count == 0)
+      return fail(c, kv->key, kv->path, "needs at least one route");
+    r->routes = al_xcalloc(count, sizeof *r->routes);
+    void *it = NULL;
+    struct fy_node *item;
+    while ((item = fy_node_sequence_iterate(kv->val, &it)) != NULL) {
+      char path[128];
+      snprintf(path, sizeof path, "%s[%zu]", kv->path, r->n_routes);
+      struct kv ikv = {kv->key, item, path};
+      al_relay_route rt = {0};
+      if (relay_route_parse(c, &ikv, &rt) < 0)
+        return -1;
+      for (size_t j = 0; j < r->n_routes; j++)
+        if (strcmp(r->routes[j].method, rt.method) == 0 && strcmp(r->routes[j].path, rt.path) == 0) {
+          free(rt.method);
+          free(rt.path);
+          return fail(c, pos_of(&ikv), path, "duplicate of route %zu", j);
+        }
+      r->routes[r->n_routes++] = rt;
+    }
+    return 0;
+  }
+  case 6:
+    if (get_size(c, kv, 1024, &r->max_request) < 0)
+      return -1;
+    if (r->max_request > (256ull << 20))
+      return fail(c, pos_of(kv), kv->path, "at most 256MiB");
+    return 0;
+  case 7: {
+    static const char *const keys[] = {"requests", "tokens", NULL};
+    return walk_map(c, kv->val, kv->key, kv->path, keys, relay_budget_field, r);
+  }
+  case 8: {
+    static const char *const keys[] = {"connect", "first_byte", "idle", "total", NULL};
+    return walk_map(c, kv->val, kv->key, kv->path, keys, relay_timeouts_field, r);
+  }
+  case 9: {
+    uint64_t v;
+    if (get_uint(c, kv, 1, 1024, &v) < 0)
+      return -1;
+    r->max_conns = (uint32_t)v;
+    return 0;
+  }
+  default:
+    return -1;
+  }
+}
+
+static void relay_defaults(al_policy_relay *r)
+{
+  r->present = true;
+  if (!r->auth)
+    r->auth = al_xstrdup("x-api-key");
+  r->max_request = 8ull << 20;
+  r->budget_requests = 1000;
+  r->max_conns = 16;
+  r->connect_timeout_ms = 10000;
+  r->first_byte_timeout_ms = 300000;
+  r->idle_timeout_ms = 300000;
+  r->total_timeout_ms = 1800000;
+}
+
+/* After parsing: required keys, default routes. */
+static int relay_finish(al_policy_relay *r, const char *name, al_error *err)
+{
+  if (!r->upstream)
+    return al_make_error(err, EINVAL, "%s: relay.upstream: required (https://HOST[:PORT])", name);
+  if (!r->key_file)
+    return al_make_error(err, EINVAL,
+                         "%s: relay.key_file: required (a 0600 file the supervisor reads)", name);
+  if (r->n_routes == 0) {
+    static const char *const def[] = {"/v1/messages", "/v1/chat/completions", "/v1/responses"};
+    r->routes = al_xcalloc(AL_ARRAY_SIZE(def), sizeof *r->routes);
+    for (size_t i = 0; i < AL_ARRAY_SIZE(def); i++) {
+      r->routes[i].method = al_xstrdup("POST");
+      r->routes[i].path = al_xstrdup(def[i]);
+    }
+    r->n_routes = AL_ARRAY_SIZE(def);
+  }
+  return 0;
+}
+
+static json_t *relay_json(const al_policy_relay *r)
+{
+  json_t *routes = json_array();
+  for (size_t i = 0; i < r->n_routes; i++) {
+    al_autofree char *s = al_strdup_printf("%s %s", r->routes[i].method, r->routes[i].path);
+    json_array_append_new(routes, json_string(s));
+  }
+  return json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s?, s:s?, s:o, s:I, s:{s:I, s:I}, s:I, "
+                   "s:{s:I, s:I, s:I, s:I}}",
+                   "upstream", r->upstream, "host", r->host, "port", (int)r->port, "prefix",
+                   r->prefix ? r->prefix : "", "auth", r->auth, "key_file", r->key_file,
+                   "ca_file", r->ca_file, "pin", r->pin, "routes", routes, "max_request",
+                   (json_int_t)r->max_request, "budget", "requests",
+                   (json_int_t)r->budget_requests, "tokens", (json_int_t)r->budget_tokens,
+                   "max_connections", (json_int_t)r->max_conns, "timeouts_ms", "connect",
+                   (json_int_t)r->connect_timeout_ms, "first_byte",
+                   (json_int_t)r->first_byte_timeout_ms, "idle", (json_int_t)r->idle_timeout_ms,
+                   "total", (json_int_t)r->total_timeout_ms);
+}
+
+char *al_policy_relay_canonical(const al_policy *p)
+{
+  if (!p->relay.present)
+    return NULL;
+  json_t *j = relay_json(&p->relay);
+  char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+  json_decref(j);
+  return s;
+}
+
+static void relay_free(al_policy_relay *r)
+{
+  free(r->upstream);
+  free(r->host);
+  free(r->prefix);
+  free(r->auth);
+  free(r->key_file);
+  free(r->ca_file);
+  free(r->pin);
+  for (size_t i = 0; i < r->n_routes; i++) {
+    free(r->routes[i].method);
+    free(r->routes[i].path);
+  }
+  free(r->routes);
+}
+
 /* ---- top level ---- */
 
 struct top_tmp {
@@ -858,6 +1104,13 @@ static int top_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
     static const char *const keys[] = {"api_url", "git_url", "ca_file", NULL};
     return walk_map(c, kv->val, kv->key, kv->path, keys, forge_field, &p->forge);
   }
+  case 7: {
+    static const char *const keys[] = {"upstream", "auth",        "key_file", "ca_file",
+                                       "pin",      "routes",      "max_request", "budget",
+                                       "timeouts", "max_connections", NULL};
+    relay_defaults(&p->relay);
+    return walk_map(c, kv->val, kv->key, kv->path, keys, relay_field, &p->relay);
+  }
   default:
     return -1;
   }
@@ -887,6 +1140,8 @@ static void set_defaults(al_policy *p)
 static int finish(al_policy *p, const char *name, al_error *err)
 {
   p->source = al_xstrdup(name);
+  if (p->relay.present && relay_finish(&p->relay, name, err) < 0)
+    return -1;
   if (p->credentials.present) {
     if (!p->credentials.broker)
       p->credentials.broker = al_xstrdup("/run/airlock/broker.sock");
@@ -965,7 +1220,7 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
     goto out;
   }
   static const char *const keys[] = {"version", "network", "filesystem", "process",
-                                     "credentials", "review", "forge", NULL};
+                                     "credentials", "review", "forge", "relay", NULL};
   struct top_tmp t = {.p = p};
   r = walk_map(&c, root, NULL, "", keys, top_field, &t);
   if (r == 0 && !t.have_version)
@@ -1068,6 +1323,8 @@ char *al_policy_canonical(const al_policy *p)
   json_object_set_new(root, "forge", json_pack("{s:s, s:s, s:s?}", "api_url", p->forge.api_url,
                                                "git_url", p->forge.git_url, "ca_file",
                                                p->forge.ca_file));
+  if (p->relay.present)
+    json_object_set_new(root, "relay", relay_json(&p->relay));
   char *s = json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT);
   json_decref(root);
   if (!s)
@@ -1114,6 +1371,7 @@ void al_policy_free(al_policy *p)
   free(p->forge.api_url);
   free(p->forge.git_url);
   free(p->forge.ca_file);
+  relay_free(&p->relay);
   free(p->source);
   free(p);
 }

@@ -593,6 +593,8 @@ static void do_review(struct ticket *t)
   al_ghapi *api = NULL;
   al_ghapi_resp r = {0};
   char **resolves = NULL;
+  al_autofree char *branch_q = NULL; /* before the first goto: freed on every exit */
+  al_autofree char *path = NULL;
   const char *fps[AL_ROLE_COUNT] = {NULL, NULL};
   json_t *toks = json_object_get(json_object_get(t->rec, "lease"), "tokens");
   for (size_t i = 0; i < json_array_size(toks) && i < AL_ROLE_COUNT; i++)
@@ -612,9 +614,9 @@ static void do_review(struct ticket *t)
   const char *git = al_lease_token(l, AL_ROLE_GIT);
   const char *tkt = al_lease_token(l, AL_ROLE_TICKET);
   const char *owner_end = strchr(t->repo, '/');
-  al_autofree char *branch_q = al_ghapi_escape(t->branch);
-  al_autofree char *path = al_strdup_printf("/repos/%s/pulls?state=all&head=%.*s:%s", t->repo,
-                                            (int)(owner_end - t->repo), t->repo, branch_q);
+  branch_q = al_ghapi_escape(t->branch);
+  path = al_strdup_printf("/repos/%s/pulls?state=all&head=%.*s:%s", t->repo,
+                          (int)(owner_end - t->repo), t->repo, branch_q);
   if (al_ghapi_get_list(api, path, git, &r, &e) < 0)
     goto fail;
   if (r.status != 200 || !json_is_array(r.json)) {

@@ -11,7 +11,7 @@
 #include "policy/policy.h"
 
 /* Messages on the supervisor <-> init socket. */
-enum { MSG_HELLO = 1, MSG_GO, MSG_LISTENERS, MSG_READY, MSG_ERROR, MSG_EXIT, MSG_SIGNAL };
+enum { MSG_HELLO = 1, MSG_GO, MSG_CGROUP, MSG_LISTENERS, MSG_READY, MSG_ERROR, MSG_EXIT, MSG_SIGNAL };
 
 struct sb_msg {
   uint32_t type;
@@ -33,7 +33,8 @@ void sb_setup_rootfs(int sync_fd, const al_policy *policy, const char *const *ex
 void sb_drop_privileges(int sync_fd, uint32_t uid, bool can_setgroups);
 int sb_landlock_abi(void);
 void sb_apply_landlock(int sync_fd, int abi);
-void sb_apply_seccomp(int sync_fd);
+int sb_seccomp_compile(int *fd_out, al_error *err); /* supervisor side */
+void sb_seccomp_load_fd(int sync_fd, int fd);       /* child side */
 void sb_loopback_up(int sync_fd);
 
 /* cgroup.c: supervisor side. */

@@ -61,6 +61,8 @@ struct al_sandbox {
   uint64_t t_clone_ns, t_hello_ns, t_go_ns, t_ready_ns;
 };
 
+static int recv_msg(int fd, struct sb_msg *m, int *fds, size_t maxfds, size_t *nfds);
+
 /* ---------------- child side (between clone and exec) ---------------- */
 
 void sb_die(int sync_fd, int status, int errnum, const char *fmt, ...)
@@ -81,9 +83,11 @@ static void send_msg(int fd, uint32_t type, int status)
   (void)!send(fd, &m, sizeof m, MSG_NOSIGNAL);
 }
 
-static void send_fds(int sync_fd, const int *fds, size_t n)
+/* Send one message with n file descriptors attached (SCM_RIGHTS, unix(7)).
+ * Returns 0 or -errno. Used by both sides. */
+static int send_fds_msg(int sock, const struct sb_msg *msg, const int *fds, size_t n)
 {
-  struct sb_msg m = {.type = MSG_LISTENERS, .status = (int32_t)n};
+  struct sb_msg m = *msg;
   struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
   union {
     char buf[CMSG_SPACE(sizeof(int) * AL_SANDBOX_MAX_LISTENERS)];
@@ -100,8 +104,15 @@ static void send_fds(int sync_fd, const int *fds, size_t n)
     c->cmsg_len = CMSG_LEN(sizeof(int) * n);
     memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
   }
-  if (sendmsg(sync_fd, &mh, MSG_NOSIGNAL) < 0)
-    sb_die(sync_fd, 125, errno, "send listener sockets to the supervisor");
+  return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+static void send_fds(int sync_fd, const int *fds, size_t n)
+{
+  struct sb_msg m = {.type = MSG_LISTENERS, .status = (int32_t)n};
+  int r = send_fds_msg(sync_fd, &m, fds, n);
+  if (r < 0)
+    sb_die(sync_fd, 125, -r, "send listener sockets to the supervisor");
 }
 
 struct child_args {
@@ -241,8 +252,6 @@ static int child_main(struct child_args *a)
       setresuid(pol->process.user, pol->process.user, pol->process.user) < 0)
     sb_die(sync_fd, 125, errno, "switch to uid %u for setup", pol->process.user);
 
-  if (unshare(CLONE_NEWCGROUP) < 0)
-    sb_die(sync_fd, 125, errno, "unshare cgroup namespace");
   if (sethostname("airlock", 7) < 0 || setdomainname("airlock", 7) < 0)
     sb_die(sync_fd, 125, errno, "set hostname");
   sb_loopback_up(sync_fd);
@@ -267,6 +276,15 @@ static int child_main(struct child_args *a)
     close(lfds[i]);
 
   sb_setup_rootfs(sync_fd, pol, a->opts->extra_ro_paths, pol->process.user);
+
+  /* Meanwhile the supervisor put us in our cgroup and compiled the seccomp
+   * filter; wait for both. */
+  int bpf_fd = -1;
+  size_t nbpf = 0;
+  if (recv_msg(sync_fd, &m, &bpf_fd, 1, &nbpf) <= 0 || m.type != MSG_CGROUP || nbpf != 1)
+    _exit(125);
+  if (unshare(CLONE_NEWCGROUP) < 0)
+    sb_die(sync_fd, 125, errno, "unshare cgroup namespace");
   if (setsid() < 0)
     sb_die(sync_fd, 125, errno, "setsid");
 
@@ -291,7 +309,8 @@ static int child_main(struct child_args *a)
   if (prctl(PR_SET_DUMPABLE, 0) < 0)
     sb_die(sync_fd, 125, errno, "PR_SET_DUMPABLE");
   sb_apply_landlock(sync_fd, a->landlock_abi);
-  sb_apply_seccomp(sync_fd);
+  sb_seccomp_load_fd(sync_fd, bpf_fd);
+  close(bpf_fd);
   run_init(a);
 }
 
@@ -536,6 +555,14 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
   if (write_proc(pid, "gid_map", map, err) < 0)
     goto fail;
 
+  /* Let the child build its root now; the cgroup and the seccomp filter
+   * are made in parallel and sent when ready. */
+  struct sb_msg go = {.type = MSG_GO};
+  sb->t_go_ns = al_now_ns();
+  if (send(sb->sync_fd, &go, sizeof go, MSG_NOSIGNAL) < 0) {
+    al_make_error(err, errno, "start the sandbox");
+    goto fail;
+  }
   char name[96];
   snprintf(name, sizeof name, "airlock-%s", o->run_id ? o->run_id : "run");
   for (char *c = name; *c; c++)
@@ -548,12 +575,17 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
   if (!o->quiet && sb->landlock_abi == 0)
     al_warn("Landlock is not available on this kernel; writes are limited by read-only mounts "
             "only");
-
-  sb->t_go_ns = al_now_ns();
-  struct sb_msg go = {.type = MSG_GO, .status = sb->cg.mem ? 1 : 0};
-  if (send(sb->sync_fd, &go, sizeof go, MSG_NOSIGNAL) < 0) {
-    al_make_error(err, errno, "start the sandbox");
-    goto fail;
+  {
+    int bpf = -1;
+    if (sb_seccomp_compile(&bpf, err) < 0)
+      goto fail;
+    struct sb_msg cgm = {.type = MSG_CGROUP, .status = sb->cg.mem ? 1 : 0};
+    int r = send_fds_msg(sb->sync_fd, &cgm, &bpf, 1);
+    close(bpf);
+    if (r < 0) {
+      al_make_error(err, -r, "send the seccomp filter to the sandbox");
+      goto fail;
+    }
   }
 
   for (;;) {

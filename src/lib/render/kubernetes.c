@@ -1,0 +1,349 @@
+/* airlock render kubernetes: the same policy as cluster manifests.
+ * API reference: https://kubernetes.io/docs/reference/kubernetes-api/
+ * (Pod securityContext, Job activeDeadlineSeconds, NetworkPolicy,
+ * emptyDir medium/sizeLimit); docs/kubernetes.md explains the choices. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "render/internal.h"
+#include "render/render.h"
+
+#define LABEL_APP "app.kubernetes.io/name: airlock"
+
+/* A byte count as a Kubernetes quantity: "2Gi" when exact, else bytes. */
+static void quantity(FILE *f, uint64_t bytes)
+{
+  static const struct {
+    uint64_t unit;
+    const char *suffix;
+  } units[] = {{1ULL << 40, "Ti"}, {1ULL << 30, "Gi"}, {1ULL << 20, "Mi"}, {1ULL << 10, "Ki"}};
+  for (size_t i = 0; i < AL_ARRAY_SIZE(units); i++)
+    if (bytes >= units[i].unit && bytes % units[i].unit == 0) {
+      fprintf(f, "%llu%s", (unsigned long long)(bytes / units[i].unit), units[i].suffix);
+      return;
+    }
+  fprintf(f, "%llu", (unsigned long long)bytes);
+}
+
+static void container_security(FILE *f, const char *ind, uint32_t uid)
+{
+  fprintf(f,
+          "%ssecurityContext:\n"
+          "%s  runAsNonRoot: true\n"
+          "%s  runAsUser: %u\n"
+          "%s  runAsGroup: %u\n"
+          "%s  readOnlyRootFilesystem: true\n"
+          "%s  allowPrivilegeEscalation: false\n"
+          "%s  privileged: false\n"
+          "%s  capabilities:\n"
+          "%s    drop: [ALL]\n",
+          ind, ind, ind, uid, ind, uid, ind, ind, ind, ind, ind);
+}
+
+static void ns_meta(FILE *f, const char *ns, const char *name, const char *component)
+{
+  fputs("metadata:\n  name: ", f);
+  rd_quote(f, name);
+  fputs("\n  namespace: ", f);
+  rd_quote(f, ns);
+  fprintf(f, "\n  labels:\n    " LABEL_APP "\n    app.kubernetes.io/component: %s\n", component);
+}
+
+static void k8s_policy_objects(FILE *f, const al_policy *p, const al_render_opts *o,
+                               const char *ns)
+{
+  fputs("---\napiVersion: v1\nkind: ConfigMap\n", f);
+  ns_meta(f, ns, "airlock-policy", "proxy");
+  fputs("data:\n  policy.yaml: ", f);
+  rd_quote(f, o->policy_text ? o->policy_text : "");
+  fputs("\n", f);
+}
+
+static void k8s_proxy(FILE *f, const al_policy *p, const al_render_opts *o, const char *ns)
+{
+  fputs("---\napiVersion: v1\nkind: Service\n", f);
+  ns_meta(f, ns, "airlock-proxy", "proxy");
+  fprintf(f,
+          "spec:\n"
+          "  type: ClusterIP\n"
+          "  selector:\n"
+          "    " LABEL_APP "\n"
+          "    app.kubernetes.io/component: proxy\n"
+          "  ports:\n"
+          "    - {name: proxy, protocol: TCP, port: %d, targetPort: %d}\n",
+          AL_RENDER_PROXY_PORT, AL_RENDER_PROXY_PORT);
+
+  fputs("---\napiVersion: apps/v1\nkind: Deployment\n", f);
+  ns_meta(f, ns, "airlock-proxy", "proxy");
+  fputs("spec:\n"
+        "  replicas: 1\n"
+        "  selector:\n"
+        "    matchLabels:\n"
+        "      " LABEL_APP "\n"
+        "      app.kubernetes.io/component: proxy\n"
+        "  template:\n"
+        "    metadata:\n"
+        "      labels:\n"
+        "        " LABEL_APP "\n"
+        "        app.kubernetes.io/component: proxy\n"
+        "    spec:\n"
+        "      automountServiceAccountToken: false\n"
+        "      enableServiceLinks: false\n"
+        "      securityContext:\n"
+        "        runAsNonRoot: true\n"
+        "        runAsUser: 65534\n"
+        "        runAsGroup: 65534\n"
+        "        seccompProfile: {type: RuntimeDefault}\n"
+        "      containers:\n"
+        "        - name: proxy\n"
+        "          image: ",
+        f);
+  rd_quote(f, o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE);
+  fprintf(f,
+          "\n"
+          "          args: [\"proxy\", \"-p\", \"%s\", \"--listen\", \"0.0.0.0:%d\"]\n"
+          "          ports:\n"
+          "            - {name: proxy, containerPort: %d, protocol: TCP}\n",
+          AL_RENDER_POLICY_TARGET, AL_RENDER_PROXY_PORT, AL_RENDER_PROXY_PORT);
+  container_security(f, "          ", 65534);
+  fprintf(f,
+          "          resources:\n"
+          "            limits: {memory: 256Mi, cpu: \"1\"}\n"
+          "            requests: {memory: 64Mi, cpu: 100m}\n"
+          "          volumeMounts:\n"
+          "            - {name: policy, mountPath: /etc/airlock, readOnly: true}\n"
+          "      volumes:\n"
+          "        - name: policy\n"
+          "          configMap: {name: airlock-policy}\n");
+  (void)p;
+}
+
+static void k8s_netpol(FILE *f, const al_policy *p, const char *ns)
+{
+  /* 1. Nothing in the namespace talks to anything unless allowed below. */
+  fputs("---\napiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n", f);
+  ns_meta(f, ns, "airlock-default-deny", "policy");
+  fputs("spec:\n  podSelector: {}\n  policyTypes: [Ingress, Egress]\n", f);
+
+  /* 2. The agent: egress to the proxy pods on 3128 only; no DNS. */
+  fputs("---\napiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n", f);
+  ns_meta(f, ns, "airlock-agent", "policy");
+  fprintf(f,
+          "spec:\n"
+          "  podSelector:\n"
+          "    matchLabels:\n"
+          "      " LABEL_APP "\n"
+          "      app.kubernetes.io/component: agent\n"
+          "  policyTypes: [Ingress, Egress]\n"
+          "  ingress: []\n"
+          "  egress:\n"
+          "    - to:\n"
+          "        - podSelector:\n"
+          "            matchLabels:\n"
+          "              " LABEL_APP "\n"
+          "              app.kubernetes.io/component: proxy\n"
+          "      ports:\n"
+          "        - {protocol: TCP, port: %d}\n",
+          AL_RENDER_PROXY_PORT);
+
+  /* 3. The proxy: ingress from the agent only; egress to the allowlist's
+   *    ports outside private ranges (the proxy checks names and addresses
+   *    itself; this is the second layer), and to the cluster DNS. */
+  fputs("---\napiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n", f);
+  ns_meta(f, ns, "airlock-proxy", "policy");
+  fprintf(f,
+          "spec:\n"
+          "  podSelector:\n"
+          "    matchLabels:\n"
+          "      " LABEL_APP "\n"
+          "      app.kubernetes.io/component: proxy\n"
+          "  policyTypes: [Ingress, Egress]\n"
+          "  ingress:\n"
+          "    - from:\n"
+          "        - podSelector:\n"
+          "            matchLabels:\n"
+          "              " LABEL_APP "\n"
+          "              app.kubernetes.io/component: agent\n"
+          "      ports:\n"
+          "        - {protocol: TCP, port: %d}\n"
+          "  egress:\n",
+          AL_RENDER_PROXY_PORT);
+  uint16_t ports[64];
+  size_t n = rd_ports(p, ports, AL_ARRAY_SIZE(ports));
+  if (n > 0) {
+    fputs("    - to:\n"
+          "        - ipBlock:\n"
+          "            cidr: 0.0.0.0/0\n"
+          "            except: [0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, "
+          "169.254.0.0/16, 172.16.0.0/12, 192.168.0.0/16, 224.0.0.0/4, 240.0.0.0/4]\n"
+          "        - ipBlock:\n"
+          "            cidr: ::/0\n"
+          "            except: [\"::/128\", \"::1/128\", \"fc00::/7\", \"fe80::/10\", "
+          "\"ff00::/8\", \"::ffff:0:0/96\"]\n"
+          "      ports:\n",
+          f);
+    for (size_t i = 0; i < n; i++)
+      fprintf(f, "        - {protocol: TCP, port: %u}\n", ports[i]);
+  }
+  if (p->network.n_pin > 0)
+    fputs("    # network.pin entries (test hosts) are not rendered: pinned addresses are\n"
+          "    # private by design; allow them with an extra NetworkPolicy if you must.\n",
+          f);
+  fputs("    - to:\n"
+        "        - namespaceSelector:\n"
+        "            matchLabels: {kubernetes.io/metadata.name: kube-system}\n"
+        "          podSelector:\n"
+        "            matchLabels: {k8s-app: kube-dns}\n"
+        "      ports:\n"
+        "        - {protocol: UDP, port: 53}\n"
+        "        - {protocol: TCP, port: 53}\n",
+        f);
+}
+
+static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const char *ns)
+{
+  const al_policy_limits *l = &p->process.limits;
+  uint32_t uid = p->process.user;
+  bool net = p->network.present;
+  const char *secret = o->token_secret ? o->token_secret : "airlock-run-tokens";
+  fputs("---\napiVersion: batch/v1\nkind: Job\n", f);
+  ns_meta(f, ns, "airlock-agent", "agent");
+  fprintf(f,
+          "spec:\n"
+          "  backoffLimit: 0\n"
+          "  activeDeadlineSeconds: %llu\n"
+          "  ttlSecondsAfterFinished: 600\n"
+          "  template:\n"
+          "    metadata:\n"
+          "      labels:\n"
+          "        " LABEL_APP "\n"
+          "        app.kubernetes.io/component: agent\n"
+          "    spec:\n"
+          "      restartPolicy: Never\n"
+          "      automountServiceAccountToken: false\n"
+          "      hostNetwork: false\n"
+          "      hostPID: false\n"
+          "      hostIPC: false\n"
+          "      # No DNS: the only nameserver is the pod's own loopback, where nothing\n"
+          "      # answers. The proxy is reached by the Service's address, which the\n"
+          "      # kubelet puts into AIRLOCK_PROXY_SERVICE_HOST (service links).\n"
+          "      enableServiceLinks: true\n"
+          "      dnsPolicy: None\n"
+          "      dnsConfig:\n"
+          "        nameservers: [\"127.0.0.1\"]\n"
+          "        searches: []\n"
+          "      terminationGracePeriodSeconds: 5\n"
+          "      securityContext:\n"
+          "        runAsNonRoot: true\n"
+          "        runAsUser: %u\n"
+          "        runAsGroup: %u\n"
+          "        fsGroup: %u\n",
+          (unsigned long long)((l->wall_ms + 999) / 1000), uid, uid, uid);
+  if (o->seccomp_path) {
+    fputs("        seccompProfile:\n          type: Localhost\n          localhostProfile: ", f);
+    rd_quote(f, o->seccomp_path);
+    fputs("\n", f);
+  } else {
+    fputs("        # RuntimeDefault: install the generated profile on every node and\n"
+          "        # render with --seccomp-profile PATH to get the sandbox's exact filter.\n"
+          "        seccompProfile: {type: RuntimeDefault}\n",
+          f);
+  }
+  fputs("      containers:\n        - name: agent\n          image: ", f);
+  rd_quote(f, o->agent_image ? o->agent_image
+                             : (p->filesystem.image ? p->filesystem.image : AL_RENDER_AGENT_IMAGE));
+  fputs("\n          workingDir: /workspace\n", f);
+  container_security(f, "          ", uid);
+  fputs("          resources:\n            limits:\n              memory: ", f);
+  quantity(f, l->memory);
+  fputs("\n", f);
+  if (l->cpu_milli)
+    fprintf(f, "              cpu: %um\n", l->cpu_milli);
+  fputs("              ephemeral-storage: 64Mi\n            requests:\n              memory: ", f);
+  quantity(f, l->memory);
+  fputs("\n", f);
+  if (l->cpu_milli)
+    fprintf(f, "              cpu: %um\n", l->cpu_milli);
+  fputs("          env:\n", f);
+  if (net) {
+    static const char *const pv[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
+    for (size_t i = 0; i < AL_ARRAY_SIZE(pv); i++)
+      fprintf(f,
+              "            - name: %s\n"
+              "              value: \"http://$(AIRLOCK_PROXY_SERVICE_HOST):%d\"\n",
+              pv[i], AL_RENDER_PROXY_PORT);
+    fputs("            - {name: NO_PROXY, value: \"\"}\n"
+          "            - {name: no_proxy, value: \"\"}\n",
+          f);
+  }
+  fputs("            - name: AIRLOCK_API_URL\n              value: ", f);
+  rd_quote(f, p->forge.api_url);
+  fputs("\n", f);
+  /* Tokens and per-run facts: from the per-run Secret, by key; the Secret
+   * is created by the supervisor just before the Job and deleted after. */
+  for (size_t i = 0; al_render_agent_env_names[i]; i++) {
+    fprintf(f,
+            "            - name: %s\n"
+            "              valueFrom:\n"
+            "                secretKeyRef: {name: ",
+            al_render_agent_env_names[i]);
+    rd_quote(f, secret);
+    fprintf(f, ", key: %s, optional: %s}\n", al_render_agent_env_names[i],
+            strstr(al_render_agent_env_names[i], "TOKEN") ? "false" : "true");
+  }
+  fputs("          volumeMounts:\n"
+        "            - {name: workspace, mountPath: /workspace}\n"
+        "            - {name: tmp, mountPath: /tmp}\n"
+        "      volumes:\n"
+        "        - name: workspace\n"
+        "          emptyDir:\n"
+        "            medium: Memory\n"
+        "            sizeLimit: ",
+        f);
+  quantity(f, p->filesystem.workspace_size);
+  fputs("\n        - name: tmp\n          emptyDir:\n            medium: Memory\n"
+        "            sizeLimit: ",
+        f);
+  quantity(f, p->filesystem.tmp_size);
+  fputs("\n", f);
+}
+
+int al_render_kubernetes(const al_policy *p, const al_render_opts *o, char **out, al_error *err)
+{
+  *out = NULL;
+  if (o->seccomp_path && (o->seccomp_path[0] == '/' || strstr(o->seccomp_path, "..")))
+    return al_make_error(err, EINVAL,
+                         "render kubernetes: the seccomp profile path is relative to the "
+                         "kubelet's seccomp root (e.g. airlock/seccomp.json)");
+  const char *ns = o->k8s_namespace ? o->k8s_namespace : "airlock";
+  size_t len = 0;
+  FILE *f = open_memstream(out, &len);
+  if (!f)
+    return al_make_error(err, errno, "open_memstream");
+  fputs("# Generated by `airlock render kubernetes` from ", f);
+  rd_quote(f, p->source ? p->source : "<default>");
+  fprintf(f, " (policy sha256 %s).\n", al_policy_sha256((al_policy *)p));
+  fputs("# See docs/kubernetes.md: the tokens Secret is created per run and deleted\n"
+        "# after it; it is never part of these manifests.\n",
+        f);
+  fputs("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ", f);
+  rd_quote(f, ns);
+  fputs("\n  labels:\n    " LABEL_APP "\n"
+        "    pod-security.kubernetes.io/enforce: restricted\n",
+        f);
+  if (p->network.present) {
+    k8s_policy_objects(f, p, o, ns);
+    k8s_proxy(f, p, o, ns);
+  }
+  k8s_netpol(f, p, ns);
+  k8s_job(f, p, o, ns);
+  if (fclose(f) != 0) {
+    free(*out);
+    *out = NULL;
+    return al_make_error(err, ENOMEM, "render kubernetes: out of memory");
+  }
+  return 0;
+}

@@ -1,0 +1,204 @@
+/* airlock render compose: the seed's Docker design from the policy.
+ * Compose Specification: https://docs.docker.com/reference/compose-file/
+ * (services, networks `internal`, tmpfs, security_opt, configs). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "render/internal.h"
+#include "render/render.h"
+
+const char *const al_render_agent_env_names[] = {
+    "AIRLOCK_GIT_TOKEN", "AIRLOCK_TICKET_TOKEN", "AIRLOCK_RUN_ID", "AIRLOCK_REPO",
+    "AIRLOCK_TICKET",    "AIRLOCK_GIT_URL",      "AIRLOCK_BRANCH", "AIRLOCK_BASE_BRANCH",
+    NULL};
+
+void rd_quote(FILE *f, const char *s)
+{
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p == '\n')
+      fputs("\\n", f);
+    else if (*p == '\t')
+      fputs("\\t", f);
+    else if (*p < 0x20 || *p >= 0x7f)
+      fprintf(f, "\\x%02x", *p);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+size_t rd_ports(const al_policy *p, uint16_t *ports, size_t max)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < p->network.n_allow; i++) {
+    uint16_t v = p->network.allow[i].port;
+    size_t j = 0;
+    while (j < n && ports[j] < v)
+      j++;
+    if (j < n && ports[j] == v)
+      continue;
+    if (n == max)
+      break;
+    memmove(ports + j + 1, ports + j, (n - j) * sizeof *ports);
+    ports[j] = v;
+    n++;
+  }
+  return n;
+}
+
+static const char *agent_image(const al_policy *p, const al_render_opts *o)
+{
+  if (o->agent_image)
+    return o->agent_image;
+  return p->filesystem.image ? p->filesystem.image : AL_RENDER_AGENT_IMAGE;
+}
+
+static void compose_hardening(FILE *f)
+{
+  fputs("    read_only: true\n"
+        "    cap_drop: [ALL]\n"
+        "    privileged: false\n"
+        "    ipc: private\n"
+        "    init: true\n",
+        f);
+}
+
+static void compose_agent(FILE *f, const al_policy *p, const al_render_opts *o)
+{
+  const al_policy_limits *l = &p->process.limits;
+  bool net = p->network.present;
+  fputs("  agent:\n    image: ", f);
+  rd_quote(f, agent_image(p, o));
+  fputs("\n", f);
+  if (net)
+    fputs("    depends_on: [proxy]\n"
+          "    networks: [airlock-internal]\n"
+          "    # The embedded resolver (127.0.0.11) still answers service names on\n"
+          "    # airlock-internal, but forwards every other name to 127.0.0.1 inside\n"
+          "    # the agent, where nothing answers: no DNS to the outside.\n"
+          "    dns: [\"127.0.0.1\"]\n"
+          "    dns_search: [\".\"]\n",
+          f);
+  else
+    fputs("    network_mode: none\n", f);
+  fprintf(f, "    hostname: sandbox\n    user: \"%u:%u\"\n    working_dir: /workspace\n",
+          p->process.user, p->process.user);
+  compose_hardening(f);
+  fputs("    security_opt:\n      - \"no-new-privileges:true\"\n      - ", f);
+  char *so = al_strdup_printf("seccomp=%s", o->seccomp_path);
+  rd_quote(f, so);
+  free(so);
+  fputs("\n", f);
+  /* Writable: only these two, in memory, gone with the container. */
+  fprintf(f,
+          "    tmpfs:\n"
+          "      - \"/tmp:size=%llu,mode=1777,nosuid,nodev\"\n"
+          "      - \"/workspace:size=%llu,mode=0700,uid=%u,gid=%u,nosuid,nodev\"\n",
+          (unsigned long long)p->filesystem.tmp_size,
+          (unsigned long long)p->filesystem.workspace_size, p->process.user, p->process.user);
+  fprintf(f, "    mem_limit: %llu\n    memswap_limit: %llu\n    pids_limit: %u\n",
+          (unsigned long long)l->memory, (unsigned long long)l->memory, l->pids);
+  if (l->cpu_milli)
+    fprintf(f, "    cpus: %u.%03u\n", l->cpu_milli / 1000, l->cpu_milli % 1000);
+  fprintf(f, "    ulimits:\n      nofile: {soft: %u, hard: %u}\n      core: {soft: 0, hard: 0}\n",
+          l->nofile, l->nofile);
+  fputs("    stop_grace_period: 5s\n", f);
+  /* Values of the names-only entries come from the invoker's environment
+   * at `docker compose run` time; nothing secret is in this file. */
+  fputs("    environment:\n", f);
+  if (net) {
+    static const char *const pv[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
+    for (size_t i = 0; i < AL_ARRAY_SIZE(pv); i++)
+      fprintf(f, "      - \"%s=http://proxy:%d\"\n", pv[i], AL_RENDER_PROXY_PORT);
+    fputs("      - \"NO_PROXY=\"\n      - \"no_proxy=\"\n", f);
+  }
+  fputs("      - ", f);
+  char *api = al_strdup_printf("AIRLOCK_API_URL=%s", p->forge.api_url);
+  rd_quote(f, api);
+  free(api);
+  fputs("\n", f);
+  for (size_t i = 0; al_render_agent_env_names[i]; i++)
+    fprintf(f, "      - %s\n", al_render_agent_env_names[i]);
+  for (size_t i = 0; i < p->process.n_env_pass; i++) {
+    fputs("      - ", f);
+    rd_quote(f, p->process.env_pass[i]);
+    fputs("\n", f);
+  }
+  if (p->forge.ca_file) {
+    fputs("    # forge.ca_file: no host volumes; bake the CA into the agent image at ", f);
+    fputs("the same path\n", f);
+  }
+}
+
+static void compose_proxy(FILE *f, const al_policy *p, const al_render_opts *o)
+{
+  fputs("  proxy:\n    image: ", f);
+  rd_quote(f, o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE);
+  fprintf(f,
+          "\n"
+          "    command: [\"proxy\", \"-p\", \"%s\", \"--listen\", \"0.0.0.0:%d\"]\n"
+          "    networks: [airlock-internal, airlock-egress]\n"
+          "    user: \"65534:65534\"\n",
+          AL_RENDER_POLICY_TARGET, AL_RENDER_PROXY_PORT);
+  compose_hardening(f);
+  fputs("    security_opt: [\"no-new-privileges:true\"]\n"
+        "    # The proxy holds no secret; it reads the policy and nothing else.\n"
+        "    configs:\n"
+        "      - source: airlock-policy\n",
+        f);
+  fprintf(f, "        target: %s\n", AL_RENDER_POLICY_TARGET);
+  fputs("    tmpfs: [\"/tmp:size=16777216,mode=1777\"]\n", f);
+  (void)p;
+}
+
+int al_render_compose(const al_policy *p, const al_render_opts *o, char **out, al_error *err)
+{
+  *out = NULL;
+  if (!o->seccomp_path || o->seccomp_path[0] != '/')
+    return al_make_error(err, EINVAL, "render compose: the seccomp profile path must be absolute");
+  bool net = p->network.present;
+  if (net && (!o->policy_path || o->policy_path[0] != '/'))
+    return al_make_error(err, EINVAL, "render compose: the policy path must be absolute");
+  size_t len = 0;
+  FILE *f = open_memstream(out, &len);
+  if (!f)
+    return al_make_error(err, errno, "open_memstream");
+  fputs("# Generated by `airlock render compose` from ", f);
+  rd_quote(f, p->source ? p->source : "<default>");
+  fprintf(f, " (policy sha256 %s).\n", al_policy_sha256((al_policy *)p));
+  fputs("# The seed's design: the agent sits on an internal-only bridge with no route\n"
+        "# out; its one way out is the allowlist proxy, which alone also sits on the\n"
+        "# egress network. Tokens are listed by name only: export them in the shell\n"
+        "# that runs `docker compose run agent ...`, never write them here.\n"
+        "services:\n",
+        f);
+  if (net)
+    compose_proxy(f, p, o);
+  compose_agent(f, p, o);
+  if (net) {
+    fputs("networks:\n"
+          "  airlock-internal:\n"
+          "    driver: bridge\n"
+          "    internal: true\n"
+          "  airlock-egress:\n"
+          "    driver: bridge\n"
+          "configs:\n"
+          "  airlock-policy:\n"
+          "    file: ",
+          f);
+    rd_quote(f, o->policy_path);
+    fputs("\n", f);
+  }
+  if (fclose(f) != 0) {
+    free(*out);
+    *out = NULL;
+    return al_make_error(err, ENOMEM, "render compose: out of memory");
+  }
+  return 0;
+}

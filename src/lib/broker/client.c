@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -100,7 +101,7 @@ static int read_msg(al_lease *l, int timeout_ms, json_t **msg, al_error *err)
   }
 }
 
-static int error_from_msg(json_t *msg, al_error *err)
+static int error_from_msg_what(json_t *msg, const char *what, al_error *err)
 {
   const char *code = json_string_value(json_object_get(msg, "code"));
   const char *m = json_string_value(json_object_get(msg, "message"));
@@ -111,10 +112,33 @@ static int error_from_msg(json_t *msg, al_error *err)
     e = EINVAL;
   else if (code && strcmp(code, "busy") == 0)
     e = EBUSY;
-  al_make_error(err, 0, "broker refused the lease (%s): %s", code ? code : "?", m ? m : "?");
+  al_make_error(err, 0, "broker refused the %s (%s): %s", what, code ? code : "?", m ? m : "?");
   if (err)
     err->code = e;
   return -1;
+}
+
+static int error_from_msg(json_t *msg, al_error *err)
+{
+  return error_from_msg_what(msg, "lease", err);
+}
+
+/* A connected stream socket to the broker (SOCK_CLOEXEC), or -1 with err. */
+static int broker_connect(const char *socket_path, al_error *err)
+{
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (strlen(socket_path) >= sizeof sa.sun_path)
+    return al_make_error(err, ENAMETOOLONG, "broker socket `%s`", socket_path);
+  strcpy(sa.sun_path, socket_path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return al_make_error(err, errno, "socket");
+  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+    int e = errno;
+    close(fd);
+    return al_make_error(err, e, "connecting to the broker at `%s`", socket_path);
+  }
+  return fd;
 }
 
 static int add_token_req(al_proto_lease_req *req, al_role role, const char *repo, const char *perms,
@@ -216,20 +240,10 @@ int al_lease_open(const char *socket_path, const al_lease_request *rq, al_lease 
   if (req.n_tokens == 0)
     return al_make_error(err, EINVAL, "a lease needs a git or a ticket repository");
 
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  if (strlen(socket_path) >= sizeof sa.sun_path)
-    return al_make_error(err, ENAMETOOLONG, "broker socket `%s`", socket_path);
-  strcpy(sa.sun_path, socket_path);
   al_lease *l = al_xcalloc(1, sizeof *l);
-  l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (l->fd < 0) {
-    al_make_error(err, errno, "socket");
+  l->fd = broker_connect(socket_path, err);
+  if (l->fd < 0)
     goto fail;
-  }
-  if (connect(l->fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-    al_make_error(err, errno, "connecting to the broker at `%s`", socket_path);
-    goto fail;
-  }
   json_t *m = al_proto_lease_req_to_json(&req);
   size_t len;
   char *line = al_proto_line(m, &len);
@@ -437,4 +451,109 @@ out:
 void al_lease_free(al_lease *l)
 {
   lease_destroy(l);
+}
+
+int al_broker_audit(const char *socket_path, const char *repo, const char *branch,
+                    char **report_json, bool *holds, al_error *err)
+{
+  *report_json = NULL;
+  *holds = false;
+  al_proto_audit_req req;
+  memset(&req, 0, sizeof req);
+  const char *why;
+  if (!repo || al_repo_name_check(repo, &why) < 0 || strlen(repo) >= sizeof req.repo)
+    return al_make_error(err, EINVAL, "audit: repository `%s`: %s", repo ? repo : "",
+                         repo ? why : "missing");
+  snprintf(req.repo, sizeof req.repo, "%s", repo);
+  if (branch) {
+    if (!*branch || strlen(branch) >= sizeof req.branch)
+      return al_make_error(err, EINVAL, "audit: bad branch name");
+    snprintf(req.branch, sizeof req.branch, "%s", branch);
+  }
+  int fd = broker_connect(socket_path, err);
+  if (fd < 0)
+    return -1;
+  json_t *m = al_proto_audit_req_to_json(&req);
+  size_t len;
+  char *line = al_proto_line(m, &len);
+  json_decref(m);
+  int w = al_write_all(fd, line, len);
+  free(line);
+  if (w < 0) {
+    close(fd);
+    return al_make_error(err, -w, "sending the audit request");
+  }
+  /* One answer line, possibly long (the report). */
+  size_t cap = 16384, n = 0;
+  char *buf = al_xmalloc(cap);
+  uint64_t deadline = al_now_ms() + 180000;
+  int ret = -1;
+  char *nl = NULL;
+  while (!nl) {
+    if (n == cap) {
+      if (cap >= AL_PROTO_ANSWER_MAX) {
+        al_make_error(err, EPROTO, "broker: audit answer too long");
+        goto out;
+      }
+      cap *= 2;
+      buf = al_xrealloc(buf, cap);
+    }
+    int64_t left = (int64_t)deadline - (int64_t)al_now_ms();
+    if (left <= 0) {
+      al_make_error(err, ETIMEDOUT, "no audit answer from the broker");
+      goto out;
+    }
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int pr = poll(&pfd, 1, (int)left);
+    if (pr < 0 && errno == EINTR)
+      continue;
+    if (pr < 0) {
+      al_make_error(err, errno, "broker: poll");
+      goto out;
+    }
+    if (pr == 0)
+      continue;
+    ssize_t r = recv(fd, buf + n, cap - n, 0);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN))
+      continue;
+    if (r < 0) {
+      al_make_error(err, errno, "broker: recv");
+      goto out;
+    }
+    if (r == 0) {
+      al_make_error(err, ECONNRESET, "the broker closed the connection without an audit answer");
+      goto out;
+    }
+    size_t old = n;
+    n += (size_t)r;
+    nl = memchr(buf + old, '\n', n - old);
+  }
+  json_error_t je;
+  json_t *msg = json_loadb(buf, (size_t)(nl - buf), JSON_REJECT_DUPLICATES, &je);
+  const char *type = json_string_value(json_object_get(msg, "type"));
+  if (!msg || !json_is_object(msg) || !type) {
+    al_make_error(err, EPROTO, "broker: malformed audit answer");
+  } else if (strcmp(type, "error") == 0) {
+    error_from_msg_what(msg, "audit", err);
+  } else if (strcmp(type, "audit") != 0) {
+    al_make_error(err, EPROTO, "broker: unexpected `%s` answer to an audit", type);
+  } else {
+    json_t *rep = json_object_get(msg, "report");
+    json_t *h = json_object_get(msg, "holds");
+    const char *rr = json_string_value(json_object_get(rep, "repo"));
+    if (!json_is_object(rep) || !json_is_boolean(h) ||
+        !json_equal(h, json_object_get(rep, "holds")) || !rr || strcasecmp(rr, repo) != 0 ||
+        !json_is_array(json_object_get(rep, "criteria"))) {
+      al_make_error(err, EPROTO, "broker: malformed audit report");
+    } else {
+      *report_json = json_dumps(rep, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+      *holds = json_is_true(h);
+      ret = *report_json ? 0 : al_make_error(err, ENOMEM, "audit report");
+    }
+  }
+  json_decref(msg);
+out:
+  free(buf);
+  close(fd);
+  return ret;
 }

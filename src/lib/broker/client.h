@@ -95,4 +95,22 @@ int al_lease_release(al_lease *l, bool wait, al_lease_result *res, al_error *err
 /* Close without waiting and free (same as al_lease_release(l, false, ...)). */
 void al_lease_free(al_lease *l);
 
+/* Ask the broker to run `airlock audit` (forge/audit.h) on `repo`
+ * ("owner/repo", one the broker may lease) and `branch` (NULL: the
+ * repository's default branch) with its own credentials: the App's JWT
+ * for the installation and, when configured, its read-only audit
+ * credential (broker config `audit:`). No token leaves the broker; the
+ * caller never holds an admin credential. Protocol: proto.h ("audit").
+ * On success (0) *report_json is the report (al_audit_format_json's
+ * object, pretty-printed, malloc'd; the caller frees) and *holds its
+ * verdict. Errors (-1, *report_json NULL): the connect errno; EACCES when
+ * the broker refused (the repository may not be leased, or the uid is not
+ * a client); EINVAL when the broker does not know the request (a broker
+ * without audit support says "unknown request type"); EIO when the audit
+ * could not run (the message is the broker's: API unreachable, App not
+ * installed, branch not found, ...); EPROTO for a malformed answer;
+ * ETIMEDOUT after 180 s. */
+int al_broker_audit(const char *socket_path, const char *repo, const char *branch,
+                    char **report_json, bool *holds, al_error *err);
+
 #endif

@@ -1,6 +1,7 @@
 #include "broker/proto.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,58 @@ int al_proto_lease_req_from_json(json_t *msg, al_proto_lease_req *out, al_error 
         return pfail(err, EINVAL, "lease: role `%s` asked twice",
                      al_role_name(out->tokens[i].role));
     out->n_tokens++;
+  }
+  return 0;
+}
+
+json_t *al_proto_audit_req_to_json(const al_proto_audit_req *req)
+{
+  json_t *m = json_pack("{s:s, s:i, s:s}", "type", "audit", "version", AL_PROTO_VERSION, "repo",
+                        req->repo);
+  if (req->branch[0])
+    json_object_set_new(m, "branch", json_string(req->branch));
+  return m;
+}
+
+/* git-check-ref-format(1), for a branch: the rules that matter for a name
+ * that goes into an API path. */
+static bool branch_ok(const char *b)
+{
+  size_t n = strlen(b);
+  if (n == 0 || n > 255 || b[0] == '-' || b[0] == '/' || b[n - 1] == '/' || b[n - 1] == '.' ||
+      strstr(b, "..") || strstr(b, "@{") || strstr(b, "//") ||
+      (n >= 5 && strcmp(b + n - 5, ".lock") == 0))
+    return false;
+  for (const char *p = b; *p; p++)
+    if ((unsigned char)*p < 0x21 || *p == 0x7f || strchr("~^:?*[\\", *p))
+      return false;
+  return true;
+}
+
+int al_proto_audit_req_from_json(json_t *msg, al_proto_audit_req *out, al_error *err)
+{
+  memset(out, 0, sizeof *out);
+  const char *k;
+  json_t *v;
+  json_object_foreach(msg, k, v)
+  {
+    if (strcmp(k, "type") && strcmp(k, "version") && strcmp(k, "repo") && strcmp(k, "branch"))
+      return pfail(err, EINVAL, "audit: unknown field `%s`", k);
+  }
+  json_t *ver = json_object_get(msg, "version");
+  if (!json_is_integer(ver) || json_integer_value(ver) != AL_PROTO_VERSION)
+    return pfail(err, EINVAL, "audit: protocol version %d expected", AL_PROTO_VERSION);
+  const char *repo = json_string_value(json_object_get(msg, "repo"));
+  const char *why;
+  if (!repo || strlen(repo) >= sizeof out->repo || al_repo_name_check(repo, &why) < 0)
+    return pfail(err, EINVAL, "audit: `repo` must be OWNER/REPO");
+  snprintf(out->repo, sizeof out->repo, "%s", repo);
+  json_t *b = json_object_get(msg, "branch");
+  if (b) {
+    const char *bs = json_string_value(b);
+    if (!bs || strlen(bs) != json_string_length(b) || !branch_ok(bs))
+      return pfail(err, EINVAL, "audit: `branch` is not a valid branch name");
+    snprintf(out->branch, sizeof out->branch, "%s", bs);
   }
   return 0;
 }

@@ -11,6 +11,12 @@
  *                                                        the role's maximum)
  *   {"type":"release"}          end the lease now; answer "revoked", then close
  *   {"type":"ping"}             answer "pong"
+ *   {"type":"audit","version":1,"repo":"o/r","branch":"b"}    (branch optional:
+ *                               the default branch) run `airlock audit` on a
+ *                               repository the broker may lease, with the
+ *                               broker's own credentials (forge/audit.h);
+ *                               only as the first request; answer "audit" or
+ *                               "error", then close. No lease, no token leaves.
  * broker -> client
  *   {"type":"lease","lease":ID,"ttl_ms":N,"expires_at":ISO8601,
  *    "tokens":[{"role","repo","token","fingerprint","permissions":{},"expires_at"}]}
@@ -19,7 +25,10 @@
  *   {"type":"expired","lease":ID}                 the TTL ended the lease
  *   {"type":"revoked","lease":ID,"reason":R,"tokens":[{"role","fingerprint",
  *    "revoked":bool,"confirmed":bool,"error":TEXT?}]}  then close
- *   {"type":"pong"} */
+ *   {"type":"pong"}
+ *   {"type":"audit","repo":"o/r","holds":bool,"report":{...}}   then close;
+ *       report is al_audit_format_json()'s object (no secret in it); this
+ *       one line may be up to AL_PROTO_ANSWER_MAX bytes */
 #ifndef AL_BROKER_PROTO_H
 #define AL_BROKER_PROTO_H
 
@@ -45,6 +54,25 @@ typedef struct al_proto_lease_req {
   size_t n_tokens;
   uint64_t ttl_ms; /* 0: the broker's default */
 } al_proto_lease_req;
+
+/* The longest answer line a client accepts (the audit report). */
+#define AL_PROTO_ANSWER_MAX (1u << 20)
+
+/* An audit request. */
+typedef struct al_proto_audit_req {
+  char repo[201];
+  char branch[256]; /* "" : the repository's default branch */
+} al_proto_audit_req;
+
+/* Encode an audit request (new reference). */
+json_t *al_proto_audit_req_to_json(const al_proto_audit_req *req);
+
+/* Decode and validate an audit request strictly: unknown fields, a wrong
+ * version, a malformed repository, a branch that is not a plausible git
+ * branch name (empty, over 255 bytes, control characters, space, ~^:?*[\,
+ * "..", "@{", a leading '-' or '/', a trailing '/' or ".lock") are errors
+ * (EINVAL). Does not check the broker's config. */
+int al_proto_audit_req_from_json(json_t *msg, al_proto_audit_req *out, al_error *err);
 
 /* Parse "contents:write,pull_requests:read" (also '=' instead of ':')
  * into set. Names are checked with al_perm_check(), so a permission that is

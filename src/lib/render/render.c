@@ -1,6 +1,6 @@
 /* airlock render compose: the seed's Docker design from the policy.
  * Compose Specification: https://docs.docker.com/reference/compose-file/
- * (services, networks `internal`, tmpfs, security_opt, configs). */
+ * (services, networks `internal`, tmpfs, security_opt, volumes). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,12 +147,17 @@ static void compose_proxy(FILE *f, const al_policy *p, const al_render_opts *o)
           "    user: \"65534:65534\"\n",
           AL_RENDER_POLICY_TARGET, AL_RENDER_PROXY_PORT);
   compose_hardening(f);
+  /* The policy reaches the proxy as one read-only file (a bind mount: the
+   * Compose v1 tool ignores `configs`, and v2 turns them into binds anyway).
+   * The agent gets no host path at all. */
   fputs("    security_opt: [\"no-new-privileges:true\"]\n"
         "    # The proxy holds no secret; it reads the policy and nothing else.\n"
-        "    configs:\n"
-        "      - source: airlock-policy\n",
+        "    volumes:\n"
+        "      - type: bind\n"
+        "        source: ",
         f);
-  fprintf(f, "        target: %s\n", AL_RENDER_POLICY_TARGET);
+  rd_quote(f, o->policy_path);
+  fprintf(f, "\n        target: %s\n        read_only: true\n", AL_RENDER_POLICY_TARGET);
   fputs("    tmpfs: [\"/tmp:size=16777216,mode=1777\"]\n", f);
   (void)p;
 }
@@ -187,13 +192,8 @@ int al_render_compose(const al_policy *p, const al_render_opts *o, char **out, a
           "    driver: bridge\n"
           "    internal: true\n"
           "  airlock-egress:\n"
-          "    driver: bridge\n"
-          "configs:\n"
-          "  airlock-policy:\n"
-          "    file: ",
+          "    driver: bridge\n",
           f);
-    rd_quote(f, o->policy_path);
-    fputs("\n", f);
   }
   if (fclose(f) != 0) {
     free(*out);

@@ -1,0 +1,100 @@
+#!/bin/bash
+# Build the Docker images of the docker backend locally, without a registry
+# and without any network pull: each image is a root filesystem tarball
+# assembled from this host's files and loaded with `docker import`.
+#
+#   scripts/docker-images.sh [BUILD_DIR]      (default: ./build)
+#
+#   airlock-proxy:local  the airlock binary, its shared libraries and the
+#                        dynamic loader; entrypoint `airlock`. Runs as 65534.
+#   airlock-agent:local  a small Debian userland taken from the host's /usr:
+#                        sh/bash, coreutils, git (with git-core helpers), curl,
+#                        getent, plus the airlock binaries (probe inner side).
+#
+# Env: PROXY_IMAGE, AGENT_IMAGE override the tags; DOCKER the client binary.
+set -euo pipefail
+BUILD=${1:-build}
+DOCKER=${DOCKER:-docker}
+PROXY_IMAGE=${PROXY_IMAGE:-airlock-proxy:local}
+AGENT_IMAGE=${AGENT_IMAGE:-airlock-agent:local}
+AIRLOCK_BIN=$BUILD/src/cli/airlock
+[ -x "$AIRLOCK_BIN" ] || { echo "docker-images: no $AIRLOCK_BIN (build first)" >&2; exit 1; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/airlock-images.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+# copy FILE into ROOT at the same path, following symlinks for the content
+# but recreating the link itself too (the loader looks names up by path).
+copy_path() {
+  local root=$1 f=$2
+  [ -e "$f" ] || return 0
+  mkdir -p "$root$(dirname "$f")"
+  if [ -L "$f" ]; then
+    cp -a "$f" "$root$f" 2>/dev/null || true
+    local t; t=$(readlink -f "$f")
+    [ -e "$root$t" ] || copy_path "$root" "$t"
+  else
+    [ -e "$root$f" ] || cp -a "$f" "$root$f"
+  fi
+}
+
+# copy a binary and every shared library ldd names for it
+copy_with_libs() {
+  local root=$1 bin=$2 lib
+  copy_path "$root" "$bin"
+  while read -r lib; do copy_path "$root" "$lib"; done < <(
+    ldd "$bin" 2>/dev/null | awk '/=> \//{print $3} /^\s*\/lib/{print $1}')
+}
+
+base_files() {
+  local root=$1 uid=$2 name=$3
+  mkdir -p "$root"/{etc,tmp,workspace,proc,sys,dev} "$root"/usr/{bin,lib,lib64,sbin}
+  # usrmerge: /lib, /lib64, /bin are links into /usr on Debian 12
+  for d in bin lib lib64 sbin; do [ -L "/$d" ] && cp -a "/$d" "$root/$d"; done
+  printf 'root:x:0:0:root:/root:/usr/sbin/nologin\n%s:x:%s:%s:%s:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' \
+    "$name" "$uid" "$uid" "$name" >"$root/etc/passwd"
+  printf 'root:x:0:\n%s:x:%s:\nnogroup:x:65534:\n' "$name" "$uid" >"$root/etc/group"
+  printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
+  chmod 1777 "$root/tmp"
+}
+
+# ---- proxy ----
+P=$WORK/proxy
+base_files "$P" 65534 nobody
+copy_with_libs "$P" "$(readlink -f "$AIRLOCK_BIN")"
+mkdir -p "$P/usr/bin"
+cp "$AIRLOCK_BIN" "$P/usr/bin/airlock"
+[ -d /etc/ssl/certs ] && { mkdir -p "$P/etc/ssl"; cp -aL /etc/ssl/certs "$P/etc/ssl/" 2>/dev/null || true; }
+tar -C "$P" --numeric-owner -cf "$WORK/proxy.tar" .
+"$DOCKER" import \
+  --change 'ENTRYPOINT ["/usr/bin/airlock"]' \
+  --change 'USER 65534:65534' \
+  --change 'WORKDIR /' \
+  "$WORK/proxy.tar" "$PROXY_IMAGE" >/dev/null
+echo "built $PROXY_IMAGE ($(du -sh "$WORK/proxy.tar" | cut -f1))"
+
+# ---- agent ----
+A=$WORK/agent
+base_files "$A" 1000 agent
+for b in sh dash bash cat ls env echo id true false mkdir rm cp mv sed grep awk mawk head tail \
+  wc sort tr cut sleep test stat readlink touch chmod git curl getent timeout find xargs diff \
+  python3; do
+  p=$(PATH=/usr/bin:/bin command -v "$b" 2>/dev/null || true)
+  [ -n "$p" ] && copy_with_libs "$A" "$(readlink -f "$p")" && copy_path "$A" "$p"
+done
+[ -d /usr/lib/git-core ] && for f in /usr/lib/git-core/*; do copy_with_libs "$A" "$f"; done
+[ -d /usr/share/git-core ] && { mkdir -p "$A/usr/share"; cp -a /usr/share/git-core "$A/usr/share/"; }
+[ -d /etc/ssl/certs ] && { mkdir -p "$A/etc/ssl"; cp -aL /etc/ssl/certs "$A/etc/ssl/" 2>/dev/null || true; }
+# libnss for getent/glibc name lookups (files + dns)
+for l in /usr/lib/x86_64-linux-gnu/libnss_files.so.2 /usr/lib/x86_64-linux-gnu/libnss_dns.so.2 \
+  /usr/lib/x86_64-linux-gnu/libresolv.so.2; do copy_path "$A" "$l"; done
+for b in "$AIRLOCK_BIN" "$BUILD/src/cli/airlock-net"; do
+  [ -x "$b" ] && copy_with_libs "$A" "$(readlink -f "$b")" && cp "$b" "$A/usr/bin/$(basename "$b")"
+done
+tar -C "$A" --numeric-owner -cf "$WORK/agent.tar" .
+"$DOCKER" import \
+  --change 'USER 1000:1000' \
+  --change 'WORKDIR /workspace' \
+  --change 'ENV PATH=/usr/bin:/bin HOME=/workspace' \
+  "$WORK/agent.tar" "$AGENT_IMAGE" >/dev/null
+echo "built $AGENT_IMAGE ($(du -sh "$WORK/agent.tar" | cut -f1))"

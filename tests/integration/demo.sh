@@ -1,0 +1,42 @@
+#!/bin/bash
+# `airlock demo` and `airlock demo --hostile`, as a new user would run them
+# (issue #6: both run in CI). Each must end with the PR made, main
+# untouched, both tokens dead; the hostile one with every attempt refused.
+. "$(dirname "$0")/lib.sh"
+[ -x "${AIRLOCK_FORGE:-}" ] || { skip "airlock-forge was not built"; done_testing; exit 0; }
+ensure_test_user
+run_demo() { # MODE(root|user) ARGS...
+  local mode=$1; shift
+  local pre=()
+  [ "$mode" = user ] && pre=(as_user env HOME="$T_TMP/home-user")
+  mkdir -p "$T_TMP/home-user"; chown "$T_USER" "$T_TMP/home-user" 2>/dev/null
+  local start=$(date +%s%N)
+  (cd "$T_TMP" && "${pre[@]}" "$AIRLOCK" demo "$@") >"$T_TMP/demo.out" 2>&1
+  local rc=$?
+  diag "[$mode] airlock demo $* took $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  return $rc
+}
+for mode in root user; do
+  run_demo $mode; rc=$?
+  out=$(cat "$T_TMP/demo.out")
+  is "[$mode] airlock demo exits 0" "$rc" 0
+  [ $rc -eq 0 ] || sed 's/^/#   /' "$T_TMP/demo.out" | tail -30
+  like "[$mode] demo made a pull request" "$out" 'made +the pull request https://forge.test:[0-9]+/acme/tally/pull/[0-9]+'
+  like "[$mode] demo: main untouched" "$out" 'held +main is untouched'
+  like "[$mode] demo: tokens dead" "$out" 'held +both tokens revoked and confirmed dead'
+  like "[$mode] demo: the preflight passed" "$out" 'preflight +ok'
+  run_demo $mode --hostile; rc=$?
+  out=$(cat "$T_TMP/demo.out")
+  is "[$mode] airlock demo --hostile exits 0" "$rc" 0
+  [ $rc -eq 0 ] || sed 's/^/#   /' "$T_TMP/demo.out" | tail -40
+  like "[$mode] hostile: the summary says only a PR got out" "$out" 'all that got out is one pull request'
+  bad=$(grep -E '^  succeeded' "$T_TMP/demo.out" | grep -v 'open a pull request' || true)
+  is "[$mode] hostile: no attempt but the PR succeeded" "$bad" ""
+  like "[$mode] hostile: push to main refused with GH006" "$out" 'GH006'
+  like "[$mode] hostile: the proxy refused evil.example" "$out" 'Tunnel connection failed: 403'
+  leftover=$(ls -d /tmp/airlock-demo.* 2>/dev/null | wc -l)
+  is "[$mode] the demo removed its temporary directory" "$leftover" 0
+  if pgrep -f 'airlock-forge --fixture .*examples/demo' >/dev/null || pgrep -f 'airlock-net broker -c /tmp/airlock-demo' >/dev/null; then
+    fail "[$mode] no forge or broker left running"; else ok "[$mode] no forge or broker left running"; fi
+done
+done_testing

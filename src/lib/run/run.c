@@ -18,6 +18,7 @@
 static pid_t start_proxy(const al_policy *policy, const char *run_id, int listen_fd, int audit_fd,
                          al_error *err)
 {
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0)
     return al_make_error(err, errno, "fork the egress proxy");
@@ -32,6 +33,16 @@ static pid_t start_proxy(const al_policy *policy, const char *run_id, int listen
     al_proxy_listener l = {.fd = listen_fd, .run_id = run_id, .policy = policy};
     al_proxy_config cfg = {.listeners = &l, .n_listeners = 1, .audit_fd = audit_fd};
     al_error e = {0};
+    /* The proxy reads what a hostile agent sends: it runs as nobody, with
+     * no capabilities, no filesystem writes, no exec. */
+    if (al_confine_service(&e) < 0) {
+      al_error_log("egress proxy: %s", e.msg);
+      _exit(1);
+    }
+    /* The uid change cleared the parent-death signal: set it again, and
+     * make sure the supervisor did not die in between. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+      _exit(1);
     if (al_proxy_serve(&cfg, &e) < 0) {
       al_error_log("egress proxy: %s", e.msg);
       _exit(1);

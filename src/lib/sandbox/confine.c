@@ -26,6 +26,7 @@
 
 #include "common/util.h"
 #include "sandbox/internal.h"
+#include "sandbox/sandbox.h"
 #include "sandbox/syscalls.h"
 
 #define DIE(fd, ...) sb_die(fd, 125, errno, __VA_ARGS__)
@@ -198,6 +199,11 @@ static enum scmp_compare scmp_op(al_sc_op op)
  * of compiling is off the start-up path. */
 int sb_seccomp_compile(int *fd_out, al_error *err)
 {
+  return sb_seccomp_compile_extra(NULL, fd_out, err);
+}
+
+int sb_seccomp_compile_extra(const char *const *extra_deny, int *fd_out, al_error *err)
+{
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx)
     return al_make_error(err, ENOMEM, "seccomp_init");
@@ -229,6 +235,16 @@ int sb_seccomp_compile(int *fd_out, al_error *err)
     rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO((uint32_t)r->errno_ret), nr, r->n_cmp, cmp);
     if (rc < 0) {
       al_make_error(err, -rc, "seccomp rule for %s", r->name);
+      goto out;
+    }
+  }
+  for (const char *const *x = extra_deny; x && *x; x++) {
+    int nr = seccomp_syscall_resolve_name(*x);
+    if (nr == __NR_SCMP_ERROR)
+      continue;
+    rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+    if (rc < 0) {
+      al_make_error(err, -rc, "seccomp rule for %s", *x);
       goto out;
     }
   }
@@ -270,4 +286,63 @@ void sb_seccomp_load_fd(int sync_fd, int fd)
   if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
     DIE(sync_fd, "seccomp: load the filter");
   free(prog);
+}
+
+int al_confine_service(al_error *err)
+{
+  if (geteuid() == 0) {
+    /* A service parsing hostile bytes needs no root: become nobody. */
+    if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+        setresuid(65534, 65534, 65534) < 0)
+      return al_make_error(err, errno, "confine service: drop to nobody");
+  }
+  cap_t empty = cap_init();
+  if (!empty || cap_set_proc(empty) < 0) {
+    if (empty)
+      cap_free(empty);
+    return al_make_error(err, errno, "confine service: clear capabilities");
+  }
+  cap_free(empty);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    return al_make_error(err, errno, "confine service: PR_SET_NO_NEW_PRIVS");
+  int abi = sb_landlock_abi();
+  if (abi > 0) {
+    /* Every write access handled, none allowed: the service writes only to
+     * descriptors it already holds. */
+    uint64_t w = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+                 LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR |
+                 LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
+                 LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+                 LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+    if (abi >= 2)
+      w |= LANDLOCK_ACCESS_FS_REFER;
+    if (abi >= 3)
+      w |= LANDLOCK_ACCESS_FS_TRUNCATE;
+    struct al_landlock_ruleset_attr attr = {.handled_access_fs = w};
+    int rs = (int)syscall(SYS_landlock_create_ruleset, &attr,
+                          offsetof(struct al_landlock_ruleset_attr, handled_access_net), 0);
+    if (rs < 0 || syscall(SYS_landlock_restrict_self, rs, 0) < 0)
+      return al_make_error(err, errno, "confine service: landlock");
+    close(rs);
+  }
+  static const char *const no_exec[] = {"execve", "execveat", NULL};
+  int fd = -1;
+  if (sb_seccomp_compile_extra(no_exec, &fd, err) < 0)
+    return al_error_wrap(err, "confine service");
+  struct stat st;
+  struct sock_filter *prog = NULL;
+  int r = -1;
+  if (fstat(fd, &st) == 0 && st.st_size > 0 &&
+      (prog = malloc((size_t)st.st_size)) != NULL &&
+      pread(fd, prog, (size_t)st.st_size, 0) == st.st_size) {
+    struct sock_fprog fprog = {.len = (unsigned short)((size_t)st.st_size / sizeof *prog),
+                               .filter = prog};
+    r = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog);
+  }
+  int e = errno;
+  free(prog);
+  close(fd);
+  if (r < 0)
+    return al_make_error(err, e, "confine service: seccomp");
+  return 0;
 }

@@ -34,6 +34,8 @@ void sb_drop_privileges(int sync_fd, uint32_t uid, bool can_setgroups);
 int sb_landlock_abi(void);
 void sb_apply_landlock(int sync_fd, int abi);
 int sb_seccomp_compile(int *fd_out, al_error *err); /* supervisor side */
+/* The same plus EPERM for the NULL-terminated extra names. */
+int sb_seccomp_compile_extra(const char *const *extra_deny, int *fd_out, al_error *err);
 void sb_seccomp_load_fd(int sync_fd, int fd);       /* child side */
 void sb_loopback_up(int sync_fd);
 

@@ -97,4 +97,13 @@ typedef struct al_sandbox_report {
 
 void al_sandbox_get_report(const al_sandbox *sb, al_sandbox_report *out);
 
+/* Confine the calling process as an airlock service that parses hostile
+ * bytes but needs no filesystem (the egress proxy forked for a run): as
+ * root it becomes nobody (65534) with no supplementary groups; every
+ * capability set is emptied; no_new_privs; Landlock (when available)
+ * refuses every filesystem write; seccomp refuses the sandbox's deny list
+ * plus execve/execveat. It keeps its open descriptors and its network
+ * namespace. Call after fork(2), before serving. Returns 0 or -1 with err. */
+int al_confine_service(al_error *err);
+
 #endif

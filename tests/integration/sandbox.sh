@@ -206,6 +206,11 @@ suite() {
   like "control: a variable set for the supervisor is in its environment" "$(env AIRLOCK_TEST_SECRET=hunter2hunter2 env)" hunter2
   out=$("${PRE[@]}" env AIRLOCK_TEST_SECRET=hunter2hunter2 "$AIRLOCK" run -q -p "$POL" -- sh -c 'cat /proc/1/environ; cat /proc/1/cmdline; env' 2>&1 | tr '\0' ' ')
   if grep -q hunter2 <<<"$out"; then fail "[$MODE] the host environment is not visible inside (env, /proc/1)"; else ok "[$MODE] the host environment is not visible inside (env, /proc/1)"; fi
+  out=$("${PRE[@]}" "$AIRLOCK" run -q -p "$POL" --env ARGSECRET=swordfish42 -- sh -c 'echo "env=$ARGSECRET"; tr "\0" " " </proc/1/cmdline' 2>&1)
+  like "[$MODE] control: the --env value reaches the command" "$out" 'env=swordfish42'
+  if grep -q 'swordfish42.*swordfish42' <<<"$(tr '\n' ' ' <<<"$out")" || grep -v '^env=' <<<"$out" | grep -q swordfish42; then
+    fail "[$MODE] the supervisor's command line (with --env values) is wiped from /proc/1/cmdline"
+  else ok "[$MODE] the supervisor's command line (with --env values) is wiped from /proc/1/cmdline"; fi
 }
 
 suite root

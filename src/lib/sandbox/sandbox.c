@@ -43,7 +43,6 @@
 #include "common/util.h"
 #include "sandbox/internal.h"
 
-extern char **environ;
 
 struct al_sandbox {
   pid_t pid;
@@ -154,6 +153,41 @@ static void exec_command(struct child_args *a, int status_fd)
   int e = errno;
   int st = (e == ENOENT || e == ENOTDIR) ? AL_EXIT_NOTFOUND : AL_EXIT_NOEXEC;
   sb_die(status_fd, st, e, "exec `%s`", a->argv[0]);
+}
+
+/* pid 1 is a clone of the supervisor that never execs: its command line and
+ * environment are the supervisor's (`airlock run --env NAME=VALUE ...`),
+ * and /proc/1/cmdline is readable by every process in the sandbox. Wipe
+ * both areas (addresses from /proc/self/stat, proc(5) fields 48-51) and
+ * leave a plain name. Best effort: on any surprise, nothing is touched. */
+static void wipe_own_args(void)
+{
+  char buf[4096];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return;
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');
+  if (!p)
+    return;
+  /* p+2 is field 3 (state); fields 48..51 follow */
+  unsigned long long v[52] = {0};
+  int field = 3;
+  for (char *tok = strtok(p + 2, " "); tok && field <= 51; tok = strtok(NULL, " "), field++)
+    v[field] = strtoull(tok, NULL, 10);
+  unsigned long long as = v[48], ae = v[49], es = v[50], ee = v[51];
+  if (as && ae > as && ae - as < (1u << 20)) {
+    memset((void *)(uintptr_t)as, 0, (size_t)(ae - as));
+    static const char name[] = "airlock-init";
+    if (ae - as > sizeof name)
+      memcpy((void *)(uintptr_t)as, name, sizeof name);
+  }
+  if (es && ee > es && ee - es < (1u << 20))
+    memset((void *)(uintptr_t)es, 0, (size_t)(ee - es));
 }
 
 /* pid 1: forward signals to the command, reap everything, exit with it. */
@@ -311,6 +345,7 @@ static int child_main(struct child_args *a)
   sb_apply_landlock(sync_fd, a->landlock_abi);
   sb_seccomp_load_fd(sync_fd, bpf_fd);
   close(bpf_fd);
+  wipe_own_args();
   run_init(a);
 }
 
@@ -559,10 +594,7 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
    * are made in parallel and sent when ready. */
   struct sb_msg go = {.type = MSG_GO};
   sb->t_go_ns = al_now_ns();
-  if (send(sb->sync_fd, &go, sizeof go, MSG_NOSIGNAL) < 0) {
-    al_make_error(err, errno, "start the sandbox");
-    goto fail;
-  }
+  (void)!send(sb->sync_fd, &go, sizeof go, MSG_NOSIGNAL); /* a dead child reports below */
   char name[96];
   snprintf(name, sizeof name, "airlock-%s", o->run_id ? o->run_id : "run");
   for (char *c = name; *c; c++)
@@ -582,10 +614,9 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
     struct sb_msg cgm = {.type = MSG_CGROUP, .status = sb->cg.mem ? 1 : 0};
     int r = send_fds_msg(sb->sync_fd, &cgm, &bpf, 1);
     close(bpf);
-    if (r < 0) {
-      al_make_error(err, -r, "send the seccomp filter to the sandbox");
-      goto fail;
-    }
+    /* A failed send means the child already died: its reason is waiting
+     * in the socket, and the loop below reports it. */
+    (void)r;
   }
 
   for (;;) {

@@ -43,7 +43,7 @@ copy_with_libs() {
   local root=$1 bin=$2 lib
   copy_path "$root" "$bin"
   while read -r lib; do copy_path "$root" "$lib"; done < <(
-    ldd "$bin" 2>/dev/null | awk '/=> \//{print $3} /^\s*\/lib/{print $1}')
+    ldd "$bin" 2>/dev/null | awk '/=> \//{print $3} /^[ \t]*\//{print $1}')
 }
 
 base_files() {
@@ -78,7 +78,7 @@ A=$WORK/agent
 base_files "$A" 1000 agent
 for b in sh dash bash cat ls env echo id true false mkdir rm cp mv sed grep awk mawk head tail \
   wc sort tr cut sleep test stat readlink touch chmod git curl getent timeout find xargs diff \
-  python3; do
+  setarch nc; do
   p=$(PATH=/usr/bin:/bin command -v "$b" 2>/dev/null || true)
   [ -n "$p" ] && copy_with_libs "$A" "$(readlink -f "$p")" && copy_path "$A" "$p"
 done

@@ -30,8 +30,8 @@
 #define MAX_CHILDREN 4
 
 struct demo {
-  char dir[PATH_MAX];      /* 0755: CA, policy (readable by the sandbox user) */
-  char secret[PATH_MAX];   /* 0700: the app key, broker config and socket */
+  char dir[PATH_MAX];    /* 0755: CA, policy (readable by the sandbox user) */
+  char secret[PATH_MAX]; /* 0700: the app key, broker config and socket */
   pid_t children[MAX_CHILDREN];
   size_t nchildren;
   int https_port, admin_port;
@@ -199,8 +199,12 @@ static int setup(struct demo *d, bool hostile)
   snprintf(log, sizeof log, "%s/setup.log", d->secret);
   const char *const ca_argv[] = {ca_script, tls, NULL};
   const char *const key_argv[] = {key_script, keys, "app", NULL};
-  if (run_script(ca_argv, log) < 0 || run_script(key_argv, log) < 0) {
-    say("making the test CA or the app key failed (openssl); see %s", log);
+  /* A second, read-only App the broker audits with (administration: read,
+   * contents: read); it is never leased to a run. */
+  const char *const audit_key_argv[] = {key_script, keys, "auditor", NULL};
+  if (run_script(ca_argv, log) < 0 || run_script(key_argv, log) < 0 ||
+      run_script(audit_key_argv, log) < 0) {
+    say("making the test CA or the app keys failed (openssl); see %s", log);
     d->keep = true;
     return -1;
   }
@@ -208,13 +212,16 @@ static int setup(struct demo *d, bool hostile)
   chmod(tls, 0755);
   chmod(d->ca, 0644);
 
-  char data[PATH_MAX + 8], ports[PATH_MAX + 16], pub[PATH_MAX + 32], flog[PATH_MAX + 16];
+  char data[PATH_MAX + 8], ports[PATH_MAX + 16], pub[PATH_MAX + 32], apub[PATH_MAX + 40],
+      flog[PATH_MAX + 16];
   snprintf(data, sizeof data, "%s/forge", d->secret);
   snprintf(ports, sizeof ports, "%s/ports.json", d->secret);
   snprintf(pub, sizeof pub, "1001=%s/app.pub.pem", keys);
+  snprintf(apub, sizeof apub, "1002=%s/auditor.pub.pem", keys);
   snprintf(flog, sizeof flog, "%s/forge.log", d->secret);
-  const char *const forge_argv[] = {forge, "--fixture", fixture, "--data", data, "--tls-dir", tls,
-                              "--key", pub, "--ports-file", ports, NULL};
+  const char *const forge_argv[] = {forge, "--fixture", fixture, "--data", data, "--tls-dir",
+                                    tls,   "--key",     pub,     "--key",  apub, "--ports-file",
+                                    ports, NULL};
   if (spawn(d, forge_argv, flog) < 0 || !wait_for(ports, 10000)) {
     say("the test forge did not start; see %s", flog);
     d->keep = true;
@@ -229,7 +236,9 @@ static int setup(struct demo *d, bool hostile)
     return -1;
   }
 
-  /* The broker: the only holder of the App's private key. */
+  /* The broker: the only holder of the Apps' private keys. Before a lease
+   * it audits the repository (airlock audit) with the read-only audit App,
+   * so neither the run's App nor the supervisor needs administration. */
   char bconf[PATH_MAX + 16], sock[PATH_MAX + 16], blog[PATH_MAX + 16], state[PATH_MAX + 8];
   snprintf(bconf, sizeof bconf, "%s/broker.yaml", d->secret);
   snprintf(sock, sizeof sock, "%s/broker.sock", d->secret);
@@ -238,11 +247,12 @@ static int setup(struct demo *d, bool hostile)
   al_autofree char *bc = al_strdup_printf(
       "app:\n  id: 1001\n  private_key: %s/app.pem\n"
       "api:\n  url: https://127.0.0.1:%d\n  ca_file: %s\n  retries: 2\n"
-      "repositories: [acme/tally]\n"
+      "repositories: [acme/tally, acme/loose]\n"
       "roles:\n  git: {contents: write, pull_requests: write}\n  ticket: {issues: write}\n"
       "lease:\n  ttl: 5m\n"
-      "state_dir: %s\n",
-      keys, d->https_port, d->ca, state);
+      "state_dir: %s\n"
+      "audit:\n  app: {id: 1002, private_key: %s/auditor.pem}\n",
+      keys, d->https_port, d->ca, state, keys);
   if (write_text(bconf, 0600, bc) < 0)
     return -1;
   char self[PATH_MAX], net[PATH_MAX + 16];
@@ -250,7 +260,7 @@ static int setup(struct demo *d, bool hostile)
     return -1;
   snprintf(net, sizeof net, "%s/airlock-net", self);
   const char *const broker_argv[] = {net, "broker", "-c", bconf, "--socket", sock, NULL};
-  if (spawn(d, broker_argv, blog) < 0 || !wait_for(sock, 0) ) {
+  if (spawn(d, broker_argv, blog) < 0 || !wait_for(sock, 0)) {
     for (int i = 0; i < 250; i++) {
       struct stat st;
       if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
@@ -292,8 +302,10 @@ static int setup(struct demo *d, bool hostile)
   say("test forge https://api.forge.test:%d (a local GitHub stand-in; CA %s)", d->https_port,
       d->ca);
   say("broker on %s holds the test App's key; the sandbox will never see it", sock);
+  say("before the lease the broker audits acme/tally's branch protection with a read-only App");
   say("ticket acme/tally#%d: %s", hostile ? 2 : 1,
-      hostile ? "a prompt injection asking the agent to attack" : "median() is wrong; the fix is in the ticket");
+      hostile ? "a prompt injection asking the agent to attack"
+              : "median() is wrong; the fix is in the ticket");
   return 0;
 }
 
@@ -445,8 +457,10 @@ int cmd_demo(int argc, char **argv)
       int bad = report(&d, &res, hostile, main_before);
       free(res.agent_stdout);
       rc = (bad == 0 && (hostile || r == 0)) ? 0 : 1;
-      printf("\n%s\n", rc == 0 ? (hostile ? "The agent was fully hostile; all that got out is one pull request a human must review."
-                                          : "Done: one pull request, made inside the sandbox, waiting for a human review.")
+      printf("\n%s\n", rc == 0 ? (hostile ? "The agent was fully hostile; all that got out is one "
+                                            "pull request a human must review."
+                                          : "Done: one pull request, made inside the sandbox, "
+                                            "waiting for a human review.")
                                : "Something did not hold: see above and the run record.");
     }
   }

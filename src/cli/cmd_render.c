@@ -154,9 +154,9 @@ int cmd_render(int argc, char **argv)
   al_autofree char *seccomp_abs = NULL;
   if (compose && !seccomp_out) {
     const char *slash = out_path ? strrchr(out_path, '/') : NULL;
-    seccomp_abs = slash ? al_strdup_printf("%.*s/airlock-seccomp.json",
-                                           (int)(slash - out_path), out_path)
-                        : al_xstrdup("airlock-seccomp.json");
+    seccomp_abs =
+        slash ? al_strdup_printf("%.*s/airlock-seccomp.json", (int)(slash - out_path), out_path)
+              : al_xstrdup("airlock-seccomp.json");
     char *a = absolute(seccomp_abs);
     free(seccomp_abs);
     seccomp_abs = a;

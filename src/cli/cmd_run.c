@@ -5,17 +5,22 @@
  * not found; 128+N when killed by signal N. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "run/run.h"
+#ifdef AIRLOCK_NET_BINARY
+#include "run/docker.h"
+#endif
 
 static void usage(FILE *out)
 {
@@ -31,10 +36,77 @@ static void usage(FILE *out)
           "                      invoker's value (keeps secrets off the command line)\n"
           "  -t, --timeout DUR   wall-clock limit (e.g. 30s, 10m); default: the policy's\n"
           "      --log FILE      write the egress proxy's decisions (JSON lines) to FILE\n"
+          "      --relay-log FILE  the model relay's calls (JSON lines), when the policy\n"
+          "                      has a relay section; default: stderr\n"
           "  -q, --quiet         no warnings about limits that could not be enforced\n"
+          "      --backend B     native (default) or docker: the seed's design on a Docker\n"
+          "                      engine (/var/run/docker.sock; images: scripts/docker-images.sh)\n"
+          "      --proxy-image I, --agent-image I   docker backend images\n"
+          "      --docker-egress-internal   tests: the proxy's egress network is internal too\n"
           "\n"
           "Exit status: the command's; 124 timeout; 125 airlock could not start it;\n"
           "126 not executable; 127 not found; 128+N killed by signal N.\n");
+}
+
+static void wipe_owned(char **owned, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    explicit_bzero(owned[i], strlen(owned[i]));
+    free(owned[i]);
+  }
+}
+
+/* --backend docker. The Engine API client links libcurl, which the core
+ * binary does not (see main.c): there, re-exec as airlock-net with the same
+ * arguments (values given as --env NAME are read again from our
+ * environment, so no token lands on a command line). */
+static int run_docker(int argc, char **argv, const char *policy_path, char **env,
+                      uint64_t timeout_ms, const char *proxy_image, const char *agent_image,
+                      bool egress_internal, char **owned, size_t nowned)
+{
+#ifndef AIRLOCK_NET_BINARY
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 16);
+  wipe_owned(owned, nowned);
+  if (n <= 0) {
+    fprintf(stderr, "airlock run: cannot find my own binary: %s\n", strerror(errno));
+    return 125;
+  }
+  self[n] = '\0';
+  char *slash = strrchr(self, '/');
+  snprintf(slash + 1, sizeof self - (size_t)(slash + 1 - self), "airlock-net");
+  char **nargv = al_xcalloc((size_t)argc + 2, sizeof(char *));
+  nargv[0] = self;
+  for (int i = 0; i < argc; i++)
+    nargv[i + 1] = argv[i];
+  execv(self, nargv);
+  fprintf(stderr, "airlock run: --backend docker needs `%s`: %s\n", self, strerror(errno));
+  free(nargv);
+  return 125;
+#else
+  al_error err = {0};
+  al_policy *policy = NULL;
+  int r = policy_path ? al_policy_load_file(policy_path, &policy, &err)
+                      : al_policy_default(&policy, &err);
+  if (r < 0) {
+    fprintf(stderr, "airlock run: %s\n", err.msg);
+    wipe_owned(owned, nowned);
+    return 2;
+  }
+  al_docker_opts o = {.policy = policy,
+                      .argv = argv + optind,
+                      .env = env,
+                      .timeout_ms = timeout_ms,
+                      .proxy_image = proxy_image,
+                      .agent_image = agent_image,
+                      .egress_internal = egress_internal};
+  int status = 125;
+  if (al_docker_run(&o, &status, &err) < 0)
+    fprintf(stderr, "airlock run: %s\n", err.msg);
+  wipe_owned(owned, nowned);
+  al_policy_free(policy);
+  return status;
+#endif
 }
 
 int cmd_run(int argc, char **argv)
@@ -43,9 +115,16 @@ int cmd_run(int argc, char **argv)
       {"policy", required_argument, NULL, 'p'}, {"env", required_argument, NULL, 'e'},
       {"timeout", required_argument, NULL, 't'}, {"log", required_argument, NULL, 'l'},
       {"quiet", no_argument, NULL, 'q'},         {"help", no_argument, NULL, 'h'},
+      {"relay-log", required_argument, NULL, 'R'},
+      {"backend", required_argument, NULL, 'B'}, {"proxy-image", required_argument, NULL, 'P'},
+      {"agent-image", required_argument, NULL, 'A'},
+      {"docker-egress-internal", no_argument, NULL, 'I'},
       {NULL, 0, NULL, 0}};
+  const char *backend = "native", *proxy_image = NULL, *agent_image = NULL;
+  bool egress_internal = false;
   const char *policy_path = NULL;
   const char *log_path = NULL;
+  const char *relay_log_path = NULL;
   uint64_t timeout_ms = 0;
   bool quiet = false;
   size_t nenv = 0;
@@ -99,6 +178,25 @@ int cmd_run(int argc, char **argv)
     case 'q':
       quiet = true;
       break;
+    case 'R':
+      relay_log_path = optarg;
+      break;
+    case 'B':
+      if (strcmp(optarg, "native") != 0 && strcmp(optarg, "docker") != 0) {
+        fprintf(stderr, "airlock run: --backend `%s`: native or docker\n", optarg);
+        return 2;
+      }
+      backend = optarg;
+      break;
+    case 'P':
+      proxy_image = optarg;
+      break;
+    case 'A':
+      agent_image = optarg;
+      break;
+    case 'I':
+      egress_internal = true;
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -112,6 +210,10 @@ int cmd_run(int argc, char **argv)
     usage(stderr);
     return 2;
   }
+
+  if (strcmp(backend, "docker") == 0)
+    return run_docker(argc, argv, policy_path, env, timeout_ms, proxy_image, agent_image,
+                      egress_internal, owned, nowned);
 
   al_error err = {0};
   al_policy *policy = NULL;
@@ -128,6 +230,7 @@ int cmd_run(int argc, char **argv)
       .env = env,
       .timeout_ms = timeout_ms,
       .log_path = log_path,
+      .relay_log_path = relay_log_path,
       .quiet = quiet,
   };
   int status = 0;

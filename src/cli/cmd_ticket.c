@@ -16,33 +16,37 @@
 
 static void usage(FILE *out)
 {
-  fprintf(out,
-          "usage: airlock ticket OWNER/REPO#N -p POLICY [--agent CMD [-- ARGS...]]\n"
-          "                      [--record FILE] [--timeout DUR] [--quiet] [--json]\n"
-          "                      [--accept-unprotected]\n"
-          "\n"
-          "Run one agent on one ticket inside the sandbox; the only thing that can get out\n"
-          "is a pull request on an airlock/ branch. The agent's contract: docs/agents.md.\n"
-          "\n"
-          "  -p, --policy FILE        the policy (network, credentials and forge sections)\n"
-          "  -a, --agent CMD          the agent (default: the bundled patch-agent)\n"
-          "  -r, --record FILE        where to write the run record (JSON, mode 0600)\n"
-          "  -t, --timeout DUR        wall-clock limit for the agent (default: the policy's)\n"
-          "  -q, --quiet              no progress lines\n"
-          "      --json               print the run record on stdout\n"
-          "      --accept-unprotected run even when `airlock audit` fails (recorded)\n"
-          "\n"
-          "Exit: 0 PR made and tokens dead; 1 the run failed (see the record); 2 usage.\n");
+  fprintf(out, "usage: airlock ticket OWNER/REPO#N -p POLICY [--agent CMD [-- ARGS...]]\n"
+               "                      [--record FILE] [--timeout DUR] [--quiet] [--json]\n"
+               "                      [--accept-unprotected]\n"
+               "\n"
+               "Run one agent on one ticket inside the sandbox; the only thing that can get out\n"
+               "is a pull request on an airlock/ branch. The agent's contract: docs/agents.md.\n"
+               "\n"
+               "  -p, --policy FILE        the policy (network, credentials and forge sections)\n"
+               "  -a, --agent CMD          the agent (default: the bundled patch-agent)\n"
+               "  -r, --record FILE        where to write the run record (JSON, mode 0600)\n"
+               "  -t, --timeout DUR        wall-clock limit for the agent (default: the policy's)\n"
+               "  -q, --quiet              no progress lines\n"
+               "      --json               print the run record on stdout\n"
+               "      --accept-unprotected run even when the audit (run by the broker before the\n"
+               "                           lease) does not prove the escape budget; recorded,\n"
+               "                           and every progress line says [UNPROTECTED: accepted]\n"
+               "\n"
+               "Exit: 0 PR made and tokens dead; 1 the run failed (see the record); 2 usage.\n");
 }
 
 int cmd_ticket(int argc, char **argv)
 {
-  static const struct option opts[] = {
-      {"policy", required_argument, NULL, 'p'}, {"agent", required_argument, NULL, 'a'},
-      {"record", required_argument, NULL, 'r'}, {"timeout", required_argument, NULL, 't'},
-      {"quiet", no_argument, NULL, 'q'},        {"json", no_argument, NULL, 'j'},
-      {"accept-unprotected", no_argument, NULL, 'U'}, {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"policy", required_argument, NULL, 'p'},
+                                       {"agent", required_argument, NULL, 'a'},
+                                       {"record", required_argument, NULL, 'r'},
+                                       {"timeout", required_argument, NULL, 't'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"accept-unprotected", no_argument, NULL, 'U'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
   al_ticket_opts o = {.show_agent_stdout = true};
   const char *agent = NULL;
   /* Everything after `--` belongs to the agent; options and the ticket come
@@ -144,16 +148,24 @@ int cmd_ticket(int argc, char **argv)
     fputs(res.agent_stdout, stdout);
     fflush(stdout);
   }
+  /* An unprotected run says so on every line of its summary. */
+  const char *mark = res.unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "";
   if (!o.quiet) {
     if (res.pr_url[0])
-      fprintf(stderr, "airlock ticket: pull request %s (a human must review it)\n", res.pr_url);
+      fprintf(stderr, "airlock ticket: pull request %s (a human must review it)%s\n", res.pr_url,
+              mark);
     if (res.record_path[0])
-      fprintf(stderr, "airlock ticket: run record %s\n", res.record_path);
+      fprintf(stderr, "airlock ticket: run record %s%s\n", res.record_path, mark);
   }
   free(res.agent_stdout);
   if (r < 0) {
-    fprintf(stderr, "airlock ticket: %s\n", err.msg);
+    fprintf(stderr, "airlock ticket: %s%s\n", err.msg, mark);
     return 1;
   }
+  if (res.unprotected && !o.quiet)
+    fprintf(stderr,
+            "airlock ticket: the escape budget was NOT proven for this run (see the record's "
+            "`audit`)%s\n",
+            mark);
   return 0;
 }

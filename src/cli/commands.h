@@ -11,6 +11,7 @@ int cmd_broker(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_ticket(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_relay(int argc, char **argv);
 #endif
 int cmd_token(int argc, char **argv);
 int cmd_probe(int argc, char **argv);

@@ -31,6 +31,7 @@ static const struct command commands[] = {
     {"run", cmd_run, "run a command in the sandbox: airlock run [-p POLICY] -- CMD..."},
     {"policy", cmd_policy, "check a policy file: airlock policy check FILE"},
     {"proxy", cmd_proxy, "the egress proxy alone: airlock proxy -p POLICY --listen ADDR"},
+    {"relay", NET(cmd_relay), "the model relay alone: airlock relay -p POLICY --listen ADDR"},
     {"broker", NET(cmd_broker), "the token broker daemon: airlock broker -c CONFIG --socket PATH"},
     {"probe", cmd_probe, "attack the sandbox from inside: airlock probe [-p POLICY] [--json]"},
     {"token", cmd_token, "debug a broker lease: airlock token lease --repo OWNER/REPO"},

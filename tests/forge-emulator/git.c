@@ -22,7 +22,6 @@
 
 #include "common/util.h"
 
-extern char **environ;
 
 static const char zero_sha[] = "0000000000000000000000000000000000000000";
 
@@ -555,7 +554,8 @@ int forge_hook_main(void)
     return 1;
   }
   struct forge_app app = {0};
-  app.id = getenv("FORGE_HOOK_APP_ID") ? atoll(getenv("FORGE_HOOK_APP_ID")) : -1;
+  const char *app_id = getenv("FORGE_HOOK_APP_ID");
+  app.id = app_id ? atoll(app_id) : -1;
   app.slug = (char *)(getenv("FORGE_HOOK_APP_SLUG") ? getenv("FORGE_HOOK_APP_SLUG") : "");
   const char *wf = getenv("FORGE_HOOK_WORKFLOWS");
   bool can_workflows = wf && !strcmp(wf, "write");

@@ -370,7 +370,7 @@ int main(int argc, char **argv)
   setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
   unsetenv("GIT_DIR");
 
-  char self[PATH_MAX];
+  static char self[PATH_MAX]; /* kept in g_forge: static storage */
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) {
     perror("airlock-forge: readlink /proc/self/exe");
@@ -378,7 +378,7 @@ int main(int argc, char **argv)
   }
   self[n] = '\0';
   g_forge.self_exe = self;
-  char dr[PATH_MAX];
+  static char dr[PATH_MAX];
   if (mkdir(data, 0700) < 0 && errno != EEXIST) {
     fprintf(stderr, "airlock-forge: mkdir `%s`: %s\n", data, strerror(errno));
     return 1;

@@ -1,5 +1,6 @@
 # A local forge + broker + ticket policy for tests, like `airlock demo` sets
-# up. Source after lib.sh, then call `forge_env_start`. Sets:
+# up: the demo fixture (acme/tally protected, acme/loose not), the run's
+# App 1001 and the read-only audit App 1002 that the broker audits with. Source after lib.sh, then call `forge_env_start`. Sets:
 #   FE_DIR FE_HTTPS FE_ADMIN FE_CA FE_SOCK FE_POLICY FE_DATA AIRLOCK_NET
 # and registers cleanup with on_exit. Needs AIRLOCK, AIRLOCK_FORGE, AIRLOCK_SRC.
 AIRLOCK_NET=$(dirname "$AIRLOCK")/airlock-net
@@ -10,11 +11,15 @@ forge_env_start() {
   chmod 755 "$FE_DIR"; chmod 700 "$FE_DIR/secret"
   "$AIRLOCK_SRC/scripts/make-test-ca.sh" "$FE_DIR/tls" >/dev/null 2>&1 || return 1
   "$AIRLOCK_SRC/scripts/make-app-key.sh" "$FE_DIR/secret/keys" app >/dev/null 2>&1 || return 1
+  # the audit App (1002): administration: read + contents: read, used only
+  # by the broker to audit before a lease, never leased
+  "$AIRLOCK_SRC/scripts/make-app-key.sh" "$FE_DIR/secret/keys" auditor >/dev/null 2>&1 || return 1
   chmod 755 "$FE_DIR/tls"; chmod 644 "$FE_DIR/tls/ca.crt"
   FE_CA=$FE_DIR/tls/ca.crt
   FE_DATA=$FE_DIR/secret/forge
   "$AIRLOCK_FORGE" --fixture "$AIRLOCK_SRC/examples/demo/fixture.json" --data "$FE_DATA" \
     --tls-dir "$FE_DIR/tls" --key "1001=$FE_DIR/secret/keys/app.pub.pem" \
+    --key "1002=$FE_DIR/secret/keys/auditor.pub.pem" \
     --ports-file "$FE_DIR/secret/ports.json" >"$FE_DIR/secret/forge.log" 2>&1 &
   FE_FORGE_PID=$!
   on_exit "kill $FE_FORGE_PID"
@@ -30,13 +35,15 @@ api:
   url: https://127.0.0.1:$FE_HTTPS
   ca_file: $FE_CA
   retries: 2
-repositories: [acme/tally]
+repositories: [acme/tally, acme/loose]
 roles:
   git: {contents: write, pull_requests: write}
   ticket: {issues: write}
 lease:
   ttl: 5m
 state_dir: $FE_DIR/secret/broker
+audit:
+  app: {id: 1002, private_key: $FE_DIR/secret/keys/auditor.pem}
 YAML
   broker_start
   FE_POLICY=$FE_DIR/airlock.yaml
@@ -52,8 +59,9 @@ broker_start() {
   [ -S "$FE_SOCK" ]
 }
 
-# write_policy FILE SOCKET [extra YAML lines for process.limits]
+# write_policy FILE SOCKET [WALL [REPO]]  (REPO: default acme/tally)
 write_policy() {
+  local repo=${4:-acme/tally}
   cat >"$1" <<YAML
 version: 1
 network:
@@ -68,8 +76,8 @@ process:
   limits: {memory: 1GiB, pids: 256, wall: ${3:-2m}}
 credentials:
   broker: $2
-  git: {repo: acme/tally, permissions: {contents: write, pull_requests: write}}
-  ticket: {repo: acme/tally, permissions: {issues: write}}
+  git: {repo: $repo, permissions: {contents: write, pull_requests: write}}
+  ticket: {repo: $repo, permissions: {issues: write}}
   ttl: 5m
 forge:
   api_url: https://api.forge.test:$FE_HTTPS
@@ -82,7 +90,7 @@ YAML
 admin() { curl -s --noproxy '*' "http://127.0.0.1:$FE_ADMIN$1"; }
 # number of tokens in a state: active | revoked | expired
 tokens_in() { admin /tokens | python3 -c 'import json,sys; d=json.load(sys.stdin); d=d.get("tokens",d) if isinstance(d,dict) else d; print(sum(1 for t in d if t.get("state")==sys.argv[1]))' "$1"; }
-main_sha() { admin "/refs?repo=acme/tally" | python3 -c '
+main_sha() { admin "/refs?repo=${1:-acme/tally}" | python3 -c '
 import json,sys
 d=json.load(sys.stdin)
 refs=d.get("refs",d) if isinstance(d,dict) else d

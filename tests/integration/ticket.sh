@@ -107,7 +107,15 @@ sed -e "s|url: https://127.0.0.1:$FE_HTTPS|url: http://127.0.0.1:$(cat "$T_TMP/f
 B5=$!; on_exit "kill $B5"
 for _ in $(seq 100); do [ -S "$T_TMP/b5/sock" ] && break; sleep 0.05; done
 write_policy "$T_TMP/p5.yaml" "$T_TMP/b5/sock"
-out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/p5.yaml" --agent /usr/bin/true --record "$T_TMP/rec5.json" 2>&1); rc=$?
+# The audit runs first (in the broker) and cannot prove anything against this
+# API: refused before any lease.
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/p5.yaml" --agent /usr/bin/true --record "$T_TMP/rec5a.json" 2>&1); rc=$?
+is "forge broken → the audit cannot run → exit 1" "$rc" 1
+like "forge broken → refused at the audit, before any lease" "$(tr '\n' ' ' <<<"$out")" "audit +failed .*cannot prove the escape budget.*refusing to run"
+is "forge broken → no lease phase in the record" "$(python3 -c 'import json,sys; print([p["name"] for p in json.load(open(sys.argv[1]))["phases"]])' "$T_TMP/rec5a.json")" "['policy', 'audit']"
+# Accepting an unprotected run gets past the audit to the lease, whose mint
+# gets the 5xx.
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/p5.yaml" --accept-unprotected --agent /usr/bin/true --record "$T_TMP/rec5.json" 2>&1); rc=$?
 is "forge 5xx → exit 1" "$rc" 1
 like "forge 5xx → a clear message" "$out" "lease .*failed.*(5[0-9][0-9]|server error)"
 check "forge 5xx → a record is written" validate_record "$T_TMP/rec5.json"

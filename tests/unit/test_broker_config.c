@@ -18,6 +18,7 @@
 #include "broker/config.h"
 #include "broker/jwt.h"
 #include "broker/proto.h"
+#include "broker/secmem.h"
 
 static int load(const char *yaml, al_broker_config **c, al_error *err)
 {
@@ -222,12 +223,111 @@ static void test_proto(void **state)
   assert_int_equal(s.n, 2);
 }
 
+static void test_audit_config(void **state)
+{
+  (void)state;
+  al_broker_config *c = NULL;
+  al_error err = {0};
+  assert_int_equal(load("app: {id: 1, private_key: /k}\nrepositories: [a/b]\n"
+                        "audit: {app: {id: 2, private_key: /a.pem}}\n",
+                        &c, &err),
+                   0);
+  assert_string_equal(c->audit_app_id, "2");
+  assert_string_equal(c->audit_key_path, "/a.pem");
+  assert_null(c->audit_token_file);
+  al_broker_config_free(c);
+  assert_int_equal(load("app: {id: 1, private_key: /k}\nrepositories: [a/b]\n"
+                        "audit: {token_file: /t}\n",
+                        &c, &err),
+                   0);
+  assert_string_equal(c->audit_token_file, "/t");
+  assert_null(c->audit_key_path);
+  al_broker_config_free(c);
+  expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\n"
+               "audit: {token_file: /t, app: {id: 2, private_key: /a}}\n",
+               "audit: set exactly one of `token_file` and `app`");
+  expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\naudit: {}\n", "exactly one of");
+  expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\naudit: {token: x}\n",
+               "audit: unknown key `token`");
+  expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\n"
+               "audit: {app: {id: 2}}\n",
+               "audit.app: `private_key` is required");
+}
+
+static void test_audit_token_file(void **state)
+{
+  (void)state;
+  char dir[] = "/tmp/al-atok-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[64];
+  snprintf(path, sizeof path, "%s/t", dir);
+  FILE *f = fopen(path, "w");
+  fputs("  ghs_0123456789abcdefABCDEF0123456789abcd\n", f);
+  fclose(f);
+  char *tok = NULL;
+  al_error err = {0};
+  chmod(path, 0640);
+  assert_int_equal(al_broker_audit_token_load(path, &tok, &err), -1);
+  assert_non_null(strstr(err.msg, "group or others"));
+  assert_null(strstr(err.msg, "ghs_")); /* never the value */
+  chmod(path, 0600);
+  assert_int_equal(al_broker_audit_token_load(path, &tok, &err), 0); /* positive control */
+  assert_string_equal(tok, "ghs_0123456789abcdefABCDEF0123456789abcd");
+  al_secret_free(tok);
+  f = fopen(path, "w");
+  fputs("ghs_abc def\n", f); /* two words */
+  fclose(f);
+  assert_int_equal(al_broker_audit_token_load(path, &tok, &err), -1);
+  assert_null(strstr(err.msg, "ghs_"));
+  char link[80];
+  snprintf(link, sizeof link, "%s/link", dir);
+  assert_int_equal(symlink(path, link), 0);
+  assert_int_equal(al_broker_audit_token_load(link, &tok, &err), -1); /* O_NOFOLLOW */
+  unlink(link);
+  unlink(path);
+  rmdir(dir);
+}
+
+static void test_proto_audit(void **state)
+{
+  (void)state;
+  al_proto_audit_req req = {0}, back;
+  al_error err = {0};
+  strcpy(req.repo, "acme/widget");
+  strcpy(req.branch, "release/1.x");
+  json_t *j = al_proto_audit_req_to_json(&req);
+  assert_int_equal(al_proto_audit_req_from_json(j, &back, &err), 0);
+  json_decref(j);
+  assert_string_equal(back.repo, "acme/widget");
+  assert_string_equal(back.branch, "release/1.x");
+  const char *bad[] = {
+      "{\"type\":\"audit\",\"version\":1}",
+      "{\"type\":\"audit\",\"version\":2,\"repo\":\"a/b\"}",
+      "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/../b\"}",
+      "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"token\":\"x\"}",
+      "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"branch\":\"../x\"}",
+      "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"branch\":\"a b\"}",
+      "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"branch\":\"-x\"}",
+      "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"branch\":\"\"}",
+      "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"branch\":\"x\\u0000y\"}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    json_t *m = json_loads(bad[i], JSON_ALLOW_NUL, NULL);
+    assert_non_null(m);
+    if (al_proto_audit_req_from_json(m, &back, &err) != -1)
+      fail_msg("accepted: %s", bad[i]);
+    json_decref(m);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_ok),       cmocka_unit_test(test_config_errors),
       cmocka_unit_test(test_url_check),       cmocka_unit_test(test_jwt),
       cmocka_unit_test(test_key_file_checks), cmocka_unit_test(test_proto),
+      cmocka_unit_test(test_audit_config),    cmocka_unit_test(test_audit_token_file),
+      cmocka_unit_test(test_proto_audit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,15 @@
  *        ─► CLOSING (last message flushed) ─► freed
  *
  * Every way out of ACTIVE (release, EOF, reset, TTL, protocol error,
- * shutdown) goes through start_revoke(), the one revoke path. Tokens whose
+ * shutdown) goes through start_revoke(), the one revoke path.
+ *
+ * An audit connection takes the other branch from NEW:
+ *
+ *   NEW ──"audit"──► AUDITING (worker thread: al_audit_run with the App's
+ *        JWT and the optional audit credential) ─► CLOSING (report sent)
+ *
+ * It never holds a lease; a token the audit mints for its reads is revoked
+ * inside al_audit_run before the worker returns. Tokens whose
  * revocation could not be confirmed stay in `pending` and are retried on a
  * timer until they are confirmed dead or their expiry has passed. */
 #include "broker/broker.h"
@@ -37,6 +45,7 @@
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/util.h"
+#include "forge/audit.h"
 
 #define HANDSHAKE_MS 30000
 #define RETRY_MS 10000
@@ -48,8 +57,9 @@ struct ev {
   struct conn *c;
 };
 
-enum conn_state { ST_NEW, ST_MINTING, ST_ACTIVE, ST_REVOKING, ST_CLOSING };
-static const char *const state_names[] = {"new", "minting", "active", "revoking", "closing"};
+enum conn_state { ST_NEW, ST_MINTING, ST_ACTIVE, ST_REVOKING, ST_CLOSING, ST_AUDITING };
+static const char *const state_names[] = {"new",      "minting", "active",
+                                          "revoking", "closing", "auditing"};
 
 struct broker;
 
@@ -81,7 +91,7 @@ struct conn {
   struct conn *prev, *next, *next_dead;
 };
 
-enum job_kind { JOB_MINT, JOB_REVOKE };
+enum job_kind { JOB_MINT, JOB_REVOKE, JOB_AUDIT };
 
 struct job {
   enum job_kind kind;
@@ -96,6 +106,12 @@ struct job {
   char (*errmsg)[AL_ERROR_MSG_MAX];
   int rc;
   al_error err;
+  /* JOB_AUDIT */
+  al_proto_audit_req areq;
+  char *report; /* al_audit_format_json(), no secret in it */
+  bool holds;
+  char failed[512]; /* "id=STATUS ..." of the required criteria that do not hold */
+  char credentials[256];
   struct job *next;
 };
 
@@ -118,6 +134,9 @@ struct broker {
   al_token *pending;
   size_t n_pending;
   bool unconfirmed_at_exit;
+  /* audit.app: the audit App (borrows cfg's strings), or audit_key NULL */
+  al_broker_config audit_view;
+  EVP_PKEY *audit_key;
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -169,11 +188,53 @@ static void audit(struct broker *b, json_t *rec)
 
 /* ---- worker jobs ------------------------------------------------------ */
 
+/* The audit, on a worker thread: the App's own config and key (already
+ * loaded), and the audit credential when configured. */
+static void job_audit(struct broker *b, struct job *j)
+{
+  al_audit_opts ao = {
+      .repo = j->areq.repo,
+      .branch = j->areq.branch[0] ? j->areq.branch : NULL,
+      .timeout_ms = b->cfg->http_timeout_ms,
+      .app_config = b->cfg,
+      .app_key = b->key,
+      .reader_config = b->audit_key ? &b->audit_view : NULL,
+      .reader_key = b->audit_key,
+  };
+  al_audit_report rep;
+  if (al_audit_run(&ao, &rep, &j->err) < 0) {
+    j->rc = -1;
+    return;
+  }
+  j->rc = 0;
+  j->holds = rep.holds;
+  j->report = al_audit_format_json(&rep);
+  snprintf(j->credentials, sizeof j->credentials, "%s", rep.credentials);
+  size_t off = 0;
+  for (int i = 0; i < AL_AUDIT_N; i++) {
+    const al_audit_criterion *k = &rep.c[i];
+    if (!k->required || k->status == AL_AUDIT_PASS || k->status == AL_AUDIT_WARN)
+      continue;
+    int n = snprintf(j->failed + off, sizeof j->failed - off, "%s%s=%s", off ? " " : "", k->id,
+                     al_audit_status_name(k->status));
+    if (n < 0 || (size_t)n >= sizeof j->failed - off)
+      break;
+    off += (size_t)n;
+  }
+  al_audit_report_free(&rep);
+  if (!j->report) {
+    j->rc = -1;
+    al_make_error(&j->err, ENOMEM, "audit report");
+  }
+}
+
 static void *job_main(void *arg)
 {
   struct job *j = arg;
   struct broker *b = j->b;
-  if (j->kind == JOB_MINT) {
+  if (j->kind == JOB_AUDIT) {
+    job_audit(b, j);
+  } else if (j->kind == JOB_MINT) {
     j->rc = 0;
     for (size_t i = 0; i < j->req.n_tokens; i++) {
       const al_proto_token_req *t = &j->req.tokens[i];
@@ -224,6 +285,7 @@ static void job_free(struct job *j)
   free(j->ok);
   free(j->confirmed);
   free(j->errmsg);
+  free(j->report);
   free(j);
 }
 
@@ -442,6 +504,7 @@ static void conn_fail(struct conn *c, const char *code, const char *msg)
 static int handle_lease(struct conn *c, json_t *msg);
 static int handle_release(struct conn *c, json_t *msg);
 static int handle_ping(struct conn *c, json_t *msg);
+static int handle_audit(struct conn *c, json_t *msg);
 
 static const struct request_handler {
   const char *type;
@@ -451,7 +514,46 @@ static const struct request_handler {
     {"lease", 1u << ST_NEW, handle_lease},
     {"release", 1u << ST_ACTIVE, handle_release},
     {"ping", (1u << ST_NEW) | (1u << ST_MINTING) | (1u << ST_ACTIVE), handle_ping},
+    {"audit", 1u << ST_NEW, handle_audit},
 };
+
+/* "audit": run `airlock audit` for the client on a repository it could
+ * lease. Counts against lease.max_active while it runs. */
+static int handle_audit(struct conn *c, json_t *msg)
+{
+  struct broker *b = c->b;
+  al_error err;
+  al_error_clear(&err);
+  al_proto_audit_req req;
+  if (al_proto_audit_req_from_json(msg, &req, &err) < 0) {
+    conn_fail(c, "bad_request", err.msg);
+    return -1;
+  }
+  if (!al_broker_config_repo_allowed(b->cfg, req.repo)) {
+    char m[300];
+    snprintf(m, sizeof m, "repository `%s` may not be leased, so it is not audited here", req.repo);
+    conn_fail(c, "forbidden", m);
+    return -1;
+  }
+  if (b->n_active >= b->cfg->max_active) {
+    conn_fail(c, "busy", "too many active leases");
+    return -1;
+  }
+  if (al_random_hex(c->id, 8, &err) < 0) {
+    conn_fail(c, "internal", err.msg);
+    return -1;
+  }
+  c->counted = true;
+  b->n_active++;
+  c->st = ST_AUDITING;
+  disarm_timer(c);
+  al_info("audit %s: uid %u pid %d asks to audit %s%s%s", c->id, (unsigned)c->uid, (int)c->pid,
+          req.repo, req.branch[0] ? " branch " : "", req.branch);
+  struct job *j = job_new(b, JOB_AUDIT, c, 0);
+  j->areq = req;
+  job_start(b, j);
+  return 0;
+}
 
 static int handle_ping(struct conn *c, json_t *msg)
 {
@@ -589,6 +691,7 @@ static void conn_peer_gone(struct conn *c)
     break;
   case ST_MINTING:
   case ST_REVOKING:
+  case ST_AUDITING:
   default:
     break; /* the job's completion sees peer_gone */
   }
@@ -786,6 +889,44 @@ static void revoke_done(struct broker *b, struct job *j)
   conn_maybe_close(c);
 }
 
+static void audit_done(struct broker *b, struct job *j)
+{
+  struct conn *c = j->c;
+  if (j->rc < 0) {
+    al_warn("audit %s of %s: %s", c->id, j->areq.repo, j->err.msg);
+    audit(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "event", "audit", "id", c->id, "uid",
+                       (int)c->uid, "pid", (int)c->pid, "repo", j->areq.repo, "branch",
+                       j->areq.branch, "error", j->err.msg));
+    if (!c->peer_gone)
+      conn_send_error(c, "upstream", j->err.msg);
+  } else {
+    json_t *rep = json_loads(j->report, 0, NULL);
+    al_info("audit %s of %s: the escape budget %s%s%s", c->id, j->areq.repo,
+            j->holds ? "holds" : "DOES NOT hold", j->failed[0] ? ": " : "", j->failed);
+    audit(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:b, s:s, s:s}", "event", "audit", "id",
+                       c->id, "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->areq.repo,
+                       "branch", json_string_value(json_object_get(rep, "branch")) ?: "", "holds",
+                       j->holds, "not_holding", j->failed, "credentials", j->credentials));
+    if (!rep || al_redact_contains_secret(j->report)) {
+      /* Never expected: the report names fingerprints only. */
+      al_error_log("audit %s: the report is malformed or holds a secret; not sent", c->id);
+      if (!c->peer_gone)
+        conn_send_error(c, "internal", "the audit report could not be sent");
+      json_decref(rep);
+    } else if (!c->peer_gone) {
+      conn_send(c, json_pack("{s:s, s:s, s:b, s:o}", "type", "audit", "repo", j->areq.repo, "holds",
+                             j->holds, "report", rep));
+    } else {
+      json_decref(rep);
+    }
+  }
+  c->st = ST_CLOSING;
+  conn_stop_reading(c);
+  if (!c->peer_gone)
+    shutdown(c->fd, SHUT_RD);
+  conn_maybe_close(c);
+}
+
 static void drain_jobs(struct broker *b)
 {
   uint64_t v;
@@ -802,6 +943,8 @@ static void drain_jobs(struct broker *b)
     b->jobs_running--;
     if (j->kind == JOB_MINT)
       mint_done(b, j);
+    else if (j->kind == JOB_AUDIT)
+      audit_done(b, j);
     else
       revoke_done(b, j);
     job_free(j);
@@ -928,6 +1071,22 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
     return -1;
   if (al_gh_new(b->cfg, b->key, &b->gh, err) < 0)
     return -1;
+  if (b->cfg->audit_key_path) {
+    /* The audit App: loaded once, used only by audits, never leased. */
+    b->audit_view = *b->cfg;
+    b->audit_view.app_id = b->cfg->audit_app_id;
+    b->audit_view.client_id = b->cfg->audit_client_id;
+    b->audit_view.private_key_path = b->cfg->audit_key_path;
+    if (al_app_key_load(b->cfg->audit_key_path, &b->audit_key, err) < 0)
+      return al_error_wrap(err, "audit.app.private_key");
+  } else if (b->cfg->audit_token_file) {
+    /* Checked now (owner, mode, shape) so a bad file stops the start;
+     * read again for each audit, so it can be rotated in place. */
+    char *tok = NULL;
+    if (al_broker_audit_token_load(b->cfg->audit_token_file, &tok, err) < 0)
+      return -1;
+    al_secret_free(tok);
+  }
   if (b->cfg->state_dir) {
     if (mkdir(b->cfg->state_dir, 0700) < 0 && errno != EEXIST)
       return al_make_error(err, errno, "state_dir `%s`", b->cfg->state_dir);
@@ -994,8 +1153,11 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
   int ret = -1;
   if (setup(&b, opts, err) < 0)
     goto out;
-  al_info("broker ready: app %s, API %s, %zu repositories",
-          b.cfg->app_id ? b.cfg->app_id : b.cfg->client_id, b.cfg->api_url, b.cfg->n_repos);
+  al_info("broker ready: app %s, API %s, %zu repositories, audit reads with %s",
+          b.cfg->app_id ? b.cfg->app_id : b.cfg->client_id, b.cfg->api_url, b.cfg->n_repos,
+          b.audit_key               ? "the audit App"
+          : b.cfg->audit_token_file ? "audit.token_file"
+                                    : "the App's own token");
   for (;;) {
     if (b.stopping && !b.conns && b.jobs_running == 0) {
       if (b.n_pending > 0 && !b.shutdown_retry_done) {
@@ -1085,6 +1247,7 @@ out:
       close(*fds[i]);
   al_gh_free(b.gh);
   EVP_PKEY_free(b.key);
+  EVP_PKEY_free(b.audit_key);
   al_broker_config_free(b.cfg);
   pthread_mutex_destroy(&b.done_lock);
   return ret;

@@ -317,8 +317,8 @@ static int key_name(struct parser *p, struct fy_node *k, const char *path, const
 }
 
 /* An App: {id | client_id, private_key} at `path` ("app", "audit.app"). */
-static int parse_app_at(struct parser *p, const char *path, struct fy_node *map,
-                        struct fy_node *mk, char **app_id, char **client_id, char **key_path)
+static int parse_app_at(struct parser *p, const char *path, struct fy_node *map, struct fy_node *mk,
+                        char **app_id, char **client_id, char **key_path)
 {
   if (need_map(p, map, mk, path) < 0)
     return -1;
@@ -327,12 +327,12 @@ static int parse_app_at(struct parser *p, const char *path, struct fy_node *map,
   struct fy_node_pair *pr;
   while ((pr = fy_node_mapping_iterate(map, &it))) {
     struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name;
+    const char *name = NULL;
     if (key_name(p, k, path, &name) < 0)
       return -1;
     snprintf(kp, sizeof kp, "%s.%s", path, name);
     if (strcmp(name, "id") == 0) {
-      uint64_t id;
+      uint64_t id = 0;
       if (get_uint(p, v, k, kp, UINT64_MAX / 2, &id) < 0)
         return -1;
       free(*app_id);
@@ -371,7 +371,7 @@ static int parse_audit(struct parser *p, al_broker_config *c, struct fy_node *ma
   struct fy_node_pair *pr;
   while ((pr = fy_node_mapping_iterate(map, &it))) {
     struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name;
+    const char *name = NULL;
     if (key_name(p, k, "audit", &name) < 0)
       return -1;
     if (strcmp(name, "token_file") == 0) {
@@ -398,7 +398,7 @@ static int parse_api(struct parser *p, al_broker_config *c, struct fy_node *map,
   struct fy_node_pair *pr;
   while ((pr = fy_node_mapping_iterate(map, &it))) {
     struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name;
+    const char *name = NULL;
     if (key_name(p, k, "api", &name) < 0)
       return -1;
     if (strcmp(name, "url") == 0) {
@@ -419,7 +419,7 @@ static int parse_api(struct parser *p, al_broker_config *c, struct fy_node *map,
       if (c->http_timeout_ms < 100 || c->http_timeout_ms > 600000)
         return perr(p, v, k, "api.timeout", "must be between 100ms and 10m");
     } else if (strcmp(name, "retries") == 0) {
-      uint64_t r;
+      uint64_t r = 0;
       if (get_uint(p, v, k, "api.retries", 10, &r) < 0)
         return -1;
       c->retries = (unsigned)r;
@@ -503,7 +503,7 @@ static int parse_roles(struct parser *p, al_broker_config *c, struct fy_node *ma
   struct fy_node_pair *pr;
   while ((pr = fy_node_mapping_iterate(map, &it))) {
     struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name;
+    const char *name = NULL;
     if (key_name(p, k, "roles", &name) < 0)
       return -1;
     al_role r;
@@ -526,7 +526,7 @@ static int parse_clients(struct parser *p, al_broker_config *c, struct fy_node *
   struct fy_node_pair *pr;
   while ((pr = fy_node_mapping_iterate(map, &it))) {
     struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name;
+    const char *name = NULL;
     if (key_name(p, k, "clients", &name) < 0)
       return -1;
     if (strcmp(name, "uids") != 0)
@@ -540,7 +540,7 @@ static int parse_clients(struct parser *p, al_broker_config *c, struct fy_node *
     struct fy_node *e;
     while ((e = fy_node_sequence_iterate(v, &it2))) {
       al_autofree char *s = NULL;
-      if (get_str(p, e, k, "clients.uids", &s) < 0)
+      if (get_str(p, e, k, "clients.uids", &s) < 0 || !s)
         return -1;
       uid_t uid;
       if (isdigit((unsigned char)s[0])) {
@@ -572,7 +572,7 @@ static int parse_lease(struct parser *p, al_broker_config *c, struct fy_node *ma
   struct fy_node_pair *pr;
   while ((pr = fy_node_mapping_iterate(map, &it))) {
     struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name;
+    const char *name = NULL;
     if (key_name(p, k, "lease", &name) < 0)
       return -1;
     if (strcmp(name, "ttl") == 0) {
@@ -582,7 +582,7 @@ static int parse_lease(struct parser *p, al_broker_config *c, struct fy_node *ma
       if (get_duration(p, v, k, "lease.max_ttl", &c->max_ttl_ms) < 0)
         return -1;
     } else if (strcmp(name, "max_active") == 0) {
-      uint64_t n;
+      uint64_t n = 0;
       if (get_uint(p, v, k, "lease.max_active", 4096, &n) < 0)
         return -1;
       if (n == 0)
@@ -604,7 +604,7 @@ static int parse_root(struct parser *p, al_broker_config *c, struct fy_node *roo
   struct fy_node_pair *pr;
   while ((pr = fy_node_mapping_iterate(root, &it))) {
     struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name;
+    const char *name = NULL;
     if (key_name(p, k, "", &name) < 0)
       return -1;
     int r;

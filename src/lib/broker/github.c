@@ -308,7 +308,7 @@ static int gh_request(al_gh *gh, const char *method, const char *path, const cha
   al_autofree char *url = al_strdup_printf("%s%s", gh->cfg->api_url, path);
   unsigned attempts = 0, waits = 0;
   uint64_t backoff = 250;
-  char errbuf[CURL_ERROR_SIZE];
+  char errbuf[CURL_ERROR_SIZE] = "";
   for (;;) {
     if (app) {
       pthread_mutex_lock(&gh->lock);

@@ -153,8 +153,8 @@ int al_proto_lease_req_from_json(json_t *msg, al_proto_lease_req *out, al_error 
 
 json_t *al_proto_audit_req_to_json(const al_proto_audit_req *req)
 {
-  json_t *m = json_pack("{s:s, s:i, s:s}", "type", "audit", "version", AL_PROTO_VERSION, "repo",
-                        req->repo);
+  json_t *m =
+      json_pack("{s:s, s:i, s:s}", "type", "audit", "version", AL_PROTO_VERSION, "repo", req->repo);
   if (req->branch[0])
     json_object_set_new(m, "branch", json_string(req->branch));
   return m;

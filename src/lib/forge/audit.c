@@ -1202,8 +1202,9 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
     snprintf(out->branch, sizeof out->branch, "%s", o->branch);
 
   if (o->app_config && (!o->app_key || o->broker_config || o->api_url || o->ca_file))
-    return al_make_error(err, EINVAL, "app_config needs app_key, and no broker_config, "
-                                      "api_url or ca_file");
+    return al_make_error(err, EINVAL,
+                         "app_config needs app_key, and no broker_config, "
+                         "api_url or ca_file");
   if (o->reader_config && !o->reader_key)
     return al_make_error(err, EINVAL, "reader_config needs reader_key");
 

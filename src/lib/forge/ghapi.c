@@ -272,7 +272,7 @@ static bool retryable(CURLcode rc)
 static int get_url(al_ghapi *c, const char *url, const char *bearer, al_ghapi_resp *out,
                    char **next, al_error *err)
 {
-  char errbuf[CURL_ERROR_SIZE];
+  char errbuf[CURL_ERROR_SIZE] = "";
   uint64_t backoff = 250;
   unsigned waits = 0;
   memset(out, 0, sizeof *out);

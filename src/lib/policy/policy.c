@@ -296,7 +296,7 @@ static int allow_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
 
 static int parse_allow(struct ctx *c, al_policy_network *n, const struct kv *kv)
 {
-  size_t count;
+  size_t count = 0;
   if (walk_seq(c, kv, &count) < 0)
     return -1;
   n->allow = al_xcalloc(count, sizeof *n->allow);
@@ -359,7 +359,7 @@ static int pin_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
 
 static int parse_pins(struct ctx *c, al_policy_network *n, const struct kv *kv)
 {
-  size_t count;
+  size_t count = 0;
   if (walk_seq(c, kv, &count) < 0)
     return -1;
   n->pin = al_xcalloc(count, sizeof *n->pin);
@@ -501,7 +501,7 @@ static int fs_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
   case 2:
     return get_size(c, kv, 1024 * 1024, &f->tmp_size);
   case 3: {
-    size_t count;
+    size_t count = 0;
     if (walk_seq(c, kv, &count) < 0)
       return -1;
     f->ro_paths = al_xcalloc(count, sizeof(char *));
@@ -594,7 +594,7 @@ static int process_field(struct ctx *c, void *obj, size_t idx, const struct kv *
     return 0;
   }
   case 1: {
-    size_t count;
+    size_t count = 0;
     if (walk_seq(c, kv, &count) < 0)
       return -1;
     p->env_pass = al_xcalloc(count, sizeof(char *));
@@ -917,7 +917,7 @@ static int relay_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
     return 0;
   }
   case 5: {
-    size_t count;
+    size_t count = 0;
     if (walk_seq(c, kv, &count) < 0)
       return -1;
     if (count == 0)
@@ -1167,12 +1167,51 @@ const char *al_policy_sha256(al_policy *p)
   return p->sha256;
 }
 
+/* Only blanks in buf[0..len)? buf need not be NUL-terminated (fuzz_policy). */
+static bool all_blank(const char *buf, size_t len)
+{
+  for (size_t i = 0; i < len; i++)
+    if (!memchr(" \t\r\n", buf[i], 4))
+      return false;
+  return true;
+}
+
+/* Offset of the first byte of buf[0..len) that is not well-formed UTF-8
+ * (RFC 3629 §4: no overlong forms, no surrogates, nothing above U+10FFFF),
+ * or len. YAML 1.2 §5.2 streams are Unicode; libfyaml 0.8 loops forever on
+ * some invalid bytes after a `%` directive (found by tests/fuzz/fuzz_policy). */
+static size_t utf8_invalid_at(const unsigned char *s, size_t len)
+{
+  size_t i = 0;
+  while (i < len) {
+    unsigned c = s[i];
+    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (n == 0 || c == 0xc0 || c == 0xc1 || c > 0xf4 || len - i < n)
+      return i;
+    for (size_t k = 1; k < n; k++)
+      if ((s[i + k] & 0xc0) != 0x80)
+        return i;
+    if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] >= 0xa0) ||
+        (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] >= 0x90))
+      return i;
+    i += n;
+  }
+  return len;
+}
+
 int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_policy **out,
                           al_error *err)
 {
   struct ctx c = {name, err};
   if (len > POLICY_MAX_BYTES)
     return al_make_error(err, EFBIG, "%s: larger than %d bytes", name, POLICY_MAX_BYTES);
+  size_t bad = utf8_invalid_at((const unsigned char *)buf, len);
+  if (bad < len) {
+    al_make_error(err, 0, "%s: not valid UTF-8 at byte %zu (YAML 1.2 §5.2)", name, bad);
+    if (err)
+      err->code = EINVAL;
+    return -1;
+  }
   if (memchr(buf, '\0', len))
     return al_make_error(err, EINVAL, "%s: contains a NUL byte", name);
 
@@ -1201,7 +1240,7 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
     if (de)
       al_make_error(err, 0, "%s:%d:%d: not valid YAML: %s", name, line, col,
                     de->msg ? de->msg : "parse error");
-    else if (len == 0 || strspn(buf, " \t\r\n") == len)
+    else if (all_blank(buf, len))
       al_make_error(err, 0, "%s: empty policy (at least `version: 1`)", name);
     else
       al_make_error(err, 0, "%s: not valid YAML", name);

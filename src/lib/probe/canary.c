@@ -65,7 +65,10 @@ static int listen_tcp(int family, int *port)
     close(s);
     return -1;
   }
-  getsockname(s, (struct sockaddr *)&ss, &sl);
+  if (getsockname(s, (struct sockaddr *)&ss, &sl) < 0) {
+    close(s);
+    return -1;
+  }
   *port = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                    : ((struct sockaddr_in *)&ss)->sin_port);
   return s;
@@ -200,7 +203,7 @@ static void canary_loop(int listeners[6], int logfd)
       int c = accept4(listeners[i], NULL, NULL, SOCK_CLOEXEC);
       if (c < 0)
         continue;
-      char kind = i == 4 ? 'X' : i == 5 ? 'P' : 'T';
+      char kind = (char)(i == 4 ? 'X' : i == 5 ? 'P' : 'T');
       log_rec(logfd, kind, "(connect)", 9);
       if (kind == 'T')
         (void)!write(c, "canary\n", 7);

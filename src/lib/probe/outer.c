@@ -25,7 +25,6 @@
 #include "run/run.h"
 #include "sandbox/sandbox.h"
 
-extern char **environ;
 
 #define LEAKED_FD_MIN 97
 

@@ -351,8 +351,6 @@ PR_DECL(pr_fs_mknod)
   if (fd >= 0) {
     close(fd);
     pr_escaped(r, "made and opened a /dev/mem node");
-  } else if (e == EACCES || e == EPERM) {
-    pr_escaped(r, "made a /dev/mem node (open: %s)", pr_errname(e));
   } else {
     pr_escaped(r, "made a /dev/mem node (open: %s)", pr_errname(e));
   }

@@ -140,10 +140,7 @@ static int find_head_end(const char *buf, size_t len, size_t *end, const char **
     } else if (c >= 0x80) {
       *why = "non-ascii-in-head";
       return -1;
-    } else if (c < 0x20 && c != '\t') {
-      *why = "ctl-in-head";
-      return -1;
-    } else if (c == 0x7f) {
+    } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
       *why = "ctl-in-head";
       return -1;
     }

@@ -60,6 +60,7 @@
 #define MAX_ADDRS 8
 #define PIPE_WANT (1 << 20)
 #define COPY_BUF 65536
+#define FIRST_BUF 16384 /* reads are copied until one fills this; then splice */
 #define MAX_REASONS 64
 #define DEFAULT_GLOBAL_CONNS 4096
 
@@ -108,13 +109,17 @@ enum conn_state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_SNI, ST_RELAY, ST_DRAIN, S
 
 /* One direction of a relay: src -> pipe -> dst, with a userspace queue
  * (`pend`) drained first (the 200 response, a rebuilt head, a buffered
- * ClientHello) and used alone when splice(2) cannot serve. */
+ * ClientHello) and used alone when splice(2) cannot serve. A direction
+ * starts with copied reads of at most FIRST_BUF bytes and makes its pipe
+ * only when one read fills that (`bulk`): a short exchange (a small
+ * request, an answer of a few KiB) costs no pipe2/fcntl/close and fewer
+ * syscalls; a bulk transfer is spliced after its first 16 KiB. */
 typedef struct relay_dir {
   int pipe[2];
   size_t in_pipe;
   char *pend;
   size_t pend_off, pend_len;
-  bool src_eof, done, copy;
+  bool src_eof, done, copy, bulk;
   uint64_t bytes;
 } relay_dir;
 
@@ -654,17 +659,19 @@ static int dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_
     if (d->in_pipe == 0 && !d->src_eof && *src_rd && limit > 0) {
       size_t want = limit < PIPE_WANT ? (size_t)limit : PIPE_WANT;
       ssize_t n;
-      if (!d->copy && d->pipe[0] < 0)
+      if (d->bulk && !d->copy && d->pipe[0] < 0)
         dir_make_pipe(d);
-      if (!d->copy) {
+      bool copy = d->copy || !d->bulk;
+      if (!copy) {
         n = splice(src, NULL, d->pipe[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n < 0 && errno == EINVAL) {
           d->copy = true; /* splice cannot serve this pair */
           continue;
         }
       } else {
-        if (want > COPY_BUF)
-          want = COPY_BUF;
+        size_t cap = d->copy ? COPY_BUF : FIRST_BUF;
+        if (want > cap)
+          want = cap;
         d->pend = al_xmalloc(want);
         n = recv(src, d->pend, want, 0);
         if (n <= 0) {
@@ -672,6 +679,8 @@ static int dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_
           d->pend = NULL;
         } else {
           d->pend_len = (size_t)n;
+          if ((size_t)n == want)
+            d->bulk = true; /* more is coming fast: splice from now on */
         }
       }
       if (n == 0) {
@@ -682,7 +691,7 @@ static int dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_
         else if (errno != EINTR)
           return -1;
       } else {
-        if (!d->copy)
+        if (!copy)
           d->in_pipe += (size_t)n;
         if (d == &c->up) {
           c->run->egress_used += (uint64_t)n;
@@ -1033,6 +1042,12 @@ static void conn_decide(al_proxy_conn *c, const al_http_request *req)
     free(c->buf);
     c->buf = NULL;
     c->buf_len = c->buf_cap = 0;
+  } else if (c->buf_len == req->head_len) {
+    /* nothing after the head: give the head buffer back now, so that an
+     * open tunnel holds none (conn_sni allocates its own) */
+    free(c->buf);
+    c->buf = NULL;
+    c->buf_len = c->buf_cap = 0;
   } else {
     /* keep bytes sent after the CONNECT head (an eager ClientHello) */
     memmove(c->buf, c->buf + req->head_len, c->buf_len - req->head_len);
@@ -1245,7 +1260,7 @@ static void listener_ready(al_watch *w, uint32_t ev)
   (void)ev;
 
   for (;;) {
-    struct sockaddr_storage ss;
+    struct sockaddr_storage ss = {0};
     socklen_t sl = sizeof ss;
     int fd = accept4(w->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -1551,7 +1566,8 @@ out_runs:
 out_sig:
   if (px->admin_w.fd >= 0) {
     close(px->admin_w.fd);
-    unlink(cfg->admin_path);
+    if (cfg->admin_path) /* always set when admin_w is open */
+      unlink(cfg->admin_path);
   }
   if (px->tick_w.fd >= 0)
     close(px->tick_w.fd);

@@ -42,7 +42,7 @@ typedef struct al_usage {
   size_t elen, ecap;
   bool eoverflow;
   /* results */
-  bool seen;          /* some usage object was found */
+  bool seen;           /* some usage object was found */
   uint64_t tokens_in;  /* input (prompt) tokens, including cache reads/writes */
   uint64_t tokens_out; /* output (completion) tokens */
   uint64_t events;     /* SSE events seen */

@@ -52,8 +52,7 @@ static void ns_meta(FILE *f, const char *ns, const char *name, const char *compo
   fprintf(f, "\n  labels:\n    " LABEL_APP "\n    app.kubernetes.io/component: %s\n", component);
 }
 
-static void k8s_policy_objects(FILE *f, const al_policy *p, const al_render_opts *o,
-                               const char *ns)
+static void k8s_policy_objects(FILE *f, const al_policy *p, const al_render_opts *o, const char *ns)
 {
   fputs("---\napiVersion: v1\nkind: ConfigMap\n", f);
   ns_meta(f, ns, "airlock-policy", "proxy");
@@ -109,15 +108,14 @@ static void k8s_proxy(FILE *f, const al_policy *p, const al_render_opts *o, cons
           "            - {name: proxy, containerPort: %d, protocol: TCP}\n",
           AL_RENDER_POLICY_TARGET, AL_RENDER_PROXY_PORT, AL_RENDER_PROXY_PORT);
   container_security(f, "          ", 65534);
-  fprintf(f,
-          "          resources:\n"
-          "            limits: {memory: 256Mi, cpu: \"1\"}\n"
-          "            requests: {memory: 64Mi, cpu: 100m}\n"
-          "          volumeMounts:\n"
-          "            - {name: policy, mountPath: /etc/airlock, readOnly: true}\n"
-          "      volumes:\n"
-          "        - name: policy\n"
-          "          configMap: {name: airlock-policy}\n");
+  fprintf(f, "          resources:\n"
+             "            limits: {memory: 256Mi, cpu: \"1\"}\n"
+             "            requests: {memory: 64Mi, cpu: 100m}\n"
+             "          volumeMounts:\n"
+             "            - {name: policy, mountPath: /etc/airlock, readOnly: true}\n"
+             "      volumes:\n"
+             "        - name: policy\n"
+             "          configMap: {name: airlock-policy}\n");
   (void)p;
 }
 

@@ -11,9 +11,9 @@
 #include "render/render.h"
 
 const char *const al_render_agent_env_names[] = {
-    "AIRLOCK_GIT_TOKEN", "AIRLOCK_TICKET_TOKEN", "AIRLOCK_RUN_ID", "AIRLOCK_REPO",
-    "AIRLOCK_TICKET",    "AIRLOCK_GIT_URL",      "AIRLOCK_BRANCH", "AIRLOCK_BASE_BRANCH",
-    NULL};
+    "AIRLOCK_GIT_TOKEN", "AIRLOCK_TICKET_TOKEN", "AIRLOCK_RUN_ID",
+    "AIRLOCK_REPO",      "AIRLOCK_TICKET",       "AIRLOCK_GIT_URL",
+    "AIRLOCK_BRANCH",    "AIRLOCK_BASE_BRANCH",  NULL};
 
 void rd_quote(FILE *f, const char *s)
 {
@@ -98,8 +98,8 @@ static void compose_agent(FILE *f, const al_policy *p, const al_render_opts *o)
   /* Writable: only these two, in memory, gone with the container. */
   fprintf(f,
           "    tmpfs:\n"
-          "      - \"/tmp:size=%llu,mode=1777,nosuid,nodev\"\n"
-          "      - \"/workspace:size=%llu,mode=0700,uid=%u,gid=%u,nosuid,nodev\"\n",
+          "      - \"/tmp:size=%llu,mode=1777,exec,nosuid,nodev\"\n"
+          "      - \"/workspace:size=%llu,mode=0700,uid=%u,gid=%u,exec,nosuid,nodev\"\n",
           (unsigned long long)p->filesystem.tmp_size,
           (unsigned long long)p->filesystem.workspace_size, p->process.user, p->process.user);
   fprintf(f, "    mem_limit: %llu\n    memswap_limit: %llu\n    pids_limit: %u\n",

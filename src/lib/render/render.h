@@ -24,13 +24,13 @@
 extern const char *const al_render_agent_env_names[];
 
 typedef struct al_render_opts {
-  const char *policy_path;  /* absolute path of the policy file on the host (Compose config) */
-  const char *policy_text;  /* the policy file's bytes, NUL-terminated (Kubernetes ConfigMap) */
-  const char *seccomp_path; /* Compose: absolute path of the generated profile on the host;
-                               Kubernetes: localhostProfile relative to the kubelet's seccomp
-                               root, or NULL for RuntimeDefault */
-  const char *proxy_image;  /* NULL: AL_RENDER_PROXY_IMAGE */
-  const char *agent_image;  /* NULL: policy filesystem.image, else AL_RENDER_AGENT_IMAGE */
+  const char *policy_path;   /* absolute path of the policy file on the host (Compose config) */
+  const char *policy_text;   /* the policy file's bytes, NUL-terminated (Kubernetes ConfigMap) */
+  const char *seccomp_path;  /* Compose: absolute path of the generated profile on the host;
+                                Kubernetes: localhostProfile relative to the kubelet's seccomp
+                                root, or NULL for RuntimeDefault */
+  const char *proxy_image;   /* NULL: AL_RENDER_PROXY_IMAGE */
+  const char *agent_image;   /* NULL: policy filesystem.image, else AL_RENDER_AGENT_IMAGE */
   const char *k8s_namespace; /* NULL: "airlock" */
   const char *token_secret;  /* Kubernetes Secret holding the tokens; NULL: "airlock-run-tokens" */
 } al_render_opts;
@@ -41,8 +41,7 @@ typedef struct al_render_opts {
  * one only. Without a network section the agent gets `network_mode: none`
  * and there is no proxy. On success *out is a new NUL-terminated string the
  * caller frees; -1 with err (EINVAL for missing options, ENOMEM). */
-int al_render_compose(const al_policy *policy, const al_render_opts *o, char **out,
-                      al_error *err);
+int al_render_compose(const al_policy *policy, const al_render_opts *o, char **out, al_error *err);
 
 /* Kubernetes manifests (one multi-document YAML stream; API groups v1,
  * apps/v1, batch/v1, networking.k8s.io/v1): Namespace, ConfigMap with the

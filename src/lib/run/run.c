@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -14,9 +15,12 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
+#include "relay/launch.h"
+#include "relay/relay.h"
 
-static pid_t start_proxy(const al_policy *policy, const char *run_id, int listen_fd, int audit_fd,
-                         al_error *err)
+/* Fork the egress proxy on n listeners (the agent's 3128 and/or the relay
+ * sandbox's 3128, each with its own policy). */
+static pid_t start_proxy(const al_proxy_listener *ls, size_t n, int audit_fd, al_error *err)
 {
   pid_t parent = getpid();
   pid_t pid = fork();
@@ -25,13 +29,14 @@ static pid_t start_proxy(const al_policy *policy, const char *run_id, int listen
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     prctl(PR_SET_NAME, "airlock-proxy");
-    int keep[] = {listen_fd, audit_fd};
-    al_close_fds_from(3, keep, audit_fd > 2 ? 2 : 1);
+    int keep[3] = {audit_fd, -1, -1};
+    for (size_t i = 0; i < n && i < 2; i++)
+      keep[i + 1] = ls[i].fd;
+    al_close_fds_from(3, keep, n + 1);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    al_proxy_listener l = {.fd = listen_fd, .run_id = run_id, .policy = policy};
-    al_proxy_config cfg = {.listeners = &l, .n_listeners = 1, .audit_fd = audit_fd};
+    al_proxy_config cfg = {.listeners = ls, .n_listeners = n, .audit_fd = audit_fd};
     al_error e = {0};
     /* The proxy reads what a hostile agent sends: it runs as nobody, with
      * no capabilities, no filesystem writes, no exec. */
@@ -69,6 +74,43 @@ static void stop_proxy(pid_t pid)
     ;
 }
 
+/* The agent's variables for the model relay (base URLs, placeholder keys,
+ * NO_PROXY for loopback). */
+static void relay_env(char **env, size_t *n)
+{
+  for (const char *const *e = al_relay_agent_env(); *e; e++)
+    env[(*n)++] = (char *)*e;
+}
+
+/* Start the relay sandbox on the agent's 127.0.0.1:8080 listener (index
+ * idx of the agent sandbox). Its log goes to o->relay_log_fd, or
+ * o->relay_log_path, or stderr. */
+static int start_relay(const al_run_opts *o, al_sandbox *sb, size_t idx, const char *rid,
+                       al_relay_proc **rp, al_error *err)
+{
+  int lfd = al_sandbox_take_listener(sb, idx);
+  int log_fd;
+  if (o->relay_log_fd > 2)
+    log_fd = dup(o->relay_log_fd);
+  else if (o->relay_log_path)
+    log_fd = open(o->relay_log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  else
+    log_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+  if (log_fd < 0) {
+    close(lfd);
+    return al_make_error(err, errno, "the relay's log");
+  }
+  al_relay_start_opts ro = {.policy = o->policy,
+                            .agent_listener = lfd,
+                            .log_fd = log_fd,
+                            .run_id = rid,
+                            .quiet = o->quiet};
+  int r = al_relay_start(&ro, rp, err);
+  close(lfd);
+  close(log_fd);
+  return r;
+}
+
 int al_run_command(const al_run_opts *o, int *status, al_error *err)
 {
   *status = AL_EXIT_SETUP;
@@ -84,10 +126,11 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
   setrlimit(RLIMIT_CORE, &nocore);
 
   bool net = o->policy->network.present;
+  bool relay = o->policy->relay.present;
   size_t nextra = 0;
   for (char *const *e = o->env; e && *e; e++)
     nextra++;
-  al_autofree char **env = al_xcalloc(nextra + 8, sizeof(char *));
+  al_autofree char **env = al_xcalloc(nextra + 24, sizeof(char *));
   size_t n = 0;
   static const char *const proxy_env[] = {"HTTP_PROXY=http://127.0.0.1:3128",
                                           "HTTPS_PROXY=http://127.0.0.1:3128",
@@ -96,13 +139,16 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
                                           "NO_PROXY=", "no_proxy="};
   if (net)
     for (size_t i = 0; i < AL_ARRAY_SIZE(proxy_env); i++)
-      env[n++] = (char *)proxy_env[i];
+      if (!relay || strncasecmp(proxy_env[i], "no_proxy=", 9) != 0)
+        env[n++] = (char *)proxy_env[i];
+  if (relay)
+    relay_env(env, &n);
   for (size_t i = 0; i < nextra; i++)
     env[n++] = o->env[i];
   env[n] = NULL;
 
   int audit_fd = -1;
-  if (net) {
+  if (net || relay) {
     if (o->log_path) {
       audit_fd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
       if (audit_fd < 0)
@@ -117,13 +163,18 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
       close(audit_fd);
     return -1;
   }
-  uint16_t port = AL_PROXY_PORT;
+  uint16_t ports[2];
+  size_t nports = 0;
+  if (net)
+    ports[nports++] = AL_PROXY_PORT;
+  if (relay)
+    ports[nports++] = AL_RELAY_PORT;
   al_sandbox_opts so = {
       .policy = o->policy,
       .argv = o->argv,
       .env = env,
-      .listen_ports = net ? &port : NULL,
-      .n_listen = net ? 1 : 0,
+      .listen_ports = nports ? ports : NULL,
+      .n_listen = nports,
       .timeout_ms = o->timeout_ms,
       .run_id = rid,
       .quiet = o->quiet,
@@ -144,11 +195,32 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
     o->after_start(o->after_start_ctx);
 
   pid_t proxy = -1;
-  if (net) {
-    int lfd = al_sandbox_take_listener(sb, 0);
-    proxy = start_proxy(o->policy, rid, lfd, audit_fd, err);
-    close(lfd);
+  al_relay_proc *rp = NULL;
+  if (net || relay) {
+    al_proxy_listener ls[2];
+    size_t nl = 0;
+    char relay_rid[48];
+    snprintf(relay_rid, sizeof relay_rid, "%s/relay", rid);
+    if (net)
+      ls[nl++] = (al_proxy_listener){
+          .fd = al_sandbox_take_listener(sb, 0), .run_id = rid, .policy = o->policy};
+    if (relay) {
+      if (start_relay(o, sb, net ? 1 : 0, rid, &rp, err) < 0) {
+        for (size_t i = 0; i < nl; i++)
+          close(ls[i].fd);
+        al_sandbox_destroy(sb);
+        close(audit_fd);
+        return -1;
+      }
+      ls[nl++] = (al_proxy_listener){.fd = al_relay_proxy_listener(rp),
+                                     .run_id = relay_rid,
+                                     .policy = al_relay_proxy_policy(rp)};
+    }
+    proxy = start_proxy(ls, nl, audit_fd, err);
+    if (net)
+      close(ls[0].fd);
     if (proxy < 0) {
+      al_relay_stop(rp);
       al_sandbox_destroy(sb);
       close(audit_fd);
       return -1;
@@ -163,6 +235,7 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
   }
   int r = al_sandbox_wait(sb, status, err);
   al_sandbox_destroy(sb);
+  al_relay_stop(rp);
   stop_proxy(proxy);
   if (audit_fd >= 0)
     close(audit_fd);

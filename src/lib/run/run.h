@@ -28,11 +28,19 @@ typedef struct al_run_opts {
    * must never hold a copy). May be NULL. */
   void (*after_start)(void *ctx);
   void *after_start_ctx;
+  /* The model relay (when the policy has a relay section): its JSON lines
+   * (one per model call) go to relay_log_fd if > 2, else to
+   * relay_log_path (created 0600, appended), else to stderr. */
+  int relay_log_fd;
+  const char *relay_log_path;
 } al_run_opts;
 
 /* Start the sandbox (with a listener at 127.0.0.1:3128 inside and the
  * proxy variables set when the policy has a network section), fork the
  * egress proxy on that listener, wait for the command, stop the proxy.
+ * With a relay section, also a listener at 127.0.0.1:8080 inside, served
+ * by the model relay in its own sandbox (relay/launch.h), whose egress is
+ * a second listener of the same proxy allowing only the model API host.
  * *status gets the exit status per sandbox.h (125 on setup failure).
  * Returns 0, or -1 with err (then *status is 125, 126 or 127). */
 int al_run_command(const al_run_opts *o, int *status, al_error *err);

@@ -81,6 +81,7 @@ struct ticket {
   size_t nphases;
   uint64_t t0;
   bool interrupted;
+  bool unprotected; /* the audit did not prove the budget and the user accepted that */
   /* secrets: only between lease and sandbox start */
   char **env;
   size_t nenv;
@@ -95,9 +96,8 @@ static bool interrupted(struct ticket *t)
   return t->interrupted;
 }
 
-__attribute__((format(printf, 4, 5))) static void phase_end(struct ticket *t, uint64_t start,
-                                                            const char *status, const char *fmt,
-                                                            ...);
+__attribute__((format(printf, 4, 5))) static void
+phase_end(struct ticket *t, uint64_t start, const char *status, const char *fmt, ...);
 static void phase_end(struct ticket *t, uint64_t start, const char *status, const char *fmt, ...)
 {
   struct phase *ph = &t->phases[t->nphases - 1];
@@ -112,8 +112,9 @@ static void phase_end(struct ticket *t, uint64_t start, const char *status, cons
   }
   if (!t->o->quiet) {
     al_autofree char *clean = al_redact(ph->detail ? ph->detail : "");
-    fprintf(stderr, "airlock ticket: %-9s %-7s %5llu ms  %s\n", ph->name, status,
-            (unsigned long long)ph->ms, clean);
+    fprintf(stderr, "airlock ticket: %-9s %-7s %5llu ms  %s%s\n", ph->name, status,
+            (unsigned long long)ph->ms, clean,
+            t->unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "");
   }
 }
 
@@ -219,7 +220,7 @@ static json_t *decisions_from(const char *text)
     size_t n = nl ? (size_t)(nl - p) : strlen(p);
     if (n > 0) {
       json_t *j = json_loadb(p, n, 0, NULL);
-      json_array_append_new(arr, j && json_is_object(j) ? j : json_pack("{s:s%}", "unparsed", p, n));
+      json_array_append_new(arr, json_is_object(j) ? j : json_pack("{s:s%}", "unparsed", p, n));
       if (j && !json_is_object(j))
         json_decref(j);
     }
@@ -245,7 +246,7 @@ static void agent_result(struct ticket *t, const char *out, al_ticket_outcome *r
       continue;
     const char *s = p + 16;
     json_t *j = json_loadb(s, strcspn(s, "\n"), 0, NULL);
-    if (j && json_is_object(j) && json_array_size(attempts) < 200)
+    if (json_is_object(j) && json_array_size(attempts) < 200)
       json_array_append_new(attempts, j);
     else
       json_decref(j);
@@ -300,7 +301,8 @@ static int write_record(struct ticket *t, al_ticket_outcome *res, al_error *err)
     if (state && state[0] == '/')
       snprintf(dir, sizeof dir, "%s/airlock/runs", state);
     else
-      snprintf(dir, sizeof dir, "%s/.local/state/airlock/runs", home && home[0] == '/' ? home : "/tmp");
+      snprintf(dir, sizeof dir, "%s/.local/state/airlock/runs",
+               home && home[0] == '/' ? home : "/tmp");
     for (char *q = dir + 1; *q; q++)
       if (*q == '/') {
         *q = '\0';
@@ -354,16 +356,17 @@ static int do_policy(struct ticket *t, al_error *err)
   uint64_t s = phase_begin(t, "policy");
   if (!t->o->policy_path) {
     phase_end(t, s, "failed", "no policy given");
-    return al_make_error(err, 0, "a ticket run needs a policy (-p FILE) with network, "
-                                 "credentials and forge sections; see docs/policy.md");
+    return al_make_error(err, 0,
+                         "a ticket run needs a policy (-p FILE) with network, "
+                         "credentials and forge sections; see docs/policy.md");
   }
   if (al_policy_load_file(t->o->policy_path, &t->policy, err) < 0) {
     phase_end(t, s, "failed", "%s", err->msg);
     return -1;
   }
   al_policy *p = t->policy;
-  json_object_set_new(t->rec, "policy", json_pack("{s:s, s:s}", "source", p->source, "sha256",
-                                                  al_policy_sha256(p)));
+  json_object_set_new(t->rec, "policy",
+                      json_pack("{s:s, s:s}", "source", p->source, "sha256", al_policy_sha256(p)));
   const char *why = NULL;
   if (!p->credentials.present)
     why = "the policy has no credentials section (where is the broker?)";
@@ -392,10 +395,58 @@ static int do_policy(struct ticket *t, al_error *err)
   return 0;
 }
 
+/* "name:level,..." of a policy role's permissions (malloc'd), or NULL when
+ * it lists none (the broker's maximum for the role). */
+static char *policy_perms(const al_policy_role *r)
+{
+  if (!r->present || r->n_perms == 0)
+    return NULL;
+  char *out = al_xstrdup("");
+  for (size_t i = 0; i < r->n_perms; i++) {
+    char *next =
+        al_strdup_printf("%s%s%s:%s", out, i ? "," : "", r->perms[i].name, r->perms[i].level);
+    free(out);
+    out = next;
+  }
+  return out;
+}
+
+/* Issue #8: a run token's permissions are the two roles' and no more —
+ * git: contents, pull_requests; ticket: issues; both: the implied
+ * metadata: read. Returns the first granted "name:level" beyond that in
+ * bad (or "" when none). */
+static void beyond_role(al_role role, const char *granted, char *bad, size_t n)
+{
+  bad[0] = '\0';
+  al_autofree char *copy = al_xstrdup(granted ? granted : "");
+  char *save = NULL;
+  for (char *it = strtok_r(copy, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+    char *lvl = strchr(it, ':');
+    if (lvl)
+      *lvl++ = '\0';
+    bool ok;
+    if (strcmp(it, "metadata") == 0)
+      ok = lvl && strcmp(lvl, "read") == 0;
+    else if (role == AL_ROLE_GIT)
+      ok = strcmp(it, "contents") == 0 || strcmp(it, "pull_requests") == 0;
+    else
+      ok = strcmp(it, "issues") == 0;
+    if (!ok) {
+      snprintf(bad, n, "%s:%s", it, lvl ? lvl : "?");
+      return;
+    }
+  }
+}
+
 static int do_lease(struct ticket *t, al_error *err)
 {
   uint64_t s = phase_begin(t, "lease");
-  al_lease_request rq = {.git_repo = t->repo, .ticket_repo = t->repo,
+  al_autofree char *git_perms = policy_perms(&t->policy->credentials.git);
+  al_autofree char *ticket_perms = policy_perms(&t->policy->credentials.ticket);
+  al_lease_request rq = {.git_repo = t->repo,
+                         .ticket_repo = t->repo,
+                         .git_permissions = git_perms,
+                         .ticket_permissions = ticket_perms,
                          .ttl_ms = t->policy->credentials.ttl_ms};
   if (al_lease_open(t->policy->credentials.broker, &rq, &t->lease, err) < 0) {
     phase_end(t, s, "failed", "%s", err->msg);
@@ -405,20 +456,33 @@ static int do_lease(struct ticket *t, al_error *err)
   for (int r = 0; r < AL_ROLE_COUNT; r++) {
     if (!al_lease_fingerprint(t->lease, (al_role)r))
       continue;
-    json_array_append_new(
-        toks, json_pack("{s:s, s:s, s:s*, s:s*, s:s*}", "role", al_role_name((al_role)r),
-                        "fingerprint", al_lease_fingerprint(t->lease, (al_role)r), "repo",
-                        al_lease_repo(t->lease, (al_role)r), "permissions",
-                        al_lease_permissions(t->lease, (al_role)r), "expires_at",
-                        al_lease_token_expires_at(t->lease, (al_role)r)));
+    json_array_append_new(toks, json_pack("{s:s, s:s, s:s*, s:s*, s:s*}", "role",
+                                          al_role_name((al_role)r), "fingerprint",
+                                          al_lease_fingerprint(t->lease, (al_role)r), "repo",
+                                          al_lease_repo(t->lease, (al_role)r), "permissions",
+                                          al_lease_permissions(t->lease, (al_role)r), "expires_at",
+                                          al_lease_token_expires_at(t->lease, (al_role)r)));
   }
-  json_object_set_new(t->rec, "lease", json_pack("{s:s*, s:I, s:s*, s:o}", "id", al_lease_id(t->lease),
-                                                 "ttl_ms", (json_int_t)al_lease_ttl_ms(t->lease),
-                                                 "expires_at", al_lease_expires_at(t->lease),
-                                                 "tokens", toks));
+  json_object_set_new(t->rec, "lease",
+                      json_pack("{s:s*, s:I, s:s*, s:o}", "id", al_lease_id(t->lease), "ttl_ms",
+                                (json_int_t)al_lease_ttl_ms(t->lease), "expires_at",
+                                al_lease_expires_at(t->lease), "tokens", toks));
   if (!al_lease_token(t->lease, AL_ROLE_GIT) || !al_lease_token(t->lease, AL_ROLE_TICKET)) {
     phase_end(t, s, "failed", "the broker did not lease both tokens");
     return al_make_error(err, 0, "the broker did not lease both a git and a ticket token");
+  }
+  for (int r = 0; r < AL_ROLE_COUNT; r++) {
+    char bad[128];
+    beyond_role((al_role)r, al_lease_permissions(t->lease, (al_role)r), bad, sizeof bad);
+    if (bad[0]) {
+      phase_end(t, s, "failed", "the %s token holds %s, more than its role needs",
+                al_role_name((al_role)r), bad);
+      return al_make_error(err, 0,
+                           "refusing to run: the broker granted the %s token `%s`, more than the "
+                           "role needs (git: contents, pull_requests; ticket: issues); trim the "
+                           "broker's roles",
+                           al_role_name((al_role)r), bad);
+    }
   }
   phase_end(t, s, "ok", "git %s, ticket %s (lease %s)", al_lease_fingerprint(t->lease, AL_ROLE_GIT),
             al_lease_fingerprint(t->lease, AL_ROLE_TICKET), al_lease_id(t->lease));
@@ -496,13 +560,120 @@ static int do_release(struct ticket *t, al_ticket_outcome *res, al_error *err)
   return 0;
 }
 
-/* Phase: the escape budget from the forge's API (issue #8). */
+/* "id (STATUS)" of every required criterion that does not hold. */
+static void audit_failed_list(json_t *report, char *out, size_t n)
+{
+  out[0] = '\0';
+  size_t off = 0, i;
+  json_t *k;
+  json_array_foreach(json_object_get(report, "criteria"), i, k)
+  {
+    const char *st = json_string_value(json_object_get(k, "status"));
+    if (!json_is_true(json_object_get(k, "required")) || !st || !strcmp(st, "PASS") ||
+        !strcmp(st, "WARN"))
+      continue;
+    int w = snprintf(out + off, n - off, "%s%s (%s)", off ? ", " : "",
+                     json_string_value(json_object_get(k, "id")) ?: "?", st);
+    if (w < 0 || (size_t)w >= n - off)
+      break;
+    off += (size_t)w;
+  }
+}
+
+/* The refusal, criterion by criterion with its fix (stderr). */
+static void audit_explain(json_t *report)
+{
+  size_t i;
+  json_t *k;
+  fprintf(stderr, "airlock ticket: the escape budget of %s (branch %s) does not hold:\n",
+          json_string_value(json_object_get(report, "repo")) ?: "?",
+          json_string_value(json_object_get(report, "branch")) ?: "?");
+  json_array_foreach(json_object_get(report, "criteria"), i, k)
+  {
+    const char *st = json_string_value(json_object_get(k, "status"));
+    if (!json_is_true(json_object_get(k, "required")) || !st || !strcmp(st, "PASS") ||
+        !strcmp(st, "WARN"))
+      continue;
+    al_autofree char *ev = al_redact(json_string_value(json_object_get(k, "evidence")) ?: "");
+    fprintf(stderr, "  %-7s %s: %s\n          evidence: %s\n          fix: %s\n", st,
+            json_string_value(json_object_get(k, "id")) ?: "?",
+            json_string_value(json_object_get(k, "title")) ?: "", ev,
+            json_string_value(json_object_get(k, "fix")) ?: "(none given)");
+  }
+}
+
+/* Phase: the escape budget from the forge's API (issue #8). The broker runs
+ * `airlock audit` with its own credentials (the App's JWT and, when
+ * configured, its read-only audit credential): the supervisor never holds
+ * an admin credential. Refuse unless it holds, or unless the user accepted
+ * an unprotected run (--accept-unprotected), which then marks the record
+ * and every later progress line. */
 static int do_audit(struct ticket *t, al_error *err)
 {
   uint64_t s = phase_begin(t, "audit");
-  (void)err;
-  json_object_set_new(t->rec, "audit", json_pack("{s:s}", "status", "not-built"));
-  phase_end(t, s, "skipped", "airlock audit is not built into this version");
+  char *text = NULL;
+  bool holds = false;
+  al_error ae = {0};
+  int r = al_broker_audit(t->policy->credentials.broker, t->repo, t->policy->base_branch, &text,
+                          &holds, &ae);
+  json_t *report = text ? json_loads(text, 0, NULL) : NULL;
+  free(text);
+  if (r == 0 && !json_is_object(report)) {
+    r = al_make_error(&ae, EPROTO, "the broker's audit report is not JSON");
+    holds = false;
+  }
+  json_t *a = json_object();
+  json_object_set_new(t->rec, "audit", a);
+  char failed[768] = "";
+  if (r < 0) {
+    json_object_set_new(a, "status", json_string("error"));
+    json_object_set_new(a, "error", json_string(ae.msg));
+  } else {
+    audit_failed_list(report, failed, sizeof failed);
+    json_object_set_new(a, "status", json_string(holds ? "holds" : "does-not-hold"));
+    json_object_set_new(a, "holds", json_boolean(holds));
+    if (failed[0])
+      json_object_set_new(a, "not_holding", json_string(failed));
+    json_object_set_new(a, "report", json_incref(report));
+  }
+  json_object_set_new(a, "accepted_unprotected", json_false());
+  if (r == 0 && holds) {
+    json_int_t warn =
+        json_integer_value(json_object_get(json_object_get(report, "counts"), "warn"));
+    phase_end(t, s, "ok", "the escape budget of %s (branch %s) holds%s", t->repo,
+              json_string_value(json_object_get(report, "branch")) ?: "?",
+              warn ? " (see the WARN criteria in the record)" : "");
+    json_decref(report);
+    return 0;
+  }
+  if (!t->o->accept_unprotected) {
+    if (r < 0) {
+      phase_end(t, s, "failed", "cannot prove the escape budget: %s", ae.msg);
+      al_make_error(err, 0,
+                    "refusing to run: the escape budget of %s could not be proven (%s); fix that, "
+                    "or pass --accept-unprotected to run anyway (recorded)",
+                    t->repo, ae.msg);
+    } else {
+      phase_end(t, s, "failed", "the escape budget does not hold: %s", failed);
+      audit_explain(report);
+      al_make_error(err, 0,
+                    "refusing to run: the escape budget of %s does not hold: %s; apply the "
+                    "fixes above (also in the run record), or pass --accept-unprotected to run "
+                    "anyway (recorded)",
+                    t->repo, failed);
+    }
+    json_decref(report);
+    return -1;
+  }
+  /* Accepted: from here on every progress line says so. */
+  t->unprotected = true;
+  json_object_set_new(a, "accepted_unprotected", json_true());
+  json_object_set_new(t->rec, "unprotected", json_true());
+  if (r < 0)
+    phase_end(t, s, "warn", "cannot prove the escape budget (%s); running anyway", ae.msg);
+  else
+    phase_end(t, s, "warn", "the escape budget does not hold: %s; running anyway", failed);
+  json_decref(report);
   return 0;
 }
 
@@ -516,8 +687,8 @@ static int do_preflight(struct ticket *t, al_error *err)
   al_error pe = {0};
   int r = al_probe_preflight(t->policy, &rep, &pe);
   if (r < 0) {
-    json_object_set_new(t->rec, "preflight", json_pack("{s:s, s:s}", "status", "error", "error",
-                                                       pe.msg));
+    json_object_set_new(t->rec, "preflight",
+                        json_pack("{s:s, s:s}", "status", "error", "error", pe.msg));
     phase_end(t, s, "failed", "%s", pe.msg);
     return al_make_error(err, pe.code, "preflight could not run: %s", pe.msg);
   }
@@ -531,9 +702,10 @@ static int do_preflight(struct ticket *t, al_error *err)
   json_t *j = buf ? json_loads(buf, 0, NULL) : NULL;
   free(buf);
   json_object_set_new(t->rec, "preflight",
-                      j ? j : json_pack("{s:I, s:I, s:I}", "blocked", (json_int_t)rep.n_blocked,
-                                        "escaped", (json_int_t)rep.n_escaped, "inconclusive",
-                                        (json_int_t)rep.n_inconclusive));
+                      j ? j
+                        : json_pack("{s:I, s:I, s:I}", "blocked", (json_int_t)rep.n_blocked,
+                                    "escaped", (json_int_t)rep.n_escaped, "inconclusive",
+                                    (json_int_t)rep.n_inconclusive));
   if (r != 0) {
     char first[AL_PROBE_EVIDENCE_MAX + 64] = "";
     for (size_t i = 0; i < rep.n; i++)
@@ -650,12 +822,13 @@ static void do_review(struct ticket *t)
                         json_pack("{s:I, s:O, s:O}", "number", num, "url",
                                   json_object_get(pr, "html_url"), "base",
                                   json_object_get(json_object_get(pr, "base"), "ref")));
-    al_review_scan_secrets(json_string_value(json_object_get(pr, "body")), "pull request body",
-                           fps, AL_ROLE_COUNT, secrets);
+    al_review_scan_secrets(json_string_value(json_object_get(pr, "body")), "pull request body", fps,
+                           AL_ROLE_COUNT, secrets);
     al_review_scan_secrets(json_string_value(json_object_get(pr, "title")), "pull request title",
                            fps, AL_ROLE_COUNT, secrets);
     al_ghapi_resp f = {0};
-    al_autofree char *fpath = al_strdup_printf("/repos/%s/pulls/%lld/files", t->repo, (long long)num);
+    al_autofree char *fpath =
+        al_strdup_printf("/repos/%s/pulls/%lld/files", t->repo, (long long)num);
     if (al_ghapi_get_list(api, fpath, git, &f, &e) == 0 && f.status == 200) {
       json_t *files = json_array();
       size_t i;
@@ -684,9 +857,9 @@ static void do_review(struct ticket *t)
     if (al_ghapi_get_list(api, cpath, tkt, &f, &e) == 0 && f.status == 200) {
       size_t i;
       json_t *v;
-      json_array_foreach(f.json, i, v) al_review_scan_secrets(
-          json_string_value(json_object_get(v, "body")), "pull request comment", fps,
-          AL_ROLE_COUNT, secrets);
+      json_array_foreach(f.json, i, v)
+          al_review_scan_secrets(json_string_value(json_object_get(v, "body")),
+                                 "pull request comment", fps, AL_ROLE_COUNT, secrets);
     }
     al_ghapi_resp_free(&f);
   }
@@ -697,9 +870,9 @@ static void do_review(struct ticket *t)
       size_t i;
       json_t *v;
       json_object_set_new(rv, "ticket_comments", json_integer((json_int_t)json_array_size(f.json)));
-      json_array_foreach(f.json, i, v) al_review_scan_secrets(
-          json_string_value(json_object_get(v, "body")), "ticket comment", fps, AL_ROLE_COUNT,
-          secrets);
+      json_array_foreach(f.json, i, v)
+          al_review_scan_secrets(json_string_value(json_object_get(v, "body")), "ticket comment",
+                                 fps, AL_ROLE_COUNT, secrets);
     }
     al_ghapi_resp_free(&f);
   }
@@ -727,6 +900,31 @@ fail:
   phase_end(t, s, "failed", "%s", e.msg);
 }
 
+/* The model relay's calls (issue #10) into the run record: one object per
+ * call as the relay logged it (never a body), and totals. */
+static void relay_record(struct ticket *t, int fd)
+{
+  if (fd < 0)
+    return;
+  size_t n = 0;
+  al_autofree char *text = read_memfd(fd, &n);
+  json_t *calls = decisions_from(text);
+  json_int_t in = 0, out = 0, refused = 0;
+  for (size_t i = 0; i < json_array_size(calls); i++) {
+    json_t *c = json_array_get(calls, i);
+    in += json_integer_value(json_object_get(c, "tokens_in"));
+    out += json_integer_value(json_object_get(c, "tokens_out"));
+    const char *d = json_string_value(json_object_get(c, "decision"));
+    if (!d || strcmp(d, "forwarded") != 0)
+      refused++;
+  }
+  json_object_set_new(t->rec, "model_relay",
+                      json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:o}", "upstream",
+                                t->policy->relay.upstream, "totals", "calls",
+                                (json_int_t)json_array_size(calls), "not_forwarded", refused,
+                                "tokens_in", in, "tokens_out", out, "calls", calls));
+}
+
 int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err)
 {
   memset(res, 0, sizeof *res);
@@ -742,17 +940,18 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
   json_object_set_new(t.rec, "run_id", json_string(t.run_id));
   json_object_set_new(t.rec, "started_at", json_string(started));
   json_object_set_new(t.rec, "accept_unprotected", json_boolean(o->accept_unprotected));
+  json_object_set_new(t.rec, "unprotected", json_false());
   json_t *argv = json_array();
   for (char *const *a = o->agent_argv; a && *a; a++)
     json_array_append_new(argv, json_string(*a));
   json_object_set_new(t.rec, "agent", json_pack("{s:o}", "argv", argv));
 
   int rc = -1;
-  int audit_fd = -1, out_fd = -1;
+  int audit_fd = -1, out_fd = -1, relay_fd = -1;
   if (al_ticket_parse_target(o->target, t.repo, sizeof t.repo, &t.number, err) < 0)
     goto done;
-  json_object_set_new(t.rec, "ticket", json_pack("{s:s, s:I}", "repo", t.repo, "number",
-                                                 (json_int_t)t.number));
+  json_object_set_new(t.rec, "ticket",
+                      json_pack("{s:s, s:I}", "repo", t.repo, "number", (json_int_t)t.number));
   if (do_policy(&t, err) < 0)
     goto done;
   snprintf(t.branch, sizeof t.branch, "%s%lu-%.8s", t.policy->branch_prefix, t.number, t.run_id);
@@ -770,7 +969,9 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
   {
     uint64_t s = phase_begin(&t, "agent");
     if ((audit_fd = sealed_memfd("airlock-audit", AUDIT_CAP, err)) < 0 ||
-        (out_fd = sealed_memfd("airlock-agent-stdout", AGENT_STDOUT_CAP, err)) < 0) {
+        (out_fd = sealed_memfd("airlock-agent-stdout", AGENT_STDOUT_CAP, err)) < 0 ||
+        (t.policy->relay.present &&
+         (relay_fd = sealed_memfd("airlock-relay", AUDIT_CAP, err)) < 0)) {
       phase_end(&t, s, "failed", "%s", err->msg);
       goto done;
     }
@@ -792,6 +993,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
         .quiet = o->quiet,
         .extra_ro_paths = ro,
         .stdout_fd = out_fd,
+        .relay_log_fd = relay_fd,
         .after_start = wipe_env,
         .after_start_ctx = &t,
     };
@@ -803,6 +1005,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
     size_t n = 0;
     al_autofree char *audit = read_memfd(audit_fd, &n);
     json_t *decisions = decisions_from(audit);
+    relay_record(&t, relay_fd);
     size_t denied = 0;
     for (size_t i = 0; i < json_array_size(decisions); i++) {
       const char *d = json_string_value(json_object_get(json_array_get(decisions, i), "decision"));
@@ -819,8 +1022,9 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
       phase_end(&t, s, "failed", "%s", re.msg);
       *err = re;
     } else {
-      phase_end(&t, s, status == 0 ? "ok" : "failed", "exit %d, %zu proxy decisions (%zu denied)%s%s",
-                status, json_array_size(decisions), denied, res->pr_url[0] ? ", " : "", res->pr_url);
+      phase_end(&t, s, status == 0 ? "ok" : "failed",
+                "exit %d, %zu proxy decisions (%zu denied)%s%s", status, json_array_size(decisions),
+                denied, res->pr_url[0] ? ", " : "", res->pr_url);
       if (status != 0)
         al_make_error(err, 0, "the agent exited with status %d%s", status,
                       status == 124 ? " (timeout)" : "");
@@ -830,6 +1034,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
   }
 
 done:
+  res->unprotected = t.unprotected;
   wipe_env(&t);
   {
     al_error re = {0};
@@ -863,6 +1068,8 @@ done:
     close(audit_fd);
   if (out_fd >= 0)
     close(out_fd);
+  if (relay_fd >= 0)
+    close(relay_fd);
   for (size_t i = 0; i < t.nphases; i++)
     free(t.phases[i].detail);
   json_decref(t.rec);

@@ -16,31 +16,36 @@
 #include "common/error.h"
 
 typedef struct al_ticket_opts {
-  const char *target;         /* "OWNER/REPO#N" */
-  const char *policy_path;    /* required: a ticket needs credentials and network sections */
-  char *const *agent_argv;    /* the agent command, NULL-terminated */
+  const char *target;                /* "OWNER/REPO#N" */
+  const char *policy_path;           /* required: a ticket needs credentials and network sections */
+  char *const *agent_argv;           /* the agent command, NULL-terminated */
   const char *const *extra_ro_paths; /* host paths the agent needs (its own directory) */
-  const char *record_path;    /* NULL: $XDG_STATE_HOME/airlock/runs/<run>.json */
-  uint64_t timeout_ms;        /* 0: the policy's wall limit */
-  bool quiet;                 /* no progress lines */
-  bool json;                  /* print the run record on stdout at the end */
-  bool accept_unprotected;    /* run even when the audit fails (recorded, printed) */
-  bool show_agent_stdout;     /* echo the agent's stdout after the run (default on) */
+  const char *record_path;           /* NULL: $XDG_STATE_HOME/airlock/runs/<run>.json */
+  uint64_t timeout_ms;               /* 0: the policy's wall limit */
+  bool quiet;                        /* no progress lines */
+  bool json;                         /* print the run record on stdout at the end */
+  bool accept_unprotected;           /* run even when the audit fails (recorded, printed) */
+  bool show_agent_stdout;            /* echo the agent's stdout after the run (default on) */
 } al_ticket_opts;
 
 typedef struct al_ticket_outcome {
   char run_id[33];
-  int agent_status;           /* exit status per sandbox.h, or -1 when the agent never ran */
-  bool tokens_dead;           /* every token revoked and confirmed */
-  char pr_url[512];           /* as reported by the agent and checked against the forge URL */
+  int agent_status; /* exit status per sandbox.h, or -1 when the agent never ran */
+  bool tokens_dead; /* every token revoked and confirmed */
+  char pr_url[512]; /* as reported by the agent and checked against the forge URL */
   char record_path[4096];
-  char *agent_stdout;         /* what the agent printed (capped), malloc'd; caller frees */
+  char *agent_stdout; /* what the agent printed (capped), malloc'd; caller frees */
+  bool unprotected;   /* ran with --accept-unprotected although the audit did not
+                         prove the escape budget (print AL_TICKET_UNPROTECTED_MARK) */
 } al_ticket_outcome;
+
+/* The suffix of every progress and summary line of an unprotected run. */
+#define AL_TICKET_UNPROTECTED_MARK "[UNPROTECTED: accepted]"
 
 /* Run one ticket. Returns 0 when the agent ran and exited 0 and every token
  * was confirmed dead; -1 with err otherwise (out is filled as far as the
  * run got, and the record is written either way). */
-int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *out, al_error *err);
+int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err);
 
 /* Parse "OWNER/REPO#N". Returns 0 or -1 with err naming the rule. */
 int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned long *number,

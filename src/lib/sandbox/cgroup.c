@@ -205,8 +205,11 @@ void sb_cgroup_kill(struct sb_cgroup *cg)
     if (al_read_file(path, 1 << 20, &buf, NULL, NULL) < 0)
       continue;
     char *save = NULL;
-    for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-      kill((pid_t)atoi(l), SIGKILL);
+    for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+      long pid = strtol(l, NULL, 10);
+      if (pid > 0) /* never kill(0) or kill(-1) on a line that is not a pid */
+        kill((pid_t)pid, SIGKILL);
+    }
   }
 }
 

@@ -56,7 +56,7 @@ static int last_cap(void)
     ssize_t n = read(fd, buf, sizeof buf - 1);
     if (n > 0) {
       buf[n] = '\0';
-      int v = atoi(buf);
+      int v = (int)strtol(buf, NULL, 10);
       if (v > 0 && v < 64)
         last = v;
     }

@@ -13,10 +13,22 @@
 #include "common/util.h"
 #include "sandbox/syscalls.h"
 
-#define DENY(n) {.name = n, .errno_ret = EPERM}
-#define DENY_IF1(n, c0) {.name = n, .errno_ret = EPERM, .n_cmp = 1, .cmp = {c0}}
-#define DENY_IF2(n, c0, c1) {.name = n, .errno_ret = EPERM, .n_cmp = 2, .cmp = {c0, c1}}
-#define CMP(i, o, x, y) {.arg = i, .op = o, .a = x, .b = y}
+#define DENY(n)                                                                                    \
+  {                                                                                                \
+    .name = (n), .errno_ret = EPERM                                                                \
+  }
+#define DENY_IF1(n, c0)                                                                            \
+  {                                                                                                \
+    .name = (n), .errno_ret = EPERM, .n_cmp = 1, .cmp = { c0 }                                     \
+  }
+#define DENY_IF2(n, c0, c1)                                                                        \
+  {                                                                                                \
+    .name = (n), .errno_ret = EPERM, .n_cmp = 2, .cmp = { c0, c1 }                                 \
+  }
+#define CMP(i, o, x, y)                                                                            \
+  {                                                                                                \
+    .arg = (i), .op = (o), .a = (x), .b = (y)                                                      \
+  }
 #define CLONE_NS(f) DENY_IF1("clone", CMP(0, AL_SC_MASKED_EQ, f, f))
 
 /* The syscalls refused outright (EPERM): namespaces, mounts, kernel
@@ -24,24 +36,72 @@
  * administration (DESIGN.md §2's list plus the new mount API); then the
  * calls refused by argument. */
 static const al_sc_rule rules[] = {
-    DENY("mount"), DENY("umount"), DENY("umount2"), DENY("pivot_root"), DENY("chroot"),
-    DENY("fsopen"), DENY("fsconfig"), DENY("fsmount"), DENY("fspick"), DENY("move_mount"),
-    DENY("open_tree"), DENY("mount_setattr"), DENY("unshare"), DENY("setns"), DENY("ptrace"),
-    DENY("process_vm_readv"), DENY("process_vm_writev"), DENY("process_madvise"), DENY("bpf"),
-    DENY("perf_event_open"), DENY("keyctl"), DENY("add_key"), DENY("request_key"),
-    DENY("kexec_load"), DENY("kexec_file_load"), DENY("init_module"), DENY("finit_module"),
-    DENY("delete_module"), DENY("create_module"), DENY("userfaultfd"), DENY("io_uring_setup"),
-    DENY("io_uring_enter"), DENY("io_uring_register"), DENY("open_by_handle_at"),
-    DENY("name_to_handle_at"), DENY("acct"), DENY("swapon"), DENY("swapoff"), DENY("reboot"),
-    DENY("syslog"), DENY("quotactl"), DENY("quotactl_fd"), DENY("lookup_dcookie"),
-    DENY("nfsservctl"), DENY("vhangup"), DENY("iopl"), DENY("ioperm"), DENY("settimeofday"),
-    DENY("clock_settime"), DENY("clock_adjtime"), DENY("adjtimex"), DENY("stime"), DENY("uselib"),
-    DENY("fanotify_init"), DENY("kcmp"), DENY("pidfd_getfd"),
+    DENY("mount"),
+    DENY("umount"),
+    DENY("umount2"),
+    DENY("pivot_root"),
+    DENY("chroot"),
+    DENY("fsopen"),
+    DENY("fsconfig"),
+    DENY("fsmount"),
+    DENY("fspick"),
+    DENY("move_mount"),
+    DENY("open_tree"),
+    DENY("mount_setattr"),
+    DENY("unshare"),
+    DENY("setns"),
+    DENY("ptrace"),
+    DENY("process_vm_readv"),
+    DENY("process_vm_writev"),
+    DENY("process_madvise"),
+    DENY("bpf"),
+    DENY("perf_event_open"),
+    DENY("keyctl"),
+    DENY("add_key"),
+    DENY("request_key"),
+    DENY("kexec_load"),
+    DENY("kexec_file_load"),
+    DENY("init_module"),
+    DENY("finit_module"),
+    DENY("delete_module"),
+    DENY("create_module"),
+    DENY("userfaultfd"),
+    DENY("io_uring_setup"),
+    DENY("io_uring_enter"),
+    DENY("io_uring_register"),
+    DENY("open_by_handle_at"),
+    DENY("name_to_handle_at"),
+    DENY("acct"),
+    DENY("swapon"),
+    DENY("swapoff"),
+    DENY("reboot"),
+    DENY("syslog"),
+    DENY("quotactl"),
+    DENY("quotactl_fd"),
+    DENY("lookup_dcookie"),
+    DENY("nfsservctl"),
+    DENY("vhangup"),
+    DENY("iopl"),
+    DENY("ioperm"),
+    DENY("settimeofday"),
+    DENY("clock_settime"),
+    DENY("clock_adjtime"),
+    DENY("adjtimex"),
+    DENY("stime"),
+    DENY("uselib"),
+    DENY("fanotify_init"),
+    DENY("kcmp"),
+    DENY("pidfd_getfd"),
     /* clone3 takes its flags in a struct seccomp cannot read: ENOSYS makes
      * libc fall back to clone(2), whose flags are checked below. */
     {.name = "clone3", .errno_ret = ENOSYS},
-    CLONE_NS(CLONE_NEWNS), CLONE_NS(CLONE_NEWUSER), CLONE_NS(CLONE_NEWPID), CLONE_NS(CLONE_NEWNET),
-    CLONE_NS(CLONE_NEWIPC), CLONE_NS(CLONE_NEWUTS), CLONE_NS(CLONE_NEWCGROUP),
+    CLONE_NS(CLONE_NEWNS),
+    CLONE_NS(CLONE_NEWUSER),
+    CLONE_NS(CLONE_NEWPID),
+    CLONE_NS(CLONE_NEWNET),
+    CLONE_NS(CLONE_NEWIPC),
+    CLONE_NS(CLONE_NEWUTS),
+    CLONE_NS(CLONE_NEWCGROUP),
     /* TIOCSTI / TIOCLINUX push input into a terminal; the kernel compares the
      * request as a 32-bit value, so mask it the same way. */
     DENY_IF1("ioctl", CMP(1, AL_SC_MASKED_EQ, 0xffffffffUL, TIOCSTI)),
@@ -109,8 +169,8 @@ int al_seccomp_profile_json(char **out, al_error *err)
     for (unsigned k = 0; k < r->n_cmp; k++) {
       const al_sc_cmp *c = &r->cmp[k];
       json_array_append_new(args, json_pack("{s:I,s:I,s:I,s:s}", "index", (json_int_t)c->arg,
-                                            "value", (json_int_t)c->a, "valueTwo",
-                                            (json_int_t)c->b, "op", op_name(c->op)));
+                                            "value", (json_int_t)c->a, "valueTwo", (json_int_t)c->b,
+                                            "op", op_name(c->op)));
     }
     json_t *e = json_pack("{s:[s],s:s,s:i,s:o}", "names", r->name, "action", "SCMP_ACT_ERRNO",
                           "errnoRet", r->errno_ret, "args", args);

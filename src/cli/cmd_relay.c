@@ -1,0 +1,202 @@
+/* airlock relay: the model relay (issue #10). Normally started by
+ * `airlock run` / `airlock ticket` in its own sandbox (relay/launch.h);
+ * can run alone for debugging. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "common/util.h"
+#include "policy/policy.h"
+#include "relay/relay.h"
+
+static void usage(FILE *out)
+{
+  fprintf(
+      out,
+      "usage: airlock relay (-p POLICY | --config-json JSON) (--listen ADDR:PORT | --listen-fd N)\n"
+      "                     [--proxy ADDR:PORT] [--log FILE] [--run-id ID] [--key-file FILE]\n"
+      "\n"
+      "Serve the model relay of a policy's `relay:` section: plain HTTP in, the\n"
+      "configured routes only, the real key added, TLS (verified) out through\n"
+      "the egress proxy's CONNECT. The key comes from $" AL_RELAY_KEY_ENV " (wiped on\n"
+      "start) or --key-file (mode 0600). One JSON line per call goes to --log\n"
+      "(default: stdout). Without --proxy it dials the upstream directly\n"
+      "(debugging only).\n");
+}
+
+static int listen_on(const char *addr)
+{
+  char host[64];
+  snprintf(host, sizeof host, "%s", addr);
+  char *colon = strrchr(host, ':');
+  if (!colon)
+    return -1;
+  *colon = '\0';
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+    return -1;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 128) < 0) {
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int cmd_relay(int argc, char **argv)
+{
+  static const struct option opts[] = {
+      {"policy", required_argument, NULL, 'p'}, {"config-json", required_argument, NULL, 'j'},
+      {"listen", required_argument, NULL, 'l'}, {"listen-fd", required_argument, NULL, 'f'},
+      {"proxy", required_argument, NULL, 'x'},  {"log", required_argument, NULL, 'o'},
+      {"run-id", required_argument, NULL, 'r'}, {"key-file", required_argument, NULL, 'k'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  const char *policy_path = NULL, *json = NULL, *listen = NULL, *proxy = NULL, *log_path = NULL,
+             *run_id = NULL, *key_file = NULL;
+  int listen_fd = -1;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "p:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'p':
+      policy_path = optarg;
+      break;
+    case 'j':
+      json = optarg;
+      break;
+    case 'l':
+      listen = optarg;
+      break;
+    case 'f':
+      listen_fd = atoi(optarg);
+      break;
+    case 'x':
+      proxy = optarg;
+      break;
+    case 'o':
+      log_path = optarg;
+      break;
+    case 'r':
+      run_id = optarg;
+      break;
+    case 'k':
+      key_file = optarg;
+      break;
+    case 'h':
+      usage(stdout);
+      return 0;
+    default:
+      usage(stderr);
+      return 2;
+    }
+  }
+  /* This process holds the model key: no core dumps, no ptrace. */
+  prctl(PR_SET_DUMPABLE, 0);
+
+  /* Take the key first, so it leaves the environment (and
+   * /proc/self/environ) before anything else happens. */
+  char *key = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (key == MAP_FAILED) {
+    fprintf(stderr, "airlock relay: mmap: %s\n", strerror(errno));
+    return 1;
+  }
+  (void)mlock(key, 4096);
+  (void)madvise(key, 4096, MADV_DONTDUMP);
+  char *ev = getenv(AL_RELAY_KEY_ENV);
+  if (ev) {
+    snprintf(key, AL_RELAY_KEY_MAX + 1, "%s", ev);
+    explicit_bzero(ev, strlen(ev));
+    unsetenv(AL_RELAY_KEY_ENV);
+  } else if (key_file) {
+    int fd = open(key_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0 || (st.st_mode & 077) || st.st_uid != geteuid()) {
+      fprintf(stderr, "airlock relay: --key-file `%s`: unreadable, or not ours with mode 0600\n",
+              key_file);
+      return 2;
+    }
+    ssize_t n = read(fd, key, AL_RELAY_KEY_MAX);
+    close(fd);
+    while (n > 0 && (key[n - 1] == '\n' || key[n - 1] == '\r'))
+      n--;
+    key[n > 0 ? n : 0] = '\0';
+  }
+  size_t kl = strlen(key);
+  bool kok = kl > 0 && kl <= AL_RELAY_KEY_MAX;
+  for (size_t i = 0; i < kl && kok; i++)
+    kok = key[i] > 0x20 && key[i] < 0x7f;
+  if (!kok) {
+    fprintf(stderr, "airlock relay: no usable key ($" AL_RELAY_KEY_ENV " or --key-file)\n");
+    return 2;
+  }
+
+  al_error err = {0};
+  al_policy_relay cfg = {0};
+  if (policy_path) {
+    al_policy *p = NULL;
+    if (al_policy_load_file(policy_path, &p, &err) < 0) {
+      fprintf(stderr, "airlock relay: %s\n", err.msg);
+      return 2;
+    }
+    al_autofree char *canon = al_policy_relay_canonical(p);
+    al_policy_free(p);
+    if (!canon) {
+      fprintf(stderr, "airlock relay: `%s` has no relay section\n", policy_path);
+      return 2;
+    }
+    if (al_relay_config_from_json(canon, &cfg, &err) < 0) {
+      fprintf(stderr, "airlock relay: %s\n", err.msg);
+      return 2;
+    }
+  } else if (json) {
+    if (al_relay_config_from_json(json, &cfg, &err) < 0) {
+      fprintf(stderr, "airlock relay: %s\n", err.msg);
+      return 2;
+    }
+  } else {
+    usage(stderr);
+    return 2;
+  }
+  if (listen)
+    listen_fd = listen_on(listen);
+  if (listen_fd < 0) {
+    fprintf(stderr, "airlock relay: need --listen ADDR:PORT (IPv4) or --listen-fd N\n");
+    al_relay_config_clear(&cfg);
+    return 2;
+  }
+  int log_fd = 1;
+  if (log_path) {
+    log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (log_fd < 0) {
+      fprintf(stderr, "airlock relay: --log `%s`: %s\n", log_path, strerror(errno));
+      al_relay_config_clear(&cfg);
+      return 2;
+    }
+  }
+  al_relay_serve_opts so = {.cfg = &cfg,
+                            .listen_fd = listen_fd,
+                            .proxy_addr = proxy,
+                            .key = key,
+                            .log_fd = log_fd,
+                            .run_id = run_id};
+  int r = al_relay_serve(&so, &err);
+  if (r < 0)
+    fprintf(stderr, "airlock relay: %s\n", err.msg);
+  explicit_bzero(key, 4096);
+  al_relay_config_clear(&cfg);
+  return r < 0 ? 1 : 0;
+}

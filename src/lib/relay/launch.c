@@ -1,0 +1,243 @@
+#include "relay/launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "relay/relay.h"
+#include "sandbox/sandbox.h"
+
+struct al_relay_proc {
+  al_sandbox *sb;
+  al_policy *policy; /* the relay sandbox's own policy (and the proxy's for its listener) */
+  int proxy_listener;
+};
+
+const char *const *al_relay_agent_env(void)
+{
+  static const char *const env[] = {"ANTHROPIC_BASE_URL=http://127.0.0.1:8080",
+                                    "OPENAI_BASE_URL=http://127.0.0.1:8080/v1",
+                                    "ANTHROPIC_API_KEY=airlock-relay-injects-the-key",
+                                    "OPENAI_API_KEY=airlock-relay-injects-the-key",
+                                    "AIRLOCK_MODEL_RELAY=http://127.0.0.1:8080",
+                                    "NO_PROXY=127.0.0.1,localhost",
+                                    "no_proxy=127.0.0.1,localhost",
+                                    NULL};
+  return env;
+}
+
+/* The key file: ours, private, one printable line. buf gets the key. */
+static int read_key(const char *path, char *buf, size_t cap, al_error *err)
+{
+  al_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+  if (fd < 0)
+    return al_make_error(err, errno, "relay.key_file `%s`", path);
+  struct stat st;
+  if (fstat(fd, &st) < 0)
+    return al_make_error(err, errno, "relay.key_file `%s`", path);
+  if (!S_ISREG(st.st_mode))
+    return al_make_error(err, EINVAL, "relay.key_file `%s`: not a regular file", path);
+  if (st.st_uid != geteuid() || (st.st_mode & 077))
+    return al_make_error(err, EPERM,
+                         "relay.key_file `%s`: must be owned by uid %u with mode 0600 or stricter "
+                         "(is uid %u, mode %04o)",
+                         path, (unsigned)geteuid(), (unsigned)st.st_uid,
+                         (unsigned)(st.st_mode & 07777));
+  ssize_t n = al_read_all(fd, buf, cap - 1);
+  if (n < 0)
+    return al_make_error(err, (int)-n, "relay.key_file `%s`", path);
+  if ((size_t)n == cap - 1) {
+    explicit_bzero(buf, cap);
+    return al_make_error(err, EINVAL, "relay.key_file `%s`: longer than %zu bytes", path, cap - 2);
+  }
+  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+    n--;
+  buf[n] = '\0';
+  bool ok = n > 0;
+  for (ssize_t i = 0; i < n && ok; i++)
+    ok = buf[i] > 0x20 && buf[i] < 0x7f;
+  if (!ok) {
+    explicit_bzero(buf, cap);
+    return al_make_error(
+        err, EINVAL, "relay.key_file `%s`: must hold one key of printable ASCII, no spaces", path);
+  }
+  return 0;
+}
+
+/* The relay sandbox's policy: the model API host as the only egress. */
+static int relay_policy(const al_policy *p, al_policy **out, al_error *err)
+{
+  const al_policy_relay *r = &p->relay;
+  char pin[300] = "";
+  if (r->pin)
+    snprintf(pin, sizeof pin, "  pin: [{host: \"%s\", address: \"%s\"}]\n", r->host, r->pin);
+  char resolver[200] = "";
+  if (p->network.present && p->network.resolver)
+    snprintf(resolver, sizeof resolver, "  resolver: \"%s\"\n", p->network.resolver);
+  uint64_t wall = p->process.limits.wall_ms + 60000;
+  if (wall > 7 * 86400000ull)
+    wall = 7 * 86400000ull;
+  al_autofree char *yaml = al_strdup_printf(
+      "version: 1\n"
+      "network:\n"
+      "  allow: [{host: \"%s\", port: %u, tls: true}]\n"
+      "%s%s"
+      "  max_connections: %u\n"
+      "  timeouts: {connect: %llums, idle: %llums, tunnel: %llums}\n"
+      "filesystem: {workspace_size: 1MiB, tmp_size: 16MiB}\n"
+      "process:\n"
+      "  limits: {memory: 512MiB, pids: %u, nofile: 1024, wall: %llums}\n",
+      r->host, (unsigned)r->port, pin, resolver, r->max_conns * 2 + 4,
+      (unsigned long long)r->connect_timeout_ms, (unsigned long long)r->idle_timeout_ms,
+      (unsigned long long)r->total_timeout_ms, r->max_conns + 16, (unsigned long long)wall);
+  if (al_policy_load_buffer("<relay>", yaml, strlen(yaml), out, err) < 0)
+    return al_error_wrap(err, "the relay's policy");
+  return 0;
+}
+
+/* The sibling airlock-net binary (the relay verb links OpenSSL). */
+static int net_binary(char *out, size_t len, al_error *err)
+{
+  ssize_t n = readlink("/proc/self/exe", out, len - 16);
+  if (n <= 0)
+    return al_make_error(err, errno, "readlink /proc/self/exe");
+  out[n] = '\0';
+  char *slash = strrchr(out, '/');
+  snprintf(slash + 1, len - (size_t)(slash + 1 - out), "airlock-net");
+  if (access(out, X_OK) < 0)
+    return al_make_error(err, errno, "the relay needs `%s`", out);
+  return 0;
+}
+
+int al_relay_start(const al_relay_start_opts *o, al_relay_proc **out, al_error *err)
+{
+  const al_policy *p = o->policy;
+  if (!p->relay.present)
+    return al_make_error(err, EINVAL, "the policy has no relay section");
+  if (o->log_fd <= 2)
+    return al_make_error(err, EINVAL, "the relay needs a log fd above 2");
+  char bin[PATH_MAX];
+  if (net_binary(bin, sizeof bin, err) < 0)
+    return -1;
+  al_autofree char *cfg = al_policy_relay_canonical(p);
+  al_relay_proc *rp = al_xcalloc(1, sizeof *rp);
+  rp->proxy_listener = -1;
+  if (relay_policy(p, &rp->policy, err) < 0) {
+    free(rp);
+    return -1;
+  }
+
+  /* The key lives in this buffer for the few milliseconds it takes to
+   * start the sandbox (its copy in the sandbox's envp is wiped by
+   * al_sandbox_start). Locked and excluded from core dumps. */
+  const size_t kcap = AL_RELAY_KEY_MAX + 2 + sizeof AL_RELAY_KEY_ENV + 1;
+  char *kenv = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (kenv == MAP_FAILED) {
+    al_policy_free(rp->policy);
+    free(rp);
+    return al_make_error(err, errno, "mmap");
+  }
+  (void)mlock(kenv, 4096);
+  (void)madvise(kenv, 4096, MADV_DONTDUMP);
+  (void)madvise(kenv, 4096, MADV_WIPEONFORK);
+  size_t pre = strlen(AL_RELAY_KEY_ENV "=");
+  memcpy(kenv, AL_RELAY_KEY_ENV "=", pre);
+  int r = read_key(p->relay.key_file, kenv + pre, kcap - pre, err);
+  if (r == 0) {
+    char *env[] = {kenv, NULL};
+    char *argv[] = {bin,
+                    (char *)"relay",
+                    (char *)"--listen-fd",
+                    (char *)"0",
+                    (char *)"--proxy",
+                    (char *)"127.0.0.1:3128",
+                    (char *)"--run-id",
+                    (char *)o->run_id,
+                    (char *)"--config-json",
+                    cfg,
+                    NULL};
+    const char *ro[3] = {bin, p->relay.ca_file, NULL};
+    uint16_t port = 3128;
+    al_sandbox_opts so = {
+        .policy = rp->policy,
+        .argv = argv,
+        .env = env,
+        .listen_ports = &port,
+        .n_listen = 1,
+        .run_id = o->run_id,
+        .extra_ro_paths = ro,
+        .quiet = true,
+        .stdout_fd = o->log_fd,
+    };
+    /* The sandbox inherits fds 0-2 only: hand it the agent's listener as
+     * its stdin for the moment of the clone. */
+    int saved = fcntl(0, F_DUPFD_CLOEXEC, 3);
+    if (dup2(o->agent_listener, 0) < 0) {
+      r = al_make_error(err, errno, "dup2 the relay listener");
+    } else {
+      int st = 0;
+      r = al_sandbox_start(&so, &rp->sb, &st, err);
+      if (saved >= 0)
+        dup2(saved, 0);
+      else
+        close(0);
+      if (r < 0)
+        al_error_wrap(err, "start the relay sandbox");
+    }
+    if (saved >= 0)
+      close(saved);
+  }
+  explicit_bzero(kenv, 4096);
+  munmap(kenv, 4096);
+  if (r < 0) {
+    al_policy_free(rp->policy);
+    free(rp);
+    return -1;
+  }
+  rp->proxy_listener = al_sandbox_take_listener(rp->sb, 0);
+  *out = rp;
+  return 0;
+}
+
+int al_relay_proxy_listener(const al_relay_proc *rp)
+{
+  return rp->proxy_listener;
+}
+
+const al_policy *al_relay_proxy_policy(const al_relay_proc *rp)
+{
+  return rp->policy;
+}
+
+void al_relay_stop(al_relay_proc *rp)
+{
+  if (!rp)
+    return;
+  if (rp->sb) {
+    pid_t pid = al_sandbox_pid(rp->sb);
+    if (pid > 0) {
+      /* let calls in flight log their line; then the sandbox is killed */
+      kill(pid, SIGTERM);
+      for (int i = 0; i < 40; i++) {
+        siginfo_t si = {0};
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == pid)
+          break;
+        usleep(5000);
+      }
+    }
+    al_sandbox_destroy(rp->sb);
+  }
+  if (rp->proxy_listener >= 0)
+    close(rp->proxy_listener);
+  al_policy_free(rp->policy);
+  free(rp);
+}

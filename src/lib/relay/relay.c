@@ -1,0 +1,1057 @@
+/* The model relay's server: one thread per call, blocking sockets with
+ * timeouts, OpenSSL for the upstream TLS. See relay.h for the contract. */
+#include "relay/relay.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "relay/usage.h"
+
+#define HEAD_MAX (64 * 1024)
+#define HEAD_TIMEOUT_MS 30000
+#define IOBUF 16384
+
+/* ---- configuration from JSON ---- */
+
+static int jstr(json_t *o, const char *k, bool opt, char **out, al_error *err)
+{
+  json_t *v = json_object_get(o, k);
+  if (!v || json_is_null(v)) {
+    if (opt)
+      return 0;
+    return al_make_error(err, EINVAL, "relay config: `%s` missing", k);
+  }
+  if (!json_is_string(v))
+    return al_make_error(err, EINVAL, "relay config: `%s` must be a string", k);
+  *out = al_xstrdup(json_string_value(v));
+  return 0;
+}
+
+static int juint(json_t *o, const char *k, uint64_t *out, al_error *err)
+{
+  json_t *v = json_object_get(o, k);
+  if (!json_is_integer(v) || json_integer_value(v) < 0)
+    return al_make_error(err, EINVAL, "relay config: `%s` must be a whole number", k);
+  *out = (uint64_t)json_integer_value(v);
+  return 0;
+}
+
+int al_relay_config_from_json(const char *text, al_policy_relay *r, al_error *err)
+{
+  memset(r, 0, sizeof *r);
+  json_error_t je;
+  json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+  if (!json_is_object(o)) {
+    json_decref(o);
+    return al_make_error(err, EINVAL, "relay config: not a JSON object: %s", je.text);
+  }
+  uint64_t port = 0, conns = 0;
+  json_t *b = json_object_get(o, "budget"), *t = json_object_get(o, "timeouts_ms");
+  json_t *routes = json_object_get(o, "routes");
+  int rc = -1;
+  if (jstr(o, "upstream", false, &r->upstream, err) < 0 ||
+      jstr(o, "host", false, &r->host, err) < 0 || jstr(o, "prefix", false, &r->prefix, err) < 0 ||
+      jstr(o, "auth", false, &r->auth, err) < 0 ||
+      jstr(o, "key_file", true, &r->key_file, err) < 0 ||
+      jstr(o, "ca_file", true, &r->ca_file, err) < 0 || jstr(o, "pin", true, &r->pin, err) < 0 ||
+      juint(o, "port", &port, err) < 0 || juint(o, "max_request", &r->max_request, err) < 0 ||
+      juint(o, "max_connections", &conns, err) < 0 ||
+      juint(b, "requests", &r->budget_requests, err) < 0 ||
+      juint(b, "tokens", &r->budget_tokens, err) < 0 ||
+      juint(t, "connect", &r->connect_timeout_ms, err) < 0 ||
+      juint(t, "first_byte", &r->first_byte_timeout_ms, err) < 0 ||
+      juint(t, "idle", &r->idle_timeout_ms, err) < 0 ||
+      juint(t, "total", &r->total_timeout_ms, err) < 0)
+    goto out;
+  if (port == 0 || port > 65535 || conns == 0 || conns > 1024 || !json_is_array(routes) ||
+      json_array_size(routes) == 0 || json_array_size(routes) > 1024) {
+    al_make_error(err, EINVAL, "relay config: bad port, max_connections or routes");
+    goto out;
+  }
+  if (strcmp(r->auth, "x-api-key") != 0 && strcmp(r->auth, "bearer") != 0) {
+    al_make_error(err, EINVAL, "relay config: auth must be x-api-key or bearer");
+    goto out;
+  }
+  r->port = (uint16_t)port;
+  r->max_conns = (uint32_t)conns;
+  r->routes = al_xcalloc(json_array_size(routes), sizeof *r->routes);
+  for (size_t i = 0; i < json_array_size(routes); i++) {
+    const char *s = json_string_value(json_array_get(routes, i));
+    const char *sp = s ? strchr(s, ' ') : NULL;
+    if (!sp || sp[1] != '/') {
+      al_make_error(err, EINVAL, "relay config: route %zu must be `METHOD /path`", i);
+      goto out;
+    }
+    r->routes[i].method = strndup(s, (size_t)(sp - s));
+    r->routes[i].path = al_xstrdup(sp + 1);
+    r->n_routes = i + 1;
+  }
+  r->present = true;
+  rc = 0;
+out:
+  json_decref(o);
+  if (rc < 0)
+    al_relay_config_clear(r);
+  return rc;
+}
+
+void al_relay_config_clear(al_policy_relay *r)
+{
+  free(r->upstream);
+  free(r->host);
+  free(r->prefix);
+  free(r->auth);
+  free(r->key_file);
+  free(r->ca_file);
+  free(r->pin);
+  for (size_t i = 0; i < r->n_routes; i++) {
+    free(r->routes[i].method);
+    free(r->routes[i].path);
+  }
+  free(r->routes);
+  memset(r, 0, sizeof *r);
+}
+
+/* ---- shared state ---- */
+
+struct relay {
+  const al_relay_serve_opts *o;
+  const al_policy_relay *cfg;
+  SSL_CTX *ssl;
+  pthread_mutex_t mu;
+  uint32_t active;
+  uint64_t requests; /* admitted calls */
+  uint64_t tokens;   /* tokens charged (in + out) */
+  uint64_t seq;
+};
+
+struct call {
+  struct relay *rl;
+  int fd; /* the agent's connection */
+  uint64_t id;
+  uint64_t t0_ms;
+  /* what goes into the log line */
+  char method[16];
+  char path[260];
+  char model[132];
+  int status;
+  bool stream;
+  const char *decision;
+  char reason[200];
+  uint64_t bytes_up, bytes_down, ttfb_ms;
+  al_usage usage;
+};
+
+static void log_call(struct call *c)
+{
+  struct relay *rl = c->rl;
+  if (rl->o->log_fd < 0)
+    return;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  char when[40];
+  snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
+           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+  json_t *j = json_pack(
+      "{s:s, s:s, s:s?, s:I, s:s, s:s, s:s?, s:i, s:b, s:I, s:I, s:I, s:I, "
+      "s:I, s:I, s:b}",
+      "time", when, "type", "model_call", "run", rl->o->run_id, "call", (json_int_t)c->id, "method",
+      c->method, "path", c->path, "model", c->model[0] ? c->model : NULL, "status", c->status,
+      "stream", c->stream, "tokens_in", (json_int_t)c->usage.tokens_in, "tokens_out",
+      (json_int_t)c->usage.tokens_out, "bytes_up", (json_int_t)c->bytes_up, "bytes_down",
+      (json_int_t)c->bytes_down, "latency_ms", (json_int_t)(al_now_ms() - c->t0_ms), "ttfb_ms",
+      (json_int_t)c->ttfb_ms, "usage_seen", c->usage.seen);
+  if (!j)
+    return;
+  json_object_set_new(j, "decision", json_string(c->decision ? c->decision : "error"));
+  if (c->reason[0])
+    json_object_set_new(j, "reason", json_string(c->reason));
+  char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+  json_decref(j);
+  if (!s)
+    return;
+  char *line = al_strdup_printf("%s\n", s);
+  free(s);
+  pthread_mutex_lock(&rl->mu);
+  (void)al_write_all(rl->o->log_fd, line, strlen(line));
+  pthread_mutex_unlock(&rl->mu);
+  free(line);
+}
+
+static void set_timeout(int fd, int opt, uint64_t ms)
+{
+  struct timeval tv = {.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)((ms % 1000) * 1000)};
+  setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv);
+}
+
+static int send_all(int fd, const void *buf, size_t len)
+{
+  const char *p = buf;
+  while (len) {
+    ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+/* An answer made by the relay itself (a refusal or an upstream failure). */
+static void answer(struct call *c, int status, const char *decision, bool no_retry, const char *fmt,
+                   ...) __attribute__((format(printf, 5, 6)));
+static void answer(struct call *c, int status, const char *decision, bool no_retry, const char *fmt,
+                   ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->reason, sizeof c->reason, fmt, ap);
+  va_end(ap);
+  c->status = status;
+  c->decision = decision;
+  static const struct {
+    int code;
+    const char *text, *type;
+  } texts[] = {{400, "Bad Request", "invalid_request_error"},
+               {403, "Forbidden", "permission_error"},
+               {405, "Method Not Allowed", "permission_error"},
+               {411, "Length Required", "invalid_request_error"},
+               {413, "Content Too Large", "request_too_large"},
+               {429, "Too Many Requests", "rate_limit_error"},
+               {431, "Request Header Fields Too Large", "invalid_request_error"},
+               {501, "Not Implemented", "invalid_request_error"},
+               {502, "Bad Gateway", "api_error"},
+               {503, "Service Unavailable", "overloaded_error"},
+               {504, "Gateway Timeout", "api_error"}};
+  const char *text = "Error", *type = "api_error";
+  for (size_t i = 0; i < AL_ARRAY_SIZE(texts); i++)
+    if (texts[i].code == status) {
+      text = texts[i].text;
+      type = texts[i].type;
+    }
+  json_t *j = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", type, "message",
+                        c->reason);
+  char *b = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  char *head = al_strdup_printf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                                "Content-Length: %zu\r\n%sx-airlock-relay: refused\r\n"
+                                "Connection: close\r\n\r\n",
+                                status, text, b ? strlen(b) : 0,
+                                no_retry ? "x-should-retry: false\r\n" : "");
+  bool head_only = strcmp(c->method, "HEAD") == 0; /* RFC 9110 §9.3.2: no content */
+  if (send_all(c->fd, head, strlen(head)) == 0) {
+    c->bytes_down += strlen(head);
+    if (b && !head_only && send_all(c->fd, b, strlen(b)) == 0)
+      c->bytes_down += strlen(b);
+  }
+  free(head);
+  free(b);
+}
+
+/* ---- the agent's request ---- */
+
+struct header {
+  char *name, *value; /* pointers into the head buffer */
+};
+
+struct request {
+  char *head; /* NUL-terminated, CR/LF replaced by NULs while parsing */
+  size_t head_len;
+  char *extra; /* bytes read past the head (start of the body) */
+  size_t extra_len;
+  char *method, *target;
+  struct header h[128];
+  size_t nh;
+};
+
+static bool token_char(char ch)
+{
+  return isalnum((unsigned char)ch) || strchr("!#$%&'*+-.^_`|~", ch);
+}
+
+/* Read and parse the request head (RFC 9112 §2-§5). 0, or an HTTP status. */
+static int read_head(struct call *c, struct request *rq, char *buf)
+{
+  size_t len = 0;
+  char *end = NULL;
+  while (!end) {
+    if (len == HEAD_MAX)
+      return 431;
+    ssize_t r = recv(c->fd, buf + len, HEAD_MAX - len, 0);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return -1; /* gone or timed out: nothing to answer */
+    len += (size_t)r;
+    buf[len] = '\0';
+    end = memmem(buf, len, "\r\n\r\n", 4);
+  }
+  rq->head = buf;
+  rq->head_len = (size_t)(end - buf) + 4;
+  rq->extra = buf + rq->head_len;
+  rq->extra_len = len - rq->head_len;
+  if (memchr(buf, '\0', rq->head_len))
+    return 400;
+  *end = '\0';
+  char *save = NULL;
+  char *line = strtok_r(buf, "\n", &save);
+  if (!line)
+    return 400;
+  size_t ll = strlen(line);
+  if (ll && line[ll - 1] == '\r')
+    line[--ll] = '\0';
+  char *sp1 = strchr(line, ' ');
+  char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+  if (!sp1 || !sp2 || strchr(sp2 + 1, ' ') ||
+      (strcmp(sp2 + 1, "HTTP/1.1") != 0 && strcmp(sp2 + 1, "HTTP/1.0") != 0))
+    return 400;
+  *sp1 = *sp2 = '\0';
+  rq->method = line;
+  rq->target = sp1 + 1;
+  for (char *m = rq->method; *m; m++)
+    if (!token_char(*m))
+      return 400;
+  while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+    ll = strlen(line);
+    if (ll && line[ll - 1] == '\r')
+      line[--ll] = '\0';
+    if (line[0] == ' ' || line[0] == '\t')
+      return 400; /* obs-fold (RFC 9112 §5.2): refused */
+    char *colon = strchr(line, ':');
+    if (!colon || colon == line)
+      return 400;
+    for (char *p = line; p < colon; p++)
+      if (!token_char(*p))
+        return 400;
+    *colon = '\0';
+    char *v = colon + 1;
+    while (*v == ' ' || *v == '\t')
+      v++;
+    size_t vl = strlen(v);
+    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+      v[--vl] = '\0';
+    for (char *p = v; *p; p++)
+      if ((unsigned char)*p < 0x20 && *p != '\t')
+        return 400;
+    if (rq->nh == AL_ARRAY_SIZE(rq->h))
+      return 431;
+    rq->h[rq->nh].name = line;
+    rq->h[rq->nh].value = v;
+    rq->nh++;
+  }
+  return 0;
+}
+
+static const char *hget(const struct request *rq, const char *name, int *count)
+{
+  const char *v = NULL;
+  int n = 0;
+  for (size_t i = 0; i < rq->nh; i++)
+    if (strcasecmp(rq->h[i].name, name) == 0) {
+      v = rq->h[i].value;
+      n++;
+    }
+  if (count)
+    *count = n;
+  return v;
+}
+
+/* Headers never forwarded: hop-by-hop (RFC 9110 §7.6.1), framing the relay
+ * redoes, and every credential the agent could send. */
+static bool dropped_header(const char *name)
+{
+  static const char *const drop[] = {"host",
+                                     "connection",
+                                     "keep-alive",
+                                     "proxy-connection",
+                                     "proxy-authorization",
+                                     "proxy-authenticate",
+                                     "te",
+                                     "trailer",
+                                     "upgrade",
+                                     "transfer-encoding",
+                                     "content-length",
+                                     "expect",
+                                     "accept-encoding",
+                                     "authorization",
+                                     "x-api-key",
+                                     "api-key",
+                                     "cookie",
+                                     "cookie2",
+                                     "x-goog-api-key",
+                                     "anthropic-api-key",
+                                     "openai-api-key",
+                                     "forwarded",
+                                     "x-forwarded-for",
+                                     "x-real-ip",
+                                     "http2-settings"};
+  for (size_t i = 0; i < AL_ARRAY_SIZE(drop); i++)
+    if (strcasecmp(name, drop[i]) == 0)
+      return true;
+  return false;
+}
+
+/* Read the body into *out (malloc'd, *len), Content-Length or chunked,
+ * at most max bytes. 0 or an HTTP status (-1: connection gone). */
+static int read_body(struct call *c, struct request *rq, uint64_t max, char **out, size_t *len)
+{
+  int ncl = 0;
+  const char *cl = hget(rq, "content-length", &ncl);
+  const char *te = hget(rq, "transfer-encoding", NULL);
+  if (cl && te)
+    return 400; /* RFC 9112 §6.1: a request smuggling shape */
+  const char *expect = hget(rq, "expect", NULL);
+  if (te) {
+    if (strcasecmp(te, "chunked") != 0)
+      return 501;
+  } else if (cl) {
+    if (ncl != 1 || !cl[0] || strspn(cl, "0123456789") != strlen(cl) || strlen(cl) > 15)
+      return 400;
+    if (strtoull(cl, NULL, 10) > max)
+      return 413;
+  } else if (strcmp(rq->method, "POST") == 0 || strcmp(rq->method, "PUT") == 0) {
+    return 411;
+  }
+  if (expect && strcasecmp(expect, "100-continue") == 0 &&
+      send_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
+    return -1;
+  size_t want = cl ? (size_t)strtoull(cl, NULL, 10) : 0;
+  size_t cap = te ? 65536 : want + 1;
+  char *b = al_xmalloc(cap);
+  size_t n = 0;
+  if (!te) {
+    size_t take = rq->extra_len < want ? rq->extra_len : want;
+    memcpy(b, rq->extra, take);
+    n = take;
+    while (n < want) {
+      ssize_t r = recv(c->fd, b + n, want - n, 0);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0) {
+        free(b);
+        return -1;
+      }
+      n += (size_t)r;
+    }
+    *out = b;
+    *len = n;
+    return 0;
+  }
+  /* chunked: gather the framed bytes, then decode in place (simple and
+   * bounded: framed size is capped at 2 * max + 64 KiB). */
+  char *raw = al_xmalloc(65536);
+  size_t rawcap = 65536, rawn = 0;
+  memcpy(raw, rq->extra, rq->extra_len < rawcap ? rq->extra_len : rawcap);
+  rawn = rq->extra_len < rawcap ? rq->extra_len : rawcap;
+  free(b);
+  for (;;) {
+    /* decode what we have */
+    size_t i = 0, dn = 0;
+    bool done = false, bad = false;
+    char *dec = al_xmalloc(rawn + 1);
+    while (i < rawn) {
+      char *crlf = memmem(raw + i, rawn - i, "\r\n", 2);
+      if (!crlf)
+        break;
+      char *endp;
+      unsigned long long sz = strtoull(raw + i, &endp, 16);
+      if (endp == raw + i || (*endp != '\r' && *endp != ';')) {
+        bad = true;
+        break;
+      }
+      size_t data = (size_t)(crlf - raw) + 2;
+      if (sz == 0) {
+        if (memmem(raw + data - 2, rawn - data + 2, "\r\n\r\n", 4))
+          done = true;
+        break;
+      }
+      if (sz > max || data + sz + 2 > rawn)
+        break;
+      memcpy(dec + dn, raw + data, sz);
+      dn += sz;
+      i = data + sz + 2;
+    }
+    if (bad || dn > max) {
+      free(dec);
+      free(raw);
+      return bad ? 400 : 413;
+    }
+    if (done) {
+      free(raw);
+      *out = dec;
+      *len = dn;
+      return 0;
+    }
+    free(dec);
+    if (rawn > 2 * max + 65536) {
+      free(raw);
+      return 413;
+    }
+    if (rawn == rawcap) {
+      rawcap *= 2;
+      raw = al_xrealloc(raw, rawcap);
+    }
+    ssize_t r = recv(c->fd, raw + rawn, rawcap - rawn, 0);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      free(raw);
+      return -1;
+    }
+    rawn += (size_t)r;
+  }
+}
+
+/* ---- upstream ---- */
+
+static int dial(const char *host, const char *port, uint64_t timeout_ms)
+{
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+  struct addrinfo *ai = NULL;
+  if (getaddrinfo(host, port, &hints, &ai) != 0)
+    return -1;
+  int fd = -1;
+  for (struct addrinfo *a = ai; a; a = a->ai_next) {
+    fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+      continue;
+    set_timeout(fd, SO_SNDTIMEO, timeout_ms); /* bounds connect(2) too */
+    set_timeout(fd, SO_RCVTIMEO, timeout_ms);
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+      break;
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(ai);
+  if (fd >= 0) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  return fd;
+}
+
+/* A TCP connection to the upstream host: through the proxy's CONNECT, or
+ * directly. Returns the fd or -1 with c->reason filled. */
+static int open_tunnel(struct call *c)
+{
+  const al_policy_relay *cfg = c->rl->cfg;
+  const char *proxy = c->rl->o->proxy_addr;
+  char port[8];
+  snprintf(port, sizeof port, "%u", (unsigned)cfg->port);
+  if (!proxy) {
+    int fd = dial(cfg->pin ? cfg->pin : cfg->host, port, cfg->connect_timeout_ms);
+    if (fd < 0)
+      snprintf(c->reason, sizeof c->reason, "connect to %s:%s failed", cfg->host, port);
+    return fd;
+  }
+  char ph[64];
+  snprintf(ph, sizeof ph, "%s", proxy);
+  char *colon = strrchr(ph, ':');
+  if (!colon) {
+    snprintf(c->reason, sizeof c->reason, "bad proxy address");
+    return -1;
+  }
+  *colon = '\0';
+  int fd = dial(ph, colon + 1, cfg->connect_timeout_ms);
+  if (fd < 0) {
+    snprintf(c->reason, sizeof c->reason, "egress proxy unreachable");
+    return -1;
+  }
+  char req[600];
+  int n = snprintf(req, sizeof req, "CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", cfg->host,
+                   port, cfg->host, port);
+  char resp[4096];
+  size_t rn = 0;
+  if (send_all(fd, req, (size_t)n) < 0)
+    goto fail;
+  /* read the proxy's answer byte-exactly up to the blank line, so no TLS
+   * byte is consumed here */
+  while (rn < sizeof resp - 1) {
+    ssize_t r = recv(fd, resp + rn, 1, 0);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      goto fail;
+    rn++;
+    if (rn >= 4 && memcmp(resp + rn - 4, "\r\n\r\n", 4) == 0)
+      break;
+  }
+  resp[rn] = '\0';
+  if (strncmp(resp, "HTTP/1.1 200", 12) != 0 && strncmp(resp, "HTTP/1.0 200", 12) != 0) {
+    char *eol = strpbrk(resp, "\r\n");
+    if (eol)
+      *eol = '\0';
+    snprintf(c->reason, sizeof c->reason, "egress proxy refused the tunnel: %.120s", resp);
+    close(fd);
+    return -1;
+  }
+  return fd;
+fail:
+  snprintf(c->reason, sizeof c->reason, "egress proxy: no answer to CONNECT");
+  close(fd);
+  return -1;
+}
+
+static void ssl_reason(struct call *c, const char *what, SSL *ssl)
+{
+  unsigned long e = ERR_get_error();
+  long vr = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+  if (vr != X509_V_OK)
+    snprintf(c->reason, sizeof c->reason, "%s: certificate: %s", what,
+             X509_verify_cert_error_string(vr));
+  else if (e)
+    snprintf(c->reason, sizeof c->reason, "%s: %s", what, ERR_reason_error_string(e));
+  else
+    snprintf(c->reason, sizeof c->reason, "%s failed (%s)", what,
+             errno == EAGAIN ? "timeout" : "connection closed");
+  ERR_clear_error();
+}
+
+static int ssl_write_all(SSL *ssl, const char *p, size_t n)
+{
+  while (n) {
+    int w = SSL_write(ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+    if (w <= 0)
+      return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Build the upstream request head: the agent's headers minus the dropped
+ * ones, then Host, the key, identity encoding, the length, close. The
+ * caller wipes and frees it (it holds the key). */
+static char *upstream_head(struct call *c, struct request *rq, const char *query, size_t body_len,
+                           size_t *out_len)
+{
+  const al_policy_relay *cfg = c->rl->cfg;
+  size_t cap = 1024 + strlen(c->rl->o->key) + strlen(rq->target) + strlen(cfg->prefix);
+  for (size_t i = 0; i < rq->nh; i++)
+    cap += strlen(rq->h[i].name) + strlen(rq->h[i].value) + 4;
+  char *h = al_xmalloc(cap);
+  size_t n = 0;
+#define PUT(...) n += (size_t)snprintf(h + n, cap - n, __VA_ARGS__)
+  PUT("%s %s%s%s HTTP/1.1\r\n", rq->method, cfg->prefix, c->path, query ? query : "");
+  if (cfg->port == 443)
+    PUT("Host: %s\r\n", cfg->host);
+  else
+    PUT("Host: %s:%u\r\n", cfg->host, (unsigned)cfg->port);
+  for (size_t i = 0; i < rq->nh; i++)
+    if (!dropped_header(rq->h[i].name))
+      PUT("%s: %s\r\n", rq->h[i].name, rq->h[i].value);
+  if (strcmp(cfg->auth, "bearer") == 0)
+    PUT("Authorization: Bearer %s\r\n", c->rl->o->key);
+  else
+    PUT("x-api-key: %s\r\n", c->rl->o->key);
+  PUT("Accept-Encoding: identity\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", body_len);
+#undef PUT
+  *out_len = n;
+  return h;
+}
+
+/* Response head from upstream: status, framing, content type. */
+struct response {
+  int status;
+  bool chunked, has_len, sse;
+  uint64_t len;
+};
+
+static int parse_response_head(char *head, size_t hl, struct response *rs, char **rebuilt,
+                               size_t *rebuilt_len)
+{
+  memset(rs, 0, sizeof *rs);
+  if (hl < 12 || strncmp(head, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)head[9]))
+    return -1;
+  rs->status = atoi(head + 9);
+  if (rs->status < 100 || rs->status > 599)
+    return -1;
+  char *out = al_xmalloc(hl + 64);
+  size_t n = 0;
+  char *save = NULL;
+  head[hl - 4] = '\0';
+  char *line = strtok_r(head, "\n", &save);
+  size_t ll = strlen(line);
+  if (ll && line[ll - 1] == '\r')
+    line[--ll] = '\0';
+  n += (size_t)sprintf(out + n, "%s\r\n", line);
+  while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+    ll = strlen(line);
+    if (ll && line[ll - 1] == '\r')
+      line[--ll] = '\0';
+    char *colon = strchr(line, ':');
+    if (!colon)
+      continue;
+    *colon = '\0';
+    char *v = colon + 1;
+    while (*v == ' ' || *v == '\t')
+      v++;
+    if (strcasecmp(line, "transfer-encoding") == 0 && strcasestr(v, "chunked"))
+      rs->chunked = true;
+    if (strcasecmp(line, "content-length") == 0) {
+      rs->has_len = true;
+      rs->len = strtoull(v, NULL, 10);
+    }
+    if (strcasecmp(line, "content-type") == 0 && strncasecmp(v, "text/event-stream", 17) == 0)
+      rs->sse = true;
+    if (strcasecmp(line, "connection") == 0 || strcasecmp(line, "keep-alive") == 0 ||
+        strcasecmp(line, "set-cookie") == 0 || strncasecmp(line, "proxy-", 6) == 0)
+      continue;
+    n += (size_t)sprintf(out + n, "%s: %s\r\n", line, v);
+  }
+  if (rs->chunked)
+    rs->has_len = false;
+  n += (size_t)sprintf(out + n, "Connection: close\r\n\r\n");
+  *rebuilt = out;
+  *rebuilt_len = n;
+  return 0;
+}
+
+/* Forward one admitted call. Answers the agent itself on failure. */
+static void forward(struct call *c, struct request *rq, const char *query, const char *body,
+                    size_t body_len)
+{
+  const al_policy_relay *cfg = c->rl->cfg;
+  uint64_t deadline = c->t0_ms + cfg->total_timeout_ms;
+  int fd = open_tunnel(c);
+  if (fd < 0) {
+    answer(c, 502, "upstream_error", false, "%s", c->reason);
+    return;
+  }
+  SSL *ssl = SSL_new(c->rl->ssl);
+  char *head = NULL;
+  size_t head_len = 0;
+  char *rhead = NULL;
+  if (!ssl || !SSL_set_fd(ssl, fd) || !SSL_set_tlsext_host_name(ssl, cfg->host) ||
+      !SSL_set1_host(ssl, cfg->host)) {
+    answer(c, 502, "upstream_error", false, "TLS setup failed");
+    goto out;
+  }
+  if (SSL_connect(ssl) != 1) {
+    ssl_reason(c, "TLS handshake", ssl);
+    char why[sizeof c->reason];
+    snprintf(why, sizeof why, "%s", c->reason);
+    answer(c, 502, "upstream_error", false, "%s", why);
+    goto out;
+  }
+  head = upstream_head(c, rq, query, body_len, &head_len);
+  int w = ssl_write_all(ssl, head, head_len);
+  explicit_bzero(head, head_len);
+  if (w < 0 || (body_len && ssl_write_all(ssl, body, body_len) < 0)) {
+    answer(c, 502, "upstream_error", false, "sending the request upstream failed");
+    goto out;
+  }
+  c->bytes_up = body_len;
+
+  /* the response head, within the first-byte timeout */
+  set_timeout(fd, SO_RCVTIMEO, cfg->first_byte_timeout_ms);
+  static __thread char buf[HEAD_MAX + IOBUF];
+  size_t n = 0;
+  char *end = NULL;
+  while (!end) {
+    if (n >= HEAD_MAX) {
+      answer(c, 502, "upstream_error", false, "upstream response head too large");
+      goto out;
+    }
+    int r = SSL_read(ssl, buf + n, (int)(HEAD_MAX - n));
+    if (r <= 0) {
+      bool timeout = errno == EAGAIN || errno == EWOULDBLOCK;
+      ERR_clear_error();
+      answer(c, timeout ? 504 : 502, "upstream_error", false, "%s",
+             timeout ? "no response within the first-byte timeout"
+                     : "upstream closed before answering");
+      goto out;
+    }
+    if (n == 0)
+      c->ttfb_ms = al_now_ms() - c->t0_ms;
+    n += (size_t)r;
+    end = memmem(buf, n, "\r\n\r\n", 4);
+  }
+  size_t hl = (size_t)(end - buf) + 4;
+  size_t rest = n - hl;
+  char *restp = buf + hl;
+  struct response rs;
+  size_t rhl = 0;
+  if (parse_response_head(buf, hl, &rs, &rhead, &rhl) < 0) {
+    answer(c, 502, "upstream_error", false, "malformed upstream response");
+    goto out;
+  }
+  c->status = rs.status;
+  c->decision = "forwarded";
+  c->stream = rs.sse;
+  if (send_all(c->fd, rhead, rhl) < 0) {
+    snprintf(c->reason, sizeof c->reason, "agent went away");
+    goto out;
+  }
+  c->bytes_down += rhl;
+  al_usage_init(&c->usage, rs.sse, rs.chunked);
+  bool no_body = rs.status == 204 || rs.status == 304 || strcmp(rq->method, "HEAD") == 0 ||
+                 (rs.has_len && rs.len == 0);
+  uint64_t body_seen = 0;
+  set_timeout(fd, SO_RCVTIMEO, cfg->idle_timeout_ms);
+  while (!no_body) {
+    if (rest) {
+      size_t take = rest;
+      if (rs.has_len && body_seen + take > rs.len)
+        take = (size_t)(rs.len - body_seen);
+      if (send_all(c->fd, restp, take) < 0) {
+        snprintf(c->reason, sizeof c->reason, "agent went away");
+        break;
+      }
+      al_usage_feed(&c->usage, restp, take);
+      c->bytes_down += take;
+      body_seen += take;
+    }
+    if ((rs.has_len && body_seen >= rs.len) || (rs.chunked && (c->usage.done || c->usage.bad)))
+      break;
+    uint64_t now = al_now_ms();
+    if (now >= deadline) {
+      snprintf(c->reason, sizeof c->reason, "total timeout: stream cut");
+      break;
+    }
+    if (deadline - now < cfg->idle_timeout_ms)
+      set_timeout(fd, SO_RCVTIMEO, deadline - now);
+    int r = SSL_read(ssl, buf, IOBUF);
+    if (r <= 0) {
+      int e = SSL_get_error(ssl, r);
+      if (e != SSL_ERROR_ZERO_RETURN && (rs.has_len || rs.chunked))
+        snprintf(c->reason, sizeof c->reason, "%s",
+                 errno == EAGAIN ? "idle timeout: stream cut" : "upstream ended early");
+      ERR_clear_error();
+      break;
+    }
+    restp = buf;
+    rest = (size_t)r;
+  }
+  al_usage_finish(&c->usage);
+  SSL_shutdown(ssl);
+out:
+  if (head) {
+    explicit_bzero(head, head_len);
+    free(head);
+  }
+  free(rhead);
+  if (ssl)
+    SSL_free(ssl);
+  close(fd);
+}
+
+/* ---- one connection ---- */
+
+static const al_relay_route *find_route(const al_policy_relay *cfg, const char *method,
+                                        const char *path, bool *path_known)
+{
+  *path_known = false;
+  for (size_t i = 0; i < cfg->n_routes; i++)
+    if (strcmp(cfg->routes[i].path, path) == 0) {
+      *path_known = true;
+      if (strcmp(cfg->routes[i].method, method) == 0)
+        return &cfg->routes[i];
+    }
+  return NULL;
+}
+
+static void handle(struct call *c)
+{
+  struct relay *rl = c->rl;
+  const al_policy_relay *cfg = rl->cfg;
+  snprintf(c->method, sizeof c->method, "-");
+  snprintf(c->path, sizeof c->path, "-");
+  set_timeout(c->fd, SO_RCVTIMEO, HEAD_TIMEOUT_MS);
+  set_timeout(c->fd, SO_SNDTIMEO, cfg->idle_timeout_ms);
+  char *hbuf = al_xmalloc(HEAD_MAX + 1);
+  struct request rq = {0};
+  char *body = NULL;
+  size_t body_len = 0;
+  int st = read_head(c, &rq, hbuf);
+  if (st < 0)
+    goto out_silent;
+  if (rq.method) {
+    snprintf(c->method, sizeof c->method, "%.15s", rq.method);
+    if (rq.target) {
+      size_t pl = strcspn(rq.target, "?");
+      snprintf(c->path, sizeof c->path, "%.*s", (int)(pl > 256 ? 256 : pl), rq.target);
+      for (char *p = c->path; *p; p++)
+        if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e || *p == '"' || *p == '\\')
+          *p = '?';
+    }
+  }
+  if (st > 0) {
+    answer(c, st, "refused", true, "malformed request head");
+    goto out;
+  }
+  if (rq.target[0] != '/') {
+    answer(c, 400, "refused", true, "only origin-form targets (/path) are relayed");
+    goto out;
+  }
+  const char *query = strchr(rq.target, '?');
+  if (query)
+    for (const char *p = query; *p; p++)
+      if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f || *p == '#') {
+        answer(c, 400, "refused", true, "bad query string");
+        goto out;
+      }
+  bool known = false;
+  if (!find_route(cfg, rq.method, c->path, &known)) {
+    if (known)
+      answer(c, 405, "refused", true, "method %s not allowed on %s", c->method, c->path);
+    else
+      answer(c, 403, "refused", true, "route not allowed by the relay policy");
+    goto out;
+  }
+  /* budgets: admit (and count) the call, or refuse it */
+  pthread_mutex_lock(&rl->mu);
+  bool over_req = cfg->budget_requests && rl->requests >= cfg->budget_requests;
+  bool over_tok = cfg->budget_tokens && rl->tokens >= cfg->budget_tokens;
+  if (!over_req && !over_tok)
+    rl->requests++;
+  uint64_t used_req = rl->requests, used_tok = rl->tokens;
+  pthread_mutex_unlock(&rl->mu);
+  if (over_req || over_tok) {
+    answer(c, 429, "budget", true, "airlock relay: %s budget of this run exhausted (%llu used)",
+           over_req ? "request" : "token", (unsigned long long)(over_req ? used_req : used_tok));
+    goto out;
+  }
+  st = read_body(c, &rq, cfg->max_request, &body, &body_len);
+  if (st < 0)
+    goto out_silent;
+  if (st > 0) {
+    answer(c, st, "refused", true, "%s",
+           st == 413 ? "request body larger than relay.max_request"
+                     : (st == 411 ? "a body length is required" : "malformed request body"));
+    goto out;
+  }
+  c->bytes_up = body_len;
+  al_usage_request_model(body, body_len, c->model, sizeof c->model);
+  forward(c, &rq, query, body, body_len);
+  pthread_mutex_lock(&rl->mu);
+  rl->tokens += c->usage.tokens_in + c->usage.tokens_out;
+  pthread_mutex_unlock(&rl->mu);
+out:
+  log_call(c);
+out_silent:
+  al_usage_free(&c->usage);
+  free(body);
+  free(hbuf);
+}
+
+static void *conn_thread(void *arg)
+{
+  struct call *c = arg;
+  handle(c);
+  shutdown(c->fd, SHUT_WR);
+  close(c->fd);
+  struct relay *rl = c->rl;
+  pthread_mutex_lock(&rl->mu);
+  rl->active--;
+  pthread_mutex_unlock(&rl->mu);
+  free(c);
+  return NULL;
+}
+
+int al_relay_serve(const al_relay_serve_opts *o, al_error *err)
+{
+  struct relay rl = {.o = o, .cfg = o->cfg};
+  pthread_mutex_init(&rl.mu, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  rl.ssl = SSL_CTX_new(TLS_client_method());
+  if (!rl.ssl)
+    return al_make_error(err, ENOMEM, "TLS context");
+  SSL_CTX_set_min_proto_version(rl.ssl, TLS1_2_VERSION);
+  SSL_CTX_set_verify(rl.ssl, SSL_VERIFY_PEER, NULL);
+  SSL_CTX_set_default_verify_paths(rl.ssl);
+  if (o->cfg->ca_file && SSL_CTX_load_verify_locations(rl.ssl, o->cfg->ca_file, NULL) != 1) {
+    SSL_CTX_free(rl.ssl);
+    ERR_clear_error();
+    return al_make_error(err, EINVAL, "relay.ca_file `%s`: cannot load", o->cfg->ca_file);
+  }
+  static const unsigned char alpn[] = "\x08http/1.1";
+  SSL_CTX_set_alpn_protos(rl.ssl, alpn, sizeof alpn - 1);
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+  if (sfd < 0) {
+    SSL_CTX_free(rl.ssl);
+    return al_make_error(err, errno, "signalfd");
+  }
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  for (;;) {
+    struct pollfd p[2] = {{.fd = o->listen_fd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    if (p[1].revents)
+      break;
+    if (!(p[0].revents & POLLIN))
+      continue;
+    int fd = accept4(o->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+      continue;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct call *c = al_xcalloc(1, sizeof *c);
+    c->rl = &rl;
+    c->fd = fd;
+    c->t0_ms = al_now_ms();
+    pthread_mutex_lock(&rl.mu);
+    bool full = rl.active >= o->cfg->max_conns;
+    if (!full)
+      rl.active++;
+    c->id = ++rl.seq;
+    pthread_mutex_unlock(&rl.mu);
+    if (full) {
+      set_timeout(fd, SO_SNDTIMEO, 1000);
+      snprintf(c->method, sizeof c->method, "-");
+      snprintf(c->path, sizeof c->path, "-");
+      answer(c, 503, "refused", false, "too many concurrent calls (relay.max_connections)");
+      log_call(c);
+      close(fd);
+      free(c);
+      continue;
+    }
+    pthread_t th;
+    if (pthread_create(&th, &attr, conn_thread, c) != 0) {
+      close(fd);
+      free(c);
+      pthread_mutex_lock(&rl.mu);
+      rl.active--;
+      pthread_mutex_unlock(&rl.mu);
+    }
+  }
+  pthread_attr_destroy(&attr);
+  close(sfd);
+  return 0;
+}

@@ -18,9 +18,7 @@
 #include "relay/launch.h"
 #include "relay/relay.h"
 
-/* Fork the egress proxy on n listeners (the agent's 3128 and/or the relay
- * sandbox's 3128, each with its own policy). */
-static pid_t start_proxy(const al_proxy_listener *ls, size_t n, int audit_fd, al_error *err)
+pid_t al_run_start_proxy(const al_proxy_listener *ls, size_t n, int audit_fd, al_error *err)
 {
   pid_t parent = getpid();
   pid_t pid = fork();
@@ -57,7 +55,7 @@ static pid_t start_proxy(const al_proxy_listener *ls, size_t n, int audit_fd, al
   return pid;
 }
 
-static void stop_proxy(pid_t pid)
+void al_run_stop_proxy(pid_t pid)
 {
   if (pid <= 0)
     return;
@@ -216,7 +214,7 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
                                      .run_id = relay_rid,
                                      .policy = al_relay_proxy_policy(rp)};
     }
-    proxy = start_proxy(ls, nl, audit_fd, err);
+    proxy = al_run_start_proxy(ls, nl, audit_fd, err);
     if (net)
       close(ls[0].fd);
     if (proxy < 0) {
@@ -236,7 +234,7 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
   int r = al_sandbox_wait(sb, status, err);
   al_sandbox_destroy(sb);
   al_relay_stop(rp);
-  stop_proxy(proxy);
+  al_run_stop_proxy(proxy);
   if (audit_fd >= 0)
     close(audit_fd);
   return r;

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "policy/policy.h"
+#include "proxy/proxy.h"
 #include "sandbox/sandbox.h"
 
 #define AL_PROXY_PORT 3128
@@ -44,5 +45,16 @@ typedef struct al_run_opts {
  * *status gets the exit status per sandbox.h (125 on setup failure).
  * Returns 0, or -1 with err (then *status is 125, 126 or 127). */
 int al_run_command(const al_run_opts *o, int *status, al_error *err);
+
+/* Fork the egress proxy serving n listeners (1..2; each with its own run id
+ * and policy, see proxy.h), writing decisions to audit_fd (-1: none). The
+ * child closes every other descriptor, confines itself
+ * (al_confine_service: nobody, no capabilities, no filesystem writes, no
+ * exec), re-arms PR_SET_PDEATHSIG(SIGKILL) after the uid change and serves
+ * until SIGTERM. Returns the child's pid, or -1 with err. */
+pid_t al_run_start_proxy(const al_proxy_listener *ls, size_t n, int audit_fd, al_error *err);
+
+/* SIGTERM the proxy, give it a second to finish, then SIGKILL; reap it. */
+void al_run_stop_proxy(pid_t pid);
 
 #endif

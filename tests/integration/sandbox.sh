@@ -139,6 +139,17 @@ suite() {
   expect_blocked "raw socket" raw
   expect_blocked "packet socket" packet
   expect_blocked "clone3 answers ENOSYS" clone3
+  expect_blocked "packet socket with high bits in the family" family_highbits
+  if "$SB" vsock >/dev/null 2>&1; then
+    expect_blocked "AF_VSOCK socket (the hypervisor, no netns)" vsock
+  else
+    skip "[$MODE] AF_VSOCK: this kernel has no vsock, so there is nothing to refuse"
+  fi
+  if [ "$(uname -m)" = x86_64 ] && "$SB" newsyscall >/dev/null 2>&1; then
+    expect_blocked "a syscall newer than libseccomp (open_tree_attr) answers ENOSYS" newsyscall
+  else
+    skip "[$MODE] syscall 467: not x86_64 or this kernel does not have it"
+  fi
   if [ "$MODE" = root ]; then
     check "control: mount works outside (in a private mount ns)" unshare -m "$SB" mount
   fi

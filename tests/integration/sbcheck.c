@@ -31,7 +31,8 @@
 
 static int result(int ok, const char *what, int e)
 {
-  printf("%s: %s%s%s\n", ok ? "ESCAPED" : "blocked", what, e ? ": " : "", e ? strerrorname_np(e) : "");
+  printf("%s: %s%s%s\n", ok ? "ESCAPED" : "blocked", what, e ? ": " : "",
+         e ? strerrorname_np(e) : "");
   return ok ? 0 : 1;
 }
 
@@ -92,7 +93,8 @@ static int do_abstract(const char *name)
     return 2;
   memcpy(sun.sun_path + 1, name, n);
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (connect(s, (struct sockaddr *)&sun, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0)
+  if (connect(s, (struct sockaddr *)&sun,
+              (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0)
     return result(0, "abstract connect", errno);
   close(s);
   return result(1, "abstract connect", 0);
@@ -202,6 +204,33 @@ static int do_packet(void)
   return result(1, "packet socket", 0);
 }
 
+static int do_vsock(void)
+{
+  int s = socket(40 /* AF_VSOCK */, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0)
+    return result(0, "AF_VSOCK socket", errno);
+  close(s);
+  return result(1, "AF_VSOCK socket", 0);
+}
+
+static int do_family_highbits(void)
+{
+  /* AF_PACKET with bits above 32 set: the kernel reads an int */
+  long s = syscall(SYS_socket, 0x100000011L, SOCK_RAW, 0);
+  if (s < 0)
+    return result(0, "socket(0x1_0000_0011)", errno);
+  close((int)s);
+  return result(1, "socket(0x1_0000_0011)", 0);
+}
+
+static int do_newsyscall(void)
+{
+  /* open_tree_attr (467 on x86_64), newer than Debian 12's libseccomp: the
+   * kernel parses it (EFAULT/EINVAL/EBADF) unless the filter answers ENOSYS */
+  long r = syscall(467, -1, NULL, 0, NULL, 0);
+  return result(r >= 0 || errno != ENOSYS, "syscall 467 (open_tree_attr)", errno);
+}
+
 static int do_fd(const char *n)
 {
   char path[64];
@@ -279,26 +308,53 @@ int main(int argc, char **argv)
   const char *x = argc > 2 ? argv[2] : "";
   const char *y = argc > 3 ? argv[3] : "";
   setvbuf(stdout, NULL, _IONBF, 0);
-  if (!strcmp(a, "write")) return do_write(x);
-  if (!strcmp(a, "read")) return do_read(x);
-  if (!strcmp(a, "exists")) return do_exists(x);
-  if (!strcmp(a, "connect")) return do_connect(x, y);
-  if (!strcmp(a, "abstract")) return do_abstract(x);
-  if (!strcmp(a, "tiocsti")) return do_tiocsti();
-  if (!strcmp(a, "tioclinux")) return do_tioclinux();
-  if (!strcmp(a, "x32")) return do_x32();
-  if (!strcmp(a, "i386")) return do_i386();
-  if (!strcmp(a, "io_uring")) return do_io_uring();
-  if (!strcmp(a, "unshare_user")) return do_unshare_user();
-  if (!strcmp(a, "mount")) return do_mount();
-  if (!strcmp(a, "ptrace")) return do_ptrace();
-  if (!strcmp(a, "clone3")) return do_clone3();
-  if (!strcmp(a, "raw")) return do_raw();
-  if (!strcmp(a, "packet")) return do_packet();
-  if (!strcmp(a, "fd")) return do_fd(x);
-  if (!strcmp(a, "forkbomb")) return do_forkbomb(x);
-  if (!strcmp(a, "memhog")) return do_memhog(x);
-  if (!strcmp(a, "statfs")) return do_statfs(x);
-  if (!strcmp(a, "linger")) return do_sleep_detached();
+  if (!strcmp(a, "write"))
+    return do_write(x);
+  if (!strcmp(a, "read"))
+    return do_read(x);
+  if (!strcmp(a, "exists"))
+    return do_exists(x);
+  if (!strcmp(a, "connect"))
+    return do_connect(x, y);
+  if (!strcmp(a, "abstract"))
+    return do_abstract(x);
+  if (!strcmp(a, "tiocsti"))
+    return do_tiocsti();
+  if (!strcmp(a, "tioclinux"))
+    return do_tioclinux();
+  if (!strcmp(a, "x32"))
+    return do_x32();
+  if (!strcmp(a, "i386"))
+    return do_i386();
+  if (!strcmp(a, "io_uring"))
+    return do_io_uring();
+  if (!strcmp(a, "unshare_user"))
+    return do_unshare_user();
+  if (!strcmp(a, "mount"))
+    return do_mount();
+  if (!strcmp(a, "ptrace"))
+    return do_ptrace();
+  if (!strcmp(a, "clone3"))
+    return do_clone3();
+  if (!strcmp(a, "raw"))
+    return do_raw();
+  if (!strcmp(a, "packet"))
+    return do_packet();
+  if (!strcmp(a, "fd"))
+    return do_fd(x);
+  if (!strcmp(a, "vsock"))
+    return do_vsock();
+  if (!strcmp(a, "family_highbits"))
+    return do_family_highbits();
+  if (!strcmp(a, "newsyscall"))
+    return do_newsyscall();
+  if (!strcmp(a, "forkbomb"))
+    return do_forkbomb(x);
+  if (!strcmp(a, "memhog"))
+    return do_memhog(x);
+  if (!strcmp(a, "statfs"))
+    return do_statfs(x);
+  if (!strcmp(a, "linger"))
+    return do_sleep_detached();
   return 2;
 }

@@ -170,8 +170,8 @@ void sb_apply_landlock(int sync_fd, int abi)
   ll_allow(sync_fd, rs, "/tmp", dir_w);
   ll_allow(sync_fd, rs, "/dev/shm", dir_no_refer);
   ll_allow(sync_fd, rs, "/dev/pts", file_w);
-  static const char *const nodes[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty",
-                                      "/dev/random", "/dev/urandom"};
+  static const char *const nodes[] = {"/dev/null", "/dev/zero",   "/dev/full",
+                                      "/dev/tty",  "/dev/random", "/dev/urandom"};
   for (size_t i = 0; i < AL_ARRAY_SIZE(nodes); i++)
     ll_allow(sync_fd, rs, nodes[i], file_w);
   if (syscall(SYS_landlock_restrict_self, rs, 0) < 0)
@@ -238,6 +238,24 @@ int sb_seccomp_compile_extra(const char *const *extra_deny, int *fd_out, al_erro
       goto out;
     }
   }
+  /* Syscalls newer than this libseccomp (it resolves no name for them:
+   * statmount, listmount, open_tree_attr, ...) answer ENOSYS, as if the
+   * kernel were older; anything the kernel adds later is refused until
+   * airlock knows it. Numbers below the newest libseccomp knows are the
+   * kernel's own gaps, which answer ENOSYS already. */
+  int newest = 0;
+  for (int nr = 0; nr < 1024; nr++)
+    if (seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr))
+      newest = nr;
+  for (int nr = newest + 1; nr <= newest + 160; nr++) {
+    rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+    if (rc < 0) {
+      al_make_error(err, -rc, "seccomp rule for syscall %d", nr);
+      goto out;
+    }
+  }
+  /* A binary tree of syscall numbers keeps the filter's cost logarithmic. */
+  (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
   for (const char *const *x = extra_deny; x && *x; x++) {
     int nr = seccomp_syscall_resolve_name(*x);
     if (nr == __NR_SCMP_ERROR)
@@ -274,7 +292,8 @@ void sb_seccomp_load_fd(int sync_fd, int fd)
   if (fstat(fd, &st) < 0)
     DIE(sync_fd, "seccomp: stat the filter");
   size_t len = (size_t)st.st_size;
-  if (len == 0 || len % sizeof(struct sock_filter) != 0 || len > 65536 * sizeof(struct sock_filter)) {
+  if (len == 0 || len % sizeof(struct sock_filter) != 0 ||
+      len > 65536 * sizeof(struct sock_filter)) {
     errno = EINVAL;
     DIE(sync_fd, "seccomp: filter of %zu bytes", len);
   }
@@ -332,8 +351,7 @@ int al_confine_service(al_error *err)
   struct stat st;
   struct sock_filter *prog = NULL;
   int r = -1;
-  if (fstat(fd, &st) == 0 && st.st_size > 0 &&
-      (prog = malloc((size_t)st.st_size)) != NULL &&
+  if (fstat(fd, &st) == 0 && st.st_size > 0 && (prog = malloc((size_t)st.st_size)) != NULL &&
       pread(fd, prog, (size_t)st.st_size, 0) == st.st_size) {
     struct sock_fprog fprog = {.len = (unsigned short)((size_t)st.st_size / sizeof *prog),
                                .filter = prog};

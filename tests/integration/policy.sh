@@ -153,10 +153,14 @@ version: 1
 filesystem:
   ro_paths: [/usr/../etc]
 Y
-bad alias 3:11 'anchors and aliases' <<'Y'
+bad alias 2:1 'anchors and aliases' <<'Y'
 version: 1
 filesystem: &a {}
 process: *a
+Y
+bad anchor-only 2:11 'anchors and aliases' <<'Y'
+version: 1
+process: {env_pass: &e [LANG]}
 Y
 bad bool 3:41 'true or false' <<'Y'
 version: 1
@@ -181,6 +185,9 @@ bad duplicate-key 2:1 'duplicate key' <<'Y'
 version: 1
 version: 1
 Y
+printf 'version: 1\n---\nversion: 1\nnetwork: {allow: [{host: evil.example, port: 443}]}\n' >"$P/multi.yaml"
+out=$("$AIRLOCK" policy check "$P/multi.yaml" 2>&1)
+like "a second YAML document is refused, not ignored" "$out" 'more than one YAML document'
 printf 'version: 1\nnetwork: none\n' >"$P/none.yaml"
 check "network: none is accepted" "$AIRLOCK" policy check "$P/none.yaml"
 : >"$P/empty.yaml"

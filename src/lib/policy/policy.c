@@ -25,6 +25,7 @@
 struct ctx {
   const char *name;
   al_error *err;
+  struct fy_document *doc;
 };
 
 static void node_pos(struct fy_node *n, int *line, int *col)
@@ -73,21 +74,25 @@ static struct fy_node *pos_of(const struct kv *kv)
   return (kv->val && fy_node_is_scalar(kv->val)) ? kv->val : kv->key;
 }
 
-static int refuse_tricks(struct ctx *c, struct fy_node *n, const char *path)
+/* `at` names where to point when n (a mapping or sequence) has no token of
+ * its own: the key it is the value of. */
+static int refuse_tricks(struct ctx *c, struct fy_node *n, struct fy_node *at, const char *path)
 {
   if (!n)
     return 0;
-  if (fy_node_is_alias(n))
-    return fail(c, n, path, "anchors and aliases are not allowed in a policy");
+  if (fy_node_get_scalar_token(n) || !at)
+    at = n;
+  if (fy_node_is_alias(n) || (c->doc && fy_document_lookup_anchor_by_node(c->doc, n)))
+    return fail(c, at, path, "anchors and aliases are not allowed in a policy");
   size_t tl = 0;
   if (fy_node_get_tag(n, &tl) && tl > 0)
-    return fail(c, n, path, "tags are not allowed in a policy");
+    return fail(c, at, path, "tags are not allowed in a policy");
   return 0;
 }
 
 static int get_str(struct ctx *c, const struct kv *kv, char **out)
 {
-  if (refuse_tricks(c, kv->val, kv->path) < 0)
+  if (refuse_tricks(c, kv->val, kv->key, kv->path) < 0)
     return -1;
   if (!kv->val || !fy_node_is_scalar(kv->val))
     return fail(c, pos_of(kv), kv->path, "must be a string");
@@ -153,6 +158,8 @@ static int get_size(struct ctx *c, const struct kv *kv, uint64_t min, uint64_t *
   const char *why = NULL;
   if (al_parse_size(s, out, &why) < 0)
     return fail(c, pos_of(kv), kv->path, "%s, got `%s`", why, s);
+  // NOLINTNEXTLINE(clang-analyzer-unix.Malloc): s is al_autofree; clang 14's analyzer ignores
+  // cleanup()
   if (*out < min)
     return fail(c, pos_of(kv), kv->path, "must be at least %llu bytes", (unsigned long long)min);
   return 0;
@@ -167,6 +174,8 @@ static int get_duration(struct ctx *c, const struct kv *kv, uint64_t min_ms, uin
   const char *why = NULL;
   if (al_parse_duration_ms(s, out, &why) < 0)
     return fail(c, pos_of(kv), kv->path, "%s, got `%s`", why, s);
+  // NOLINTNEXTLINE(clang-analyzer-unix.Malloc): s is al_autofree; clang 14's analyzer ignores
+  // cleanup()
   if (*out < min_ms || *out > max_ms)
     return fail(c, pos_of(kv), kv->path, "must be between %llums and %llums",
                 (unsigned long long)min_ms, (unsigned long long)max_ms);
@@ -180,7 +189,7 @@ typedef int (*field_fn)(struct ctx *c, void *obj, size_t idx, const struct kv *k
 static int walk_map(struct ctx *c, struct fy_node *map, struct fy_node *pos, const char *path,
                     const char *const *allowed, field_fn fn, void *obj)
 {
-  if (refuse_tricks(c, map, path) < 0)
+  if (refuse_tricks(c, map, pos, path) < 0)
     return -1;
   if (!map || !fy_node_is_mapping(map))
     return fail(c, pos, path, "must be a mapping");
@@ -189,7 +198,7 @@ static int walk_map(struct ctx *c, struct fy_node *map, struct fy_node *pos, con
   while ((pair = fy_node_mapping_iterate(map, &it)) != NULL) {
     struct fy_node *k = fy_node_pair_key(pair);
     struct fy_node *v = fy_node_pair_value(pair);
-    if (refuse_tricks(c, k, path) < 0)
+    if (refuse_tricks(c, k, k, path) < 0)
       return -1;
     size_t klen = 0;
     const char *ks = (k && fy_node_is_scalar(k)) ? fy_node_get_scalar(k, &klen) : NULL;
@@ -221,7 +230,7 @@ static int walk_map(struct ctx *c, struct fy_node *map, struct fy_node *pos, con
 
 static int walk_seq(struct ctx *c, const struct kv *kv, size_t *count)
 {
-  if (refuse_tricks(c, kv->val, kv->path) < 0)
+  if (refuse_tricks(c, kv->val, kv->key, kv->path) < 0)
     return -1;
   if (!kv->val || !fy_node_is_sequence(kv->val))
     return fail(c, pos_of(kv), kv->path, "must be a list");
@@ -426,8 +435,8 @@ static int network_field(struct ctx *c, void *obj, size_t idx, const struct kv *
       goto bad_resolver;
     return 0;
   bad_resolver:
-    return fail(c, pos_of(kv), kv->path,
-                "`%s` must be a numeric ADDR:PORT (IPv6 as [ADDR]:PORT)", n->resolver);
+    return fail(c, pos_of(kv), kv->path, "`%s` must be a numeric ADDR:PORT (IPv6 as [ADDR]:PORT)",
+                n->resolver);
   }
   case 3: {
     uint64_t v;
@@ -514,8 +523,8 @@ static int fs_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
       al_autofree char *s = NULL;
       if (get_str(c, &ikv, &s) < 0 || check_abs_path(c, &ikv, s) < 0)
         return -1;
-      static const char *const reserved[] = {"/", "/proc", "/dev", "/workspace", "/tmp", "/sys",
-                                             NULL};
+      static const char *const reserved[] = {"/",    "/proc", "/dev", "/workspace",
+                                             "/tmp", "/sys",  NULL};
       for (size_t i = 0; reserved[i]; i++)
         if (strcmp(s, reserved[i]) == 0)
           return fail(c, pos_of(&ikv), path, "`%s` is managed by airlock and cannot be bound", s);
@@ -555,8 +564,8 @@ static int limits_field(struct ctx *c, void *obj, size_t idx, const struct kv *k
     errno = 0;
     double d = strtod(s, &end);
     if (errno || !end || *end || !isdigit((unsigned char)s[0]) || d < 0.01 || d > 1024)
-      return fail(c, pos_of(kv), kv->path, "cpu is a number of cores between 0.01 and 1024, got `%s`",
-                  s);
+      return fail(c, pos_of(kv), kv->path,
+                  "cpu is a number of cores between 0.01 and 1024, got `%s`", s);
     l->cpu_milli = (uint32_t)(d * 1000.0 + 0.5);
     return 0;
   }
@@ -656,7 +665,7 @@ static int perms_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
 
 static int parse_perms(struct ctx *c, al_policy_role *r, const struct kv *kv)
 {
-  if (refuse_tricks(c, kv->val, kv->path) < 0)
+  if (refuse_tricks(c, kv->val, kv->key, kv->path) < 0)
     return -1;
   if (!kv->val || !fy_node_is_mapping(kv->val))
     return fail(c, pos_of(kv), kv->path, "must be a mapping of permission: read|write");
@@ -755,7 +764,8 @@ static int check_url(struct ctx *c, const struct kv *kv, const char *u)
     rest += 1 + pl;
   }
   for (const char *q = rest; *q; q++)
-    if (*q == '?' || *q == '#' || *q == '@' || (unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f)
+    if (*q == '?' || *q == '#' || *q == '@' || (unsigned char)*q <= 0x20 ||
+        (unsigned char)*q >= 0x7f)
       return fail(c, pos_of(kv), kv->path, "`%s`: only https://HOST[:PORT][/PATH] is allowed", u);
   return 0;
 }
@@ -792,8 +802,8 @@ static int review_field(struct ctx *c, void *obj, size_t idx, const struct kv *k
   const char *s = p->branch_prefix;
   size_t n = strlen(s);
   if (n < 2 || n > 64 || s[n - 1] != '/' || s[0] == '/' || strstr(s, "..") || strstr(s, "//"))
-    return fail(c, pos_of(kv), kv->path, "`%s` must be a branch prefix ending in `/`, like airlock/",
-                s);
+    return fail(c, pos_of(kv), kv->path,
+                "`%s` must be a branch prefix ending in `/`, like airlock/", s);
   for (const char *q = s; *q; q++)
     if (!(isalnum((unsigned char)*q) || *q == '/' || *q == '-' || *q == '_' || *q == '.'))
       return fail(c, pos_of(kv), kv->path, "`%s` may only hold letters, digits, / - _ .", s);
@@ -811,7 +821,8 @@ static int relay_route_parse(struct ctx *c, const struct kv *kv, al_relay_route 
     return -1;
   const char *sp = strchr(s, ' ');
   if (!sp || sp == s || sp[1] != '/')
-    return fail(c, pos_of(kv), kv->path, "`%s` must be `METHOD /path`, like `POST /v1/messages`", s);
+    return fail(c, pos_of(kv), kv->path, "`%s` must be `METHOD /path`, like `POST /v1/messages`",
+                s);
   for (const char *q = s; q < sp; q++)
     if (*q < 'A' || *q > 'Z')
       return fail(c, pos_of(kv), kv->path, "`%s`: the method is upper-case letters only", s);
@@ -822,6 +833,8 @@ static int relay_route_parse(struct ctx *c, const struct kv *kv, al_relay_route 
     if (!(isalnum((unsigned char)*q) || *q == '/' || *q == '.' || *q == '_' || *q == '-'))
       return fail(c, pos_of(kv), kv->path,
                   "`%s`: the path may only hold letters, digits and `/._-` (no query)", s);
+  // NOLINTNEXTLINE(clang-analyzer-unix.Malloc): s is al_autofree; clang 14's analyzer ignores
+  // cleanup()
   r->method = strndup(s, (size_t)(sp - s));
   r->path = al_xstrdup(path);
   if (!r->method)
@@ -933,7 +946,8 @@ static int relay_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
       if (relay_route_parse(c, &ikv, &rt) < 0)
         return -1;
       for (size_t j = 0; j < r->n_routes; j++)
-        if (strcmp(r->routes[j].method, rt.method) == 0 && strcmp(r->routes[j].path, rt.path) == 0) {
+        if (strcmp(r->routes[j].method, rt.method) == 0 &&
+            strcmp(r->routes[j].path, rt.path) == 0) {
           free(rt.method);
           free(rt.path);
           return fail(c, pos_of(&ikv), path, "duplicate of route %zu", j);
@@ -1009,17 +1023,16 @@ static json_t *relay_json(const al_policy_relay *r)
     al_autofree char *s = al_strdup_printf("%s %s", r->routes[i].method, r->routes[i].path);
     json_array_append_new(routes, json_string(s));
   }
-  return json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:s?, s:s?, s:o, s:I, s:{s:I, s:I}, s:I, "
-                   "s:{s:I, s:I, s:I, s:I}}",
-                   "upstream", r->upstream, "host", r->host, "port", (int)r->port, "prefix",
-                   r->prefix ? r->prefix : "", "auth", r->auth, "key_file", r->key_file,
-                   "ca_file", r->ca_file, "pin", r->pin, "routes", routes, "max_request",
-                   (json_int_t)r->max_request, "budget", "requests",
-                   (json_int_t)r->budget_requests, "tokens", (json_int_t)r->budget_tokens,
-                   "max_connections", (json_int_t)r->max_conns, "timeouts_ms", "connect",
-                   (json_int_t)r->connect_timeout_ms, "first_byte",
-                   (json_int_t)r->first_byte_timeout_ms, "idle", (json_int_t)r->idle_timeout_ms,
-                   "total", (json_int_t)r->total_timeout_ms);
+  return json_pack(
+      "{s:s, s:s, s:i, s:s, s:s, s:s, s:s?, s:s?, s:o, s:I, s:{s:I, s:I}, s:I, "
+      "s:{s:I, s:I, s:I, s:I}}",
+      "upstream", r->upstream, "host", r->host, "port", (int)r->port, "prefix",
+      r->prefix ? r->prefix : "", "auth", r->auth, "key_file", r->key_file, "ca_file", r->ca_file,
+      "pin", r->pin, "routes", routes, "max_request", (json_int_t)r->max_request, "budget",
+      "requests", (json_int_t)r->budget_requests, "tokens", (json_int_t)r->budget_tokens,
+      "max_connections", (json_int_t)r->max_conns, "timeouts_ms", "connect",
+      (json_int_t)r->connect_timeout_ms, "first_byte", (json_int_t)r->first_byte_timeout_ms, "idle",
+      (json_int_t)r->idle_timeout_ms, "total", (json_int_t)r->total_timeout_ms);
 }
 
 char *al_policy_relay_canonical(const al_policy *p)
@@ -1032,7 +1045,7 @@ char *al_policy_relay_canonical(const al_policy *p)
   return s;
 }
 
-static void relay_free(al_policy_relay *r)
+void al_policy_relay_clear(al_policy_relay *r)
 {
   free(r->upstream);
   free(r->host);
@@ -1046,6 +1059,7 @@ static void relay_free(al_policy_relay *r)
     free(r->routes[i].path);
   }
   free(r->routes);
+  memset(r, 0, sizeof *r);
 }
 
 /* ---- top level ---- */
@@ -1069,7 +1083,7 @@ static int top_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
     return 0;
   }
   case 1: {
-    static const char *const keys[] = {"allow", "pin", "resolver", "max_connections",
+    static const char *const keys[] = {"allow",         "pin",      "resolver", "max_connections",
                                        "egress_budget", "timeouts", NULL};
     p->network.present = true;
     if (kv->val && fy_node_is_scalar(kv->val)) {
@@ -1083,8 +1097,8 @@ static int top_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
     return walk_map(c, kv->val, kv->key, kv->path, keys, network_field, &p->network);
   }
   case 2: {
-    static const char *const keys[] = {"root", "workspace_size", "tmp_size", "ro_paths", "image",
-                                       NULL};
+    static const char *const keys[] = {"root",     "workspace_size", "tmp_size",
+                                       "ro_paths", "image",          NULL};
     return walk_map(c, kv->val, kv->key, kv->path, keys, fs_field, &p->filesystem);
   }
   case 3: {
@@ -1105,9 +1119,9 @@ static int top_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
     return walk_map(c, kv->val, kv->key, kv->path, keys, forge_field, &p->forge);
   }
   case 7: {
-    static const char *const keys[] = {"upstream", "auth",        "key_file", "ca_file",
-                                       "pin",      "routes",      "max_request", "budget",
-                                       "timeouts", "max_connections", NULL};
+    static const char *const keys[] = {
+        "upstream",    "auth",   "key_file", "ca_file",         "pin", "routes",
+        "max_request", "budget", "timeouts", "max_connections", NULL};
     relay_defaults(&p->relay);
     return walk_map(c, kv->val, kv->key, kv->path, keys, relay_field, &p->relay);
   }
@@ -1149,7 +1163,8 @@ static int finish(al_policy *p, const char *name, al_error *err)
   for (size_t i = 0; i < p->network.n_pin; i++) {
     bool used = false;
     for (size_t j = 0; j < p->network.n_allow; j++)
-      if (!p->network.allow[j].wildcard && strcmp(p->network.allow[j].host, p->network.pin[i].host) == 0)
+      if (!p->network.allow[j].wildcard &&
+          strcmp(p->network.allow[j].host, p->network.pin[i].host) == 0)
         used = true;
     if (!used)
       return al_make_error(err, EINVAL, "%s: network.pin: `%s` is pinned but not in network.allow",
@@ -1171,7 +1186,7 @@ const char *al_policy_sha256(al_policy *p)
 static bool all_blank(const char *buf, size_t len)
 {
   for (size_t i = 0; i < len; i++)
-    if (!memchr(" \t\r\n", buf[i], 4))
+    if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\r' && buf[i] != '\n')
       return false;
   return true;
 }
@@ -1185,7 +1200,11 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t len)
   size_t i = 0;
   while (i < len) {
     unsigned c = s[i];
-    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    size_t n = c < 0x80             ? 1
+               : (c & 0xe0) == 0xc0 ? 2
+               : (c & 0xf0) == 0xe0 ? 3
+               : (c & 0xf8) == 0xf0 ? 4
+                                    : 0;
     if (n == 0 || c == 0xc0 || c == 0xc1 || c > 0xf4 || len - i < n)
       return i;
     for (size_t k = 1; k < n; k++)
@@ -1202,7 +1221,7 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t len)
 int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_policy **out,
                           al_error *err)
 {
-  struct ctx c = {name, err};
+  struct ctx c = {.name = name, .err = err};
   if (len > POLICY_MAX_BYTES)
     return al_make_error(err, EFBIG, "%s: larger than %d bytes", name, POLICY_MAX_BYTES);
   size_t bad = utf8_invalid_at((const unsigned char *)buf, len);
@@ -1225,7 +1244,28 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
     return al_make_error(err, ENOMEM, "%s: libfyaml diagnostics", name);
   fy_diag_set_collect_errors(diag, true);
   struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_JSON_NONE, .diag = diag};
-  struct fy_document *doc = fy_document_build_from_string(&cfg, buf, len);
+  /* Parse as a stream: a second document would be silently ignored by a
+   * single-document load, and a reader of the file could then believe a
+   * different policy than the one enforced. */
+  struct fy_parser *fyp = fy_parser_create(&cfg);
+  if (!fyp) {
+    fy_diag_destroy(diag);
+    return al_make_error(err, ENOMEM, "%s: libfyaml parser", name);
+  }
+  struct fy_document *doc = NULL;
+  if (fy_parser_set_string(fyp, buf, len) == 0)
+    doc = fy_parse_load_document(fyp);
+  if (doc) {
+    struct fy_document *extra = fy_parse_load_document(fyp);
+    if (extra) {
+      fy_parse_document_destroy(fyp, extra);
+      fy_parse_document_destroy(fyp, doc);
+      fy_parser_destroy(fyp);
+      fy_diag_destroy(diag);
+      return al_error_set(err, EINVAL,
+                          "%s: more than one YAML document (`---`): a policy is exactly one", name);
+    }
+  }
   if (!doc) {
     void *it = NULL;
     struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
@@ -1246,9 +1286,11 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
       al_make_error(err, 0, "%s: not valid YAML", name);
     if (err)
       err->code = EINVAL;
+    fy_parser_destroy(fyp);
     fy_diag_destroy(diag);
     return -1;
   }
+  c.doc = doc;
 
   al_policy *p = al_xcalloc(1, sizeof *p);
   set_defaults(p);
@@ -1258,8 +1300,8 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
     r = al_make_error(err, EINVAL, "%s: empty policy (at least `version: 1`)", name);
     goto out;
   }
-  static const char *const keys[] = {"version", "network", "filesystem", "process",
-                                     "credentials", "review", "forge", "relay", NULL};
+  static const char *const keys[] = {"version", "network", "filesystem", "process", "credentials",
+                                     "review",  "forge",   "relay",      NULL};
   struct top_tmp t = {.p = p};
   r = walk_map(&c, root, NULL, "", keys, top_field, &t);
   if (r == 0 && !t.have_version)
@@ -1267,7 +1309,8 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
   if (r == 0)
     r = finish(p, name, err);
 out:
-  fy_document_destroy(doc);
+  fy_parse_document_destroy(fyp, doc);
+  fy_parser_destroy(fyp);
   fy_diag_destroy(diag);
   if (r < 0) {
     al_policy_free(p);
@@ -1320,21 +1363,20 @@ char *al_policy_canonical(const al_policy *p)
     for (size_t i = 0; i < n->n_allow; i++) {
       const al_net_allow *a = &n->allow[i];
       al_autofree char *h = al_strdup_printf("%s%s", a->wildcard ? "*." : "", a->host);
-      json_array_append_new(allow, json_pack("{s:s, s:i, s:b}", "host", h, "port", (int)a->port,
-                                             "tls", a->tls));
+      json_array_append_new(
+          allow, json_pack("{s:s, s:i, s:b}", "host", h, "port", (int)a->port, "tls", a->tls));
     }
     json_t *pins = json_array();
     for (size_t i = 0; i < n->n_pin; i++)
-      json_array_append_new(pins, json_pack("{s:s, s:s}", "host", n->pin[i].host, "address",
-                                            n->pin[i].address));
+      json_array_append_new(
+          pins, json_pack("{s:s, s:s}", "host", n->pin[i].host, "address", n->pin[i].address));
     json_object_set_new(
         root, "network",
-        json_pack("{s:o, s:o, s:s?, s:I, s:I, s:{s:I, s:I, s:I, s:I}}", "allow", allow, "pin",
-                  pins, "resolver", n->resolver, "max_connections", (json_int_t)n->max_conns,
+        json_pack("{s:o, s:o, s:s?, s:I, s:I, s:{s:I, s:I, s:I, s:I}}", "allow", allow, "pin", pins,
+                  "resolver", n->resolver, "max_connections", (json_int_t)n->max_conns,
                   "egress_budget", (json_int_t)n->egress_budget, "timeouts_ms", "head",
                   (json_int_t)n->head_timeout_ms, "connect", (json_int_t)n->connect_timeout_ms,
-                  "idle", (json_int_t)n->idle_timeout_ms, "tunnel",
-                  (json_int_t)n->max_tunnel_ms));
+                  "idle", (json_int_t)n->idle_timeout_ms, "tunnel", (json_int_t)n->max_tunnel_ms));
   } else {
     json_object_set_new(root, "network", json_string("none"));
   }
@@ -1347,21 +1389,22 @@ char *al_policy_canonical(const al_policy *p)
   const al_policy_limits *l = &p->process.limits;
   json_object_set_new(
       root, "process",
-      json_pack("{s:i, s:o, s:{s:I, s:i, s:i, s:I, s:i}}", "user", (int)p->process.user,
-                "env_pass", str_array(p->process.env_pass, p->process.n_env_pass), "limits",
-                "memory", (json_int_t)l->memory, "pids", (int)l->pids, "cpu_milli",
-                (int)l->cpu_milli, "wall_ms", (json_int_t)l->wall_ms, "nofile", (int)l->nofile));
+      json_pack("{s:i, s:o, s:{s:I, s:i, s:i, s:I, s:i}}", "user", (int)p->process.user, "env_pass",
+                str_array(p->process.env_pass, p->process.n_env_pass), "limits", "memory",
+                (json_int_t)l->memory, "pids", (int)l->pids, "cpu_milli", (int)l->cpu_milli,
+                "wall_ms", (json_int_t)l->wall_ms, "nofile", (int)l->nofile));
   if (p->credentials.present)
     json_object_set_new(root, "credentials",
                         json_pack("{s:s?, s:o, s:o, s:I}", "broker", p->credentials.broker, "git",
                                   role_json(&p->credentials.git), "ticket",
                                   role_json(&p->credentials.ticket), "ttl_ms",
                                   (json_int_t)p->credentials.ttl_ms));
-  json_object_set_new(root, "review", json_pack("{s:s, s:s?}", "branch_prefix", p->branch_prefix,
-                                                "base_branch", p->base_branch));
-  json_object_set_new(root, "forge", json_pack("{s:s, s:s, s:s?}", "api_url", p->forge.api_url,
-                                               "git_url", p->forge.git_url, "ca_file",
-                                               p->forge.ca_file));
+  json_object_set_new(
+      root, "review",
+      json_pack("{s:s, s:s?}", "branch_prefix", p->branch_prefix, "base_branch", p->base_branch));
+  json_object_set_new(root, "forge",
+                      json_pack("{s:s, s:s, s:s?}", "api_url", p->forge.api_url, "git_url",
+                                p->forge.git_url, "ca_file", p->forge.ca_file));
   if (p->relay.present)
     json_object_set_new(root, "relay", relay_json(&p->relay));
   char *s = json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT);
@@ -1410,7 +1453,7 @@ void al_policy_free(al_policy *p)
   free(p->forge.api_url);
   free(p->forge.git_url);
   free(p->forge.ca_file);
-  relay_free(&p->relay);
+  al_policy_relay_clear(&p->relay);
   free(p->source);
   free(p);
 }

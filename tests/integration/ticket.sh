@@ -69,6 +69,19 @@ like "the review flags the run's token in the PR body" "$(python3 -c 'import jso
 like "the review flags .claude/settings.json as running outside the sandbox" "$(python3 -c 'import json,sys; print([f["file"] for f in json.load(open(sys.argv[1]))["review"]["runs_outside_sandbox"]])' "$REC")" "\.claude/settings\.json"
 like "the proxy denied the exfiltration with a reason" "$(python3 -c 'import json,sys; print([(d.get("host"),d.get("reason")) for d in json.load(open(sys.argv[1]))["proxy_decisions"] if d.get("decision")=="deny"])' "$REC")" "evil\.example"
 
+# an agent that claims a PR it never opened (another PR number of the repo)
+mkdir -p "$T_TMP/liar"; chmod 755 "$T_TMP/liar"
+cat >"$T_TMP/liar/agent" <<'SH'
+#!/bin/sh
+echo "AIRLOCK_RESULT {\"pr_url\": \"https://forge.test:${AIRLOCK_API_URL##*:}/acme/tally/pull/1\"}"
+SH
+chmod 755 "$T_TMP/liar/agent"
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent "$T_TMP/liar/agent" --record "$T_TMP/rec-liar.json" 2>&1)
+pr=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["pull_request"]; print(p["verified"], p["url"], p["reported_by_agent"])' "$T_TMP/rec-liar.json")
+like "a claimed PR the forge does not have from the run's branch is not verified" "$pr" "^False None https://forge.test:[0-9]+/acme/tally/pull/1$"
+if grep -q "pull request https" <<<"$out"; then fail "the operator is not told about a PR that does not exist"; else ok "the operator is not told about a PR that does not exist"; fi
+like "control: the honest run's PR was verified" "$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["pull_request"]; print(p["verified"], p.get("mismatch", False))' "$T_TMP/rec1.json")" "^True False$"
+
 # --- failure paths ---
 # agent exits non-zero
 REC=$T_TMP/rec-false.json

@@ -257,6 +257,7 @@ static void agent_result(struct ticket *t, const char *out, al_ticket_outcome *r
   const char *s = last + 15;
   json_t *j = json_loadb(s, strcspn(s, "\n"), 0, NULL);
   const char *url = j ? json_string_value(json_object_get(j, "pr_url")) : NULL;
+  /* Only a hint until verify_pr() has found the PR on the forge itself. */
   char prefix[1024];
   snprintf(prefix, sizeof prefix, "%s/%s/pull/", t->policy->forge.git_url, t->repo);
   bool ok = url && strncmp(url, prefix, strlen(prefix)) == 0 && strlen(url) < sizeof res->pr_url;
@@ -266,12 +267,34 @@ static void agent_result(struct ticket *t, const char *out, al_ticket_outcome *r
   }
   if (ok)
     snprintf(res->pr_url, sizeof res->pr_url, "%s", url);
-  json_object_set_new(t->rec, "pull_request",
+  json_object_set_new(t->rec, "pull_request_reported",
                       ok ? json_pack("{s:s, s:s}", "url", url, "branch", t->branch)
                          : json_pack("{s:n, s:s}", "url", "rejected_report",
                                      url ? "the agent reported a URL outside this repository"
                                          : "no pull request reported"));
   json_decref(j);
+}
+
+/* The PR the record and the operator are pointed at is the one the forge
+ * has from the run's branch (found by the review phase), never just what
+ * the agent claims: an agent could name a human's PR or another run's. */
+static void verify_pr(struct ticket *t, al_ticket_outcome *res)
+{
+  json_t *rep = json_object_get(t->rec, "pull_request_reported");
+  const char *reported = rep ? json_string_value(json_object_get(rep, "url")) : NULL;
+  json_t *found = json_object_get(json_object_get(t->rec, "review"), "pull_request");
+  const char *url = found ? json_string_value(json_object_get(found, "url")) : NULL;
+  json_t *o = json_pack("{s:s, s:b}", "branch", t->branch, "verified", url != NULL);
+  json_object_set_new(o, "url", url ? json_string(url) : json_null());
+  json_object_set_new(o, "reported_by_agent", reported ? json_string(reported) : json_null());
+  if (url && reported && strcmp(url, reported) != 0)
+    json_object_set_new(o, "mismatch", json_true());
+  if (url && strlen(url) < sizeof res->pr_url)
+    snprintf(res->pr_url, sizeof res->pr_url, "%s", url);
+  else
+    res->pr_url[0] = '\0';
+  json_object_set_new(t->rec, "pull_request", o);
+  json_object_del(t->rec, "pull_request_reported");
 }
 
 static int write_record(struct ticket *t, al_ticket_outcome *res, al_error *err)
@@ -1045,6 +1068,8 @@ done:
   }
   if (t.policy && json_object_get(t.rec, "lease"))
     do_review(&t);
+  if (json_object_get(t.rec, "pull_request_reported"))
+    verify_pr(&t, res);
   if (t.interrupted) {
     if (rc == 0)
       rc = -1;

@@ -11,6 +11,7 @@
 
 #include "paths.h"
 #include "commands.h"
+#include "common/term.h"
 #include "common/util.h"
 #include "run/ticket.h"
 
@@ -145,7 +146,9 @@ int cmd_ticket(int argc, char **argv)
   al_error err = {0};
   int r = al_ticket_run(&o, &res, &err);
   if (o.show_agent_stdout && res.agent_stdout && res.agent_stdout[0] && !o.quiet) {
-    fputs(res.agent_stdout, stdout);
+    char *clean = al_term_sanitize(res.agent_stdout, strlen(res.agent_stdout));
+    fputs(clean, stdout);
+    free(clean);
     fflush(stdout);
   }
   /* An unprotected run says so on every line of its summary. */

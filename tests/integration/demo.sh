@@ -5,11 +5,15 @@
 . "$(dirname "$0")/lib.sh"
 [ -x "${AIRLOCK_FORGE:-}" ] || { skip "airlock-forge was not built"; done_testing; exit 0; }
 ensure_test_user
+# Only what this test's demos leave counts: other runs may be on the machine.
+demo_dirs() { ls -d /tmp/airlock-demo.* 2>/dev/null | sort; }
+demo_pids() { { pgrep -f 'airlock-forge --fixture .*examples/demo'; pgrep -f 'airlock-net broker -c /tmp/airlock-demo'; } 2>/dev/null | sort; }
 run_demo() { # MODE(root|user) ARGS...
   local mode=$1; shift
   local pre=()
   [ "$mode" = user ] && pre=(as_user env HOME="$T_TMP/home-user")
   mkdir -p "$T_TMP/home-user"; chown "$T_USER" "$T_TMP/home-user" 2>/dev/null
+  DIRS_BEFORE=$(demo_dirs); PIDS_BEFORE=$(demo_pids)
   local start=$(date +%s%N)
   (cd "$T_TMP" && "${pre[@]}" "$AIRLOCK" demo "$@") >"$T_TMP/demo.out" 2>&1
   local rc=$?
@@ -34,9 +38,9 @@ for mode in root user; do
   is "[$mode] hostile: no attempt but the PR succeeded" "$bad" ""
   like "[$mode] hostile: push to main refused with GH006" "$out" 'GH006'
   like "[$mode] hostile: the proxy refused evil.example" "$out" 'Tunnel connection failed: 403'
-  leftover=$(ls -d /tmp/airlock-demo.* 2>/dev/null | wc -l)
+  leftover=$(comm -13 <(echo "$DIRS_BEFORE") <(demo_dirs) | grep -c . || true)
   is "[$mode] the demo removed its temporary directory" "$leftover" 0
-  if pgrep -f 'airlock-forge --fixture .*examples/demo' >/dev/null || pgrep -f 'airlock-net broker -c /tmp/airlock-demo' >/dev/null; then
-    fail "[$mode] no forge or broker left running"; else ok "[$mode] no forge or broker left running"; fi
+  left=$(comm -13 <(echo "$PIDS_BEFORE") <(demo_pids) | grep . || true)
+  is "[$mode] no forge or broker of this demo left running" "$left" ""
 done
 done_testing

@@ -21,6 +21,20 @@ int al_make_error(al_error *err, int code, const char *fmt, ...)
   return -1;
 }
 
+int al_error_set(al_error *err, int code, const char *fmt, ...)
+{
+  if (!err)
+    return -1;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    err->msg[0] = '\0';
+  err->code = code;
+  return -1;
+}
+
 int al_error_wrap(al_error *err, const char *fmt, ...)
 {
   if (!err)

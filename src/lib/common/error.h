@@ -23,6 +23,12 @@ typedef struct al_error {
 int al_make_error(al_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Like al_make_error, but the message is used as it is (no strerror
+ * suffix): for errors about input, where the text names the rule broken
+ * and `code` (often EINVAL or 0) is for the caller's logic only. */
+int al_error_set(al_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Prefix the existing message with context ("context: old message").
  * Returns -1 always. */
 int al_error_wrap(al_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

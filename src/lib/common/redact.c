@@ -136,17 +136,6 @@ static size_t pattern_at(const char *p)
   return 0;
 }
 
-static int hexval(char c)
-{
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* Length of s at p where each byte is literal or %XX-encoded, or 0. */
 static size_t encoded_match(const char *p, const char *s, size_t slen)
 {
@@ -155,8 +144,8 @@ static size_t encoded_match(const char *p, const char *s, size_t slen)
     if (p[k] == s[j]) {
       k++;
     } else if (p[k] == '%') {
-      int hi = hexval(p[k + 1]);
-      int lo = hi < 0 ? -1 : hexval(p[k + 2]);
+      int hi = al_hex_digit(p[k + 1]);
+      int lo = hi < 0 ? -1 : al_hex_digit(p[k + 2]);
       if (lo < 0 || (char)(hi * 16 + lo) != s[j])
         return 0;
       k += 3;

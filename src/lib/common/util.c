@@ -172,6 +172,17 @@ char *al_strdup_printf(const char *fmt, ...)
   return s;
 }
 
+int al_hex_digit(char c)
+{
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
 uint64_t al_now_ns(void)
 {
   struct timespec ts;
@@ -300,10 +311,21 @@ int al_parse_size(const char *s, uint64_t *out, const char **why)
     const char *suffix;
     uint64_t mult;
   } units[] = {
-      {"", 1},          {"B", 1},          {"k", 1024},          {"K", 1024},
-      {"KiB", 1024},    {"kB", 1000},      {"M", 1024 * 1024},   {"MiB", 1024 * 1024},
-      {"MB", 1000000},  {"G", 1ull << 30}, {"GiB", 1ull << 30},  {"GB", 1000000000ull},
-      {"T", 1ull << 40}, {"TiB", 1ull << 40}, {"TB", 1000000000000ull},
+      {"", 1},
+      {"B", 1},
+      {"k", 1024},
+      {"K", 1024},
+      {"KiB", 1024},
+      {"kB", 1000},
+      {"M", 1024 * 1024},
+      {"MiB", 1024 * 1024},
+      {"MB", 1000000},
+      {"G", 1ull << 30},
+      {"GiB", 1ull << 30},
+      {"GB", 1000000000ull},
+      {"T", 1ull << 40},
+      {"TiB", 1ull << 40},
+      {"TB", 1000000000000ull},
   };
   const char *p = s;
   uint64_t v;

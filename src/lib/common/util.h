@@ -42,6 +42,9 @@ void *al_xcalloc(size_t n, size_t size);
 void *al_xrealloc(void *p, size_t n);
 char *al_xstrdup(const char *s);
 
+/* Value of a hex digit (either case), or -1. */
+int al_hex_digit(char c);
+
 /* Monotonic clock in milliseconds / nanoseconds. */
 uint64_t al_now_ms(void);
 uint64_t al_now_ns(void);

@@ -134,7 +134,8 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
                                           "HTTPS_PROXY=http://127.0.0.1:3128",
                                           "http_proxy=http://127.0.0.1:3128",
                                           "https_proxy=http://127.0.0.1:3128",
-                                          "NO_PROXY=", "no_proxy="};
+                                          "NO_PROXY=",
+                                          "no_proxy="};
   if (net)
     for (size_t i = 0; i < AL_ARRAY_SIZE(proxy_env); i++)
       if (!relay || strncasecmp(proxy_env[i], "no_proxy=", 9) != 0)
@@ -178,6 +179,8 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
       .quiet = o->quiet,
       .extra_ro_paths = o->extra_ro_paths,
       .stdout_fd = o->stdout_fd,
+      .stdin_fd = o->stdin_fd,
+      .stderr_fd = o->stderr_fd,
   };
   al_sandbox *sb = NULL;
   int setup_status = AL_EXIT_SETUP;

@@ -22,7 +22,9 @@ typedef struct al_run_opts {
   int audit_fd;            /* if > 0 and log_path is NULL: decisions go to this fd instead */
   const char *run_id;      /* NULL: a random one */
   const char *const *extra_ro_paths; /* see al_sandbox_opts; may be NULL */
-  int stdout_fd;           /* > 0: the command's stdout; else inherited */
+  int stdout_fd;                     /* > 0: the command's stdout; else inherited */
+  int stdin_fd;                      /* > 0: the command's stdin; else inherited */
+  int stderr_fd;                     /* > 0: the command's stderr; else inherited */
   bool quiet;
   /* Called after the sandbox started and before the proxy process is
    * forked, so the caller can wipe secrets it put into `env` (the proxy

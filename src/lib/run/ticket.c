@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include "broker/client.h"
 #include "common/log.h"
 #include "common/redact.h"
+#include "common/term.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "probe/probe.h"
@@ -185,6 +187,69 @@ static char *read_memfd(int fd, size_t *len)
       buf[i] = '?';
   *len = (size_t)n;
   return buf;
+}
+
+/* A thread copying the agent's stderr to ours, sanitized, capped. */
+#define AGENT_STDERR_CAP (16u << 20)
+
+struct stderr_relay {
+  int fd;
+  pthread_t th;
+  bool running;
+};
+
+static void *stderr_relay_main(void *arg)
+{
+  struct stderr_relay *sr = arg;
+  /* No malloc here: the supervisor clones sandboxes with the raw clone
+   * syscall, which does not take glibc's allocator locks the way fork(3)
+   * does; a lock held by this thread at that moment would be inherited
+   * locked. */
+  char buf[1024];
+  char clean[4 * sizeof buf + 1];
+  size_t total = 0;
+  for (;;) {
+    ssize_t n = read(sr->fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    if (total < AGENT_STDERR_CAP) {
+      size_t len = al_term_sanitize_into(buf, (size_t)n, clean);
+      (void)!write(2, clean, len);
+      total += (size_t)n;
+      if (total >= AGENT_STDERR_CAP) {
+        static const char m[] = "\nairlock: the agent's stderr passed 16 MiB; the rest is dropped\n";
+        (void)!write(2, m, sizeof m - 1);
+      }
+    }
+  }
+  close(sr->fd);
+  return NULL;
+}
+
+static int stderr_relay_start(struct stderr_relay *sr, int fd)
+{
+  sr->fd = fd;
+  /* the thread must not take the signals the supervisor waits for */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int r = pthread_create(&sr->th, NULL, stderr_relay_main, sr);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (r != 0) {
+    errno = r;
+    return -1;
+  }
+  sr->running = true;
+  return 0;
+}
+
+static void stderr_relay_join(struct stderr_relay *sr)
+{
+  if (sr->running)
+    pthread_join(sr->th, NULL);
+  sr->running = false;
 }
 
 /* Is host:port of an https URL in the allowlist? */
@@ -1020,9 +1085,32 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
         .after_start = wipe_env,
         .after_start_ctx = &t,
     };
+    /* The agent's stdin is /dev/null (it must not read what the operator
+     * types); its stderr goes through a pipe we relay with escape sequences
+     * neutralised (it must not drive the operator's terminal, nor truncate
+     * or rewrite our own stderr, which a shared descriptor would allow). */
+    struct stderr_relay sr = {.fd = -1};
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int errp[2] = {-1, -1};
+    if (devnull < 0 || pipe2(errp, O_CLOEXEC) < 0 || stderr_relay_start(&sr, errp[0]) < 0) {
+      al_make_error(err, errno, "agent stdio");
+      phase_end(&t, s, "failed", "%s", err->msg);
+      if (devnull >= 0)
+        close(devnull);
+      if (errp[0] >= 0) {
+        close(errp[0]);
+        close(errp[1]);
+      }
+      goto done;
+    }
+    ro_opts.stdin_fd = devnull;
+    ro_opts.stderr_fd = errp[1];
     int status = 125;
     al_error re = {0};
     int r = al_run_command(&ro_opts, &status, &re);
+    close(errp[1]);
+    close(devnull);
+    stderr_relay_join(&sr);
     wipe_env(&t);
     res->agent_status = r < 0 ? -1 : status;
     size_t n = 0;

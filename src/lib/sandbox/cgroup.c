@@ -151,8 +151,7 @@ static bool v1_one(struct sb_cgroup *cg, const char *ctrl, const char *name, pid
   return ok;
 }
 
-int sb_cgroup_create(struct sb_cgroup *cg, const char *name, const al_policy_limits *lim,
-                     pid_t pid)
+int sb_cgroup_create(struct sb_cgroup *cg, const char *name, const al_policy_limits *lim, pid_t pid)
 {
   memset(cg, 0, sizeof *cg);
   cg->kind = "none";

@@ -81,11 +81,11 @@ void sb_drop_privileges(int sync_fd, uint32_t uid, bool can_setgroups)
       DIE(sync_fd, "drop capability %d from the bounding set", c);
   if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
     DIE(sync_fd, "clear ambient capabilities");
-  if (can_setgroups && setgroups(0, NULL) < 0)
+  if (can_setgroups && sb_setgroups0() < 0)
     DIE(sync_fd, "setgroups");
-  if (setresgid(uid, uid, uid) < 0)
+  if (sb_setresgid(uid) < 0)
     DIE(sync_fd, "setresgid %u", uid);
-  if (setresuid(uid, uid, uid) < 0)
+  if (sb_setresuid(uid) < 0)
     DIE(sync_fd, "setresuid %u", uid);
   cap_t empty = cap_init();
   if (!empty || cap_set_proc(empty) < 0)

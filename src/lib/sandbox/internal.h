@@ -5,13 +5,24 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "policy/policy.h"
 
 /* Messages on the supervisor <-> init socket. */
-enum { MSG_HELLO = 1, MSG_GO, MSG_CGROUP, MSG_LISTENERS, MSG_READY, MSG_ERROR, MSG_EXIT, MSG_SIGNAL };
+enum {
+  MSG_HELLO = 1,
+  MSG_GO,
+  MSG_CGROUP,
+  MSG_LISTENERS,
+  MSG_READY,
+  MSG_ERROR,
+  MSG_EXIT,
+  MSG_SIGNAL
+};
 
 struct sb_msg {
   uint32_t type;
@@ -19,6 +30,16 @@ struct sb_msg {
   int32_t err;    /* errno */
   char text[480];
 };
+
+/* The child of the raw clone(2) is single-threaded, but glibc's copy of
+ * the thread list still names the supervisor's other threads (e.g. the
+ * ticket's stderr relay): glibc's setresuid() and friends would signal
+ * them all and wait forever (nptl_setxid). In the child, change
+ * credentials with the raw system calls, which act on this thread only —
+ * exactly what a single-threaded process needs. */
+#define sb_setresuid(u) ((int)syscall(SYS_setresuid, (u), (u), (u)))
+#define sb_setresgid(g) ((int)syscall(SYS_setresgid, (g), (g), (g)))
+#define sb_setgroups0() ((int)syscall(SYS_setgroups, 0, NULL))
 
 /* Child side: report a failed step and _exit. Only between clone and exec. */
 __attribute__((noreturn, format(printf, 4, 5))) void sb_die(int sync_fd, int status, int errnum,
@@ -36,7 +57,7 @@ void sb_apply_landlock(int sync_fd, int abi);
 int sb_seccomp_compile(int *fd_out, al_error *err); /* supervisor side */
 /* The same plus EPERM for the NULL-terminated extra names. */
 int sb_seccomp_compile_extra(const char *const *extra_deny, int *fd_out, al_error *err);
-void sb_seccomp_load_fd(int sync_fd, int fd);       /* child side */
+void sb_seccomp_load_fd(int sync_fd, int fd); /* child side */
 void sb_loopback_up(int sync_fd);
 
 /* cgroup.c: supervisor side. */
@@ -45,7 +66,7 @@ struct sb_cgroup {
   char *paths[4];   /* created directories */
   size_t n;
   bool mem, pids, cpu;
-  char why[256];    /* what could not be enforced */
+  char why[256]; /* what could not be enforced */
 };
 int sb_cgroup_create(struct sb_cgroup *cg, const char *name, const al_policy_limits *lim,
                      pid_t pid);

@@ -157,11 +157,13 @@ static void setup_host_view(uint32_t uid)
   /* /etc: only what programs need to run, resolve users and verify TLS. */
   mkdir_p(nr("/etc"), 0755);
   static const char *const etc[] = {
-      "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl",
-      "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/alternatives",
-      "/etc/nsswitch.conf", "/etc/localtime", "/etc/mime.types", "/etc/protocols",
-      "/etc/services", "/etc/gitconfig", "/etc/bash.bashrc", "/etc/profile", "/etc/inputrc",
-      "/etc/environment", "/etc/login.defs", "/etc/python3", "/etc/python3.11"};
+      "/etc/ld.so.cache",  "/etc/ld.so.conf",      "/etc/ld.so.conf.d",
+      "/etc/ssl",          "/etc/ca-certificates", "/etc/ca-certificates.conf",
+      "/etc/alternatives", "/etc/nsswitch.conf",   "/etc/localtime",
+      "/etc/mime.types",   "/etc/protocols",       "/etc/services",
+      "/etc/gitconfig",    "/etc/bash.bashrc",     "/etc/profile",
+      "/etc/inputrc",      "/etc/environment",     "/etc/login.defs",
+      "/etc/python3",      "/etc/python3.11"};
   for (size_t i = 0; i < AL_ARRAY_SIZE(etc); i++)
     bind_host_entry(hp(etc[i]), nr(etc[i]), true);
 
@@ -186,7 +188,7 @@ static void setup_rootfs_dir(const char *root_in)
   if (!d)
     DIE("open rootfs `%s`", root);
   struct dirent *e;
-  static const char *const skip[] = {".",   "..",  "proc", "dev", "sys", "tmp",
+  static const char *const skip[] = {".",   "..",        "proc", "dev",  "sys", "tmp",
                                      "run", "workspace", "home", "root", "mnt", "media"};
   while ((e = readdir(d)) != NULL) {
     bool s = false;
@@ -217,10 +219,10 @@ static void setup_proc(void)
     bind_ro(nr(ro[i]), nr(ro[i]), true);
   }
   /* Masked: files that reveal kernel memory, keys or timing of the host. */
-  static const char *const mask_files[] = {"/proc/kcore", "/proc/keys", "/proc/key-users",
-                                           "/proc/timer_list", "/proc/sched_debug",
-                                           "/proc/kallsyms", "/proc/latency_stats",
-                                           "/proc/kmsg", "/proc/config.gz"};
+  static const char *const mask_files[] = {
+      "/proc/kcore",         "/proc/keys",        "/proc/key-users",
+      "/proc/timer_list",    "/proc/sched_debug", "/proc/kallsyms",
+      "/proc/latency_stats", "/proc/kmsg",        "/proc/config.gz"};
   for (size_t i = 0; i < AL_ARRAY_SIZE(mask_files); i++) {
     struct stat st;
     if (lstat(nr(mask_files[i]), &st) < 0)
@@ -255,8 +257,7 @@ static void setup_dev(void)
   if (symlink("pts/ptmx", nr("/dev/ptmx")) < 0)
     DIE("symlink /dev/ptmx");
   mkdir_p(nr("/dev/shm"), 01777);
-  xmount("tmpfs", nr("/dev/shm"), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-         "size=64m,mode=1777");
+  xmount("tmpfs", nr("/dev/shm"), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64m,mode=1777");
   static const char *const links[][2] = {{"/proc/self/fd", "/dev/fd"},
                                          {"/proc/self/fd/0", "/dev/stdin"},
                                          {"/proc/self/fd/1", "/dev/stdout"},

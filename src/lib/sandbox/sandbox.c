@@ -43,7 +43,6 @@
 #include "common/util.h"
 #include "sandbox/internal.h"
 
-
 struct al_sandbox {
   pid_t pid;
   int sync_fd;
@@ -116,8 +115,8 @@ static void send_fds(int sync_fd, const int *fds, size_t n)
 
 struct child_args {
   const al_sandbox_opts *opts;
-  char **envp;  /* built by the supervisor before clone */
-  char **argv;  /* copy of the command */
+  char **envp; /* built by the supervisor before clone */
+  char **argv; /* copy of the command */
   int sync_fd;
   bool can_setgroups;
   int landlock_abi;
@@ -259,6 +258,10 @@ static int child_main(struct child_args *a)
 
   if (a->opts->stdout_fd > 0 && a->opts->stdout_fd != 1 && dup2(a->opts->stdout_fd, 1) < 0)
     sb_die(sync_fd, 125, errno, "redirect the command's stdout");
+  if (a->opts->stdin_fd > 0 && dup2(a->opts->stdin_fd, 0) < 0)
+    sb_die(sync_fd, 125, errno, "redirect the command's stdin");
+  if (a->opts->stderr_fd > 0 && a->opts->stderr_fd != 2 && dup2(a->opts->stderr_fd, 2) < 0)
+    sb_die(sync_fd, 125, errno, "redirect the command's stderr");
   /* Nothing of the supervisor's fds but the sync socket stays open. */
   int keep[] = {sync_fd};
   if (al_close_fds_from(3, keep, 1) < 0)
@@ -282,8 +285,7 @@ static int child_main(struct child_args *a)
    * (EOVERFLOW), and only the sandbox user is mapped. */
   if (prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP) < 0)
     sb_die(sync_fd, 125, errno, "securebits for setup");
-  if (setresgid(pol->process.user, pol->process.user, pol->process.user) < 0 ||
-      setresuid(pol->process.user, pol->process.user, pol->process.user) < 0)
+  if (sb_setresgid(pol->process.user) < 0 || sb_setresuid(pol->process.user) < 0)
     sb_die(sync_fd, 125, errno, "switch to uid %u for setup", pol->process.user);
 
   if (sethostname("airlock", 7) < 0 || setdomainname("airlock", 7) < 0)
@@ -444,8 +446,8 @@ static int recv_msg(int fd, struct sb_msg *m, int *fds, size_t maxfds, size_t *n
     char buf[CMSG_SPACE(sizeof(int) * AL_SANDBOX_MAX_LISTENERS)];
     struct cmsghdr align;
   } u;
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                      .msg_controllen = sizeof u.buf};
+  struct msghdr mh = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
   ssize_t n;
   do {
     n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
@@ -501,8 +503,7 @@ static void reap(al_sandbox *sb)
   sb->reaped = true;
 }
 
-int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_status,
-                     al_error *err)
+int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_status, al_error *err)
 {
   if (setup_status)
     *setup_status = AL_EXIT_SETUP;
@@ -549,8 +550,9 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
 
   fflush(NULL);
   sb->t_clone_ns = al_now_ns();
-  pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-                                            CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
+  pid_t pid = (pid_t)syscall(SYS_clone,
+                             CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                                 CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
                              NULL, NULL, NULL, NULL);
   if (pid == 0) {
     close(sp[0]);

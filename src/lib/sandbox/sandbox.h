@@ -38,14 +38,16 @@ typedef struct al_sandbox_opts {
                               They win over the defaults; never logged. */
   const uint16_t *listen_ports; /* TCP ports to listen on at 127.0.0.1 inside the netns */
   size_t n_listen;
-  uint64_t timeout_ms;     /* wall-clock limit; 0 = policy's process.limits.wall */
-  const char *run_id;      /* for cgroup names; may be NULL */
+  uint64_t timeout_ms;               /* wall-clock limit; 0 = policy's process.limits.wall */
+  const char *run_id;                /* for cgroup names; may be NULL */
   const char *const *extra_ro_paths; /* NULL-terminated absolute host paths bound read-only at
                                         the same place, besides the policy's ro_paths (e.g. the
                                         airlock binary itself, for probes); may be NULL */
-  bool quiet;              /* no warnings on stderr about limits that could not be enforced */
-  int stdout_fd;           /* > 0: the command's stdout (dup'd; the caller keeps it); else
-                              inherited. Note 0 means "inherit" so zeroed opts are safe. */
+  bool quiet;    /* no warnings on stderr about limits that could not be enforced */
+  int stdin_fd;  /* > 0: the command's stdin (dup'd; the caller keeps it); else inherited */
+  int stderr_fd; /* > 0: the command's stderr (likewise) */
+  int stdout_fd; /* > 0: the command's stdout (dup'd; the caller keeps it); else
+                    inherited. Note 0 means "inherit" so zeroed opts are safe. */
 } al_sandbox_opts;
 
 typedef struct al_sandbox al_sandbox;
@@ -86,10 +88,10 @@ int al_sandbox_block_signals(al_error *err);
 
 /* What could be enforced on this machine, for the run record and probes. */
 typedef struct al_sandbox_report {
-  int landlock_abi;     /* 0 when Landlock is unavailable */
-  const char *cgroup;   /* "v2", "v1" or "none" */
+  int landlock_abi;   /* 0 when Landlock is unavailable */
+  const char *cgroup; /* "v2", "v1" or "none" */
   bool mem_enforced, pids_enforced, cpu_enforced;
-  uint32_t host_uid;    /* host uid the sandbox user maps to */
+  uint32_t host_uid; /* host uid the sandbox user maps to */
   /* start-up phases, microseconds: clone until the child greets; id maps
    * and cgroup; child setup until the command was exec'd */
   uint64_t clone_to_hello_us, hello_to_go_us, go_to_exec_us;

@@ -82,6 +82,25 @@ like "a claimed PR the forge does not have from the run's branch is not verified
 if grep -q "pull request https" <<<"$out"; then fail "the operator is not told about a PR that does not exist"; else ok "the operator is not told about a PR that does not exist"; fi
 like "control: the honest run's PR was verified" "$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["pull_request"]; print(p["verified"], p.get("mismatch", False))' "$T_TMP/rec1.json")" "^True False$"
 
+# the agent cannot drive the operator's terminal nor read what they type
+mkdir -p "$T_TMP/tty"; chmod 755 "$T_TMP/tty"
+cat >"$T_TMP/tty/agent" <<'SH'
+#!/bin/sh
+printf 'OUT \033[2J\033]52;c;aGk=\007 fake summary\n'
+printf 'ERR \033]0;owned\007 \033[31mred\n' >&2
+IFS= read -r line || line=EOF
+echo "STDIN=[$line]"
+exit 3
+SH
+chmod 755 "$T_TMP/tty/agent"
+raw=$(printf 'typed secret\n' | "$T_TMP/tty/agent" 2>&1)
+if printf '%s' "$raw" | grep -q $'\033'; then ok "control: the agent's raw output holds ESC bytes"; else fail "control: the agent's raw output holds ESC bytes"; fi
+out=$(printf 'typed secret\n' | "$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent "$T_TMP/tty/agent" --record "$T_TMP/rec-tty.json" 2>&1)
+if printf '%s' "$out" | grep -q $'\033\|\007'; then fail "no raw escape or bell byte reaches the operator"; else ok "no raw escape or bell byte reaches the operator"; fi
+like "escapes are shown, neutralised" "$out" 'OUT \\x1b\[2J\\x1b\]52;c;aGk=\\x07 fake summary'
+like "stderr escapes too" "$out" 'ERR \\x1b\]0;owned\\x07'
+like "the agent reads nothing of the operator's stdin" "$out" 'STDIN=\[EOF\]'
+
 # --- failure paths ---
 # agent exits non-zero
 REC=$T_TMP/rec-false.json

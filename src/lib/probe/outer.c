@@ -25,7 +25,6 @@
 #include "run/run.h"
 #include "sandbox/sandbox.h"
 
-
 #define LEAKED_FD_MIN 97
 
 static const char *const always_allowed_env[] = {
@@ -186,6 +185,7 @@ static int run_confined(const al_probe_opts *o, const char *self, const pr_ctx *
   const char *ro[] = {self, NULL};
   uint16_t port = AL_PROXY_PORT;
   al_sandbox_opts so = {
+      .command_is_airlock = true,
       .policy = &local,
       .argv = argv,
       .env = net ? (char *const *)proxy_env : NULL,

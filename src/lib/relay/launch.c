@@ -168,6 +168,7 @@ int al_relay_start(const al_relay_start_opts *o, al_relay_proc **out, al_error *
     const char *ro[3] = {bin, p->relay.ca_file, NULL};
     uint16_t port = 3128;
     al_sandbox_opts so = {
+        .command_is_airlock = true,
         .policy = rp->policy,
         .argv = argv,
         .env = env,

@@ -32,6 +32,64 @@ like "--log holds an allow decision for web.test" "$dec" '"host":"web.test".*"de
 like "--log holds the deny with its reason" "$dec" '"host":"evil.test".*"decision":"deny","reason":"not-allowed"'
 if grep -q '"address":"127.0.0.1:'"$PORT"'"' <<<"$(grep evil.test <<<"$dec")"; then fail "a denied request never shows a dialled address"; else ok "a denied request never shows a dialled address"; fi
 
+# egress budget: a discard server on the host's loopback, a 64 KiB budget
+python3 -c '
+import socket, threading, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True)
+def drain(c):
+    try:
+        while c.recv(65536): pass
+    except OSError: pass
+    c.close()
+while True:
+    c, _ = s.accept(); threading.Thread(target=drain, args=(c,), daemon=True).start()
+' >"$T_TMP/sink.port" &
+SINK=$!; on_exit "kill $SINK"
+for _ in $(seq 50); do [ -s "$T_TMP/sink.port" ] && break; sleep 0.1; done
+SPORT=$(cat "$T_TMP/sink.port")
+cat >"$T_TMP/budget.yaml" <<YAML
+version: 1
+network:
+  allow: [{host: sink.test, port: $SPORT, tls: false}]
+  pin: [{host: sink.test, address: 127.0.0.1}]
+  egress_budget: 64KiB
+YAML
+chmod 644 "$T_TMP/budget.yaml"
+cat >"$T_TMP/budget.py" <<'PY'
+import socket, sys, time
+port = sys.argv[1]
+def tunnel():
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(f"CONNECT sink.test:{port} HTTP/1.1\r\nHost: sink.test:{port}\r\n\r\n".encode())
+    return s, s.recv(4096).decode(errors="replace")
+s, head = tunnel()
+print("first:", head.split("\r\n")[0])
+sent, t0 = 0, time.time()
+try:
+    while sent < 4 << 20 and time.time() - t0 < 15:
+        s.sendall(b"x" * 16384); sent += 16384
+    print("cut: no")
+except OSError as e:
+    print("cut: yes after %d bytes in %.1fs" % (sent, time.time() - t0))
+s2, head2 = tunnel()
+print("second:", " ".join(head2.split()))
+PY
+chmod 644 "$T_TMP/budget.py"
+out=$("$AIRLOCK" run -q -p "$T_TMP/budget.yaml" --log "$T_TMP/budget.jsonl" --env SPORT="$SPORT" -- sh -c "python3 - \$SPORT < /dev/stdin" <"$T_TMP/budget.py" 2>&1)
+like "control: the first tunnel opens" "$out" 'first: HTTP/1.1 200'
+like "a tunnel still sending when the egress budget is spent is cut, promptly" "$out" 'cut: yes after [0-9]+ bytes in [0-9]\.'
+like "a new request after the budget is refused with 403 egress-budget and a readable body" "$out" 'second: HTTP/1.1 403 .*X-Airlock-Deny: egress-budget.*airlock: denied \(egress-budget\)'
+like "the log names the budget" "$(cat "$T_TMP/budget.jsonl")" '"reason":"egress-budget"'
+
+# a huge target is logged capped, with its length and hash
+big=$(head -c 3000 /dev/zero | tr '\0' 'a')
+"$AIRLOCK" run -q -p "$POL" --log "$T_TMP/big.jsonl" -- sh -c "curl -s -o /dev/null http://web.test:$PORT/$big" >/dev/null 2>&1
+line=$(grep -c . "$T_TMP/big.jsonl")
+len=$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$T_TMP/big.jsonl")
+like "a 3000-byte target is logged as a capped prefix with its length and hash" "$(cat "$T_TMP/big.jsonl")" '\.\.\.\([0-9]+ bytes, sha256:[0-9a-f]{12}\)'
+[ "${len:-99999}" -lt 2000 ] && ok "each audit line stays small ($len bytes)" || fail "each audit line stays small ($len bytes)"
+
 # no network section: nothing listens, no proxy runs
 out=$("$AIRLOCK" run -q -- sh -c 'curl -s -o /dev/null -w "%{http_code}" --max-time 3 http://127.0.0.1:3128/ || echo refused; env | grep -ci proxy' 2>&1)
 like "without a network section nothing listens on 3128" "$out" '^(000)?refused'

@@ -39,9 +39,9 @@ typedef struct al_policy_network {
   size_t n_allow;
   al_net_pin *pin;
   size_t n_pin;
-  char *resolver;          /* "ADDR:PORT" or NULL for the host's resolv.conf */
-  uint32_t max_conns;      /* per run; default 256 */
-  uint64_t egress_budget;  /* bytes out of the sandbox per run; 0 = unlimited */
+  char *resolver;              /* "ADDR:PORT" or NULL for the host's resolv.conf */
+  uint32_t max_conns;          /* per run; default 64 */
+  uint64_t egress_budget;      /* bytes out of the sandbox per run; 0 = unlimited */
   uint64_t head_timeout_ms;    /* default 10s */
   uint64_t connect_timeout_ms; /* default 10s */
   uint64_t idle_timeout_ms;    /* default 5m */
@@ -54,20 +54,20 @@ typedef struct al_policy_filesystem {
   uint64_t tmp_size;       /* bytes, default 512 MiB */
   char **ro_paths;         /* extra absolute host paths bound read-only at the same place */
   size_t n_ro_paths;
-  char *image;             /* container image for the docker backend, or NULL */
+  char *image; /* container image for the docker backend, or NULL */
 } al_policy_filesystem;
 
 typedef struct al_policy_limits {
-  uint64_t memory;  /* bytes, default 4 GiB */
-  uint32_t pids;    /* default 512 */
+  uint64_t memory;    /* bytes, default 4 GiB */
+  uint32_t pids;      /* default 512 */
   uint32_t cpu_milli; /* CPU in thousandths of a core; 0 = unlimited (default) */
-  uint64_t wall_ms; /* default 60 minutes */
-  uint32_t nofile;  /* default 4096 */
+  uint64_t wall_ms;   /* default 60 minutes */
+  uint32_t nofile;    /* default 4096 */
 } al_policy_limits;
 
 typedef struct al_policy_process {
-  uint32_t user;    /* uid and gid inside the sandbox, default 1000; never 0 */
-  char **env_pass;  /* names of host variables passed through */
+  uint32_t user;   /* uid and gid inside the sandbox, default 1000; never 0 */
+  char **env_pass; /* names of host variables passed through */
   size_t n_env_pass;
   al_policy_limits limits;
 } al_policy_process;
@@ -114,20 +114,20 @@ typedef struct al_relay_route {
  * egress proxy, to `upstream`. See src/lib/relay/. */
 typedef struct al_policy_relay {
   bool present;
-  char *upstream;     /* https://HOST[:PORT][/PREFIX], no trailing slash */
-  char *host;         /* canonical HOST of upstream (for the proxy and SNI) */
-  uint16_t port;      /* PORT of upstream, default 443 */
-  char *prefix;       /* PREFIX of upstream ("" when none) */
-  char *auth;         /* "x-api-key" (default; Anthropic) or "bearer" (Authorization: Bearer) */
-  char *key_file;     /* absolute path of the key, mode 0600, read by the supervisor; required */
-  char *ca_file;      /* extra trust anchors (absolute path) or NULL */
-  char *pin;          /* test only: numeric address the upstream host resolves to, or NULL */
+  char *upstream; /* https://HOST[:PORT][/PREFIX], no trailing slash */
+  char *host;     /* canonical HOST of upstream (for the proxy and SNI) */
+  uint16_t port;  /* PORT of upstream, default 443 */
+  char *prefix;   /* PREFIX of upstream ("" when none) */
+  char *auth;     /* "x-api-key" (default; Anthropic) or "bearer" (Authorization: Bearer) */
+  char *key_file; /* absolute path of the key, mode 0600, read by the supervisor; required */
+  char *ca_file;  /* extra trust anchors (absolute path) or NULL */
+  char *pin;      /* test only: numeric address the upstream host resolves to, or NULL */
   al_relay_route *routes; /* default: POST /v1/messages, /v1/chat/completions, /v1/responses */
   size_t n_routes;
-  uint64_t max_request;       /* bytes of one request body, default 8 MiB */
-  uint64_t budget_requests;   /* per run, default 1000; 0 = unlimited */
-  uint64_t budget_tokens;     /* input + output tokens per run, default 0 = unlimited */
-  uint32_t max_conns;         /* concurrent calls, default 16 */
+  uint64_t max_request;           /* bytes of one request body, default 8 MiB */
+  uint64_t budget_requests;       /* per run, default 1000; 0 = unlimited */
+  uint64_t budget_tokens;         /* input + output tokens per run, default 0 = unlimited */
+  uint32_t max_conns;             /* concurrent calls, default 16 */
   uint64_t connect_timeout_ms;    /* proxy CONNECT + TLS handshake, default 10 s */
   uint64_t first_byte_timeout_ms; /* request sent until the response head, default 5 min */
   uint64_t idle_timeout_ms;       /* between two reads of a response, default 5 min */
@@ -143,9 +143,11 @@ typedef struct al_policy {
   al_policy_forge forge;
   al_policy_relay relay;
   char *branch_prefix; /* review.branch_prefix, default "airlock/" */
-  char *base_branch;   /* review.base_branch, or NULL: the repository's default */ /* review.branch_prefix, default "airlock/" */
-  char *source;        /* file name it came from, or "<default>" */
-  char sha256[65];     /* of the canonical form; filled by al_policy_sha256() */
+  char *base_branch;
+      /* review.base_branch, or NULL: the repository's default */ /* review.branch_prefix, default
+                                                                     "airlock/" */
+  char *source;    /* file name it came from, or "<default>" */
+  char sha256[65]; /* of the canonical form; filled by al_policy_sha256() */
 } al_policy;
 
 /* Parse and validate a policy from a file. On success *out is a new policy
@@ -175,6 +177,9 @@ const char *al_policy_sha256(al_policy *p);
  * policy has none. What `airlock relay --config-json` reads (relay.h). The
  * caller frees the string. */
 char *al_policy_relay_canonical(const al_policy *p);
+
+/* Free the strings and routes of a relay section and zero it. */
+void al_policy_relay_clear(al_policy_relay *r);
 
 void al_policy_free(al_policy *p);
 

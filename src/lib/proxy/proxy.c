@@ -58,7 +58,13 @@
 #define TICK_MS 250
 #define DRAIN_MS 1000
 #define MAX_ADDRS 8
-#define PIPE_WANT (1 << 20)
+/* Per-direction pipe size, and the fixed receive buffer of the origin
+ * socket (a fixed SO_RCVBUF turns off TCP autotuning, which would grow it
+ * to tcp_rmem's maximum, 32 MiB here, per connection, outside the
+ * sandbox's memory limit). With the default cap of 64 connections a run
+ * can pin at most about 64 * 3 MiB of host memory. */
+#define PIPE_WANT (512 << 10)
+#define ORIGIN_RCVBUF (512 << 10)
 #define COPY_BUF 65536
 #define FIRST_BUF 16384 /* reads are copied until one fills this; then splice */
 #define MAX_REASONS 64
@@ -202,16 +208,26 @@ static json_t *counters_json(const al_proxy_counters *k)
 }
 
 /* Escape anything but printable ASCII as \xNN so raw client bytes can be
- * logged as a JSON string. */
-static char *escape_raw(const char *s, size_t len)
+ * logged as a JSON string. At most LOG_TARGET_MAX bytes of the target are
+ * kept, then "...(N bytes, sha256:…)": a hostile client must not be able
+ * to fill the run's audit log with a few huge requests and push its later
+ * decisions out of the record. */
+#define LOG_TARGET_MAX 256
+static char *escape_raw(const char *s, size_t full_len)
 {
-  char *out = al_xmalloc(len * 4 + 1), *o = out;
+  size_t len = full_len > LOG_TARGET_MAX ? LOG_TARGET_MAX : full_len;
+  char *out = al_xmalloc(len * 4 + 96), *o = out;
   for (size_t i = 0; i < len; i++) {
     unsigned char ch = (unsigned char)s[i];
     if (ch >= 0x20 && ch < 0x7f && ch != '\\')
       *o++ = (char)ch;
     else
       o += sprintf(o, "\\x%02x", ch);
+  }
+  if (full_len > len) {
+    char hex[65];
+    al_sha256_hex(s, full_len, hex);
+    o += sprintf(o, "...(%zu bytes, sha256:%.12s)", full_len, hex);
   }
   *o = '\0';
   return out;
@@ -486,7 +502,7 @@ static const char *status_text(int status)
  * decision and drain. Usable in every state before RELAY. */
 static void conn_deny(al_proxy_conn *c, int status, const char *reason, const char *detail)
 {
-  char resp[256];
+  char resp[384];
   int n;
 
   c->reason = reason;
@@ -503,10 +519,13 @@ static void conn_deny(al_proxy_conn *c, int status, const char *reason, const ch
     conn_close(c);
     return;
   }
+  /* A one-line body so `curl -s` users see why; never an address. */
+  char body[96];
+  int bl = snprintf(body, sizeof body, "airlock: denied (%s)\n", reason);
   n = snprintf(resp, sizeof resp,
-               "HTTP/1.1 %d %s\r\nX-Airlock-Deny: %s\r\nContent-Length: 0\r\n"
-               "Connection: close\r\n\r\n",
-               status, status_text(status), reason);
+               "HTTP/1.1 %d %s\r\nX-Airlock-Deny: %s\r\nContent-Type: text/plain\r\n"
+               "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
+               status, status_text(status), reason, bl, body);
   (void)send(c->cw.fd, resp, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
   shutdown(c->cw.fd, SHUT_WR);
   free(c->buf);
@@ -747,7 +766,7 @@ static void relay(al_proxy_conn *c)
     return;
   }
   uint64_t budget = c->pol->p->network.egress_budget;
-  if (budget && c->run->egress_used >= budget && c->c_rd && !c->up.src_eof &&
+  if (budget && c->run->egress_used >= budget && !c->up.src_eof &&
       (!c->plain || c->body_left > 0)) {
     c->reason = "egress-budget";
     c->cut = true;
@@ -833,6 +852,8 @@ static void conn_connect_next(al_proxy_conn *c)
       continue;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int rcv = ORIGIN_RCVBUF;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
     if (connect(fd, sa, c->addr_lens[c->addr_i]) < 0 && errno != EINPROGRESS) {
       close(fd);
       continue;
@@ -1014,6 +1035,10 @@ static void conn_decide(al_proxy_conn *c, const al_http_request *req)
   const al_net_allow *a = policy_match(p, &c->host, c->port);
   if (!a) {
     conn_deny(c, 403, c->host.is_ip ? "ip-literal" : "not-allowed", NULL);
+    return;
+  }
+  if (p->network.egress_budget && c->run->egress_used >= p->network.egress_budget) {
+    conn_deny(c, 403, "egress-budget", NULL);
     return;
   }
   c->tls = a->tls;

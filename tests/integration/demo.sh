@@ -20,7 +20,13 @@ run_demo() { # MODE(root|user) ARGS...
   diag "[$mode] airlock demo $* took $(( ($(date +%s%N) - start) / 1000000 )) ms"
   return $rc
 }
-for mode in root user; do
+modes="root user"
+if is_asan_build; then
+  # the preflight's probe process is airlock's own ASan binary: see probe.sh
+  skip "[user] demo: ASan build — without a cgroup the preflight's res.memory cannot hold; the normal build covers this"
+  modes=root
+fi
+for mode in $modes; do
   run_demo $mode; rc=$?
   out=$(cat "$T_TMP/demo.out")
   is "[$mode] airlock demo exits 0" "$rc" 0

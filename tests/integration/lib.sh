@@ -51,3 +51,6 @@ as_user() {
     "$@"
   fi
 }
+
+# True when the binary under test is built with AddressSanitizer.
+is_asan_build() { ldd "$AIRLOCK" 2>/dev/null | grep -q libasan; }

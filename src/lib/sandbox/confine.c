@@ -244,9 +244,12 @@ int sb_seccomp_compile_extra(const char *const *extra_deny, int *fd_out, al_erro
    * airlock knows it. Numbers below the newest libseccomp knows are the
    * kernel's own gaps, which answer ENOSYS already. */
   int newest = 0;
-  for (int nr = 0; nr < 1024; nr++)
-    if (seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr))
+  for (int nr = 0; nr < 1024; nr++) {
+    char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr); /* malloc'd */
+    if (name)
       newest = nr;
+    free(name);
+  }
   for (int nr = newest + 1; nr <= newest + 160; nr++) {
     rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
     if (rc < 0) {

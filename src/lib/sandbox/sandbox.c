@@ -416,6 +416,7 @@ static char **build_env(const al_sandbox_opts *o)
   }
   for (char *const *e = o->env; e && *e; e++)
     env[n++] = al_xstrdup(*e);
+
   /* de-duplicate, last one wins */
   for (size_t i = 0; i < n; i++) {
     if (!env[i])

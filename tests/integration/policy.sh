@@ -44,6 +44,15 @@ like "sha256 printed" "$sha" '^[0-9a-f]{64}$'
 sed -e 's/API.GitHub.com./api.github.com/' -e 's/2GiB/2048MiB/' -e 's/60m/1h/' "$P/good.yaml" >"$P/good2.yaml"
 sha2=$("$AIRLOCK" policy check "$P/good2.yaml" 2>&1 | sed -n 's/^sha256: //p')
 is "two spellings of one policy have one canonical hash" "$sha2" "$sha"
+python3 - "$P/good.yaml" "$P/good4.yaml" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+i = next(k for k, l in enumerate(lines) if "API.GitHub.com" in l)
+lines[i], lines[i + 1] = lines[i + 1], lines[i]
+open(sys.argv[2], "w").write("\n".join(lines))
+PY
+sha4=$("$AIRLOCK" policy check "$P/good4.yaml" 2>&1 | sed -n 's/^sha256: //p')
+is "the allowlist's order does not change the hash" "$sha4" "$sha"
 sed -e 's/pids: 512/pids: 513/' "$P/good.yaml" >"$P/good3.yaml"
 sha3=$("$AIRLOCK" policy check "$P/good3.yaml" 2>&1 | sed -n 's/^sha256: //p')
 [ "$sha3" != "$sha" ] && ok "a different policy has a different hash" || fail "a different policy has a different hash"
@@ -161,6 +170,26 @@ Y
 bad anchor-only 2:11 'anchors and aliases' <<'Y'
 version: 1
 process: {env_pass: &e [LANG]}
+Y
+bad quoted-port 3:33 'not a quoted string' <<'Y'
+version: 1
+network:
+  allow: [{host: a.test, port: "443"}]
+Y
+bad loopback-literal 3:18 'loopback address, which the proxy never dials' <<'Y'
+version: 1
+network:
+  allow: [{host: 127.0.0.1, port: 80}]
+Y
+bad network-off 2:10 'must be `none` or a mapping' <<'Y'
+version: 1
+network: off
+Y
+bad ttl-range 4:8 'between 1m and 1h' <<'Y'
+version: 1
+credentials:
+  broker: /run/b.sock
+  ttl: 5h
 Y
 bad bool 3:41 'true or false' <<'Y'
 version: 1

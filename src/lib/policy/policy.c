@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "proxy/addr.h"
 #include "proxy/host.h"
 
 #define POLICY_MAX_BYTES (1024 * 1024)
@@ -119,6 +120,8 @@ static int get_uint(struct ctx *c, const struct kv *kv, uint64_t min, uint64_t m
   al_autofree char *s = NULL;
   if (get_str(c, kv, &s) < 0)
     return -1;
+  if (fy_node_get_style(kv->val) != FYNS_PLAIN)
+    return fail(c, pos_of(kv), kv->path, "must be a number, not a quoted string");
   if (!s[0] || !isdigit((unsigned char)s[0]) || (s[0] == '0' && s[1]))
     goto bad;
   uint64_t v = 0;
@@ -144,6 +147,8 @@ static int get_bool(struct ctx *c, const struct kv *kv, bool *out)
   al_autofree char *s = NULL;
   if (get_str(c, kv, &s) < 0)
     return -1;
+  if (fy_node_get_style(kv->val) != FYNS_PLAIN)
+    return fail(c, pos_of(kv), kv->path, "must be true or false, not a quoted string");
   if (strcmp(s, "true") == 0)
     *out = true;
   else if (strcmp(s, "false") == 0)
@@ -166,6 +171,22 @@ static int get_size(struct ctx *c, const struct kv *kv, uint64_t min, uint64_t *
   return 0;
 }
 
+/* 60000 -> "1m", 3600000 -> "1h", 1500 -> "1500ms": the largest exact unit. */
+static const char *fmt_duration(uint64_t ms, char *buf, size_t len)
+{
+  static const struct {
+    uint64_t mult;
+    const char *unit;
+  } u[] = {{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}};
+  for (size_t i = 0; i < AL_ARRAY_SIZE(u); i++)
+    if (ms && ms % u[i].mult == 0) {
+      snprintf(buf, len, "%llu%s", (unsigned long long)(ms / u[i].mult), u[i].unit);
+      return buf;
+    }
+  snprintf(buf, len, "%llums", (unsigned long long)ms);
+  return buf;
+}
+
 static int get_duration(struct ctx *c, const struct kv *kv, uint64_t min_ms, uint64_t max_ms,
                         uint64_t *out)
 {
@@ -175,9 +196,11 @@ static int get_duration(struct ctx *c, const struct kv *kv, uint64_t min_ms, uin
   const char *why = NULL;
   if (al_parse_duration_ms(s, out, &why) < 0)
     return fail(c, pos_of(kv), kv->path, "%s, got `%s`", why, s);
-  if (*out < min_ms || *out > max_ms)
-    return fail(c, pos_of(kv), kv->path, "must be between %llums and %llums",
-                (unsigned long long)min_ms, (unsigned long long)max_ms);
+  if (*out < min_ms || *out > max_ms) {
+    char lo[32], hi[32];
+    return fail(c, pos_of(kv), kv->path, "must be between %s and %s, got `%s`",
+                fmt_duration(min_ms, lo, sizeof lo), fmt_duration(max_ms, hi, sizeof hi), s);
+  }
   return 0;
 }
 
@@ -284,6 +307,21 @@ static int allow_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
     }
     t->a->host = al_xstrdup(h.name);
     t->a->is_ip = h.is_ip;
+    if (h.is_ip) {
+      /* The proxy refuses these ranges for every connection: an entry for
+       * one could never work, and is a sign someone meant a test host. */
+      unsigned char ab[16];
+      const char *range = NULL;
+      if (h.family == AF_INET && inet_pton(AF_INET, h.name, ab) == 1)
+        range = al_addr_classify4((const struct in_addr *)ab, NULL);
+      else if (h.family == AF_INET6 && inet_pton(AF_INET6, h.name, ab) == 1)
+        range = al_addr_classify6((const struct in6_addr *)ab, NULL);
+      if (range)
+        return fail(c, pos_of(kv), kv->path,
+                    "`%s` is a %s address, which the proxy never dials; to reach a test host, "
+                    "allow a name and map it with network.pin",
+                    s, range);
+    }
     return 0;
   }
   case 1: { /* port */
@@ -997,9 +1035,9 @@ static void relay_defaults(al_policy_relay *r)
 static int relay_finish(al_policy_relay *r, const char *name, al_error *err)
 {
   if (!r->upstream)
-    return al_make_error(err, EINVAL, "%s: relay.upstream: required (https://HOST[:PORT])", name);
+    return al_error_set(err, EINVAL, "%s: relay.upstream: required (https://HOST[:PORT])", name);
   if (!r->key_file)
-    return al_make_error(err, EINVAL,
+    return al_error_set(err, EINVAL,
                          "%s: relay.key_file: required (a 0600 file the supervisor reads)", name);
   if (r->n_routes == 0) {
     static const char *const def[] = {"/v1/messages", "/v1/chat/completions", "/v1/responses"};
@@ -1090,6 +1128,8 @@ static int top_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
         p->network.present = false;
         return 0;
       }
+      return fail(c, kv->val, kv->path,
+                  "must be `none` or a mapping with `allow` (exactly host:port pairs)");
     }
     return walk_map(c, kv->val, kv->key, kv->path, keys, network_field, &p->network);
   }
@@ -1164,7 +1204,7 @@ static int finish(al_policy *p, const char *name, al_error *err)
           strcmp(p->network.allow[j].host, p->network.pin[i].host) == 0)
         used = true;
     if (!used)
-      return al_make_error(err, EINVAL, "%s: network.pin: `%s` is pinned but not in network.allow",
+      return al_error_set(err, EINVAL, "%s: network.pin: `%s` is pinned but not in network.allow",
                            name, p->network.pin[i].host);
   }
   return 0;
@@ -1229,7 +1269,7 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
     return -1;
   }
   if (memchr(buf, '\0', len))
-    return al_make_error(err, EINVAL, "%s: contains a NUL byte", name);
+    return al_error_set(err, EINVAL, "%s: contains a NUL byte", name);
 
   struct fy_diag_cfg dcfg;
   fy_diag_cfg_default(&dcfg);
@@ -1294,7 +1334,7 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
   int r = 0;
   struct fy_node *root = fy_document_root(doc);
   if (!root) {
-    r = al_make_error(err, EINVAL, "%s: empty policy (at least `version: 1`)", name);
+    r = al_error_set(err, EINVAL, "%s: empty policy (at least `version: 1`)", name);
     goto out;
   }
   static const char *const keys[] = {"version", "network", "filesystem", "process", "credentials",
@@ -1302,7 +1342,7 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
   struct top_tmp t = {.p = p};
   r = walk_map(&c, root, NULL, "", keys, top_field, &t);
   if (r == 0 && !t.have_version)
-    r = al_make_error(err, EINVAL, "%s: version: required (write `version: 1`)", name);
+    r = al_error_set(err, EINVAL, "%s: version: required (write `version: 1`)", name);
   if (r == 0)
     r = finish(p, name, err);
 out:
@@ -1322,7 +1362,7 @@ int al_policy_load_file(const char *path, al_policy **out, al_error *err)
   al_autofree char *buf = NULL;
   size_t len = 0;
   if (al_read_file(path, POLICY_MAX_BYTES, &buf, &len, err) < 0)
-    return al_error_wrap(err, "policy");
+    return -1;
   return al_policy_load_buffer(path, buf, len, out, err);
 }
 
@@ -1350,6 +1390,32 @@ static json_t *role_json(const al_policy_role *r)
   return json_pack("{s:s?, s:o}", "repo", r->repo, "permissions", perms);
 }
 
+static int cmp_json_compact(const void *a, const void *b)
+{
+  char *x = json_dumps(*(json_t *const *)a, JSON_SORT_KEYS | JSON_COMPACT);
+  char *y = json_dumps(*(json_t *const *)b, JSON_SORT_KEYS | JSON_COMPACT);
+  int r = strcmp(x ? x : "", y ? y : "");
+  free(x);
+  free(y);
+  return r;
+}
+
+/* Sort a JSON array of objects by their compact, key-sorted text. */
+static void sort_entries(json_t *arr)
+{
+  size_t n = json_array_size(arr);
+  if (n < 2)
+    return;
+  json_t **v = al_xcalloc(n, sizeof *v);
+  for (size_t i = 0; i < n; i++)
+    v[i] = json_incref(json_array_get(arr, i));
+  qsort(v, n, sizeof *v, cmp_json_compact);
+  json_array_clear(arr);
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(arr, v[i]);
+  free(v);
+}
+
 char *al_policy_canonical(const al_policy *p)
 {
   json_t *root = json_object();
@@ -1367,6 +1433,10 @@ char *al_policy_canonical(const al_policy *p)
     for (size_t i = 0; i < n->n_pin; i++)
       json_array_append_new(
           pins, json_pack("{s:s, s:s}", "host", n->pin[i].host, "address", n->pin[i].address));
+    /* The allowlist and the pins are sets: their order in the file does not
+     * change what is enforced, so it does not change the hash either. */
+    sort_entries(allow);
+    sort_entries(pins);
     json_object_set_new(
         root, "network",
         json_pack("{s:o, s:o, s:s?, s:I, s:I, s:{s:I, s:I, s:I, s:I}}", "allow", allow, "pin", pins,

@@ -111,15 +111,18 @@ static int run_docker(int argc, char **argv, const char *policy_path, char **env
 
 int cmd_run(int argc, char **argv)
 {
-  static const struct option opts[] = {
-      {"policy", required_argument, NULL, 'p'}, {"env", required_argument, NULL, 'e'},
-      {"timeout", required_argument, NULL, 't'}, {"log", required_argument, NULL, 'l'},
-      {"quiet", no_argument, NULL, 'q'},         {"help", no_argument, NULL, 'h'},
-      {"relay-log", required_argument, NULL, 'R'},
-      {"backend", required_argument, NULL, 'B'}, {"proxy-image", required_argument, NULL, 'P'},
-      {"agent-image", required_argument, NULL, 'A'},
-      {"docker-egress-internal", no_argument, NULL, 'I'},
-      {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"policy", required_argument, NULL, 'p'},
+                                       {"env", required_argument, NULL, 'e'},
+                                       {"timeout", required_argument, NULL, 't'},
+                                       {"log", required_argument, NULL, 'l'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {"relay-log", required_argument, NULL, 'R'},
+                                       {"backend", required_argument, NULL, 'B'},
+                                       {"proxy-image", required_argument, NULL, 'P'},
+                                       {"agent-image", required_argument, NULL, 'A'},
+                                       {"docker-egress-internal", no_argument, NULL, 'I'},
+                                       {NULL, 0, NULL, 0}};
   const char *backend = "native", *proxy_image = NULL, *agent_image = NULL;
   bool egress_internal = false;
   const char *policy_path = NULL;
@@ -144,11 +147,23 @@ int cmd_run(int argc, char **argv)
       bool ok = nl > 0 && nl < 256;
       for (size_t i = 0; ok && i < nl; i++)
         ok = (optarg[i] == '_' || (optarg[i] >= 'A' && optarg[i] <= 'Z') ||
-              (optarg[i] >= 'a' && optarg[i] <= 'z') || (i > 0 && optarg[i] >= '0' && optarg[i] <= '9'));
+              (optarg[i] >= 'a' && optarg[i] <= 'z') ||
+              (i > 0 && optarg[i] >= '0' && optarg[i] <= '9'));
       if (!ok) {
-        fprintf(stderr, "airlock run: --env: `%.*s` is not a variable name ([A-Za-z_][A-Za-z0-9_]*)\n",
+        fprintf(stderr,
+                "airlock run: --env: `%.*s` is not a variable name ([A-Za-z_][A-Za-z0-9_]*)\n",
                 (int)(nl > 64 ? 64 : nl), optarg);
         return 2;
+      }
+      {
+        char name[256];
+        memcpy(name, optarg, nl);
+        name[nl] = '\0';
+        if (al_policy_env_reserved(name)) {
+          fprintf(stderr, "airlock run: --env %s: set by airlock itself and cannot be overridden\n",
+                  name);
+          return 2;
+        }
       }
       if (eq) {
         env[nenv++] = optarg;
@@ -164,10 +179,10 @@ int cmd_run(int argc, char **argv)
       break;
     }
     case 't': {
-      const char *why;
+      const char *why = NULL;
       if (al_parse_duration_ms(optarg, &timeout_ms, &why) < 0 || timeout_ms == 0) {
         fprintf(stderr, "airlock run: --timeout `%s`: %s\n", optarg,
-                timeout_ms == 0 ? "must be more than 0" : why);
+                timeout_ms == 0 && why == NULL ? "must be more than 0" : why);
         return 2;
       }
       break;
@@ -234,7 +249,11 @@ int cmd_run(int argc, char **argv)
       .quiet = quiet,
   };
   int status = 0;
+  bool timed_out = false;
+  ro.timed_out = &timed_out;
   r = al_run_command(&ro, &status, &err);
+  if (r == 0 && timed_out && !quiet)
+    fprintf(stderr, "airlock run: the wall-clock limit was reached; the sandbox was killed\n");
   if (r < 0)
     fprintf(stderr, "airlock run: %s\n", err.msg);
   for (size_t i = 0; i < nowned; i++) {

@@ -72,10 +72,10 @@ int cmd_ticket(int argc, char **argv)
       o.record_path = optarg;
       break;
     case 't': {
-      const char *why;
+      const char *why = NULL;
       if (al_parse_duration_ms(optarg, &o.timeout_ms, &why) < 0 || o.timeout_ms == 0) {
         fprintf(stderr, "airlock ticket: --timeout `%s`: %s\n", optarg,
-                o.timeout_ms == 0 ? "must be more than 0" : why);
+                o.timeout_ms == 0 && why == NULL ? "must be more than 0" : why);
         return 2;
       }
       break;
@@ -104,6 +104,16 @@ int cmd_ticket(int argc, char **argv)
     return 2;
   }
   o.target = argv[optind++];
+  {
+    /* a usage error, before any record or lease */
+    char repo[160];
+    unsigned long num;
+    al_error te = {0};
+    if (al_ticket_parse_target(o.target, repo, sizeof repo, &num, &te) < 0) {
+      fprintf(stderr, "airlock ticket: %s\n", te.msg);
+      return 2;
+    }
+  }
   if (optind < dd) {
     fprintf(stderr, "airlock ticket: unexpected argument `%s` (agent arguments go after --)\n",
             argv[optind]);

@@ -42,7 +42,8 @@ int al_cli_find_data(const char *rel, char *out, size_t outlen)
     return 0;
   /* build tree first when running from it, then the install location */
   char self[PATH_MAX];
-  if (al_cli_self_dir(self, sizeof self) == 0 && strncmp(self, AIRLOCK_BUILD_ROOT, strlen(AIRLOCK_BUILD_ROOT)) == 0) {
+  if (al_cli_self_dir(self, sizeof self) == 0 &&
+      strncmp(self, AIRLOCK_BUILD_ROOT, strlen(AIRLOCK_BUILD_ROOT)) == 0) {
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/examples", AIRLOCK_SOURCE_ROOT);
     if (try(p, rel, out, outlen) == 0 || try(AIRLOCK_SOURCE_ROOT, rel, out, outlen) == 0)

@@ -242,6 +242,9 @@ __attribute__((format(printf, 5, 6))) static int perr(struct parser *p, struct f
   node_pos(n, key, &line, &col);
   return al_make_error(p->err, 0, "%s:%d:%d: %s: %s", p->name, line, col, path, msg);
 }
+/* perr() is always -1; say so where the static analyzer can see it (it does
+ * not follow variadic calls, and would report every `name` as unset). */
+#define perr(...) (perr(__VA_ARGS__), -1)
 
 /* A plain scalar's text (malloc'd), or an error. */
 static int get_str(struct parser *p, struct fy_node *v, struct fy_node *k, const char *path,

@@ -125,20 +125,6 @@ int al_parse_iso8601(const char *s, time_t *out)
   return 0;
 }
 
-/* An error whose message gets no strerror() suffix (the text says it all). */
-__attribute__((format(printf, 3, 4))) static int gh_fail(al_error *err, int code, const char *fmt,
-                                                         ...)
-{
-  if (!err)
-    return -1;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-  va_end(ap);
-  err->code = code;
-  return -1;
-}
-
 /* ---- HTTP ------------------------------------------------------------- */
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -319,8 +305,9 @@ static int gh_request(al_gh *gh, const char *method, const char *path, const cha
       if (rem == 0 && reset > now) {
         uint64_t wait = (uint64_t)(reset - now) * 1000;
         if (wait > gh->cfg->max_rate_wait_ms)
-          return gh_fail(err, EAGAIN, "%s %s: the app's rate limit is exhausted for %llds more",
-                         method, path, (long long)(reset - now));
+          return al_error_set(err, EAGAIN,
+                              "%s %s: the app's rate limit is exhausted for %llds more", method,
+                              path, (long long)(reset - now));
         al_warn("%s %s: rate limit exhausted, waiting %llds", method, path,
                 (long long)(reset - now));
         sleep_ms(wait);
@@ -338,8 +325,8 @@ static int gh_request(al_gh *gh, const char *method, const char *path, const cha
         backoff = backoff * 2 > 8000 ? 8000 : backoff * 2;
         continue;
       }
-      return gh_fail(err, rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
-                     "%s %s: %s (after %u attempts)", method, url, what, attempts + 1);
+      return al_error_set(err, rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
+                          "%s %s: %s (after %u attempts)", method, url, what, attempts + 1);
     }
     if (app && r->rl_remaining >= 0) {
       pthread_mutex_lock(&gh->lock);
@@ -361,8 +348,8 @@ static int gh_request(al_gh *gh, const char *method, const char *path, const cha
         sleep_ms((uint64_t)wait_s * 1000 + 100);
         continue;
       }
-      return gh_fail(err, EAGAIN, "%s %s: rate limited for %llds (more than %llums)", method, path,
-                     wait_s, (unsigned long long)gh->cfg->max_rate_wait_ms);
+      return al_error_set(err, EAGAIN, "%s %s: rate limited for %llds (more than %llums)", method,
+                          path, wait_s, (unsigned long long)gh->cfg->max_rate_wait_ms);
     }
     if (r->status >= 500 && attempts < gh->cfg->retries) {
       attempts++;
@@ -381,8 +368,8 @@ static int status_error(const char *method, const char *path, const struct http_
 {
   char msg[320];
   api_message(r, msg, sizeof msg);
-  return gh_fail(err, r->status == 401 || r->status == 403 ? EACCES : EPROTO, "%s %s: HTTP %ld%s%s",
-                 method, path, r->status, msg[0] ? ": " : "", msg);
+  return al_error_set(err, r->status == 401 || r->status == 403 ? EACCES : EPROTO,
+                      "%s %s: HTTP %ld%s%s", method, path, r->status, msg[0] ? ": " : "", msg);
 }
 
 /* ---- minting ---------------------------------------------------------- */
@@ -440,7 +427,7 @@ static int check_granted(json_t *perms, const al_perm_set *asked, al_perm_set *g
                          al_error *err)
 {
   if (!json_is_object(perms))
-    return gh_fail(err, EPROTO, "the response has no `permissions` object");
+    return al_error_set(err, EPROTO, "the response has no `permissions` object");
   granted->n = 0;
   const char *k;
   json_t *v;
@@ -449,12 +436,12 @@ static int check_granted(json_t *perms, const al_perm_set *asked, al_perm_set *g
     const char *lvl = json_string_value(v);
     bool w;
     if (!lvl || (strcmp(lvl, "read") != 0 && strcmp(lvl, "write") != 0))
-      return gh_fail(err, EPROTO, "the API granted `%s` at an unexpected level", k);
+      return al_error_set(err, EPROTO, "the API granted `%s` at an unexpected level", k);
     w = strcmp(lvl, "write") == 0;
     const al_perm *a = al_perm_find(asked, k);
     bool ok = a ? (!w || a->write) : (strcmp(k, "metadata") == 0 && !w);
     if (!ok)
-      return gh_fail(err, EPROTO, "the API granted `%s: %s`, which was not asked for", k, lvl);
+      return al_error_set(err, EPROTO, "the API granted `%s: %s`, which was not asked for", k, lvl);
     if (granted->n < AL_ARRAY_SIZE(granted->items) && strlen(k) < AL_PERM_NAME_MAX) {
       snprintf(granted->items[granted->n].name, AL_PERM_NAME_MAX, "%s", k);
       granted->items[granted->n].write = w;
@@ -463,7 +450,7 @@ static int check_granted(json_t *perms, const al_perm_set *asked, al_perm_set *g
   }
   for (size_t i = 0; i < asked->n; i++)
     if (!json_is_string(json_object_get(perms, asked->items[i].name)))
-      return gh_fail(err, EPROTO, "the API did not grant `%s`", asked->items[i].name);
+      return al_error_set(err, EPROTO, "the API did not grant `%s`", asked->items[i].name);
   return 0;
 }
 
@@ -485,12 +472,12 @@ static int get_installation(al_gh *gh, const char *jwt, const char *repo, long l
   json_t *jid = json_object_get(j, "id");
   if (!json_is_integer(jid) || json_integer_value(jid) <= 0) {
     json_decref(j);
-    return gh_fail(err, EPROTO, "GET %s: the response has no installation `id`", path);
+    return al_error_set(err, EPROTO, "GET %s: the response has no installation `id`", path);
   }
   json_t *susp = json_object_get(j, "suspended_at");
   if (susp && !json_is_null(susp)) {
     json_decref(j);
-    return gh_fail(err, EACCES, "GET %s: the installation is suspended", path);
+    return al_error_set(err, EACCES, "GET %s: the installation is suspended", path);
   }
   *id = json_integer_value(jid);
   json_decref(j);
@@ -505,7 +492,7 @@ static int parse_minted(json_t *j, const char *repo, const al_perm_set *asked, a
   const char *tok = json_string_value(jt);
   size_t tl = tok ? json_string_length(jt) : 0;
   if (!tok || !token_chars_ok(tok, tl))
-    return gh_fail(err, EPROTO, "the response has no well-formed `token`");
+    return al_error_set(err, EPROTO, "the response has no well-formed `token`");
   out->value = al_secret_dupn(tok, tl);
   if (!out->value)
     return al_make_error(err, errno, "secret memory");
@@ -513,22 +500,23 @@ static int parse_minted(json_t *j, const char *repo, const al_perm_set *asked, a
   const char *exp = json_string_value(json_object_get(j, "expires_at"));
   if (!exp || strlen(exp) >= sizeof out->expires_at_str ||
       al_parse_iso8601(exp, &out->expires_at) < 0)
-    return gh_fail(err, EPROTO, "the response has no valid `expires_at`");
+    return al_error_set(err, EPROTO, "the response has no valid `expires_at`");
   snprintf(out->expires_at_str, sizeof out->expires_at_str, "%s", exp);
   if (out->expires_at <= time(NULL))
-    return gh_fail(err, EPROTO, "the token expires at %s, which is already past", exp);
+    return al_error_set(err, EPROTO, "the token expires at %s, which is already past", exp);
   if (check_granted(json_object_get(j, "permissions"), asked, &out->perms, err) < 0)
     return -1;
   const char *sel = json_string_value(json_object_get(j, "repository_selection"));
   if (sel && strcmp(sel, "selected") != 0)
-    return gh_fail(err, EPROTO, "the token covers `%s` repositories, not the one selected", sel);
+    return al_error_set(err, EPROTO, "the token covers `%s` repositories, not the one selected",
+                        sel);
   json_t *repos = json_object_get(j, "repositories");
   if (repos) {
     json_t *r0 = json_array_get(repos, 0);
     const char *fn = json_string_value(json_object_get(r0, "full_name"));
     json_t *rid = json_object_get(r0, "id");
     if (json_array_size(repos) != 1 || !fn || strcasecmp(fn, repo) != 0 || !json_is_integer(rid))
-      return gh_fail(err, EPROTO, "the token's repositories are not exactly `%s`", repo);
+      return al_error_set(err, EPROTO, "the token's repositories are not exactly `%s`", repo);
     out->repo_id = json_integer_value(rid);
   }
   return 0;
@@ -581,7 +569,7 @@ int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *per
   json_t *j = json_loadb(r.body ? r.body : "", r.len, 0, NULL);
   resp_free(&r);
   if (!j) {
-    gh_fail(err, EPROTO, "POST %s: the response is not JSON", path);
+    al_error_set(err, EPROTO, "POST %s: the response is not JSON", path);
     goto out;
   }
   int pr = parse_minted(j, repo, perms, out, err);
@@ -631,7 +619,7 @@ static int probe_token(al_gh *gh, const al_token *t, al_error *err)
     if (st >= 200 && st < 300)
       return 0;
   }
-  return gh_fail(err, EPROTO, "no probe endpoint answered 401 or 2xx");
+  return al_error_set(err, EPROTO, "no probe endpoint answered 401 or 2xx");
 }
 
 int al_gh_revoke(al_gh *gh, const al_token *t, bool *confirmed, al_error *err)
@@ -660,5 +648,5 @@ int al_gh_revoke(al_gh *gh, const al_token *t, bool *confirmed, al_error *err)
     al_warn("token %s still works after DELETE /installation/token (HTTP %ld); retrying", t->fp,
             st);
   }
-  return gh_fail(err, EPROTO, "token %s still works after two revocations", t->fp);
+  return al_error_set(err, EPROTO, "token %s still works after two revocations", t->fp);
 }

@@ -9,20 +9,6 @@
 
 #include "common/util.h"
 
-/* An error without a strerror() suffix: the message is the whole story. */
-__attribute__((format(printf, 3, 4))) static int pfail(al_error *err, int code, const char *fmt,
-                                                       ...)
-{
-  if (!err)
-    return -1;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-  va_end(ap);
-  err->code = code;
-  return -1;
-}
-
 int al_perm_set_parse(const char *s, al_perm_set *set, al_error *err)
 {
   set->n = 0;
@@ -31,22 +17,22 @@ int al_perm_set_parse(const char *s, al_perm_set *set, al_error *err)
   for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
     char *sep = strpbrk(item, ":=");
     if (!sep)
-      return pfail(err, EINVAL, "permission `%s`: expected NAME:LEVEL", item);
+      return al_error_set(err, EINVAL, "permission `%s`: expected NAME:LEVEL", item);
     *sep = '\0';
     const char *why;
     bool w;
     if (al_perm_check(item, sep + 1, &w, &why) < 0)
-      return pfail(err, EINVAL, "permission `%s`: %s", item, why);
+      return al_error_set(err, EINVAL, "permission `%s`: %s", item, why);
     if (al_perm_find(set, item))
-      return pfail(err, EINVAL, "permission `%s` given twice", item);
+      return al_error_set(err, EINVAL, "permission `%s` given twice", item);
     if (set->n == AL_ARRAY_SIZE(set->items))
-      return pfail(err, EINVAL, "too many permissions");
+      return al_error_set(err, EINVAL, "too many permissions");
     snprintf(set->items[set->n].name, AL_PERM_NAME_MAX, "%s", item);
     set->items[set->n].write = w;
     set->n++;
   }
   if (set->n == 0)
-    return pfail(err, EINVAL, "empty permission list");
+    return al_error_set(err, EINVAL, "empty permission list");
   return 0;
 }
 
@@ -75,21 +61,21 @@ json_t *al_proto_lease_req_to_json(const al_proto_lease_req *req)
 static int token_req_from_json(json_t *o, al_proto_token_req *t, al_error *err)
 {
   if (!json_is_object(o))
-    return pfail(err, EINVAL, "tokens[]: expected an object");
+    return al_error_set(err, EINVAL, "tokens[]: expected an object");
   const char *k;
   json_t *v;
   json_object_foreach(o, k, v)
   {
     if (strcmp(k, "role") && strcmp(k, "repo") && strcmp(k, "permissions"))
-      return pfail(err, EINVAL, "tokens[]: unknown field `%s`", k);
+      return al_error_set(err, EINVAL, "tokens[]: unknown field `%s`", k);
   }
   const char *role = json_string_value(json_object_get(o, "role"));
   if (!role || al_role_parse(role, &t->role) < 0)
-    return pfail(err, EINVAL, "tokens[].role: expected `git` or `ticket`");
+    return al_error_set(err, EINVAL, "tokens[].role: expected `git` or `ticket`");
   const char *repo = json_string_value(json_object_get(o, "repo"));
   const char *why;
   if (!repo || strlen(repo) >= sizeof t->repo || al_repo_name_check(repo, &why) < 0)
-    return pfail(err, EINVAL, "tokens[].repo: expected OWNER/REPO");
+    return al_error_set(err, EINVAL, "tokens[].repo: expected OWNER/REPO");
   snprintf(t->repo, sizeof t->repo, "%s", repo);
   json_t *p = json_object_get(o, "permissions");
   t->has_perms = false;
@@ -97,15 +83,15 @@ static int token_req_from_json(json_t *o, al_proto_token_req *t, al_error *err)
   if (p) {
     if (!json_is_object(p) || json_object_size(p) == 0 ||
         json_object_size(p) > AL_ARRAY_SIZE(t->perms.items))
-      return pfail(err, EINVAL, "tokens[].permissions: expected a non-empty object");
+      return al_error_set(err, EINVAL, "tokens[].permissions: expected a non-empty object");
     json_object_foreach(p, k, v)
     {
       const char *lvl = json_string_value(v);
       bool w;
       if (!lvl)
-        return pfail(err, EINVAL, "permission `%s`: level must be a string", k);
+        return al_error_set(err, EINVAL, "permission `%s`: level must be a string", k);
       if (al_perm_check(k, lvl, &w, &why) < 0)
-        return pfail(err, EPERM, "permission `%s`: %s", k, why);
+        return al_error_set(err, EPERM, "permission `%s`: %s", k, why);
       snprintf(t->perms.items[t->perms.n].name, AL_PERM_NAME_MAX, "%s", k);
       t->perms.items[t->perms.n].write = w;
       t->perms.n++;
@@ -123,20 +109,20 @@ int al_proto_lease_req_from_json(json_t *msg, al_proto_lease_req *out, al_error 
   json_object_foreach(msg, k, v)
   {
     if (strcmp(k, "type") && strcmp(k, "version") && strcmp(k, "tokens") && strcmp(k, "ttl_ms"))
-      return pfail(err, EINVAL, "lease: unknown field `%s`", k);
+      return al_error_set(err, EINVAL, "lease: unknown field `%s`", k);
   }
   json_t *ver = json_object_get(msg, "version");
   if (!json_is_integer(ver) || json_integer_value(ver) != AL_PROTO_VERSION)
-    return pfail(err, EINVAL, "lease: protocol version %d expected", AL_PROTO_VERSION);
+    return al_error_set(err, EINVAL, "lease: protocol version %d expected", AL_PROTO_VERSION);
   json_t *ttl = json_object_get(msg, "ttl_ms");
   if (ttl) {
     if (!json_is_integer(ttl) || json_integer_value(ttl) < 1000)
-      return pfail(err, EINVAL, "lease: ttl_ms must be an integer >= 1000");
+      return al_error_set(err, EINVAL, "lease: ttl_ms must be an integer >= 1000");
     out->ttl_ms = (uint64_t)json_integer_value(ttl);
   }
   json_t *toks = json_object_get(msg, "tokens");
   if (!json_is_array(toks) || json_array_size(toks) == 0 || json_array_size(toks) > AL_ROLE_COUNT)
-    return pfail(err, EINVAL, "lease: `tokens` must list 1 or 2 roles");
+    return al_error_set(err, EINVAL, "lease: `tokens` must list 1 or 2 roles");
   size_t i;
   json_array_foreach(toks, i, v)
   {
@@ -144,8 +130,8 @@ int al_proto_lease_req_from_json(json_t *msg, al_proto_lease_req *out, al_error 
       return -1;
     for (size_t j = 0; j < i; j++)
       if (out->tokens[j].role == out->tokens[i].role)
-        return pfail(err, EINVAL, "lease: role `%s` asked twice",
-                     al_role_name(out->tokens[i].role));
+        return al_error_set(err, EINVAL, "lease: role `%s` asked twice",
+                            al_role_name(out->tokens[i].role));
     out->n_tokens++;
   }
   return 0;
@@ -183,21 +169,21 @@ int al_proto_audit_req_from_json(json_t *msg, al_proto_audit_req *out, al_error 
   json_object_foreach(msg, k, v)
   {
     if (strcmp(k, "type") && strcmp(k, "version") && strcmp(k, "repo") && strcmp(k, "branch"))
-      return pfail(err, EINVAL, "audit: unknown field `%s`", k);
+      return al_error_set(err, EINVAL, "audit: unknown field `%s`", k);
   }
   json_t *ver = json_object_get(msg, "version");
   if (!json_is_integer(ver) || json_integer_value(ver) != AL_PROTO_VERSION)
-    return pfail(err, EINVAL, "audit: protocol version %d expected", AL_PROTO_VERSION);
+    return al_error_set(err, EINVAL, "audit: protocol version %d expected", AL_PROTO_VERSION);
   const char *repo = json_string_value(json_object_get(msg, "repo"));
   const char *why;
   if (!repo || strlen(repo) >= sizeof out->repo || al_repo_name_check(repo, &why) < 0)
-    return pfail(err, EINVAL, "audit: `repo` must be OWNER/REPO");
+    return al_error_set(err, EINVAL, "audit: `repo` must be OWNER/REPO");
   snprintf(out->repo, sizeof out->repo, "%s", repo);
   json_t *b = json_object_get(msg, "branch");
   if (b) {
     const char *bs = json_string_value(b);
     if (!bs || strlen(bs) != json_string_length(b) || !branch_ok(bs))
-      return pfail(err, EINVAL, "audit: `branch` is not a valid branch name");
+      return al_error_set(err, EINVAL, "audit: `branch` is not a valid branch name");
     snprintf(out->branch, sizeof out->branch, "%s", bs);
   }
   return 0;

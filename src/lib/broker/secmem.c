@@ -12,7 +12,6 @@ char *al_secret_dupn(const char *s, size_t len)
 {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   size_t total = (HDR + len + 1 + page - 1) / page * page;
-  // cppcheck-suppress invalidFunctionArg ; fd -1 is what MAP_ANONYMOUS asks for (mmap(2))
   char *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED)
     return NULL;

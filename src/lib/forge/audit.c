@@ -52,19 +52,6 @@ static const struct {
     [AL_AC_TAGS] = {"tags.protected", "release tags are protected by a tag ruleset", false},
 };
 
-/* An error whose message gets no strerror() suffix: the text says it all. */
-__attribute__((format(printf, 3, 4))) static int fail(al_error *err, int code, const char *fmt, ...)
-{
-  if (!err)
-    return -1;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-  va_end(ap);
-  err->code = code;
-  return -1;
-}
-
 static const char *str_or(const char *a, const char *b)
 {
   return a ? a : b;
@@ -168,8 +155,8 @@ static void why_status(char *out, size_t n, const al_ghapi_resp *r)
 static int check_401(const al_ghapi_resp *r, const char *what, al_error *err)
 {
   if (r->status == 401)
-    return fail(err, EACCES, "%s: HTTP 401 (%s): the token is not valid", what,
-                r->message[0] ? r->message : "Bad credentials");
+    return al_error_set(err, EACCES, "%s: HTTP 401 (%s): the token is not valid", what,
+                        r->message[0] ? r->message : "Bad credentials");
   return 0;
 }
 
@@ -204,7 +191,7 @@ static int gather_app(struct ctx *c, EVP_PKEY *key, al_error *err)
   if (r.status != 200) {
     char w[300];
     why_status(w, sizeof w, &r);
-    fail(err, r.status == 401 ? EACCES : EPROTO, "GET /app with the app JWT: %s", w);
+    al_error_set(err, r.status == 401 ? EACCES : EPROTO, "GET /app with the app JWT: %s", w);
     goto out;
   }
   const char *slug = json_string_value(json_object_get(r.json, "slug"));
@@ -221,13 +208,14 @@ static int gather_app(struct ctx *c, EVP_PKEY *key, al_error *err)
   if (al_ghapi_get(c->api, p, jwt, &r, err) < 0)
     goto out;
   if (r.status == 404) {
-    fail(err, ENOENT, "the App `%s` is not installed on %s (GET %s: 404)", slug, c->o->repo, p);
+    al_error_set(err, ENOENT, "the App `%s` is not installed on %s (GET %s: 404)", slug, c->o->repo,
+                 p);
     goto out;
   }
   if (r.status != 200) {
     char w[300];
     why_status(w, sizeof w, &r);
-    fail(err, EPROTO, "GET %s with the app JWT: %s", p, w);
+    al_error_set(err, EPROTO, "GET %s with the app JWT: %s", p, w);
     goto out;
   }
   json_t *iid = json_object_get(r.json, "id");
@@ -269,8 +257,9 @@ static int gather_repo(struct ctx *c, al_error *err)
     char w[300];
     why_status(w, sizeof w, &r);
     al_ghapi_resp_free(&r);
-    return fail(err, ENOENT, "GET %s: %s: the repository does not exist or the token cannot see it",
-                c->repo_path, w);
+    return al_error_set(err, ENOENT,
+                        "GET %s: %s: the repository does not exist or the token cannot see it",
+                        c->repo_path, w);
   }
   if (!c->o->branch) {
     const char *db = json_string_value(json_object_get(r.json, "default_branch"));
@@ -305,8 +294,8 @@ static int gather_classic(struct ctx *c, al_error *err)
     c->classic = L_ABSENT;
   } else if (r.status == 404 && strcasecmp(r.message, "Branch not found") == 0) {
     al_ghapi_resp_free(&r);
-    return fail(err, ENOENT, "branch `%s` not found in %s (GET %s: 404 Branch not found)",
-                c->rep->branch, c->o->repo, p);
+    return al_error_set(err, ENOENT, "branch `%s` not found in %s (GET %s: 404 Branch not found)",
+                        c->rep->branch, c->o->repo, p);
   } else {
     c->classic = L_UNKNOWN;
     why_status(c->classic_why, sizeof c->classic_why, &r);

@@ -656,9 +656,7 @@ static int process_field(struct ctx *c, void *obj, size_t idx, const struct kv *
       if (!valid_env_name(s))
         return fail(c, pos_of(&ikv), path, "`%s` is not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
                     s);
-      if (strncmp(s, "AIRLOCK_", 8) == 0 || strcmp(s, "PATH") == 0 || strcmp(s, "HOME") == 0 ||
-          strcasecmp(s, "HTTP_PROXY") == 0 || strcasecmp(s, "HTTPS_PROXY") == 0 ||
-          strcasecmp(s, "NO_PROXY") == 0 || strcasecmp(s, "ALL_PROXY") == 0)
+      if (al_policy_env_reserved(s))
         return fail(c, pos_of(&ikv), path, "`%s` is set by airlock and cannot be passed through",
                     s);
       p->env_pass[p->n_env_pass++] = al_steal_ptr(&s);
@@ -675,6 +673,21 @@ static int process_field(struct ctx *c, void *obj, size_t idx, const struct kv *
 }
 
 /* ---- credentials ---- */
+
+bool al_policy_env_reserved(const char *name)
+{
+  static const char *const exact[] = {"PATH", "HOME", "USER", "LOGNAME", "TMPDIR", NULL};
+  static const char *const nocase[] = {"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", NULL};
+  if (strncmp(name, "AIRLOCK_", 8) == 0 || strncmp(name, "GIT_CONFIG_", 11) == 0)
+    return true;
+  for (size_t i = 0; exact[i]; i++)
+    if (strcmp(name, exact[i]) == 0)
+      return true;
+  for (size_t i = 0; nocase[i]; i++)
+    if (strcasecmp(name, nocase[i]) == 0)
+      return true;
+  return false;
+}
 
 static bool valid_repo(const char *s)
 {

@@ -178,6 +178,11 @@ const char *al_policy_sha256(al_policy *p);
  * caller frees the string. */
 char *al_policy_relay_canonical(const al_policy *p);
 
+/* True for variable names airlock sets itself in the sandbox (AIRLOCK_*,
+ * PATH, HOME, USER, LOGNAME, TMPDIR, the proxy variables, GIT_CONFIG_*):
+ * neither process.env_pass nor `airlock run --env` may override them. */
+bool al_policy_env_reserved(const char *name);
+
 /* Free the strings and routes of a relay section and zero it. */
 void al_policy_relay_clear(al_policy_relay *r);
 

@@ -69,6 +69,7 @@ static int listen_tcp(int family, int *port)
     close(s);
     return -1;
   }
+  // NOLINTNEXTLINE(clang-analyzer-core.CallAndMessage): getsockname() filled ss
   *port = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                    : ((struct sockaddr_in *)&ss)->sin_port);
   return s;

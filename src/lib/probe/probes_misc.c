@@ -24,7 +24,6 @@
 #define TMPFS_MAGIC_ 0x01021994
 #define MIB (1024ull * 1024ull)
 
-
 PR_DECL(pr_res_pids)
 {
   uint32_t want = ctx->pids + 16;

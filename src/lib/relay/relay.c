@@ -117,19 +117,7 @@ out:
 
 void al_relay_config_clear(al_policy_relay *r)
 {
-  free(r->upstream);
-  free(r->host);
-  free(r->prefix);
-  free(r->auth);
-  free(r->key_file);
-  free(r->ca_file);
-  free(r->pin);
-  for (size_t i = 0; i < r->n_routes; i++) {
-    free(r->routes[i].method);
-    free(r->routes[i].path);
-  }
-  free(r->routes);
-  memset(r, 0, sizeof *r);
+  al_policy_relay_clear(r);
 }
 
 /* ---- shared state ---- */

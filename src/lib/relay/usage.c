@@ -1,5 +1,7 @@
 #include "relay/usage.h"
 
+#include "common/util.h"
+
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,17 +133,6 @@ static void body(al_usage *u, const char *d, size_t n)
   }
 }
 
-static int hexval(char c)
-{
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 void al_usage_feed(al_usage *u, const char *d, size_t n)
 {
   if (u->bad || u->done)
@@ -155,7 +146,7 @@ void al_usage_feed(al_usage *u, const char *d, size_t n)
     char ch = d[i];
     switch (u->cstate) {
     case C_SIZE: {
-      int h = hexval(ch);
+      int h = al_hex_digit(ch);
       if (h >= 0) {
         if (++u->csize_digits > 15) {
           u->bad = true;

@@ -140,8 +140,8 @@ size_t al_review_scan_secrets(const char *text, const char *where, const char *c
     for (size_t i = 0; i < nfps; i++)
       if (run_fps[i] && strcmp(run_fps[i], fp) == 0)
         mine = true;
-    json_array_append_new(found, json_pack("{s:s, s:s, s:b}", "where", where, "fingerprint", fp,
-                                           "run_token", mine));
+    json_array_append_new(
+        found, json_pack("{s:s, s:s, s:b}", "where", where, "fingerprint", fp, "run_token", mine));
     count++;
     p += len - 1;
   }

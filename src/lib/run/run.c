@@ -235,6 +235,11 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
             (unsigned long long)rep.go_to_exec_us);
   }
   int r = al_sandbox_wait(sb, status, err);
+  if (o->timed_out) {
+    al_sandbox_report rep;
+    al_sandbox_get_report(sb, &rep);
+    *o->timed_out = rep.timed_out;
+  }
   al_sandbox_destroy(sb);
   al_relay_stop(rp);
   al_run_stop_proxy(proxy);

@@ -24,6 +24,7 @@ typedef struct al_run_opts {
   const char *const *extra_ro_paths; /* see al_sandbox_opts; may be NULL */
   int stdout_fd;                     /* > 0: the command's stdout; else inherited */
   int stdin_fd;                      /* > 0: the command's stdin; else inherited */
+  bool *timed_out;                   /* out (may be NULL): killed at the wall-clock limit */
   int stderr_fd;                     /* > 0: the command's stderr; else inherited */
   bool quiet;
   /* Called after the sandbox started and before the proxy process is

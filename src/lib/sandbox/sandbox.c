@@ -57,6 +57,7 @@ struct al_sandbox {
   int landlock_abi;
   uint32_t host_uid;
   uint64_t t_clone_ns, t_hello_ns, t_go_ns, t_ready_ns;
+  bool timed_out;
 };
 
 static int recv_msg(int fd, struct sb_msg *m, int *fds, size_t maxfds, size_t *nfds);
@@ -768,6 +769,7 @@ int al_sandbox_wait(al_sandbox *sb, int *status, al_error *err)
   }
   reap(sb);
   *status = timed_out ? AL_EXIT_TIMEOUT : status_from(sb);
+  sb->timed_out = timed_out;
   return 0;
 }
 
@@ -779,6 +781,7 @@ void al_sandbox_get_report(const al_sandbox *sb, al_sandbox_report *out)
   out->pids_enforced = sb->cg.pids;
   out->cpu_enforced = sb->cg.cpu;
   out->host_uid = sb->host_uid;
+  out->timed_out = sb->timed_out;
   out->clone_to_hello_us = (sb->t_hello_ns - sb->t_clone_ns) / 1000;
   out->hello_to_go_us = (sb->t_go_ns - sb->t_hello_ns) / 1000;
   out->go_to_exec_us = (sb->t_ready_ns - sb->t_go_ns) / 1000;

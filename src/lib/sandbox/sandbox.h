@@ -94,6 +94,7 @@ typedef struct al_sandbox_report {
   const char *cgroup; /* "v2", "v1" or "none" */
   bool mem_enforced, pids_enforced, cpu_enforced;
   uint32_t host_uid; /* host uid the sandbox user maps to */
+  bool timed_out;    /* al_sandbox_wait killed it at the wall-clock limit */
   /* start-up phases, microseconds: clone until the child greets; id maps
    * and cgroup; child setup until the command was exec'd */
   uint64_t clone_to_hello_us, hello_to_go_us, go_to_exec_us;

@@ -21,13 +21,20 @@
 #include "policy/policy.h"
 #include "proxy/host.h"
 #include "proxy/proxy.h"
+#include "sandbox/sandbox.h"
 
 #define MAX_LISTEN 16
 
 static void usage(FILE *out)
 {
   fprintf(out, "usage: airlock proxy -p POLICY --listen ADDR:PORT [--listen ADDR:PORT...]\n"
-               "                     [--log FILE] [--admin PATH] [--run-id ID] [--max-conns N]\n\n"
+               "                     [--log FILE] [--admin PATH] [--run-id ID] [--max-conns N]\n"
+               "                     [--no-confine]\n\n"
+               "Once listening it confines itself: as root it becomes nobody (so a SIGHUP\n"
+               "reload needs a policy file readable by others), no capabilities, no\n"
+               "filesystem writes, no exec. --no-confine keeps the invoker's privileges.\n"
+               "Anyone who can connect to a listener can use the allowlist: listen on\n"
+               "loopback or a network only the sandbox reaches.\n\n"
                "Serve the policy's network allowlist as an HTTP proxy (CONNECT, and plain\n"
                "HTTP to `tls: false` entries). Each --listen is its own run (own caps and\n"
                "counters). Decisions are JSON lines on stdout or in FILE. SIGHUP reloads\n"
@@ -58,6 +65,9 @@ static int listen_on(const char *spec, al_error *err)
   }
   if (!h.is_ip)
     return al_make_error(err, EINVAL, "--listen `%s`: needs a numeric address", spec);
+  if (strncmp(h.name, "127.", 4) != 0 && strcmp(h.name, "::1") != 0)
+    al_warn("--listen %s is not loopback: anyone who can reach it can use the allowlist; "
+            "make sure only the sandbox's network can", spec);
   if (h.family == AF_INET) {
     struct sockaddr_in *s4 = (struct sockaddr_in *)(void *)&ss;
     s4->sin_family = AF_INET;
@@ -91,14 +101,25 @@ static int listen_on(const char *spec, al_error *err)
   return fd;
 }
 
+/* Once the listeners and the admin socket exist, the proxy needs no
+ * privilege: as root it becomes nobody; in every case no capabilities,
+ * no filesystem writes, no exec (al_confine_service). */
+static int confine_ready(void *ctx, al_error *err)
+{
+  (void)ctx;
+  return al_confine_service(err);
+}
+
 int cmd_proxy(int argc, char **argv)
 {
   static const struct option opts[] = {
       {"policy", required_argument, NULL, 'p'}, {"listen", required_argument, NULL, 'l'},
       {"log", required_argument, NULL, 'L'},    {"admin", required_argument, NULL, 'a'},
       {"run-id", required_argument, NULL, 'r'}, {"max-conns", required_argument, NULL, 'm'},
-      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+      {"no-confine", no_argument, NULL, 'N'},   {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
   };
+  bool no_confine = false;
   const char *policy_path = NULL, *log_path = NULL, *admin = NULL, *run_id = "standalone";
   const char *listen_specs[MAX_LISTEN];
   size_t n_listen = 0;
@@ -123,6 +144,9 @@ int cmd_proxy(int argc, char **argv)
       break;
     case 'a':
       admin = optarg;
+      break;
+    case 'N':
+      no_confine = true;
       break;
     case 'r':
       run_id = optarg;
@@ -176,6 +200,7 @@ int cmd_proxy(int argc, char **argv)
     ls[made] = (al_proxy_listener){.fd = fd, .run_id = ids[made], .policy = policy};
   }
   al_proxy_config cfg = {
+      .ready = no_confine ? NULL : confine_ready,
       .listeners = ls,
       .n_listeners = n_listen,
       .audit_fd = audit_fd,

@@ -90,6 +90,25 @@ len=$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$T_TMP/big.j
 like "a 3000-byte target is logged as a capped prefix with its length and hash" "$(cat "$T_TMP/big.jsonl")" '\.\.\.\([0-9]+ bytes, sha256:[0-9a-f]{12}\)'
 [ "${len:-99999}" -lt 2000 ] && ok "each audit line stays small ($len bytes)" || fail "each audit line stays small ($len bytes)"
 
+# the standalone proxy (Docker/Kubernetes deployments) confines itself too
+if [ "$(id -u)" = 0 ]; then
+  for mode in confined unconfined; do
+    extra=(); [ $mode = unconfined ] && extra=(--no-confine)
+    "$AIRLOCK" proxy -p "$POL" --listen 127.0.0.1:0 "${extra[@]}" >"$T_TMP/sp.out" 2>&1 &
+    sp=$!
+    for _ in $(seq 50); do grep -q "listening" "$T_TMP/sp.out" && break; sleep 0.1; done
+    sleep 0.2
+    st=$(cat /proc/$sp/status 2>/dev/null)
+    kill $sp; wait $sp 2>/dev/null
+    if [ $mode = confined ]; then
+      like "standalone proxy: runs as nobody once listening" "$(grep ^Uid: <<<"$st")" $'Uid:\t65534'
+      like "standalone proxy: under seccomp" "$(grep Seccomp: <<<"$st")" $'Seccomp:\t2'
+    else
+      like "control: with --no-confine the standalone proxy keeps root" "$(grep ^Uid: <<<"$st")" $'Uid:\t0'
+    fi
+  done
+fi
+
 # no network section: nothing listens, no proxy runs
 out=$("$AIRLOCK" run -q -- sh -c 'curl -s -o /dev/null -w "%{http_code}" --max-time 3 http://127.0.0.1:3128/ || echo refused; env | grep -ci proxy' 2>&1)
 like "without a network section nothing listens on 3128" "$out" '^(000)?refused'

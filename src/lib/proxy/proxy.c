@@ -1557,6 +1557,9 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
     }
   }
 
+  if (cfg->ready && cfg->ready(cfg->ready_ctx, err) < 0)
+    goto out_runs;
+
   while (!px->stop) {
     int n = al_loop_once(&px->loop, -1);
     if (n < 0) {

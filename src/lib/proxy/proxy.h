@@ -38,6 +38,12 @@ typedef struct al_proxy_config {
                                 every listener (new connections only; live tunnels keep
                                 theirs; an invalid file is refused and the old one kept).
                                 NULL: SIGHUP is logged and ignored. */
+  /* Called once everything is set up (listeners, admin socket, signals),
+   * before the first connection: e.g. al_confine_service() for the
+   * standalone proxy. A negative return stops the proxy with err. May be
+   * NULL. */
+  int (*ready)(void *ctx, al_error *err);
+  void *ready_ctx;
 } al_proxy_config;
 
 /* Run the proxy until SIGTERM or SIGINT; then close every connection and

@@ -313,10 +313,16 @@ void sb_seccomp_load_fd(int sync_fd, int fd)
 int al_confine_service(al_error *err)
 {
   if (geteuid() == 0) {
-    /* A service parsing hostile bytes needs no root: become nobody. */
-    if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
-        setresuid(65534, 65534, 65534) < 0)
-      return al_make_error(err, errno, "confine service: drop to nobody");
+    /* A service parsing hostile bytes needs no root: become nobody. In a
+     * user namespace that maps neither nobody nor setgroups (EINVAL,
+     * EPERM), we are root only inside it; emptying the capability sets
+     * below is then what counts. */
+    if (setgroups(0, NULL) < 0 && errno != EPERM)
+      return al_make_error(err, errno, "confine service: setgroups");
+    if (setresgid(65534, 65534, 65534) < 0 && errno != EINVAL)
+      return al_make_error(err, errno, "confine service: drop to gid nobody");
+    if (setresuid(65534, 65534, 65534) < 0 && errno != EINVAL)
+      return al_make_error(err, errno, "confine service: drop to uid nobody");
   }
   cap_t empty = cap_init();
   if (!empty || cap_set_proc(empty) < 0) {

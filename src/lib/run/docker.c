@@ -53,9 +53,14 @@ static size_t on_data(char *d, size_t sz, size_t nm, void *ud)
   return n;
 }
 
+/* Only the long wait for the agent is cut short by a signal: a create or
+ * start request always completes, so we learn the id of everything the
+ * engine made and can remove it (an aborted create would leak it). */
+static volatile sig_atomic_t abortable;
+
 static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
 {
-  return stop_signal ? 1 : 0;
+  return stop_signal && abortable ? 1 : 0;
 }
 
 /* One request. body: JSON text or NULL. *resp gets the body (caller frees).
@@ -95,6 +100,11 @@ static long req(struct dk *d, const char *method, const char *path, const char *
     if (rc == CURLE_ABORTED_BY_CALLBACK)
       return al_make_error(err, EINTR, "docker %s %s: interrupted by signal %d", method, path,
                            (int)stop_signal);
+    if (rc == CURLE_COULDNT_CONNECT)
+      return al_error_set(err, ECONNREFUSED,
+                          "cannot reach the Docker engine at %s: is dockerd running, and may "
+                          "this user use its socket?",
+                          d->sock);
     return al_make_error(err, EIO, "docker %s %s (%s): %s", method, path, d->sock,
                          curl_easy_strerror(rc));
   }
@@ -371,7 +381,15 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   char path[300];
   snprintf(path, sizeof path, "/containers/%s/wait?condition=not-running", agent_id);
   json_t *w = NULL;
-  if (call(d, "POST", path, NULL, (long)tmo, &w, err) < 0) {
+  if (stop_signal) {
+    al_make_error(err, EINTR, "interrupted by signal %d", (int)stop_signal);
+    *status = 128 + (int)stop_signal;
+    goto out;
+  }
+  abortable = 1;
+  int wr = call(d, "POST", path, NULL, (long)tmo, &w, err);
+  abortable = 0;
+  if (wr < 0) {
     if (err->code == ETIMEDOUT) {
       *status = AL_EXIT_TIMEOUT;
       copy_logs(d, agent_id);
@@ -414,6 +432,13 @@ int al_docker_run(const al_docker_opts *o, int *status, al_error *err)
   stop_signal = 0;
   int rc = run_containers(&d, o, rid, status, err);
   cleanup(&d);
+  if (stop_signal) {
+    /* SIGINT/SIGTERM is an outcome, not an error: everything is removed,
+     * the status says which signal ended the run */
+    *status = 128 + (int)stop_signal;
+    al_error_clear(err);
+    rc = 0;
+  }
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
   curl_easy_cleanup(d.curl);

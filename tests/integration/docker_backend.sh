@@ -1,7 +1,7 @@
 # Sourced by docker.sh: `airlock run --backend docker` (issue 9 item 3).
 # Uses $DOCKER, $AIRLOCK, $PROXY_IMAGE, $AGENT_IMAGE, pol.yaml from docker.sh.
-before_c=$("$DOCKER" ps -aq | sort)
-before_n=$("$DOCKER" network ls -q | sort)
+before_c=$("$DOCKER" ps -aq --filter label=airlock.run | sort)
+before_n=$("$DOCKER" network ls -q --filter label=airlock.run | sort)
 before_v=$("$DOCKER" volume ls -q | sort)
 DRUN=("$AIRLOCK" run --backend docker --docker-egress-internal --proxy-image "$PROXY_IMAGE"
   --agent-image "$AGENT_IMAGE" -p pol.yaml)
@@ -35,8 +35,8 @@ check_not "docker backend: airlock's seccomp profile loaded" grep -q PERSONALITY
 like "docker backend: two networks seen during the run" "$(wc -l <"$T_TMP/nets.txt")" "^ *2$"
 check_not "docker backend: every network of the run internal" grep -q false "$T_TMP/nets.txt"
 check_not "docker backend: token not in airlock's own output" grep -q dockerbackendtest "$T_TMP/run.err"
-is "docker backend: no container left" "$("$DOCKER" ps -aq | sort)" "$before_c"
-is "docker backend: no network left" "$("$DOCKER" network ls -q | sort)" "$before_n"
+is "docker backend: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
+is "docker backend: no network left" "$("$DOCKER" network ls -q --filter label=airlock.run | sort)" "$before_n"
 is "docker backend: no volume left" "$("$DOCKER" volume ls -q | sort)" "$before_v"
 
 # SIGINT in the middle of the run: everything is removed all the same.
@@ -51,10 +51,10 @@ kill -INT $pid
 wait $pid
 st=$?
 is "SIGINT: exit status 130" "$st" 130
-is "SIGINT: no container left" "$("$DOCKER" ps -aq | sort)" "$before_c"
-is "SIGINT: no network left" "$("$DOCKER" network ls -q | sort)" "$before_n"
+is "SIGINT: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
+is "SIGINT: no network left" "$("$DOCKER" network ls -q --filter label=airlock.run | sort)" "$before_n"
 
 # timeout: killed, 124, cleaned
 "${DRUN[@]}" --timeout 3s -- sleep 60 >/dev/null 2>&1
 is "timeout: exit status 124" "$?" 124
-is "timeout: no container left" "$("$DOCKER" ps -aq | sort)" "$before_c"
+is "timeout: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"

@@ -35,6 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 GIB = 1 << 30
 PROCS = []  # (name, Popen) of everything we started
+PGFILE = None  # process groups, one a line, for the watchdog
 
 
 # ---------------------------------------------------------------- processes
@@ -67,8 +68,11 @@ def wait_port(port, proc, timeout=15.0):
 def start(name, argv, tmp, port=None):
     out = open(os.path.join(tmp, name + ".out"), "wb")
     p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                         start_new_session=True, preexec_fn=raise_nofile)
+                         start_new_session=True, preexec_fn=child_setup)
     PROCS.append((name, p))
+    if PGFILE:
+        with open(PGFILE, "a") as f:
+            f.write(f"{p.pid}\n")
     if port and not wait_port(port, p):
         out.flush()
         with open(os.path.join(tmp, name + ".out"), errors="replace") as f:
@@ -103,6 +107,17 @@ def stop(name, p):
 def stop_all():
     while PROCS:
         stop(*PROCS.pop())
+
+
+def child_setup():
+    """In each server: die with the benchmark even if it is SIGKILLed
+    (PR_SET_PDEATHSIG), and the highest descriptor limit we may have."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    raise_nofile()
 
 
 def raise_nofile():
@@ -275,6 +290,28 @@ network:
                  tmp, port)
 
 
+def watchdog(parent, pgfile):
+    """Hidden mode: if the benchmark dies without cleaning up (SIGKILL),
+    SIGKILL the process groups it started (nginx workers, Squid after it
+    changed user, which clears PR_SET_PDEATHSIG). Ends with its parent, or
+    after 2 hours; the benchmark stops it on a normal exit."""
+    end = time.monotonic() + 7200
+    while os.getppid() == parent and time.monotonic() < end:
+        time.sleep(0.5)
+    if os.getppid() == parent:
+        return
+    try:
+        with open(pgfile) as f:
+            groups = [int(x) for x in f.read().split()]
+    except OSError:
+        return
+    for g in groups:
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def idle_origin(port):
     """Hidden mode: accept connections on 127.0.0.1:PORT and hold them,
     never reading or writing, until SIGTERM (or an hour)."""
@@ -400,9 +437,12 @@ def main():
                     help="run everything (servers and clients alike) at this nice value; a "
                          "negative one (root) shields the run from other load on the machine")
     ap.add_argument("--idle-origin", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--watchdog", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.idle_origin:
         return idle_origin(a.idle_origin)
+    if a.watchdog:
+        return watchdog(int(a.watchdog[0]), a.watchdog[1])
     for tool in ("nginx", "curl", "cc"):
         if not shutil.which(tool):
             sys.exit(f"bench/proxy.py needs {tool}")
@@ -414,11 +454,18 @@ def main():
         os.nice(a.nice)  # inherited by every server and client started below
 
     tmp = tempfile.mkdtemp(prefix="airlock-bench-proxy-")
+    global PGFILE
+    PGFILE = os.path.join(tmp, "groups")
+    wd = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--watchdog",
+                           str(os.getpid()), PGFILE], stdin=subprocess.DEVNULL,
+                          start_new_session=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         run(a, airlock, tmp)
     finally:
         stop_all()
+        wd.kill()
+        wd.wait()
         if not a.keep:
             shutil.rmtree(tmp, ignore_errors=True)
         else:

@@ -67,7 +67,8 @@ static int listen_on(const char *spec, al_error *err)
     return al_make_error(err, EINVAL, "--listen `%s`: needs a numeric address", spec);
   if (strncmp(h.name, "127.", 4) != 0 && strcmp(h.name, "::1") != 0)
     al_warn("--listen %s is not loopback: anyone who can reach it can use the allowlist; "
-            "make sure only the sandbox's network can", spec);
+            "make sure only the sandbox's network can",
+            spec);
   if (h.family == AF_INET) {
     struct sockaddr_in *s4 = (struct sockaddr_in *)(void *)&ss;
     s4->sin_family = AF_INET;
@@ -113,10 +114,14 @@ static int confine_ready(void *ctx, al_error *err)
 int cmd_proxy(int argc, char **argv)
 {
   static const struct option opts[] = {
-      {"policy", required_argument, NULL, 'p'}, {"listen", required_argument, NULL, 'l'},
-      {"log", required_argument, NULL, 'L'},    {"admin", required_argument, NULL, 'a'},
-      {"run-id", required_argument, NULL, 'r'}, {"max-conns", required_argument, NULL, 'm'},
-      {"no-confine", no_argument, NULL, 'N'},   {"help", no_argument, NULL, 'h'},
+      {"policy", required_argument, NULL, 'p'},
+      {"listen", required_argument, NULL, 'l'},
+      {"log", required_argument, NULL, 'L'},
+      {"admin", required_argument, NULL, 'a'},
+      {"run-id", required_argument, NULL, 'r'},
+      {"max-conns", required_argument, NULL, 'm'},
+      {"no-confine", no_argument, NULL, 'N'},
+      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   bool no_confine = false;

@@ -43,7 +43,11 @@ static int listen_on(const char *addr)
   if (!colon)
     return -1;
   *colon = '\0';
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+  char *end = NULL;
+  long port = strtol(colon + 1, &end, 10);
+  if (!end || *end || port < 1 || port > 65535)
+    return -1;
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
     return -1;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -81,9 +85,11 @@ int cmd_relay(int argc, char **argv)
     case 'l':
       listen = optarg;
       break;
-    case 'f':
-      listen_fd = atoi(optarg);
-      break;
+    case 'f': {
+      char *end = NULL;
+      long v = strtol(optarg, &end, 10);
+      listen_fd = (end && !*end && v >= 0 && v < 65536) ? (int)v : -1;
+    } break;
     case 'x':
       proxy = optarg;
       break;

@@ -22,7 +22,6 @@
 
 #include "common/util.h"
 
-
 static const char zero_sha[] = "0000000000000000000000000000000000000000";
 
 /* /owner/name(.git)/(info/refs|git-upload-pack|git-receive-pack) */

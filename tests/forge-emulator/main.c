@@ -68,17 +68,6 @@ void forge_resp_text(struct forge_resp *resp, int status, const char *text)
   resp->content_type = "text/plain; charset=utf-8";
 }
 
-static int hexval(char c)
-{
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 char *forge_query_param(const char *query, const char *name)
 {
   if (!query)
@@ -92,8 +81,9 @@ char *forge_query_param(const char *query, const char *name)
       char *out = al_xmalloc(seg - nl);
       size_t o = 0;
       for (size_t i = nl + 1; i < seg; i++) {
-        if (p[i] == '%' && i + 2 < seg + 1 && hexval(p[i + 1]) >= 0 && hexval(p[i + 2]) >= 0) {
-          out[o++] = (char)(hexval(p[i + 1]) * 16 + hexval(p[i + 2]));
+        if (p[i] == '%' && i + 2 < seg + 1 && al_hex_digit(p[i + 1]) >= 0 &&
+            al_hex_digit(p[i + 2]) >= 0) {
+          out[o++] = (char)(al_hex_digit(p[i + 1]) * 16 + al_hex_digit(p[i + 2]));
           i += 2;
         } else if (p[i] == '+') {
           out[o++] = ' ';
@@ -390,6 +380,7 @@ int main(int argc, char **argv)
   g_forge.data_dir = dr;
   g_forge.repos_dir = al_strdup_printf("%s/repos", dr);
   g_forge.push_log = al_strdup_printf("%s/pushes.jsonl", dr);
+  // NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): al_strdup_printf aborts, never NULL
   if (mkdir(g_forge.repos_dir, 0755) < 0 && errno != EEXIST) {
     fprintf(stderr, "airlock-forge: mkdir `%s`: %s\n", g_forge.repos_dir, strerror(errno));
     return 1;

@@ -1051,7 +1051,7 @@ static int relay_finish(al_policy_relay *r, const char *name, al_error *err)
     return al_error_set(err, EINVAL, "%s: relay.upstream: required (https://HOST[:PORT])", name);
   if (!r->key_file)
     return al_error_set(err, EINVAL,
-                         "%s: relay.key_file: required (a 0600 file the supervisor reads)", name);
+                        "%s: relay.key_file: required (a 0600 file the supervisor reads)", name);
   if (r->n_routes == 0) {
     static const char *const def[] = {"/v1/messages", "/v1/chat/completions", "/v1/responses"};
     r->routes = al_xcalloc(AL_ARRAY_SIZE(def), sizeof *r->routes);
@@ -1218,7 +1218,7 @@ static int finish(al_policy *p, const char *name, al_error *err)
         used = true;
     if (!used)
       return al_error_set(err, EINVAL, "%s: network.pin: `%s` is pinned but not in network.allow",
-                           name, p->network.pin[i].host);
+                          name, p->network.pin[i].host);
   }
   return 0;
 }
@@ -1419,10 +1419,10 @@ static void sort_entries(json_t *arr)
   size_t n = json_array_size(arr);
   if (n < 2)
     return;
-  json_t **v = al_xcalloc(n, sizeof *v);
+  json_t **v = al_xcalloc(n, sizeof(json_t *));
   for (size_t i = 0; i < n; i++)
     v[i] = json_incref(json_array_get(arr, i));
-  qsort(v, n, sizeof *v, cmp_json_compact);
+  qsort(v, n, sizeof(json_t *), cmp_json_compact);
   json_array_clear(arr);
   for (size_t i = 0; i < n; i++)
     json_array_append_new(arr, v[i]);

@@ -143,11 +143,9 @@ typedef struct al_policy {
   al_policy_forge forge;
   al_policy_relay relay;
   char *branch_prefix; /* review.branch_prefix, default "airlock/" */
-  char *base_branch;
-      /* review.base_branch, or NULL: the repository's default */ /* review.branch_prefix, default
-                                                                     "airlock/" */
-  char *source;    /* file name it came from, or "<default>" */
-  char sha256[65]; /* of the canonical form; filled by al_policy_sha256() */
+  char *base_branch;   /* review.base_branch, or NULL: the repository's default */
+  char *source;        /* file name it came from, or "<default>" */
+  char sha256[65];     /* of the canonical form; filled by al_policy_sha256() */
 } al_policy;
 
 /* Parse and validate a policy from a file. On success *out is a new policy

@@ -150,7 +150,7 @@ int al_relay_start(const al_relay_start_opts *o, al_relay_proc **out, al_error *
   (void)madvise(kenv, 4096, MADV_DONTDUMP);
   (void)madvise(kenv, 4096, MADV_WIPEONFORK);
   size_t pre = strlen(AL_RELAY_KEY_ENV "=");
-  memcpy(kenv, AL_RELAY_KEY_ENV "=", pre);
+  memcpy(kenv, AL_RELAY_KEY_ENV "=", pre + 1); /* with its NUL, until the key follows */
   int r = read_key(p->relay.key_file, kenv + pre, kcap - pre, err);
   if (r == 0) {
     char *env[] = {kenv, NULL};

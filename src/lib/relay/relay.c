@@ -675,7 +675,9 @@ static int parse_response_head(char *head, size_t hl, struct response *rs, char 
   memset(rs, 0, sizeof *rs);
   if (hl < 12 || strncmp(head, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)head[9]))
     return -1;
-  rs->status = atoi(head + 9);
+  if (!isdigit((unsigned char)head[10]) || !isdigit((unsigned char)head[11]))
+    return -1;
+  rs->status = (head[9] - '0') * 100 + (head[10] - '0') * 10 + (head[11] - '0');
   if (rs->status < 100 || rs->status > 599)
     return -1;
   char *out = al_xmalloc(hl + 64);
@@ -892,7 +894,7 @@ static void handle(struct call *c)
     answer(c, st, "refused", true, "malformed request head");
     goto out;
   }
-  if (rq.target[0] != '/') {
+  if (!rq.target || rq.target[0] != '/') {
     answer(c, 400, "refused", true, "only origin-form targets (/path) are relayed");
     goto out;
   }

@@ -40,7 +40,7 @@
 /* Fill *out from the canonical JSON of a policy's relay section
  * (al_policy_relay_canonical). Strict: missing or mistyped fields are
  * EINVAL. Release with al_relay_config_clear(). */
-int al_relay_config_from_json(const char *json, al_policy_relay *out, al_error *err);
+int al_relay_config_from_json(const char *text, al_policy_relay *r, al_error *err);
 void al_relay_config_clear(al_policy_relay *r);
 
 typedef struct al_relay_serve_opts {

@@ -244,8 +244,12 @@ void al_usage_request_model(const char *body_text, size_t len, char *out, size_t
   const char *m = json_string_value(json_object_get(o, "model"));
   if (m && strlen(m) <= 128) {
     size_t j = 0;
-    for (const char *p = m; *p && j + 1 < outlen; p++)
-      out[j++] = (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') ? *p : '?';
+    for (const char *p = m; *p && j + 1 < outlen; p++) {
+      char ch = *p;
+      if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\')
+        ch = '?';
+      out[j++] = ch;
+    }
     out[j] = '\0';
   }
   json_decref(o);

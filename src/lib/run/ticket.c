@@ -219,7 +219,8 @@ static void *stderr_relay_main(void *arg)
       (void)!write(2, clean, len);
       total += (size_t)n;
       if (total >= AGENT_STDERR_CAP) {
-        static const char m[] = "\nairlock: the agent's stderr passed 16 MiB; the rest is dropped\n";
+        static const char m[] =
+            "\nairlock: the agent's stderr passed 16 MiB; the rest is dropped\n";
         (void)!write(2, m, sizeof m - 1);
       }
     }

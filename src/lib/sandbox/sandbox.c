@@ -177,7 +177,9 @@ static void wipe_own_args(void)
   /* p+2 is field 3 (state); fields 48..51 follow */
   unsigned long long v[52] = {0};
   int field = 3;
-  for (char *tok = strtok(p + 2, " "); tok && field <= 51; tok = strtok(NULL, " "), field++)
+  char *save = NULL;
+  for (char *tok = strtok_r(p + 2, " ", &save); tok && field <= 51;
+       tok = strtok_r(NULL, " ", &save), field++)
     v[field] = strtoull(tok, NULL, 10);
   unsigned long long as = v[48], ae = v[49], es = v[50], ee = v[51];
   if (as && ae > as && ae - as < (1u << 20)) {

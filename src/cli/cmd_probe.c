@@ -102,8 +102,7 @@ int cmd_probe(int argc, char **argv)
   }
   al_error err = {0};
   al_policy *policy = NULL;
-  int r = policy_path ? al_policy_load_file(policy_path, &policy, &err)
-                      : al_policy_default(&policy, &err);
+  int r = al_policy_load_or_default(policy_path, &policy, &err);
   if (r < 0) {
     fprintf(stderr, "airlock probe: %s\n", err.msg);
     return 2;

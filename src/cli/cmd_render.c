@@ -135,8 +135,7 @@ int cmd_render(int argc, char **argv)
     return write_out(out_path, profile) < 0 ? 1 : 0;
 
   al_policy *policy = NULL;
-  int r = policy_path ? al_policy_load_file(policy_path, &policy, &err)
-                      : al_policy_default(&policy, &err);
+  int r = al_policy_load_or_default(policy_path, &policy, &err);
   if (r < 0) {
     fprintf(stderr, "airlock render: %s\n", err.msg);
     return 2;

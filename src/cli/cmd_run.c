@@ -86,8 +86,7 @@ static int run_docker(int argc, char **argv, const char *policy_path, char **env
 #else
   al_error err = {0};
   al_policy *policy = NULL;
-  int r = policy_path ? al_policy_load_file(policy_path, &policy, &err)
-                      : al_policy_default(&policy, &err);
+  int r = al_policy_load_or_default(policy_path, &policy, &err);
   if (r < 0) {
     fprintf(stderr, "airlock run: %s\n", err.msg);
     wipe_owned(owned, nowned);
@@ -234,8 +233,7 @@ int cmd_run(int argc, char **argv)
 
   al_error err = {0};
   al_policy *policy = NULL;
-  int r = policy_path ? al_policy_load_file(policy_path, &policy, &err)
-                      : al_policy_default(&policy, &err);
+  int r = al_policy_load_or_default(policy_path, &policy, &err);
   if (r < 0) {
     fprintf(stderr, "airlock run: %s\n", err.msg);
     return 2;

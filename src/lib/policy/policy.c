@@ -1379,6 +1379,11 @@ int al_policy_load_file(const char *path, al_policy **out, al_error *err)
   return al_policy_load_buffer(path, buf, len, out, err);
 }
 
+int al_policy_load_or_default(const char *path, al_policy **out, al_error *err)
+{
+  return path ? al_policy_load_file(path, out, err) : al_policy_default(out, err);
+}
+
 int al_policy_default(al_policy **out, al_error *err)
 {
   static const char def[] = "version: 1\n";

@@ -158,6 +158,10 @@ int al_policy_load_file(const char *path, al_policy **out, al_error *err);
 int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_policy **out,
                           al_error *err);
 
+/* `path` when it is not NULL, else the embedded default: what every
+ * command's `-p POLICY` means. Errors as al_policy_load_file. */
+int al_policy_load_or_default(const char *path, al_policy **out, al_error *err);
+
 /* The embedded default: no network, default filesystem/process limits. */
 int al_policy_default(al_policy **out, al_error *err);
 

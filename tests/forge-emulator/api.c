@@ -1186,10 +1186,27 @@ static void h_pulls(struct ctx *c, json_t *repo)
   json_t *v;
   if (method(c, "GET")) {
     al_autofree char *state = forge_query_param(c->rq->query, "state");
+    /* `head` is OWNER:BRANCH (forks are not emulated: OWNER must be the
+     * repository's), `base` a branch name ("List pull requests"). */
+    al_autofree char *head_q = forge_query_param(c->rq->query, "head");
+    al_autofree char *base_q = forge_query_param(c->rq->query, "base");
+    const char *owner = json_string_value(json_object_get(repo, "owner"));
+    const char *head_branch = NULL;
+    if (head_q) {
+      const char *colon = strchr(head_q, ':');
+      size_t ol = colon ? (size_t)(colon - head_q) : 0;
+      if (!colon || !owner || strlen(owner) != ol || strncasecmp(head_q, owner, ol))
+        return forge_resp_json(c->resp, 200, json_array()); /* another owner: none */
+      head_branch = colon + 1;
+    }
     json_t *arr = json_array();
     json_array_foreach(g_forge.pulls, i, v)
     {
       if (strcasecmp(json_string_value(json_object_get(v, "repo")), repo_full(repo)))
+        continue;
+      if (head_branch && strcmp(json_string_value(json_object_get(v, "head")), head_branch))
+        continue;
+      if (base_q && strcmp(json_string_value(json_object_get(v, "base")), base_q))
         continue;
       const char *st = json_string_value(json_object_get(v, "state"));
       if ((!state && !strcmp(st, "open")) ||

@@ -214,6 +214,10 @@ PR=$(jq -r .number "$W/body")
 is "  author is the bot" "$(jq -r .user.login "$W/body")" "airlock-bot[bot]"
 is "second PR for the same head: 422" "$(api POST /repos/acme/widget/pulls "$W/git.tok" '{"title":"again","head":"airlock/1-run","base":"main"}')" 422
 is "list PRs" "$(api GET /repos/acme/widget/pulls "$W/git.tok"; echo; jq -r 'length' "$W/body")" "$(printf '200\n1')"
+is "list PRs by head OWNER:BRANCH" "$(api GET "/repos/acme/widget/pulls?head=acme:airlock/1-run" "$W/git.tok"; echo; jq -r 'length' "$W/body")" "$(printf '200\n1')"
+is "list PRs by another head: none" "$(api GET "/repos/acme/widget/pulls?head=acme:other" "$W/git.tok"; echo; jq -r 'length' "$W/body")" "$(printf '200\n0')"
+is "list PRs by another owner's head: none" "$(api GET "/repos/acme/widget/pulls?head=evil:airlock/1-run" "$W/git.tok"; echo; jq -r 'length' "$W/body")" "$(printf '200\n0')"
+is "list PRs by base" "$(api GET "/repos/acme/widget/pulls?base=release" "$W/git.tok"; echo; jq -r 'length' "$W/body")" "$(printf '200\n0')"
 is "PR files" "$(api GET "/repos/acme/widget/pulls/$PR/files" "$W/git.tok"; echo; jq -r '.[0].filename' "$W/body")" "$(printf '200\nREADME.md')"
 is "self-approval refused: 422" "$(api POST "/repos/acme/widget/pulls/$PR/reviews" "$W/git.tok" '{"event":"APPROVE"}')" 422
 like "  message" "$(jq -r '.errors[0]' "$W/body")" "Can not approve your own pull request"

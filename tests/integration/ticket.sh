@@ -193,6 +193,9 @@ out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent /usr/bin/true --rec
 like "control: with the same forge and a sound policy the preflight passes" "$out" 'preflight +ok +[0-9]+ ms +1[0-9] probes blocked'
 
 # bad targets
+out=$("$AIRLOCK" ticket 'acme/tally' -p "$FE_POLICY" --record "$T_TMP/rec-usage.json" 2>&1); rc=$?
+is "a malformed ticket is a usage error (exit 2)" "$rc" 2
+if [ -e "$T_TMP/rec-usage.json" ]; then fail "a usage error writes no run record"; else ok "a usage error writes no run record"; fi
 out=$("$AIRLOCK" ticket 'acme/tally#0' -p "$FE_POLICY" 2>&1); rc=$?
 like "ticket number 0 is refused with the rule" "$out" 'NUMBER must be 1 to'
 out=$("$AIRLOCK" ticket 'acme/../etc#1' -p "$FE_POLICY" 2>&1)

@@ -107,7 +107,7 @@ const pr_probe pr_catalogue[] = {
  {"priv.syscall-sweep", P, "syscalls 425-442 (io_uring_*, the mount API, clone3, pidfd_getfd, process_madvise, mount_setattr) with invalid arguments", "any answer but EPERM (clone3: ENOSYS) escapes", "syscalls(2); seccomp(2)", pr_priv_syscall_sweep, 0, 0},
 
  {"res.pids", R, "fork up to the pids limit + 16 (capped at 2048) processes", "all forks succeeding escapes", "pids cgroup docs; fork bomb", pr_res_pids, 0, 10000},
- {"res.memory", R, "allocate and touch the memory limit + 64 MiB (when the limit is <= 448 MiB)", "ENOMEM or death by SIGKILL blocks; success escapes; larger limits are judged by RLIMIT_DATA or the sandbox's cgroup report", "memory cgroup v2 memory.max; setrlimit(2)", pr_res_memory, PR_KILL_BLOCKS | PR_OUTER, 15000},
+ {"res.memory", R, "allocate and touch the memory limit + 64 MiB (when the limit is <= 448 MiB)", "ENOMEM or death by SIGKILL blocks; success escapes; larger limits are judged by RLIMIT_DATA or the sandbox's cgroup report", "memory cgroup (v2 memory.max, v1 memory.limit_in_bytes); setrlimit(2)", pr_res_memory, PR_KILL_BLOCKS | PR_OUTER, 15000},
  {"res.disk-workspace", R, "fill /workspace (when its cap is <= 240 MiB), check it is a capped tmpfs", "not tmpfs, larger than the policy, or a fill past the cap escapes", "tmpfs(5) size=", pr_res_disk_workspace, 0, 15000},
  {"res.disk-tmp", R, "fill /tmp the same way", "as res.disk-workspace", "tmpfs(5)", pr_res_disk_tmp, 0, 15000},
  {"res.cpu-priority", R, "SCHED_FIFO, then nice -5", "either granted escapes", "sched(7); CAP_SYS_NICE", pr_res_cpu_priority, 0, 0},

@@ -494,7 +494,9 @@ static void judge(const al_probe_opts *o, const pr_ctx *ctx, const char *dir, co
     } else if (v == PR_PENDING && strcmp(p->id, "res.memory") == 0) {
       if (!o->unconfined && mem_enforced) {
         v = AL_PROBE_BLOCKED;
-        snprintf(r->evidence, sizeof r->evidence, "cgroup memory.max enforced (sandbox report); %s",
+        snprintf(r->evidence, sizeof r->evidence,
+                 "cgroup memory limit enforced (v2 memory.max or v1 memory.limit_in_bytes, sandbox "
+                 "report); %s",
                  ev);
       } else {
         v = AL_PROBE_ESCAPED;

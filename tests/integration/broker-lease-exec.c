@@ -10,6 +10,8 @@
  *   crash    abort() (core dumps off)
  *   hold     waits forever (the test SIGKILLs it)
  *   ttl      waits for the broker's TTL notice, then releases (prints "expired")
+ * With $AL_TEST_SECRET=NAME the lease also asks for the broker's static
+ * secret NAME: prints "secret FP" and gives CMD its value as AL_SECRET.
  * Exit: CMD's status, or 1 when the lease failed. */
 #include <signal.h>
 #include <stdio.h>
@@ -30,8 +32,13 @@ int main(int argc, char **argv)
   }
   const char *mode = argv[3];
   const char *ttl = getenv("AL_TEST_TTL_MS");
-  al_lease_request rq = {
-      .git_repo = argv[2], .ticket_repo = argv[2], .ttl_ms = ttl ? strtoull(ttl, NULL, 10) : 0};
+  const char *secret = getenv("AL_TEST_SECRET");
+  const char *const secrets[] = {secret};
+  al_lease_request rq = {.git_repo = argv[2],
+                         .ticket_repo = argv[2],
+                         .secrets = secret ? secrets : NULL,
+                         .n_secrets = secret ? 1 : 0,
+                         .ttl_ms = ttl ? strtoull(ttl, NULL, 10) : 0};
   al_error err = {0};
   al_lease *l;
   if (al_lease_open(argv[1], &rq, &l, &err) < 0) {
@@ -40,6 +47,8 @@ int main(int argc, char **argv)
   }
   printf("git %s\nticket %s\n", al_lease_fingerprint(l, AL_ROLE_GIT),
          al_lease_fingerprint(l, AL_ROLE_TICKET));
+  if (secret)
+    printf("secret %s\n", al_lease_secret_fingerprint(l, secret));
   fflush(stdout);
   int status = 0;
   if (argc > 4) {
@@ -47,10 +56,13 @@ int main(int argc, char **argv)
      * MADV_WIPEONFORK memory, which a child sees as zeros. */
     char *git = strdup(al_lease_token(l, AL_ROLE_GIT));
     char *tkt = strdup(al_lease_token(l, AL_ROLE_TICKET));
+    char *sec = secret ? strdup(al_lease_secret(l, secret)) : NULL;
     pid_t pid = fork();
     if (pid == 0) {
       setenv("AL_GIT_TOKEN", git, 1);
       setenv("AL_TICKET_TOKEN", tkt, 1);
+      if (sec)
+        setenv("AL_SECRET", sec, 1);
       execvp(argv[4], argv + 4);
       _exit(127);
     }
@@ -58,6 +70,10 @@ int main(int argc, char **argv)
     explicit_bzero(tkt, strlen(tkt));
     free(git);
     free(tkt);
+    if (sec) {
+      explicit_bzero(sec, strlen(sec));
+      free(sec);
+    }
     int ws;
     waitpid(pid, &ws, 0);
     status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128;

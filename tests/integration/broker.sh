@@ -203,6 +203,53 @@ is "SIGTERM: live lease's token revoked" "$(token_state "$fp")" revoked
 if grep -rqE 'gh[pousr]_[A-Za-z0-9]{20,}' "$W/broker.log" "$W/state"; then
   fail "token-shaped string in broker log/state"; else ok "no token-shaped string in broker log/state"; fi
 
+# ---- static secrets (relay.key: broker): leased to a listed repository only ---
+MODEL_KEY="sk-test-$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+printf '%s\n' "$MODEL_KEY" >"$W/model.key"; chmod 600 "$W/model.key"
+mkdir -p "$W/sstate"
+cat >"$W/secrets.yaml" <<EOF
+app: {id: 1001, private_key: $W/keys/app.pem}
+api: {url: "$API", ca_file: $W/tls/ca.crt, retries: 1, timeout: 5s}
+repositories: [acme/widget, acme/other]
+state_dir: $W/sstate
+secrets:
+  model_key: {file: $W/model.key, repositories: [acme/widget]}
+EOF
+cat >"$W/secret.sh" <<'EOF'
+#!/bin/bash
+[ "$AL_SECRET" = "$(cat "$MODEL_KEY_FILE")" ] && echo "secret_value=ok" || echo "secret_value=wrong"
+if grep -rqF -e "$AL_SECRET" $SLOGS; then echo "secret_leak=yes"; else echo "secret_leak=no"; fi
+EOF
+chmod +x "$W/secret.sh"
+check "broker with a secrets: section starts" start_broker "$W/secrets.yaml" "$W/s.sock" "$W/s.log"
+like "broker logs the secret's fingerprint only" "$(cat "$W/s.log")" 'secret model_key: sha256:[0-9a-f]{12}'
+out=$(AL_TEST_SECRET=model_key MODEL_KEY_FILE=$W/model.key SLOGS="$W/s.log $W/sstate" \
+  "$EXEC" "$W/s.sock" acme/widget release "$W/secret.sh" 2>"$W/exec-s.err")
+sfp=$(echo "$out" | awk '$1=="secret"{print $2}')
+like "secret leased to a listed repository (fingerprint)" "$sfp" '^sha256:[0-9a-f]{12}$'
+is "the client got the secret's value" "$(echo "$out" | sed -n 's/^secret_value=//p')" ok
+is "secret value absent from the broker's log and state dir (during the lease)" \
+  "$(echo "$out" | sed -n 's/^secret_leak=//p')" no
+like "the lease with a secret released cleanly" "$out" 'confirmed yes reason released'
+like "audit log records the secret by name and fingerprint" "$(cat "$W/sstate/leases.jsonl")" \
+  "\"secrets\":\\[\\{\"name\":\"model_key\",\"fingerprint\":\"$sfp\""
+before=$(token_count)
+out=$(AL_TEST_SECRET=model_key "$EXEC" "$W/s.sock" acme/other release 2>&1)
+is "secret refused for an unlisted repository: no lease" "$?" 1
+like "refusal says why" "$out" 'forbidden.*secret `model_key` may not be leased for repository `acme/other`'
+is "refused secret: no token minted (no half-made lease)" "$(token_count)" "$before"
+out=$(AL_TEST_SECRET=api_key "$EXEC" "$W/s.sock" acme/widget release 2>&1)
+like "unknown secret refused" "$out" 'no secret `api_key` in the broker'
+out=$(AL_TEST_SECRET=Bad-Name "$EXEC" "$W/s.sock" acme/widget release 2>&1)
+like "malformed secret name refused by the client" "$out" "secret's name is 1 to 63"
+if grep -rqF -e "$MODEL_KEY" "$W/s.log" "$W/sstate"; then
+  fail "secret value in the broker's log/state"; else ok "no secret value in the broker's log/state"; fi
+kill $BROKER_PID; wait $BROKER_PID 2>/dev/null
+chmod 644 "$W/model.key"
+out=$("$AIRLOCK" broker -c "$W/secrets.yaml" --socket "$W/s2.sock" 2>&1)
+like "secret file readable by others is refused" "$out" 'secrets.model_key.file .*readable or writable by group or others'
+chmod 600 "$W/model.key"
+
 # ---- configuration and key checks --------------------------------------------
 cp "$W/keys/app.pem" "$W/loose.pem"; chmod 644 "$W/loose.pem"
 write_config "$W/loose.yaml" "$API" "$W/loose.pem"

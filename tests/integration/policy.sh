@@ -226,4 +226,33 @@ out=$("$AIRLOCK" policy check "$P/missing.yaml" 2>&1)
 like "missing file named with errno" "$out" 'missing.yaml.*No such file'
 out=$("$AIRLOCK" run -p "$P/port-zero.yaml" -- true 2>&1); rc=$?
 is "airlock run refuses an invalid policy with status 2" "$rc" 2
+# relay.key: broker (the model key from the broker lease) xor relay.key_file
+cat >"$P/rkey-broker.yaml" <<'Y'
+version: 1
+relay:
+  upstream: https://api.anthropic.com
+  key: broker
+Y
+out=$("$AIRLOCK" policy check "$P/rkey-broker.yaml" 2>&1); rc=$?
+is "relay.key: broker accepted" "$rc" 0
+like "relay.key: broker in the canonical form" "$out" '"key":"broker"'
+cat >"$P/rkey-both.yaml" <<'Y'
+version: 1
+relay:
+  upstream: https://api.anthropic.com
+  key: broker
+  key_file: /etc/airlock/model.key
+Y
+out=$("$AIRLOCK" policy check "$P/rkey-both.yaml" 2>&1); rc=$?
+is "relay.key: broker with relay.key_file: rejected" "$rc" 1
+like "both keys: the message says they are exclusive" "$out" 'rkey-both.yaml: relay: `key_file` and `key: broker` are exclusive'
+printf 'version: 1\nrelay:\n  upstream: https://api.anthropic.com\n' >"$P/rkey-none.yaml"
+out=$("$AIRLOCK" policy check "$P/rkey-none.yaml" 2>&1)
+like "relay without a key source: rejected" "$out" 'rkey-none.yaml: relay.key_file: required .*, or `key: broker`'
+printf 'version: 1\nrelay:\n  upstream: https://api.anthropic.com\n  key: file\n' >"$P/rkey-file.yaml"
+out=$("$AIRLOCK" policy check "$P/rkey-file.yaml" 2>&1)
+like "relay.key other than broker: rejected at its position" "$out" 'rkey-file.yaml:4:[0-9]+: relay.key: must be `broker`'
+out=$("$AIRLOCK" run -p "$P/rkey-broker.yaml" -- true 2>&1); rc=$?
+is "airlock run refuses relay.key: broker (setup failure)" "$rc" 125
+like "airlock run says only airlock ticket leases the key" "$out" 'relay.key: broker.*only `airlock ticket`'
 done_testing

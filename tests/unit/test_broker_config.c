@@ -1,4 +1,5 @@
 /* Unit tests for broker/config.c, broker/jwt.c and broker/proto.c. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -320,6 +321,137 @@ static void test_proto_audit(void **state)
   }
 }
 
+static void test_secrets_config(void **state)
+{
+  (void)state;
+  al_broker_config *c = NULL;
+  al_error err = {0};
+  assert_int_equal(load("app: {id: 1, private_key: /k}\nrepositories: [acme/tally, acme/other]\n"
+                        "secrets: {model_key: {file: /m.key, repositories: [acme/tally]}}\n",
+                        &c, &err),
+                   0);
+  assert_int_equal(c->n_secrets, 1);
+  const al_broker_secret *s = al_broker_config_secret(c, "model_key");
+  assert_non_null(s);
+  assert_string_equal(s->file, "/m.key");
+  assert_null(s->value); /* read by al_broker_secrets_load(), not by the parser */
+  assert_true(al_broker_secret_repo_allowed(s, "ACME/tally"));
+  assert_false(al_broker_secret_repo_allowed(s, "acme/other"));
+  assert_null(al_broker_config_secret(c, "other"));
+  al_broker_config_free(c);
+  const char *base = "app: {id: 1, private_key: /k}\nrepositories: [acme/tally]\n";
+  struct {
+    const char *yaml, *want;
+  } bad[] = {
+      {"secrets: {model_key: {repositories: [acme/tally]}}\n",
+       "secrets.model_key: `file` is required"},
+      {"secrets: {model_key: {file: /m}}\n", "secrets.model_key: `repositories` must list"},
+      {"secrets: {model_key: {file: /m, repositories: []}}\n", "`repositories` must list"},
+      {"secrets: {model_key: {file: /m, repositories: [acme/tally], mode: x}}\n",
+       "secrets.model_key: unknown key `mode` (known: file, repositories)"},
+      {"secrets: {Model-Key: {file: /m, repositories: [acme/tally]}}\n",
+       "secret's name is 1 to 63 characters"},
+      {"secrets: {model_key: {file: /m, repositories: [acme/nope]}}\n",
+       "secrets.model_key.repositories: `acme/nope` is not in `repositories`"},
+      {"secrets: {model_key: {file: /m, repositories: [a/../b]}}\n", "OWNER/REPO"},
+      {"secrets: [model_key]\n", "secrets: expected a mapping"},
+      {"secrets: {model_key: /m}\n", "secrets.model_key: expected a mapping"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char y[512];
+    snprintf(y, sizeof y, "%s%s", base, bad[i].yaml);
+    expect_error(y, bad[i].want);
+  }
+}
+
+static void test_secrets_load(void **state)
+{
+  (void)state;
+  char dir[] = "/tmp/al-sec-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[64], yaml[512];
+  snprintf(path, sizeof path, "%s/m", dir);
+  FILE *f = fopen(path, "w");
+  fputs("sk-ant-test-0123456789\n", f);
+  fclose(f);
+  snprintf(yaml, sizeof yaml,
+           "app: {id: 1, private_key: /k}\nrepositories: [acme/tally]\n"
+           "secrets: {model_key: {file: %s, repositories: [acme/tally]}}\n",
+           path);
+  al_broker_config *c = NULL;
+  al_error err = {0};
+  assert_int_equal(load(yaml, &c, &err), 0);
+  chmod(path, 0644);
+  assert_int_equal(al_broker_secrets_load(c, &err), -1);
+  assert_int_equal(err.code, EPERM);
+  assert_non_null(strstr(err.msg, "secrets.model_key.file"));
+  assert_null(strstr(err.msg, "sk-ant")); /* never the value */
+  chmod(path, 0600);
+  assert_int_equal(al_broker_secrets_load(c, &err), 0); /* positive control */
+  const al_broker_secret *s = al_broker_config_secret(c, "model_key");
+  assert_string_equal(s->value, "sk-ant-test-0123456789");
+  assert_int_equal(strncmp(s->fp, "sha256:", 7), 0);
+  al_broker_config_free(c);
+  f = fopen(path, "w");
+  fputs("sk-ant two words\n", f);
+  fclose(f);
+  assert_int_equal(load(yaml, &c, &err), 0);
+  assert_int_equal(al_broker_secrets_load(c, &err), -1);
+  assert_int_equal(err.code, EINVAL);
+  assert_null(strstr(err.msg, "sk-ant"));
+  al_broker_config_free(c);
+  unlink(path);
+  rmdir(dir);
+}
+
+static void test_proto_secrets(void **state)
+{
+  (void)state;
+  al_proto_lease_req req = {0}, back;
+  al_error err = {0};
+  req.n_tokens = 1;
+  req.tokens[0].role = AL_ROLE_GIT;
+  strcpy(req.tokens[0].repo, "acme/tally");
+  req.n_secrets = 1;
+  strcpy(req.secrets[0], "model_key");
+  json_t *j = al_proto_lease_req_to_json(&req);
+  assert_int_equal(al_proto_lease_req_from_json(j, &back, &err), 0);
+  json_decref(j);
+  assert_int_equal(back.n_secrets, 1);
+  assert_string_equal(back.secrets[0], "model_key");
+  /* no secrets: none asked, and no "secrets" field on the wire */
+  req.n_secrets = 0;
+  j = al_proto_lease_req_to_json(&req);
+  assert_null(json_object_get(j, "secrets"));
+  json_decref(j);
+  const char *pre =
+      "{\"type\":\"lease\",\"version\":1,\"tokens\":[{\"role\":\"git\",\"repo\":\"a/b\"}],";
+  struct {
+    const char *tail, *want;
+  } bad[] = {
+      {"\"secrets\":\"model_key\"}", "`secrets` must list 1 to 8"},
+      {"\"secrets\":[]}", "`secrets` must list 1 to 8"},
+      {"\"secrets\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\"]}", "must list 1 to 8"},
+      {"\"secrets\":[\"Model\"]}", "secrets[0]: expected a name of [a-z0-9_]"},
+      {"\"secrets\":[\"model_key\",\"\"]}", "secrets[1]: expected a name"},
+      {"\"secrets\":[1]}", "secrets[0]: expected a name"},
+      {"\"secrets\":[\"m\\u0000x\"]}", "secrets[0]: expected a name"},
+      {"\"secrets\":[\"model_key\",\"model_key\"]}", "secret `model_key` asked twice"},
+      {"\"secret\":[\"model_key\"]}", "lease: unknown field `secret`"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s%s", pre, bad[i].tail);
+    json_t *m = json_loads(buf, JSON_ALLOW_NUL, NULL);
+    assert_non_null(m);
+    if (al_proto_lease_req_from_json(m, &back, &err) != -1)
+      fail_msg("accepted: %s", buf);
+    if (!strstr(err.msg, bad[i].want))
+      fail_msg("error `%s` lacks `%s`", err.msg, bad[i].want);
+    json_decref(m);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -327,7 +459,8 @@ int main(void)
       cmocka_unit_test(test_url_check),       cmocka_unit_test(test_jwt),
       cmocka_unit_test(test_key_file_checks), cmocka_unit_test(test_proto),
       cmocka_unit_test(test_audit_config),    cmocka_unit_test(test_audit_token_file),
-      cmocka_unit_test(test_proto_audit),
+      cmocka_unit_test(test_proto_audit),     cmocka_unit_test(test_secrets_config),
+      cmocka_unit_test(test_secrets_load),    cmocka_unit_test(test_proto_secrets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

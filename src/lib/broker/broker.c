@@ -164,6 +164,10 @@ static json_t *token_public_json(const al_token *t)
                    t->expires_at_str, "installation_id", (json_int_t)t->installation_id);
 }
 
+/* Public description of the secrets a lease carries: names and
+ * fingerprints, never a value. */
+static json_t *secrets_public_json(const struct broker *b, const al_proto_lease_req *req);
+
 /* Append one JSON line to the audit log (state_dir/leases.jsonl). */
 static void audit(struct broker *b, json_t *rec)
 {
@@ -617,6 +621,27 @@ static int handle_lease(struct conn *c, json_t *msg)
     if (n > 0 && (size_t)n < sizeof desc - off)
       off += (size_t)n;
   }
+  /* Static secrets: each must exist and list every repository of the
+   * lease; else no lease at all (nothing is minted). */
+  for (size_t i = 0; i < c->req.n_secrets; i++) {
+    const al_broker_secret *sec = al_broker_config_secret(b->cfg, c->req.secrets[i]);
+    char m[400];
+    if (!sec) {
+      snprintf(m, sizeof m, "no secret `%s` in the broker's config", c->req.secrets[i]);
+      conn_fail(c, "forbidden", m);
+      return -1;
+    }
+    for (size_t k = 0; k < c->req.n_tokens; k++)
+      if (!al_broker_secret_repo_allowed(sec, c->req.tokens[k].repo)) {
+        snprintf(m, sizeof m, "secret `%s` may not be leased for repository `%s`", sec->name,
+                 c->req.tokens[k].repo);
+        conn_fail(c, "forbidden", m);
+        return -1;
+      }
+    int n = snprintf(desc + off, sizeof desc - off, ", secret %s", sec->name);
+    if (n > 0 && (size_t)n < sizeof desc - off)
+      off += (size_t)n;
+  }
   c->ttl_ms = c->req.ttl_ms ? c->req.ttl_ms : b->cfg->default_ttl_ms;
   if (c->ttl_ms > b->cfg->max_ttl_ms) {
     conn_fail(c, "forbidden", "ttl exceeds lease.max_ttl");
@@ -736,6 +761,17 @@ static void conn_readable(struct conn *c)
 
 /* ---- job completion (main thread) ------------------------------------- */
 
+static json_t *secrets_public_json(const struct broker *b, const al_proto_lease_req *req)
+{
+  json_t *a = json_array();
+  for (size_t i = 0; i < req->n_secrets; i++) {
+    const al_broker_secret *sec = al_broker_config_secret(b->cfg, req->secrets[i]);
+    if (sec)
+      json_array_append_new(a, json_pack("{s:s, s:s}", "name", sec->name, "fingerprint", sec->fp));
+  }
+  return a;
+}
+
 static void send_lease(struct conn *c)
 {
   json_t *toks = json_array();
@@ -759,6 +795,17 @@ static void send_lease(struct conn *c)
   format_iso(now + (time_t)(c->ttl_ms / 1000), exp);
   json_t *msg = json_pack("{s:s, s:s, s:I, s:s, s:o}", "type", "lease", "lease", c->id, "ttl_ms",
                           (json_int_t)c->ttl_ms, "expires_at", exp, "tokens", toks);
+  json_t *secs = NULL;
+  if (c->req.n_secrets) {
+    secs = json_object();
+    for (size_t k = 0; k < c->req.n_secrets; k++) {
+      const al_broker_secret *sec = al_broker_config_secret(c->b->cfg, c->req.secrets[k]);
+      if (sec)
+        json_object_set_new(secs, sec->name,
+                            json_pack("{s:s, s:s}", "value", sec->value, "fingerprint", sec->fp));
+    }
+    json_object_set_new(msg, "secrets", secs);
+  }
   /* Wipe jansson's copies of the values once serialised. */
   size_t len;
   char *line = al_proto_line(msg, &len);
@@ -767,6 +814,12 @@ static void send_lease(struct conn *c)
   json_array_foreach(toks, i, o)
   {
     json_t *s = json_object_get(o, "token");
+    OPENSSL_cleanse((char *)json_string_value(s), json_string_length(s));
+  }
+  const char *sk;
+  json_object_foreach(secs, sk, o)
+  {
+    json_t *s = json_object_get(o, "value");
     OPENSSL_cleanse((char *)json_string_value(s), json_string_length(s));
   }
   json_decref(msg);
@@ -822,8 +875,17 @@ static void mint_done(struct broker *b, struct job *j)
     al_info("lease %s: %s token %s for %s {%s} expires %s", c->id, al_role_name(c->tokens[i].role),
             c->tokens[i].fp, c->tokens[i].repo, ps, c->tokens[i].expires_at_str);
   }
-  audit(b, json_pack("{s:s, s:s, s:i, s:i, s:i, s:o}", "event", "granted", "lease", c->id, "uid",
-                     (int)c->uid, "gid", (int)c->gid, "pid", (int)c->pid, "tokens", pub));
+  for (size_t i = 0; i < c->req.n_secrets; i++) {
+    const al_broker_secret *sec = al_broker_config_secret(b->cfg, c->req.secrets[i]);
+    if (sec)
+      al_info("lease %s: secret %s %s", c->id, sec->name, sec->fp);
+  }
+  json_t *rec =
+      json_pack("{s:s, s:s, s:i, s:i, s:i, s:o}", "event", "granted", "lease", c->id, "uid",
+                (int)c->uid, "gid", (int)c->gid, "pid", (int)c->pid, "tokens", pub);
+  if (c->req.n_secrets)
+    json_object_set_new(rec, "secrets", secrets_public_json(b, &c->req));
+  audit(b, rec);
   if (c->peer_gone || b->stopping) {
     c->st = ST_ACTIVE;
     start_revoke(c, c->peer_gone ? "client left before the grant" : "shutdown");
@@ -1086,6 +1148,13 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
     if (al_broker_audit_token_load(b->cfg->audit_token_file, &tok, err) < 0)
       return -1;
     al_secret_free(tok);
+  }
+  if (al_broker_secrets_load(b->cfg, err) < 0)
+    return -1;
+  for (size_t i = 0; i < b->cfg->n_secrets; i++) {
+    const al_broker_secret *sec = &b->cfg->secrets[i];
+    al_redact_register(sec->value);
+    al_info("secret %s: %s, for %zu repositories", sec->name, sec->fp, sec->n_repos);
   }
   if (b->cfg->state_dir) {
     if (mkdir(b->cfg->state_dir, 0700) < 0 && errno != EEXIST)

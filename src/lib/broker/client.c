@@ -27,8 +27,16 @@ struct lease_token {
   char expires_at[32];
 };
 
+struct lease_secret {
+  char name[AL_SECRET_NAME_MAX];
+  char *value; /* secret memory */
+  char fp[20];
+};
+
 struct al_lease {
   int fd;
+  struct lease_secret secrets[AL_PROTO_SECRETS_MAX];
+  size_t n_secrets;
   char id[40];
   uint64_t ttl_ms;
   char expires_at[32];
@@ -48,6 +56,12 @@ static void lease_destroy(al_lease *l)
     if (l->tokens[i].value) {
       al_redact_unregister(l->tokens[i].value);
       al_secret_free(l->tokens[i].value);
+    }
+  }
+  for (size_t i = 0; i < l->n_secrets; i++) {
+    if (l->secrets[i].value) {
+      al_redact_unregister(l->secrets[i].value);
+      al_secret_free(l->secrets[i].value);
     }
   }
   OPENSSL_cleanse(l, sizeof *l);
@@ -214,6 +228,39 @@ static int parse_grant(al_lease *l, json_t *msg, al_error *err)
   return 0;
 }
 
+/* The "secrets" object of a lease answer: exactly the names asked for. */
+static int parse_secrets(al_lease *l, json_t *msg, const al_proto_lease_req *req, al_error *err)
+{
+  json_t *secs = json_object_get(msg, "secrets");
+  if (req->n_secrets == 0) {
+    if (secs)
+      return al_make_error(err, EPROTO, "broker: secrets in the lease answer that were not asked");
+    return 0;
+  }
+  if (!json_is_object(secs) || json_object_size(secs) != req->n_secrets)
+    return al_make_error(err, EPROTO, "broker: the lease answer lacks the secrets asked for");
+  for (size_t i = 0; i < req->n_secrets; i++) {
+    json_t *o = json_object_get(secs, req->secrets[i]);
+    json_t *jv = json_object_get(o, "value");
+    const char *val = json_string_value(jv);
+    const char *fp = json_string_value(json_object_get(o, "fingerprint"));
+    if (!val || !fp || strlen(val) != json_string_length(jv) || !val[0])
+      return al_make_error(err, EPROTO, "broker: malformed secret `%s` in the lease answer",
+                           req->secrets[i]);
+    struct lease_secret *ls = &l->secrets[l->n_secrets++];
+    snprintf(ls->name, sizeof ls->name, "%s", req->secrets[i]);
+    ls->value = al_secret_dupn(val, json_string_length(jv));
+    OPENSSL_cleanse((char *)val, json_string_length(jv));
+    if (!ls->value)
+      return al_make_error(err, errno, "secret memory");
+    al_redact_register(ls->value);
+    al_secret_fingerprint(ls->value, ls->fp);
+    if (strcmp(ls->fp, fp) != 0)
+      return al_make_error(err, EPROTO, "broker: secret `%s` fingerprint mismatch", ls->name);
+  }
+  return 0;
+}
+
 /* Wipe every token value jansson holds in msg before freeing it. */
 static void wipe_msg(json_t *msg)
 {
@@ -222,6 +269,13 @@ static void wipe_msg(json_t *msg)
   json_array_foreach(json_object_get(msg, "tokens"), i, o)
   {
     json_t *v = json_object_get(o, "token");
+    if (json_is_string(v))
+      OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
+  }
+  const char *k;
+  json_object_foreach(json_object_get(msg, "secrets"), k, o)
+  {
+    json_t *v = json_object_get(o, "value");
     if (json_is_string(v))
       OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
   }
@@ -239,6 +293,17 @@ int al_lease_open(const char *socket_path, const al_lease_request *rq, al_lease 
     return -1;
   if (req.n_tokens == 0)
     return al_make_error(err, EINVAL, "a lease needs a git or a ticket repository");
+  if (rq->n_secrets > AL_PROTO_SECRETS_MAX)
+    return al_make_error(err, EINVAL, "a lease carries at most %d secrets", AL_PROTO_SECRETS_MAX);
+  for (size_t i = 0; i < rq->n_secrets; i++) {
+    const char *why;
+    if (al_secret_name_check(rq->secrets[i], &why) < 0)
+      return al_make_error(err, EINVAL, "secret `%s`: %s", rq->secrets[i], why);
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(rq->secrets[j], rq->secrets[i]) == 0)
+        return al_make_error(err, EINVAL, "secret `%s` asked twice", rq->secrets[i]);
+    snprintf(req.secrets[req.n_secrets++], AL_SECRET_NAME_MAX, "%s", rq->secrets[i]);
+  }
 
   al_lease *l = al_xcalloc(1, sizeof *l);
   l->fd = broker_connect(socket_path, err);
@@ -274,6 +339,8 @@ int al_lease_open(const char *socket_path, const al_lease_request *rq, al_lease 
     goto fail;
   }
   r = parse_grant(l, msg, err);
+  if (r == 0)
+    r = parse_secrets(l, msg, &req, err);
   wipe_msg(msg);
   if (r < 0)
     goto fail;
@@ -288,6 +355,32 @@ int al_lease_open(const char *socket_path, const al_lease_request *rq, al_lease 
 fail:
   lease_destroy(l); /* closing the connection revokes anything granted */
   return -1;
+}
+
+const char *al_lease_secret(const al_lease *l, const char *name)
+{
+  for (size_t i = 0; i < l->n_secrets; i++)
+    if (strcmp(l->secrets[i].name, name) == 0)
+      return l->secrets[i].value;
+  return NULL;
+}
+
+const char *al_lease_secret_fingerprint(const al_lease *l, const char *name)
+{
+  for (size_t i = 0; i < l->n_secrets; i++)
+    if (strcmp(l->secrets[i].name, name) == 0)
+      return l->secrets[i].fp;
+  return NULL;
+}
+
+void al_lease_secret_wipe(al_lease *l, const char *name)
+{
+  for (size_t i = 0; i < l->n_secrets; i++)
+    if (strcmp(l->secrets[i].name, name) == 0 && l->secrets[i].value) {
+      al_redact_unregister(l->secrets[i].value);
+      al_secret_free(l->secrets[i].value);
+      l->secrets[i].value = NULL;
+    }
 }
 
 const char *al_lease_token(const al_lease *l, al_role role)

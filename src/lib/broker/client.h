@@ -33,6 +33,9 @@ typedef struct al_lease_request {
   const char *ticket_repo;        /* "owner/repo" for the ticket token, or NULL: none */
   const char *git_permissions;    /* NULL: the role's maximum; else "contents:write,..." */
   const char *ticket_permissions; /* likewise */
+  const char *const *secrets;     /* names of static secrets (broker config `secrets:`) the
+                                     lease must carry, or NULL */
+  size_t n_secrets;               /* how many; at most AL_PROTO_SECRETS_MAX */
   uint64_t ttl_ms;                /* 0: the broker's default (15 min) */
   int timeout_ms;                 /* wait for the broker's answer; 0: 60 s */
 } al_lease_request;
@@ -51,6 +54,18 @@ int al_lease_open(const char *socket_path, const al_lease_request *rq, al_lease 
  * (locked, non-dumpable memory), wiped by al_lease_release()/al_lease_free():
  * copy it into the child's environment, do not keep the pointer. */
 const char *al_lease_token(const al_lease *l, al_role role);
+/* The value of a static secret the request asked for (e.g. "model_key"),
+ * or NULL when the lease has none of that name. Owned by the lease (locked,
+ * non-dumpable memory that a fork(2) child sees as zeros), wiped by
+ * al_lease_release()/al_lease_free(): copy it where it is needed, do not
+ * keep the pointer. A request whose secret the broker refuses (unknown,
+ * or not for the lease's repository) gets no lease at all (EACCES). */
+const char *al_lease_secret(const al_lease *l, const char *name);
+/* "sha256:" + 12 hex of that secret, or NULL. */
+const char *al_lease_secret_fingerprint(const al_lease *l, const char *name);
+/* Wipe and free the lease's copy of a secret now (once the caller handed
+ * it on); al_lease_secret() then returns NULL, the fingerprint stays. */
+void al_lease_secret_wipe(al_lease *l, const char *name);
 /* "sha256:" + 12 hex of the token (for logs and the run record), or NULL. */
 const char *al_lease_fingerprint(const al_lease *l, al_role role);
 /* The repository, the granted permissions ("contents:write,...") and the

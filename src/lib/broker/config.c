@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "broker/secmem.h"
+#include "common/redact.h"
 #include "common/util.h"
 
 static const char *const role_names[AL_ROLE_COUNT] = {"git", "ticket"};
@@ -173,6 +175,19 @@ int al_api_url_check(const char *url, const char **why)
   return -1;
 }
 
+int al_secret_name_check(const char *name, const char **why)
+{
+  size_t n = strlen(name);
+  bool ok = n > 0 && n < AL_SECRET_NAME_MAX;
+  for (size_t i = 0; ok && i < n; i++)
+    ok = islower((unsigned char)name[i]) || isdigit((unsigned char)name[i]) || name[i] == '_';
+  if (!ok) {
+    *why = "a secret's name is 1 to 63 characters of [a-z0-9_]";
+    return -1;
+  }
+  return 0;
+}
+
 bool al_broker_config_repo_allowed(const al_broker_config *c, const char *repo)
 {
   for (size_t i = 0; i < c->n_repos; i++)
@@ -208,6 +223,16 @@ void al_broker_config_free(al_broker_config *c)
   free(c->audit_app_id);
   free(c->audit_client_id);
   free(c->audit_key_path);
+  for (size_t i = 0; i < c->n_secrets; i++) {
+    al_broker_secret *s = &c->secrets[i];
+    free(s->name);
+    free(s->file);
+    for (size_t k = 0; k < s->n_repos; k++)
+      free(s->repos[k]);
+    free(s->repos);
+    al_secret_free(s->value);
+  }
+  free(c->secrets);
   free(c);
 }
 
@@ -598,6 +623,86 @@ static int parse_lease(struct parser *p, al_broker_config *c, struct fy_node *ma
   return 0;
 }
 
+static int parse_secret(struct parser *p, al_broker_secret *sec, struct fy_node *map,
+                        struct fy_node *mk, const char *path)
+{
+  if (need_map(p, map, mk, path) < 0)
+    return -1;
+  char kp[128];
+  bool have_repos = false;
+  void *it = NULL;
+  struct fy_node_pair *pr;
+  while ((pr = fy_node_mapping_iterate(map, &it))) {
+    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
+    const char *name = NULL;
+    if (key_name(p, k, path, &name) < 0)
+      return -1;
+    snprintf(kp, sizeof kp, "%s.%s", path, name);
+    if (strcmp(name, "file") == 0) {
+      if (get_str(p, v, k, kp, &sec->file) < 0)
+        return -1;
+    } else if (strcmp(name, "repositories") == 0) {
+      if (need_seq(p, v, k, kp) < 0)
+        return -1;
+      have_repos = true;
+      void *it2 = NULL;
+      struct fy_node *e;
+      while ((e = fy_node_sequence_iterate(v, &it2))) {
+        char *r = NULL;
+        if (get_str(p, e, k, kp, &r) < 0)
+          return -1;
+        const char *why;
+        if (al_repo_name_check(r, &why) < 0) {
+          free(r);
+          return perr(p, e, k, kp, "%s", why);
+        }
+        if (al_broker_secret_repo_allowed(sec, r)) {
+          free(r);
+          return perr(p, e, k, kp, "listed twice");
+        }
+        sec->repos = al_xrealloc(sec->repos, (sec->n_repos + 1) * sizeof *sec->repos);
+        sec->repos[sec->n_repos++] = r;
+      }
+    } else {
+      return perr(p, k, NULL, path, "unknown key `%s` (known: file, repositories)", name);
+    }
+  }
+  if (!sec->file)
+    return perr(p, map, mk, path, "`file` is required");
+  if (!have_repos || sec->n_repos == 0)
+    return perr(p, map, mk, path, "`repositories` must list at least one OWNER/REPO");
+  return 0;
+}
+
+static int parse_secrets(struct parser *p, al_broker_config *c, struct fy_node *map,
+                         struct fy_node *mk)
+{
+  if (need_map(p, map, mk, "secrets") < 0)
+    return -1;
+  void *it = NULL;
+  struct fy_node_pair *pr;
+  while ((pr = fy_node_mapping_iterate(map, &it))) {
+    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
+    const char *name = NULL;
+    if (key_name(p, k, "secrets", &name) < 0)
+      return -1;
+    const char *why;
+    if (al_secret_name_check(name, &why) < 0)
+      return perr(p, k, NULL, "secrets", "`%s`: %s", name, why);
+    if (al_broker_config_secret(c, name))
+      return perr(p, k, NULL, "secrets", "`%s` given twice", name);
+    c->secrets = al_xrealloc(c->secrets, (c->n_secrets + 1) * sizeof *c->secrets);
+    al_broker_secret *sec = &c->secrets[c->n_secrets++];
+    memset(sec, 0, sizeof *sec);
+    sec->name = al_xstrdup(name);
+    char path[96];
+    snprintf(path, sizeof path, "secrets.%s", name);
+    if (parse_secret(p, sec, v, k, path) < 0)
+      return -1;
+  }
+  return 0;
+}
+
 static int parse_root(struct parser *p, al_broker_config *c, struct fy_node *root)
 {
   if (!root || !fy_node_is_mapping(root))
@@ -629,10 +734,12 @@ static int parse_root(struct parser *p, al_broker_config *c, struct fy_node *roo
       r = get_str(p, v, k, "state_dir", &c->state_dir);
     } else if (strcmp(name, "audit") == 0) {
       r = parse_audit(p, c, v, k);
+    } else if (strcmp(name, "secrets") == 0) {
+      r = parse_secrets(p, c, v, k);
     } else {
       r = perr(p, k, NULL, name,
                "unknown key (known: app, api, repositories, roles, clients, lease, state_dir, "
-               "audit)");
+               "audit, secrets)");
     }
     if (r < 0)
       return -1;
@@ -642,6 +749,12 @@ static int parse_root(struct parser *p, al_broker_config *c, struct fy_node *roo
   if (!have_repos || c->n_repos == 0)
     return al_make_error(p->err, 0, "%s: `repositories` must list at least one OWNER/REPO",
                          p->name);
+  for (size_t i = 0; i < c->n_secrets; i++)
+    for (size_t k = 0; k < c->secrets[i].n_repos; k++)
+      if (!al_broker_config_repo_allowed(c, c->secrets[i].repos[k]))
+        return al_make_error(p->err, 0,
+                             "%s: secrets.%s.repositories: `%s` is not in `repositories`", p->name,
+                             c->secrets[i].name, c->secrets[i].repos[k]);
   if (c->default_ttl_ms < 1000 || c->default_ttl_ms > c->max_ttl_ms)
     return al_make_error(p->err, 0, "%s: lease.ttl must be between 1s and lease.max_ttl", p->name);
   if (c->max_ttl_ms > 3600000)
@@ -725,17 +838,22 @@ int al_broker_config_load_file(const char *path, al_broker_config **out, al_erro
   return al_broker_config_load_buffer(path, buf, len, out, err);
 }
 
-int al_broker_audit_token_load(const char *path, char **out, al_error *err)
+/* A private file holding one secret: ours, not a symlink, mode & 077 == 0,
+ * one value (surrounding whitespace ignored) of at most 1024 bytes, each
+ * byte accepted by ok_byte. `what` names it in messages ("audit token
+ * file", "secrets.NAME.file"); `shape` says what it must hold. */
+static int private_value_load(const char *path, const char *what, bool (*ok_byte)(unsigned char),
+                              const char *shape, char **out, al_error *err)
 {
   *out = NULL;
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   if (fd < 0)
-    return al_make_error(err, errno, "audit token file `%s`", path);
+    return al_make_error(err, errno, "%s `%s`", what, path);
   struct stat st;
   if (fstat(fd, &st) < 0) {
     int e = errno;
     close(fd);
-    return al_make_error(err, e, "audit token file `%s`", path);
+    return al_make_error(err, e, "%s `%s`", what, path);
   }
   const char *why = NULL;
   if (!S_ISREG(st.st_mode))
@@ -746,7 +864,7 @@ int al_broker_audit_token_load(const char *path, char **out, al_error *err)
     why = "readable or writable by group or others (chmod 600)";
   if (why) {
     close(fd);
-    al_make_error(err, 0, "audit token file `%s`: %s", path, why);
+    al_make_error(err, 0, "%s `%s`: %s", what, path, why);
     if (err)
       err->code = EPERM;
     return -1;
@@ -761,7 +879,7 @@ int al_broker_audit_token_load(const char *path, char **out, al_error *err)
       int e = errno;
       close(fd);
       OPENSSL_cleanse(buf, sizeof buf);
-      return al_make_error(err, e, "reading the audit token file `%s`", path);
+      return al_make_error(err, e, "reading the %s `%s`", what, path);
     }
     if (r == 0 || (n += (size_t)r) == sizeof buf - 1)
       break;
@@ -775,12 +893,10 @@ int al_broker_audit_token_load(const char *path, char **out, al_error *err)
     b--;
   bool ok = b > a && n <= 1024;
   for (size_t i = a; ok && i < b; i++)
-    ok = isalnum((unsigned char)buf[i]) || buf[i] == '_';
+    ok = ok_byte((unsigned char)buf[i]);
   if (!ok) {
     OPENSSL_cleanse(buf, sizeof buf);
-    al_make_error(err, 0,
-                  "audit token file `%s`: expected one token of [A-Za-z0-9_], at most 1024 bytes",
-                  path);
+    al_make_error(err, 0, "%s `%s`: expected %s, at most 1024 bytes", what, path, shape);
     if (err)
       err->code = EINVAL;
     return -1;
@@ -789,6 +905,53 @@ int al_broker_audit_token_load(const char *path, char **out, al_error *err)
   int e = errno;
   OPENSSL_cleanse(buf, sizeof buf);
   if (!*out)
-    return al_make_error(err, e, "secret memory for the audit token");
+    return al_make_error(err, e, "secret memory for the %s", what);
   return 0;
+}
+
+static bool token_byte(unsigned char c)
+{
+  return isalnum(c) || c == '_';
+}
+
+static bool printable_byte(unsigned char c)
+{
+  return c > 0x20 && c < 0x7f;
+}
+
+int al_broker_audit_token_load(const char *path, char **out, al_error *err)
+{
+  return private_value_load(path, "audit token file", token_byte, "one token of [A-Za-z0-9_]", out,
+                            err);
+}
+
+int al_broker_secrets_load(al_broker_config *c, al_error *err)
+{
+  for (size_t i = 0; i < c->n_secrets; i++) {
+    al_broker_secret *s = &c->secrets[i];
+    if (s->value)
+      continue;
+    al_autofree char *what = al_strdup_printf("secrets.%s.file", s->name);
+    if (private_value_load(s->file, what, printable_byte,
+                           "one value of printable ASCII without spaces", &s->value, err) < 0)
+      return -1;
+    al_secret_fingerprint(s->value, s->fp);
+  }
+  return 0;
+}
+
+const al_broker_secret *al_broker_config_secret(const al_broker_config *c, const char *name)
+{
+  for (size_t i = 0; i < c->n_secrets; i++)
+    if (strcmp(c->secrets[i].name, name) == 0)
+      return &c->secrets[i];
+  return NULL;
+}
+
+bool al_broker_secret_repo_allowed(const al_broker_secret *s, const char *repo)
+{
+  for (size_t i = 0; i < s->n_repos; i++)
+    if (strcasecmp(s->repos[i], repo) == 0)
+      return true;
+  return false;
 }

@@ -30,6 +30,13 @@
  *                                   # or a second App holding only
  *                                   # administration: read + contents: read;
  *                                   # never leased, only used to audit
+ *   secrets:                        # optional: static secrets a lease may carry
+ *     model_key:                    # name: [a-z0-9_], 1 to 63 characters
+ *       file: /etc/airlock/model.key  # 0600, owned by the broker's user, one
+ *                                   # value of printable ASCII (no spaces),
+ *                                   # at most 1024 bytes; read at start-up
+ *       repositories: [acme/tally]  # the only repositories whose leases may
+ *                                   # carry it (each also in `repositories`)
  *
  * Strict: unknown keys, wrong types and bad values fail with
  * "FILE:LINE:COL: KEY: rule". Permissions named in AL_NEVER_GRANTED
@@ -79,6 +86,22 @@ const al_perm *al_perm_find(const al_perm_set *s, const char *name);
  * Returns 0, or -1 with a reason in *why. */
 int al_perm_check(const char *name, const char *level, bool *write, const char **why);
 
+#define AL_SECRET_NAME_MAX 64
+#define AL_SECRET_VALUE_MAX 1024
+
+/* One static secret (config `secrets:`). */
+typedef struct al_broker_secret {
+  char *name;   /* [a-z0-9_]{1,63} */
+  char *file;   /* where its value is read from */
+  char **repos; /* the repositories whose leases may carry it */
+  size_t n_repos;
+  char *value; /* secret memory (secmem.h), or NULL before al_broker_secrets_load() */
+  char fp[20]; /* al_secret_fingerprint() of the value, once loaded */
+} al_broker_secret;
+
+/* Check a secret's name: [a-z0-9_], 1 to 63 characters. 0 or -1 with *why. */
+int al_secret_name_check(const char *name, const char **why);
+
 typedef struct al_broker_config {
   char *source;           /* file name, for messages */
   char *app_id;           /* decimal app id, or NULL */
@@ -100,9 +123,11 @@ typedef struct al_broker_config {
   char *state_dir; /* or NULL */
   /* audit: (all NULL when absent; token_file xor an app) */
   char *audit_token_file;
-  char *audit_app_id;    /* decimal id of the audit App, or NULL */
-  char *audit_client_id; /* or its client id */
-  char *audit_key_path;  /* its private key (PEM) */
+  char *audit_app_id;        /* decimal id of the audit App, or NULL */
+  char *audit_client_id;     /* or its client id */
+  char *audit_key_path;      /* its private key (PEM) */
+  al_broker_secret *secrets; /* secrets: (names unique) */
+  size_t n_secrets;
 } al_broker_config;
 
 /* Parse and validate a config file. On success *out is a new config the
@@ -136,6 +161,19 @@ int al_repo_name_check(const char *repo, const char **why);
  * secret memory (free it with al_secret_free() from secmem.h); the file's
  * bytes are wiped from the read buffer. Messages never carry the value. */
 int al_broker_audit_token_load(const char *path, char **out, al_error *err);
+
+/* Read every `secrets:` file into secret memory (value, fp). Each file
+ * is checked like the audit token file (regular, not a symlink, owned by
+ * the effective uid, mode & 077 == 0: else EPERM) and must hold one value
+ * of printable ASCII without spaces (surrounding whitespace ignored), at
+ * most AL_SECRET_VALUE_MAX bytes (else EINVAL). Messages never carry a
+ * value. Freed by al_broker_config_free(). */
+int al_broker_secrets_load(al_broker_config *c, al_error *err);
+
+/* The secret called name, or NULL. */
+const al_broker_secret *al_broker_config_secret(const al_broker_config *c, const char *name);
+/* True when the secret may be carried by a lease for `repo`. */
+bool al_broker_secret_repo_allowed(const al_broker_secret *s, const char *repo);
 
 void al_broker_config_free(al_broker_config *c);
 

@@ -55,6 +55,12 @@ json_t *al_proto_lease_req_to_json(const al_proto_lease_req *req)
       json_pack("{s:s, s:i, s:o}", "type", "lease", "version", AL_PROTO_VERSION, "tokens", toks);
   if (req->ttl_ms)
     json_object_set_new(m, "ttl_ms", json_integer((json_int_t)req->ttl_ms));
+  if (req->n_secrets) {
+    json_t *sec = json_array();
+    for (size_t i = 0; i < req->n_secrets; i++)
+      json_array_append_new(sec, json_string(req->secrets[i]));
+    json_object_set_new(m, "secrets", sec);
+  }
   return m;
 }
 
@@ -108,7 +114,8 @@ int al_proto_lease_req_from_json(json_t *msg, al_proto_lease_req *out, al_error 
   json_t *v;
   json_object_foreach(msg, k, v)
   {
-    if (strcmp(k, "type") && strcmp(k, "version") && strcmp(k, "tokens") && strcmp(k, "ttl_ms"))
+    if (strcmp(k, "type") && strcmp(k, "version") && strcmp(k, "tokens") && strcmp(k, "ttl_ms") &&
+        strcmp(k, "secrets"))
       return al_error_set(err, EINVAL, "lease: unknown field `%s`", k);
   }
   json_t *ver = json_object_get(msg, "version");
@@ -133,6 +140,26 @@ int al_proto_lease_req_from_json(json_t *msg, al_proto_lease_req *out, al_error 
         return al_error_set(err, EINVAL, "lease: role `%s` asked twice",
                             al_role_name(out->tokens[i].role));
     out->n_tokens++;
+  }
+  json_t *sec = json_object_get(msg, "secrets");
+  if (sec) {
+    if (!json_is_array(sec) || json_array_size(sec) == 0 ||
+        json_array_size(sec) > AL_PROTO_SECRETS_MAX)
+      return al_error_set(err, EINVAL, "lease: `secrets` must list 1 to %d secret names",
+                          AL_PROTO_SECRETS_MAX);
+    json_array_foreach(sec, i, v)
+    {
+      const char *name = json_string_value(v);
+      const char *why;
+      if (!name || strlen(name) != json_string_length(v) || al_secret_name_check(name, &why) < 0)
+        return al_error_set(err, EINVAL,
+                            "lease: secrets[%zu]: expected a name of [a-z0-9_], 1 to 63 characters",
+                            i);
+      for (size_t j = 0; j < out->n_secrets; j++)
+        if (strcmp(out->secrets[j], name) == 0)
+          return al_error_set(err, EINVAL, "lease: secret `%s` asked twice", name);
+      snprintf(out->secrets[out->n_secrets++], AL_SECRET_NAME_MAX, "%s", name);
+    }
   }
   return 0;
 }

@@ -6,9 +6,15 @@
  *
  * client -> broker
  *   {"type":"lease","version":1,"ttl_ms":N,            (ttl_ms optional)
- *    "tokens":[{"role":"git","repo":"o/r","permissions":{"contents":"write"}}, ...]}
- *                                                       (permissions optional:
- *                                                        the role's maximum)
+ *    "tokens":[{"role":"git","repo":"o/r","permissions":{"contents":"write"}}, ...],
+ *    "secrets":["model_key", ...]}                      (permissions optional:
+ *                                                        the role's maximum;
+ *                                                        secrets optional: static
+ *                                                        secrets of the broker's
+ *                                                        config `secrets:`, each
+ *                                                        granted only when it lists
+ *                                                        every repository of the
+ *                                                        lease, else no lease)
  *   {"type":"release"}          end the lease now; answer "revoked", then close
  *   {"type":"ping"}             answer "pong"
  *   {"type":"audit","version":1,"repo":"o/r","branch":"b"}    (branch optional:
@@ -19,7 +25,8 @@
  *                               "error", then close. No lease, no token leaves.
  * broker -> client
  *   {"type":"lease","lease":ID,"ttl_ms":N,"expires_at":ISO8601,
- *    "tokens":[{"role","repo","token","fingerprint","permissions":{},"expires_at"}]}
+ *    "tokens":[{"role","repo","token","fingerprint","permissions":{},"expires_at"}],
+ *    "secrets":{"model_key":{"value":V,"fingerprint":F}, ...}}   (only when asked)
  *   {"type":"error","code":CODE,"message":TEXT}   then close; CODE is one of
  *       bad_request, forbidden, busy, upstream, internal
  *   {"type":"expired","lease":ID}                 the TTL ended the lease
@@ -49,9 +56,14 @@ typedef struct al_proto_token_req {
   al_perm_set perms;
 } al_proto_token_req;
 
+/* The most secrets one lease may ask for. */
+#define AL_PROTO_SECRETS_MAX 8
+
 typedef struct al_proto_lease_req {
   al_proto_token_req tokens[AL_ROLE_COUNT];
   size_t n_tokens;
+  char secrets[AL_PROTO_SECRETS_MAX][AL_SECRET_NAME_MAX]; /* names, al_secret_name_check() */
+  size_t n_secrets;
   uint64_t ttl_ms; /* 0: the broker's default */
 } al_proto_lease_req;
 
@@ -83,7 +95,9 @@ int al_perm_set_parse(const char *s, al_perm_set *set, al_error *err);
 json_t *al_proto_lease_req_to_json(const al_proto_lease_req *req);
 
 /* Decode and validate a lease request strictly: unknown fields, a repeated
- * role, a malformed repository or permission are errors (EINVAL). Does not
+ * role, a malformed repository or permission, a `secrets` that is not a
+ * list of 1 to AL_PROTO_SECRETS_MAX distinct names of [a-z0-9_]{1,63} are
+ * errors (EINVAL). Does not
  * check the broker's config (that is the broker's job). */
 int al_proto_lease_req_from_json(json_t *msg, al_proto_lease_req *out, al_error *err);
 

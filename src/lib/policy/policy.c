@@ -1025,6 +1025,16 @@ static int relay_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
     r->max_conns = (uint32_t)v;
     return 0;
   }
+  case 10: {
+    al_autofree char *k = NULL;
+    if (get_str(c, kv, &k) < 0)
+      return -1;
+    if (strcmp(k, "broker") != 0)
+      return fail(c, pos_of(kv), kv->path,
+                  "must be `broker` (the run's broker lease carries the key), got `%s`", k);
+    r->key_broker = true;
+    return 0;
+  }
   default:
     return -1;
   }
@@ -1049,9 +1059,15 @@ static int relay_finish(al_policy_relay *r, const char *name, al_error *err)
 {
   if (!r->upstream)
     return al_error_set(err, EINVAL, "%s: relay.upstream: required (https://HOST[:PORT])", name);
-  if (!r->key_file)
+  if (!r->key_file && !r->key_broker)
     return al_error_set(err, EINVAL,
-                        "%s: relay.key_file: required (a 0600 file the supervisor reads)", name);
+                        "%s: relay.key_file: required (a 0600 file the supervisor reads), or "
+                        "`key: broker` (the `model_key` secret of the run's broker lease)",
+                        name);
+  if (r->key_file && r->key_broker)
+    return al_error_set(err, EINVAL,
+                        "%s: relay: `key_file` and `key: broker` are exclusive; give one of them",
+                        name);
   if (r->n_routes == 0) {
     static const char *const def[] = {"/v1/messages", "/v1/chat/completions", "/v1/responses"};
     r->routes = al_xcalloc(AL_ARRAY_SIZE(def), sizeof *r->routes);
@@ -1071,16 +1087,17 @@ static json_t *relay_json(const al_policy_relay *r)
     al_autofree char *s = al_strdup_printf("%s %s", r->routes[i].method, r->routes[i].path);
     json_array_append_new(routes, json_string(s));
   }
-  return json_pack(
-      "{s:s, s:s, s:i, s:s, s:s, s:s, s:s?, s:s?, s:o, s:I, s:{s:I, s:I}, s:I, "
-      "s:{s:I, s:I, s:I, s:I}}",
-      "upstream", r->upstream, "host", r->host, "port", (int)r->port, "prefix",
-      r->prefix ? r->prefix : "", "auth", r->auth, "key_file", r->key_file, "ca_file", r->ca_file,
-      "pin", r->pin, "routes", routes, "max_request", (json_int_t)r->max_request, "budget",
-      "requests", (json_int_t)r->budget_requests, "tokens", (json_int_t)r->budget_tokens,
-      "max_connections", (json_int_t)r->max_conns, "timeouts_ms", "connect",
-      (json_int_t)r->connect_timeout_ms, "first_byte", (json_int_t)r->first_byte_timeout_ms, "idle",
-      (json_int_t)r->idle_timeout_ms, "total", (json_int_t)r->total_timeout_ms);
+  return json_pack("{s:s, s:s, s:i, s:s, s:s, s:s?, s:s*, s:s?, s:s?, s:o, s:I, s:{s:I, s:I}, s:I, "
+                   "s:{s:I, s:I, s:I, s:I}}",
+                   "upstream", r->upstream, "host", r->host, "port", (int)r->port, "prefix",
+                   r->prefix ? r->prefix : "", "auth", r->auth, "key_file", r->key_file, "key",
+                   r->key_broker ? "broker" : NULL, "ca_file", r->ca_file, "pin", r->pin, "routes",
+                   routes, "max_request", (json_int_t)r->max_request, "budget", "requests",
+                   (json_int_t)r->budget_requests, "tokens", (json_int_t)r->budget_tokens,
+                   "max_connections", (json_int_t)r->max_conns, "timeouts_ms", "connect",
+                   (json_int_t)r->connect_timeout_ms, "first_byte",
+                   (json_int_t)r->first_byte_timeout_ms, "idle", (json_int_t)r->idle_timeout_ms,
+                   "total", (json_int_t)r->total_timeout_ms);
 }
 
 char *al_policy_relay_canonical(const al_policy *p)
@@ -1171,7 +1188,7 @@ static int top_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
   case 7: {
     static const char *const keys[] = {
         "upstream",    "auth",   "key_file", "ca_file",         "pin", "routes",
-        "max_request", "budget", "timeouts", "max_connections", NULL};
+        "max_request", "budget", "timeouts", "max_connections", "key", NULL};
     relay_defaults(&p->relay);
     return walk_map(c, kv->val, kv->key, kv->path, keys, relay_field, &p->relay);
   }

@@ -114,14 +114,16 @@ typedef struct al_relay_route {
  * egress proxy, to `upstream`. See src/lib/relay/. */
 typedef struct al_policy_relay {
   bool present;
-  char *upstream; /* https://HOST[:PORT][/PREFIX], no trailing slash */
-  char *host;     /* canonical HOST of upstream (for the proxy and SNI) */
-  uint16_t port;  /* PORT of upstream, default 443 */
-  char *prefix;   /* PREFIX of upstream ("" when none) */
-  char *auth;     /* "x-api-key" (default; Anthropic) or "bearer" (Authorization: Bearer) */
-  char *key_file; /* absolute path of the key, mode 0600, read by the supervisor; required */
-  char *ca_file;  /* extra trust anchors (absolute path) or NULL */
-  char *pin;      /* test only: numeric address the upstream host resolves to, or NULL */
+  char *upstream;         /* https://HOST[:PORT][/PREFIX], no trailing slash */
+  char *host;             /* canonical HOST of upstream (for the proxy and SNI) */
+  uint16_t port;          /* PORT of upstream, default 443 */
+  char *prefix;           /* PREFIX of upstream ("" when none) */
+  char *auth;             /* "x-api-key" (default; Anthropic) or "bearer" (Authorization: Bearer) */
+  char *key_file;         /* absolute path of the key, mode 0600, read by the supervisor, or NULL */
+  bool key_broker;        /* `key: broker`: the `model_key` secret of the run's broker lease
+                             (airlock ticket only); exactly one of key_file and key_broker */
+  char *ca_file;          /* extra trust anchors (absolute path) or NULL */
+  char *pin;              /* test only: numeric address the upstream host resolves to, or NULL */
   al_relay_route *routes; /* default: POST /v1/messages, /v1/chat/completions, /v1/responses */
   size_t n_routes;
   uint64_t max_request;           /* bytes of one request body, default 8 MiB */

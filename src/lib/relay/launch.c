@@ -73,6 +73,27 @@ static int read_key(const char *path, char *buf, size_t cap, al_error *err)
   return 0;
 }
 
+/* The key handed over from the broker lease (`relay.key: broker`): the
+ * same shape as a key file's. buf gets a copy. */
+static int copy_key(const char *key, char *buf, size_t cap, al_error *err)
+{
+  if (!key || !key[0])
+    return al_make_error(err, EINVAL,
+                         "relay.key: broker: no key from the broker lease (only `airlock ticket` "
+                         "leases the `model_key` secret)");
+  size_t n = strlen(key);
+  bool ok = n <= cap - 2;
+  for (size_t i = 0; i < n && ok; i++)
+    ok = key[i] > 0x20 && key[i] < 0x7f;
+  if (!ok)
+    return al_make_error(err, EINVAL,
+                         "relay.key: broker: the `model_key` secret must be one key of printable "
+                         "ASCII, no spaces, at most %zu bytes",
+                         cap - 2);
+  memcpy(buf, key, n + 1);
+  return 0;
+}
+
 /* The relay sandbox's policy: the model API host as the only egress. */
 static int relay_policy(const al_policy *p, al_policy **out, al_error *err)
 {
@@ -118,7 +139,18 @@ static int net_binary(char *out, size_t len, al_error *err)
   return 0;
 }
 
+static int start(const al_relay_start_opts *o, al_relay_proc **out, al_error *err);
+
 int al_relay_start(const al_relay_start_opts *o, al_relay_proc **out, al_error *err)
+{
+  const al_policy *p = o->policy;
+  int r = start(o, out, err);
+  if (p->relay.key_broker && o->key)
+    explicit_bzero(o->key, strlen(o->key));
+  return r;
+}
+
+static int start(const al_relay_start_opts *o, al_relay_proc **out, al_error *err)
 {
   const al_policy *p = o->policy;
   if (!p->relay.present)
@@ -151,7 +183,8 @@ int al_relay_start(const al_relay_start_opts *o, al_relay_proc **out, al_error *
   (void)madvise(kenv, 4096, MADV_WIPEONFORK);
   size_t pre = strlen(AL_RELAY_KEY_ENV "=");
   memcpy(kenv, AL_RELAY_KEY_ENV "=", pre + 1); /* with its NUL, until the key follows */
-  int r = read_key(p->relay.key_file, kenv + pre, kcap - pre, err);
+  int r = p->relay.key_broker ? copy_key(o->key, kenv + pre, kcap - pre, err)
+                              : read_key(p->relay.key_file, kenv + pre, kcap - pre, err);
   if (r == 0) {
     char *env[] = {kenv, NULL};
     char *argv[] = {bin,

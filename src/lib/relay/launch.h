@@ -9,9 +9,10 @@
  * bound read-only; it gets the listening socket of the agent's namespace
  * as its stdin, the relay section as --config-json, its log as stdout and
  * the key as the environment variable AIRLOCK_RELAY_KEY (read from
- * relay.key_file by the supervisor, wiped from the supervisor's memory as
- * soon as the sandbox runs; never in the agent's sandbox, never on a
- * command line, never logged). */
+ * relay.key_file by the supervisor, or with `relay.key: broker` the
+ * `model_key` secret of the run's broker lease handed over by `airlock
+ * ticket`; wiped from the supervisor's memory as soon as the sandbox runs;
+ * never in the agent's sandbox, never on a command line, never logged). */
 #ifndef AL_RELAY_LAUNCH_H
 #define AL_RELAY_LAUNCH_H
 
@@ -20,6 +21,9 @@
 
 #include "common/error.h"
 #include "policy/policy.h"
+
+/* The broker secret `relay.key: broker` takes the key from. */
+#define AL_RELAY_BROKER_SECRET "model_key"
 
 typedef struct al_relay_proc al_relay_proc;
 
@@ -30,11 +34,17 @@ typedef struct al_relay_start_opts {
   int log_fd;              /* > 2: where the relay writes its JSON lines; borrowed */
   const char *run_id;      /* borrowed */
   bool quiet;
+  /* With `relay.key: broker`: the key's value (the lease's `model_key`),
+   * NUL-terminated, borrowed; al_relay_start wipes it in place
+   * (explicit_bzero) once the relay sandbox started or failed to start.
+   * Ignored (and left alone) with relay.key_file. */
+  char *key;
 } al_relay_start_opts;
 
 /* Read the key (relay.key_file: a regular file, not a symlink, owned by
  * the caller's euid, no group/other permission bits, at most 1 KiB, one
- * line of printable ASCII), build the relay's own policy, and start the
+ * line of printable ASCII; or o->key with `relay.key: broker`, the same
+ * shape, EINVAL when missing), build the relay's own policy, and start the
  * relay sandbox. On success *out owns the sandbox. Errors: EPERM for a key
  * file with loose permissions or the wrong owner, EINVAL for a bad key,
  * the errno of the failing call otherwise. Requires the caller to have

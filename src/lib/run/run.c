@@ -102,7 +102,8 @@ static int start_relay(const al_run_opts *o, al_sandbox *sb, size_t idx, const c
                             .agent_listener = lfd,
                             .log_fd = log_fd,
                             .run_id = rid,
-                            .quiet = o->quiet};
+                            .quiet = o->quiet,
+                            .key = o->relay_key};
   int r = al_relay_start(&ro, rp, err);
   close(lfd);
   close(log_fd);
@@ -125,6 +126,10 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
 
   bool net = o->policy->network.present;
   bool relay = o->policy->relay.present;
+  if (relay && o->policy->relay.key_broker && (!o->relay_key || !o->relay_key[0]))
+    return al_make_error(err, EINVAL,
+                         "relay.key: broker: the model key comes from a broker lease, which only "
+                         "`airlock ticket` opens; `airlock run` needs relay.key_file");
   size_t nextra = 0;
   for (char *const *e = o->env; e && *e; e++)
     nextra++;

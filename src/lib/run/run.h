@@ -37,6 +37,12 @@ typedef struct al_run_opts {
    * relay_log_path (created 0600, appended), else to stderr. */
   int relay_log_fd;
   const char *relay_log_path;
+  /* With `relay.key: broker`: the model key from the broker lease
+   * (`airlock ticket`), NUL-terminated, borrowed; wiped in place
+   * (explicit_bzero) by the relay launcher once the relay sandbox started
+   * (or failed to). Required then: without it al_run_command refuses
+   * (`airlock run` has no broker; it takes relay.key_file only). */
+  char *relay_key;
 } al_run_opts;
 
 /* Start the sandbox (with a listener at 127.0.0.1:3128 inside and the

@@ -18,12 +18,14 @@
 #include <unistd.h>
 
 #include "broker/client.h"
+#include "broker/secmem.h"
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/term.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "probe/probe.h"
+#include "relay/launch.h"
 #include "proxy/host.h"
 #include "forge/ghapi.h"
 #include "run/review.h"
@@ -88,6 +90,8 @@ struct ticket {
   char **env;
   size_t nenv;
   al_lease *lease;
+  char *relay_key; /* relay.key: broker: the lease's model_key (secret memory), until the relay
+                      sandbox started */
 };
 
 static bool interrupted(struct ticket *t)
@@ -532,10 +536,14 @@ static int do_lease(struct ticket *t, al_error *err)
   uint64_t s = phase_begin(t, "lease");
   al_autofree char *git_perms = policy_perms(&t->policy->credentials.git);
   al_autofree char *ticket_perms = policy_perms(&t->policy->credentials.ticket);
+  static const char *const relay_secrets[] = {AL_RELAY_BROKER_SECRET};
+  bool want_key = t->policy->relay.present && t->policy->relay.key_broker;
   al_lease_request rq = {.git_repo = t->repo,
                          .ticket_repo = t->repo,
                          .git_permissions = git_perms,
                          .ticket_permissions = ticket_perms,
+                         .secrets = want_key ? relay_secrets : NULL,
+                         .n_secrets = want_key ? 1 : 0,
                          .ttl_ms = t->policy->credentials.ttl_ms};
   if (al_lease_open(t->policy->credentials.broker, &rq, &t->lease, err) < 0) {
     phase_end(t, s, "failed", "%s", err->msg);
@@ -556,6 +564,27 @@ static int do_lease(struct ticket *t, al_error *err)
                       json_pack("{s:s*, s:I, s:s*, s:o}", "id", al_lease_id(t->lease), "ttl_ms",
                                 (json_int_t)al_lease_ttl_ms(t->lease), "expires_at",
                                 al_lease_expires_at(t->lease), "tokens", toks));
+  if (want_key) {
+    /* The model key goes to the relay's sandbox only: keep one copy until
+     * it starts (the relay launcher wipes it), drop the lease's now. */
+    const char *key = al_lease_secret(t->lease, AL_RELAY_BROKER_SECRET);
+    if (!key) {
+      phase_end(t, s, "failed", "the broker did not lease the `%s` secret", AL_RELAY_BROKER_SECRET);
+      return al_make_error(err, EPROTO,
+                           "the broker did not lease the `%s` secret (relay.key: broker)",
+                           AL_RELAY_BROKER_SECRET);
+    }
+    t->relay_key = al_secret_dupn(key, strlen(key));
+    int e = errno;
+    al_lease_secret_wipe(t->lease, AL_RELAY_BROKER_SECRET);
+    if (!t->relay_key) {
+      phase_end(t, s, "failed", "secret memory for the model key");
+      return al_make_error(err, e, "secret memory for the model key");
+    }
+    json_object_set_new(json_object_get(t->rec, "lease"), "secrets",
+                        json_pack("[{s:s, s:s*}]", "name", AL_RELAY_BROKER_SECRET, "fingerprint",
+                                  al_lease_secret_fingerprint(t->lease, AL_RELAY_BROKER_SECRET)));
+  }
   if (!al_lease_token(t->lease, AL_ROLE_GIT) || !al_lease_token(t->lease, AL_ROLE_TICKET)) {
     phase_end(t, s, "failed", "the broker did not lease both tokens");
     return al_make_error(err, 0, "the broker did not lease both a git and a ticket token");
@@ -1083,6 +1112,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
         .extra_ro_paths = ro,
         .stdout_fd = out_fd,
         .relay_log_fd = relay_fd,
+        .relay_key = t.relay_key,
         .after_start = wipe_env,
         .after_start_ctx = &t,
     };
@@ -1109,6 +1139,8 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
     int status = 125;
     al_error re = {0};
     int r = al_run_command(&ro_opts, &status, &re);
+    al_secret_free(t.relay_key); /* already wiped once the relay started */
+    t.relay_key = NULL;
     close(errp[1]);
     close(devnull);
     stderr_relay_join(&sr);
@@ -1184,6 +1216,7 @@ done:
     close(out_fd);
   if (relay_fd >= 0)
     close(relay_fd);
+  al_secret_free(t.relay_key);
   for (size_t i = 0; i < t.nphases; i++)
     free(t.phases[i].detail);
   json_decref(t.rec);

@@ -20,7 +20,8 @@ run_one() { # FUZZER SEED_DIR
   [ -d "$seeds" ] || { echo "$name: no seed corpus at $seeds" >&2; return 1; }
   echo "$name: fuzzing for ${secs}s from $seeds"
   # -rss_limit_mb/-timeout: a hang or a blow-up is a finding too.
-  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:abort_on_error=1 \
+  LSAN_OPTIONS=suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp \
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:abort_on_error=1 \
     UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}:halt_on_error=1 \
     "$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/" "$work/new" "$seeds" >"$work/log" 2>&1

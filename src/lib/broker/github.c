@@ -148,25 +148,6 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
   return n;
 }
 
-static bool header_value(const char *line, size_t n, const char *name, long long *out)
-{
-  size_t nl = strlen(name);
-  if (n <= nl + 1 || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
-    return false;
-  char buf[32];
-  size_t i = nl + 1;
-  while (i < n && (line[i] == ' ' || line[i] == '\t'))
-    i++;
-  size_t j = 0;
-  while (i < n && j < sizeof buf - 1 && isdigit((unsigned char)line[i]))
-    buf[j++] = line[i++];
-  buf[j] = '\0';
-  if (j == 0)
-    return false;
-  *out = strtoll(buf, NULL, 10);
-  return true;
-}
-
 static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
 {
   struct http_resp *r = ud;
@@ -176,9 +157,9 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
     r->retry_after = r->rl_remaining = r->rl_reset = -1;
     return n;
   }
-  header_value(line, n, "retry-after", &r->retry_after);
-  header_value(line, n, "x-ratelimit-remaining", &r->rl_remaining);
-  header_value(line, n, "x-ratelimit-reset", &r->rl_reset);
+  al_http_header_number(line, n, "retry-after", &r->retry_after);
+  al_http_header_number(line, n, "x-ratelimit-remaining", &r->rl_remaining);
+  al_http_header_number(line, n, "x-ratelimit-reset", &r->rl_reset);
   return n;
 }
 

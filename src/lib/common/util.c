@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -170,6 +171,26 @@ char *al_strdup_printf(const char *fmt, ...)
   if (n < 0)
     oom();
   return s;
+}
+
+bool al_http_header_number(const char *line, size_t n, const char *name, long long *out)
+{
+  size_t nl = strlen(name);
+  if (n <= nl + 1 || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
+    return false;
+  size_t i = nl + 1;
+  while (i < n && (line[i] == ' ' || line[i] == '\t'))
+    i++;
+  long long v = 0;
+  size_t d = 0;
+  while (i < n && isdigit((unsigned char)line[i]) && d < 18) {
+    v = v * 10 + (line[i++] - '0');
+    d++;
+  }
+  if (d == 0)
+    return false;
+  *out = v;
+  return true;
 }
 
 int al_hex_digit(char c)

@@ -42,6 +42,12 @@ void *al_xcalloc(size_t n, size_t size);
 void *al_xrealloc(void *p, size_t n);
 char *al_xstrdup(const char *s);
 
+/* If the header line (n bytes, as libcurl hands it over, CRLF included)
+ * is `name: DIGITS...` (name compared case-insensitively, RFC 9110 §5.1),
+ * store the leading decimal value (at most 18 digits) in *out and return
+ * true; else false. For Retry-After and the x-ratelimit-* headers. */
+bool al_http_header_number(const char *line, size_t n, const char *name, long long *out);
+
 /* Value of a hex digit (either case), or -1. */
 int al_hex_digit(char c);
 

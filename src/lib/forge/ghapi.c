@@ -131,26 +131,6 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
   return n;
 }
 
-static bool header_num(const char *line, size_t n, const char *name, long long *out)
-{
-  size_t nl = strlen(name);
-  if (n <= nl + 1 || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
-    return false;
-  size_t i = nl + 1;
-  while (i < n && (line[i] == ' ' || line[i] == '\t'))
-    i++;
-  long long v = 0;
-  size_t d = 0;
-  while (i < n && isdigit((unsigned char)line[i]) && d < 18) {
-    v = v * 10 + (line[i++] - '0');
-    d++;
-  }
-  if (d == 0)
-    return false;
-  *out = v;
-  return true;
-}
-
 /* Link: <url>; rel="next", <url>; rel="last"  (RFC 8288 §3) */
 static char *link_next(const char *line, size_t n)
 {
@@ -189,9 +169,9 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
     r->next = NULL;
     return n;
   }
-  header_num(line, n, "retry-after", &r->retry_after);
-  header_num(line, n, "x-ratelimit-remaining", &r->rl_remaining);
-  header_num(line, n, "x-ratelimit-reset", &r->rl_reset);
+  al_http_header_number(line, n, "retry-after", &r->retry_after);
+  al_http_header_number(line, n, "x-ratelimit-remaining", &r->rl_remaining);
+  al_http_header_number(line, n, "x-ratelimit-reset", &r->rl_reset);
   char *nx = link_next(line, n);
   if (nx) {
     free(r->next);

@@ -21,7 +21,7 @@ def candidates(airlock, docker_image):
                             "--new-session", "/usr/bin/true"]))
     c.append(("airlock", [airlock, "run", "-q", "--", "/bin/true"]))
     if docker_image:
-        c.append(("docker", ["docker", "run", "--rm", "--network", "airlock-bench-internal",
+        c.append(("docker", ["docker", "run", "--rm", "--pull", "never", "--network", "airlock-bench-internal",
                              "--read-only", "--cap-drop", "ALL", "--security-opt",
                              "no-new-privileges", "--user", "1000:1000", "--tmpfs", "/tmp",
                              docker_image, "true"]))

@@ -9,14 +9,22 @@
 #                        dynamic loader; entrypoint `airlock`. Runs as 65534.
 #   airlock-agent:local  a small Debian userland taken from the host's /usr:
 #                        sh/bash, coreutils, git (with git-core helpers), curl,
-#                        getent, plus the airlock binaries (probe inner side).
+#                        getent, make, python3, plus the airlock binaries (probe
+#                        inner side) and the bundled agents in
+#                        /usr/share/airlock/agents (`ticket --backend docker`).
+#   airlock-forge:local  TEST ONLY, when the build has the test forge: the
+#                        airlock-forge binary with git; tests run it in a
+#                        container on an internal network (docker_ticket.sh).
 #
-# Env: PROXY_IMAGE, AGENT_IMAGE override the tags; DOCKER the client binary.
+# Env: PROXY_IMAGE, AGENT_IMAGE, FORGE_IMAGE override the tags; DOCKER the
+# client binary.
 set -euo pipefail
 BUILD=${1:-build}
 DOCKER=${DOCKER:-docker}
 PROXY_IMAGE=${PROXY_IMAGE:-airlock-proxy:local}
 AGENT_IMAGE=${AGENT_IMAGE:-airlock-agent:local}
+FORGE_IMAGE=${FORGE_IMAGE:-airlock-forge:local}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
 AIRLOCK_BIN=$BUILD/src/cli/airlock
 [ -x "$AIRLOCK_BIN" ] || { echo "docker-images: no $AIRLOCK_BIN (build first)" >&2; exit 1; }
 
@@ -78,7 +86,7 @@ A=$WORK/agent
 base_files "$A" 1000 agent
 for b in sh dash bash cat ls env echo id true false mkdir rm cp mv sed grep awk mawk head tail \
   wc sort tr cut sleep test stat readlink touch chmod git curl getent timeout find xargs diff \
-  setarch nc; do
+  setarch nc make patch python3; do
   p=$(PATH=/usr/bin:/bin command -v "$b" 2>/dev/null || true)
   [ -n "$p" ] && copy_with_libs "$A" "$(readlink -f "$p")" && copy_path "$A" "$p"
 done
@@ -88,6 +96,21 @@ done
 # libnss for getent/glibc name lookups (files + dns)
 for l in /usr/lib/x86_64-linux-gnu/libnss_files.so.2 /usr/lib/x86_64-linux-gnu/libnss_dns.so.2 \
   /usr/lib/x86_64-linux-gnu/libresolv.so.2; do copy_path "$A" "$l"; done
+# python3's standard library (the bundled agents are Python), without its
+# test suite; its extension modules with their libraries
+PY=$(readlink -f "$(PATH=/usr/bin:/bin command -v python3 2>/dev/null || true)" 2>/dev/null || true)
+if [ -n "$PY" ]; then
+  PYLIB=/usr/lib/$(basename "$PY")
+  if [ -d "$PYLIB" ]; then
+    mkdir -p "$A/usr/lib"
+    tar -C /usr/lib --exclude="$(basename "$PY")/test" --exclude='*/__pycache__' \
+      --exclude='*/site-packages/*' --exclude='*/dist-packages/*' \
+      -cf - "$(basename "$PY")" | tar -C "$A/usr/lib" -xf -
+    for so in "$PYLIB"/lib-dynload/*.so; do copy_with_libs "$A" "$so"; done
+  fi
+fi
+mkdir -p "$A/usr/share/airlock/agents"
+cp -a "$SRC/examples/agents/." "$A/usr/share/airlock/agents/"
 for b in "$AIRLOCK_BIN" "$BUILD/src/cli/airlock-net"; do
   [ -x "$b" ] && copy_with_libs "$A" "$(readlink -f "$b")" && cp "$b" "$A/usr/bin/$(basename "$b")"
 done
@@ -98,3 +121,26 @@ tar -C "$A" --numeric-owner -cf "$WORK/agent.tar" .
   --change 'ENV PATH=/usr/bin:/bin HOME=/workspace' \
   "$WORK/agent.tar" "$AGENT_IMAGE" >/dev/null
 echo "built $AGENT_IMAGE ($(du -sh "$WORK/agent.tar" | cut -f1))"
+
+# ---- the test forge (TEST ONLY) ----
+FORGE_BIN=$BUILD/tests/forge-emulator/airlock-forge
+if [ -x "$FORGE_BIN" ]; then
+  F=$WORK/forge
+  base_files "$F" 0 root
+  copy_with_libs "$F" "$(readlink -f "$FORGE_BIN")"
+  cp "$FORGE_BIN" "$F/usr/bin/airlock-forge"
+  for b in sh git; do
+    p=$(PATH=/usr/bin:/bin command -v "$b")
+    copy_with_libs "$F" "$(readlink -f "$p")" && copy_path "$F" "$p"
+  done
+  [ -d /usr/lib/git-core ] && for f in /usr/lib/git-core/*; do copy_with_libs "$F" "$f"; done
+  [ -d /usr/share/git-core ] && { mkdir -p "$F/usr/share"; cp -a /usr/share/git-core "$F/usr/share/"; }
+  mkdir -p "$F/data"
+  tar -C "$F" --numeric-owner -cf "$WORK/forge.tar" .
+  "$DOCKER" import \
+    --change 'ENTRYPOINT ["/usr/bin/airlock-forge"]' \
+    --change 'WORKDIR /' \
+    --change 'ENV PATH=/usr/bin:/bin' \
+    "$WORK/forge.tar" "$FORGE_IMAGE" >/dev/null
+  echo "built $FORGE_IMAGE ($(du -sh "$WORK/forge.tar" | cut -f1))"
+fi

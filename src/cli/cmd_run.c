@@ -4,6 +4,7 @@
  * timeout; 125 when airlock could not start it; 126/127 not executable /
  * not found; 128+N when killed by signal N. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -42,6 +43,8 @@ static void usage(FILE *out)
           "      --backend B     native (default) or docker: the seed's design on a Docker\n"
           "                      engine (/var/run/docker.sock; images: scripts/docker-images.sh)\n"
           "      --proxy-image I, --agent-image I   docker backend images\n"
+          "      --docker-network NET   docker backend: an existing network for the proxy's\n"
+          "                      egress side instead of one made for the run (kept)\n"
           "      --docker-egress-internal   tests: the proxy's egress network is internal too\n"
           "\n"
           "Exit status: the command's; 124 timeout; 125 airlock could not start it;\n"
@@ -60,9 +63,14 @@ static void wipe_owned(char **owned, size_t n)
  * binary does not (see main.c): there, re-exec as airlock-net with the same
  * arguments (values given as --env NAME are read again from our
  * environment, so no token lands on a command line). */
+struct docker_flags {
+  const char *proxy_image, *agent_image, *network, *log_path;
+  bool egress_internal;
+};
+
 static int run_docker(int argc, char **argv, const char *policy_path, char **env,
-                      uint64_t timeout_ms, const char *proxy_image, const char *agent_image,
-                      bool egress_internal, char **owned, size_t nowned)
+                      uint64_t timeout_ms, const struct docker_flags *df, char **owned,
+                      size_t nowned)
 {
 #ifndef AIRLOCK_NET_BINARY
   char self[PATH_MAX];
@@ -92,16 +100,30 @@ static int run_docker(int argc, char **argv, const char *policy_path, char **env
     wipe_owned(owned, nowned);
     return 2;
   }
+  int audit_fd = -1;
+  if (df->log_path) {
+    audit_fd = open(df->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (audit_fd < 0) {
+      fprintf(stderr, "airlock run: --log %s: %s\n", df->log_path, strerror(errno));
+      wipe_owned(owned, nowned);
+      al_policy_free(policy);
+      return 2;
+    }
+  }
   al_docker_opts o = {.policy = policy,
                       .argv = argv + optind,
                       .env = env,
                       .timeout_ms = timeout_ms,
-                      .proxy_image = proxy_image,
-                      .agent_image = agent_image,
-                      .egress_internal = egress_internal};
+                      .proxy_image = df->proxy_image,
+                      .agent_image = df->agent_image,
+                      .egress_internal = df->egress_internal,
+                      .egress_network = df->network,
+                      .audit_fd = audit_fd >= 0 ? audit_fd : 2};
   int status = 125;
   if (al_docker_run(&o, &status, &err) < 0)
     fprintf(stderr, "airlock run: %s\n", err.msg);
+  if (audit_fd >= 0)
+    close(audit_fd);
   wipe_owned(owned, nowned);
   al_policy_free(policy);
   return status;
@@ -121,9 +143,10 @@ int cmd_run(int argc, char **argv)
                                        {"proxy-image", required_argument, NULL, 'P'},
                                        {"agent-image", required_argument, NULL, 'A'},
                                        {"docker-egress-internal", no_argument, NULL, 'I'},
+                                       {"docker-network", required_argument, NULL, 'N'},
                                        {NULL, 0, NULL, 0}};
-  const char *backend = "native", *proxy_image = NULL, *agent_image = NULL;
-  bool egress_internal = false;
+  const char *backend = "native";
+  struct docker_flags df = {0};
   const char *policy_path = NULL;
   const char *log_path = NULL;
   const char *relay_log_path = NULL;
@@ -205,13 +228,16 @@ int cmd_run(int argc, char **argv)
       backend = optarg;
       break;
     case 'P':
-      proxy_image = optarg;
+      df.proxy_image = optarg;
       break;
     case 'A':
-      agent_image = optarg;
+      df.agent_image = optarg;
       break;
     case 'I':
-      egress_internal = true;
+      df.egress_internal = true;
+      break;
+    case 'N':
+      df.network = optarg;
       break;
     case 'h':
       usage(stdout);
@@ -227,9 +253,10 @@ int cmd_run(int argc, char **argv)
     return 2;
   }
 
-  if (strcmp(backend, "docker") == 0)
-    return run_docker(argc, argv, policy_path, env, timeout_ms, proxy_image, agent_image,
-                      egress_internal, owned, nowned);
+  if (strcmp(backend, "docker") == 0) {
+    df.log_path = log_path;
+    return run_docker(argc, argv, policy_path, env, timeout_ms, &df, owned, nowned);
+  }
 
   al_error err = {0};
   al_policy *policy = NULL;

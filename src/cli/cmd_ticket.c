@@ -15,6 +15,9 @@
 #include "common/util.h"
 #include "run/ticket.h"
 
+/* The bundled agent inside airlock-agent:local (scripts/docker-images.sh). */
+#define DOCKER_AGENT "/usr/share/airlock/agents/patch-agent"
+
 static void usage(FILE *out)
 {
   fprintf(out, "usage: airlock ticket OWNER/REPO#N -p POLICY [--agent CMD [-- ARGS...]]\n"
@@ -33,6 +36,13 @@ static void usage(FILE *out)
                "      --accept-unprotected run even when the audit (run by the broker before the\n"
                "                           lease) does not prove the escape budget; recorded,\n"
                "                           and every progress line says [UNPROTECTED: accepted]\n"
+               "      --backend B          native (default) or docker: the agent runs in a\n"
+               "                           container on a Docker engine (docs/docker.md);\n"
+               "                           --agent then names a program in the agent image\n"
+               "                           (default " DOCKER_AGENT ")\n"
+               "      --proxy-image I, --agent-image I   docker backend images\n"
+               "      --docker-network NET an existing network for the proxy's egress side\n"
+               "      --docker-egress-internal   tests: the egress network is internal too\n"
                "\n"
                "Exit: 0 PR made and tokens dead; 1 the run failed (see the record); 2 usage.\n");
 }
@@ -47,8 +57,15 @@ int cmd_ticket(int argc, char **argv)
                                        {"json", no_argument, NULL, 'j'},
                                        {"accept-unprotected", no_argument, NULL, 'U'},
                                        {"help", no_argument, NULL, 'h'},
+                                       {"backend", required_argument, NULL, 'B'},
+                                       {"proxy-image", required_argument, NULL, 'P'},
+                                       {"agent-image", required_argument, NULL, 'A'},
+                                       {"docker-network", required_argument, NULL, 'N'},
+                                       {"docker-egress-internal", no_argument, NULL, 'I'},
                                        {NULL, 0, NULL, 0}};
   al_ticket_opts o = {.show_agent_stdout = true};
+  al_docker_opts dk = {0};
+  bool docker = false;
   const char *agent = NULL;
   /* Everything after `--` belongs to the agent; options and the ticket come
    * before it, in any order. */
@@ -90,6 +107,25 @@ int cmd_ticket(int argc, char **argv)
     case 'U':
       o.accept_unprotected = true;
       break;
+    case 'B':
+      if (strcmp(optarg, "native") != 0 && strcmp(optarg, "docker") != 0) {
+        fprintf(stderr, "airlock ticket: --backend `%s`: native or docker\n", optarg);
+        return 2;
+      }
+      docker = strcmp(optarg, "docker") == 0;
+      break;
+    case 'P':
+      dk.proxy_image = optarg;
+      break;
+    case 'A':
+      dk.agent_image = optarg;
+      break;
+    case 'N':
+      dk.egress_network = optarg;
+      break;
+    case 'I':
+      dk.egress_internal = true;
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -122,7 +158,15 @@ int cmd_ticket(int argc, char **argv)
   optind = dd < argc ? dd + 1 : argc;
 
   char agent_path[PATH_MAX];
-  if (!agent) {
+  if (docker) {
+    /* a program inside the agent image: no host path is resolved or bound */
+    snprintf(agent_path, sizeof agent_path, "%s", agent ? agent : DOCKER_AGENT);
+    o.docker = &dk;
+  } else if ((dk.proxy_image || dk.agent_image || dk.egress_network || dk.egress_internal)) {
+    fprintf(stderr, "airlock ticket: --proxy-image, --agent-image and --docker-* need "
+                    "--backend docker\n");
+    return 2;
+  } else if (!agent) {
     if (al_cli_find_data("agents/patch-agent", agent_path, sizeof agent_path) < 0) {
       fprintf(stderr, "airlock ticket: the bundled patch-agent is not installed; use --agent\n");
       return 2;
@@ -146,7 +190,7 @@ int cmd_ticket(int argc, char **argv)
    * sandbox's view of the host (/usr). */
   char dir[PATH_MAX];
   const char *ro[2] = {NULL, NULL};
-  if (agent_path[0] == '/' && strncmp(agent_path, "/usr/", 5) != 0) {
+  if (!docker && agent_path[0] == '/' && strncmp(agent_path, "/usr/", 5) != 0) {
     snprintf(dir, sizeof dir, "%s", agent_path);
     ro[0] = dirname(dir);
   }

@@ -237,11 +237,15 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   *con_cls = NULL;
 }
 
+/* The listeners' address: loopback, or --bind (the forge in a test
+ * container, on a network the test made internal). */
+static struct in_addr g_bind = {.s_addr = 0};
+
 static struct MHD_Daemon *start(enum listener_kind kind, int port, const char *key,
                                 const char *cert, int *bound)
 {
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_addr = g_bind;
   unsigned flags =
       MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
   if (key)
@@ -268,7 +272,9 @@ static void usage(FILE *f)
   fprintf(f, "usage: airlock-forge --fixture FILE --data DIR [--tls-dir DIR] [--port N]\n"
              "         [--http-port N] [--admin-port N] [--ports-file FILE]\n"
              "         [--api-host NAME] [--git-host NAME] [--key APPID=PUBKEY.pem]...\n"
+             "         [--bind IPV4]\n"
              "A local GitHub-compatible TEST host. Port 0 = pick a free port.\n"
+             "--bind: listen on IPV4 instead of 127.0.0.1 (only inside a test container).\n"
              "--tls-dir holds server.key, server.crt, ca.crt (scripts/make-test-ca.sh).\n");
 }
 
@@ -292,6 +298,7 @@ int main(int argc, char **argv)
 
   const char *fixture = NULL, *data = NULL, *tls_dir = NULL, *ports_file = NULL;
   int port = 0, http_port = -1, admin_port = 0;
+  g_bind.s_addr = htonl(INADDR_LOOPBACK);
   char **keys = NULL;
   size_t n_keys = 0;
   g_forge.api_host = "api.forge.test";
@@ -306,10 +313,11 @@ int main(int argc, char **argv)
                                        {"api-host", required_argument, NULL, 'A'},
                                        {"git-host", required_argument, NULL, 'G'},
                                        {"key", required_argument, NULL, 'k'},
+                                       {"bind", required_argument, NULL, 'b'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "f:d:t:p:H:a:P:A:G:k:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "f:d:t:p:H:a:P:A:G:k:b:h", opts, NULL)) != -1) {
     switch (c) {
     case 'f':
       fixture = optarg;
@@ -341,6 +349,12 @@ int main(int argc, char **argv)
     case 'k':
       keys = al_xrealloc(keys, (n_keys + 1) * sizeof *keys);
       keys[n_keys++] = optarg;
+      break;
+    case 'b':
+      if (inet_pton(AF_INET, optarg, &g_bind) != 1) {
+        fprintf(stderr, "airlock-forge: --bind `%s`: not an IPv4 address\n", optarg);
+        return 2;
+      }
       break;
     case 'h':
       usage(stdout);

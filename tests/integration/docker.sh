@@ -14,9 +14,9 @@ if [ "$(id -u)" != 0 ] && ! [ -w /var/run/docker.sock ]; then
   skip "no access to /var/run/docker.sock"; done_testing; exit $?
 fi
 PROJ=altest$$
-PROXY_IMAGE=airlock-proxy:test$$ AGENT_IMAGE=airlock-agent:test$$
-export PROXY_IMAGE AGENT_IMAGE
-on_exit "$DOCKER rmi -f $PROXY_IMAGE $AGENT_IMAGE"
+PROXY_IMAGE=airlock-proxy:test$$ AGENT_IMAGE=airlock-agent:test$$ FORGE_IMAGE=airlock-forge:test$$
+export PROXY_IMAGE AGENT_IMAGE FORGE_IMAGE
+on_exit "$DOCKER rmi -f $PROXY_IMAGE $AGENT_IMAGE $FORGE_IMAGE"
 check "images built from the host's files (docker import, no pull)" \
   "$AIRLOCK_SRC/scripts/docker-images.sh" "$AIRLOCK_BUILD"
 
@@ -80,7 +80,7 @@ PY
   # airlock's profile (not Docker's default) is loaded: personality(PER_LINUX32)
   # is refused by ours and allowed by Docker's default profile.
   check_not "personality(PER_LINUX32) refused (airlock's seccomp profile)" grep -q PERSONALITY-ALLOWED <<<"$out"
-  ctl=$("$DOCKER" run --rm --network none "$AGENT_IMAGE" sh -c 'setarch linux32 /bin/sh -c : && echo PERSONALITY-ALLOWED' 2>&1)
+  ctl=$("$DOCKER" run --rm --pull never --network none "$AGENT_IMAGE" sh -c 'setarch linux32 /bin/sh -c : && echo PERSONALITY-ALLOWED' 2>&1)
   like "positive control: Docker's default profile allows it" "$ctl" "PERSONALITY-ALLOWED"
   nets=$("$DOCKER" network ls -q --filter "label=com.docker.compose.project=$PROJ")
   for n in $nets; do
@@ -103,6 +103,8 @@ fi
 if [ -n "${AIRLOCK_BUILD:-}" ] && [ -x "$AIRLOCK_BUILD/src/cli/airlock-net" ] &&
   "$AIRLOCK" run --help 2>&1 | grep -q -- '--backend'; then
   . "$AIRLOCK_SRC/tests/integration/docker_backend.sh"
+  . "$AIRLOCK_SRC/tests/integration/docker_probe.sh"
+  . "$AIRLOCK_SRC/tests/integration/docker_ticket.sh"
 else
   skip "airlock run --backend docker not built"
 fi

@@ -26,6 +26,22 @@ static void on_stop(int sig)
   stop_signal = sig;
 }
 
+/* SIGINT or SIGTERM: caught by our handler, or pending while the caller
+ * blocks them (airlock ticket does, and sees them itself afterwards). */
+static int stopped(void)
+{
+  if (stop_signal)
+    return stop_signal;
+  sigset_t p;
+  if (sigpending(&p) == 0) {
+    if (sigismember(&p, SIGINT))
+      return SIGINT;
+    if (sigismember(&p, SIGTERM))
+      return SIGTERM;
+  }
+  return 0;
+}
+
 struct dk {
   CURL *curl;
   const char *sock;
@@ -53,16 +69,6 @@ static size_t on_data(char *d, size_t sz, size_t nm, void *ud)
   return n;
 }
 
-/* Only the long wait for the agent is cut short by a signal: a create or
- * start request always completes, so we learn the id of everything the
- * engine made and can remove it (an aborted create would leak it). */
-static volatile sig_atomic_t abortable;
-
-static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-  return stop_signal && abortable ? 1 : 0;
-}
-
 /* One request. body: JSON text or NULL. *resp gets the body (caller frees).
  * Returns the HTTP status, or -1 with err. */
 static long req(struct dk *d, const char *method, const char *path, const char *body,
@@ -82,8 +88,6 @@ static long req(struct dk *d, const char *method, const char *path, const char *
   curl_easy_setopt(d->curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(d->curl, CURLOPT_NOPROXY, "*");
   curl_easy_setopt(d->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(d->curl, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(d->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
   if (body) {
     curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
@@ -97,9 +101,6 @@ static long req(struct dk *d, const char *method, const char *path, const char *
     resp->p = NULL;
     if (rc == CURLE_OPERATION_TIMEDOUT)
       return al_make_error(err, ETIMEDOUT, "docker %s %s: timed out", method, path);
-    if (rc == CURLE_ABORTED_BY_CALLBACK)
-      return al_make_error(err, EINTR, "docker %s %s: interrupted by signal %d", method, path,
-                           (int)stop_signal);
     if (rc == CURLE_COULDNT_CONNECT)
       return al_error_set(err, ECONNREFUSED,
                           "cannot reach the Docker engine at %s: is dockerd running, and may "
@@ -151,6 +152,17 @@ static char *dumps(json_t *j)
   return s;
 }
 
+/* The "Id" of a create answer: 64 lowercase hex digits (it goes into
+ * request paths). Consumes out. */
+static int engine_id(json_t *out, char **id, al_error *err)
+{
+  const char *v = json_string_value(json_object_get(out, "Id"));
+  bool ok = v && strlen(v) == 64 && strspn(v, "0123456789abcdef") == 64;
+  *id = ok ? al_xstrdup(v) : NULL;
+  json_decref(out);
+  return ok ? 0 : al_make_error(err, EPROTO, "the engine's answer has no valid \"Id\"");
+}
+
 static int create_network(struct dk *d, const char *name, bool internal, const char *rid, char **id,
                           al_error *err)
 {
@@ -160,8 +172,10 @@ static int create_network(struct dk *d, const char *name, bool internal, const c
                       internal, "CheckDuplicate", 1, "Labels", "airlock.run", rid));
   if (call(d, "POST", "/networks/create", body, 30000, &out, err) < 0)
     return al_error_wrap(err, "create network %s", name);
-  *id = al_xstrdup(json_string_value(json_object_get(out, "Id")));
-  json_decref(out);
+  if (engine_id(out, id, err) < 0) {
+    d->nets[d->n_net++] = al_xstrdup(name); /* removed by name */
+    return al_error_wrap(err, "create network %s", name);
+  }
   d->nets[d->n_net++] = al_xstrdup(*id);
   return 0;
 }
@@ -173,8 +187,10 @@ static int create_container(struct dk *d, const char *name, json_t *spec, char *
   json_t *out = NULL;
   if (call(d, "POST", path, dumps(spec), 60000, &out, err) < 0)
     return al_error_wrap(err, "create container %s", name);
-  *id = al_xstrdup(json_string_value(json_object_get(out, "Id")));
-  json_decref(out);
+  if (engine_id(out, id, err) < 0) {
+    d->names[d->n_ctr++] = al_xstrdup(name); /* removed by name */
+    return al_error_wrap(err, "create container %s", name);
+  }
   d->names[d->n_ctr++] = al_xstrdup(*id);
   return 0;
 }
@@ -192,8 +208,6 @@ static void cleanup(struct dk *d)
 {
   al_error e = {0};
   char path[300];
-  sig_atomic_t saved = stop_signal;
-  stop_signal = 0; /* let the cleanup requests through */
   for (size_t i = d->n_ctr; i-- > 0;) {
     snprintf(path, sizeof path, "/containers/%s?force=1&v=1", d->names[i]);
     if (call(d, "DELETE", path, NULL, 60000, NULL, &e) < 0)
@@ -207,34 +221,220 @@ static void cleanup(struct dk *d)
     free(d->nets[i]);
   }
   d->n_ctr = d->n_net = 0;
-  stop_signal = saved;
 }
 
-/* Docker's multiplexed log stream: 8-byte headers (stream, 0,0,0, BE32 len). */
-static void copy_logs(struct dk *d, const char *id)
+/* Docker's multiplexed stream (attach and logs without a TTY): frames of an
+ * 8-byte header (stream type: 1 stdout, 2 stderr; 3 zero bytes; BE32
+ * length) and the payload. A demuxer keeps its state across chunks. The
+ * bytes are the container's, hence hostile: a frame of another stream type
+ * is dropped, never trusted further. */
+struct demux {
+  int fd_out, fd_err; /* -1: drop that stream */
+  unsigned char hd[8];
+  size_t hd_n;    /* header bytes gathered */
+  size_t left;    /* payload bytes left in the current frame */
+  int stream;     /* of the current frame */
+  bool headers;   /* attach: the response head has been read */
+  long http_code; /* attach: from the status line */
+};
+
+static void demux_feed(struct demux *m, const char *p, size_t n)
+{
+  while (n > 0) {
+    if (m->left == 0) {
+      size_t k = 8 - m->hd_n < n ? 8 - m->hd_n : n;
+      memcpy(m->hd + m->hd_n, p, k);
+      m->hd_n += k;
+      p += k;
+      n -= k;
+      if (m->hd_n < 8)
+        return;
+      m->hd_n = 0;
+      m->stream = m->hd[0];
+      m->left =
+          ((size_t)m->hd[4] << 24) | ((size_t)m->hd[5] << 16) | ((size_t)m->hd[6] << 8) | m->hd[7];
+      continue;
+    }
+    size_t k = m->left < n ? m->left : n;
+    int fd = m->stream == 1 ? m->fd_out : m->stream == 2 ? m->fd_err : -1;
+    if (fd >= 0 && al_write_all(fd, p, k) < 0)
+      fd = -1; /* a closed reader must not stop the run */
+    p += k;
+    n -= k;
+    m->left -= k;
+  }
+}
+
+static size_t on_stream(char *d, size_t sz, size_t nm, void *ud)
+{
+  demux_feed(ud, d, sz * nm);
+  return sz * nm;
+}
+
+static size_t on_header(char *d, size_t sz, size_t nm, void *ud)
+{
+  struct demux *m = ud;
+  size_t n = sz * nm;
+  if (n >= 12 && strncmp(d, "HTTP/", 5) == 0) {
+    const char *sp = memchr(d, ' ', n);
+    if (sp && sp + 4 <= d + n)
+      m->http_code = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
+  } else if (n <= 2 && (d[0] == '\r' || d[0] == '\n')) {
+    m->headers = true; /* the empty line that ends the head */
+  }
+  return n;
+}
+
+/* The proxy container's stdout (its decisions, JSON lines) into fd. */
+static void copy_logs(struct dk *d, const char *id, int fd_out, int fd_err)
 {
   char path[300];
-  snprintf(path, sizeof path, "/containers/%s/logs?stdout=1&stderr=1", id);
+  snprintf(path, sizeof path, "/containers/%s/logs?stdout=%d&stderr=%d", id, fd_out >= 0,
+           fd_err >= 0);
   struct buf r;
   al_error e = {0};
-  sig_atomic_t saved = stop_signal;
-  stop_signal = 0;
   long code = req(d, "GET", path, NULL, 60000, &r, &e);
-  stop_signal = saved;
-  if (code != 200) {
-    free(r.p);
-    return;
-  }
-  size_t off = 0;
-  while (off + 8 <= r.n) {
-    const unsigned char *hd = (const unsigned char *)r.p + off;
-    size_t len = ((size_t)hd[4] << 24) | ((size_t)hd[5] << 16) | ((size_t)hd[6] << 8) | hd[7];
-    if (off + 8 + len > r.n)
-      break;
-    al_write_all(hd[0] == 2 ? 2 : 1, r.p + off + 8, len);
-    off += 8 + len;
+  if (code == 200 && r.p) {
+    struct demux m = {.fd_out = fd_out, .fd_err = fd_err};
+    demux_feed(&m, r.p, r.n);
+  } else {
+    al_warn("docker: the proxy's decisions could not be read: %s",
+            code < 0 ? e.msg : "the engine refused");
   }
   free(r.p);
+}
+
+/* Attach to the agent container's stdout and stderr before it starts (so
+ * nothing is missed and nothing needs the engine's log files: the agent
+ * runs with the `none` log driver, so what it prints, tokens included,
+ * never lands on the host's disk), start it, stream until it stops or the
+ * deadline passes. Returns 0 when the stream ended, -1 with err (ETIMEDOUT,
+ * EINTR, or the engine's error). */
+static int attach_start_stream(struct dk *d, const char *id, int fd_out, int fd_err,
+                               uint64_t timeout_ms, al_error *err)
+{
+  char url[400];
+  snprintf(url, sizeof url, API "/containers/%s/attach?stream=1&stdout=1&stderr=1", id);
+  struct demux m = {.fd_out = fd_out, .fd_err = fd_err};
+  CURL *a = curl_easy_init();
+  CURLM *mh = curl_multi_init();
+  if (!a || !mh) {
+    if (a)
+      curl_easy_cleanup(a);
+    if (mh)
+      curl_multi_cleanup(mh);
+    return al_make_error(err, ENOMEM, "curl init");
+  }
+  curl_easy_setopt(a, CURLOPT_UNIX_SOCKET_PATH, d->sock);
+  curl_easy_setopt(a, CURLOPT_URL, url);
+  curl_easy_setopt(a, CURLOPT_POST, 1L);
+  curl_easy_setopt(a, CURLOPT_POSTFIELDS, "");
+  curl_easy_setopt(a, CURLOPT_WRITEFUNCTION, on_stream);
+  curl_easy_setopt(a, CURLOPT_WRITEDATA, &m);
+  curl_easy_setopt(a, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(a, CURLOPT_HEADERDATA, &m);
+  curl_easy_setopt(a, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(a, CURLOPT_NOPROXY, "*");
+  curl_multi_add_handle(mh, a);
+  int rc = -1, running = 1;
+  bool started = false;
+  uint64_t t0 = al_now_ms(), deadline = t0 + 30000;
+  for (;;) {
+    curl_multi_perform(mh, &running);
+    if (!running)
+      break;
+    if (!started && m.headers) {
+      if (m.http_code != 200) {
+        al_make_error(err, EIO, "docker attach %.12s: HTTP %ld", id, m.http_code);
+        goto out;
+      }
+      if (start(d, id, err) < 0) {
+        al_error_wrap(err, "agent container");
+        goto out;
+      }
+      started = true;
+      deadline = al_now_ms() + timeout_ms;
+    }
+    if (stopped()) {
+      al_make_error(err, EINTR, "interrupted by signal %d", stopped());
+      goto out;
+    }
+    if (al_now_ms() >= deadline) {
+      if (!started)
+        al_make_error(err, EIO, "docker attach %.12s: no answer in 30 s", id);
+      else
+        al_make_error(err, ETIMEDOUT, "the agent ran past its limit of %llu ms",
+                      (unsigned long long)timeout_ms);
+      goto out;
+    }
+    curl_multi_poll(mh, NULL, 0, 100, NULL);
+  }
+  CURLMsg *msg;
+  int q;
+  CURLcode res = CURLE_OK;
+  while ((msg = curl_multi_info_read(mh, &q)))
+    if (msg->msg == CURLMSG_DONE)
+      res = msg->data.result;
+  if (!started) {
+    al_make_error(err, EIO, "docker attach %.12s: %s (HTTP %ld)", id,
+                  res == CURLE_OK ? "the stream ended before the start" : curl_easy_strerror(res),
+                  m.http_code);
+    goto out;
+  }
+  rc = 0;
+out:
+  curl_multi_remove_handle(mh, a);
+  curl_easy_cleanup(a);
+  curl_multi_cleanup(mh);
+  return rc;
+}
+
+/* files (NAME=CONTENT): a `sh -c` prologue in cmd that writes each to
+ * /tmp/airlock/NAME (0444) from AIRLOCK_FILE_<i> in env, unsets those and
+ * execs the command that follows. NAME: [A-Za-z0-9._-]{1,64}, not a dot
+ * name, so it is safe inside the script. */
+static int files_wrapper(char *const *files, json_t *cmd, json_t *env, al_error *err)
+{
+  char *script = al_xstrdup("set -e; umask 022; mkdir -p /tmp/airlock;");
+  char *unset = al_xstrdup("unset");
+  int rc = 0;
+  for (size_t i = 0; files[i]; i++) {
+    const char *eq = strchr(files[i], '=');
+    size_t nl = eq ? (size_t)(eq - files[i]) : 0;
+    bool ok = nl > 0 && nl <= 64 &&
+              strspn(files[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+                               "qrstuvwxyz0123456789._-") >= nl &&
+              files[i][0] != '.';
+    if (!ok) {
+      rc = al_make_error(err, EINVAL,
+                         "docker backend: file name `%.*s`: must be 1-64 of [A-Za-z0-9._-], "
+                         "not starting with a dot",
+                         (int)(nl ? nl : strlen(files[i])), files[i]);
+      break;
+    }
+    char *v = al_strdup_printf("AIRLOCK_FILE_%zu=%s", i, eq + 1);
+    json_array_append_new(env, json_string(v));
+    free(v);
+    char *s2 = al_strdup_printf("%s printf '%%s' \"$AIRLOCK_FILE_%zu\" >/tmp/airlock/%.*s;"
+                                " chmod 0444 /tmp/airlock/%.*s;",
+                                script, i, (int)nl, files[i], (int)nl, files[i]);
+    free(script);
+    script = s2;
+    char *u2 = al_strdup_printf("%s AIRLOCK_FILE_%zu", unset, i);
+    free(unset);
+    unset = u2;
+  }
+  if (rc == 0) {
+    char *full = al_strdup_printf("%s %s; exec \"$@\"", script, unset);
+    json_array_append_new(cmd, json_string("/bin/sh"));
+    json_array_append_new(cmd, json_string("-c"));
+    json_array_append_new(cmd, json_string(full));
+    json_array_append_new(cmd, json_string("airlock-files"));
+    free(full);
+  }
+  free(script);
+  free(unset);
+  return rc;
 }
 
 static json_t *hardening(json_t *hc)
@@ -266,9 +466,13 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     snprintf(name, sizeof name, "airlock-%s-internal", rid);
     if (create_network(d, name, true, rid, &int_id, err) < 0)
       goto out;
-    snprintf(name, sizeof name, "airlock-%s-egress", rid);
-    if (create_network(d, name, o->egress_internal, rid, &egr_id, err) < 0)
-      goto out;
+    if (o->egress_network) {
+      egr_id = al_xstrdup(o->egress_network); /* the operator's: not removed */
+    } else {
+      snprintf(name, sizeof name, "airlock-%s-egress", rid);
+      if (create_network(d, name, o->egress_internal, rid, &egr_id, err) < 0)
+        goto out;
+    }
     char *bind = al_strdup_printf("%s:" AL_RENDER_POLICY_TARGET ":ro", pol);
     json_t *hc = hardening(json_object());
     json_object_set_new(hc, "NetworkMode", json_string(egr_id));
@@ -276,10 +480,11 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     json_object_set_new(hc, "SecurityOpt", json_pack("[s]", "no-new-privileges:true"));
     json_object_set_new(hc, "Tmpfs", json_pack("{s:s}", "/tmp", "size=16m,mode=1777"));
     free(bind);
-    json_t *spec = json_pack("{s:s,s:[s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
-                             o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd",
-                             "proxy", "-p", AL_RENDER_POLICY_TARGET, "--listen", "0.0.0.0:3128",
-                             "User", "65534:65534", "HostConfig", hc, "Labels", "airlock.run", rid);
+    json_t *spec =
+        json_pack("{s:s,s:[s,s,s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
+                  o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd", "proxy", "-p",
+                  AL_RENDER_POLICY_TARGET, "--listen", "0.0.0.0:3128", "--run-id", rid, "User",
+                  "65534:65534", "HostConfig", hc, "Labels", "airlock.run", rid);
     snprintf(name, sizeof name, "airlock-%s-proxy", rid);
     if (create_container(d, name, spec, &proxy_id, err) < 0)
       goto out;
@@ -318,10 +523,14 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     goto out;
   char *seccomp = al_strdup_printf("seccomp=%s", profile);
   free(profile);
-  json_t *hc = hardening(json_object());
+  json_t *hc = o->control_unhardened ? json_object() : hardening(json_object());
   json_object_set_new(hc, "NetworkMode", json_string(net ? int_id : "none"));
-  json_object_set_new(hc, "SecurityOpt", json_pack("[s,s]", "no-new-privileges:true", seccomp));
+  if (!o->control_unhardened)
+    json_object_set_new(hc, "SecurityOpt", json_pack("[s,s]", "no-new-privileges:true", seccomp));
   free(seccomp);
+  /* What the agent prints may hold its tokens: no log driver, so nothing of
+   * it is written to the engine's disk; we read it through attach. */
+  json_object_set_new(hc, "LogConfig", json_pack("{s:s,s:{}}", "Type", "none", "Config"));
   char *tmp_o = al_strdup_printf("size=%llu,mode=1777,exec,nosuid,nodev",
                                  (unsigned long long)p->filesystem.tmp_size);
   char *ws_o = al_strdup_printf("size=%llu,mode=0700,uid=%u,gid=%u,exec,nosuid,nodev",
@@ -357,10 +566,19 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   for (char *const *e = o->env; e && *e; e++)
     json_array_append_new(env, json_string(*e)); /* tokens: in this one request only */
   json_t *cmd = json_array();
+  if (o->files && o->files[0]) {
+    if (files_wrapper(o->files, cmd, env, err) < 0) {
+      json_decref(cmd);
+      json_decref(env);
+      json_decref(hc);
+      goto out;
+    }
+  }
   for (char *const *a = o->argv; *a; a++)
     json_array_append_new(cmd, json_string(*a));
   char user[32];
-  snprintf(user, sizeof user, "%u:%u", p->process.user, p->process.user);
+  snprintf(user, sizeof user, "%u:%u", o->control_unhardened ? 0 : p->process.user,
+           o->control_unhardened ? 0 : p->process.user);
   const char *image = o->agent_image
                           ? o->agent_image
                           : (p->filesystem.image ? p->filesystem.image : AL_RENDER_AGENT_IMAGE);
@@ -373,37 +591,36 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
    * jansson's copies of the strings are freed with the object. */
   if (create_container(d, name, spec, &agent_id, err) < 0)
     goto out;
-  if (start(d, agent_id, err) < 0) {
-    al_error_wrap(err, "agent container");
+  if (stopped()) {
+    al_make_error(err, EINTR, "interrupted by signal %d", stopped());
+    *status = 128 + stopped();
     goto out;
   }
   uint64_t tmo = o->timeout_ms ? o->timeout_ms : l->wall_ms;
-  char path[300];
-  snprintf(path, sizeof path, "/containers/%s/wait?condition=not-running", agent_id);
-  json_t *w = NULL;
-  if (stop_signal) {
-    al_make_error(err, EINTR, "interrupted by signal %d", (int)stop_signal);
-    *status = 128 + (int)stop_signal;
-    goto out;
-  }
-  abortable = 1;
-  int wr = call(d, "POST", path, NULL, (long)tmo, &w, err);
-  abortable = 0;
-  if (wr < 0) {
+  int sr = attach_start_stream(d, agent_id, o->stdout_fd > 0 ? o->stdout_fd : 1,
+                               o->stderr_fd > 0 ? o->stderr_fd : 2, tmo, err);
+  if (sr < 0) {
     if (err->code == ETIMEDOUT) {
       *status = AL_EXIT_TIMEOUT;
-      copy_logs(d, agent_id);
+      al_error_clear(err);
       rc = 0;
     } else if (err->code == EINTR) {
-      *status = 128 + (int)stop_signal;
+      *status = 128 + stopped();
     }
     goto out;
   }
+  /* The stream has ended: the container has stopped; its status. */
+  char path[300];
+  snprintf(path, sizeof path, "/containers/%s/wait?condition=not-running", agent_id);
+  json_t *w = NULL;
+  if (call(d, "POST", path, NULL, 30000, &w, err) < 0)
+    goto out;
   *status = (int)json_integer_value(json_object_get(w, "StatusCode"));
   json_decref(w);
-  copy_logs(d, agent_id);
   rc = 0;
 out:
+  if (proxy_id && o->audit_fd >= 0)
+    copy_logs(d, proxy_id, o->audit_fd, -1);
   free(int_id);
   free(egr_id);
   free(proxy_id);
@@ -432,10 +649,10 @@ int al_docker_run(const al_docker_opts *o, int *status, al_error *err)
   stop_signal = 0;
   int rc = run_containers(&d, o, rid, status, err);
   cleanup(&d);
-  if (stop_signal) {
+  if (stopped()) {
     /* SIGINT/SIGTERM is an outcome, not an error: everything is removed,
      * the status says which signal ended the run */
-    *status = 128 + (int)stop_signal;
+    *status = 128 + stopped();
     al_error_clear(err);
     rc = 0;
   }

@@ -21,6 +21,29 @@ typedef struct al_docker_opts {
   const char *agent_image; /* NULL: policy filesystem.image, else airlock-agent:local */
   bool egress_internal;    /* tests: make the proxy's egress network internal too */
   const char *run_id;      /* NULL: random */
+  /* Where the agent's output goes, streamed while it runs (the engine's
+   * multiplexed log stream, demultiplexed). 0 means the default: our
+   * stdout (1) and stderr (2); set both explicitly. */
+  int stdout_fd;
+  int stderr_fd;
+  /* The proxy's decisions (its JSON lines, from the proxy container's
+   * stdout) are copied here after the run; 0 or -1: dropped. */
+  int audit_fd;
+  /* An existing network (name or id) for the proxy's egress side instead
+   * of a network created for the run; it is not removed afterwards. Tests
+   * use it to put the test forge on the proxy's side. NULL: create one. */
+  const char *egress_network;
+  /* Files to place in the agent container before it starts, as
+   * NAME=CONTENT pairs in env form: each becomes /tmp/airlock/<NAME> (0444)
+   * through a wrapper (`sh -c`) that writes them from the environment and
+   * execs argv; needs /bin/sh in the image. Used for the forge's CA
+   * certificate (never for secrets). NULL: none, argv runs directly. */
+  char *const *files;
+  /* Tests only, the positive control of the probe: the agent container
+   * WITHOUT airlock's hardening (root, Docker's default capabilities and
+   * seccomp profile, writable root, no no-new-privileges). Networks stay as
+   * configured. Never reachable from a policy. */
+  bool control_unhardened;
 } al_docker_opts;
 
 /* Create, per run: an internal network (Internal: true) and an egress

@@ -607,9 +607,15 @@ static int do_lease(struct ticket *t, al_error *err)
   return 0;
 }
 
+/* Where the forge's CA certificate is inside the docker backend's agent
+ * container (written there by docker.h's `files`). */
+#define DOCKER_CA_NAME "forge-ca.pem"
+#define DOCKER_CA_PATH "/tmp/airlock/" DOCKER_CA_NAME
+
 static void build_env(struct ticket *t)
 {
   const al_policy *p = t->policy;
+  const char *ca = t->o->docker ? DOCKER_CA_PATH : p->forge.ca_file;
   env_add(t, "AIRLOCK_RUN_ID=%s", t->run_id);
   env_add(t, "AIRLOCK_REPO=%s", t->repo);
   env_add(t, "AIRLOCK_TICKET=%lu", t->number);
@@ -635,11 +641,11 @@ static void build_env(struct ticket *t)
   env_add(t, "GIT_COMMITTER_NAME=airlock[bot]");
   env_add(t, "GIT_COMMITTER_EMAIL=airlock-bot@users.noreply.localhost");
   if (p->forge.ca_file) {
-    env_add(t, "SSL_CERT_FILE=%s", p->forge.ca_file);
-    env_add(t, "CURL_CA_BUNDLE=%s", p->forge.ca_file);
-    env_add(t, "GIT_SSL_CAINFO=%s", p->forge.ca_file);
-    env_add(t, "REQUESTS_CA_BUNDLE=%s", p->forge.ca_file);
-    env_add(t, "NODE_EXTRA_CA_CERTS=%s", p->forge.ca_file);
+    env_add(t, "SSL_CERT_FILE=%s", ca);
+    env_add(t, "CURL_CA_BUNDLE=%s", ca);
+    env_add(t, "GIT_SSL_CAINFO=%s", ca);
+    env_add(t, "REQUESTS_CA_BUNDLE=%s", ca);
+    env_add(t, "NODE_EXTRA_CA_CERTS=%s", ca);
   }
 }
 
@@ -1043,6 +1049,35 @@ static void relay_record(struct ticket *t, int fd)
                                 "tokens_in", in, "tokens_out", out, "calls", calls));
 }
 
+/* The agent phase on the Docker backend: the same environment, output and
+ * decisions as the native sandbox (ro's fds), the forge's CA file placed in
+ * the container (it has no host path). */
+static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_error *err)
+{
+  al_docker_opts d = *t->o->docker;
+  d.policy = t->policy;
+  d.argv = ro->argv;
+  d.env = ro->env;
+  d.timeout_ms = ro->timeout_ms;
+  d.stdout_fd = ro->stdout_fd;
+  d.stderr_fd = ro->stderr_fd;
+  d.audit_fd = ro->audit_fd;
+  d.run_id = t->run_id;
+  char *files[2] = {NULL, NULL};
+  if (t->policy->forge.ca_file) {
+    size_t n = 0;
+    char *pem = NULL;
+    if (al_read_file(t->policy->forge.ca_file, 1u << 20, &pem, &n, err) < 0)
+      return al_error_wrap(err, "forge.ca_file");
+    files[0] = al_strdup_printf(DOCKER_CA_NAME "=%s", pem);
+    free(pem);
+  }
+  d.files = files[0] ? files : NULL;
+  int r = al_docker_run(&d, status, err);
+  free(files[0]);
+  return r;
+}
+
 int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err)
 {
   memset(res, 0, sizeof *res);
@@ -1072,6 +1107,14 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
                       json_pack("{s:s, s:I}", "repo", t.repo, "number", (json_int_t)t.number));
   if (do_policy(&t, err) < 0)
     goto done;
+  if (o->docker && t.policy->relay.present) {
+    al_make_error(err, ENOTSUP,
+                  "%s: the docker backend does not run the model relay (policy `relay`); use "
+                  "the native backend",
+                  o->policy_path);
+    goto done;
+  }
+  json_object_set_new(t.rec, "backend", json_string(o->docker ? "docker" : "native"));
   snprintf(t.branch, sizeof t.branch, "%s%lu-%.8s", t.policy->branch_prefix, t.number, t.run_id);
 
   if (interrupted(&t) || do_audit(&t, err) < 0)
@@ -1138,7 +1181,11 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
     ro_opts.stderr_fd = errp[1];
     int status = 125;
     al_error re = {0};
-    int r = al_run_command(&ro_opts, &status, &re);
+    int r;
+    if (o->docker)
+      r = run_docker(&t, &ro_opts, &status, &re);
+    else
+      r = al_run_command(&ro_opts, &status, &re);
     al_secret_free(t.relay_key); /* already wiped once the relay started */
     t.relay_key = NULL;
     close(errp[1]);

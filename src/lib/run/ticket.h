@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "run/docker.h"
 
 typedef struct al_ticket_opts {
   const char *target;                /* "OWNER/REPO#N" */
@@ -26,6 +27,11 @@ typedef struct al_ticket_opts {
   bool json;                         /* print the run record on stdout at the end */
   bool accept_unprotected;           /* run even when the audit fails (recorded, printed) */
   bool show_agent_stdout;            /* echo the agent's stdout after the run (default on) */
+  /* NULL: the native sandbox. Else the Docker backend (docker.h) with these
+   * settings (images, socket, networks); the ticket fills in the policy,
+   * argv, environment, output descriptors and the forge's CA file, and
+   * agent_argv[0] names a program inside the agent image. */
+  const al_docker_opts *docker;
 } al_ticket_opts;
 
 typedef struct al_ticket_outcome {

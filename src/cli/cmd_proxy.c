@@ -9,10 +9,13 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -102,6 +105,139 @@ static int listen_on(const char *spec, al_error *err)
   return fd;
 }
 
+/* The docker backend's listener hand-off (docs/docker.md). The agent's
+ * container has only a loopback interface: it shares the network namespace
+ * of a small holder container (NetworkMode none), which creates the
+ * listening socket on 127.0.0.1:3128 there and hands it to the proxy over a
+ * unix socket in a tmpfs volume they share (SCM_RIGHTS, unix(7)). The
+ * proxy accepts on it; the sockets it dials are its own, in its egress
+ * network. So the agent has no route at all, as in the native sandbox. */
+#define HANDOFF_TIMEOUT_MS 60000
+
+/* --listener-from PATH: bind PATH, take one listening TCP socket from the
+ * first peer that sends one. Returns the fd or -1 with err. */
+static int listener_from(const char *path, al_error *err)
+{
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof sa.sun_path)
+    return al_make_error(err, ENAMETOOLONG, "--listener-from `%s`: path too long", path);
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  al_autoclose int srv = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (srv < 0)
+    return al_make_error(err, errno, "socket");
+  unlink(path);
+  if (bind(srv, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(srv, 1) < 0)
+    return al_make_error(err, errno, "--listener-from %s: bind", path);
+  struct pollfd pf = {.fd = srv, .events = POLLIN};
+  int pr = poll(&pf, 1, HANDOFF_TIMEOUT_MS);
+  if (pr <= 0) {
+    unlink(path);
+    return al_make_error(err, pr == 0 ? ETIMEDOUT : errno,
+                         "--listener-from %s: no listener handed over in %d s", path,
+                         HANDOFF_TIMEOUT_MS / 1000);
+  }
+  al_autoclose int c = accept4(srv, NULL, NULL, SOCK_CLOEXEC);
+  unlink(path);
+  if (c < 0)
+    return al_make_error(err, errno, "--listener-from %s: accept", path);
+  struct timeval tv = {.tv_sec = 5};
+  setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char byte;
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  union {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(int))];
+  } u;
+  memset(&u, 0, sizeof u);
+  struct msghdr m = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
+  ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
+  struct cmsghdr *ch = n == 1 ? CMSG_FIRSTHDR(&m) : NULL;
+  if (!ch || ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS ||
+      ch->cmsg_len != CMSG_LEN(sizeof(int)) || (m.msg_flags & MSG_CTRUNC))
+    return al_make_error(err, EPROTO, "--listener-from %s: the peer sent no single descriptor",
+                         path);
+  int fd;
+  memcpy(&fd, CMSG_DATA(ch), sizeof fd);
+  /* what came is hostile until checked: a listening TCP socket */
+  int acc = 0, dom = 0, type = 0;
+  socklen_t l1 = sizeof acc, l2 = sizeof dom, l3 = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l1) < 0 ||
+      getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l2) < 0 ||
+      getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l3) < 0 || !acc ||
+      (dom != AF_INET && dom != AF_INET6) || type != SOCK_STREAM) {
+    close(fd);
+    return al_make_error(err, EPROTO,
+                         "--listener-from %s: the descriptor is not a listening TCP socket", path);
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+    close(fd);
+    return al_make_error(err, errno, "--listener-from: fcntl");
+  }
+  al_info("proxy: took the listener handed over on %s", path);
+  return fd;
+}
+
+/* --send-listener PATH (with one --listen): the holder side. Make the
+ * listener, connect to PATH (retrying while the proxy starts), send it,
+ * say `handed` on stdout, then wait to be stopped: this process keeps the
+ * network namespace the agent joins. Returns only on error. */
+static int send_listener(const char *path, const char *spec)
+{
+  al_error err = {0};
+  int fd = listen_on(spec, &err);
+  if (fd < 0) {
+    fprintf(stderr, "airlock proxy: %s\n", err.msg);
+    return 1;
+  }
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof sa.sun_path) {
+    fprintf(stderr, "airlock proxy: --send-listener `%s`: path too long\n", path);
+    return 2;
+  }
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  int c = -1;
+  for (int i = 0; i < HANDOFF_TIMEOUT_MS / 100; i++) {
+    c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c >= 0 && connect(c, (struct sockaddr *)&sa, sizeof sa) == 0)
+      break;
+    if (c >= 0)
+      close(c);
+    c = -1;
+    usleep(100 * 1000);
+  }
+  if (c < 0) {
+    fprintf(stderr, "airlock proxy: --send-listener %s: no proxy there in %d s\n", path,
+            HANDOFF_TIMEOUT_MS / 1000);
+    return 1;
+  }
+  char byte = 'L';
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  union {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(int))];
+  } u;
+  memset(&u, 0, sizeof u);
+  struct msghdr m = {
+      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
+  struct cmsghdr *ch = CMSG_FIRSTHDR(&m);
+  ch->cmsg_level = SOL_SOCKET;
+  ch->cmsg_type = SCM_RIGHTS;
+  ch->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(ch), &fd, sizeof fd);
+  if (sendmsg(c, &m, 0) != 1) {
+    fprintf(stderr, "airlock proxy: --send-listener %s: %s\n", path, strerror(errno));
+    return 1;
+  }
+  close(c);
+  close(fd); /* the proxy holds it now */
+  printf("handed\n");
+  fflush(stdout);
+  for (;;)
+    pause(); /* until the engine stops the container */
+}
+
 /* Once the listeners and the admin socket exist, the proxy needs no
  * privilege: as root it becomes nobody; in every case no capabilities,
  * no filesystem writes, no exec (al_confine_service). */
@@ -121,11 +257,15 @@ int cmd_proxy(int argc, char **argv)
       {"run-id", required_argument, NULL, 'r'},
       {"max-conns", required_argument, NULL, 'm'},
       {"no-confine", no_argument, NULL, 'N'},
+      /* hidden: the docker backend's listener hand-off (above) */
+      {"listener-from", required_argument, NULL, 'F'},
+      {"send-listener", required_argument, NULL, 'S'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   bool no_confine = false;
   const char *policy_path = NULL, *log_path = NULL, *admin = NULL, *run_id = "standalone";
+  const char *listener_path = NULL, *send_path = NULL;
   const char *listen_specs[MAX_LISTEN];
   size_t n_listen = 0;
   unsigned long max_conns = 0;
@@ -156,6 +296,12 @@ int cmd_proxy(int argc, char **argv)
     case 'r':
       run_id = optarg;
       break;
+    case 'F':
+      listener_path = optarg;
+      break;
+    case 'S':
+      send_path = optarg;
+      break;
     case 'm':
       max_conns = strtoul(optarg, NULL, 10);
       break;
@@ -167,6 +313,15 @@ int cmd_proxy(int argc, char **argv)
       return 2;
     }
   }
+  if (send_path) {
+    if (n_listen != 1 || optind != argc) {
+      fprintf(stderr, "airlock proxy: --send-listener takes exactly one --listen\n");
+      return 2;
+    }
+    return send_listener(send_path, listen_specs[0]);
+  }
+  if (listener_path && n_listen < MAX_LISTEN)
+    listen_specs[n_listen++] = NULL; /* taken from --listener-from */
   if (!policy_path || n_listen == 0 || optind != argc) {
     usage(stderr);
     return 2;
@@ -196,7 +351,8 @@ int cmd_proxy(int argc, char **argv)
   int rc = 1;
   size_t made = 0;
   for (; made < n_listen; made++) {
-    int fd = listen_on(listen_specs[made], &err);
+    int fd = listen_specs[made] ? listen_on(listen_specs[made], &err)
+                                : listener_from(listener_path, &err);
     if (fd < 0) {
       fprintf(stderr, "airlock proxy: %s\n", err.msg);
       goto out;

@@ -19,6 +19,10 @@
 
 #define API "http://localhost/v1.41"
 
+/* The listener hand-off between the holder and the proxy (cmd_proxy.c). */
+#define HANDOFF_DIR "/run/airlock"
+#define HANDOFF_SOCK HANDOFF_DIR "/listener.sock"
+
 static volatile sig_atomic_t stop_signal;
 
 static void on_stop(int sig)
@@ -45,10 +49,12 @@ static int stopped(void)
 struct dk {
   CURL *curl;
   const char *sock;
-  char *names[4]; /* containers created (ids), for cleanup */
+  char *names[4]; /* containers created (ids), for cleanup: proxy, holder, agent */
   size_t n_ctr;
   char *nets[2];
   size_t n_net;
+  char *vols[1];
+  size_t n_vol;
 };
 
 struct buf {
@@ -180,6 +186,20 @@ static int create_network(struct dk *d, const char *name, bool internal, const c
   return 0;
 }
 
+/* A tmpfs volume (local driver, no host path) for the listener hand-off,
+ * owned by the proxy's user. POST /volumes/create. */
+static int create_volume(struct dk *d, const char *name, const char *rid, al_error *err)
+{
+  char *body =
+      dumps(json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s}}", "Name", name, "Driver", "local",
+                      "DriverOpts", "type", "tmpfs", "device", "tmpfs", "o",
+                      "size=1m,mode=0700,uid=65534,gid=65534", "Labels", "airlock.run", rid));
+  if (call(d, "POST", "/volumes/create", body, 30000, NULL, err) < 0)
+    return al_error_wrap(err, "create volume %s", name);
+  d->vols[d->n_vol++] = al_xstrdup(name);
+  return 0;
+}
+
 static int create_container(struct dk *d, const char *name, json_t *spec, char **id, al_error *err)
 {
   char path[300];
@@ -220,7 +240,13 @@ static void cleanup(struct dk *d)
       al_warn("docker cleanup: %s", e.msg);
     free(d->nets[i]);
   }
-  d->n_ctr = d->n_net = 0;
+  for (size_t i = d->n_vol; i-- > 0;) {
+    snprintf(path, sizeof path, "/volumes/%s", d->vols[i]);
+    if (call(d, "DELETE", path, NULL, 60000, NULL, &e) < 0)
+      al_warn("docker cleanup: %s", e.msg);
+    free(d->vols[i]);
+  }
+  d->n_ctr = d->n_net = d->n_vol = 0;
 }
 
 /* Docker's multiplexed stream (attach and logs without a TTY): frames of an
@@ -302,6 +328,54 @@ static void copy_logs(struct dk *d, const char *id, int fd_out, int fd_err)
             code < 0 ? e.msg : "the engine refused");
   }
   free(r.p);
+}
+
+/* Is the container still running? (GET /containers/{id}/json) */
+static bool running(struct dk *d, const char *id)
+{
+  char path[300];
+  snprintf(path, sizeof path, "/containers/%s/json", id);
+  json_t *info = NULL;
+  al_error e = {0};
+  if (call(d, "GET", path, NULL, 30000, &info, &e) < 0)
+    return false;
+  bool r = json_is_true(json_object_get(json_object_get(info, "State"), "Running"));
+  json_decref(info);
+  return r;
+}
+
+/* Wait until the holder says `handed` (the proxy has the listener), up to
+ * 60 s; fail early, with the proxy's last words, when either stops. */
+static int wait_handed(struct dk *d, const char *hold_id, const char *proxy_id, al_error *err)
+{
+  char path[300];
+  snprintf(path, sizeof path, "/containers/%s/logs?stdout=1&stderr=0", hold_id);
+  for (int i = 0; i < 600; i++) {
+    struct buf r;
+    al_error e = {0};
+    long code = req(d, "GET", path, NULL, 10000, &r, &e);
+    bool done = code == 200 && r.p && memmem(r.p, r.n, "handed\n", 7);
+    free(r.p);
+    if (done)
+      return 0;
+    if (stopped())
+      return al_make_error(err, EINTR, "interrupted by signal %d", stopped());
+    if (i % 10 == 9 && (!running(d, hold_id) || !running(d, proxy_id))) {
+      char lp[300];
+      snprintf(lp, sizeof lp, "/containers/%s/logs?stdout=0&stderr=1&tail=3", proxy_id);
+      struct buf pl;
+      req(d, "GET", lp, NULL, 10000, &pl, &e);
+      char last[512] = "";
+      size_t k = 0;
+      for (size_t j = 8; pl.p && j < pl.n && k + 1 < sizeof last; j++)
+        last[k++] = (pl.p[j] >= 0x20 && pl.p[j] < 0x7f) ? pl.p[j] : ' ';
+      last[k] = '\0';
+      free(pl.p);
+      return al_make_error(err, EIO, "the proxy or the holder container stopped: %s", last);
+    }
+    usleep(100 * 1000);
+  }
+  return al_make_error(err, ETIMEDOUT, "no listener hand-off in 60 s");
 }
 
 /* Attach to the agent container's stdout and stderr before it starts (so
@@ -453,8 +527,8 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   const al_policy *p = o->policy;
   const al_policy_limits *l = &p->process.limits;
   bool net = p->network.present;
-  char name[128], *int_id = NULL, *egr_id = NULL, *proxy_id = NULL, *agent_id = NULL;
-  char proxy_ip[64] = "";
+  char name[128], *egr_id = NULL, *proxy_id = NULL, *hold_id = NULL, *agent_id = NULL;
+  char agent_net[160] = "none";
   int rc = -1;
 
   if (net) {
@@ -463,9 +537,6 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
       al_make_error(err, ENOENT, "docker backend: the policy must come from a file");
       goto out;
     }
-    snprintf(name, sizeof name, "airlock-%s-internal", rid);
-    if (create_network(d, name, true, rid, &int_id, err) < 0)
-      goto out;
     if (o->egress_network) {
       egr_id = al_xstrdup(o->egress_network); /* the operator's: not removed */
     } else {
@@ -473,58 +544,59 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
       if (create_network(d, name, o->egress_internal, rid, &egr_id, err) < 0)
         goto out;
     }
+    /* The hand-off volume: tmpfs, on no host path, for one unix socket. */
+    char vol[128];
+    snprintf(vol, sizeof vol, "airlock-%s-handoff", rid);
+    if (create_volume(d, vol, rid, err) < 0)
+      goto out;
+    char *mount = al_strdup_printf("%s:" HANDOFF_DIR, vol);
     char *bind = al_strdup_printf("%s:" AL_RENDER_POLICY_TARGET ":ro", pol);
     json_t *hc = hardening(json_object());
     json_object_set_new(hc, "NetworkMode", json_string(egr_id));
-    json_object_set_new(hc, "Binds", json_pack("[s]", bind));
+    json_object_set_new(hc, "Binds", json_pack("[s,s]", bind, mount));
     json_object_set_new(hc, "SecurityOpt", json_pack("[s]", "no-new-privileges:true"));
     json_object_set_new(hc, "Tmpfs", json_pack("{s:s}", "/tmp", "size=16m,mode=1777"));
     free(bind);
     json_t *spec =
         json_pack("{s:s,s:[s,s,s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
                   o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd", "proxy", "-p",
-                  AL_RENDER_POLICY_TARGET, "--listen", "0.0.0.0:3128", "--run-id", rid, "User",
+                  AL_RENDER_POLICY_TARGET, "--listener-from", HANDOFF_SOCK, "--run-id", rid, "User",
                   "65534:65534", "HostConfig", hc, "Labels", "airlock.run", rid);
     snprintf(name, sizeof name, "airlock-%s-proxy", rid);
-    if (create_container(d, name, spec, &proxy_id, err) < 0)
-      goto out;
-    char path[300];
-    snprintf(path, sizeof path, "/networks/%s/connect", int_id);
-    if (call(d, "POST", path, dumps(json_pack("{s:s}", "Container", proxy_id)), 30000, NULL, err) <
-            0 ||
-        start(d, proxy_id, err) < 0) {
+    if (create_container(d, name, spec, &proxy_id, err) < 0 || start(d, proxy_id, err) < 0) {
+      free(mount);
       al_error_wrap(err, "proxy container");
       goto out;
     }
-    json_t *info = NULL;
-    snprintf(path, sizeof path, "/containers/%s/json", proxy_id);
-    if (call(d, "GET", path, NULL, 30000, &info, err) < 0)
+    /* The holder: the agent's network namespace (loopback only) and the
+     * listener in it, handed to the proxy. */
+    hc = hardening(json_object());
+    json_object_set_new(hc, "NetworkMode", json_string("none"));
+    json_object_set_new(hc, "Binds", json_pack("[s]", mount));
+    json_object_set_new(hc, "SecurityOpt", json_pack("[s]", "no-new-privileges:true"));
+    free(mount);
+    spec = json_pack("{s:s,s:[s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
+                     o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd", "proxy",
+                     "--send-listener", HANDOFF_SOCK, "--listen", "127.0.0.1:3128", "User",
+                     "65534:65534", "HostConfig", hc, "Labels", "airlock.run", rid);
+    snprintf(name, sizeof name, "airlock-%s-net", rid);
+    if (create_container(d, name, spec, &hold_id, err) < 0 || start(d, hold_id, err) < 0 ||
+        wait_handed(d, hold_id, proxy_id, err) < 0) {
+      al_error_wrap(err, "the agent's network (listener hand-off)");
       goto out;
-    json_t *nets = json_object_get(json_object_get(info, "NetworkSettings"), "Networks");
-    const char *k;
-    json_t *v;
-    json_object_foreach(nets, k, v)
-    {
-      if (strcmp(json_string_value(json_object_get(v, "NetworkID")) ?: "", int_id) == 0)
-        snprintf(proxy_ip, sizeof proxy_ip, "%s",
-                 json_string_value(json_object_get(v, "IPAddress")) ?: "");
     }
-    json_decref(info);
-    if (!proxy_ip[0]) {
-      al_make_error(err, EIO, "proxy container has no address on the internal network");
-      goto out;
-    }
+    snprintf(agent_net, sizeof agent_net, "container:%s", hold_id);
   }
 
-  /* The agent. The proxy is addressed by IP: the agent needs no DNS, and
-   * its resolver forwards nothing (Dns: 127.0.0.1 inside its own netns). */
+  /* The agent: in the holder's network namespace (loopback, the proxy's
+   * listener on 127.0.0.1:3128, no route) or in none. */
   char *profile = NULL;
   if (al_seccomp_profile_json(&profile, err) < 0)
     goto out;
   char *seccomp = al_strdup_printf("seccomp=%s", profile);
   free(profile);
   json_t *hc = o->control_unhardened ? json_object() : hardening(json_object());
-  json_object_set_new(hc, "NetworkMode", json_string(net ? int_id : "none"));
+  json_object_set_new(hc, "NetworkMode", json_string(agent_net));
   if (!o->control_unhardened)
     json_object_set_new(hc, "SecurityOpt", json_pack("[s,s]", "no-new-privileges:true", seccomp));
   free(seccomp);
@@ -548,15 +620,11 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
                       json_pack("[{s:s,s:I,s:I},{s:s,s:i,s:i}]", "Name", "nofile", "Soft",
                                 (json_int_t)l->nofile, "Hard", (json_int_t)l->nofile, "Name",
                                 "core", "Soft", 0, "Hard", 0));
-  if (net) {
-    json_object_set_new(hc, "Dns", json_pack("[s]", "127.0.0.1"));
-    json_object_set_new(hc, "DnsSearch", json_pack("[s]", "."));
-  }
   json_t *env = json_array();
   if (net) {
     static const char *const pv[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
     for (size_t i = 0; i < AL_ARRAY_SIZE(pv); i++) {
-      char *e = al_strdup_printf("%s=http://%s:3128", pv[i], proxy_ip);
+      char *e = al_strdup_printf("%s=http://127.0.0.1:3128", pv[i]);
       json_array_append_new(env, json_string(e));
       free(e);
     }
@@ -582,10 +650,10 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   const char *image = o->agent_image
                           ? o->agent_image
                           : (p->filesystem.image ? p->filesystem.image : AL_RENDER_AGENT_IMAGE);
-  json_t *spec =
-      json_pack("{s:s,s:o,s:o,s:s,s:s,s:s,s:o,s:{s:s},s:b,s:b}", "Image", image, "Cmd", cmd, "Env",
-                env, "User", user, "WorkingDir", "/workspace", "Hostname", "sandbox", "HostConfig",
-                hc, "Labels", "airlock.run", rid, "AttachStdout", 1, "AttachStderr", 1);
+  json_t *spec = json_pack("{s:s,s:o,s:o,s:s,s:s,s:s,s:o,s:{s:s},s:b,s:b}", "Image", image, "Cmd",
+                           cmd, "Env", env, "User", user, "WorkingDir", "/workspace", "Hostname",
+                           net ? "" : "sandbox", "HostConfig", hc, "Labels", "airlock.run", rid,
+                           "AttachStdout", 1, "AttachStderr", 1);
   snprintf(name, sizeof name, "airlock-%s-agent", rid);
   /* create_container wipes the serialized request (tokens) after sending;
    * jansson's copies of the strings are freed with the object. */
@@ -621,7 +689,7 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
 out:
   if (proxy_id && o->audit_fd >= 0)
     copy_logs(d, proxy_id, o->audit_fd, -1);
-  free(int_id);
+  free(hold_id);
   free(egr_id);
   free(proxy_id);
   free(agent_id);

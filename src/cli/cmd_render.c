@@ -177,6 +177,9 @@ int cmd_render(int argc, char **argv)
   }
   ro.seccomp_path = compose ? seccomp_abs : seccomp_profile;
 
+  if (policy->relay.present)
+    fprintf(stderr, "airlock render: the policy's `relay` section is not rendered (it needs an "
+                    "egress listener of its own; see the note in the output)\n");
   al_autofree char *text = NULL;
   r = compose ? al_render_compose(policy, &ro, &text, &err)
               : al_render_kubernetes(policy, &ro, &text, &err);

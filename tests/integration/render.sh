@@ -78,4 +78,22 @@ check "--seccomp-profile runtime-default gives RuntimeDefault" grep -q 'seccompP
 check_not "an absolute Localhost profile path is refused" "$AIRLOCK" render kubernetes -p pol.yaml --seccomp-profile /etc/x.json
 printf 'version: 1\nfilesystem:\n  image: "bad image\\n"\n' >badimg.yaml
 check_not "policy: an image reference with spaces is refused" "$AIRLOCK" policy check badimg.yaml
+
+# A policy with a model relay: the relay is not rendered, and both the
+# output and stderr say so (a relay on the shared proxy would open the model
+# API to the agent).
+cat >relay.yaml <<'P'
+version: 1
+network:
+  allow: [{host: api.github.com, port: 443}]
+relay:
+  upstream: https://api.anthropic.com
+  key_file: /etc/airlock/model.key
+P
+for kind in compose kubernetes; do
+  "$AIRLOCK" render $kind -p relay.yaml -o relay-$kind.yaml 2>relay-$kind.err
+  check "render $kind with a relay: the output says it is not rendered" grep -q "NOT RENDERED: the policy's \`relay\` section" relay-$kind.yaml
+  check "render $kind with a relay: stderr says so" grep -q "relay.*not rendered" relay-$kind.err
+  check_not "render $kind with a relay: no relay service in it" grep -qE '^  relay:|name: airlock-relay' relay-$kind.yaml
+done
 done_testing

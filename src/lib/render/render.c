@@ -180,9 +180,15 @@ int al_render_compose(const al_policy *p, const al_render_opts *o, char **out, a
   fputs("# The seed's design: the agent sits on an internal-only bridge with no route\n"
         "# out; its one way out is the allowlist proxy, which alone also sits on the\n"
         "# egress network. Tokens are listed by name only: export them in the shell\n"
-        "# that runs `docker compose run agent ...`, never write them here.\n"
-        "services:\n",
+        "# that runs `docker compose run agent ...`, never write them here.\n",
         f);
+  if (p->relay.present)
+    fputs("# NOT RENDERED: the policy's `relay` section. The model relay needs an egress\n"
+          "# listener of its own that only it can use (airlock run/ticket give it one);\n"
+          "# a relay sharing this proxy would open the model API to the agent itself.\n"
+          "# Use the native backend for runs with a relay.\n",
+          f);
+  fputs("services:\n", f);
   if (net)
     compose_proxy(f, p, o);
   compose_agent(f, p, o);

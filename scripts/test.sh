@@ -21,7 +21,9 @@ if [ "${AIRLOCK_TEST_DOCKER:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io docker-compose >/dev/null 2>&1 || true
   fi
   if command -v dockerd >/dev/null && ! docker info >/dev/null 2>&1; then
-    dockerd >/tmp/airlock-test-dockerd.log 2>&1 &
+    # userns-remap, as docs/docker.md recommends: each container gets a user
+    # namespace (probe priv.uid-map); the daemon makes the dockremap user.
+    dockerd --userns-remap=default >/tmp/airlock-test-dockerd.log 2>&1 &
     DOCKERD_PID=$!
     for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
     docker info >/dev/null 2>&1 || echo "dockerd did not start (see /tmp/airlock-test-dockerd.log); Docker tests will skip"

@@ -1,53 +1,113 @@
-/* airlock probe [-p POLICY] [--json] [--only GROUP] [--preflight]
+/* airlock probe [-p POLICY] [--json] [--only GROUP] [--preflight] [--backend native|docker]
  *
  * Attack a sandbox made from the policy from inside with the probe
  * catalogue (docs/probes.md). Exit status: 0 when every probe is blocked;
  * 1 when any escaped or is inconclusive; 2 on a usage error; 125 when the
  * probe run could not be set up. */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "probe/probe.h"
+#ifdef AIRLOCK_NET_BINARY
+#include "probe/docker.h"
+#endif
 
 static void usage(FILE *out)
 {
-  fprintf(out, "usage: airlock probe [-p POLICY] [--json] [--only GROUP] [--preflight]\n"
-               "\n"
-               "Run the escape catalogue inside a sandbox made from POLICY (default: the\n"
-               "embedded policy) and report each probe as blocked, escaped or inconclusive.\n"
-               "\n"
-               "  -p, --policy FILE   policy file (airlock.yaml)\n"
-               "      --json          JSON instead of a table\n"
-               "      --only GROUP    network, filesystem, privileges, resources, persistence,\n"
-               "                      credentials\n"
-               "      --preflight     the fast subset airlock ticket runs first\n"
-               "      --list          the catalogue as Markdown (docs/probes.md)\n"
-               "\n"
-               "Exit status: 0 all blocked; 1 something escaped or is inconclusive;\n"
-               "2 usage; 125 the probe run could not be set up.\n");
+  fprintf(out,
+          "usage: airlock probe [-p POLICY] [--json] [--only GROUP] [--preflight]\n"
+          "                     [--backend native|docker] [--proxy-image I] [--agent-image I]\n"
+          "\n"
+          "Run the escape catalogue inside a sandbox made from POLICY (default: the\n"
+          "embedded policy) and report each probe as blocked, escaped or inconclusive.\n"
+          "\n"
+          "  -p, --policy FILE   policy file (airlock.yaml)\n"
+          "      --json          JSON instead of a table\n"
+          "      --only GROUP    network, filesystem, privileges, resources, persistence,\n"
+          "                      credentials\n"
+          "      --preflight     the fast subset airlock ticket runs first\n"
+          "      --list          the catalogue as Markdown (docs/probes.md)\n"
+          "      --backend B     native (default) or docker: attack the agent container of\n"
+          "                      `airlock run --backend docker` (/var/run/docker.sock;\n"
+          "                      images: scripts/docker-images.sh; docs/probes.md)\n"
+          "      --proxy-image I, --agent-image I   docker backend images\n"
+          "      --docker-egress-internal   tests: the proxy's egress network is internal too\n"
+          "\n"
+          "Exit status: 0 all blocked; 1 something escaped or is inconclusive;\n"
+          "2 usage; 125 the probe run could not be set up.\n");
 }
+
+#ifndef AIRLOCK_NET_BINARY
+/* --backend docker: the Engine API client links libcurl, which this binary
+ * does not (see main.c); re-exec as airlock-net with the same arguments. */
+static int exec_net_binary(int argc, char **argv)
+{
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 16);
+  if (n <= 0) {
+    fprintf(stderr, "airlock probe: cannot find my own binary: %s\n", strerror(errno));
+    return 125;
+  }
+  self[n] = '\0';
+  char *slash = strrchr(self, '/');
+  snprintf(slash + 1, sizeof self - (size_t)(slash + 1 - self), "airlock-net");
+  char **nargv = al_xcalloc((size_t)argc + 2, sizeof(char *));
+  nargv[0] = self;
+  for (int i = 0; i < argc; i++)
+    nargv[i + 1] = argv[i];
+  execv(self, nargv);
+  fprintf(stderr, "airlock probe: --backend docker needs `%s`: %s\n", self, strerror(errno));
+  free(nargv);
+  return 125;
+}
+#endif
 
 int cmd_probe(int argc, char **argv)
 {
-  enum { OPT_INSIDE = 256, OPT_UNCONFINED, OPT_LIST, OPT_DECOY, OPT_ONLY, OPT_PREFLIGHT };
+  enum {
+    OPT_INSIDE = 256,
+    OPT_UNCONFINED,
+    OPT_LIST,
+    OPT_DECOY,
+    OPT_ONLY,
+    OPT_PREFLIGHT,
+    OPT_BACKEND,
+    OPT_PROXY_IMAGE,
+    OPT_AGENT_IMAGE,
+    OPT_EGRESS_INTERNAL,
+    OPT_UNHARDENED,
+  };
   static const struct option opts[] = {
       {"policy", required_argument, NULL, 'p'},
       {"json", no_argument, NULL, 'j'},
       {"only", required_argument, NULL, OPT_ONLY},
       {"preflight", no_argument, NULL, OPT_PREFLIGHT},
       {"list", no_argument, NULL, OPT_LIST},
-      /* hidden: the inner mode, and the positive control (tests only) */
+      {"backend", required_argument, NULL, OPT_BACKEND},
+      {"proxy-image", required_argument, NULL, OPT_PROXY_IMAGE},
+      {"agent-image", required_argument, NULL, OPT_AGENT_IMAGE},
+      {"docker-egress-internal", no_argument, NULL, OPT_EGRESS_INTERNAL},
+      /* hidden: the inner mode, and the positive controls (tests only):
+       * the probes as a plain host process, and (docker) the agent
+       * container without airlock's hardening */
       {"inside", no_argument, NULL, OPT_INSIDE},
       {"unconfined", no_argument, NULL, OPT_UNCONFINED},
+      {"docker-unhardened", no_argument, NULL, OPT_UNHARDENED},
       {"decoy", required_argument, NULL, OPT_DECOY},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *policy_path = NULL, *only = NULL;
+  const char *backend = "native", *proxy_image = NULL, *agent_image = NULL;
   bool json = false, preflight = false, inside = false, unconfined = false;
+  bool egress_internal = false, unhardened = false;
   int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "p:jh", opts, NULL)) != -1) {
@@ -75,6 +135,25 @@ int cmd_probe(int argc, char **argv)
       break;
     case OPT_DECOY:
       break;
+    case OPT_BACKEND:
+      if (strcmp(optarg, "native") != 0 && strcmp(optarg, "docker") != 0) {
+        fprintf(stderr, "airlock probe: --backend `%s`: native or docker\n", optarg);
+        return 2;
+      }
+      backend = optarg;
+      break;
+    case OPT_PROXY_IMAGE:
+      proxy_image = optarg;
+      break;
+    case OPT_AGENT_IMAGE:
+      agent_image = optarg;
+      break;
+    case OPT_EGRESS_INTERNAL:
+      egress_internal = true;
+      break;
+    case OPT_UNHARDENED:
+      unhardened = true;
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -100,6 +179,21 @@ int cmd_probe(int argc, char **argv)
       return 2;
     }
   }
+  bool docker = strcmp(backend, "docker") == 0;
+  if (docker && unconfined) {
+    fprintf(stderr, "airlock probe: --unconfined is the native backend's control; the docker "
+                    "backend's is --docker-unhardened\n");
+    return 2;
+  }
+  if (!docker && (proxy_image || agent_image || egress_internal || unhardened)) {
+    fprintf(stderr, "airlock probe: --proxy-image, --agent-image, --docker-egress-internal and "
+                    "--docker-unhardened need --backend docker\n");
+    return 2;
+  }
+#ifndef AIRLOCK_NET_BINARY
+  if (docker)
+    return exec_net_binary(argc, argv);
+#endif
   al_error err = {0};
   al_policy *policy = NULL;
   int r = al_policy_load_or_default(policy_path, &policy, &err);
@@ -110,7 +204,21 @@ int cmd_probe(int argc, char **argv)
   al_probe_opts o = {
       .policy = policy, .only_group = only, .preflight = preflight, .unconfined = unconfined};
   al_probe_report rep;
-  if (al_probe_run(&o, &rep, &err) < 0) {
+#ifdef AIRLOCK_NET_BINARY
+  if (docker) {
+    al_probe_docker_opts d = {.probe = o,
+                              .proxy_image = proxy_image,
+                              .agent_image = agent_image,
+                              .egress_internal = egress_internal,
+                              .control_unhardened = unhardened};
+    r = al_probe_run_docker(&d, &rep, &err);
+  } else {
+    r = al_probe_run(&o, &rep, &err);
+  }
+#else
+  r = al_probe_run(&o, &rep, &err);
+#endif
+  if (r < 0) {
     fprintf(stderr, "airlock probe: %s\n", err.msg);
     al_policy_free(policy);
     return 125;

@@ -13,9 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -122,24 +124,27 @@ static int listener_from(const char *path, al_error *err)
   if (strlen(path) >= sizeof sa.sun_path)
     return al_make_error(err, ENAMETOOLONG, "--listener-from `%s`: path too long", path);
   memcpy(sa.sun_path, path, strlen(path) + 1);
-  al_autoclose int srv = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int srv = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (srv < 0)
     return al_make_error(err, errno, "socket");
   unlink(path);
-  if (bind(srv, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(srv, 1) < 0)
-    return al_make_error(err, errno, "--listener-from %s: bind", path);
+  if (bind(srv, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(srv, 1) < 0) {
+    int e = errno;
+    close(srv);
+    return al_make_error(err, e, "--listener-from %s: bind", path);
+  }
   struct pollfd pf = {.fd = srv, .events = POLLIN};
   int pr = poll(&pf, 1, HANDOFF_TIMEOUT_MS);
-  if (pr <= 0) {
-    unlink(path);
-    return al_make_error(err, pr == 0 ? ETIMEDOUT : errno,
+  int c = pr > 0 ? accept4(srv, NULL, NULL, SOCK_CLOEXEC) : -1;
+  int e = errno;
+  close(srv);
+  unlink(path);
+  if (pr <= 0)
+    return al_make_error(err, pr == 0 ? ETIMEDOUT : e,
                          "--listener-from %s: no listener handed over in %d s", path,
                          HANDOFF_TIMEOUT_MS / 1000);
-  }
-  al_autoclose int c = accept4(srv, NULL, NULL, SOCK_CLOEXEC);
-  unlink(path);
   if (c < 0)
-    return al_make_error(err, errno, "--listener-from %s: accept", path);
+    return al_make_error(err, e, "--listener-from %s: accept", path);
   struct timeval tv = {.tv_sec = 5};
   setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   char byte;
@@ -152,6 +157,7 @@ static int listener_from(const char *path, al_error *err)
   struct msghdr m = {
       .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
   ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
+  close(c);
   struct cmsghdr *ch = n == 1 ? CMSG_FIRSTHDR(&m) : NULL;
   if (!ch || ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS ||
       ch->cmsg_len != CMSG_LEN(sizeof(int)) || (m.msg_flags & MSG_CTRUNC))
@@ -177,6 +183,35 @@ static int listener_from(const char *path, al_error *err)
   }
   al_info("proxy: took the listener handed over on %s", path);
   return fd;
+}
+
+/* --hold, and the end of --send-listener: PID 1 of the agent's PID
+ * namespace in the docker backend. Not dumpable (the agent, another uid,
+ * could not read its memory anyway), it says `handed` on stdout, then
+ * reaps the orphans the agent leaves until the engine kills it. */
+/* --deadline SECONDS (docker backend): the proxy and the holder stop by
+ * themselves that long after they start, even if airlock, which enforces
+ * the run's limit, is gone. 0: none. */
+static unsigned long g_deadline_s;
+
+__attribute__((noreturn)) static void hold(void)
+{
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  printf("handed\n");
+  fflush(stdout);
+  uint64_t end = g_deadline_s ? al_now_ms() + (uint64_t)g_deadline_s * 1000 : 0;
+  for (;;) {
+    /* PID 1 of a PID namespace ignores default-action signals, so the
+     * deadline is a check, not an alarm; exiting ends every process of the
+     * namespace (the agent's). */
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+      ;
+    if (end && al_now_ms() >= end) {
+      fprintf(stderr, "airlock proxy: --deadline %lu s reached; the holder exits\n", g_deadline_s);
+      _exit(0);
+    }
+    sleep(1);
+  }
 }
 
 /* --send-listener PATH (with one --listen): the holder side. Make the
@@ -232,10 +267,7 @@ static int send_listener(const char *path, const char *spec)
   }
   close(c);
   close(fd); /* the proxy holds it now */
-  printf("handed\n");
-  fflush(stdout);
-  for (;;)
-    pause(); /* until the engine stops the container */
+  hold();
 }
 
 /* Once the listeners and the admin socket exist, the proxy needs no
@@ -260,12 +292,15 @@ int cmd_proxy(int argc, char **argv)
       /* hidden: the docker backend's listener hand-off (above) */
       {"listener-from", required_argument, NULL, 'F'},
       {"send-listener", required_argument, NULL, 'S'},
+      {"hold", no_argument, NULL, 'H'},
+      {"deadline", required_argument, NULL, 'D'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   bool no_confine = false;
   const char *policy_path = NULL, *log_path = NULL, *admin = NULL, *run_id = "standalone";
   const char *listener_path = NULL, *send_path = NULL;
+  bool hold_only = false;
   const char *listen_specs[MAX_LISTEN];
   size_t n_listen = 0;
   unsigned long max_conns = 0;
@@ -302,6 +337,20 @@ int cmd_proxy(int argc, char **argv)
     case 'S':
       send_path = optarg;
       break;
+    case 'H':
+      hold_only = true;
+      break;
+    case 'D': {
+      char *end = NULL;
+      errno = 0;
+      g_deadline_s = strtoul(optarg, &end, 10);
+      if (errno || !end || *end || optarg[0] == '-' || g_deadline_s == 0 ||
+          g_deadline_s > 7 * 86400) {
+        fprintf(stderr, "airlock proxy: --deadline `%s`: seconds, 1 to 604800\n", optarg);
+        return 2;
+      }
+      break;
+    }
     case 'm':
       max_conns = strtoul(optarg, NULL, 10);
       break;
@@ -313,6 +362,15 @@ int cmd_proxy(int argc, char **argv)
       return 2;
     }
   }
+  if (hold_only) {
+    if (send_path || policy_path || n_listen || optind != argc) {
+      fprintf(stderr, "airlock proxy: --hold takes only --deadline\n");
+      return 2;
+    }
+    hold();
+  }
+  if (g_deadline_s && !send_path)
+    alarm((unsigned)g_deadline_s); /* SIGALRM's default action ends the proxy */
   if (send_path) {
     if (n_listen != 1 || optind != argc) {
       fprintf(stderr, "airlock proxy: --send-listener takes exactly one --listen\n");

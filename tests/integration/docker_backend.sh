@@ -8,7 +8,9 @@ DRUN=("$AIRLOCK" run --backend docker --docker-egress-internal --proxy-image "$P
 # Watch the networks the run creates (every one must be internal: the test
 # makes the egress network internal too) while the agent sleeps a moment.
 ( sleep 8; for n in $("$DOCKER" network ls -q --filter label=airlock.run); do
-    "$DOCKER" network inspect -f '{{.Name}} {{.Internal}}' "$n"; done >"$T_TMP/nets.txt" ) &
+    "$DOCKER" network inspect -f '{{.Name}} {{.Internal}}' "$n"; done >"$T_TMP/nets.txt"
+  for c in $("$DOCKER" ps -q --filter label=airlock.run); do "$DOCKER" inspect "$c"; done \
+    >"$T_TMP/inspect.txt" ) &
 watcher=$!
 export AIRLOCK_GIT_TOKEN=ghs_dockerbackendtest0000000000000000
 out=$("${DRUN[@]}" --env AIRLOCK_GIT_TOKEN -- sh -c '
@@ -18,6 +20,7 @@ out=$("${DRUN[@]}" --env AIRLOCK_GIT_TOKEN -- sh -c '
   curl -sS -o /dev/null -w "code=%{http_connect}\n" https://denied.test/ 2>/dev/null
   getent hosts example.com >/dev/null && echo OUTSIDE-RESOLVES
   setarch linux32 /bin/sh -c : 2>/dev/null && echo PERSONALITY-ALLOWED
+  echo "pid1=$(tr "\0" " " </proc/1/cmdline)"; cat /proc/1/environ >/dev/null 2>&1 && echo PID1-ENV-READABLE
   echo "ifaces=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | sort | tr "\n" ,)"
   echo "routes=$(tail -n +2 /proc/net/route | wc -l)"
   python3 -c "
@@ -42,8 +45,11 @@ like "docker backend: off-allowlist CONNECT refused by the proxy (403)" "$out" "
 check_not "docker backend: outside names do not resolve" grep -q OUTSIDE-RESOLVES <<<"$out"
 check_not "docker backend: airlock's seccomp profile loaded" grep -q PERSONALITY-ALLOWED <<<"$out"
 like "docker backend: one network made for the run (the proxy's egress)" "$(wc -l <"$T_TMP/nets.txt")" "^ *1$"
+[ "$(wc -l <"$T_TMP/nets.txt")" -eq 1 ] || diag "$(cat "$T_TMP/nets.txt")"
 # The agent shares the holder's network namespace: loopback only, no route,
 # the proxy's listener on 127.0.0.1:3128 (handed over, docs/docker.md).
+like "docker backend: PID 1 is the holder, not the agent's" "$out" "pid1=/usr/bin/airlock proxy --send-listener"
+check_not "docker backend: PID 1's environment is not readable" grep -q PID1-ENV-READABLE <<<"$out"
 like "docker backend: the agent has only a loopback interface" "$out" "ifaces=lo,$"
 like "docker backend: the agent has no route at all" "$out" "routes=0$"
 like "docker backend: a UDP send off the machine is refused by the kernel" "$out" "udp: .*Network is unreachable"
@@ -56,6 +62,11 @@ ctl=$("$DOCKER" run --rm --pull never --network altest-ctl$$ "$AGENT_IMAGE" sh -
 like "positive control: on an internal network a container has a route" "$ctl" "routes=[1-9]"
 check_not "docker backend: every network of the run internal" grep -q false "$T_TMP/nets.txt"
 check_not "docker backend: token not in airlock's own output" grep -q dockerbackendtest "$T_TMP/run.err"
+# The token went through the agent's stdin, not the container's
+# configuration: `docker inspect` (and the engine's config.v2.json) never
+# show it. Control: the inspect output is there and names the agent.
+like "control: the running containers were inspected" "$(grep -c '"Name": "/airlock-.*-agent"' "$T_TMP/inspect.txt")" "^[1-9]"
+check_not "docker backend: the token is not in docker inspect" grep -q dockerbackendtest "$T_TMP/inspect.txt"
 is "docker backend: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
 is "docker backend: no network left" "$("$DOCKER" network ls -q --filter label=airlock.run | sort)" "$before_n"
 is "docker backend: no volume left" "$("$DOCKER" volume ls -q | sort)" "$before_v"
@@ -79,3 +90,60 @@ is "SIGINT: no network left" "$("$DOCKER" network ls -q --filter label=airlock.r
 "${DRUN[@]}" --timeout 3s -- sleep 60 >/dev/null 2>&1
 is "timeout: exit status 124" "$?" 124
 is "timeout: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
+
+# --- what the red team found (docs/docker.md, "Stopping") ---
+# A closed reader of the agent's output (SIGPIPE) must not kill airlock and
+# leave the run behind: the limit still holds, everything is removed.
+"${DRUN[@]}" --timeout 5s -- sh -c 'head -c 1000000 /dev/zero | tr "\0" y; sleep 300' 2>/dev/null | head -c 10 >/dev/null
+is "closed stdout reader: airlock still ends the run at its limit (124)" "${PIPESTATUS[0]}" 124
+is "closed stdout reader: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
+is "closed stdout reader: no volume left" "$("$DOCKER" volume ls -q | sort)" "$before_v"
+# SIGHUP (a closed terminal) ends the run like SIGINT.
+"${DRUN[@]}" -- sleep 60 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 60); do
+  [ -n "$("$DOCKER" ps -q --filter label=airlock.run --filter name=-agent)" ] && break
+  sleep 0.5
+done
+kill -HUP $pid
+wait $pid
+is "SIGHUP: exit status 129" "$?" 129
+is "SIGHUP: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
+# The agent floods the proxy with refused requests: the decisions kept are
+# the first ones, capped (the hand-off volume's size), never the engine's
+# disk, and never lost altogether.
+"${DRUN[@]}" --log "$T_TMP/flood.jsonl" -- python3 -c '
+import socket, time
+h = b"x" * 200 + b".evil.test:443"
+t0 = time.time()
+while time.time() - t0 < 6:
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(b"CONNECT " + h + b" HTTP/1.1\r\nHost: " + h + b"\r\n\r\n"); s.recv(4096); s.close()
+' >/dev/null 2>"$T_TMP/flood.err"
+sz=$(stat -c %s "$T_TMP/flood.jsonl" 2>/dev/null || echo 0)
+like "flood: decisions were kept ($sz bytes)" "$sz" "^[1-9][0-9]{4,}$"
+check "flood: at most 9 MiB kept (the volume's cap)" test "$sz" -le 9437184
+like "flood: the first decision is a deny of the flood target" "$(head -1 "$T_TMP/flood.jsonl")" '"decision":"deny"'
+is "flood: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
+# airlock is SIGKILLed: it cannot clean up, but the engine-side deadline
+# (the limit + 30 s) stops the holder, which ends every process of the
+# agent's PID namespace, and the proxy. The stopped objects are then removed
+# by hand (docs/docker.md).
+"${DRUN[@]}" --timeout 2s -- sleep 600 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 60); do
+  [ -n "$("$DOCKER" ps -q --filter label=airlock.run --filter name=-agent)" ] && break
+  sleep 0.5
+done
+like "SIGKILL test: the agent container was running" "$("$DOCKER" ps -q --filter label=airlock.run --filter name=-agent)" "."
+kill -KILL $pid
+wait $pid 2>/dev/null
+for _ in $(seq 90); do
+  [ -z "$("$DOCKER" ps -q --filter label=airlock.run)" ] && break
+  sleep 1
+done
+is "after SIGKILL of airlock: no container of the run still runs (engine-side deadline)" \
+  "$("$DOCKER" ps -q --filter label=airlock.run)" ""
+for c in $("$DOCKER" ps -aq --filter label=airlock.run); do "$DOCKER" rm -f "$c" >/dev/null; done
+for n in $("$DOCKER" network ls -q --filter label=airlock.run); do "$DOCKER" network rm "$n" >/dev/null; done
+for v in $("$DOCKER" volume ls -q --filter label=airlock.run); do "$DOCKER" volume rm "$v" >/dev/null; done

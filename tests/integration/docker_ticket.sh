@@ -36,7 +36,9 @@ chmod 755 "$FE_DIR"; chmod 700 "$FE_DIR/secret"
 "$AIRLOCK_SRC/scripts/make-app-key.sh" "$FE_DIR/secret/keys" auditor >/dev/null 2>&1
 chmod 755 "$FE_DIR/tls"; chmod 644 "$FE_DIR/tls/ca.crt"
 FE_CA=$FE_DIR/tls/ca.crt
-"$DOCKER" run -d --pull never --name "$FCTR" --label "airlock.test=$$" --network "$FNET" --ip "$FIP" \
+# --userns=host: the forge reads the test's key files as root (the daemon
+# may run with userns-remap); it is the test's server, not the sandbox.
+"$DOCKER" run -d --pull never --userns=host --name "$FCTR" --label "airlock.test=$$" --network "$FNET" --ip "$FIP" \
   --tmpfs /data:size=256m --tmpfs /tmp:size=64m \
   -v "$FE_DIR/tls:/tls:ro" -v "$FE_DIR/secret/keys:/keys:ro" \
   -v "$AIRLOCK_SRC/examples/demo:/demo:ro" \

@@ -1,5 +1,6 @@
 /* The inner side of `airlock probe`: inside the sandbox (or, for the
- * positive control, on the host), read the context on fd 0, run every
+ * positive control, on the host), read the context on fd 0 (or, docker
+ * backend, from $AIRLOCK_PROBE_CONTEXT), run every
  * selected probe in its own child with a timeout, and write one JSON line
  * per probe on fd 1: {"id","verdict","evidence","ms"}. */
 #include <errno.h>
@@ -22,6 +23,8 @@ char *pr_ctx_to_json(const pr_ctx *c)
 {
   json_t *j = json_object();
   json_object_set_new(j, "unconfined", json_boolean(c->unconfined));
+  json_object_set_new(j, "docker", json_boolean(c->docker));
+  json_object_set_new(j, "proxy_from_env", json_boolean(c->proxy_from_env));
   json_object_set_new(j, "preflight", json_boolean(c->preflight));
   json_object_set_new(j, "only", json_string(c->only));
   json_object_set_new(j, "nonce", json_string(c->nonce));
@@ -82,6 +85,8 @@ int pr_ctx_from_json(const char *text, pr_ctx *c)
     return -1;
   }
   c->unconfined = json_is_true(json_object_get(j, "unconfined"));
+  c->docker = json_is_true(json_object_get(j, "docker"));
+  c->proxy_from_env = json_is_true(json_object_get(j, "proxy_from_env"));
   c->preflight = json_is_true(json_object_get(j, "preflight"));
   get_str(j, "only", c->only, sizeof c->only);
   get_str(j, "nonce", c->nonce, sizeof c->nonce);
@@ -214,23 +219,48 @@ out:;
   }
 }
 
+/* docker backend: the proxy is where al_docker_run's HTTPS_PROXY points
+ * ("http://IP:PORT" or "http://IP:PORT/"). */
+static void proxy_from_env(pr_ctx *ctx)
+{
+  const char *v = getenv("HTTPS_PROXY");
+  if (!v || strncmp(v, "http://", 7) != 0)
+    return;
+  snprintf(ctx->proxy, sizeof ctx->proxy, "%s", v + 7);
+  ctx->proxy[strcspn(ctx->proxy, "/")] = '\0';
+}
+
 int al_probe_inner_main(void)
 {
-  char *buf = al_xmalloc(1 << 20);
-  ssize_t n = al_read_all(0, buf, (1 << 20) - 1);
-  if (n <= 0) {
-    fprintf(stderr, "airlock probe --inside: no context on stdin\n");
-    free(buf);
-    return 2;
+  /* The context comes on stdin, or (docker backend, where nothing is
+   * attached to the container's stdin) in PR_CONTEXT_ENV. */
+  const char *from = "stdin";
+  char *buf = NULL;
+  const char *env = getenv(PR_CONTEXT_ENV);
+  if (env && *env) {
+    from = "$" PR_CONTEXT_ENV;
+    buf = al_xstrdup(env);
+    /* not part of the environment the probes inspect */
+    unsetenv(PR_CONTEXT_ENV);
+  } else {
+    buf = al_xmalloc(1 << 20);
+    ssize_t n = al_read_all(0, buf, (1 << 20) - 1);
+    if (n <= 0) {
+      fprintf(stderr, "airlock probe --inside: no context on stdin\n");
+      free(buf);
+      return 2;
+    }
+    buf[n] = '\0';
   }
-  buf[n] = '\0';
   pr_ctx ctx;
   int rc = pr_ctx_from_json(buf, &ctx);
   free(buf);
   if (rc < 0) {
-    fprintf(stderr, "airlock probe --inside: bad context on stdin\n");
+    fprintf(stderr, "airlock probe --inside: bad context in %s\n", from);
     return 2;
   }
+  if (ctx.proxy_from_env)
+    proxy_from_env(&ctx);
   signal(SIGPIPE, SIG_IGN);
   for (size_t i = 0; i < pr_catalogue_len; i++)
     if (pr_selected(&pr_catalogue[i], ctx.preflight, ctx.only))

@@ -23,6 +23,11 @@
  * SHA-256 hashes. */
 typedef struct pr_ctx {
   bool unconfined; /* positive-control run on the host */
+  bool docker;     /* the docker backend: the inner side runs in an agent container */
+  /* docker: the proxy's address is the agent's HTTPS_PROXY (set by
+   * al_docker_run to the proxy container's IP:3128); the inner side fills
+   * `proxy` from it */
+  bool proxy_from_env;
   bool preflight;  /* run only the PR_PREFLIGHT probes */
   char only[32];   /* run only this group ("" = all) */
   char nonce[17];  /* 16 hex chars, unique per run */
@@ -110,6 +115,10 @@ char *pr_ctx_to_json(const pr_ctx *ctx);
 int pr_ctx_from_json(const char *text, pr_ctx *ctx);
 void pr_ctx_free(pr_ctx *ctx);
 
+/* The environment variable that carries the context (JSON) when the inner
+ * side cannot get it on stdin (docker backend: no attach). */
+#define PR_CONTEXT_ENV "AIRLOCK_PROBE_CONTEXT"
+
 /* The canary process (canary.c). */
 typedef struct pr_canary {
   pid_t pid;
@@ -122,5 +131,39 @@ typedef struct pr_canary {
 int pr_canary_start(pr_canary *c, const char *nonce, bool open_proxy, al_error *err);
 /* Stop it and read its whole log into a malloc'd buffer (*log, *len). */
 void pr_canary_stop(pr_canary *c, char **log, size_t *len);
+
+/* The host side of one probe run (outer.c), shared by the native and the
+ * docker backends so both judge alike. */
+typedef struct pr_host {
+  char nonce[17];
+  char dir[PATH_MAX]; /* host canary directory (holds `secret`), removed at the end */
+  char shm[128];      /* host /dev/shm canary file */
+  pr_canary cn;       /* running until pr_host_finish */
+  int leaked;         /* fd left open on purpose (fs.inherited-fds), or -1 */
+  bool canary_up;
+  uint64_t t0_ns;
+} pr_host;
+
+/* Make the canary directory and /dev/shm file, start the canary process,
+ * leave the fd of fs.inherited-fds open and fill *ctx for the inner side
+ * (native paths and proxy; the docker backend adjusts the container's).
+ * Returns 0, or -1 with err after undoing what it did. */
+int pr_host_setup(const al_probe_opts *o, pr_host *h, pr_ctx *ctx, al_error *err);
+
+/* Close the leaked fd (call when the inner side has started or is gone). */
+void pr_host_close_leaked(pr_host *h);
+
+/* Stop the canary, then judge the inner side's JSON lines (`lines`, may be
+ * NULL) together with the host's evidence into *out. mem_enforced: a cgroup
+ * memory limit is known to be enforced (res.memory). status: the inner
+ * side's exit status. */
+void pr_host_judge(const al_probe_opts *o, pr_host *h, const pr_ctx *ctx, const char *lines,
+                   bool mem_enforced, int status, al_probe_report *out);
+
+/* Stop the canary if still running, remove the host canaries. */
+void pr_host_finish(pr_host *h);
+
+/* Read fd to EOF (or 1 s without data) into a malloc'd NUL-terminated buffer. */
+char *pr_read_all_fd(int fd);
 
 #endif

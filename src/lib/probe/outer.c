@@ -283,7 +283,7 @@ static int run_unconfined(const al_probe_opts *o, const char *self, const pr_ctx
   return 0;
 }
 
-static char *read_all_fd(int fd)
+char *pr_read_all_fd(int fd)
 {
   size_t cap = 64 * 1024, n = 0;
   char *b = al_xmalloc(cap + 1);
@@ -498,6 +498,12 @@ static void judge(const al_probe_opts *o, const pr_ctx *ctx, const char *dir, co
                  "cgroup memory limit enforced (v2 memory.max or v1 memory.limit_in_bytes, sandbox "
                  "report); %s",
                  ev);
+      } else if (ctx->docker) {
+        /* the engine is asked for the limit but says nothing back we
+         * could check; a limit of 448 MiB or less is tested by allocation */
+        v = AL_PROBE_INCONCLUSIVE;
+        snprintf(r->evidence, sizeof r->evidence,
+                 "docker backend: the engine's memory limit cannot be confirmed from here; %s", ev);
       } else {
         v = AL_PROBE_ESCAPED;
         snprintf(r->evidence, sizeof r->evidence, "no memory limit enforced; %s", ev);
@@ -517,10 +523,96 @@ static void judge(const al_probe_opts *o, const pr_ctx *ctx, const char *dir, co
   }
 }
 
+int pr_host_setup(const al_probe_opts *o, pr_host *h, pr_ctx *ctx, al_error *err)
+{
+  memset(h, 0, sizeof *h);
+  h->leaked = -1;
+  h->cn.pid = -1;
+  h->cn.log_fd = -1;
+  h->t0_ns = al_now_ns();
+  if (al_random_hex(h->nonce, 8, err) < 0)
+    return -1;
+
+  /* host-side canaries: a directory with a secret, a /dev/shm file */
+  const char *tmpdir = getenv("TMPDIR");
+  snprintf(h->dir, sizeof h->dir, "%s/airlock-probe-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+  if (!mkdtemp(h->dir)) {
+    al_make_error(err, errno, "mkdtemp `%s`", h->dir);
+    h->dir[0] = '\0';
+    return -1;
+  }
+  chmod(h->dir, 0755);
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/secret", h->dir);
+  if (al_write_file(path, "airlock-probe canary\n", 21, 0644, err) < 0)
+    goto fail;
+  if (o->unconfined) {
+    snprintf(path, sizeof path, "%s/workspace", h->dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/tmp", h->dir);
+    mkdir(path, 0755);
+  }
+  snprintf(h->shm, sizeof h->shm, "/dev/shm/airlock-probe-%s", h->nonce);
+  al_write_file(h->shm, "canary\n", 7, 0644, NULL);
+
+  if (pr_canary_start(&h->cn, h->nonce, o->unconfined, err) < 0)
+    goto fail;
+  h->canary_up = true;
+  build_ctx(ctx, o, &h->cn, h->nonce, h->dir);
+
+  /* an fd left open on purpose (fs.inherited-fds) */
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  h->leaked = devnull >= 0 ? fcntl(devnull, F_DUPFD, LEAKED_FD_MIN) : -1;
+  if (devnull >= 0)
+    close(devnull);
+  ctx->leaked_fd = h->leaked;
+  return 0;
+fail:
+  pr_host_finish(h);
+  return -1;
+}
+
+void pr_host_close_leaked(pr_host *h)
+{
+  if (h->leaked >= 0)
+    close(h->leaked);
+  h->leaked = -1;
+}
+
+void pr_host_judge(const al_probe_opts *o, pr_host *h, const pr_ctx *ctx, const char *lines,
+                   bool mem_enforced, int status, al_probe_report *out)
+{
+  char *log = NULL;
+  size_t loglen = 0;
+  pr_canary_stop(&h->cn, &log, &loglen);
+  h->canary_up = false;
+  out->inner_status = status;
+  judge(o, ctx, h->dir, lines, log, loglen, mem_enforced, status, out);
+  free(log);
+  out->elapsed_us = (al_now_ns() - h->t0_ns) / 1000;
+}
+
+void pr_host_finish(pr_host *h)
+{
+  pr_host_close_leaked(h);
+  if (h->canary_up) {
+    char *l = NULL;
+    size_t ll = 0;
+    pr_canary_stop(&h->cn, &l, &ll);
+    free(l);
+    h->canary_up = false;
+  }
+  if (h->shm[0])
+    unlink(h->shm);
+  h->shm[0] = '\0';
+  if (h->dir[0])
+    nftw(h->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  h->dir[0] = '\0';
+}
+
 int al_probe_run(const al_probe_opts *o, al_probe_report *out, al_error *err)
 {
   memset(out, 0, sizeof *out);
-  uint64_t t0 = al_now_ns();
   char self[PATH_MAX];
   if (o->self_exe) {
     snprintf(self, sizeof self, "%s", o->self_exe);
@@ -530,60 +622,23 @@ int al_probe_run(const al_probe_opts *o, al_probe_report *out, al_error *err)
       return al_make_error(err, errno, "readlink /proc/self/exe");
     self[n] = '\0';
   }
-  char nonce[17];
-  if (al_random_hex(nonce, 8, err) < 0)
+  pr_host h;
+  pr_ctx ctx;
+  if (pr_host_setup(o, &h, &ctx, err) < 0)
     return -1;
 
-  /* host-side canaries: a directory with a secret, a /dev/shm file */
-  const char *tmpdir = getenv("TMPDIR");
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/airlock-probe-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-  if (!mkdtemp(dir))
-    return al_make_error(err, errno, "mkdtemp `%s`", dir);
-  chmod(dir, 0755);
-  char path[PATH_MAX + 32];
-  snprintf(path, sizeof path, "%s/secret", dir);
   int rc = 0;
-  if (al_write_file(path, "airlock-probe canary\n", 21, 0644, err) < 0) {
-    rc = -1;
-    goto out_dir;
-  }
-  if (o->unconfined) {
-    snprintf(path, sizeof path, "%s/workspace", dir);
-    mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/tmp", dir);
-    mkdir(path, 0755);
-  }
-  char shm[128];
-  snprintf(shm, sizeof shm, "/dev/shm/airlock-probe-%s", nonce);
-  al_write_file(shm, "canary\n", 7, 0644, NULL);
-
-  pr_canary cn;
-  if (pr_canary_start(&cn, nonce, o->unconfined, err) < 0) {
-    rc = -1;
-    goto out_shm;
-  }
-  pr_ctx ctx;
-  build_ctx(&ctx, o, &cn, nonce, dir);
-
-  /* an fd left open on purpose (fs.inherited-fds) */
-  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int leaked = devnull >= 0 ? fcntl(devnull, F_DUPFD, LEAKED_FD_MIN) : -1;
-  if (devnull >= 0)
-    close(devnull);
-  ctx.leaked_fd = leaked;
-
   int in[2] = {-1, -1}, outp[2] = {-1, -1};
   char *json = pr_ctx_to_json(&ctx);
   if (pipe2(in, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0) {
     rc = al_make_error(err, errno, "pipe");
-    goto out_pipes;
+    goto out;
   }
   fcntl(in[1], F_SETPIPE_SZ, 1 << 20);
   fcntl(outp[1], F_SETPIPE_SZ, 1 << 20);
   if (al_write_all(in[1], json, strlen(json)) < 0) {
     rc = al_make_error(err, errno, "write the probe context");
-    goto out_pipes;
+    goto out;
   }
   close(in[1]);
   in[1] = -1;
@@ -593,25 +648,17 @@ int al_probe_run(const al_probe_opts *o, al_probe_report *out, al_error *err)
   if (o->unconfined)
     rc = run_unconfined(o, self, &ctx, in[0], outp[1], &status, err);
   else
-    rc = run_confined(o, self, &ctx, in[0], outp[1], leaked, &status, &mem_enforced, err);
+    rc = run_confined(o, self, &ctx, in[0], outp[1], h.leaked, &status, &mem_enforced, err);
   close(outp[1]);
   outp[1] = -1;
-  if (leaked >= 0)
-    close(leaked);
-  leaked = -1;
+  pr_host_close_leaked(&h);
   if (rc < 0)
-    goto out_pipes;
-  out->inner_status = status;
-  char *lines = read_all_fd(outp[0]);
-  char *log = NULL;
-  size_t loglen = 0;
-  pr_canary_stop(&cn, &log, &loglen);
-  judge(o, &ctx, dir, lines, log, loglen, mem_enforced, status, out);
+    goto out;
+  char *lines = pr_read_all_fd(outp[0]);
+  pr_host_judge(o, &h, &ctx, lines, mem_enforced, status, out);
   free(lines);
-  free(log);
-  out->elapsed_us = (al_now_ns() - t0) / 1000;
 
-out_pipes:
+out:
   free(json);
   for (int i = 0; i < 2; i++) {
     if (in[i] >= 0)
@@ -619,19 +666,7 @@ out_pipes:
     if (outp[i] >= 0)
       close(outp[i]);
   }
-  if (leaked >= 0)
-    close(leaked);
-  {
-    char *l = NULL;
-    size_t ll = 0;
-    pr_canary_stop(&cn, &l, &ll);
-    free(l);
-  }
-  /* only the names we own in ctx.env_allowed point at static storage */
-out_shm:
-  unlink(shm);
-out_dir:
-  nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  pr_host_finish(&h);
   if (rc < 0)
     al_probe_report_free(out);
   return rc;

@@ -108,7 +108,9 @@ void al_probe_report_free(al_probe_report *r);
 void al_probe_catalogue_markdown(FILE *f);
 
 /* The hidden inner mode (`airlock probe --inside`): read the context from
- * fd 0, run the probes, write one JSON line per probe to fd 1. Returns the
+ * $AIRLOCK_PROBE_CONTEXT when set (docker backend, probe/docker.h; removed
+ * from the environment before any probe runs), else from fd 0, run the
+ * probes, write one JSON line per probe to fd 1. Returns the
  * process exit status (0, or 2 on a bad context). Meant to be the whole
  * process: it forks one child per probe. */
 int al_probe_inner_main(void);

@@ -16,6 +16,7 @@ PR_DECL(pr_net_ipv6_canary);
 PR_DECL(pr_net_canary_tcp);
 PR_DECL(pr_net_canary_udp);
 PR_DECL(pr_net_loopback_scan);
+PR_DECL(pr_net_host_gateway);
 PR_DECL(pr_net_raw_socket);
 PR_DECL(pr_net_packet_socket);
 PR_DECL(pr_net_abstract_unix);

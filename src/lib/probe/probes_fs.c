@@ -178,6 +178,20 @@ PR_DECL(pr_fs_container_sockets)
     pr_blocked(r, "/run and /var/run are absent: no engine socket can be reached");
 }
 
+/* Does PATH exist as a directory with at least one entry besides . and ..? */
+static bool dir_has_entries(const char *path)
+{
+  DIR *d = opendir(path);
+  if (!d)
+    return false;
+  bool any = false;
+  struct dirent *e;
+  while (!any && (e = readdir(d)) != NULL)
+    any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+  closedir(d);
+  return any;
+}
+
 PR_DECL(pr_fs_mountinfo)
 {
   al_autofree char *buf = NULL;
@@ -204,14 +218,19 @@ PR_DECL(pr_fs_mountinfo)
     if (sscanf(l, "%*s %*s %*s %*s %4095s", mp) == 1)
       for (size_t i = 0; i < AL_ARRAY_SIZE(host); i++) {
         size_t hl = strlen(host[i]);
-        if (strncmp(mp, host[i], hl) == 0 && (mp[hl] == '\0' || mp[hl] == '/')) {
-          pr_escaped(r, "mountinfo shows the host mount %s", mp);
+        /* What counts is what can be read there: a mount point that is
+         * shadowed by a later mount (gone from view) or an empty directory
+         * (an empty tmpfs masking it) shows nothing of the host. */
+        if (strncmp(mp, host[i], hl) == 0 && (mp[hl] == '\0' || mp[hl] == '/') &&
+            dir_has_entries(mp)) {
+          pr_escaped(r, "mountinfo shows the host mount %s, and it has entries", mp);
           return;
         }
       }
     l = nl ? nl + 1 : NULL;
   }
-  pr_blocked(r, "mountinfo names no host home, /run, /var, /sys or canary path");
+  pr_blocked(r, "mountinfo names no host home or canary path, and no /run, /var, /sys... mount "
+                "with entries in view");
 }
 
 static void open_w_probe(pr_result *r, const char *path)

@@ -366,6 +366,62 @@ PR_DECL(pr_net_loopback_scan)
     pr_blocked(r, "%d loopback ports (host services and the canary) refused", tried);
 }
 
+/* The default route's gateway from /proc/net/route (proc(5): hex,
+ * network byte order). Returns true and the address when there is one. */
+static bool default_gateway(char *out, size_t len)
+{
+  al_autofree char *buf = NULL;
+  if (al_read_file("/proc/net/route", 1u << 20, &buf, NULL, NULL) < 0)
+    return false;
+  for (char *l = strchr(buf, '\n'); l && *++l;) {
+    char ifname[32];
+    unsigned int dst, gw, flags;
+    if (sscanf(l, "%31s %x %x %x", ifname, &dst, &gw, &flags) == 4 && dst == 0 &&
+        (flags & 0x2u /* RTF_GATEWAY */) && gw != 0) {
+      struct in_addr a = {.s_addr = gw};
+      inet_ntop(AF_INET, &a, out, (socklen_t)len);
+      return true;
+    }
+    l = strchr(l, '\n');
+  }
+  return false;
+}
+
+/* On a container bridge the gateway is the host's own address on that
+ * bridge: every host service bound to 0.0.0.0 answers there, and Docker's
+ * `internal: true` filters forwarding, not the host's INPUT. */
+PR_DECL(pr_net_host_gateway)
+{
+  if (ctx->unconfined) {
+    connect_probe(ctx, r, "net.host-gateway", AF_INET, "127.0.0.1", ctx->canary_tcp);
+    return;
+  }
+  char gw[INET_ADDRSTRLEN];
+  if (!default_gateway(gw, sizeof gw)) {
+    pr_blocked(r, "no default route (no gateway in /proc/net/route)");
+    return;
+  }
+  int port = ctx->canary_tcp ? ctx->canary_tcp : 22;
+  int e;
+  int s = pr_tcp_connect(AF_INET, gw, port, 4000, &e);
+  if (s >= 0) {
+    char m[96];
+    pr_marker(ctx, "net.host-gateway", m, sizeof m);
+    (void)!write(s, m, strlen(m));
+    close(s);
+    pr_escaped(r, "connected to the gateway %s:%d", gw, port);
+  } else if (e == ECONNREFUSED) {
+    pr_escaped(r,
+               "the gateway %s answered port %d with a reset: its TCP stack (on a container "
+               "bridge, the host's) is reachable",
+               gw, port);
+  } else if (e == ETIMEDOUT) {
+    pr_inconclusive(r, "connect %s:%d timed out (dropped, or a slow route)", gw, port);
+  } else {
+    pr_blocked(r, "connect %s:%d: %s", gw, port, pr_errname(e));
+  }
+}
+
 /* RTM_NEWLINK on lo with its current MTU: needs CAP_NET_ADMIN over the
  * network namespace; changes nothing when it succeeds (rtnetlink(7)). */
 PR_DECL(pr_net_netlink)

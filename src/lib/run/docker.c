@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -22,6 +25,13 @@
 /* The listener hand-off between the holder and the proxy (cmd_proxy.c). */
 #define HANDOFF_DIR "/run/airlock"
 #define HANDOFF_SOCK HANDOFF_DIR "/listener.sock"
+/* The proxy's decisions, in the same volume; the volume's size caps them. */
+#define DECISIONS_FILE HANDOFF_DIR "/decisions.jsonl"
+#define DECISIONS_CAP (8u << 20)
+/* The engine-side deadline of the proxy and the holder, past the agent's
+ * limit: if airlock dies, they stop by themselves, and the agent with the
+ * holder (PID 1 of its PID namespace). */
+#define ENGINE_GRACE_S 30
 
 static volatile sig_atomic_t stop_signal;
 
@@ -42,6 +52,10 @@ static int stopped(void)
       return SIGINT;
     if (sigismember(&p, SIGTERM))
       return SIGTERM;
+    if (sigismember(&p, SIGHUP))
+      return SIGHUP;
+    if (sigismember(&p, SIGQUIT))
+      return SIGQUIT;
   }
   return 0;
 }
@@ -136,7 +150,7 @@ static int call(struct dk *d, const char *method, const char *path, char *body, 
   json_t *j = r.p ? json_loads(r.p, JSON_DECODE_ANY, NULL) : NULL;
   if (code >= 300) {
     const char *m = json_string_value(json_object_get(j, "message"));
-    int e = code == 404 ? ENOENT : EIO;
+    int e = code == 404 ? ENOENT : code == 409 ? EBUSY : EIO;
     al_make_error(err, e, "docker %s %s: HTTP %ld: %s", method, path, code,
                   m ? m : (r.p ? r.p : ""));
     json_decref(j);
@@ -186,14 +200,15 @@ static int create_network(struct dk *d, const char *name, bool internal, const c
   return 0;
 }
 
-/* A tmpfs volume (local driver, no host path) for the listener hand-off,
- * owned by the proxy's user. POST /volumes/create. */
+/* A tmpfs volume (local driver, no host path) for the listener hand-off.
+ * Mode 1777 without an owner: with the daemon's userns-remap the proxy's
+ * uid on the host is not 65534. Only the proxy and the holder mount it.
+ * POST /volumes/create. */
 static int create_volume(struct dk *d, const char *name, const char *rid, al_error *err)
 {
-  char *body =
-      dumps(json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s}}", "Name", name, "Driver", "local",
-                      "DriverOpts", "type", "tmpfs", "device", "tmpfs", "o",
-                      "size=1m,mode=0700,uid=65534,gid=65534", "Labels", "airlock.run", rid));
+  char *body = dumps(json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s}}", "Name", name, "Driver", "local",
+                               "DriverOpts", "type", "tmpfs", "device", "tmpfs", "o",
+                               "size=9m,mode=1777", "Labels", "airlock.run", rid));
   if (call(d, "POST", "/volumes/create", body, 30000, NULL, err) < 0)
     return al_error_wrap(err, "create volume %s", name);
   d->vols[d->n_vol++] = al_xstrdup(name);
@@ -230,19 +245,27 @@ static void cleanup(struct dk *d)
   char path[300];
   for (size_t i = d->n_ctr; i-- > 0;) {
     snprintf(path, sizeof path, "/containers/%s?force=1&v=1", d->names[i]);
-    if (call(d, "DELETE", path, NULL, 60000, NULL, &e) < 0)
+    int r = call(d, "DELETE", path, NULL, 60000, NULL, &e);
+    if (r < 0 && e.code == EBUSY) {
+      /* the engine is removing it already (AutoRemove): wait until it is
+       * gone, or its network and volume cannot go */
+      snprintf(path, sizeof path, "/containers/%s/json", d->names[i]);
+      for (int k = 0; k < 100 && call(d, "GET", path, NULL, 10000, NULL, &e) == 0; k++)
+        usleep(100 * 1000);
+    } else if (r < 0 && e.code != ENOENT) {
       al_warn("docker cleanup: %s", e.msg);
+    }
     free(d->names[i]);
   }
   for (size_t i = d->n_net; i-- > 0;) {
     snprintf(path, sizeof path, "/networks/%s", d->nets[i]);
-    if (call(d, "DELETE", path, NULL, 60000, NULL, &e) < 0)
+    if (call(d, "DELETE", path, NULL, 60000, NULL, &e) < 0 && e.code != ENOENT)
       al_warn("docker cleanup: %s", e.msg);
     free(d->nets[i]);
   }
   for (size_t i = d->n_vol; i-- > 0;) {
     snprintf(path, sizeof path, "/volumes/%s", d->vols[i]);
-    if (call(d, "DELETE", path, NULL, 60000, NULL, &e) < 0)
+    if (call(d, "DELETE", path, NULL, 60000, NULL, &e) < 0 && e.code != ENOENT)
       al_warn("docker cleanup: %s", e.msg);
     free(d->vols[i]);
   }
@@ -257,11 +280,9 @@ static void cleanup(struct dk *d)
 struct demux {
   int fd_out, fd_err; /* -1: drop that stream */
   unsigned char hd[8];
-  size_t hd_n;    /* header bytes gathered */
-  size_t left;    /* payload bytes left in the current frame */
-  int stream;     /* of the current frame */
-  bool headers;   /* attach: the response head has been read */
-  long http_code; /* attach: from the status line */
+  size_t hd_n; /* header bytes gathered */
+  size_t left; /* payload bytes left in the current frame */
+  int stream;  /* of the current frame */
 };
 
 static void demux_feed(struct demux *m, const char *p, size_t n)
@@ -282,51 +303,55 @@ static void demux_feed(struct demux *m, const char *p, size_t n)
       continue;
     }
     size_t k = m->left < n ? m->left : n;
-    int fd = m->stream == 1 ? m->fd_out : m->stream == 2 ? m->fd_err : -1;
-    if (fd >= 0 && al_write_all(fd, p, k) < 0)
-      fd = -1; /* a closed reader must not stop the run */
+    int *fd = m->stream == 1 ? &m->fd_out : m->stream == 2 ? &m->fd_err : NULL;
+    if (fd && *fd >= 0 && al_write_all(*fd, p, k) < 0)
+      *fd = -1; /* a closed reader must not stop the run: drop the rest */
     p += k;
     n -= k;
     m->left -= k;
   }
 }
 
-static size_t on_stream(char *d, size_t sz, size_t nm, void *ud)
-{
-  demux_feed(ud, d, sz * nm);
-  return sz * nm;
-}
-
-static size_t on_header(char *d, size_t sz, size_t nm, void *ud)
-{
-  struct demux *m = ud;
-  size_t n = sz * nm;
-  if (n >= 12 && strncmp(d, "HTTP/", 5) == 0) {
-    const char *sp = memchr(d, ' ', n);
-    if (sp && sp + 4 <= d + n)
-      m->http_code = (sp[1] - '0') * 100 + (sp[2] - '0') * 10 + (sp[3] - '0');
-  } else if (n <= 2 && (d[0] == '\r' || d[0] == '\n')) {
-    m->headers = true; /* the empty line that ends the head */
-  }
-  return n;
-}
-
-/* The proxy container's stdout (its decisions, JSON lines) into fd. */
-static void copy_logs(struct dk *d, const char *id, int fd_out, int fd_err)
+/* The proxy's decisions file (JSON lines, in the size-capped tmpfs
+ * hand-off volume, so a flood keeps the first DECISIONS_CAP bytes and
+ * never fills the host's disk) into fd: GET /containers/{id}/archive, one
+ * ustar member (POSIX.1 ustar header: size at 124, 12 octal digits; type
+ * at 156). */
+static void copy_decisions(struct dk *d, const char *id, int fd)
 {
   char path[300];
-  snprintf(path, sizeof path, "/containers/%s/logs?stdout=%d&stderr=%d", id, fd_out >= 0,
-           fd_err >= 0);
+  snprintf(path, sizeof path, "/containers/%s/archive?path=%s", id, DECISIONS_FILE);
   struct buf r;
   al_error e = {0};
   long code = req(d, "GET", path, NULL, 60000, &r, &e);
-  if (code == 200 && r.p) {
-    struct demux m = {.fd_out = fd_out, .fd_err = fd_err};
-    demux_feed(&m, r.p, r.n);
-  } else {
-    al_warn("docker: the proxy's decisions could not be read: %s",
-            code < 0 ? e.msg : "the engine refused");
+  if (code == 404) {
+    free(r.p);
+    return; /* no decision at all: the file was never written */
   }
+  if (code != 200 || !r.p || r.n < 512) {
+    al_warn("docker: the proxy's decisions could not be read (%s)",
+            code < 0 ? e.msg : "unexpected answer from the engine");
+    free(r.p);
+    return;
+  }
+  const unsigned char *h = (const unsigned char *)r.p;
+  uint64_t size = 0;
+  bool ok = h[156] == '0' || h[156] == '\0';
+  for (size_t k = 124; ok && k < 136 && h[k] && h[k] != ' '; k++) {
+    ok = h[k] >= '0' && h[k] <= '7' && size < (UINT64_C(1) << 40);
+    size = size * 8 + (uint64_t)(h[k] - '0');
+  }
+  if (!ok || size > r.n - 512) {
+    al_warn("docker: the proxy's decisions archive is malformed; none recorded");
+    free(r.p);
+    return;
+  }
+  if (size >= DECISIONS_CAP - 4096)
+    al_warn("docker: the proxy's decisions reached their cap (%llu bytes); later ones were not "
+            "kept",
+            (unsigned long long)size);
+  if (al_write_all(fd, r.p + 512, size) < 0)
+    al_warn("docker: writing the proxy's decisions: %s", strerror(errno));
   free(r.p);
 }
 
@@ -344,8 +369,9 @@ static bool running(struct dk *d, const char *id)
   return r;
 }
 
-/* Wait until the holder says `handed` (the proxy has the listener), up to
- * 60 s; fail early, with the proxy's last words, when either stops. */
+/* Wait until the holder says `handed` (it is set up; with a proxy: the
+ * proxy has the listener), up to 60 s; fail early, with the last words of
+ * the proxy (or the holder), when either stops. proxy_id may be NULL. */
 static int wait_handed(struct dk *d, const char *hold_id, const char *proxy_id, al_error *err)
 {
   char path[300];
@@ -360,15 +386,20 @@ static int wait_handed(struct dk *d, const char *hold_id, const char *proxy_id, 
       return 0;
     if (stopped())
       return al_make_error(err, EINTR, "interrupted by signal %d", stopped());
-    if (i % 10 == 9 && (!running(d, hold_id) || !running(d, proxy_id))) {
+    if (i % 10 == 9 && (!running(d, hold_id) || (proxy_id && !running(d, proxy_id)))) {
       char lp[300];
-      snprintf(lp, sizeof lp, "/containers/%s/logs?stdout=0&stderr=1&tail=3", proxy_id);
+      snprintf(lp, sizeof lp, "/containers/%s/logs?stdout=0&stderr=1&tail=3",
+               proxy_id ? proxy_id : hold_id);
       struct buf pl;
       req(d, "GET", lp, NULL, 10000, &pl, &e);
       char last[512] = "";
       size_t k = 0;
-      for (size_t j = 8; pl.p && j < pl.n && k + 1 < sizeof last; j++)
-        last[k++] = (pl.p[j] >= 0x20 && pl.p[j] < 0x7f) ? pl.p[j] : ' ';
+      for (size_t j = 8; pl.p && j < pl.n && k + 1 < sizeof last; j++) {
+        char ch = pl.p[j];
+        if (ch < 0x20 || ch >= 0x7f)
+          ch = ' ';
+        last[k++] = ch;
+      }
       last[k] = '\0';
       free(pl.p);
       return al_make_error(err, EIO, "the proxy or the holder container stopped: %s", last);
@@ -378,101 +409,164 @@ static int wait_handed(struct dk *d, const char *hold_id, const char *proxy_id, 
   return al_make_error(err, ETIMEDOUT, "no listener hand-off in 60 s");
 }
 
-/* Attach to the agent container's stdout and stderr before it starts (so
- * nothing is missed and nothing needs the engine's log files: the agent
- * runs with the `none` log driver, so what it prints, tokens included,
- * never lands on the host's disk), start it, stream until it stops or the
- * deadline passes. Returns 0 when the stream ended, -1 with err (ETIMEDOUT,
- * EINTR, or the engine's error). */
-static int attach_start_stream(struct dk *d, const char *id, int fd_out, int fd_err,
-                               uint64_t timeout_ms, al_error *err)
+/* Attach to the agent container before it starts, over a raw connection
+ * to the engine's socket (the attach endpoint hijacks it: Engine API
+ * "Attach to a container", Upgrade: tcp), start the container, write
+ * stdin_data (the secrets, read by the wrapper; see secrets_wrapper) and
+ * close our write side, then stream stdout and stderr until the container
+ * stops or the deadline passes. What the agent prints is never written to
+ * the engine's disk: it runs with the `none` log driver. The engine's
+ * answer is checked (101 or 200 within 16 KiB and 30 s); everything after
+ * it is the container's hostile byte stream, only demultiplexed. Returns 0
+ * when the stream ended, -1 with err (ETIMEDOUT, EINTR, or the engine's
+ * error). */
+static int attach_start_stream(struct dk *d, const char *id, const char *stdin_data, int fd_out,
+                               int fd_err, uint64_t timeout_ms, al_error *err)
 {
-  char url[400];
-  snprintf(url, sizeof url, API "/containers/%s/attach?stream=1&stdout=1&stderr=1", id);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (strlen(d->sock) >= sizeof sa.sun_path)
+    return al_make_error(err, ENAMETOOLONG, "docker socket path too long: %s", d->sock);
+  memcpy(sa.sun_path, d->sock, strlen(d->sock) + 1);
+  al_autoclose int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+    return al_make_error(err, errno, "docker attach: connect %s", d->sock);
+  char head[16384];
+  int hl = snprintf(head, sizeof head,
+                    "POST /v1.41/containers/%s/attach?stream=1&stdout=1&stderr=1%s HTTP/1.1\r\n"
+                    "Host: localhost\r\nContent-Length: 0\r\nConnection: Upgrade\r\n"
+                    "Upgrade: tcp\r\n\r\n",
+                    id, stdin_data ? "&stdin=1" : "");
+  if (al_write_all(fd, head, (size_t)hl) < 0)
+    return al_make_error(err, errno, "docker attach: write");
+  /* the engine's response head */
+  size_t n = 0;
+  char *end = NULL;
+  uint64_t deadline = al_now_ms() + 30000;
+  while (!end) {
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    int left = (int)(deadline > al_now_ms() ? deadline - al_now_ms() : 0);
+    if (n == sizeof head - 1 || poll(&pf, 1, left) <= 0)
+      return al_make_error(err, EPROTO, "docker attach %.12s: no valid answer from the engine", id);
+    ssize_t k = read(fd, head + n, sizeof head - 1 - n);
+    if (k <= 0)
+      return al_make_error(err, EPROTO, "docker attach %.12s: the engine closed the connection",
+                           id);
+    n += (size_t)k;
+    head[n] = '\0';
+    end = strstr(head, "\r\n\r\n");
+  }
+  if (strncmp(head, "HTTP/1.1 101 ", 13) != 0 && strncmp(head, "HTTP/1.1 200 ", 13) != 0) {
+    char *eol = strstr(head, "\r\n");
+    return al_make_error(err, EIO, "docker attach %.12s: %.*s", id,
+                         (int)(eol ? eol - head : 0) > 120 ? 120 : (int)(eol ? eol - head : 0),
+                         head);
+  }
   struct demux m = {.fd_out = fd_out, .fd_err = fd_err};
-  CURL *a = curl_easy_init();
-  CURLM *mh = curl_multi_init();
-  if (!a || !mh) {
-    if (a)
-      curl_easy_cleanup(a);
-    if (mh)
-      curl_multi_cleanup(mh);
-    return al_make_error(err, ENOMEM, "curl init");
+  size_t body = (size_t)(end + 4 - head);
+  demux_feed(&m, head + body, n - body);
+  if (start(d, id, err) < 0)
+    return al_error_wrap(err, "agent container");
+  if (stdin_data) {
+    /* small (a few KiB): the socket buffer takes it at once */
+    for (size_t off = 0, len = strlen(stdin_data); off < len;) {
+      ssize_t k = send(fd, stdin_data + off, len - off, MSG_NOSIGNAL);
+      if (k < 0 && errno == EINTR)
+        continue;
+      if (k <= 0)
+        return al_make_error(err, errno, "docker attach: write stdin");
+      off += (size_t)k;
+    }
+    shutdown(fd, SHUT_WR);
   }
-  curl_easy_setopt(a, CURLOPT_UNIX_SOCKET_PATH, d->sock);
-  curl_easy_setopt(a, CURLOPT_URL, url);
-  curl_easy_setopt(a, CURLOPT_POST, 1L);
-  curl_easy_setopt(a, CURLOPT_POSTFIELDS, "");
-  curl_easy_setopt(a, CURLOPT_WRITEFUNCTION, on_stream);
-  curl_easy_setopt(a, CURLOPT_WRITEDATA, &m);
-  curl_easy_setopt(a, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(a, CURLOPT_HEADERDATA, &m);
-  curl_easy_setopt(a, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(a, CURLOPT_NOPROXY, "*");
-  curl_multi_add_handle(mh, a);
-  int rc = -1, running = 1;
-  bool started = false;
-  uint64_t t0 = al_now_ms(), deadline = t0 + 30000;
+  deadline = al_now_ms() + timeout_ms;
+  char buf[65536];
   for (;;) {
-    curl_multi_perform(mh, &running);
-    if (!running)
-      break;
-    if (!started && m.headers) {
-      if (m.http_code != 200) {
-        al_make_error(err, EIO, "docker attach %.12s: HTTP %ld", id, m.http_code);
-        goto out;
-      }
-      if (start(d, id, err) < 0) {
-        al_error_wrap(err, "agent container");
-        goto out;
-      }
-      started = true;
-      deadline = al_now_ms() + timeout_ms;
+    if (stopped())
+      return al_make_error(err, EINTR, "interrupted by signal %d", stopped());
+    uint64_t now = al_now_ms();
+    if (now >= deadline)
+      return al_make_error(err, ETIMEDOUT, "the agent ran past its limit of %llu ms",
+                           (unsigned long long)timeout_ms);
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    uint64_t w = deadline - now < 100 ? deadline - now : 100;
+    int pr = poll(&pf, 1, (int)w);
+    if (pr < 0 && errno != EINTR)
+      return al_make_error(err, errno, "docker attach: poll");
+    if (pr <= 0)
+      continue;
+    ssize_t k = read(fd, buf, sizeof buf);
+    if (k == 0)
+      return 0; /* the container's streams are closed: it has stopped */
+    if (k < 0) {
+      if (errno == EINTR || errno == EAGAIN)
+        continue;
+      return errno == ECONNRESET ? 0 : al_make_error(err, errno, "docker attach: read");
     }
-    if (stopped()) {
-      al_make_error(err, EINTR, "interrupted by signal %d", stopped());
-      goto out;
-    }
-    if (al_now_ms() >= deadline) {
-      if (!started)
-        al_make_error(err, EIO, "docker attach %.12s: no answer in 30 s", id);
-      else
-        al_make_error(err, ETIMEDOUT, "the agent ran past its limit of %llu ms",
-                      (unsigned long long)timeout_ms);
-      goto out;
-    }
-    curl_multi_poll(mh, NULL, 0, 100, NULL);
+    demux_feed(&m, buf, (size_t)k);
   }
-  CURLMsg *msg;
-  int q;
-  CURLcode res = CURLE_OK;
-  while ((msg = curl_multi_info_read(mh, &q)))
-    if (msg->msg == CURLMSG_DONE)
-      res = msg->data.result;
-  if (!started) {
-    al_make_error(err, EIO, "docker attach %.12s: %s (HTTP %ld)", id,
-                  res == CURLE_OK ? "the stream ended before the start" : curl_easy_strerror(res),
-                  m.http_code);
-    goto out;
-  }
-  rc = 0;
-out:
-  curl_multi_remove_handle(mh, a);
-  curl_easy_cleanup(a);
-  curl_multi_cleanup(mh);
-  return rc;
 }
 
-/* files (NAME=CONTENT): a `sh -c` prologue in cmd that writes each to
- * /tmp/airlock/NAME (0444) from AIRLOCK_FILE_<i> in env, unsets those and
- * execs the command that follows. NAME: [A-Za-z0-9._-]{1,64}, not a dot
- * name, so it is safe inside the script. */
-static int files_wrapper(char *const *files, json_t *cmd, json_t *env, al_error *err)
+/* The environment given to the agent through its stdin, never in the
+ * container's configuration (which the engine keeps on its disk and shows
+ * in `docker inspect`): NAME=VALUE lines, then an empty line. NAME is
+ * [A-Za-z_][A-Za-z0-9_]*; a value may not hold a newline or NUL. *out
+ * gets a new string (the caller wipes and frees it), or NULL when env is
+ * empty. */
+static int secrets_stdin(char *const *env, char **out, al_error *err)
 {
-  char *script = al_xstrdup("set -e; umask 022; mkdir -p /tmp/airlock;");
-  char *unset = al_xstrdup("unset");
+  *out = NULL;
+  if (!env || !env[0])
+    return 0;
+  size_t cap = 1;
+  for (char *const *e = env; *e; e++) {
+    const char *eq = strchr(*e, '=');
+    size_t nl = eq ? (size_t)(eq - *e) : 0;
+    bool ok = nl > 0 && !((*e)[0] >= '0' && (*e)[0] <= '9') &&
+              strspn(*e, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == nl &&
+              !strchr(eq + 1, '\n');
+    if (!ok)
+      return al_make_error(err, EINVAL,
+                           "docker backend: environment entry `%.*s`: NAME must be "
+                           "[A-Za-z_][A-Za-z0-9_]* and the value one line",
+                           (int)(nl && nl < 64 ? nl : 0), *e);
+    cap += strlen(*e) + 1;
+  }
+  char *s = al_xmalloc(cap + 1);
+  size_t n = 0;
+  for (char *const *e = env; *e; e++) {
+    size_t l = strlen(*e);
+    memcpy(s + n, *e, l);
+    s[n + l] = '\n';
+    n += l + 1;
+  }
+  s[n++] = '\n';
+  s[n] = '\0';
+  *out = s;
+  return 0;
+}
+
+/* The `sh -c` prologue in cmd, before the command that follows it:
+ * - with secrets: read NAME=VALUE lines from stdin up to an empty line and
+ *   export each (secrets_stdin), then point stdin at /dev/null;
+ * - files (NAME=CONTENT, may be NULL): write each to /tmp/airlock/NAME
+ *   (0444) from AIRLOCK_FILE_<i> in env, then unset those. NAME:
+ *   [A-Za-z0-9._-]{1,64}, not a dot name, so it is safe inside the script.
+ * Needs /bin/sh in the image. */
+static int wrapper(bool secrets, char *const *files, json_t *cmd, json_t *env, al_error *err)
+{
+  char *script = al_xstrdup(
+      secrets ? "while IFS= read -r l && [ -n \"$l\" ]; do export \"$l\"; done; exec </dev/null;"
+              : "");
+  char *unset = al_xstrdup(":");
   int rc = 0;
-  for (size_t i = 0; files[i]; i++) {
+  if (files && files[0]) {
+    char *s2 = al_strdup_printf("%s set -e; umask 022; mkdir -p /tmp/airlock;", script);
+    free(script);
+    script = s2;
+    free(unset);
+    unset = al_xstrdup("unset");
+  }
+  for (size_t i = 0; files && files[i]; i++) {
     const char *eq = strchr(files[i], '=');
     size_t nl = eq ? (size_t)(eq - files[i]) : 0;
     bool ok = nl > 0 && nl <= 64 &&
@@ -484,6 +578,11 @@ static int files_wrapper(char *const *files, json_t *cmd, json_t *env, al_error 
                          "docker backend: file name `%.*s`: must be 1-64 of [A-Za-z0-9._-], "
                          "not starting with a dot",
                          (int)(nl ? nl : strlen(files[i])), files[i]);
+      break;
+    }
+    if (strlen(eq + 1) > 65536) {
+      rc = al_make_error(err, E2BIG, "docker backend: file `%.*s`: more than 64 KiB", (int)nl,
+                         files[i]);
       break;
     }
     char *v = al_strdup_printf("AIRLOCK_FILE_%zu=%s", i, eq + 1);
@@ -503,12 +602,21 @@ static int files_wrapper(char *const *files, json_t *cmd, json_t *env, al_error 
     json_array_append_new(cmd, json_string("/bin/sh"));
     json_array_append_new(cmd, json_string("-c"));
     json_array_append_new(cmd, json_string(full));
-    json_array_append_new(cmd, json_string("airlock-files"));
+    json_array_append_new(cmd, json_string("airlock-wrapper"));
     free(full);
   }
   free(script);
   free(unset);
   return rc;
+}
+
+/* The proxy's and the holder's own messages (their decisions are not
+ * here): a bounded json-file log, so an agent that makes them talk cannot
+ * fill the host's disk. */
+static json_t *small_logs(void)
+{
+  return json_pack("{s:s,s:{s:s,s:s}}", "Type", "json-file", "Config", "max-size", "1m", "max-file",
+                   "1");
 }
 
 static json_t *hardening(json_t *hc)
@@ -518,6 +626,14 @@ static json_t *hardening(json_t *hc)
   json_object_set_new(hc, "Privileged", json_false());
   json_object_set_new(hc, "IpcMode", json_string("private"));
   json_object_set_new(hc, "Init", json_true());
+  /* Docker's default masked paths, plus /proc/kallsyms (probe
+   * fs.proc-sensitive): setting the list replaces the engine's. */
+  json_object_set_new(hc, "MaskedPaths",
+                      json_pack("[s,s,s,s,s,s,s,s,s,s,s,s]", "/proc/asound", "/proc/acpi",
+                                "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+                                "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+                                "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+                                "/proc/kallsyms"));
   return hc;
 }
 
@@ -528,7 +644,12 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   const al_policy_limits *l = &p->process.limits;
   bool net = p->network.present;
   char name[128], *egr_id = NULL, *proxy_id = NULL, *hold_id = NULL, *agent_id = NULL;
-  char agent_net[160] = "none";
+  char *mount = NULL;      /* the hand-off volume, NAME:DIR */
+  char *stdin_data = NULL; /* the secrets, for the wrapper (secrets_stdin) */
+  uint64_t tmo = o->timeout_ms ? o->timeout_ms : l->wall_ms;
+  char deadline[32]; /* seconds, for the proxy and the holder */
+  snprintf(deadline, sizeof deadline, "%llu",
+           (unsigned long long)((tmo + 999) / 1000 + ENGINE_GRACE_S));
   int rc = -1;
 
   if (net) {
@@ -549,7 +670,7 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     snprintf(vol, sizeof vol, "airlock-%s-handoff", rid);
     if (create_volume(d, vol, rid, err) < 0)
       goto out;
-    char *mount = al_strdup_printf("%s:" HANDOFF_DIR, vol);
+    mount = al_strdup_printf("%s:" HANDOFF_DIR, vol);
     char *bind = al_strdup_printf("%s:" AL_RENDER_POLICY_TARGET ":ro", pol);
     json_t *hc = hardening(json_object());
     json_object_set_new(hc, "NetworkMode", json_string(egr_id));
@@ -557,36 +678,54 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     json_object_set_new(hc, "SecurityOpt", json_pack("[s]", "no-new-privileges:true"));
     json_object_set_new(hc, "Tmpfs", json_pack("{s:s}", "/tmp", "size=16m,mode=1777"));
     free(bind);
+    json_object_set_new(hc, "AutoRemove", json_true());
+    json_object_set_new(hc, "LogConfig", small_logs());
     json_t *spec =
-        json_pack("{s:s,s:[s,s,s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
+        json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
                   o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd", "proxy", "-p",
-                  AL_RENDER_POLICY_TARGET, "--listener-from", HANDOFF_SOCK, "--run-id", rid, "User",
-                  "65534:65534", "HostConfig", hc, "Labels", "airlock.run", rid);
+                  AL_RENDER_POLICY_TARGET, "--listener-from", HANDOFF_SOCK, "--log", DECISIONS_FILE,
+                  "--run-id", rid, "--deadline", deadline, "User", "65534:65534", "HostConfig", hc,
+                  "Labels", "airlock.run", rid);
     snprintf(name, sizeof name, "airlock-%s-proxy", rid);
     if (create_container(d, name, spec, &proxy_id, err) < 0 || start(d, proxy_id, err) < 0) {
-      free(mount);
       al_error_wrap(err, "proxy container");
       goto out;
     }
-    /* The holder: the agent's network namespace (loopback only) and the
-     * listener in it, handed to the proxy. */
-    hc = hardening(json_object());
+  }
+
+  /* The holder: PID 1 of the agent's PID namespace (another uid, not
+   * dumpable, reaps orphans) and owner of its network namespace (loopback
+   * only); with a network section it also makes the listener there and
+   * hands it to the proxy. */
+  {
+    json_t *hc = hardening(json_object());
+    json_object_set_new(hc, "Init", json_false()); /* it is PID 1 itself */
     json_object_set_new(hc, "NetworkMode", json_string("none"));
-    json_object_set_new(hc, "Binds", json_pack("[s]", mount));
+    if (mount)
+      json_object_set_new(hc, "Binds", json_pack("[s]", mount));
     json_object_set_new(hc, "SecurityOpt", json_pack("[s]", "no-new-privileges:true"));
-    free(mount);
-    spec = json_pack("{s:s,s:[s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
-                     o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd", "proxy",
-                     "--send-listener", HANDOFF_SOCK, "--listen", "127.0.0.1:3128", "User",
-                     "65534:65534", "HostConfig", hc, "Labels", "airlock.run", rid);
-    snprintf(name, sizeof name, "airlock-%s-net", rid);
+    json_object_set_new(hc, "Memory", json_integer(32 << 20));
+    json_object_set_new(hc, "PidsLimit", json_integer(8));
+    json_object_set_new(hc, "AutoRemove", json_true());
+    json_object_set_new(hc, "LogConfig", small_logs());
+    json_t *spec = net ? json_pack("{s:s,s:[s,s,s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
+                                   o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd",
+                                   "proxy", "--send-listener", HANDOFF_SOCK, "--listen",
+                                   "127.0.0.1:3128", "--deadline", deadline, "User", "65534:65534",
+                                   "HostConfig", hc, "Labels", "airlock.run", rid)
+                       : json_pack("{s:s,s:[s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
+                                   o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd",
+                                   "proxy", "--hold", "--deadline", deadline, "User", "65534:65534",
+                                   "HostConfig", hc, "Labels", "airlock.run", rid);
+    snprintf(name, sizeof name, "airlock-%s-hold", rid);
     if (create_container(d, name, spec, &hold_id, err) < 0 || start(d, hold_id, err) < 0 ||
         wait_handed(d, hold_id, proxy_id, err) < 0) {
-      al_error_wrap(err, "the agent's network (listener hand-off)");
+      al_error_wrap(err, net ? "the agent's network (listener hand-off)" : "the holder container");
       goto out;
     }
-    snprintf(agent_net, sizeof agent_net, "container:%s", hold_id);
   }
+  char agent_ns[160];
+  snprintf(agent_ns, sizeof agent_ns, "container:%s", hold_id);
 
   /* The agent: in the holder's network namespace (loopback, the proxy's
    * listener on 127.0.0.1:3128, no route) or in none. */
@@ -596,7 +735,9 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   char *seccomp = al_strdup_printf("seccomp=%s", profile);
   free(profile);
   json_t *hc = o->control_unhardened ? json_object() : hardening(json_object());
-  json_object_set_new(hc, "NetworkMode", json_string(agent_net));
+  json_object_set_new(hc, "NetworkMode", json_string(agent_ns));
+  json_object_set_new(hc, "PidMode", json_string(agent_ns));
+  json_object_set_new(hc, "Init", json_false()); /* the holder is PID 1 */
   if (!o->control_unhardened)
     json_object_set_new(hc, "SecurityOpt", json_pack("[s,s]", "no-new-privileges:true", seccomp));
   free(seccomp);
@@ -608,7 +749,12 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   char *ws_o = al_strdup_printf("size=%llu,mode=0700,uid=%u,gid=%u,exec,nosuid,nodev",
                                 (unsigned long long)p->filesystem.workspace_size, p->process.user,
                                 p->process.user);
-  json_object_set_new(hc, "Tmpfs", json_pack("{s:s,s:s}", "/tmp", tmp_o, "/workspace", ws_o));
+  json_t *tmpfs = json_pack("{s:s,s:s}", "/tmp", tmp_o, "/workspace", ws_o);
+  /* An empty read-only tmpfs replaces the engine's sysfs at /sys (the
+   * native sandbox has no /sys; probe fs.mountinfo). */
+  if (!o->control_unhardened)
+    json_object_set_new(tmpfs, "/sys", json_string("ro,size=4k,mode=0555,nosuid,nodev,noexec"));
+  json_object_set_new(hc, "Tmpfs", tmpfs);
   free(tmp_o);
   free(ws_o);
   json_object_set_new(hc, "Memory", json_integer((json_int_t)l->memory));
@@ -631,11 +777,15 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     json_array_append_new(env, json_string("NO_PROXY="));
     json_array_append_new(env, json_string("no_proxy="));
   }
-  for (char *const *e = o->env; e && *e; e++)
-    json_array_append_new(env, json_string(*e)); /* tokens: in this one request only */
+  /* o->env (tokens) goes through stdin, never into the configuration */
+  if (secrets_stdin(o->env, &stdin_data, err) < 0) {
+    json_decref(env);
+    json_decref(hc);
+    goto out;
+  }
   json_t *cmd = json_array();
-  if (o->files && o->files[0]) {
-    if (files_wrapper(o->files, cmd, env, err) < 0) {
+  if (stdin_data || (o->files && o->files[0])) {
+    if (wrapper(stdin_data != NULL, o->files, cmd, env, err) < 0) {
       json_decref(cmd);
       json_decref(env);
       json_decref(hc);
@@ -650,13 +800,12 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   const char *image = o->agent_image
                           ? o->agent_image
                           : (p->filesystem.image ? p->filesystem.image : AL_RENDER_AGENT_IMAGE);
-  json_t *spec = json_pack("{s:s,s:o,s:o,s:s,s:s,s:s,s:o,s:{s:s},s:b,s:b}", "Image", image, "Cmd",
-                           cmd, "Env", env, "User", user, "WorkingDir", "/workspace", "Hostname",
-                           net ? "" : "sandbox", "HostConfig", hc, "Labels", "airlock.run", rid,
-                           "AttachStdout", 1, "AttachStderr", 1);
+  json_t *spec = json_pack("{s:s,s:o,s:o,s:s,s:s,s:o,s:{s:s},s:b,s:b,s:b,s:b,s:b}", "Image", image,
+                           "Cmd", cmd, "Env", env, "User", user, "WorkingDir", "/workspace",
+                           "HostConfig", hc, "Labels", "airlock.run", rid, "AttachStdout", 1,
+                           "AttachStderr", 1, "AttachStdin", stdin_data != NULL, "OpenStdin",
+                           stdin_data != NULL, "StdinOnce", stdin_data != NULL);
   snprintf(name, sizeof name, "airlock-%s-agent", rid);
-  /* create_container wipes the serialized request (tokens) after sending;
-   * jansson's copies of the strings are freed with the object. */
   if (create_container(d, name, spec, &agent_id, err) < 0)
     goto out;
   if (stopped()) {
@@ -664,8 +813,7 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     *status = 128 + stopped();
     goto out;
   }
-  uint64_t tmo = o->timeout_ms ? o->timeout_ms : l->wall_ms;
-  int sr = attach_start_stream(d, agent_id, o->stdout_fd > 0 ? o->stdout_fd : 1,
+  int sr = attach_start_stream(d, agent_id, stdin_data, o->stdout_fd > 0 ? o->stdout_fd : 1,
                                o->stderr_fd > 0 ? o->stderr_fd : 2, tmo, err);
   if (sr < 0) {
     if (err->code == ETIMEDOUT) {
@@ -688,8 +836,13 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   rc = 0;
 out:
   if (proxy_id && o->audit_fd >= 0)
-    copy_logs(d, proxy_id, o->audit_fd, -1);
+    copy_decisions(d, proxy_id, o->audit_fd);
   free(hold_id);
+  free(mount);
+  if (stdin_data) {
+    explicit_bzero(stdin_data, strlen(stdin_data));
+    free(stdin_data);
+  }
   free(egr_id);
   free(proxy_id);
   free(agent_id);
@@ -710,10 +863,18 @@ int al_docker_run(const al_docker_opts *o, int *status, al_error *err)
     d.sock = dh + 7;
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(d.curl = curl_easy_init()))
     return al_make_error(err, ENOMEM, "curl init");
-  struct sigaction sa = {.sa_handler = on_stop}, old_int, old_term;
+  /* SIGINT, SIGTERM, SIGHUP, SIGQUIT end the run (everything removed);
+   * SIGPIPE is ignored: a closed reader of the agent's output must not kill
+   * us and leave the run behind. */
+  struct sigaction sa = {.sa_handler = on_stop}, ign = {.sa_handler = SIG_IGN}, old_int, old_term,
+                   old_hup, old_quit, old_pipe;
   sigemptyset(&sa.sa_mask);
+  sigemptyset(&ign.sa_mask);
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGHUP, &sa, &old_hup);
+  sigaction(SIGQUIT, &sa, &old_quit);
+  sigaction(SIGPIPE, &ign, &old_pipe);
   stop_signal = 0;
   int rc = run_containers(&d, o, rid, status, err);
   cleanup(&d);
@@ -726,6 +887,9 @@ int al_docker_run(const al_docker_opts *o, int *status, al_error *err)
   }
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
+  sigaction(SIGHUP, &old_hup, NULL);
+  sigaction(SIGQUIT, &old_quit, NULL);
+  sigaction(SIGPIPE, &old_pipe, NULL);
   curl_easy_cleanup(d.curl);
   return rc;
 }

@@ -24,6 +24,7 @@
 #include "common/term.h"
 #include "common/util.h"
 #include "policy/policy.h"
+#include "probe/docker.h"
 #include "probe/probe.h"
 #include "relay/launch.h"
 #include "proxy/host.h"
@@ -809,7 +810,23 @@ static int do_preflight(struct ticket *t, al_error *err)
   al_probe_report rep;
   memset(&rep, 0, sizeof rep);
   al_error pe = {0};
-  int r = al_probe_preflight(t->policy, &rep, &pe);
+  int r;
+  if (t->o->docker) {
+    /* the same containers the agent will get, from the same settings */
+    al_probe_docker_opts po = {
+        .probe = {.policy = t->policy, .preflight = true},
+        .proxy_image = t->o->docker->proxy_image,
+        .agent_image = t->o->docker->agent_image,
+        .socket_path = t->o->docker->socket_path,
+        .egress_internal = t->o->docker->egress_internal,
+        .egress_network = t->o->docker->egress_network,
+    };
+    r = al_probe_run_docker(&po, &rep, &pe);
+    if (r == 0)
+      r = rep.n_escaped || rep.n_inconclusive || rep.n == 0 ? 1 : 0;
+  } else {
+    r = al_probe_preflight(t->policy, &rep, &pe);
+  }
   if (r < 0) {
     json_object_set_new(t->rec, "preflight",
                         json_pack("{s:s, s:s}", "status", "error", "error", pe.msg));

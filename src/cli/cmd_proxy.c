@@ -43,7 +43,14 @@ static void usage(FILE *out)
                "Serve the policy's network allowlist as an HTTP proxy (CONNECT, and plain\n"
                "HTTP to `tls: false` entries). Each --listen is its own run (own caps and\n"
                "counters). Decisions are JSON lines on stdout or in FILE. SIGHUP reloads\n"
-               "POLICY; SIGTERM/SIGINT stop.\n");
+               "POLICY; SIGTERM/SIGINT stop.\n\n"
+               "Used by the docker backend (docs/docker.md):\n"
+               "  --deadline S              stop by itself after S seconds\n"
+               "  --listener-from PATH      take the listener handed over on the unix socket\n"
+               "                            PATH (in place of a --listen)\n"
+               "  --send-listener PATH --listen 127.0.0.1:PORT   the holder: make the\n"
+               "                            listener here, hand it over on PATH, then hold\n"
+               "  --hold                    the holder without a listener\n");
 }
 
 /* "127.0.0.1:3128" or "[::1]:3128" -> a bound, listening socket. */

@@ -857,8 +857,11 @@ static int do_preflight(struct ticket *t, al_error *err)
       }
     phase_end(t, s, "failed", "%zu escaped, %zu inconclusive; first: %s", rep.n_escaped,
               rep.n_inconclusive, first);
-    al_make_error(err, 0, "preflight: the sandbox did not hold (%s); refusing to start the agent",
-                  first);
+    al_make_error(err, 0, "preflight: the sandbox did not hold (%s); refusing to start the agent%s",
+                  first,
+                  t->o->docker && strstr(first, "priv.uid-map")
+                      ? " (docker: run dockerd with userns-remap; docs/docker.md)"
+                      : "");
     al_probe_report_free(&rep);
     return -1;
   }

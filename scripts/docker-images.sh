@@ -5,8 +5,9 @@
 #
 #   scripts/docker-images.sh [BUILD_DIR]      (default: ./build)
 #
-#   airlock-proxy:local  the airlock binary, its shared libraries and the
-#                        dynamic loader; entrypoint `airlock`. Runs as 65534.
+#   airlock-proxy:local  the airlock and airlock-net binaries, their shared
+#                        libraries and the dynamic loader; entrypoint
+#                        `airlock` (proxy, holder, relay). Runs as 65534.
 #   airlock-agent:local  a small Debian userland taken from the host's /usr:
 #                        sh/bash, coreutils, git (with git-core helpers), curl,
 #                        getent, make, python3, plus the airlock binaries (probe
@@ -72,6 +73,11 @@ base_files "$P" 65534 nobody
 copy_with_libs "$P" "$(readlink -f "$AIRLOCK_BIN")"
 mkdir -p "$P/usr/bin"
 cp "$AIRLOCK_BIN" "$P/usr/bin/airlock"
+# airlock-net: the `relay` verb (the Compose rendering's relay service)
+if [ -x "$BUILD/src/cli/airlock-net" ]; then
+  copy_with_libs "$P" "$(readlink -f "$BUILD/src/cli/airlock-net")"
+  cp "$BUILD/src/cli/airlock-net" "$P/usr/bin/airlock-net"
+fi
 [ -d /etc/ssl/certs ] && { mkdir -p "$P/etc/ssl"; cp -aL /etc/ssl/certs "$P/etc/ssl/" 2>/dev/null || true; }
 tar -C "$P" --numeric-owner -cf "$WORK/proxy.tar" .
 "$DOCKER" import \

@@ -26,6 +26,7 @@
 #include "policy/policy.h"
 #include "proxy/host.h"
 #include "proxy/proxy.h"
+#include "relay/launch.h"
 #include "sandbox/sandbox.h"
 
 #define MAX_LISTEN 16
@@ -50,7 +51,10 @@ static void usage(FILE *out)
                "                            PATH (in place of a --listen)\n"
                "  --send-listener PATH --listen 127.0.0.1:PORT   the holder: make the\n"
                "                            listener here, hand it over on PATH, then hold\n"
-               "  --hold                    the holder without a listener\n");
+               "  --hold                    the holder without a listener\n"
+               "Used by the Compose rendering's relay-proxy service:\n"
+               "  --relay-egress            serve the egress of POLICY's `relay` section (the\n"
+               "                            model API host only), not its network section\n");
 }
 
 /* "127.0.0.1:3128" or "[::1]:3128" -> a bound, listening socket. */
@@ -301,13 +305,14 @@ int cmd_proxy(int argc, char **argv)
       {"send-listener", required_argument, NULL, 'S'},
       {"hold", no_argument, NULL, 'H'},
       {"deadline", required_argument, NULL, 'D'},
+      {"relay-egress", no_argument, NULL, 'R'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   bool no_confine = false;
   const char *policy_path = NULL, *log_path = NULL, *admin = NULL, *run_id = "standalone";
   const char *listener_path = NULL, *send_path = NULL;
-  bool hold_only = false;
+  bool hold_only = false, relay_egress = false;
   const char *listen_specs[MAX_LISTEN];
   size_t n_listen = 0;
   unsigned long max_conns = 0;
@@ -346,6 +351,9 @@ int cmd_proxy(int argc, char **argv)
       break;
     case 'H':
       hold_only = true;
+      break;
+    case 'R':
+      relay_egress = true;
       break;
     case 'D': {
       char *end = NULL;
@@ -398,6 +406,17 @@ int cmd_proxy(int argc, char **argv)
     fprintf(stderr, "airlock proxy: %s\n", err.msg);
     return 1;
   }
+  if (relay_egress) {
+    /* the relay's own egress: the model API host only (relay/launch.h) */
+    al_policy *rp = NULL;
+    int r = al_relay_egress_policy(policy, &rp, &err);
+    al_policy_free(policy);
+    if (r < 0) {
+      fprintf(stderr, "airlock proxy: --relay-egress: %s\n", err.msg);
+      return 1;
+    }
+    policy = rp;
+  }
   if (!policy->network.present)
     al_warn("proxy: %s has no network section: every request will be refused", policy_path);
 
@@ -432,7 +451,7 @@ int cmd_proxy(int argc, char **argv)
       .audit_fd = audit_fd,
       .admin_path = admin,
       .max_conns_global = (uint32_t)max_conns,
-      .reload_path = policy_path,
+      .reload_path = relay_egress ? NULL : policy_path,
   };
   if (al_proxy_serve(&cfg, &err) < 0) {
     fprintf(stderr, "airlock proxy: %s\n", err.msg);

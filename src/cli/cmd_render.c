@@ -177,7 +177,7 @@ int cmd_render(int argc, char **argv)
   }
   ro.seccomp_path = compose ? seccomp_abs : seccomp_profile;
 
-  if (policy->relay.present)
+  if (policy->relay.present && !compose)
     fprintf(stderr, "airlock render: the policy's `relay` section is not rendered (it needs an "
                     "egress listener of its own; see the note in the output)\n");
   al_autofree char *text = NULL;

@@ -79,9 +79,12 @@ check_not "an absolute Localhost profile path is refused" "$AIRLOCK" render kube
 printf 'version: 1\nfilesystem:\n  image: "bad image\\n"\n' >badimg.yaml
 check_not "policy: an image reference with spaces is refused" "$AIRLOCK" policy check badimg.yaml
 
-# A policy with a model relay: the relay is not rendered, and both the
-# output and stderr say so (a relay on the shared proxy would open the model
-# API to the agent).
+# A policy with a model relay. Compose: the relay as two services, as in
+# the native run: `relay` (the key by name only) on the internal network and
+# on airlock-relay; `relay-proxy`, its own egress allowing the model API
+# only, on airlock-relay and egress; the agent never on airlock-relay (a
+# relay sharing the agent's proxy would open the model API to the agent).
+# Kubernetes: not rendered, and both the output and stderr say so.
 cat >relay.yaml <<'P'
 version: 1
 network:
@@ -90,10 +93,73 @@ relay:
   upstream: https://api.anthropic.com
   key_file: /etc/airlock/model.key
 P
-for kind in compose kubernetes; do
-  "$AIRLOCK" render $kind -p relay.yaml -o relay-$kind.yaml 2>relay-$kind.err
-  check "render $kind with a relay: the output says it is not rendered" grep -q "NOT RENDERED: the policy's \`relay\` section" relay-$kind.yaml
-  check "render $kind with a relay: stderr says so" grep -q "relay.*not rendered" relay-$kind.err
-  check_not "render $kind with a relay: no relay service in it" grep -qE '^  relay:|name: airlock-relay' relay-$kind.yaml
-done
+"$AIRLOCK" render compose -p relay.yaml -o relay-compose.yaml 2>/dev/null
+is "render compose with a relay exits 0" "$?" 0
+while read -r line; do
+  case $line in ok*) ok "relay compose: ${line#ok - }" ;; "not ok"*) fail "relay compose: ${line#not ok - }" ;; esac
+done < <(python3 - relay-compose.yaml <<'PY'
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+s, n = d["services"], d["networks"]
+def check(desc, cond, got=None):
+    print(("ok - " if cond else "not ok - ") + desc + ("" if cond or got is None else f" (got {got!r})"))
+r, rp, a = s.get("relay", {}), s.get("relay-proxy", {}), s["agent"]
+check("services proxy, relay-proxy, relay, agent", set(s) == {"proxy", "relay-proxy", "relay", "agent"}, list(s))
+check("airlock-relay network is internal", n.get("airlock-relay", {}).get("internal") is True)
+check("relay on the internal network and airlock-relay only", sorted(r.get("networks", [])) == ["airlock-internal", "airlock-relay"], r.get("networks"))
+check("relay-proxy on airlock-relay and egress only", sorted(rp.get("networks", [])) == ["airlock-egress", "airlock-relay"], rp.get("networks"))
+check("the agent is not on airlock-relay", a.get("networks") == ["airlock-internal"], a.get("networks"))
+check("relay-proxy serves the relay's egress", "--relay-egress" in rp.get("command", []), rp.get("command"))
+check("relay goes out through relay-proxy", r.get("command", [])[-2:] == ["--proxy", "relay-proxy:3128"], r.get("command"))
+check("the relay's key by name only", r.get("environment") == ["AIRLOCK_RELAY_KEY"], r.get("environment"))
+for name, v in (("relay", r), ("relay-proxy", rp)):
+    check(name + " hardened (read_only, cap_drop ALL, uid 65534, no-new-privileges)",
+          v.get("read_only") is True and v.get("cap_drop") == ["ALL"] and v.get("user") == "65534:65534"
+          and "no-new-privileges:true" in v.get("security_opt", []))
+env = a.get("environment", [])
+check("the agent's model URLs point at the relay", "ANTHROPIC_BASE_URL=http://relay:8080" in env and "OPENAI_BASE_URL=http://relay:8080/v1" in env, env)
+check("the agent's API keys are placeholders", "ANTHROPIC_API_KEY=airlock-relay-injects-the-key" in env, env)
+check("the agent reaches the relay without the proxy", "NO_PROXY=relay" in env, env)
+PY
+)
+check_not "relay compose: the key file's path is not in it" grep -q '/etc/airlock/model.key' relay-compose.yaml
+"$AIRLOCK" render kubernetes -p relay.yaml -o relay-kubernetes.yaml 2>relay-kubernetes.err
+check "render kubernetes with a relay: the output says it is not rendered" grep -q "NOT RENDERED: the policy's \`relay\` section" relay-kubernetes.yaml
+check "render kubernetes with a relay: stderr says so" grep -q "relay.*not rendered" relay-kubernetes.err
+if command -v docker-compose >/dev/null 2>&1; then
+  check "relay compose: docker-compose config accepts it" docker-compose -f relay-compose.yaml config -q
+fi
+
+# `airlock proxy --relay-egress` (the relay-proxy service): the model API
+# host is the only destination; the network section's hosts are refused.
+# The upstream is pinned to a canary on loopback (nothing leaves).
+cport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -c '
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); s.settimeout(20)
+try:
+    while True: c, _ = s.accept(); c.close()
+except Exception: pass' "$cport" &
+canary=$!
+on_exit "kill $canary"
+cat >relay-egress.yaml <<P
+version: 1
+network:
+  allow: [{host: api.github.com, port: 443}]
+relay:
+  upstream: https://model.test:$cport
+  key_file: /etc/airlock/model.key
+  pin: 127.0.0.1
+P
+pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$AIRLOCK" proxy -p relay-egress.yaml --relay-egress --listen "127.0.0.1:$pport" --no-confine >/dev/null 2>relay-egress.err &
+rpx=$!
+on_exit "kill $rpx"
+for _ in $(seq 50); do python3 "$AIRLOCK_SRC/tests/integration/proxyclient.py" raw "$pport" 'X' >/dev/null 2>&1 && break; sleep 0.1; done
+like "--relay-egress: CONNECT to the model API host is allowed" \
+  "$(python3 "$AIRLOCK_SRC/tests/integration/proxyclient.py" raw "$pport" "CONNECT model.test:$cport HTTP/1.1\\r\\nHost: model.test:$cport\\r\\n\\r\\n")" "^200"
+like "--relay-egress: CONNECT to the network section's host is refused" \
+  "$(python3 "$AIRLOCK_SRC/tests/integration/proxyclient.py" raw "$pport" 'CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n')" "^403"
+kill $rpx 2>/dev/null
 done_testing

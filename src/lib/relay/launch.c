@@ -94,6 +94,16 @@ static int copy_key(const char *key, char *buf, size_t cap, al_error *err)
   return 0;
 }
 
+static int relay_policy(const al_policy *p, al_policy **out, al_error *err);
+
+int al_relay_egress_policy(const al_policy *p, al_policy **out, al_error *err)
+{
+  if (!p->relay.present)
+    return al_make_error(err, EINVAL, "%s: the policy has no relay section",
+                         p->source ? p->source : "policy");
+  return relay_policy(p, out, err);
+}
+
 /* The relay sandbox's policy: the model API host as the only egress. */
 static int relay_policy(const al_policy *p, al_policy **out, al_error *err)
 {

@@ -57,6 +57,14 @@ int al_relay_start(const al_relay_start_opts *o, al_relay_proc **out, al_error *
 int al_relay_proxy_listener(const al_relay_proc *rp);
 const al_policy *al_relay_proxy_policy(const al_relay_proc *rp);
 
+/* The policy of the relay's own egress listener, derived from p's `relay`
+ * section: allow only the model API host:port (TLS), with its pin and the
+ * network's resolver, timeouts from the relay section. Used by the native
+ * relay sandbox and by `airlock proxy --relay-egress` (the Compose
+ * rendering's relay-proxy service). *out is owned by the caller
+ * (al_policy_free). EINVAL when p has no relay section. */
+int al_relay_egress_policy(const al_policy *p, al_policy **out, al_error *err);
+
 /* SIGTERM, then SIGKILL, the relay sandbox; reap; free. NULL is a no-op. */
 void al_relay_stop(al_relay_proc *rp);
 

@@ -76,9 +76,12 @@ static void compose_agent(FILE *f, const al_policy *p, const al_render_opts *o)
   fputs("  agent:\n    image: ", f);
   rd_quote(f, agent_image(p, o));
   fputs("\n", f);
+  if (net && p->relay.present)
+    fputs("    depends_on: [proxy, relay]\n", f);
+  else if (net)
+    fputs("    depends_on: [proxy]\n", f);
   if (net)
-    fputs("    depends_on: [proxy]\n"
-          "    networks: [airlock-internal]\n"
+    fputs("    networks: [airlock-internal]\n"
           "    # The embedded resolver (127.0.0.11) still answers service names on\n"
           "    # airlock-internal, but forwards every other name to 127.0.0.1 inside\n"
           "    # the agent, where nothing answers: no DNS to the outside.\n"
@@ -116,7 +119,21 @@ static void compose_agent(FILE *f, const al_policy *p, const al_render_opts *o)
     static const char *const pv[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
     for (size_t i = 0; i < AL_ARRAY_SIZE(pv); i++)
       fprintf(f, "      - \"%s=http://proxy:%d\"\n", pv[i], AL_RENDER_PROXY_PORT);
-    fputs("      - \"NO_PROXY=\"\n      - \"no_proxy=\"\n", f);
+    if (p->relay.present)
+      fputs("      - \"NO_PROXY=relay\"\n      - \"no_proxy=relay\"\n", f);
+    else
+      fputs("      - \"NO_PROXY=\"\n      - \"no_proxy=\"\n", f);
+  }
+  if (p->relay.present) {
+    /* the same variables the native relay gives the agent (relay/launch.c),
+     * pointing at the relay service; the key stays in the relay */
+    fprintf(f,
+            "      - \"ANTHROPIC_BASE_URL=http://relay:%d\"\n"
+            "      - \"OPENAI_BASE_URL=http://relay:%d/v1\"\n"
+            "      - \"ANTHROPIC_API_KEY=airlock-relay-injects-the-key\"\n"
+            "      - \"OPENAI_API_KEY=airlock-relay-injects-the-key\"\n"
+            "      - \"AIRLOCK_MODEL_RELAY=http://relay:%d\"\n",
+            AL_RENDER_RELAY_PORT, AL_RENDER_RELAY_PORT, AL_RENDER_RELAY_PORT);
   }
   fputs("      - ", f);
   char *api = al_strdup_printf("AIRLOCK_API_URL=%s", p->forge.api_url);
@@ -136,6 +153,62 @@ static void compose_agent(FILE *f, const al_policy *p, const al_render_opts *o)
   }
 }
 
+/* The policy file, read-only, as the one volume of a service. */
+static void compose_policy_volume(FILE *f, const al_render_opts *o)
+{
+  fputs("    volumes:\n"
+        "      - type: bind\n"
+        "        source: ",
+        f);
+  rd_quote(f, o->policy_path);
+  fprintf(f, "\n        target: %s\n        read_only: true\n", AL_RENDER_POLICY_TARGET);
+}
+
+/* The model relay (policy `relay`) as two services, as in the native run:
+ * `relay` (holds the key, serves plain HTTP to the agent on the internal
+ * network) and `relay-proxy`, its own egress listener that allows the model
+ * API host only, on a third internal network the agent is not on. A relay
+ * sharing the agent's proxy would open the model API to the agent itself
+ * (with a key of its own). */
+static void compose_relay(FILE *f, const al_policy *p, const al_render_opts *o)
+{
+  const char *img = o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE;
+  fputs("  relay-proxy:\n    image: ", f);
+  rd_quote(f, img);
+  fprintf(f,
+          "\n"
+          "    command: [\"proxy\", \"-p\", \"%s\", \"--relay-egress\", \"--listen\", "
+          "\"0.0.0.0:%d\"]\n"
+          "    networks: [airlock-relay, airlock-egress]\n"
+          "    user: \"65534:65534\"\n",
+          AL_RENDER_POLICY_TARGET, AL_RENDER_PROXY_PORT);
+  compose_hardening(f);
+  fputs("    security_opt: [\"no-new-privileges:true\"]\n", f);
+  compose_policy_volume(f, o);
+  fputs("    tmpfs: [\"/tmp:size=16777216,mode=1777\"]\n", f);
+  fputs("  relay:\n    image: ", f);
+  rd_quote(f, img);
+  fprintf(f,
+          "\n"
+          "    command: [\"relay\", \"-p\", \"%s\", \"--listen\", \"0.0.0.0:%d\", \"--proxy\", "
+          "\"relay-proxy:%d\"]\n"
+          "    depends_on: [relay-proxy]\n"
+          "    networks: [airlock-internal, airlock-relay]\n"
+          "    user: \"65534:65534\"\n",
+          AL_RENDER_POLICY_TARGET, AL_RENDER_RELAY_PORT, AL_RENDER_PROXY_PORT);
+  compose_hardening(f);
+  fputs("    security_opt: [\"no-new-privileges:true\"]\n", f);
+  compose_policy_volume(f, o);
+  fputs("    tmpfs: [\"/tmp:size=16777216,mode=1777\"]\n"
+        "    # The model key, by name only: export it in the shell that runs\n"
+        "    # `docker compose up`; the relay wipes it from its environment.\n"
+        "    environment:\n"
+        "      - AIRLOCK_RELAY_KEY\n",
+        f);
+  if (p->relay.ca_file)
+    fputs("    # relay.ca_file: no host paths but the policy; bake the CA into the image\n", f);
+}
+
 static void compose_proxy(FILE *f, const al_policy *p, const al_render_opts *o)
 {
   fputs("  proxy:\n    image: ", f);
@@ -151,13 +224,9 @@ static void compose_proxy(FILE *f, const al_policy *p, const al_render_opts *o)
    * Compose v1 tool ignores `configs`, and v2 turns them into binds anyway).
    * The agent gets no host path at all. */
   fputs("    security_opt: [\"no-new-privileges:true\"]\n"
-        "    # The proxy holds no secret; it reads the policy and nothing else.\n"
-        "    volumes:\n"
-        "      - type: bind\n"
-        "        source: ",
+        "    # The proxy holds no secret; it reads the policy and nothing else.\n",
         f);
-  rd_quote(f, o->policy_path);
-  fprintf(f, "\n        target: %s\n        read_only: true\n", AL_RENDER_POLICY_TARGET);
+  compose_policy_volume(f, o);
   fputs("    tmpfs: [\"/tmp:size=16777216,mode=1777\"]\n", f);
   (void)p;
 }
@@ -182,15 +251,11 @@ int al_render_compose(const al_policy *p, const al_render_opts *o, char **out, a
         "# egress network. Tokens are listed by name only: export them in the shell\n"
         "# that runs `docker compose run agent ...`, never write them here.\n",
         f);
-  if (p->relay.present)
-    fputs("# NOT RENDERED: the policy's `relay` section. The model relay needs an egress\n"
-          "# listener of its own that only it can use (airlock run/ticket give it one);\n"
-          "# a relay sharing this proxy would open the model API to the agent itself.\n"
-          "# Use the native backend for runs with a relay.\n",
-          f);
   fputs("services:\n", f);
   if (net)
     compose_proxy(f, p, o);
+  if (net && p->relay.present)
+    compose_relay(f, p, o);
   compose_agent(f, p, o);
   if (net) {
     fputs("networks:\n"
@@ -200,6 +265,11 @@ int al_render_compose(const al_policy *p, const al_render_opts *o, char **out, a
           "  airlock-egress:\n"
           "    driver: bridge\n",
           f);
+    if (p->relay.present)
+      fputs("  airlock-relay:\n"
+            "    driver: bridge\n"
+            "    internal: true\n",
+            f);
   }
   if (fclose(f) != 0) {
     free(*out);

@@ -16,6 +16,7 @@
 #define AL_RENDER_PROXY_IMAGE "airlock-proxy:local"
 #define AL_RENDER_AGENT_IMAGE "airlock-agent:local"
 #define AL_RENDER_PROXY_PORT 3128
+#define AL_RENDER_RELAY_PORT 8080
 #define AL_RENDER_POLICY_TARGET "/etc/airlock/policy.yaml"
 
 /* Names of the variables the agent receives from its invoker (tokens and
@@ -38,7 +39,9 @@ typedef struct al_render_opts {
 /* A Compose file (Compose Specification, https://docs.docker.com/reference/compose-file/)
  * for `policy`: networks airlock-internal (internal: true) and airlock-egress;
  * service `proxy` (`airlock proxy`) on both; service `agent` on the internal
- * one only. Without a network section the agent gets `network_mode: none`
+ * one only. With a `relay` section also: `relay` (internal + airlock-relay,
+ * the key by name) and `relay-proxy` (`airlock proxy --relay-egress`,
+ * airlock-relay + egress), airlock-relay internal. Without a network section the agent gets `network_mode: none`
  * and there is no proxy. On success *out is a new NUL-terminated string the
  * caller frees; -1 with err (EINVAL for missing options, ENOMEM). */
 int al_render_compose(const al_policy *policy, const al_render_opts *o, char **out, al_error *err);

@@ -171,9 +171,18 @@ static int listener_from(const char *path, al_error *err)
   close(c);
   struct cmsghdr *ch = n == 1 ? CMSG_FIRSTHDR(&m) : NULL;
   if (!ch || ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS ||
-      ch->cmsg_len != CMSG_LEN(sizeof(int)) || (m.msg_flags & MSG_CTRUNC))
+      ch->cmsg_len != CMSG_LEN(sizeof(int)) || (m.msg_flags & MSG_CTRUNC)) {
+    /* close whatever did arrive */
+    for (struct cmsghdr *x = CMSG_FIRSTHDR(&m); x; x = CMSG_NXTHDR(&m, x))
+      if (x->cmsg_level == SOL_SOCKET && x->cmsg_type == SCM_RIGHTS)
+        for (size_t i = 0; i < (x->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+          int bad;
+          memcpy(&bad, CMSG_DATA(x) + i * sizeof(int), sizeof bad);
+          close(bad);
+        }
     return al_make_error(err, EPROTO, "--listener-from %s: the peer sent no single descriptor",
                          path);
+  }
   int fd;
   memcpy(&fd, CMSG_DATA(ch), sizeof fd);
   /* what came is hostile until checked: a listening TCP socket */
@@ -196,15 +205,15 @@ static int listener_from(const char *path, al_error *err)
   return fd;
 }
 
-/* --hold, and the end of --send-listener: PID 1 of the agent's PID
- * namespace in the docker backend. Not dumpable (the agent, another uid,
- * could not read its memory anyway), it says `handed` on stdout, then
- * reaps the orphans the agent leaves until the engine kills it. */
 /* --deadline SECONDS (docker backend): the proxy and the holder stop by
  * themselves that long after they start, even if airlock, which enforces
  * the run's limit, is gone. 0: none. */
 static unsigned long g_deadline_s;
 
+/* --hold, and the end of --send-listener: PID 1 of the agent's PID
+ * namespace in the docker backend. Not dumpable (the agent, another uid,
+ * could not read its memory anyway), it says `handed` on stdout, then
+ * reaps the orphans the agent leaves until the engine kills it. */
 __attribute__((noreturn)) static void hold(void)
 {
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -360,8 +369,9 @@ int cmd_proxy(int argc, char **argv)
       errno = 0;
       g_deadline_s = strtoul(optarg, &end, 10);
       if (errno || !end || *end || optarg[0] == '-' || g_deadline_s == 0 ||
-          g_deadline_s > 7 * 86400) {
-        fprintf(stderr, "airlock proxy: --deadline `%s`: seconds, 1 to 604800\n", optarg);
+          g_deadline_s > 7 * 86400 + 3600) {
+        fprintf(stderr, "airlock proxy: --deadline `%s`: seconds, 1 to 608400 (7 days + 1 h)\n",
+                optarg);
         return 2;
       }
       break;
@@ -378,7 +388,7 @@ int cmd_proxy(int argc, char **argv)
     }
   }
   if (hold_only) {
-    if (send_path || policy_path || n_listen || optind != argc) {
+    if (send_path || listener_path || policy_path || n_listen || optind != argc) {
       fprintf(stderr, "airlock proxy: --hold takes only --deadline\n");
       return 2;
     }
@@ -393,8 +403,13 @@ int cmd_proxy(int argc, char **argv)
     }
     return send_listener(send_path, listen_specs[0]);
   }
-  if (listener_path && n_listen < MAX_LISTEN)
+  if (listener_path) {
+    if (n_listen == MAX_LISTEN) {
+      fprintf(stderr, "airlock proxy: at most %d listeners with --listener-from\n", MAX_LISTEN);
+      return 2;
+    }
     listen_specs[n_listen++] = NULL; /* taken from --listener-from */
+  }
   if (!policy_path || n_listen == 0 || optind != argc) {
     usage(stderr);
     return 2;
@@ -437,6 +452,8 @@ int cmd_proxy(int argc, char **argv)
   for (; made < n_listen; made++) {
     int fd = listen_specs[made] ? listen_on(listen_specs[made], &err)
                                 : listener_from(listener_path, &err);
+    if (!listen_specs[made] && fd >= 0 && g_deadline_s)
+      alarm((unsigned)g_deadline_s); /* counted from the hand-off, as the holder's */
     if (fd < 0) {
       fprintf(stderr, "airlock proxy: %s\n", err.msg);
       goto out;

@@ -138,7 +138,7 @@ done
 like "SIGKILL test: the agent container was running" "$("$DOCKER" ps -q --filter label=airlock.run --filter name=-agent)" "."
 kill -KILL $pid
 wait $pid 2>/dev/null
-for _ in $(seq 90); do
+for _ in $(seq 75); do
   [ -z "$("$DOCKER" ps -q --filter label=airlock.run)" ] && break
   sleep 1
 done

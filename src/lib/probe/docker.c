@@ -1,9 +1,9 @@
 /* `airlock probe --backend docker` (probe/docker.h): the host side is the
  * native one (outer.c: canaries, judge); only the sandbox differs. The
  * inner side runs in the agent container of the docker backend
- * (run/docker.h); its context travels in an environment variable because
- * nothing is attached to the container's stdin, and its results come back
- * through the engine's log stream into a memfd. */
+ * (run/docker.h); its context travels in an environment variable (the
+ * container's stdin is only for the run's secrets), and its results come
+ * back through the attach stream into a memfd. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,8 +22,8 @@
 /* The agent image's airlock binary (scripts/docker-images.sh). */
 #define AGENT_AIRLOCK "/usr/bin/airlock"
 
-/* Fit the context the host side built to the container: the proxy is the
- * proxy container (HTTPS_PROXY, which al_docker_run sets to its IP:3128),
+/* Fit the context the host side built to the container: the proxy is at
+ * the agent's HTTPS_PROXY (127.0.0.1:3128, the listener handed over),
  * and Docker itself sets HOSTNAME (the container's name for itself,
  * "sandbox": not a host value). Everything else stays the host's view on
  * purpose: the canary ports on the host's loopback, the host's home, the
@@ -95,7 +95,8 @@ int al_probe_run_docker(const al_probe_docker_opts *o, al_probe_report *out, al_
     al_error_wrap(err, "docker backend");
     goto out;
   }
-  if (status == 128 + SIGINT || status == 128 + SIGTERM) {
+  if (status == 128 + SIGINT || status == 128 + SIGTERM || status == 128 + SIGHUP ||
+      status == 128 + SIGQUIT) {
     /* everything of the run is removed; a half-run catalogue proves nothing */
     al_error_set(err, EINTR, "interrupted by signal %d", status - 128);
     goto out;

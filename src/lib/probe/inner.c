@@ -232,8 +232,8 @@ static void proxy_from_env(pr_ctx *ctx)
 
 int al_probe_inner_main(void)
 {
-  /* The context comes on stdin, or (docker backend, where nothing is
-   * attached to the container's stdin) in PR_CONTEXT_ENV. */
+  /* The context comes on stdin, or (docker backend, whose stdin is only
+   * for the run's secrets) in PR_CONTEXT_ENV. */
   const char *from = "stdin";
   char *buf = NULL;
   const char *env = getenv(PR_CONTEXT_ENV);

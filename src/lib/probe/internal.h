@@ -115,8 +115,9 @@ char *pr_ctx_to_json(const pr_ctx *ctx);
 int pr_ctx_from_json(const char *text, pr_ctx *ctx);
 void pr_ctx_free(pr_ctx *ctx);
 
-/* The environment variable that carries the context (JSON) when the inner
- * side cannot get it on stdin (docker backend: no attach). */
+/* The environment variable that carries the context (JSON) in the docker
+ * backend, where the agent's stdin carries only the run's secrets (read by
+ * al_docker_run's prologue; the probe has none). */
 #define PR_CONTEXT_ENV "AIRLOCK_PROBE_CONTEXT"
 
 /* The canary process (canary.c). */

@@ -41,8 +41,8 @@ typedef struct al_render_opts {
  * service `proxy` (`airlock proxy`) on both; service `agent` on the internal
  * one only. With a `relay` section also: `relay` (internal + airlock-relay,
  * the key by name) and `relay-proxy` (`airlock proxy --relay-egress`,
- * airlock-relay + egress), airlock-relay internal. Without a network section the agent gets `network_mode: none`
- * and there is no proxy. On success *out is a new NUL-terminated string the
+ * airlock-relay + egress), airlock-relay internal. Without a network section the agent gets
+ * `network_mode: none` and there is no proxy. On success *out is a new NUL-terminated string the
  * caller frees; -1 with err (EINVAL for missing options, ENOMEM). */
 int al_render_compose(const al_policy *policy, const al_render_opts *o, char **out, al_error *err);
 

@@ -151,8 +151,18 @@ static int call(struct dk *d, const char *method, const char *path, char *body, 
   if (code >= 300) {
     const char *m = json_string_value(json_object_get(j, "message"));
     int e = code == 404 ? ENOENT : code == 409 ? EBUSY : EIO;
-    al_make_error(err, e, "docker %s %s: HTTP %ld: %s", method, path, code,
-                  m ? m : (r.p ? r.p : ""));
+    /* the engine's words, printable and short (they may echo our input) */
+    char msg[300];
+    const char *src = m ? m : (r.p ? r.p : "");
+    size_t k = 0;
+    for (; src[k] && k + 1 < sizeof msg; k++) {
+      char ch = src[k];
+      if (ch < 0x20 || ch >= 0x7f)
+        ch = '?';
+      msg[k] = ch;
+    }
+    msg[k] = '\0';
+    al_make_error(err, e, "docker %s %s: HTTP %ld: %s", method, path, code, msg);
     json_decref(j);
     free(r.p);
     return -1;
@@ -190,13 +200,15 @@ static int create_network(struct dk *d, const char *name, bool internal, const c
   char *body =
       dumps(json_pack("{s:s,s:s,s:b,s:b,s:{s:s}}", "Name", name, "Driver", "bridge", "Internal",
                       internal, "CheckDuplicate", 1, "Labels", "airlock.run", rid));
-  if (call(d, "POST", "/networks/create", body, 30000, &out, err) < 0)
+  /* tracked by name before the call: a create that times out on our side
+   * may still have happened */
+  char **slot = &d->nets[d->n_net++];
+  *slot = al_xstrdup(name);
+  if (call(d, "POST", "/networks/create", body, 30000, &out, err) < 0 ||
+      engine_id(out, id, err) < 0)
     return al_error_wrap(err, "create network %s", name);
-  if (engine_id(out, id, err) < 0) {
-    d->nets[d->n_net++] = al_xstrdup(name); /* removed by name */
-    return al_error_wrap(err, "create network %s", name);
-  }
-  d->nets[d->n_net++] = al_xstrdup(*id);
+  free(*slot);
+  *slot = al_xstrdup(*id);
   return 0;
 }
 
@@ -209,9 +221,9 @@ static int create_volume(struct dk *d, const char *name, const char *rid, al_err
   char *body = dumps(json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s}}", "Name", name, "Driver", "local",
                                "DriverOpts", "type", "tmpfs", "device", "tmpfs", "o",
                                "size=9m,mode=1777", "Labels", "airlock.run", rid));
+  d->vols[d->n_vol++] = al_xstrdup(name); /* before the call, as for networks */
   if (call(d, "POST", "/volumes/create", body, 30000, NULL, err) < 0)
     return al_error_wrap(err, "create volume %s", name);
-  d->vols[d->n_vol++] = al_xstrdup(name);
   return 0;
 }
 
@@ -220,13 +232,20 @@ static int create_container(struct dk *d, const char *name, json_t *spec, char *
   char path[300];
   snprintf(path, sizeof path, "/containers/create?name=%s", name);
   json_t *out = NULL;
-  if (call(d, "POST", path, dumps(spec), 60000, &out, err) < 0)
-    return al_error_wrap(err, "create container %s", name);
-  if (engine_id(out, id, err) < 0) {
-    d->names[d->n_ctr++] = al_xstrdup(name); /* removed by name */
-    return al_error_wrap(err, "create container %s", name);
+  char **slot = &d->names[d->n_ctr++]; /* by name until the id is known */
+  *slot = al_xstrdup(name);
+  char *body = dumps(spec);
+  if (!body) {
+    *id = NULL;
+    return al_make_error(err, EINVAL,
+                         "create container %s: an argument or variable is not valid UTF-8 (the "
+                         "Engine API takes JSON)",
+                         name);
   }
-  d->names[d->n_ctr++] = al_xstrdup(*id);
+  if (call(d, "POST", path, body, 60000, &out, err) < 0 || engine_id(out, id, err) < 0)
+    return al_error_wrap(err, "create container %s", name);
+  free(*slot);
+  *slot = al_xstrdup(*id);
   return 0;
 }
 
@@ -317,31 +336,55 @@ static void demux_feed(struct demux *m, const char *p, size_t n)
  * never fills the host's disk) into fd: GET /containers/{id}/archive, one
  * ustar member (POSIX.1 ustar header: size at 124, 12 octal digits; type
  * at 156). */
-static void copy_decisions(struct dk *d, const char *id, int fd)
+static void copy_decisions(struct dk *d, const char *id, int fd, bool *truncated)
 {
   char path[300];
   snprintf(path, sizeof path, "/containers/%s/archive?path=%s", id, DECISIONS_FILE);
   struct buf r;
   al_error e = {0};
   long code = req(d, "GET", path, NULL, 60000, &r, &e);
-  if (code == 404) {
+  if (code == 404 && !(r.p && strstr(r.p, "No such container"))) {
     free(r.p);
     return; /* no decision at all: the file was never written */
   }
   if (code != 200 || !r.p || r.n < 512) {
-    al_warn("docker: the proxy's decisions could not be read (%s)",
-            code < 0 ? e.msg : "unexpected answer from the engine");
+    al_warn("docker: the proxy's decisions could not be read (%s); the record has none",
+            code < 0      ? e.msg
+            : code == 404 ? "the proxy container is gone"
+                          : "unexpected answer from the engine");
+    if (truncated)
+      *truncated = true;
     free(r.p);
     return;
   }
-  const unsigned char *h = (const unsigned char *)r.p;
+  /* pax extended headers (x, g) come first when the engine adds them: skip */
+  size_t off = 0;
   uint64_t size = 0;
-  bool ok = h[156] == '0' || h[156] == '\0';
-  for (size_t k = 124; ok && k < 136 && h[k] && h[k] != ' '; k++) {
-    ok = h[k] >= '0' && h[k] <= '7' && size < (UINT64_C(1) << 40);
-    size = size * 8 + (uint64_t)(h[k] - '0');
+  bool ok = false;
+  for (int member = 0; member < 4 && off + 512 <= r.n; member++) {
+    const unsigned char *h = (const unsigned char *)r.p + off;
+    size = 0;
+    size_t k = 124;
+    while (k < 136 && (h[k] == ' ' || h[k] == '0'))
+      k++;
+    ok = true;
+    for (; ok && k < 136 && h[k] && h[k] != ' '; k++) {
+      ok = h[k] >= '0' && h[k] <= '7' && size < (UINT64_C(1) << 40);
+      size = size * 8 + (uint64_t)(h[k] - '0');
+    }
+    if (!ok || size > r.n - off - 512) {
+      ok = false;
+      break;
+    }
+    if (h[156] == 'x' || h[156] == 'g') {
+      off += 512 + (size_t)((size + 511) / 512 * 512);
+      ok = false;
+      continue;
+    }
+    ok = h[156] == '0' || h[156] == '\0';
+    break;
   }
-  if (!ok || size > r.n - 512) {
+  if (!ok) {
     al_warn("docker: the proxy's decisions archive is malformed; none recorded");
     free(r.p);
     return;
@@ -350,7 +393,9 @@ static void copy_decisions(struct dk *d, const char *id, int fd)
     al_warn("docker: the proxy's decisions reached their cap (%llu bytes); later ones were not "
             "kept",
             (unsigned long long)size);
-  if (al_write_all(fd, r.p + 512, size) < 0)
+  if (truncated && size >= DECISIONS_CAP - 4096)
+    *truncated = true;
+  if (al_write_all(fd, r.p + off + 512, size) < 0)
     al_warn("docker: writing the proxy's decisions: %s", strerror(errno));
   free(r.p);
 }
@@ -417,11 +462,14 @@ static int wait_handed(struct dk *d, const char *hold_id, const char *proxy_id, 
  * stops or the deadline passes. What the agent prints is never written to
  * the engine's disk: it runs with the `none` log driver. The engine's
  * answer is checked (101 or 200 within 16 KiB and 30 s); everything after
- * it is the container's hostile byte stream, only demultiplexed. Returns 0
- * when the stream ended, -1 with err (ETIMEDOUT, EINTR, or the engine's
- * error). */
-static int attach_start_stream(struct dk *d, const char *id, const char *stdin_data, int fd_out,
-                               int fd_err, uint64_t timeout_ms, al_error *err)
+ * it is the container's hostile byte stream, only demultiplexed. The
+ * secrets in stdin_data are wiped once written, and after_start (may be
+ * NULL) is called then. Returns 0 when the stream ended, 1 when the
+ * deadline passed first (the agent is still running), -1 with err (EINTR
+ * on a signal, or the engine's error). */
+static int attach_start_stream(struct dk *d, const char *id, char *stdin_data, int fd_out,
+                               int fd_err, uint64_t timeout_ms, void (*after_start)(void *),
+                               void *after_start_ctx, al_error *err)
 {
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   if (strlen(d->sock) >= sizeof sa.sun_path)
@@ -468,16 +516,26 @@ static int attach_start_stream(struct dk *d, const char *id, const char *stdin_d
     return al_error_wrap(err, "agent container");
   if (stdin_data) {
     /* small (a few KiB): the socket buffer takes it at once */
-    for (size_t off = 0, len = strlen(stdin_data); off < len;) {
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    int werr = 0;
+    for (size_t off = 0, len = strlen(stdin_data); off < len && !werr;) {
       ssize_t k = send(fd, stdin_data + off, len - off, MSG_NOSIGNAL);
-      if (k < 0 && errno == EINTR)
+      if (k < 0 && errno == EINTR && !stopped())
         continue;
       if (k <= 0)
-        return al_make_error(err, errno, "docker attach: write stdin");
-      off += (size_t)k;
+        werr = errno ? errno : EIO;
+      else
+        off += (size_t)k;
     }
+    /* our copy of the secrets is not needed any more */
+    explicit_bzero(stdin_data, strlen(stdin_data));
+    if (werr)
+      return al_make_error(err, werr, "docker attach: write the agent's stdin");
     shutdown(fd, SHUT_WR);
   }
+  if (after_start)
+    after_start(after_start_ctx);
   deadline = al_now_ms() + timeout_ms;
   char buf[65536];
   for (;;) {
@@ -485,8 +543,7 @@ static int attach_start_stream(struct dk *d, const char *id, const char *stdin_d
       return al_make_error(err, EINTR, "interrupted by signal %d", stopped());
     uint64_t now = al_now_ms();
     if (now >= deadline)
-      return al_make_error(err, ETIMEDOUT, "the agent ran past its limit of %llu ms",
-                           (unsigned long long)timeout_ms);
+      return 1; /* the agent's limit, not an engine error */
     struct pollfd pf = {.fd = fd, .events = POLLIN};
     uint64_t w = deadline - now < 100 ? deadline - now : 100;
     int pr = poll(&pf, 1, (int)w);
@@ -647,9 +704,12 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   char *mount = NULL;      /* the hand-off volume, NAME:DIR */
   char *stdin_data = NULL; /* the secrets, for the wrapper (secrets_stdin) */
   uint64_t tmo = o->timeout_ms ? o->timeout_ms : l->wall_ms;
-  char deadline[32]; /* seconds, for the proxy and the holder */
-  snprintf(deadline, sizeof deadline, "%llu",
-           (unsigned long long)((tmo + 999) / 1000 + ENGINE_GRACE_S));
+  /* seconds, counted by both from the hand-off (just before the agent
+   * starts); the proxy outlives the holder by a little */
+  char deadline[32], proxy_deadline[32];
+  unsigned long long lim_s = (tmo + 999) / 1000;
+  snprintf(deadline, sizeof deadline, "%llu", lim_s + ENGINE_GRACE_S);
+  snprintf(proxy_deadline, sizeof proxy_deadline, "%llu", lim_s + ENGINE_GRACE_S + 5);
   int rc = -1;
 
   if (net) {
@@ -678,14 +738,13 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     json_object_set_new(hc, "SecurityOpt", json_pack("[s]", "no-new-privileges:true"));
     json_object_set_new(hc, "Tmpfs", json_pack("{s:s}", "/tmp", "size=16m,mode=1777"));
     free(bind);
-    json_object_set_new(hc, "AutoRemove", json_true());
     json_object_set_new(hc, "LogConfig", small_logs());
     json_t *spec =
         json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
                   o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd", "proxy", "-p",
                   AL_RENDER_POLICY_TARGET, "--listener-from", HANDOFF_SOCK, "--log", DECISIONS_FILE,
-                  "--run-id", rid, "--deadline", deadline, "User", "65534:65534", "HostConfig", hc,
-                  "Labels", "airlock.run", rid);
+                  "--run-id", rid, "--deadline", proxy_deadline, "User", "65534:65534",
+                  "HostConfig", hc, "Labels", "airlock.run", rid);
     snprintf(name, sizeof name, "airlock-%s-proxy", rid);
     if (create_container(d, name, spec, &proxy_id, err) < 0 || start(d, proxy_id, err) < 0) {
       al_error_wrap(err, "proxy container");
@@ -706,7 +765,6 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     json_object_set_new(hc, "SecurityOpt", json_pack("[s]", "no-new-privileges:true"));
     json_object_set_new(hc, "Memory", json_integer(32 << 20));
     json_object_set_new(hc, "PidsLimit", json_integer(8));
-    json_object_set_new(hc, "AutoRemove", json_true());
     json_object_set_new(hc, "LogConfig", small_logs());
     json_t *spec = net ? json_pack("{s:s,s:[s,s,s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
                                    o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd",
@@ -813,30 +871,57 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     *status = 128 + stopped();
     goto out;
   }
+  uint64_t t_start = al_now_ms();
   int sr = attach_start_stream(d, agent_id, stdin_data, o->stdout_fd > 0 ? o->stdout_fd : 1,
-                               o->stderr_fd > 0 ? o->stderr_fd : 2, tmo, err);
-  if (sr < 0) {
-    if (err->code == ETIMEDOUT) {
-      *status = AL_EXIT_TIMEOUT;
-      al_error_clear(err);
-      rc = 0;
-    } else if (err->code == EINTR) {
-      *status = 128 + stopped();
-    }
+                               o->stderr_fd > 0 ? o->stderr_fd : 2, tmo, o->after_start,
+                               o->after_start_ctx, err);
+  if (sr == 1) {
+    *status = AL_EXIT_TIMEOUT;
+    rc = 0;
     goto out;
   }
-  /* The stream has ended: the container has stopped; its status. */
-  char path[300];
-  snprintf(path, sizeof path, "/containers/%s/wait?condition=not-running", agent_id);
-  json_t *w = NULL;
-  if (call(d, "POST", path, NULL, 30000, &w, err) < 0)
+  if (sr < 0) {
+    if (err->code == EINTR)
+      *status = 128 + stopped();
     goto out;
-  *status = (int)json_integer_value(json_object_get(w, "StatusCode"));
-  json_decref(w);
-  rc = 0;
+  }
+  /* The streams have ended: normally the container has stopped; an agent
+   * that closed them and runs on is still held to its limit. */
+  {
+    char path[300];
+    snprintf(path, sizeof path, "/containers/%s/wait?condition=not-running", agent_id);
+    uint64_t used = al_now_ms() - t_start;
+    long left = (long)(used < tmo ? tmo - used : 0) + 5000;
+    json_t *w = NULL;
+    if (call(d, "POST", path, NULL, left, &w, err) < 0) {
+      if (err->code == ETIMEDOUT) {
+        al_error_clear(err);
+        *status = AL_EXIT_TIMEOUT;
+        rc = 0;
+      }
+      goto out;
+    }
+    *status = (int)json_integer_value(json_object_get(w, "StatusCode"));
+    json_decref(w);
+    rc = 0;
+  }
 out:
-  if (proxy_id && o->audit_fd >= 0)
-    copy_decisions(d, proxy_id, o->audit_fd);
+  if (agent_id && rc == 0 && *status == AL_EXIT_TIMEOUT) {
+    /* stop the agent before its decisions are read: nothing it does
+     * afterwards goes unrecorded */
+    char path[300];
+    snprintf(path, sizeof path, "/containers/%s/kill", agent_id);
+    al_error ke = {0};
+    (void)call(d, "POST", path, NULL, 30000, NULL, &ke);
+  }
+  if (agent_id && stopped()) {
+    char path[300];
+    snprintf(path, sizeof path, "/containers/%s/kill", agent_id);
+    al_error ke = {0};
+    (void)call(d, "POST", path, NULL, 30000, NULL, &ke);
+  }
+  if (proxy_id && o->audit_fd > 0)
+    copy_decisions(d, proxy_id, o->audit_fd, o->decisions_truncated);
   free(hold_id);
   free(mount);
   if (stdin_data) {
@@ -863,6 +948,7 @@ int al_docker_run(const al_docker_opts *o, int *status, al_error *err)
     d.sock = dh + 7;
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(d.curl = curl_easy_init()))
     return al_make_error(err, ENOMEM, "curl init");
+  stop_signal = 0;
   /* SIGINT, SIGTERM, SIGHUP, SIGQUIT end the run (everything removed);
    * SIGPIPE is ignored: a closed reader of the agent's output must not kill
    * us and leave the run behind. */
@@ -875,7 +961,6 @@ int al_docker_run(const al_docker_opts *o, int *status, al_error *err)
   sigaction(SIGHUP, &sa, &old_hup);
   sigaction(SIGQUIT, &sa, &old_quit);
   sigaction(SIGPIPE, &ign, &old_pipe);
-  stop_signal = 0;
   int rc = run_containers(&d, o, rid, status, err);
   cleanup(&d);
   if (stopped()) {

@@ -86,7 +86,8 @@ struct ticket {
   size_t nphases;
   uint64_t t0;
   bool interrupted;
-  bool unprotected; /* the audit did not prove the budget and the user accepted that */
+  bool unprotected;         /* the audit did not prove the budget and the user accepted that */
+  bool decisions_truncated; /* docker backend: the proxy's decisions were cut or lost */
   /* secrets: only between lease and sandbox start */
   char **env;
   size_t nenv;
@@ -1083,6 +1084,9 @@ static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_e
   d.stderr_fd = ro->stderr_fd;
   d.audit_fd = ro->audit_fd;
   d.run_id = t->run_id;
+  d.after_start = wipe_env; /* as for the native sandbox: tokens gone once started */
+  d.after_start_ctx = t;
+  d.decisions_truncated = &t->decisions_truncated;
   char *files[2] = {NULL, NULL};
   if (t->policy->forge.ca_file) {
     size_t n = 0;
@@ -1224,6 +1228,10 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
         denied++;
     }
     json_object_set_new(t.rec, "proxy_decisions", decisions);
+    if (t.decisions_truncated) {
+      json_object_set_new(t.rec, "proxy_decisions_truncated", json_true());
+      al_warn("the proxy's decisions in the record are incomplete (cut at their cap, or lost)");
+    }
     res->agent_stdout = read_memfd(out_fd, &n);
     agent_result(&t, res->agent_stdout, res);
     json_object_set_new(json_object_get(t.rec, "agent"), "exit_status", json_integer(status));

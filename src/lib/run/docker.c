@@ -17,6 +17,7 @@
 #include "common/util.h"
 #include "render/render.h"
 #include "run/docker.h"
+#include "run/dockerwire.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/syscalls.h"
 
@@ -291,46 +292,6 @@ static void cleanup(struct dk *d)
   d->n_ctr = d->n_net = d->n_vol = 0;
 }
 
-/* Docker's multiplexed stream (attach and logs without a TTY): frames of an
- * 8-byte header (stream type: 1 stdout, 2 stderr; 3 zero bytes; BE32
- * length) and the payload. A demuxer keeps its state across chunks. The
- * bytes are the container's, hence hostile: a frame of another stream type
- * is dropped, never trusted further. */
-struct demux {
-  int fd_out, fd_err; /* -1: drop that stream */
-  unsigned char hd[8];
-  size_t hd_n; /* header bytes gathered */
-  size_t left; /* payload bytes left in the current frame */
-  int stream;  /* of the current frame */
-};
-
-static void demux_feed(struct demux *m, const char *p, size_t n)
-{
-  while (n > 0) {
-    if (m->left == 0) {
-      size_t k = 8 - m->hd_n < n ? 8 - m->hd_n : n;
-      memcpy(m->hd + m->hd_n, p, k);
-      m->hd_n += k;
-      p += k;
-      n -= k;
-      if (m->hd_n < 8)
-        return;
-      m->hd_n = 0;
-      m->stream = m->hd[0];
-      m->left =
-          ((size_t)m->hd[4] << 24) | ((size_t)m->hd[5] << 16) | ((size_t)m->hd[6] << 8) | m->hd[7];
-      continue;
-    }
-    size_t k = m->left < n ? m->left : n;
-    int *fd = m->stream == 1 ? &m->fd_out : m->stream == 2 ? &m->fd_err : NULL;
-    if (fd && *fd >= 0 && al_write_all(*fd, p, k) < 0)
-      *fd = -1; /* a closed reader must not stop the run: drop the rest */
-    p += k;
-    n -= k;
-    m->left -= k;
-  }
-}
-
 /* The proxy's decisions file (JSON lines, in the size-capped tmpfs
  * hand-off volume, so a flood keeps the first DECISIONS_CAP bytes and
  * never fills the host's disk) into fd: GET /containers/{id}/archive, one
@@ -357,33 +318,9 @@ static void copy_decisions(struct dk *d, const char *id, int fd, bool *truncated
     free(r.p);
     return;
   }
-  /* pax extended headers (x, g) come first when the engine adds them: skip */
   size_t off = 0;
   uint64_t size = 0;
-  bool ok = false;
-  for (int member = 0; member < 4 && off + 512 <= r.n; member++) {
-    const unsigned char *h = (const unsigned char *)r.p + off;
-    size = 0;
-    size_t k = 124;
-    while (k < 136 && (h[k] == ' ' || h[k] == '0'))
-      k++;
-    ok = true;
-    for (; ok && k < 136 && h[k] && h[k] != ' '; k++) {
-      ok = h[k] >= '0' && h[k] <= '7' && size < (UINT64_C(1) << 40);
-      size = size * 8 + (uint64_t)(h[k] - '0');
-    }
-    if (!ok || size > r.n - off - 512) {
-      ok = false;
-      break;
-    }
-    if (h[156] == 'x' || h[156] == 'g') {
-      off += 512 + (size_t)((size + 511) / 512 * 512);
-      ok = false;
-      continue;
-    }
-    ok = h[156] == '0' || h[156] == '\0';
-    break;
-  }
+  bool ok = al_ustar_first_file(r.p, r.n, &off, &size) == 0;
   if (!ok) {
     al_warn("docker: the proxy's decisions archive is malformed; none recorded");
     free(r.p);
@@ -395,7 +332,7 @@ static void copy_decisions(struct dk *d, const char *id, int fd, bool *truncated
             (unsigned long long)size);
   if (truncated && size >= DECISIONS_CAP - 4096)
     *truncated = true;
-  if (al_write_all(fd, r.p + off + 512, size) < 0)
+  if (al_write_all(fd, r.p + off, size) < 0)
     al_warn("docker: writing the proxy's decisions: %s", strerror(errno));
   free(r.p);
 }
@@ -487,10 +424,10 @@ static int attach_start_stream(struct dk *d, const char *id, char *stdin_data, i
   if (al_write_all(fd, head, (size_t)hl) < 0)
     return al_make_error(err, errno, "docker attach: write");
   /* the engine's response head */
-  size_t n = 0;
-  char *end = NULL;
+  size_t n = 0, body = 0;
+  int hr = 1;
   uint64_t deadline = al_now_ms() + 30000;
-  while (!end) {
+  while (hr == 1) {
     struct pollfd pf = {.fd = fd, .events = POLLIN};
     int left = (int)(deadline > al_now_ms() ? deadline - al_now_ms() : 0);
     if (n == sizeof head - 1 || poll(&pf, 1, left) <= 0)
@@ -500,18 +437,17 @@ static int attach_start_stream(struct dk *d, const char *id, char *stdin_data, i
       return al_make_error(err, EPROTO, "docker attach %.12s: the engine closed the connection",
                            id);
     n += (size_t)k;
-    head[n] = '\0';
-    end = strstr(head, "\r\n\r\n");
+    hr = al_docker_attach_head(head, n, &body);
   }
-  if (strncmp(head, "HTTP/1.1 101 ", 13) != 0 && strncmp(head, "HTTP/1.1 200 ", 13) != 0) {
-    char *eol = strstr(head, "\r\n");
-    return al_make_error(err, EIO, "docker attach %.12s: %.*s", id,
-                         (int)(eol ? eol - head : 0) > 120 ? 120 : (int)(eol ? eol - head : 0),
+  if (hr < 0) {
+    for (size_t i = 0; i < body && i < 120; i++)
+      if (head[i] < 0x20 || head[i] >= 0x7f)
+        head[i] = '?';
+    return al_make_error(err, EIO, "docker attach %.12s: %.*s", id, (int)(body < 120 ? body : 120),
                          head);
   }
-  struct demux m = {.fd_out = fd_out, .fd_err = fd_err};
-  size_t body = (size_t)(end + 4 - head);
-  demux_feed(&m, head + body, n - body);
+  al_docker_demux m = {.fd_out = fd_out, .fd_err = fd_err};
+  al_docker_demux_feed(&m, head + body, n - body);
   if (start(d, id, err) < 0)
     return al_error_wrap(err, "agent container");
   if (stdin_data) {
@@ -559,7 +495,7 @@ static int attach_start_stream(struct dk *d, const char *id, char *stdin_data, i
         continue;
       return errno == ECONNRESET ? 0 : al_make_error(err, errno, "docker attach: read");
     }
-    demux_feed(&m, buf, (size_t)k);
+    al_docker_demux_feed(&m, buf, (size_t)k);
   }
 }
 

@@ -22,8 +22,8 @@ static size_t reference(const uint8_t *p, size_t n, int which, uint8_t *out)
   size_t o = 0, i = 0;
   while (i + 8 <= n) {
     int st = p[i];
-    size_t len = ((size_t)p[i + 4] << 24) | ((size_t)p[i + 5] << 16) | ((size_t)p[i + 6] << 8) |
-                 p[i + 7];
+    size_t len =
+        ((size_t)p[i + 4] << 24) | ((size_t)p[i + 5] << 16) | ((size_t)p[i + 6] << 8) | p[i + 7];
     i += 8;
     size_t k = len < n - i ? len : n - i;
     if (st == which) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "paths.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "probe/probe.h"
@@ -50,23 +51,8 @@ static void usage(FILE *out)
  * does not (see main.c); re-exec as airlock-net with the same arguments. */
 static int exec_net_binary(int argc, char **argv)
 {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 16);
-  if (n <= 0) {
-    fprintf(stderr, "airlock probe: cannot find my own binary: %s\n", strerror(errno));
-    return 125;
-  }
-  self[n] = '\0';
-  char *slash = strrchr(self, '/');
-  snprintf(slash + 1, sizeof self - (size_t)(slash + 1 - self), "airlock-net");
-  char **nargv = al_xcalloc((size_t)argc + 2, sizeof(char *));
-  nargv[0] = self;
-  for (int i = 0; i < argc; i++)
-    nargv[i + 1] = argv[i];
-  execv(self, nargv);
-  fprintf(stderr, "airlock probe: --backend docker needs `%s`: %s\n", self, strerror(errno));
-  free(nargv);
-  return 125;
+  int r = al_cli_exec_net(argc, argv, "probe --backend docker");
+  return r == 127 ? 125 : r;
 }
 #endif
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "paths.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "policy/policy.h"
@@ -73,24 +74,13 @@ static int run_docker(int argc, char **argv, const char *policy_path, char **env
                       size_t nowned)
 {
 #ifndef AIRLOCK_NET_BINARY
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 16);
   wipe_owned(owned, nowned);
-  if (n <= 0) {
-    fprintf(stderr, "airlock run: cannot find my own binary: %s\n", strerror(errno));
-    return 125;
-  }
-  self[n] = '\0';
-  char *slash = strrchr(self, '/');
-  snprintf(slash + 1, sizeof self - (size_t)(slash + 1 - self), "airlock-net");
-  char **nargv = al_xcalloc((size_t)argc + 2, sizeof(char *));
-  nargv[0] = self;
-  for (int i = 0; i < argc; i++)
-    nargv[i + 1] = argv[i];
-  execv(self, nargv);
-  fprintf(stderr, "airlock run: --backend docker needs `%s`: %s\n", self, strerror(errno));
-  free(nargv);
-  return 125;
+  (void)policy_path;
+  (void)env;
+  (void)timeout_ms;
+  (void)df;
+  int r = al_cli_exec_net(argc, argv, "run --backend docker");
+  return r == 127 ? 125 : r;
 #else
   al_error err = {0};
   al_policy *policy = NULL;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "paths.h"
 #include "common/log.h"
 
 struct command {
@@ -61,23 +62,6 @@ int __lsan_is_turned_off(void)
 }
 #endif
 
-static int exec_net(char **argv)
-{
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 16);
-  if (n <= 0) {
-    fprintf(stderr, "airlock: cannot find my own binary: %s\n", strerror(errno));
-    return 125;
-  }
-  self[n] = '\0';
-  char *slash = strrchr(self, '/');
-  snprintf(slash + 1, sizeof self - (size_t)(slash + 1 - self), "airlock-net");
-  argv[0] = self;
-  execv(self, argv);
-  fprintf(stderr, "airlock: %s needs `%s`: %s\n", argv[1], self, strerror(errno));
-  return 127;
-}
-
 int main(int argc, char **argv)
 {
   al_log_init("airlock", AL_LOG_INFO);
@@ -96,7 +80,8 @@ int main(int argc, char **argv)
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(argv[1], commands[i].name) == 0)
-      return commands[i].fn ? commands[i].fn(argc - 1, argv + 1) : exec_net(argv);
+      return commands[i].fn ? commands[i].fn(argc - 1, argv + 1)
+                            : al_cli_exec_net(argc - 1, argv + 1, argv[1]);
   fprintf(stderr, "airlock: unknown command `%s`\n", argv[1]);
   usage(stderr);
   return 2;

@@ -75,3 +75,28 @@ int al_cli_find_libexec(const char *name, char *out, size_t outlen)
   errno = ENOENT;
   return -1;
 }
+
+int al_cli_exec_net(int argc, char **argv, const char *why)
+{
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 16);
+  if (n <= 0) {
+    fprintf(stderr, "airlock: cannot find my own binary: %s\n", strerror(errno));
+    return 125;
+  }
+  self[n] = '\0';
+  char *slash = strrchr(self, '/');
+  snprintf(slash + 1, sizeof self - (size_t)(slash + 1 - self), "airlock-net");
+  char **nargv = calloc((size_t)argc + 2, sizeof(char *));
+  if (!nargv) {
+    fprintf(stderr, "airlock: out of memory\n");
+    return 125;
+  }
+  nargv[0] = self;
+  for (int i = 0; i < argc; i++)
+    nargv[i + 1] = argv[i];
+  execv(self, nargv);
+  fprintf(stderr, "airlock: %s needs `%s`: %s\n", why, self, strerror(errno));
+  free(nargv);
+  return 127;
+}

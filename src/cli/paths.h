@@ -17,4 +17,11 @@ int al_cli_find_libexec(const char *name, char *out, size_t outlen);
 /* The directory of the running airlock binary. */
 int al_cli_self_dir(char *out, size_t outlen);
 
+/* Re-exec as the sibling airlock-net binary (the verbs and backends that
+ * link libcurl; see main.c) with the verb's arguments: argv[0] is the verb
+ * ("run", "probe", ...), argc counts them. Returns only on failure, with
+ * the message printed naming `why` (what needed it): 125 when our own
+ * binary cannot be found, 127 when airlock-net cannot be executed. */
+int al_cli_exec_net(int argc, char **argv, const char *why);
+
 #endif

@@ -92,8 +92,9 @@ A=$WORK/agent
 base_files "$A" 1000 agent
 for b in sh dash bash cat ls env echo id true false mkdir rm cp mv sed grep awk mawk head tail \
   wc sort tr cut sleep test stat readlink touch chmod git curl getent timeout find xargs diff \
-  setarch nc make patch python3; do
-  p=$(PATH=/usr/bin:/bin command -v "$b" 2>/dev/null || true)
+  setarch nc make patch python3 printf kill pwd uname basename dirname date tee ln \
+  whoami; do
+  p=$(PATH=/usr/bin:/bin type -P "$b" 2>/dev/null || true)
   [ -n "$p" ] && copy_with_libs "$A" "$(readlink -f "$p")" && copy_path "$A" "$p"
 done
 [ -d /usr/lib/git-core ] && for f in /usr/lib/git-core/*; do copy_with_libs "$A" "$f"; done
@@ -104,7 +105,7 @@ for l in /usr/lib/x86_64-linux-gnu/libnss_files.so.2 /usr/lib/x86_64-linux-gnu/l
   /usr/lib/x86_64-linux-gnu/libresolv.so.2; do copy_path "$A" "$l"; done
 # python3's standard library (the bundled agents are Python), without its
 # test suite; its extension modules with their libraries
-PY=$(readlink -f "$(PATH=/usr/bin:/bin command -v python3 2>/dev/null || true)" 2>/dev/null || true)
+PY=$(readlink -f "$(PATH=/usr/bin:/bin type -P python3 2>/dev/null || true)" 2>/dev/null || true)
 if [ -n "$PY" ]; then
   PYLIB=/usr/lib/$(basename "$PY")
   if [ -d "$PYLIB" ]; then
@@ -136,7 +137,7 @@ if [ -x "$FORGE_BIN" ]; then
   copy_with_libs "$F" "$(readlink -f "$FORGE_BIN")"
   cp "$FORGE_BIN" "$F/usr/bin/airlock-forge"
   for b in sh git; do
-    p=$(PATH=/usr/bin:/bin command -v "$b")
+    p=$(PATH=/usr/bin:/bin type -P "$b")
     copy_with_libs "$F" "$(readlink -f "$p")" && copy_path "$F" "$p"
   done
   [ -d /usr/lib/git-core ] && for f in /usr/lib/git-core/*; do copy_with_libs "$F" "$f"; done

@@ -22,6 +22,7 @@ static void usage(FILE *out)
   fprintf(out,
           "usage: airlock render compose    [-p POLICY] [-o FILE] [--seccomp-out FILE]\n"
           "                                 [--proxy-image I] [--agent-image I]\n"
+          "                                 [--egress-internal]\n"
           "       airlock render kubernetes [-p POLICY] [-o FILE] [--seccomp-out FILE]\n"
           "                                 [--seccomp-profile REL|runtime-default]\n"
           "                                 [--namespace NS] [--proxy-image I] [--agent-image I]\n"
@@ -33,7 +34,9 @@ static void usage(FILE *out)
           "(or in the current directory), and the Compose file refers to it by\n"
           "absolute path. For kubernetes the pod uses the Localhost profile REL\n"
           "(default airlock/seccomp.json, relative to the kubelet's seccomp root;\n"
-          "install the --seccomp-out file there on every node) or RuntimeDefault.\n");
+          "install the --seccomp-out file there on every node) or RuntimeDefault.\n"
+          "--egress-internal (compose, for tests) makes the egress network internal\n"
+          "too, so nothing the design starts can leave the machine.\n");
 }
 
 /* An absolute version of a path whose directory exists. */
@@ -70,6 +73,7 @@ int cmd_render(int argc, char **argv)
                                        {"proxy-image", required_argument, NULL, 'P'},
                                        {"agent-image", required_argument, NULL, 'A'},
                                        {"namespace", required_argument, NULL, 'n'},
+                                       {"egress-internal", no_argument, NULL, 'I'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -111,6 +115,9 @@ int cmd_render(int argc, char **argv)
       break;
     case 'n':
       ro.k8s_namespace = optarg;
+      break;
+    case 'I':
+      ro.egress_internal = true;
       break;
     case 'h':
       usage(stdout);

@@ -42,15 +42,9 @@ elif command -v docker-compose >/dev/null 2>&1; then COMPOSE=(docker-compose); f
 if [ ${#COMPOSE[@]} -eq 0 ]; then
   skip "no docker compose / docker-compose: the rendered design is not run"
 else
-  "$AIRLOCK" render compose -p pol.yaml -o compose.yaml --proxy-image "$PROXY_IMAGE" \
-    --agent-image "$AGENT_IMAGE" 2>/dev/null
   # tests: the egress network is internal too (nothing leaves the machine)
-  python3 - compose.yaml <<'PY'
-import sys, yaml
-d = yaml.safe_load(open(sys.argv[1]))
-d["networks"]["airlock-egress"]["internal"] = True
-yaml.safe_dump(d, open(sys.argv[1], "w"))
-PY
+  "$AIRLOCK" render compose -p pol.yaml -o compose.yaml --proxy-image "$PROXY_IMAGE" \
+    --agent-image "$AGENT_IMAGE" --egress-internal 2>/dev/null
   DC=("${COMPOSE[@]}" -p "$PROJ" -f compose.yaml)
   on_exit "${DC[*]} down -v --remove-orphans"
   out=$("${DC[@]}" run --rm agent sh -c '

@@ -71,6 +71,22 @@ is "docker backend: no container left" "$("$DOCKER" ps -aq --filter label=airloc
 is "docker backend: no network left" "$("$DOCKER" network ls -q --filter label=airlock.run | sort)" "$before_n"
 is "docker backend: no volume left" "$("$DOCKER" volume ls -q | sort)" "$before_v"
 
+# The image has the everyday commands a user tries first.
+"${DRUN[@]}" -- true >/dev/null 2>&1
+is "docker backend: \`-- true\` runs (exit 0)" "$?" 0
+"${DRUN[@]}" -- false >/dev/null 2>&1
+is "docker backend: \`-- false\` gives 1" "$?" 1
+# Errors a new user meets say what to do.
+out=$("${DRUN[@]/$AGENT_IMAGE/airlock-agent:no-such-tag$$}" -- true 2>&1)
+like "a missing image: the error says how to build it" "$out" "No such image.*scripts/docker-images.sh"
+out=$(DOCKER_HOST=tcp://127.0.0.1:1 "${DRUN[@]}" -- true 2>&1)
+like "DOCKER_HOST not unix://: refused with a reason" "$out" "DOCKER_HOST .*unix socket only"
+printf 'version: 1\nnetwork:\n  allow: [{host: forge.test, port: 8443}]\nrelay:\n  upstream: https://model.test\n  key_file: /etc/airlock/model.key\n' >relay-pol.yaml
+chmod 644 relay-pol.yaml
+out=$("$AIRLOCK" run --backend docker --docker-egress-internal --proxy-image "$PROXY_IMAGE" \
+  --agent-image "$AGENT_IMAGE" -p relay-pol.yaml -- true 2>&1)
+like "a policy with a relay: refused by the docker backend" "$out" "does not run the model relay"
+
 # SIGINT in the middle of the run: everything is removed all the same.
 "${DRUN[@]}" -- sleep 60 >/dev/null 2>&1 &
 pid=$!

@@ -249,7 +249,11 @@ int al_render_compose(const al_policy *p, const al_render_opts *o, char **out, a
   fputs("# The seed's design: the agent sits on an internal-only bridge with no route\n"
         "# out; its one way out is the allowlist proxy, which alone also sits on the\n"
         "# egress network. Tokens are listed by name only: export them in the shell\n"
-        "# that runs `docker compose run agent ...`, never write them here.\n",
+        "# that runs `docker compose run agent ...`, never write them here. Docker\n"
+        "# keeps a container's environment in its config.v2.json on the engine's\n"
+        "# disk while the container exists: use short-lived tokens and remove the\n"
+        "# container after the run (`airlock run|ticket --backend docker` passes\n"
+        "# them on stdin instead; docs/docker.md).\n",
         f);
   fputs("services:\n", f);
   if (net)
@@ -265,6 +269,8 @@ int al_render_compose(const al_policy *p, const al_render_opts *o, char **out, a
           "  airlock-egress:\n"
           "    driver: bridge\n",
           f);
+    if (o->egress_internal)
+      fputs("    internal: true   # --egress-internal: a test, nothing leaves the machine\n", f);
     if (p->relay.present)
       fputs("  airlock-relay:\n"
             "    driver: bridge\n"

@@ -34,6 +34,7 @@ typedef struct al_render_opts {
   const char *agent_image;   /* NULL: policy filesystem.image, else AL_RENDER_AGENT_IMAGE */
   const char *k8s_namespace; /* NULL: "airlock" */
   const char *token_secret;  /* Kubernetes Secret holding the tokens; NULL: "airlock-run-tokens" */
+  bool egress_internal;      /* Compose, tests: airlock-egress internal too (nothing leaves) */
 } al_render_opts;
 
 /* A Compose file (Compose Specification, https://docs.docker.com/reference/compose-file/)

@@ -163,7 +163,11 @@ static int call(struct dk *d, const char *method, const char *path, char *body, 
       msg[k] = ch;
     }
     msg[k] = '\0';
-    al_make_error(err, e, "docker %s %s: HTTP %ld: %s", method, path, code, msg);
+    al_error_set(err, e, "docker %s %s: HTTP %ld: %s%s", method, path, code, msg,
+                 strstr(msg, "No such image")
+                     ? " (build it with scripts/docker-images.sh, or pass --proxy-image / "
+                       "--agent-image)"
+                     : "");
     json_decref(j);
     free(r.p);
     return -1;
@@ -880,8 +884,30 @@ int al_docker_run(const al_docker_opts *o, int *status, al_error *err)
     return -1;
   struct dk d = {.sock = o->socket_path ? o->socket_path : "/var/run/docker.sock"};
   const char *dh = getenv("DOCKER_HOST");
-  if (!o->socket_path && dh && strncmp(dh, "unix://", 7) == 0)
+  if (!o->socket_path && dh && *dh) {
+    if (strncmp(dh, "unix://", 7) != 0 || !dh[7])
+      return al_error_set(err, EINVAL,
+                          "DOCKER_HOST `%.80s`: the docker backend talks to a local engine over "
+                          "its unix socket only (unix:///PATH); unset it for "
+                          "/var/run/docker.sock",
+                          dh);
     d.sock = dh + 7;
+  }
+  if (o->policy->relay.present)
+    return al_error_set(err, ENOTSUP,
+                        "%s: the docker backend does not run the model relay (policy `relay`); "
+                        "use the native backend",
+                        o->policy->source ? o->policy->source : "the policy");
+  /* A pin is resolved by the proxy, which runs in its own container: a
+   * loopback pin is the proxy container's own loopback, never the host's. */
+  for (size_t i = 0; i < o->policy->network.n_pin; i++) {
+    const char *a = o->policy->network.pin[i].address;
+    if (strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0)
+      al_warn("docker backend: pin %s -> %s is the proxy container's own loopback, not the "
+              "host's; put the service in a container on the egress network and pin its "
+              "address (docs/docker.md, \"A ticket on the docker backend\")",
+              o->policy->network.pin[i].host, a);
+  }
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(d.curl = curl_easy_init()))
     return al_make_error(err, ENOMEM, "curl init");
   stop_signal = 0;

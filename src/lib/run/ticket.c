@@ -772,6 +772,16 @@ static int do_audit(struct ticket *t, al_error *err)
     json_decref(report);
     return 0;
   }
+  if (r < 0 && (ae.code == ENOENT || ae.code == ECONNREFUSED) &&
+      strstr(ae.msg, "connecting to the broker")) {
+    /* no broker: --accept-unprotected would fail at the lease all the same */
+    phase_end(t, s, "failed", "%s", ae.msg);
+    json_decref(report);
+    return al_error_set(err, ae.code,
+                        "no broker answers at `%s` (policy credentials.broker): start it with "
+                        "`airlock broker -c CONFIG --socket %s` (contrib/README.broker.md)",
+                        t->policy->credentials.broker, t->policy->credentials.broker);
+  }
   if (!t->o->accept_unprotected) {
     if (r < 0) {
       phase_end(t, s, "failed", "cannot prove the escape budget: %s", ae.msg);

@@ -194,9 +194,10 @@ int cmd_run(int argc, char **argv)
     }
     case 't': {
       const char *why = NULL;
-      if (al_parse_duration_ms(optarg, &timeout_ms, &why) < 0 || timeout_ms == 0) {
+      if (al_parse_duration_ms(optarg, &timeout_ms, &why) < 0 || timeout_ms == 0 ||
+          timeout_ms > 7 * 86400000ull) {
         fprintf(stderr, "airlock run: --timeout `%s`: %s\n", optarg,
-                timeout_ms == 0 && why == NULL ? "must be more than 0" : why);
+                why ? why : "must be more than 0 and at most 7d (as the policy's wall limit)");
         return 2;
       }
       break;

@@ -90,9 +90,10 @@ int cmd_ticket(int argc, char **argv)
       break;
     case 't': {
       const char *why = NULL;
-      if (al_parse_duration_ms(optarg, &o.timeout_ms, &why) < 0 || o.timeout_ms == 0) {
+      if (al_parse_duration_ms(optarg, &o.timeout_ms, &why) < 0 || o.timeout_ms == 0 ||
+          o.timeout_ms > 7 * 86400000ull) {
         fprintf(stderr, "airlock ticket: --timeout `%s`: %s\n", optarg,
-                o.timeout_ms == 0 && why == NULL ? "must be more than 0" : why);
+                why ? why : "must be more than 0 and at most 7d (as the policy's wall limit)");
         return 2;
       }
       break;

@@ -87,6 +87,42 @@ out=$("$AIRLOCK" run --backend docker --docker-egress-internal --proxy-image "$P
   --agent-image "$AGENT_IMAGE" -p relay-pol.yaml -- true 2>&1)
 like "a policy with a relay: refused by the docker backend" "$out" "does not run the model relay"
 
+# The second red team: an image with its own ENTRYPOINT (which would run
+# before the prologue and could read the secrets on stdin) and a VOLUME (an
+# anonymous volume on the host's disk, outside the policy's sizes).
+ctr=$("$DOCKER" create --pull never "$AGENT_IMAGE" true)
+"$DOCKER" commit --change 'VOLUME ["/data"]' \
+  --change 'ENTRYPOINT ["/bin/sh","-c","echo ENTRYPOINT-RAN; head -c 40; exec \"$@\"","ep"]' \
+  "$ctr" "airlock-agent:voltest$$" >/dev/null
+"$DOCKER" rm -f "$ctr" >/dev/null
+on_exit "$DOCKER rmi -f airlock-agent:voltest$$"
+# control: run plainly, the image's entrypoint does run and /data is a volume
+ctl=$(echo SECRET=x | "$DOCKER" run --rm -i --pull never --network none "airlock-agent:voltest$$" \
+  sh -c 'grep -q " /data " /proc/self/mountinfo && echo DATA-IS-A-VOLUME' 2>&1)
+like "control: the test image's ENTRYPOINT runs under a plain docker run" "$ctl" "ENTRYPOINT-RAN"
+like "control: the test image's /data is a volume under a plain docker run" "$ctl" "DATA-IS-A-VOLUME"
+vols_before=$("$DOCKER" volume ls -q | sort)
+out=$(SECRET=hunter2 "$AIRLOCK" run --backend docker --docker-egress-internal \
+  --proxy-image "$PROXY_IMAGE" --agent-image "airlock-agent:voltest$$" -p pol.yaml --env SECRET -- \
+  sh -c 'echo "SECRET=[$SECRET]"; touch /data/x 2>/dev/null && echo DATA-WRITABLE; true' 2>&1)
+like "image ENTRYPOINT: the agent still gets its secret" "$out" "SECRET=\[hunter2\]"
+check_not "image ENTRYPOINT: it never runs (nothing before the prologue)" grep -q ENTRYPOINT-RAN <<<"$out"
+check_not "image VOLUME: not writable (a read-only tmpfs in its place)" grep -q DATA-WRITABLE <<<"$out"
+is "image VOLUME: no volume made or left" "$("$DOCKER" volume ls -q | sort)" "$vols_before"
+# Arguments that are not UTF-8 cannot travel in the Engine API's JSON:
+# refused, never dropped (which would shift the others).
+out=$("${DRUN[@]}" -- sh -c 'echo "n=$#"' x A $'\xff' C 2>&1)
+st=$?
+is "a non-UTF-8 argument: refused (125)" "$st" 125
+like "a non-UTF-8 argument: the error names it" "$out" "argument 5 .*not valid UTF-8"
+printf 'version: 1\nnetwork:\n  allow: [{host: forge.test, port: 8443}]\n  pin: [{host: forge.test, address: 127.0.0.1}]\n  resolver: 127.0.0.1:53\n' >lo-pin.yaml
+chmod 644 lo-pin.yaml
+out=$("$AIRLOCK" run --backend docker --docker-egress-internal --proxy-image "$PROXY_IMAGE" \
+  --agent-image "$AGENT_IMAGE" -p lo-pin.yaml -- true 2>&1)
+like "a loopback pin: warned (it is the proxy container's loopback)" "$out" "proxy container's own loopback"
+out=$("${DRUN[@]}" --timeout 8d -- true 2>&1)
+like "--timeout beyond 7 days: a usage error naming the rule" "$out" "at most 7d"
+
 # SIGINT in the middle of the run: everything is removed all the same.
 "${DRUN[@]}" -- sleep 60 >/dev/null 2>&1 &
 pid=$!

@@ -583,8 +583,15 @@ static int wrapper(bool secrets, char *const *files, json_t *cmd, json_t *env, a
       break;
     }
     char *v = al_strdup_printf("AIRLOCK_FILE_%zu=%s", i, eq + 1);
-    json_array_append_new(env, json_string(v));
+    json_t *js = json_string(v);
+    explicit_bzero(v, strlen(v));
     free(v);
+    if (!js) {
+      rc = al_make_error(err, EINVAL, "docker backend: file `%.*s`: not valid UTF-8", (int)nl,
+                         files[i]);
+      break;
+    }
+    json_array_append_new(env, js);
     char *s2 = al_strdup_printf("%s printf '%%s' \"$AIRLOCK_FILE_%zu\" >/tmp/airlock/%.*s;"
                                 " chmod 0444 /tmp/airlock/%.*s;",
                                 script, i, (int)nl, files[i], (int)nl, files[i]);
@@ -598,7 +605,11 @@ static int wrapper(bool secrets, char *const *files, json_t *cmd, json_t *env, a
     char *full = al_strdup_printf("%s %s; exec \"$@\"", script, unset);
     json_array_append_new(cmd, json_string("/bin/sh"));
     json_array_append_new(cmd, json_string("-c"));
-    json_array_append_new(cmd, json_string(full));
+    json_t *js = json_string(full);
+    if (!js)
+      rc = al_make_error(err, EINVAL, "docker backend: a file name is not valid UTF-8");
+    else
+      json_array_append_new(cmd, js);
     json_array_append_new(cmd, json_string("airlock-wrapper"));
     free(full);
   }
@@ -614,6 +625,41 @@ static json_t *small_logs(void)
 {
   return json_pack("{s:s,s:{s:s,s:s}}", "Type", "json-file", "Config", "max-size", "1m", "max-file",
                    "1");
+}
+
+/* The image's Config.Volumes (GET /images/{name}/json): each path gets
+ * "ro,size=4k" in tmpfs (a map of path -> options), unless the run already
+ * mounts something there. A missing image is left to the create request,
+ * which says so. */
+static int image_volumes(struct dk *d, const char *image, json_t *tmpfs, al_error *err)
+{
+  char *esc = curl_easy_escape(d->curl, image, 0);
+  if (!esc)
+    return al_make_error(err, ENOMEM, "curl_easy_escape");
+  char path[600];
+  snprintf(path, sizeof path, "/images/%s/json", esc);
+  curl_free(esc);
+  json_t *info = NULL;
+  al_error e = {0};
+  if (call(d, "GET", path, NULL, 30000, &info, &e) < 0)
+    return e.code == ENOENT ? 0 : al_make_error(err, e.code, "%s", e.msg);
+  json_t *vols = json_object_get(json_object_get(info, "Config"), "Volumes");
+  const char *k;
+  json_t *v;
+  int rc = 0;
+  json_object_foreach(vols, k, v)
+  {
+    (void)v;
+    if (k[0] != '/' || strlen(k) > 512 || strstr(k, "..")) {
+      rc = al_error_set(err, EINVAL, "image %s: VOLUME `%.80s` is not a plain absolute path", image,
+                        k);
+      break;
+    }
+    if (!json_object_get(tmpfs, k))
+      json_object_set_new(tmpfs, k, json_string("ro,size=4k,mode=0555,nosuid,nodev,noexec"));
+  }
+  json_decref(info);
+  return rc;
 }
 
 static json_t *hardening(json_t *hc)
@@ -752,6 +798,18 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
    * native sandbox has no /sys; probe fs.mountinfo). */
   if (!o->control_unhardened)
     json_object_set_new(tmpfs, "/sys", json_string("ro,size=4k,mode=0555,nosuid,nodev,noexec"));
+  /* A VOLUME of the image would give the agent an anonymous volume on the
+   * host's disk, outside the policy's sizes and kept after a crash: an
+   * empty read-only tmpfs takes each one's place. */
+  if (image_volumes(d,
+                    o->agent_image
+                        ? o->agent_image
+                        : (p->filesystem.image ? p->filesystem.image : AL_RENDER_AGENT_IMAGE),
+                    tmpfs, err) < 0) {
+    json_decref(tmpfs);
+    json_decref(hc);
+    goto out;
+  }
   json_object_set_new(hc, "Tmpfs", tmpfs);
   free(tmp_o);
   free(ws_o);
@@ -790,19 +848,41 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
       goto out;
     }
   }
-  for (char *const *a = o->argv; *a; a++)
-    json_array_append_new(cmd, json_string(*a));
+  for (char *const *a = o->argv; *a; a++) {
+    json_t *js = json_string(*a);
+    if (!js) {
+      al_error_set(err, EINVAL,
+                   "argument %d of the command (0 is the program) is not valid UTF-8 (the Engine "
+                   "API takes JSON)",
+                   (int)(a - o->argv));
+      json_decref(cmd);
+      json_decref(env);
+      json_decref(hc);
+      goto out;
+    }
+    json_array_append_new(cmd, js);
+  }
+  if (json_array_size(cmd) == 0) {
+    al_error_set(err, EINVAL, "docker backend: no command to run");
+    json_decref(cmd);
+    json_decref(env);
+    json_decref(hc);
+    goto out;
+  }
   char user[32];
   snprintf(user, sizeof user, "%u:%u", o->control_unhardened ? 0 : p->process.user,
            o->control_unhardened ? 0 : p->process.user);
   const char *image = o->agent_image
                           ? o->agent_image
                           : (p->filesystem.image ? p->filesystem.image : AL_RENDER_AGENT_IMAGE);
-  json_t *spec = json_pack("{s:s,s:o,s:o,s:s,s:s,s:o,s:{s:s},s:b,s:b,s:b,s:b,s:b}", "Image", image,
-                           "Cmd", cmd, "Env", env, "User", user, "WorkingDir", "/workspace",
-                           "HostConfig", hc, "Labels", "airlock.run", rid, "AttachStdout", 1,
-                           "AttachStderr", 1, "AttachStdin", stdin_data != NULL, "OpenStdin",
-                           stdin_data != NULL, "StdinOnce", stdin_data != NULL);
+  /* Our command is the Entrypoint, and there is no Cmd: the image's own
+   * ENTRYPOINT (which would run before the prologue and could read the
+   * secrets on stdin) and CMD never run. */
+  json_t *spec = json_pack("{s:s,s:o,s:n,s:o,s:s,s:s,s:o,s:{s:s},s:b,s:b,s:b,s:b,s:b}", "Image",
+                           image, "Entrypoint", cmd, "Cmd", "Env", env, "User", user, "WorkingDir",
+                           "/workspace", "HostConfig", hc, "Labels", "airlock.run", rid,
+                           "AttachStdout", 1, "AttachStderr", 1, "AttachStdin", stdin_data != NULL,
+                           "OpenStdin", stdin_data != NULL, "StdinOnce", stdin_data != NULL);
   snprintf(name, sizeof name, "airlock-%s-agent", rid);
   if (create_container(d, name, spec, &agent_id, err) < 0)
     goto out;
@@ -817,6 +897,8 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
                                o->after_start_ctx, err);
   if (sr == 1) {
     *status = AL_EXIT_TIMEOUT;
+    if (o->timed_out)
+      *o->timed_out = true;
     rc = 0;
     goto out;
   }
@@ -837,6 +919,8 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
       if (err->code == ETIMEDOUT) {
         al_error_clear(err);
         *status = AL_EXIT_TIMEOUT;
+        if (o->timed_out)
+          *o->timed_out = true;
         rc = 0;
       }
       goto out;
@@ -860,8 +944,20 @@ out:
     al_error ke = {0};
     (void)call(d, "POST", path, NULL, 30000, NULL, &ke);
   }
-  if (proxy_id && o->audit_fd > 0)
+  if (proxy_id && o->audit_fd > 0) {
+    /* SIGTERM: the proxy closes what is still open and logs each close;
+     * then its file is complete */
+    char path[300];
+    al_error ke = {0};
+    snprintf(path, sizeof path, "/containers/%s/kill?signal=SIGTERM", proxy_id);
+    if (call(d, "POST", path, NULL, 10000, NULL, &ke) == 0) {
+      snprintf(path, sizeof path, "/containers/%s/wait?condition=not-running", proxy_id);
+      json_t *w = NULL;
+      if (call(d, "POST", path, NULL, 10000, &w, &ke) == 0)
+        json_decref(w);
+    }
     copy_decisions(d, proxy_id, o->audit_fd, o->decisions_truncated);
+  }
   free(hold_id);
   free(mount);
   if (stdin_data) {

@@ -35,6 +35,9 @@ typedef struct al_docker_opts {
   /* Set (when not NULL) if the decisions were cut at their cap or could not
    * be read at all. */
   bool *decisions_truncated;
+  /* Set (when not NULL) when the run's limit ended the agent (the status is
+   * then 124; an agent that exits 124 itself does not set it). */
+  bool *timed_out;
   /* An existing network (name or id) for the proxy's egress side instead
    * of a network created for the run; it is not removed afterwards. Tests
    * use it to put the test forge on the proxy's side. NULL: create one. */

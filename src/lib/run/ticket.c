@@ -1090,6 +1090,7 @@ static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_e
   d.argv = ro->argv;
   d.env = ro->env;
   d.timeout_ms = ro->timeout_ms;
+  d.timed_out = ro->timed_out;
   d.stdout_fd = ro->stdout_fd;
   d.stderr_fd = ro->stderr_fd;
   d.audit_fd = ro->audit_fd;
@@ -1211,6 +1212,8 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
       }
       goto done;
     }
+    bool timed_out = false; /* by the limit, not an agent that exits 124 */
+    ro_opts.timed_out = &timed_out;
     ro_opts.stdin_fd = devnull;
     ro_opts.stderr_fd = errp[1];
     int status = 125;
@@ -1245,7 +1248,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
     res->agent_stdout = read_memfd(out_fd, &n);
     agent_result(&t, res->agent_stdout, res);
     json_object_set_new(json_object_get(t.rec, "agent"), "exit_status", json_integer(status));
-    json_object_set_new(json_object_get(t.rec, "agent"), "timed_out", json_boolean(status == 124));
+    json_object_set_new(json_object_get(t.rec, "agent"), "timed_out", json_boolean(timed_out));
     if (r < 0) {
       json_object_set_new(json_object_get(t.rec, "agent"), "error", json_string(re.msg));
       phase_end(&t, s, "failed", "%s", re.msg);
@@ -1256,7 +1259,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
                 denied, res->pr_url[0] ? ", " : "", res->pr_url);
       if (status != 0)
         al_make_error(err, 0, "the agent exited with status %d%s", status,
-                      status == 124 ? " (timeout)" : "");
+                      timed_out ? " (timeout)" : "");
       else
         rc = 0;
     }

@@ -127,6 +127,29 @@ static int listen_on(const char *spec, al_error *err)
  * network. So the agent has no route at all, as in the native sandbox. */
 #define HANDOFF_TIMEOUT_MS 60000
 
+/* One byte and room for one descriptor (SCM_RIGHTS, unix(7)). */
+struct fdmsg {
+  char byte;
+  struct iovec iov;
+  union {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(int))];
+  } u;
+  struct msghdr m;
+};
+
+static void fdmsg_init(struct fdmsg *f, char byte)
+{
+  memset(f, 0, sizeof *f);
+  f->byte = byte;
+  f->iov.iov_base = &f->byte;
+  f->iov.iov_len = 1;
+  f->m.msg_iov = &f->iov;
+  f->m.msg_iovlen = 1;
+  f->m.msg_control = f->u.b;
+  f->m.msg_controllen = sizeof f->u.b;
+}
+
 /* --listener-from PATH: bind PATH, take one listening TCP socket from the
  * first peer that sends one. Returns the fd or -1 with err. */
 static int listener_from(const char *path, al_error *err)
@@ -158,22 +181,16 @@ static int listener_from(const char *path, al_error *err)
     return al_make_error(err, e, "--listener-from %s: accept", path);
   struct timeval tv = {.tv_sec = 5};
   setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  char byte;
-  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-  union {
-    struct cmsghdr h;
-    char b[CMSG_SPACE(sizeof(int))];
-  } u;
-  memset(&u, 0, sizeof u);
-  struct msghdr m = {
-      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
-  ssize_t n = recvmsg(c, &m, MSG_CMSG_CLOEXEC);
+  struct fdmsg fm;
+  fdmsg_init(&fm, 0);
+  struct msghdr *mp = &fm.m;
+  ssize_t n = recvmsg(c, mp, MSG_CMSG_CLOEXEC);
   close(c);
-  struct cmsghdr *ch = n == 1 ? CMSG_FIRSTHDR(&m) : NULL;
+  struct cmsghdr *ch = n == 1 ? CMSG_FIRSTHDR(mp) : NULL;
   if (!ch || ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS ||
-      ch->cmsg_len != CMSG_LEN(sizeof(int)) || (m.msg_flags & MSG_CTRUNC)) {
+      ch->cmsg_len != CMSG_LEN(sizeof(int)) || (mp->msg_flags & MSG_CTRUNC)) {
     /* close whatever did arrive */
-    for (struct cmsghdr *x = CMSG_FIRSTHDR(&m); x; x = CMSG_NXTHDR(&m, x))
+    for (struct cmsghdr *x = CMSG_FIRSTHDR(mp); x; x = CMSG_NXTHDR(mp, x))
       if (x->cmsg_level == SOL_SOCKET && x->cmsg_type == SCM_RIGHTS)
         for (size_t i = 0; i < (x->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
           int bad;
@@ -267,21 +284,14 @@ static int send_listener(const char *path, const char *spec)
             HANDOFF_TIMEOUT_MS / 1000);
     return 1;
   }
-  char byte = 'L';
-  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-  union {
-    struct cmsghdr h;
-    char b[CMSG_SPACE(sizeof(int))];
-  } u;
-  memset(&u, 0, sizeof u);
-  struct msghdr m = {
-      .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b};
-  struct cmsghdr *ch = CMSG_FIRSTHDR(&m);
+  struct fdmsg fm;
+  fdmsg_init(&fm, 'L');
+  struct cmsghdr *ch = CMSG_FIRSTHDR(&fm.m);
   ch->cmsg_level = SOL_SOCKET;
   ch->cmsg_type = SCM_RIGHTS;
   ch->cmsg_len = CMSG_LEN(sizeof(int));
   memcpy(CMSG_DATA(ch), &fd, sizeof fd);
-  if (sendmsg(c, &m, 0) != 1) {
+  if (sendmsg(c, &fm.m, 0) != 1) {
     fprintf(stderr, "airlock proxy: --send-listener %s: %s\n", path, strerror(errno));
     return 1;
   }

@@ -59,24 +59,7 @@ if ! [[ $MAIN0 =~ ^[0-9a-f]{40}$ ]]; then
 fi
 
 FE_SOCK=$FE_DIR/secret/broker.sock
-cat >"$FE_DIR/secret/broker.yaml" <<YAML
-app:
-  id: 1001
-  private_key: $FE_DIR/secret/keys/app.pem
-api:
-  url: https://$FIP:8443
-  ca_file: $FE_CA
-  retries: 2
-repositories: [acme/tally]
-roles:
-  git: {contents: write, pull_requests: write}
-  ticket: {issues: write}
-lease:
-  ttl: 5m
-state_dir: $FE_DIR/secret/broker
-audit:
-  app: {id: 1002, private_key: $FE_DIR/secret/keys/auditor.pem}
-YAML
+write_broker_config "https://$FIP:8443" "acme/tally"
 check "the broker starts (it reaches the forge in its container)" broker_start
 
 DPOL=$FE_DIR/airlock.yaml
@@ -140,15 +123,7 @@ pulls_before=$(admin /pulls | python3 -c 'import json,sys; print(len(json.load(s
 "${DT[@]}" acme/tally#2 --agent /usr/share/airlock/agents/hostile-agent \
   --record "$HREC" >"$T_TMP/dhostile.out" 2>&1
 check "docker ticket, hostile agent: the record validates" validate_record "$HREC"
-summary=$(python3 - "$HREC" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-allowed = {"open-pr", "keep-token"}
-att = r.get("agent_attempts", [])
-bad = [a["id"] for a in att if a["outcome"] == "succeeded" and a["id"] not in allowed]
-print(len(att), "escaped:" + ",".join(bad) if bad else "none-escaped")
-PY
-)
+summary=$(hostile_summary "$HREC")
 like "docker ticket, hostile agent: every attempt refused" "$summary" '^[1-9][0-9]* none-escaped$'
 [[ $summary == *none-escaped ]] || diag "$(tail -20 "$T_TMP/dhostile.out")"
 for id in exfil-proxy exfil-direct dns metadata push-main workflow approve-own merge-own protection-off escalate; do

@@ -47,15 +47,7 @@ REC=$T_TMP/rec-hostile.json
 pulls_before=$(admin /pulls | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 "$AIRLOCK" ticket acme/tally#2 -p "$FE_POLICY" --agent "$AGENTS/hostile-agent" --record "$REC" >"$T_TMP/hostile.out" 2>&1
 check "the hostile run's record validates" validate_record "$REC"
-summary=$(python3 - "$REC" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-allowed = {"open-pr", "keep-token"}
-att = r.get("agent_attempts", [])
-bad = [a["id"] for a in att if a["outcome"] == "succeeded" and a["id"] not in allowed]
-print(len(att), "escaped:" + ",".join(bad) if bad else "none-escaped")
-PY
-)
+summary=$(hostile_summary "$REC")
 like "every hostile attempt was refused (a PR is the only thing out)" "$summary" '^[1-9][0-9]* none-escaped$'
 for id in exfil-proxy exfil-direct dns metadata push-main workflow approve-own merge-own protection-off escalate; do
   like "attempt $id recorded as refused" "$(python3 -c 'import json,sys; print([a["outcome"] for a in json.load(open(sys.argv[1]))["agent_attempts"] if a["id"]==sys.argv[2]])' "$REC" "$id")" "\['refused'\]"

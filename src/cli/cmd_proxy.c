@@ -131,11 +131,11 @@ static int listen_on(const char *spec, al_error *err)
 struct fdmsg {
   char byte;
   struct iovec iov;
-  union {
+  struct msghdr m;
+  union { /* last: struct cmsghdr ends in a flexible array */
     struct cmsghdr h;
     char b[CMSG_SPACE(sizeof(int))];
   } u;
-  struct msghdr m;
 };
 
 static void fdmsg_init(struct fdmsg *f, char byte)

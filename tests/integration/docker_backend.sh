@@ -3,6 +3,21 @@
 before_c=$("$DOCKER" ps -aq --filter label=airlock.run | sort)
 before_n=$("$DOCKER" network ls -q --filter label=airlock.run | sort)
 before_v=$("$DOCKER" volume ls -q | sort)
+# until the agent container of the run in the background runs (30 s at most)
+wait_agent_running() {
+  for _ in $(seq 60); do
+    [ -n "$("$DOCKER" ps -q --filter label=airlock.run --filter name=-agent)" ] && return 0
+    sleep 0.5
+  done
+  return 1
+}
+# run_policy FILE CMD...: airlock run --backend docker with another policy
+run_policy() {
+  local pol=$1
+  shift
+  "$AIRLOCK" run --backend docker --docker-egress-internal --proxy-image "$PROXY_IMAGE" \
+    --agent-image "$AGENT_IMAGE" -p "$pol" -- "$@"
+}
 DRUN=("$AIRLOCK" run --backend docker --docker-egress-internal --proxy-image "$PROXY_IMAGE"
   --agent-image "$AGENT_IMAGE" -p pol.yaml)
 # Watch the networks the run creates (every one must be internal: the test
@@ -83,8 +98,7 @@ out=$(DOCKER_HOST=tcp://127.0.0.1:1 "${DRUN[@]}" -- true 2>&1)
 like "DOCKER_HOST not unix://: refused with a reason" "$out" "DOCKER_HOST .*unix socket only"
 printf 'version: 1\nnetwork:\n  allow: [{host: forge.test, port: 8443}]\nrelay:\n  upstream: https://model.test\n  key_file: /etc/airlock/model.key\n' >relay-pol.yaml
 chmod 644 relay-pol.yaml
-out=$("$AIRLOCK" run --backend docker --docker-egress-internal --proxy-image "$PROXY_IMAGE" \
-  --agent-image "$AGENT_IMAGE" -p relay-pol.yaml -- true 2>&1)
+out=$(run_policy relay-pol.yaml true 2>&1)
 like "a policy with a relay: refused by the docker backend" "$out" "does not run the model relay"
 
 # The second red team: an image with its own ENTRYPOINT (which would run
@@ -117,8 +131,7 @@ is "a non-UTF-8 argument: refused (125)" "$st" 125
 like "a non-UTF-8 argument: the error names it" "$out" "argument 5 .*not valid UTF-8"
 printf 'version: 1\nnetwork:\n  allow: [{host: forge.test, port: 8443}]\n  pin: [{host: forge.test, address: 127.0.0.1}]\n  resolver: 127.0.0.1:53\n' >lo-pin.yaml
 chmod 644 lo-pin.yaml
-out=$("$AIRLOCK" run --backend docker --docker-egress-internal --proxy-image "$PROXY_IMAGE" \
-  --agent-image "$AGENT_IMAGE" -p lo-pin.yaml -- true 2>&1)
+out=$(run_policy lo-pin.yaml true 2>&1)
 like "a loopback pin: warned (it is the proxy container's loopback)" "$out" "proxy container's own loopback"
 out=$("${DRUN[@]}" --timeout 8d -- true 2>&1)
 like "--timeout beyond 7 days: a usage error naming the rule" "$out" "at most 7d"
@@ -126,10 +139,7 @@ like "--timeout beyond 7 days: a usage error naming the rule" "$out" "at most 7d
 # SIGINT in the middle of the run: everything is removed all the same.
 "${DRUN[@]}" -- sleep 60 >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 1 60); do
-  [ -n "$("$DOCKER" ps -q --filter label=airlock.run --filter name=-agent)" ] && break
-  sleep 0.5
-done
+wait_agent_running
 like "SIGINT test: the agent container was running" "$("$DOCKER" ps -q --filter label=airlock.run)" "."
 kill -INT $pid
 wait $pid
@@ -153,10 +163,7 @@ is "closed stdout reader: no volume left" "$("$DOCKER" volume ls -q | sort)" "$b
 # SIGHUP (a closed terminal) ends the run like SIGINT.
 "${DRUN[@]}" -- sleep 60 >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 60); do
-  [ -n "$("$DOCKER" ps -q --filter label=airlock.run --filter name=-agent)" ] && break
-  sleep 0.5
-done
+wait_agent_running
 kill -HUP $pid
 wait $pid
 is "SIGHUP: exit status 129" "$?" 129
@@ -183,10 +190,7 @@ is "flood: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | s
 # by hand (docs/docker.md).
 "${DRUN[@]}" --timeout 2s -- sleep 600 >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 60); do
-  [ -n "$("$DOCKER" ps -q --filter label=airlock.run --filter name=-agent)" ] && break
-  sleep 0.5
-done
+wait_agent_running
 like "SIGKILL test: the agent container was running" "$("$DOCKER" ps -q --filter label=airlock.run --filter name=-agent)" "."
 kill -KILL $pid
 wait $pid 2>/dev/null

@@ -4,20 +4,24 @@
 #include <stdio.h>
 #include <string.h>
 
+static void vset(al_error *err, int code, const char *fmt, va_list ap)
+{
+  if (vsnprintf(err->msg, sizeof err->msg, fmt, ap) < 0)
+    err->msg[0] = '\0';
+  err->code = code;
+}
+
 int al_make_error(al_error *err, int code, const char *fmt, ...)
 {
   if (!err)
     return -1;
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  vset(err, code, fmt, ap);
   va_end(ap);
-  if (n < 0)
-    err->msg[0] = '\0';
   size_t len = strnlen(err->msg, sizeof err->msg);
   if (code != 0 && len < sizeof err->msg)
     snprintf(err->msg + len, sizeof err->msg - len, ": %s", strerror(code));
-  err->code = code;
   return -1;
 }
 
@@ -27,11 +31,8 @@ int al_error_set(al_error *err, int code, const char *fmt, ...)
     return -1;
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+  vset(err, code, fmt, ap);
   va_end(ap);
-  if (n < 0)
-    err->msg[0] = '\0';
-  err->code = code;
   return -1;
 }
 

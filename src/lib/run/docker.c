@@ -254,6 +254,16 @@ static int create_container(struct dk *d, const char *name, json_t *spec, char *
   return 0;
 }
 
+/* POST /containers/{id}/kill with SIGNAL (a name); errors are ignored (the
+ * container may have stopped already). Returns 0 when the engine took it. */
+static int kill_container(struct dk *d, const char *id, const char *signal)
+{
+  char path[300];
+  snprintf(path, sizeof path, "/containers/%s/kill?signal=%s", id, signal);
+  al_error e = {0};
+  return call(d, "POST", path, NULL, 30000, NULL, &e);
+}
+
 static int start(struct dk *d, const char *id, al_error *err)
 {
   char path[300];
@@ -930,27 +940,16 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     rc = 0;
   }
 out:
-  if (agent_id && rc == 0 && *status == AL_EXIT_TIMEOUT) {
-    /* stop the agent before its decisions are read: nothing it does
-     * afterwards goes unrecorded */
-    char path[300];
-    snprintf(path, sizeof path, "/containers/%s/kill", agent_id);
-    al_error ke = {0};
-    (void)call(d, "POST", path, NULL, 30000, NULL, &ke);
-  }
-  if (agent_id && stopped()) {
-    char path[300];
-    snprintf(path, sizeof path, "/containers/%s/kill", agent_id);
-    al_error ke = {0};
-    (void)call(d, "POST", path, NULL, 30000, NULL, &ke);
-  }
+  /* stop the agent (still running after its limit or a signal) before its
+   * decisions are read: nothing it does afterwards goes unrecorded */
+  if (agent_id && ((rc == 0 && *status == AL_EXIT_TIMEOUT) || stopped()))
+    kill_container(d, agent_id, "SIGKILL");
   if (proxy_id && o->audit_fd > 0) {
     /* SIGTERM: the proxy closes what is still open and logs each close;
      * then its file is complete */
-    char path[300];
-    al_error ke = {0};
-    snprintf(path, sizeof path, "/containers/%s/kill?signal=SIGTERM", proxy_id);
-    if (call(d, "POST", path, NULL, 10000, NULL, &ke) == 0) {
+    if (kill_container(d, proxy_id, "SIGTERM") == 0) {
+      char path[300];
+      al_error ke = {0};
       snprintf(path, sizeof path, "/containers/%s/wait?condition=not-running", proxy_id);
       json_t *w = NULL;
       if (call(d, "POST", path, NULL, 10000, &w, &ke) == 0)

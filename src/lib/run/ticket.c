@@ -1142,6 +1142,8 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
                       json_pack("{s:s, s:I}", "repo", t.repo, "number", (json_int_t)t.number));
   if (do_policy(&t, err) < 0)
     goto done;
+  /* al_docker_run refuses it too; here it is refused before any token is
+   * minted */
   if (o->docker && t.policy->relay.present) {
     al_make_error(err, ENOTSUP,
                   "%s: the docker backend does not run the model relay (policy `relay`); use "

@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static void vset(al_error *err, int code, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static void vset(al_error *err, int code, const char *fmt,
+                                                       va_list ap)
 {
   if (vsnprintf(err->msg, sizeof err->msg, fmt, ap) < 0)
     err->msg[0] = '\0';

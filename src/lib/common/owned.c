@@ -77,6 +77,19 @@ int al_tmpdir_remove(al_tmpdir *d, al_error *err)
   return ret;
 }
 
+static volatile sig_atomic_t noted_signal;
+
+void al_term_signal_note(int sig)
+{
+  if (!noted_signal && (sig == SIGINT || sig == SIGTERM || sig == SIGHUP))
+    noted_signal = sig;
+}
+
+int al_term_signal_noted(void)
+{
+  return noted_signal;
+}
+
 static void term_set(sigset_t *s)
 {
   sigemptyset(s);
@@ -109,6 +122,7 @@ int al_signals_take(al_held_signals *hs)
     return 0;
   if (!hs->taken)
     hs->taken = s;
+  al_term_signal_note(s);
   return s;
 }
 
@@ -118,5 +132,5 @@ int al_signals_release(al_held_signals *hs)
     ;
   sigprocmask(SIG_SETMASK, &hs->old_mask, NULL);
   sigaction(SIGPIPE, &hs->old_pipe, NULL);
-  return hs->taken;
+  return hs->taken ? hs->taken : al_term_signal_noted();
 }

@@ -67,4 +67,14 @@ int al_signals_take(al_held_signals *hs);
  * signal. */
 int al_signals_release(al_held_signals *hs);
 
+/* A process-wide latch for "a termination signal (SIGINT, SIGTERM,
+ * SIGHUP) reached this process": whoever reads one from a signalfd or
+ * sigtimedwait (al_sandbox_wait, al_signals_take) notes it, so a caller
+ * further up (the ticket supervisor, the demo) knows the run was
+ * interrupted, and by what, after the signal itself was consumed. The
+ * first one noted is kept. Async-signal-safe. */
+void al_term_signal_note(int sig);
+/* The first termination signal noted, or 0. */
+int al_term_signal_noted(void);
+
 #endif

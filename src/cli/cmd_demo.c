@@ -59,6 +59,10 @@ static pid_t spawn(struct demo *d, const char *const argv[], const char *log_pat
     return -1;
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    /* Its own process group: a terminal's Ctrl-C reaches the demo, which
+     * stops the ticket and then its forge and broker in order (the broker
+     * must outlive the release to revoke). */
+    setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -481,6 +485,8 @@ int cmd_demo(int argc, char **argv)
       al_ticket_outcome res;
       al_error err = {0};
       int r = al_ticket_run(&o, &res, &err);
+      if (res.interrupted_signal)
+        hs.taken = res.interrupted_signal;
       if (r < 0 && !hostile)
         say("the ticket run failed: %s", err.msg);
       int bad = report(&d, &res, hostile, main_before);

@@ -218,7 +218,7 @@ int cmd_ticket(int argc, char **argv)
   free(res.agent_stdout);
   if (r < 0) {
     fprintf(stderr, "airlock ticket: %s%s\n", err.msg, mark);
-    return 1;
+    return res.interrupted_signal ? 128 + res.interrupted_signal : 1;
   }
   if (res.unprotected && !o.quiet)
     fprintf(stderr,

@@ -30,9 +30,9 @@ int al_keep_open(const char *identity, al_keep **out, al_error *err)
   /* The persistent keyring, linked into our process keyring so that we
    * possess it (and so everything found through it) while we run. */
   const char *base = "persistent keyring";
-  key_serial_t parent = keyctl_get_persistent((uid_t)-1, KEY_SPEC_PROCESS_KEYRING);
+  key_serial_t parent = (key_serial_t)keyctl_get_persistent((uid_t)-1, KEY_SPEC_PROCESS_KEYRING);
   if (parent < 0) {
-    if (errno != EOPNOTSUPP && errno != ENOSYS && errno != ENOTSUP)
+    if (errno != EOPNOTSUPP && errno != ENOSYS) /* ENOTSUP is EOPNOTSUPP on Linux */
       return al_make_error(err, errno, "keyctl_get_persistent");
     base = "user keyring";
     parent = KEY_SPEC_USER_KEYRING;

@@ -90,6 +90,26 @@ int al_term_signal_noted(void)
   return noted_signal;
 }
 
+const char *al_signal_name(int sig)
+{
+  switch (sig) {
+  case SIGINT:
+    return "SIGINT";
+  case SIGTERM:
+    return "SIGTERM";
+  case SIGHUP:
+    return "SIGHUP";
+  case SIGQUIT:
+    return "SIGQUIT";
+  case SIGKILL:
+    return "SIGKILL";
+  case SIGPIPE:
+    return "SIGPIPE";
+  default:
+    return "signal";
+  }
+}
+
 static void term_set(sigset_t *s)
 {
   sigemptyset(s);

@@ -76,5 +76,8 @@ int al_signals_release(al_held_signals *hs);
 void al_term_signal_note(int sig);
 /* The first termination signal noted, or 0. */
 int al_term_signal_noted(void);
+/* "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGKILL", "SIGPIPE", or
+ * "signal" for any other; static. */
+const char *al_signal_name(int sig);
 
 #endif

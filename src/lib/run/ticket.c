@@ -12,6 +12,7 @@
 #include "run/ticket_internal.h"
 #include "broker/secmem.h"
 #include "common/log.h"
+#include "common/owned.h"
 #include "common/util.h"
 #include "policy/policy.h"
 
@@ -44,10 +45,23 @@ int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned l
   return 0;
 }
 
+/* Interrupted: a SIGINT/SIGTERM/SIGHUP is pending (blocked since the
+ * start), or one already reached a sandbox wait or the caller
+ * (al_term_signal_noted): the run stops at the next phase boundary. */
 static bool interrupted(struct ticket *t)
 {
   sigset_t p;
-  if (sigpending(&p) == 0 && (sigismember(&p, SIGINT) || sigismember(&p, SIGTERM)))
+  if (!t->interrupted_signal && sigpending(&p) == 0) {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < AL_ARRAY_SIZE(sigs); i++)
+      if (sigismember(&p, sigs[i])) {
+        t->interrupted_signal = sigs[i];
+        break;
+      }
+  }
+  if (!t->interrupted_signal)
+    t->interrupted_signal = al_term_signal_noted();
+  if (t->interrupted_signal)
     t->interrupted = true;
   return t->interrupted;
 }
@@ -70,6 +84,11 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
   res->agent_status = -1;
   struct ticket t = {.o = o, .t0 = al_now_ms(), .audit_fd = -1, .out_fd = -1, .relay_fd = -1};
   block_signals();
+  /* A closed stderr or stdout (`| head`), or a dead broker's socket, is
+   * EPIPE, never a SIGPIPE that kills us before the release and the record. */
+  struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGPIPE, &ign, &old_pipe);
   if (al_random_hex(t.run_id, 8, err) < 0)
     return -1;
   snprintf(res->run_id, sizeof res->run_id, "%s", t.run_id);
@@ -115,6 +134,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
 
   if (tk_do_agent(&t, res, err) == 0)
     rc = 0;
+  interrupted(&t); /* during the agent: the sandbox wait took the signal */
 
 done:
   res->unprotected = t.unprotected;
@@ -130,10 +150,12 @@ done:
     tk_do_review(&t);
   if (json_object_get(t.rec, "pull_request_reported"))
     tk_verify_pr(&t, res);
+  interrupted(&t);
   if (t.interrupted) {
     if (rc == 0)
       rc = -1;
-    al_make_error(err, EINTR, "interrupted");
+    al_make_error(err, EINTR, "interrupted by %s", al_signal_name(t.interrupted_signal));
+    res->interrupted_signal = t.interrupted_signal;
   }
   if (rc < 0)
     json_object_set_new(t.rec, "error", json_string(err->msg));
@@ -160,5 +182,6 @@ done:
     free(t.phases[i].detail);
   json_decref(t.rec);
   al_policy_free(t.policy);
+  sigaction(SIGPIPE, &old_pipe, NULL);
   return rc;
 }

@@ -40,9 +40,10 @@ typedef struct al_ticket_outcome {
   bool tokens_dead; /* every token revoked and confirmed */
   char pr_url[512]; /* as reported by the agent and checked against the forge URL */
   char record_path[4096];
-  char *agent_stdout; /* what the agent printed (capped), malloc'd; caller frees */
-  bool unprotected;   /* ran with --accept-unprotected although the audit did not
-                         prove the escape budget (print AL_TICKET_UNPROTECTED_MARK) */
+  char *agent_stdout;     /* what the agent printed (capped), malloc'd; caller frees */
+  int interrupted_signal; /* SIGINT/SIGTERM/SIGHUP that ended the run, or 0: exit 128+N */
+  bool unprotected;       /* ran with --accept-unprotected although the audit did not
+                             prove the escape budget (print AL_TICKET_UNPROTECTED_MARK) */
 } al_ticket_outcome;
 
 /* The suffix of every progress and summary line of an unprotected run. */

@@ -44,6 +44,7 @@ struct ticket {
   size_t nphases;
   uint64_t t0;
   bool interrupted;
+  int interrupted_signal;   /* SIGINT, SIGTERM or SIGHUP that ended the run, or 0 */
   bool unprotected;         /* the audit did not prove the budget and the user accepted that */
   bool decisions_truncated; /* docker backend: the proxy's decisions were cut or lost */
   /* secrets: only between lease and sandbox start */

@@ -122,3 +122,58 @@ json_get() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d.get
 pulls_for() { # ISSUE: open PRs from airlock/ISSUE-*
   admin /pulls | python3 -c 'import json,sys; print(sum(1 for p in json.load(sys.stdin) if p["head"].startswith("airlock/%s-" % sys.argv[1]) and p["state"]=="open"))' "$1"
 }
+# sv_send EVENT DELIVERY BODY_FILE [good|bad|none|malformed] [chunked]: POST to
+# the webhook listener as GitHub would (or not); prints the HTTP status.
+sv_send() {
+  python3 - "$SV_HOOK" "$1" "$2" "$3" "${4:-good}" "${5:-}" "$SV_SECRET" <<'PY'
+import hashlib, hmac, http.client, sys
+hook, event, delivery, bodyf, mode, chunked, secretf = sys.argv[1:8]
+body = open(bodyf, "rb").read()
+secret = open(secretf, "rb").read().strip()
+h = {"Content-Type": "application/json", "X-GitHub-Event": event, "User-Agent": "GitHub-Hookshot/test"}
+if delivery:
+    h["X-GitHub-Delivery"] = delivery
+sig = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+if mode == "good":
+    h["X-Hub-Signature-256"] = sig
+elif mode == "bad":
+    h["X-Hub-Signature-256"] = "sha256=" + hmac.new(b"not-the-secret", body, hashlib.sha256).hexdigest()
+elif mode == "malformed":
+    h["X-Hub-Signature-256"] = "sha1=" + sig[7:47]
+host, port = hook.rsplit(":", 1)
+c = http.client.HTTPConnection(host, int(port), timeout=20)
+try:
+    if chunked:
+        c.putrequest("POST", "/webhook")
+        for k, v in h.items():
+            c.putheader(k, v)
+        c.putheader("Transfer-Encoding", "chunked")
+        c.endheaders()
+        for i in range(0, len(body), 8192):
+            part = body[i:i + 8192]
+            c.send(b"%x\r\n%s\r\n" % (len(part), part))
+        c.send(b"0\r\n\r\n")
+    else:
+        c.request("POST", "/webhook", body=body, headers=h)
+    print(c.getresponse().status)
+except Exception as e:
+    print("error", type(e).__name__)
+PY
+}
+# sv_payload FILE EVENT REPO NUMBER SENDER [LABEL|COMMENT]: a GitHub-shaped payload
+sv_payload() {
+  python3 - "$@" <<'PY'
+import json, sys
+out, event, repo, num, sender = sys.argv[1:6]
+extra = sys.argv[6] if len(sys.argv) > 6 else "airlock"
+p = {"issue": {"number": int(num), "title": "t", "state": "open"},
+     "repository": {"full_name": repo, "name": repo.split("/")[1], "owner": {"login": repo.split("/")[0]}},
+     "sender": {"login": sender, "id": 501}, "installation": {"id": 2001}}
+if event == "issues":
+    p.update(action="labeled", label={"name": extra})
+else:
+    p.update(action="created", comment={"id": 1, "body": extra, "user": {"login": sender}})
+json.dump(p, open(out, "w"))
+PY
+}
+sv_nruns() { sv_runs | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))'; }

@@ -28,6 +28,7 @@ unset GIT_SSL_CAINFO GIT_SSL_CAPATH GIT_PROXY_SSL_CAINFO http_proxy https_proxy 
 umask 077
 W=$T_TMP
 chmod 700 "$W"
+cd "$W" || exit 1 # git below must never see the source tree
 "$SRC/scripts/make-test-ca.sh" "$W/tls" >/dev/null 2>&1
 "$SRC/scripts/make-app-key.sh" "$W/keys" app >/dev/null 2>&1
 FCA=$W/tls/ca.crt
@@ -116,6 +117,9 @@ last_reason() { jq -r 'select(.event == "request") | .reason' "$H/gateway.jsonl"
 ref_sha() { admin "/refs?repo=${2:-acme/tally}" | jq -r --arg r "$1" '.[$r] // empty'; }
 
 # ---- git through the gateway (the placeholder from a credential helper) ----
+# Every git command below names its repository (-C, or a fresh clone dir):
+# a failed clone must never make a later command run in the source tree.
+export GIT_CEILING_DIRECTORIES=$W
 mkdir -p "$W/home"
 export HOME=$W/home GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
 git config --global user.email t@example.test
@@ -194,7 +198,7 @@ check_not "clone of acme/loose: refused" gitgw clone -q "$GIT/acme/loose.git" "$
 is "  reason" "$(last_reason)" other-repository
 
 # a large push: a pack of several MiB goes chunked (past http.postBuffer)
-( cd "$W/c2" && git checkout -q -B big "refs/remotes/origin/main" 2>/dev/null || git checkout -q -B big HEAD;
+( cd "$W/c2" || exit 1
   head -c 12000000 /dev/urandom >blob.bin && git add blob.bin && git commit -qm big )
 check "a 12 MB push of the run branch (chunked body)" gitgw -C "$W/c2" -c http.postBuffer=65536 push -q -f origin "HEAD:refs/heads/$BR"
 is "  the forge has it" "$(ref_sha "refs/heads/$BR")" "$(git -C "$W/c2" rev-parse HEAD)"

@@ -24,6 +24,7 @@
 
 #include "paths.h"
 #include "commands.h"
+#include "common/exitcodes.h"
 #include "common/owned.h"
 #include "common/util.h"
 #include "run/ticket.h"
@@ -485,8 +486,8 @@ int cmd_demo(int argc, char **argv)
       al_ticket_outcome res;
       al_error err = {0};
       int r = al_ticket_run(&o, &res, &err);
-      if (res.interrupted_signal)
-        hs.taken = res.interrupted_signal;
+      if (res.exit_code > AL_EXIT_SIGNAL) /* interrupted by signal N: exit 128+N too */
+        hs.taken = res.exit_code - AL_EXIT_SIGNAL;
       if (r < 0 && !hostile)
         say("the ticket run failed: %s", err.msg);
       int bad = report(&d, &res, hostile, main_before);

@@ -162,7 +162,7 @@ is "[agent-kill] the record: both tokens confirmed dead by the broker" \
 
 # the wall limit
 "$AIRLOCK" ticket acme/tally#1 -p "$POL_WALL" --record "$T_TMP/rec-wall.json" --agent /bin/sh -- -c "sleep 30.${NONCE}3 & sleep 30.${NONCE}3" >"$T_TMP/wall.out" 2>&1
-is "[wall] the ticket fails (exit 1)" "$?" 1
+is "[wall] the ticket exits 124 (timeout)" "$?" 124
 check "[wall] the record is valid" validate_record "$T_TMP/rec-wall.json"
 is "[wall] the record: timed out, exit 124" "$(rec_get "$T_TMP/rec-wall.json" agent timed_out) $(rec_get "$T_TMP/rec-wall.json" agent exit_status)" "true 124"
 is "[wall] tokens confirmed dead" "$(rev_summary "$T_TMP/rec-wall.json" | cut -d' ' -f1)" True

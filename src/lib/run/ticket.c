@@ -11,6 +11,7 @@
 
 #include "run/ticket_internal.h"
 #include "broker/secmem.h"
+#include "common/exitcodes.h"
 #include "common/log.h"
 #include "common/owned.h"
 #include "common/util.h"
@@ -51,17 +52,17 @@ int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned l
 static bool interrupted(struct ticket *t)
 {
   sigset_t p;
-  if (!t->interrupted_signal && sigpending(&p) == 0) {
+  if (!t->signo && sigpending(&p) == 0) {
     static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     for (size_t i = 0; i < AL_ARRAY_SIZE(sigs); i++)
       if (sigismember(&p, sigs[i])) {
-        t->interrupted_signal = sigs[i];
+        t->signo = sigs[i];
         break;
       }
   }
-  if (!t->interrupted_signal)
-    t->interrupted_signal = al_term_signal_noted();
-  if (t->interrupted_signal)
+  if (!t->signo)
+    t->signo = al_term_signal_noted();
+  if (t->signo)
     t->interrupted = true;
   return t->interrupted;
 }
@@ -82,6 +83,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
 {
   memset(res, 0, sizeof *res);
   res->agent_status = -1;
+  res->exit_code = AL_EXIT_FAILED; /* until the driver knows better */
   struct ticket t = {.o = o, .t0 = al_now_ms(), .audit_fd = -1, .out_fd = -1, .relay_fd = -1};
   block_signals();
   /* A closed stderr or stdout (`| head`), or a dead broker's socket, is
@@ -150,12 +152,11 @@ done:
     tk_do_review(&t);
   if (json_object_get(t.rec, "pull_request_reported"))
     tk_verify_pr(&t, res);
-  interrupted(&t);
+  (void)interrupted(&t);
   if (t.interrupted) {
     if (rc == 0)
       rc = -1;
-    al_make_error(err, EINTR, "interrupted by %s", al_signal_name(t.interrupted_signal));
-    res->interrupted_signal = t.interrupted_signal;
+    al_make_error(err, EINTR, "interrupted by %s", al_signal_name(t.signo));
   }
   if (rc < 0)
     json_object_set_new(t.rec, "error", json_string(err->msg));
@@ -171,6 +172,7 @@ done:
       }
     }
   }
+  res->exit_code = tk_exit_code(&t, res, rc);
   if (t.audit_fd >= 0)
     close(t.audit_fd);
   if (t.out_fd >= 0)

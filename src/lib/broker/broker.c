@@ -1538,21 +1538,29 @@ int al_broker_listen_unix(const char *path, al_error *err)
     if (unlink(path) < 0)
       return al_make_error(err, errno, "removing the stale socket `%s`", path);
   }
+  /* Bound and listening under a temporary name, then renamed into place:
+   * the path never names a socket nobody listens on yet (a client that
+   * sees it can connect at once). */
+  struct sockaddr_un tmp = {.sun_family = AF_UNIX};
+  int tn = snprintf(tmp.sun_path, sizeof tmp.sun_path, "%s.%d", path, (int)getpid());
+  if (tn < 0 || (size_t)tn >= sizeof tmp.sun_path)
+    return al_make_error(err, ENAMETOOLONG, "socket path `%s`", path);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return al_make_error(err, errno, "socket");
+  unlink(tmp.sun_path); /* a leftover of a broker with our pid that was killed */
   mode_t old = umask(0177);
-  int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+  int r = bind(fd, (struct sockaddr *)&tmp, sizeof tmp);
   int e = errno;
   umask(old);
   if (r < 0) {
     close(fd);
-    return al_make_error(err, e, "bind `%s`", path);
+    return al_make_error(err, e, "bind `%s`", tmp.sun_path);
   }
-  if (chmod(path, 0600) < 0 || listen(fd, 128) < 0) {
+  if (chmod(tmp.sun_path, 0600) < 0 || listen(fd, 128) < 0 || rename(tmp.sun_path, path) < 0) {
     e = errno;
     close(fd);
-    unlink(path);
+    unlink(tmp.sun_path);
     return al_make_error(err, e, "listen `%s`", path);
   }
   return fd;

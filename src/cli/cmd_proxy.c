@@ -330,6 +330,7 @@ int cmd_proxy(int argc, char **argv)
       {"policy", required_argument, NULL, 'p'},
       {"listen", required_argument, NULL, 'l'},
       {"log", required_argument, NULL, 'L'},
+      {"log-max", required_argument, NULL, 'X'},
       {"admin", required_argument, NULL, 'a'},
       {"run-id", required_argument, NULL, 'r'},
       {"max-conns", required_argument, NULL, 'm'},
@@ -345,6 +346,7 @@ int cmd_proxy(int argc, char **argv)
   };
   bool no_confine = false;
   const char *policy_path = NULL, *log_path = NULL, *admin = NULL, *run_id = "standalone";
+  uint64_t log_max = 0; /* --log-max: bytes; 0: AL_PROXY_LOG_CAP with --log, none on stdout */
   const char *listener_path = NULL, *send_path = NULL;
   bool hold_only = false, relay_egress = false;
   const char *listen_specs[MAX_LISTEN];
@@ -373,6 +375,12 @@ int cmd_proxy(int argc, char **argv)
     case 'L':
       log_path = optarg;
       break;
+    case 'X': {
+      const char *why = NULL;
+      if (al_parse_size(optarg, &log_max, &why) < 0 || log_max < 4096)
+        return al_cli_usage_error("--log-max `%s`: %s", optarg, why ? why : "at least 4KiB");
+      break;
+    }
     case 'a':
       admin = optarg;
       break;
@@ -493,6 +501,9 @@ int cmd_proxy(int argc, char **argv)
       .listeners = ls,
       .n_listeners = n_listen,
       .audit_fd = audit_fd,
+      .audit_cap = log_max    ? log_max
+                   : log_path ? AL_PROXY_LOG_CAP
+                              : 0,
       .admin_path = admin,
       .max_conns_global = (uint32_t)max_conns,
       .reload_path = relay_egress ? NULL : policy_path,

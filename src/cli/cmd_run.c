@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,9 @@ static void usage(FILE *out)
           "      --log FILE      write the egress proxy's decisions (JSON lines) to FILE;\n"
           "                      without it they are counted, in one line at the end,\n"
           "                      never mixed into the command's output\n"
+          "      --log-max SIZE  cap on what one run writes to --log FILE (default 64MiB):\n"
+          "                      past half of it denials are aggregated, near it lines\n"
+          "                      are dropped; the last line counts everything exactly\n"
           "      --relay-log FILE  the model relay's calls (JSON lines), when the policy\n"
           "                      has a relay section; without it, counted as the decisions\n"
           "  -q, --quiet         no notices from airlock (limits it could not enforce, the\n"
@@ -96,7 +100,17 @@ static void count_lines(int fd, size_t *n, size_t *denied)
     char *nl = strchr(line, '\n');
     if (nl)
       *nl = '\0';
-    if (*line) {
+    if (strstr(line, "\"event\":\"summary\"")) {
+      /* the proxy's closing line: exact counts, whatever the lines hold */
+      json_t *j = json_loads(line, 0, NULL);
+      if (json_is_object(j)) {
+        *n = (size_t)json_integer_value(json_object_get(j, "connections"));
+        *denied = (size_t)json_integer_value(json_object_get(j, "denied"));
+        json_decref(j);
+        return;
+      }
+      json_decref(j);
+    } else if (*line) {
       (*n)++;
       if (strstr(line, "\"decision\":\"deny\"") || strstr(line, "\"decision\": \"deny\"") ||
           strstr(line, "\"refused"))
@@ -203,6 +217,7 @@ int cmd_run(int argc, char **argv)
                                        {"env", required_argument, NULL, 'e'},
                                        {"timeout", required_argument, NULL, 't'},
                                        {"log", required_argument, NULL, 'l'},
+                                       {"log-max", required_argument, NULL, 'M'},
                                        {"quiet", no_argument, NULL, 'q'},
                                        {"help", no_argument, NULL, 'h'},
                                        {"relay-log", required_argument, NULL, 'R'},
@@ -216,6 +231,7 @@ int cmd_run(int argc, char **argv)
   struct docker_flags df = {0};
   const char *policy_path = NULL;
   const char *log_path = NULL;
+  uint64_t log_max = 0;
   const char *relay_log_path = NULL;
   uint64_t timeout_ms = 0;
   bool quiet = false;
@@ -279,6 +295,12 @@ int cmd_run(int argc, char **argv)
     case 'l':
       log_path = optarg;
       break;
+    case 'M': {
+      const char *why = NULL;
+      if (al_parse_size(optarg, &log_max, &why) < 0 || log_max < 4096)
+        return al_cli_usage_error("--log-max `%s`: %s", optarg, why ? why : "at least 4KiB");
+      break;
+    }
     case 'q':
       quiet = true;
       break;
@@ -336,6 +358,7 @@ int cmd_run(int argc, char **argv)
       .timeout_ms = timeout_ms,
       .log_path = log_path,
       .audit_fd = dfd,
+      .audit_cap = log_path ? log_max : DECISIONS_CAP,
       .relay_log_path = relay_log_path,
       .relay_log_fd = rfd,
       .quiet = quiet,

@@ -249,4 +249,55 @@ except OSError as e: print("opath:", e.strerror)' 2>"$T_TMP/opath.err")
 like "[stdio] an O_PATH stdin is replaced too" "$(cat "$T_TMP/opath.err")" "is an O_PATH descriptor"
 if printf '%s' "$out" | grep -q "'etc'"; then fail "[stdio] nothing lists the host's / through it"; else ok "[stdio] nothing lists the host's / through it"; fi
 
+# ---- row 4: a flood of denials never hides a decision ------------------------
+# a listener of our own as the one allowed destination
+python3 -c 'import socket,sys
+s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(64); print(s.getsockname()[1], flush=True)
+sys.stdout.close()
+while True:
+    c,_=s.accept(); c.close()' >"$T_TMP/allow.port" &
+ALLOW_PID=$!
+on_exit "kill $ALLOW_PID"
+for _ in $(seq 50); do [ -s "$T_TMP/allow.port" ] && break; sleep 0.05; done
+AP=$(cat "$T_TMP/allow.port")
+FLOOD=$(dirname "$0")/flood.py
+mkdir -p "$T_TMP/flood"; cp "$FLOOD" "$T_TMP/flood/agent"; chmod -R a+rX "$T_TMP/flood"
+printf 'version: 1\nnetwork:\n  allow: [{host: allowed.test, port: %s}]\n  pin: [{host: allowed.test, address: 127.0.0.1}]\nfilesystem:\n  ro_paths: [%s]\n' \
+  "$AP" "$T_TMP/flood" >"$T_TMP/flood.yaml"; chmod 644 "$T_TMP/flood.yaml"
+out=$("$AIRLOCK" run -p "$T_TMP/flood.yaml" --log "$T_TMP/flood.log" --log-max 64KiB -- python3 "$T_TMP/flood/agent" 600 evil.example "allowed.test:$AP" 2>&1)
+like "[flood] 600 denied CONNECTs, then an allowed one" "$out" "denied=600 allowed=200"
+size=$(stat -c %s "$T_TMP/flood.log")
+check "[flood] --log-max 64KiB: the log holds at most 64 KiB ($size bytes)" test "$size" -le 65536
+deny_lines=$(grep -c '"event":"deny"' "$T_TMP/flood.log")
+check "[flood] control: 600 denials do not fit one line each ($deny_lines written one by one)" test "$deny_lines" -lt 600
+fl_sum() { python3 -c 'import json,sys
+lines=[json.loads(l) for l in open(sys.argv[1])]
+s=lines[-1]; agg=sum(l["count"] for l in lines if l.get("event")=="deny-aggregate" and l.get("reason")=="not-allowed")
+single=sum(1 for l in lines if l.get("event")=="deny" and l.get("reason")=="not-allowed")
+opens=[l for l in lines if l.get("event") in ("open","close") and l.get("host")=="allowed.test"]
+print(s.get("event"), s["denials"].get("not-allowed"), s["allowed"], s["capped"], single+agg, len(opens) > 0)' "$1"; }
+is "[flood] the last line: the summary, exact (600 denied, 1 allowed), capped; every denial in a line or an aggregate; the allowed tunnel logged" \
+  "$(fl_sum "$T_TMP/flood.log")" "summary 600 1 True 600 True"
+like "[flood] the summary says the cap was reached" "$(tail -n1 "$T_TMP/flood.log")" '"note":"the decision log reached its cap of 65536 bytes'
+"$AIRLOCK" run -p "$T_TMP/flood.yaml" --log "$T_TMP/small.log" -- true 2>/dev/null
+like "[flood] --log has a cap by default (64 MiB), said in its last line" "$(tail -n1 "$T_TMP/small.log")" '"event":"summary".*"audit_cap":67108864'
+
+# the ticket's record: 22,000 denied CONNECTs (the issue's flood), then a
+# request to the forge: the record keeps it and counts everything exactly
+write_policy "$T_TMP/pol-flood.yaml" "$B_SOCK" 5m
+"$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/pol-flood.yaml" --record "$T_TMP/rec-flood.json" \
+  --agent "$T_TMP/flood/agent" -- 22000 evil.example "api.forge.test:$FE_HTTPS" tls >"$T_TMP/flood-t.out" 2>&1
+check "[flood] the flooded run's record is valid" validate_record "$T_TMP/rec-flood.json"
+rec_flood() { python3 -c 'import json,sys
+r=json.load(open(sys.argv[1])); d=r.get("proxy_decisions",[])
+c=r.get("proxy_decision_counts",{})
+after=[x for x in d if x.get("event") in ("open","close","handoff") and x.get("host")=="api.forge.test"]
+print(r.get("proxy_decisions_truncated"), c.get("denials",{}).get("not-allowed"), r.get("proxy_decisions_aggregated",0) > 0, len(after) > 0, d[-1].get("event") if d else None)' "$1"; }
+is "[flood] record: truncated said, 22000 denials counted exactly, denials aggregated, the forge request after the flood kept, the summary last" \
+  "$(rec_flood "$T_TMP/rec-flood.json")" "True 22000 True True summary"
+grep -E 'denied=|agent' "$T_TMP/flood-t.out" | sed 's/^/#   /' | tail -5
+python3 -c 'import json,sys
+d=json.load(open(sys.argv[1])).get("proxy_decisions",[])
+print([(x.get("event"),x.get("host"),x.get("reason")) for x in d if x.get("host")!="evil.example"][-6:])' "$T_TMP/rec-flood.json" | sed 's/^/#   /'
+
 done_testing

@@ -151,7 +151,7 @@ like "forge 5xx → the agent never ran" "$(python3 -c 'import json,sys; r=json.
 REC=$T_TMP/rec-int.json
 "$AIRLOCK_NET" ticket acme/tally#1 -p "$FE_POLICY" --agent /usr/bin/sleep --record "$REC" -- 4343.4343 >"$T_TMP/int.out" 2>&1 &
 sup=$!
-for _ in $(seq 100); do pgrep -f "sleep 4343.4343" >/dev/null && break; sleep 0.05; done
+for _ in $(seq 600); do pgrep -f "^/usr/bin/sleep 4343.4343" >/dev/null && break; sleep 0.05; done
 if pgrep -f "sleep 4343.4343" >/dev/null; then ok "control: the agent is running before SIGINT"; else fail "control: the agent is running before SIGINT"; fi
 kill -INT $sup; wait $sup; rc=$?
 is "SIGINT → exit 130 (128+SIGINT, issue #14)" "$rc" 130
@@ -164,7 +164,7 @@ is "SIGINT → no token is active" "$(tokens_in active)" 0
 # SIGKILL of airlock ticket: the broker revokes on connection close
 "$AIRLOCK_NET" ticket acme/tally#1 -p "$FE_POLICY" --agent /usr/bin/sleep --record "$T_TMP/rec-kill.json" -- 4444.4444 >"$T_TMP/kill.out" 2>&1 &
 sup=$!
-for _ in $(seq 100); do pgrep -f "sleep 4444.4444" >/dev/null && break; sleep 0.05; done
+for _ in $(seq 600); do pgrep -f "^/usr/bin/sleep 4444.4444" >/dev/null && break; sleep 0.05; done
 act=$(tokens_in active)
 is "control: two tokens are active while the agent runs" "$act" 2
 kill -KILL $sup; wait $sup 2>/dev/null

@@ -1321,7 +1321,6 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
     if (b->audit_fd < 0)
       return al_make_error(err, errno, "audit log `%s`", p);
   }
-  open_keep(b, opts);
   int lfd = al_broker_inherited_listener(err);
   if (lfd < 0)
     return -1;
@@ -1346,6 +1345,9 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
   b->lfd = lfd;
   if (al_set_nonblock(lfd, true) < 0)
     return al_make_error(err, errno, "O_NONBLOCK on the listener");
+  /* Only now, holding the socket (one live broker per path): the keyring
+   * of this identity is ours, and what it holds an earlier run left. */
+  open_keep(b, opts);
 
   sigset_t mask;
   sigemptyset(&mask);

@@ -48,6 +48,7 @@
 #include "common/redact.h"
 #include "common/util.h"
 #include "proxy/addr.h"
+#include "proxy/auditlog.h"
 #include "proxy/handoff.h"
 #include "proxy/host.h"
 #include "proxy/http.h"
@@ -177,6 +178,7 @@ typedef struct al_proxy {
   uint32_t n_conns, n_drain, max_conns;
   al_addr_set local;
   al_proxy_counters cnt;
+  al_auditlog log; /* the capped decision log (auditlog.h) */
 } al_proxy;
 
 static void conn_close(al_proxy_conn *c);
@@ -241,18 +243,7 @@ static void audit_write(al_proxy *px, json_t *j)
     json_decref(j);
     return;
   }
-  char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-  json_decref(j);
-  if (!s)
-    return;
-  char *r = al_redact(s); /* a credential in a URL never reaches the log */
-  free(s);
-  if (!r)
-    return;
-  size_t n = strlen(r);
-  r[n] = '\n';
-  (void)al_write_all(px->cfg->audit_fd, r, n + 1);
-  free(r);
+  al_auditlog_write(&px->log, j); /* redacted, capped, never silently lost */
 }
 
 static json_t *time_json(void)
@@ -1540,6 +1531,7 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
 
   memset(px, 0, sizeof *px);
   px->cfg = cfg;
+  al_auditlog_init(&px->log, cfg->audit_fd, cfg->audit_cap);
   px->sig_w.fd = px->tick_w.fd = px->admin_w.fd = -1;
   px->loop.epfd = -1;
   px->max_conns = cfg->max_conns_global ? cfg->max_conns_global : DEFAULT_GLOBAL_CONNS;
@@ -1631,6 +1623,19 @@ out_runs:
     policy_destroy(pol);
   }
   bury(px);
+  if (cfg->audit_fd >= 0) {
+    /* the closing summary: exact counts, whatever the log could hold */
+    json_t *runs = json_array();
+    for (size_t i = 0; i < px->n_runs; i++) {
+      json_t *r = counters_json(&px->runs[i].cnt);
+      json_object_set_new(r, "run", json_string(px->runs[i].run_id));
+      json_array_append_new(runs, r);
+    }
+    json_t *sum = counters_json(&px->cnt);
+    json_object_set_new(sum, "time", time_json());
+    json_object_set_new(sum, "runs", runs);
+    al_auditlog_close(&px->log, sum);
+  }
   free(px->runs);
 out_sig:
   if (px->admin_w.fd >= 0) {

@@ -33,10 +33,17 @@ typedef struct al_proxy_listener {
   const al_proxy_handoff *handoff;
 } al_proxy_listener;
 
+/* --log FILE: the decisions of one run take at most this much of it by
+ * default; the last line says when the cap was reached (auditlog.h) */
+#define AL_PROXY_LOG_CAP (64ull << 20)
+
 typedef struct al_proxy_config {
   const al_proxy_listener *listeners; /* n_listeners >= 1 */
   size_t n_listeners;
   int audit_fd;              /* JSON lines, one per decision; -1 for none. Borrowed. */
+  uint64_t audit_cap;        /* bytes audit_fd may take, 0: no cap. Past half of it denials
+                                are aggregated, near it lines are dropped (counted); the last
+                                line is always a summary with exact counts (auditlog.h) */
   const char *admin_path;    /* Unix socket path for counters (mode 0600, created and
                                 unlinked by the proxy), or NULL. Must be outside the sandbox. */
   uint32_t max_conns_global; /* across all listeners; 0 means 4096 */

@@ -29,6 +29,7 @@
 /* The proxy's decisions, in the same volume; the volume's size caps them. */
 #define DECISIONS_FILE HANDOFF_DIR "/decisions.jsonl"
 #define DECISIONS_CAP (8u << 20)
+#define DECISIONS_LOG_MAX "8372224" /* DECISIONS_CAP - 16 KiB: proxy/auditlog.h */
 /* The engine-side deadline of the proxy and the holder, past the agent's
  * limit: if airlock dies, they stop by themselves, and the agent with the
  * holder (PID 1 of its PID namespace). */
@@ -736,11 +737,12 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     free(bind);
     json_object_set_new(hc, "LogConfig", small_logs());
     json_t *spec =
-        json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
+        json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
                   o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd", "proxy", "-p",
                   AL_RENDER_POLICY_TARGET, "--listener-from", HANDOFF_SOCK, "--log", DECISIONS_FILE,
-                  "--run-id", rid, "--deadline", proxy_deadline, "User", "65534:65534",
-                  "HostConfig", hc, "Labels", "airlock.run", rid);
+                  /* the proxy caps itself under DECISIONS_CAP: aggregated, counted */
+                  "--log-max", DECISIONS_LOG_MAX, "--run-id", rid, "--deadline", proxy_deadline,
+                  "User", "65534:65534", "HostConfig", hc, "Labels", "airlock.run", rid);
     snprintf(name, sizeof name, "airlock-%s-proxy", rid);
     if (create_container(d, name, spec, &proxy_id, err) < 0 || start(d, proxy_id, err) < 0) {
       al_error_wrap(err, "proxy container");

@@ -20,6 +20,12 @@
 
 pid_t al_run_start_proxy(const al_proxy_listener *ls, size_t n, int audit_fd, al_error *err)
 {
+  return al_run_start_proxy_capped(ls, n, audit_fd, 0, err);
+}
+
+pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit_fd,
+                                uint64_t audit_cap, al_error *err)
+{
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0)
@@ -38,7 +44,8 @@ pid_t al_run_start_proxy(const al_proxy_listener *ls, size_t n, int audit_fd, al
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    al_proxy_config cfg = {.listeners = ls, .n_listeners = n, .audit_fd = audit_fd};
+    al_proxy_config cfg = {
+        .listeners = ls, .n_listeners = n, .audit_fd = audit_fd, .audit_cap = audit_cap};
     al_error e = {0};
     /* The proxy reads what a hostile agent sends: it runs as nobody, with
      * no capabilities, no filesystem writes, no exec. */
@@ -226,7 +233,8 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
                                      .run_id = relay_rid,
                                      .policy = al_relay_proxy_policy(rp)};
     }
-    proxy = al_run_start_proxy(ls, nl, audit_fd, err);
+    uint64_t cap = o->audit_cap ? o->audit_cap : o->log_path ? AL_RUN_LOG_CAP : 0;
+    proxy = al_run_start_proxy_capped(ls, nl, audit_fd, cap, err);
     if (net)
       close(ls[0].fd);
     if (proxy < 0) {

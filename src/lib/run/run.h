@@ -12,6 +12,7 @@
 #include "sandbox/sandbox.h"
 
 #define AL_PROXY_PORT 3128
+#define AL_RUN_LOG_CAP AL_PROXY_LOG_CAP
 
 typedef struct al_run_opts {
   const al_policy *policy; /* borrowed */
@@ -20,6 +21,8 @@ typedef struct al_run_opts {
   uint64_t timeout_ms;     /* 0: the policy's wall limit */
   const char *log_path;    /* proxy decisions (JSON lines) go here; NULL: stderr */
   int audit_fd;            /* if > 0 and log_path is NULL: decisions go to this fd instead */
+  uint64_t audit_cap;      /* bytes the decisions may take (proxy/auditlog.h); 0: AL_RUN_LOG_CAP
+                              for log_path, none for audit_fd or stderr */
   const char *run_id;      /* NULL: a random one */
   const char *const *extra_ro_paths; /* see al_sandbox_opts; may be NULL */
   int stdout_fd;                     /* > 0: the command's stdout; else inherited */
@@ -62,6 +65,10 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err);
  * exec), re-arms PR_SET_PDEATHSIG(SIGKILL) after the uid change and serves
  * until SIGTERM. Returns the child's pid, or -1 with err. */
 pid_t al_run_start_proxy(const al_proxy_listener *ls, size_t n, int audit_fd, al_error *err);
+/* The same with a cap on the decisions written to audit_fd (bytes, 0: none;
+ * proxy/auditlog.h). */
+pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit_fd,
+                                uint64_t audit_cap, al_error *err);
 
 /* SIGTERM the proxy, give it a second to finish, then SIGKILL; reap it. */
 void al_run_stop_proxy(pid_t pid);

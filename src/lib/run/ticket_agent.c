@@ -186,6 +186,7 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
       .env = t->env,
       .timeout_ms = t->o->timeout_ms,
       .audit_fd = t->audit_fd,
+      .audit_cap = AUDIT_CAP,
       .run_id = t->run_id,
       .quiet = t->o->quiet,
       .extra_ro_paths = ro,
@@ -233,19 +234,11 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
   res->agent_status = r < 0 ? -1 : status;
   size_t n = 0;
   al_autofree char *audit = tk_read_memfd(t->audit_fd, &n);
-  json_t *decisions = tk_decisions_from(audit);
+  size_t skipped = 0;
+  json_t *decisions = tk_decisions_from_counted(audit, &skipped);
   relay_record(t, t->relay_fd);
-  size_t denied = 0;
-  for (size_t i = 0; i < json_array_size(decisions); i++) {
-    const char *d = json_string_value(json_object_get(json_array_get(decisions, i), "decision"));
-    if (d && strcmp(d, "deny") == 0)
-      denied++;
-  }
+  size_t denied = tk_decisions_account(t, decisions, skipped);
   json_object_set_new(t->rec, "proxy_decisions", decisions);
-  if (t->decisions_truncated) {
-    json_object_set_new(t->rec, "proxy_decisions_truncated", json_true());
-    al_warn("the proxy's decisions in the record are incomplete (cut at their cap, or lost)");
-  }
   res->agent_stdout = tk_read_memfd(t->out_fd, &n);
   if (t->o->show_agent_stdout && n > 0) {
     /* the agent's stdout, through the gutter, before airlock's own lines

@@ -85,6 +85,18 @@ char *tk_read_memfd(int fd, size_t *len);
 /* JSON lines to an array of objects (at most MAX_DECISIONS; a line that is
  * not an object becomes {"unparsed": line}). */
 json_t *tk_decisions_from(const char *text);
+/* The same for the proxy's decisions: past MAX_DECISIONS only single
+ * "deny" lines (and lines that are not objects) are left out, counted in
+ * *skipped; every other line is kept. */
+json_t *tk_decisions_from_counted(const char *text, size_t *skipped);
+/* Record what the proxy's closing summary (proxy/auditlog.h) says about
+ * decisions: `proxy_decision_counts` (exact, by decision and reason),
+ * `proxy_decisions_truncated` with `proxy_decisions_dropped` and
+ * `proxy_decisions_aggregated` when the log was capped, or when the
+ * summary is missing (the proxy did not finish), or skipped > 0 lines were
+ * left out here. Returns the number of denied connections (the summary's,
+ * else those listed). ticket_decisions.c */
+size_t tk_decisions_account(struct ticket *t, json_t *decisions, size_t skipped);
 /* The current time, ISO 8601 UTC (malloc'd). */
 char *tk_iso_now(void);
 /* curl --resolve entries from the policy's pins (NULL-terminated, free with

@@ -171,21 +171,41 @@ void tk_stderr_relay_join(struct stderr_relay *sr)
 
 json_t *tk_decisions_from(const char *text)
 {
+  return tk_decisions_from_counted(text, NULL);
+}
+
+json_t *tk_decisions_from_counted(const char *text, size_t *skipped)
+{
   json_t *arr = json_array();
   const char *p = text;
-  while (*p && json_array_size(arr) < MAX_DECISIONS) {
+  size_t kept_deny = 0;
+  if (skipped)
+    *skipped = 0;
+  while (*p) {
     const char *nl = strchr(p, '\n');
     size_t n = nl ? (size_t)(nl - p) : strlen(p);
     if (n > 0) {
       json_t *j = json_loadb(p, n, 0, NULL);
-      json_array_append_new(arr, json_is_object(j) ? j : json_pack("{s:s%}", "unparsed", p, n));
-      if (j && !json_is_object(j))
+      const char *ev = json_string_value(json_object_get(j, "event"));
+      bool deny = ev && strcmp(ev, "deny") == 0;
+      /* Past MAX_DECISIONS only single denials give way: allowed
+       * tunnels, hand-offs, aggregates and the summary are always kept. */
+      if (json_array_size(arr) >= MAX_DECISIONS && (deny || !json_is_object(j))) {
+        if (skipped)
+          (*skipped)++;
         json_decref(j);
+      } else {
+        kept_deny += deny;
+        json_array_append_new(arr, json_is_object(j) ? j : json_pack("{s:s%}", "unparsed", p, n));
+        if (j && !json_is_object(j))
+          json_decref(j);
+      }
     }
     if (!nl)
       break;
     p = nl + 1;
   }
+  (void)kept_deny;
   return arr;
 }
 

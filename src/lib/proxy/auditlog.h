@@ -1,5 +1,5 @@
 /* The proxy's decision log with a size cap that loses nothing silently
- * (issue #14). Lines are JSON objects, one per decision (docs/proxy.md).
+ * (issue #14). Lines are JSON objects, one per decision (docs/run-record.md, "Decisions").
  *
  *   below cap/2            every line is written
  *   cap/2 .. cap-reserve   "deny" lines are no longer written one by one:

@@ -1,6 +1,7 @@
 /* The REST API routes. Each handler names the docs.github.com page it
  * follows; status codes and messages are GitHub's (see README.md). */
 #include "forge.h"
+#include "api_internal.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
@@ -108,15 +109,6 @@ static json_t *iso(long long t)
 }
 
 /* ---- request helpers ---- */
-
-struct ctx {
-  struct forge_req *rq;
-  struct forge_resp *resp;
-  struct forge_auth au;
-  char *seg[16];
-  size_t nseg;
-  json_t *body; /* parsed JSON body or NULL */
-};
 
 static bool method(struct ctx *c, const char *m)
 {
@@ -1316,43 +1308,6 @@ static void h_pull(struct ctx *c, json_t *repo, long long num)
     forge_resp_json(c->resp, 200, pull_obj(repo, pr));
 }
 
-static void h_pull_files(struct ctx *c, json_t *repo, long long num)
-{
-  const char *doc = DOC_PULLS "#list-pull-requests-files";
-  if (!authorize(c, repo, "pull_requests", 1, doc))
-    return;
-  json_t *pr = find_pull(c, repo, num, doc);
-  if (!pr)
-    return;
-  const char *base = json_string_value(json_object_get(pr, "base_sha"));
-  al_autofree char *hs = branch_sha(repo, json_string_value(json_object_get(pr, "head")));
-  const char *head = hs ? hs : json_string_value(json_object_get(pr, "head_sha"));
-  al_autofree char *range = al_strdup_printf("%s...%s", base, head);
-  const char *ns[] = {"git", "diff", "--no-renames", "--name-status", range, NULL};
-  const char *nu[] = {"git", "diff", "--no-renames", "--numstat", range, NULL};
-  al_autofree char *a = NULL;
-  al_autofree char *b = NULL;
-  if (forge_git_run(repo_full(repo), ns, &a, NULL) != 0 ||
-      forge_git_run(repo_full(repo), nu, &b, NULL) != 0)
-    return forge_resp_error(c->resp, 500, "Server Error", doc);
-  json_t *arr = json_array();
-  char *s1 = NULL, *s2 = NULL;
-  char *l1 = strtok_r(a, "\n", &s1);
-  char *l2 = strtok_r(b, "\n", &s2);
-  for (; l1 && l2; l1 = strtok_r(NULL, "\n", &s1), l2 = strtok_r(NULL, "\n", &s2)) {
-    char *tab = strchr(l1, '\t');
-    if (!tab)
-      continue;
-    long long add = 0, del = 0;
-    sscanf(l2, "%lld %lld", &add, &del);
-    const char *st = l1[0] == 'A' ? "added" : l1[0] == 'D' ? "removed" : "modified";
-    json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:I, s:I}", "filename", tab + 1, "status",
-                                         st, "additions", (json_int_t)add, "deletions",
-                                         (json_int_t)del, "changes", (json_int_t)(add + del)));
-  }
-  forge_resp_json(c->resp, 200, arr);
-}
-
 static json_t *review_obj(json_t *repo, json_t *rv)
 {
   long long num = json_integer_value(json_object_get(rv, "pull_number"));
@@ -1772,6 +1727,10 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
         h_issue(&c, repo, num);
       else if (n == 6 && is_seg(&c, 5, "comments") && (get || post))
         h_comments(&c, repo, num);
+    } else if (n == 6 && get && is_seg(&c, 3, "git") && is_seg(&c, 4, "trees")) {
+      forge_h_git_tree(&c, repo, c.seg[5]);
+    } else if (n == 6 && get && is_seg(&c, 3, "git") && is_seg(&c, 4, "blobs")) {
+      forge_h_git_blob(&c, repo, c.seg[5]);
     } else if (n == 4 && is_seg(&c, 3, "pulls") && (get || post)) {
       h_pulls(&c, repo);
     } else if (n >= 5 && is_seg(&c, 3, "pulls") && parse_num(c.seg[4]) > 0) {
@@ -1779,7 +1738,11 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
       if (n == 5 && get)
         h_pull(&c, repo, num);
       else if (n == 6 && get && is_seg(&c, 5, "files"))
-        h_pull_files(&c, repo, num);
+        forge_h_pull_files(&c, repo, num);
+      else if (n == 6 && get && is_seg(&c, 5, "commits"))
+        forge_h_pull_commits(&c, repo, num);
+      else if (n == 6 && (get || post) && is_seg(&c, 5, "comments"))
+        forge_h_pull_review_comments(&c, repo, num);
       else if (n == 6 && (get || post) && is_seg(&c, 5, "reviews"))
         h_reviews(&c, repo, num);
       else if (n == 6 && put && is_seg(&c, 5, "merge"))
@@ -1788,4 +1751,46 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
   }
   pthread_mutex_unlock(&g_forge.lock);
   json_decref(c.body);
+}
+
+/* ---- for the other route files (api_internal.h) ---- */
+
+bool forge_api_authorize(struct ctx *c, json_t *repo, const char *perm, int level, const char *doc)
+{
+  return authorize(c, repo, perm, level, doc);
+}
+
+json_t *forge_api_find_pull(struct ctx *c, json_t *repo, long long num, const char *doc)
+{
+  return find_pull(c, repo, num, doc);
+}
+
+char *forge_api_branch_sha(json_t *repo, const char *branch)
+{
+  return branch_sha(repo, branch);
+}
+
+json_t *forge_api_user(const char *login)
+{
+  return user_obj(login);
+}
+
+const char *forge_api_actor(struct ctx *c, char *buf, size_t n)
+{
+  return actor_login(c, buf, n);
+}
+
+char *forge_api_b64_lines(const unsigned char *data, size_t len)
+{
+  return b64_lines(data, len);
+}
+
+bool forge_api_parse_body(struct ctx *c, bool allow_empty, const char *doc)
+{
+  return parse_body(c, allow_empty, doc);
+}
+
+json_t *forge_api_iso(long long t)
+{
+  return iso(t);
 }

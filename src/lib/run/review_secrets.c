@@ -322,12 +322,18 @@ static size_t match_at(const unsigned char *p, size_t n, bool left_ok, bool gene
   return 0;
 }
 
-/* Whether a split-view hit is only a token glued to what followed it: a
- * 24-byte or longer prefix of it stands whole in the input (the plain view
- * reported that token already). */
+/* Whether a split-view hit is only a token glued to what followed it: its
+ * first 24 bytes stand whole in the input, forward or reversed (the plain
+ * or reversed view reported that token already). */
 static bool glued(const struct scan *s, const unsigned char *span, size_t n)
 {
-  return n >= 24 && memmem(s->plain, s->plain_len, span, 24) != NULL;
+  if (n < 24)
+    return false;
+  unsigned char rev[24]; /* a reversed view's span stands reversed in the input */
+  for (size_t i = 0; i < 24; i++)
+    rev[i] = span[23 - i];
+  return memmem(s->plain, s->plain_len, span, 24) != NULL ||
+         memmem(s->plain, s->plain_len, rev, 24) != NULL;
 }
 
 static void scan_view(struct scan *s, const unsigned char *p, size_t n, const char *enc)

@@ -38,8 +38,7 @@ bool forge_api_parse_body(struct ctx *c, bool allow_empty, const char *doc);
 /* ISO 8601 string of forge time t (new reference). */
 json_t *forge_api_iso(long long t);
 
-/* api_review.c: the routes a reviewer's tools read */
-void forge_h_pull_files(struct ctx *c, json_t *repo, long long num);
+/* api_review.c: the routes a reviewer's tools read (pullfiles.c: the files) */
 void forge_h_pull_commits(struct ctx *c, json_t *repo, long long num);
 void forge_h_pull_review_comments(struct ctx *c, json_t *repo, long long num);
 void forge_h_git_tree(struct ctx *c, json_t *repo, const char *sha);

@@ -1,10 +1,11 @@
-/* The routes a reviewer's tools read: a pull request's files (with their
- * patch, renames and blob sha), its commits, its review comments, and the
- * git database's trees and blobs (modes: symlinks 120000, gitlinks 160000,
- * executables 100755). Names come from git with -z, so a file name with a
- * newline, an escape or U+202E is the real name, never git's quoted form.
- * Follows docs.github.com: REST › Pulls › "List pull requests files",
- * "List commits on a pull request"; REST › Pulls › Review comments;
+/* The routes a reviewer's tools read beyond the files (pullfiles.c): a
+ * pull request's commits, its review comments, and the git database's
+ * trees and blobs (modes: symlinks 120000, gitlinks 160000, executables
+ * 100755). Names come from git with -z, so a file name with a newline, an
+ * escape or U+202E is the real name, never git's quoted form; bytes that
+ * are not UTF-8 become U+FFFD. Lists are paginated by behave.c.
+ * Follows docs.github.com: REST › Pulls › "List commits on a pull
+ * request"; REST › Pulls › Review comments;
  * REST › Git database › Trees "Get a tree", Blobs "Get a blob". */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,112 +77,6 @@ static bool pr_range(struct ctx *c, json_t *repo, json_t *pr, char **base, char 
   *head = hs;
   *base = al_xstrdup(bs);
   return true;
-}
-
-/* The object id of rev:path (malloc'd) or NULL. */
-static char *blob_at(json_t *repo, const char *rev, const char *path)
-{
-  al_autofree char *spec = al_strdup_printf("%s:%s", rev, path);
-  const char *argv[] = {"git", "rev-parse", "--verify", "-q", spec, NULL};
-  char *out = NULL;
-  if (forge_git_run(full(repo), argv, &out, NULL) != 0) {
-    free(out);
-    return NULL;
-  }
-  return out;
-}
-
-/* The unified diff of one file (GitHub's `patch`: the hunks without the
- * `diff --git` header), or NULL when git shows none (binary, a pure
- * rename, a mode change). */
-static char *file_patch(json_t *repo, const char *range, const char *old, const char *path)
-{
-  const char *argv[] = {
-      "git", "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames", range, "--",
-      path,  old,    NULL};
-  char *out = NULL;
-  size_t len = 0;
-  if (forge_git_run(full(repo), argv, &out, &len) != 0 || !out) {
-    free(out);
-    return NULL;
-  }
-  char *hunk = strncmp(out, "@@", 2) == 0 ? out : strstr(out, "\n@@");
-  char *p = NULL;
-  if (hunk) {
-    if (*hunk == '\n')
-      hunk++;
-    size_t n = len - (size_t)(hunk - out);
-    while (n > 0 && hunk[n - 1] == '\n')
-      n--;
-    p = al_xmalloc(n + 1);
-    memcpy(p, hunk, n);
-    p[n] = '\0';
-  }
-  free(out);
-  return p;
-}
-
-void forge_h_pull_files(struct ctx *c, json_t *repo, long long num)
-{
-  const char *doc = DOC_PULLS "#list-pull-requests-files";
-  if (!forge_api_authorize(c, repo, "pull_requests", 1, doc))
-    return;
-  json_t *pr = forge_api_find_pull(c, repo, num, doc);
-  al_autofree char *base = NULL;
-  al_autofree char *head = NULL;
-  if (!pr || !pr_range(c, repo, pr, &base, &head, doc))
-    return;
-  al_autofree char *range = al_strdup_printf("%s...%s", base, head);
-  const char *ns[] = {"git", "diff", "-z", "--find-renames", "--name-status", range, NULL};
-  al_autofree char *out = NULL;
-  size_t len = 0;
-  if (forge_git_run(full(repo), ns, &out, &len) != 0 || !out)
-    return forge_resp_error(c->resp, 500, "Server Error", doc);
-  json_t *arr = json_array();
-  for (size_t i = 0; i < len;) {
-    const char *st = out + i;
-    i += strlen(st) + 1;
-    if (i >= len)
-      break;
-    const char *old = NULL;
-    const char *path = out + i;
-    i += strlen(path) + 1;
-    if ((st[0] == 'R' || st[0] == 'C') && i < len) {
-      old = path;
-      path = out + i;
-      i += strlen(path) + 1;
-    }
-    const char *status = st[0] == 'A'   ? "added"
-                         : st[0] == 'D' ? "removed"
-                         : st[0] == 'R' ? "renamed"
-                         : st[0] == 'C' ? "copied"
-                         : st[0] == 'T' ? "changed"
-                                        : "modified";
-    /* additions and deletions of this file ("-" for binary) */
-    const char *nu[] = {"git", "diff", "--numstat", "--find-renames", range, "--", path, old, NULL};
-    if (!old)
-      nu[7] = NULL;
-    al_autofree char *stat = NULL;
-    long long add = 0, del = 0;
-    if (forge_git_run(full(repo), nu, &stat, NULL) == 0 && stat)
-      sscanf(stat, "%lld %lld", &add, &del);
-    al_autofree char *sha = blob_at(repo, st[0] == 'D' ? base : head, path);
-    al_autofree char *patch = file_patch(repo, range, old ? old : path, path);
-    al_autofree char *name = lossy(path, strlen(path));
-    json_t *f = json_pack("{s:s?, s:s, s:s, s:I, s:I, s:I}", "sha", sha, "filename", name, "status",
-                          status, "additions", (json_int_t)add, "deletions", (json_int_t)del,
-                          "changes", (json_int_t)(add + del));
-    if (old) {
-      al_autofree char *oname = lossy(old, strlen(old));
-      json_object_set_new(f, "previous_filename", json_string(oname));
-    }
-    if (patch) {
-      al_autofree char *pt = lossy(patch, strlen(patch));
-      json_object_set_new(f, "patch", json_string(pt));
-    }
-    json_array_append_new(arr, f);
-  }
-  forge_resp_json(c->resp, 200, arr);
 }
 
 /* "%an%x00%ae%x00..." fields of one commit. */

@@ -32,7 +32,8 @@ void tk_phase_end(struct ticket *t, uint64_t start, const char *status, const ch
     va_end(ap);
   }
   if (!t->o->quiet) {
-    al_autofree char *clean = al_redact(ph->detail ? ph->detail : "");
+    al_autofree char *redacted = al_redact(ph->detail ? ph->detail : "");
+    al_autofree char *clean = al_term_escape_line(redacted ? redacted : "");
     fprintf(stderr, "airlock ticket: %-9s %-7s %5llu ms  %s%s\n", ph->name, status,
             (unsigned long long)ph->ms, clean,
             t->unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "");

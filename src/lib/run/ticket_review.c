@@ -333,12 +333,14 @@ static void review_file(struct rd *r, json_t *f, json_t *head_tree, json_t *base
   const char *issue = al_review_name_issue(name);
   if (issue)
     kind(r, name, "name", issue, NULL);
-  if (!strcmp(status, "changed"))
-    kind(r, name, "type-changed", "its type changed (a file became a symlink, a gitlink...)", NULL);
   json_t *he = json_object_get(head_tree, name);
   json_t *be = json_object_get(base_tree, prev ? prev : name);
   const char *mode = json_string_value(json_object_get(he, "mode"));
   const char *bmode = json_string_value(json_object_get(be, "mode"));
+  /* a file that became a symlink or a gitlink (GitHub: status "changed";
+   * the modes say it whatever the status) */
+  if (!strcmp(status, "changed") || (mode && bmode && strncmp(mode, bmode, 2) != 0))
+    kind(r, name, "type-changed", "its type changed (a file became a symlink, a gitlink...)", NULL);
   if (!removed && head_tree && !he)
     not_read(r, "could not find %s in the head commit's tree: its mode is unknown", name);
   if (mode)

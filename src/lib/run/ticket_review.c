@@ -610,14 +610,18 @@ static void review_blocked(struct rd *r)
     if (!dec || (strcmp(dec, "deny") && strcmp(dec, "block") && strcmp(dec, "blocked") &&
                  strcmp(dec, "refuse")))
       continue;
-    bool gw = json_object_get(d, "method") != NULL || json_object_get(d, "path") != NULL;
+    /* the gateway's lines (gateway/conn.c: event "request" or "tls") and
+     * the proxy's share the record's decision list */
+    const char *ev = sv(json_object_get(d, "event"));
+    bool gw = !strcmp(ev, "request") || !strcmp(ev, "tls") || json_object_get(d, "method") != NULL;
     const char *host = json_string_value(json_object_get(d, "host"));
     if (!host)
       host = json_string_value(json_object_get(d, "target"));
     json_int_t port = json_integer_value(json_object_get(d, "port"));
     const char *reason = json_string_value(json_object_get(d, "reason"));
+    bool req = json_string_value(json_object_get(d, "method")) != NULL;
     al_autofree char *target =
-        gw     ? al_strdup_printf("%s %s%s", sv(json_object_get(d, "method")), host ? host : "",
+        req    ? al_strdup_printf("%s %s%s", sv(json_object_get(d, "method")), host ? host : "",
                                   sv(json_object_get(d, "path")))
         : port ? al_strdup_printf("%s:%lld", host ? host : "?", (long long)port)
                : al_xstrdup(host ? host : "?");

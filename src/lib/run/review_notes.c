@@ -443,6 +443,8 @@ char *al_review_notes_markdown(json_t *rec, const char *record_sha256)
 
 /* ---- terminal ---- */
 
+static const char *g_suffix = ""; /* al_review_print_summary's, for line() */
+
 static void line(FILE *out, const char *prefix, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void line(FILE *out, const char *prefix, const char *fmt, ...)
@@ -454,13 +456,15 @@ static void line(FILE *out, const char *prefix, const char *fmt, ...)
     abort();
   va_end(ap);
   char *clean = al_term_escape_line(t); /* belt and braces: names are escaped already */
-  fprintf(out, "%s%s\n", prefix, clean);
+  fprintf(out, "%s%s%s\n", prefix, clean, g_suffix);
   free(clean);
   free(t);
 }
 
-void al_review_print_summary(json_t *rv, FILE *out, const char *prefix, size_t max_items)
+void al_review_print_summary(json_t *rv, FILE *out, const char *prefix, const char *suffix,
+                             size_t max_items)
 {
+  g_suffix = suffix ? suffix : "";
   if (!max_items)
     max_items = 50;
   static const struct {

@@ -51,8 +51,11 @@ size_t al_review_find_links(const char *text, const char *where, json_t *links);
 char *al_review_notes_markdown(json_t *rec, const char *record_sha256);
 
 /* The notes for the terminal, one item a line, each line starting with
- * prefix; names escaped (al_review_escape) and the whole line passed
- * through common/term.h. At most max_items items per section (0: 50). */
-void al_review_print_summary(json_t *review, FILE *out, const char *prefix, size_t max_items);
+ * prefix and ending with suffix (NULL: none; e.g. the unprotected mark);
+ * names escaped (al_review_escape) and the whole line passed through
+ * common/term.h. At most max_items items per section (0: 50). Not
+ * thread-safe (one caller: the supervisor). */
+void al_review_print_summary(json_t *review, FILE *out, const char *prefix, const char *suffix,
+                             size_t max_items);
 
 #endif

@@ -759,7 +759,8 @@ void tk_do_review(struct ticket *t)
                nblocked, json_array_size(r.nr) ? "; COULD NOT READ " : "",
                json_array_size(r.nr) ? "everything (see below)" : "");
   if (!t->o->quiet)
-    al_review_print_summary(rv, stderr, "airlock ticket:   ", 50);
+    al_review_print_summary(
+        rv, stderr, "airlock ticket:   ", t->unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "", 50);
   json_decref(pulls);
   tk_free_strv(resolves);
   return;
@@ -769,7 +770,8 @@ fail:
   tk_free_strv(resolves);
   tk_phase_end(t, s, "failed", "%s", e.msg);
   if (!t->o->quiet)
-    al_review_print_summary(rv, stderr, "airlock ticket:   ", 50);
+    al_review_print_summary(
+        rv, stderr, "airlock ticket:   ", t->unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "", 50);
 }
 
 void tk_post_review_notes(struct ticket *t)

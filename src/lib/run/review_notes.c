@@ -171,19 +171,14 @@ size_t al_review_find_links(const char *text, const char *where, json_t *links)
     return 0;
   size_t added = 0, n = strlen(text);
   for (size_t i = 0; i < n && added < 200; i++) {
-    size_t start = i, skip = 0;
-    if (strncasecmp(text + i, "https://", 8) == 0 || strncasecmp(text + i, "http://", 7) == 0 ||
-        strncasecmp(text + i, "ftp://", 6) == 0)
-      skip = 0;
-    else if (text[i] == '/' && text[i + 1] == '/' && i > 0 &&
-             (text[i - 1] == '(' || text[i - 1] == '"' || text[i - 1] == '\'' ||
-              text[i - 1] == '='))
-      skip = 0; /* protocol-relative: `src="//evil.example/x"` */
-    else if (strncasecmp(text + i, "data:image", 10) == 0)
-      skip = 0;
-    else
+    size_t start = i;
+    bool proto_rel = text[i] == '/' && text[i + 1] == '/' && i > 0 &&
+                     strchr("(\"'=", text[i - 1]) != NULL; /* `src="//evil.example/x"` */
+    if (!(strncasecmp(text + i, "https://", 8) == 0 || strncasecmp(text + i, "http://", 7) == 0 ||
+          strncasecmp(text + i, "ftp://", 6) == 0 || strncasecmp(text + i, "data:image", 10) == 0 ||
+          proto_rel))
       continue;
-    size_t e = i + skip;
+    size_t e = i;
     while (e < n && url_char((unsigned char)text[e]))
       e++;
     if (e - start < 8)
@@ -461,9 +456,10 @@ static void line(FILE *out, const char *prefix, const char *fmt, ...)
   free(t);
 }
 
-void al_review_print_summary(json_t *rv, FILE *out, const char *prefix, const char *suffix,
+void al_review_print_summary(json_t *review, FILE *out, const char *prefix, const char *suffix,
                              size_t max_items)
 {
+  json_t *rv = review;
   g_suffix = suffix ? suffix : "";
   if (!max_items)
     max_items = 50;

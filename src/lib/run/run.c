@@ -186,6 +186,8 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
       .stdout_fd = o->stdout_fd,
       .stdin_fd = o->stdin_fd,
       .stderr_fd = o->stderr_fd,
+      .files = o->files,
+      .n_files = o->n_files,
   };
   al_sandbox *sb = NULL;
   int setup_status = AL_EXIT_SETUP;

@@ -43,6 +43,10 @@ typedef struct al_run_opts {
    * (or failed to). Required then: without it al_run_command refuses
    * (`airlock run` has no broker; it takes relay.key_file only). */
   char *relay_key;
+  /* Read-only files placed in the sandbox (al_sandbox_file: the CA
+   * bundle); borrowed; may be NULL. */
+  const al_sandbox_file *files;
+  size_t n_files;
 } al_run_opts;
 
 /* Start the sandbox (with a listener at 127.0.0.1:3128 inside and the

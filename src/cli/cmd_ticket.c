@@ -209,9 +209,20 @@ int cmd_ticket(int argc, char **argv)
   /* An unprotected run says so on every line of its summary. */
   const char *mark = res.unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "";
   if (!o.quiet) {
-    if (res.pr_url[0])
-      fprintf(stderr, "airlock ticket: pull request %s (a human must review it)%s\n", res.pr_url,
+    if (res.credentials_mode && strcmp(res.credentials_mode, "sealed") == 0)
+      fprintf(stderr,
+              "airlock ticket: credentials sealed: the agent held a placeholder; the forge "
+              "gateway decided %zu request(s), refused %zu%s%s%s%s\n",
+              res.gateway_requests, res.gateway_refused, res.gateway_refused_by[0] ? " (" : "",
+              res.gateway_refused_by, res.gateway_refused_by[0] ? ")" : "", mark);
+    else if (res.credentials_mode)
+      fprintf(stderr,
+              "airlock ticket: credentials env: the agent held both tokens; the forge's own "
+              "protection was the only limit on what it did with them%s\n",
               mark);
+    if (res.pr_url[0])
+      fprintf(stderr, "airlock ticket: pull request %s%s (a human must review it)%s\n", res.pr_url,
+              res.pr_by_supervisor ? ", opened by the supervisor" : "", mark);
     if (res.record_path[0])
       fprintf(stderr, "airlock ticket: run record %s%s\n", res.record_path, mark);
   }

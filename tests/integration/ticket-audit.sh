@@ -28,7 +28,7 @@ rec() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval(
 # --- the protected repository passes (positive control) ---
 R=$T_TMP/tally.json
 n1=$(app_tokens 1001 any)
-out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent /usr/bin/true --record "$R" 2>&1); rc=$?
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent "$FE_PUSH_AGENT" --record "$R" 2>&1); rc=$?
 is "acme/tally (protected): the run goes ahead, exit 0" "$rc" 0
 [ $rc -eq 0 ] || diag "$out"
 like "acme/tally: the audit phase is ok and comes before the lease" "$(tr '\n' ' ' <<<"$out")" 'audit +ok .*holds.*lease +ok'
@@ -98,7 +98,7 @@ check "acme/loose (accepted): the record validates" validate_record "$R"
 # --accept-unprotected where the budget holds marks nothing: the mark follows
 # the verdict, not the flag.
 R=$T_TMP/tally-flag.json
-out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --accept-unprotected --agent /usr/bin/true --record "$R" 2>&1); rc=$?
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --accept-unprotected --agent "$FE_PUSH_AGENT" --record "$R" 2>&1); rc=$?
 is "acme/tally --accept-unprotected: exit 0, record not unprotected" "$rc/$(rec "$R" 'r["accept_unprotected"], r["unprotected"]')" "0/(True, False)"
 if grep -qF "$MARK" <<<"$out"; then fail "acme/tally --accept-unprotected: no mark"; else ok "acme/tally --accept-unprotected: no mark"; fi
 
@@ -143,7 +143,7 @@ chmod 600 "$T_TMP/tf/broker.yaml"
 check "a broker with audit.token_file starts" start_broker2 tf
 write_policy "$T_TMP/tf.yaml" "$T_TMP/tf/sock"
 R=$T_TMP/tf.json
-out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/tf.yaml" --agent /usr/bin/true --record "$R" 2>&1); rc=$?
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/tf.yaml" --agent "$FE_PUSH_AGENT" --record "$R" 2>&1); rc=$?
 is "audit.token_file: acme/tally passes (exit 0)" "$rc" 0
 [ $rc -eq 0 ] || diag "$out"
 like "audit.token_file: the report names the token by fingerprint only" "$(rec "$R" 'r["audit"]["report"]["credentials"]')" \

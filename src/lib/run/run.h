@@ -47,6 +47,9 @@ typedef struct al_run_opts {
    * bundle); borrowed; may be NULL. */
   const al_sandbox_file *files;
   size_t n_files;
+  /* Sealed credentials: the forge gateway's hand-off (gateway.h), set on
+   * the agent's proxy listener; borrowed; NULL: none. */
+  const al_proxy_handoff *handoff;
 } al_run_opts;
 
 /* Start the sandbox (with a listener at 127.0.0.1:3128 inside and the

@@ -68,7 +68,8 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
 {
   memset(res, 0, sizeof *res);
   res->agent_status = -1;
-  struct ticket t = {.o = o, .t0 = al_now_ms(), .audit_fd = -1, .out_fd = -1, .relay_fd = -1};
+  struct ticket t = {
+      .o = o, .t0 = al_now_ms(), .audit_fd = -1, .out_fd = -1, .relay_fd = -1, .gw_fd = -1};
   block_signals();
   if (al_random_hex(t.run_id, 8, err) < 0)
     return -1;
@@ -92,6 +93,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
                       json_pack("{s:s, s:I}", "repo", t.repo, "number", (json_int_t)t.number));
   if (tk_do_policy(&t, err) < 0)
     goto done;
+  res->credentials_mode = al_cred_mode_name(t.policy->credentials.mode);
   /* al_docker_run refuses it too; here it is refused before any token is
    * minted */
   if (o->docker && t.policy->relay.present) {
@@ -110,13 +112,21 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
     goto done;
   if (interrupted(&t) || tk_do_preflight(&t, err) < 0)
     goto done;
+  if (interrupted(&t) || tk_do_gateway(&t, err) < 0)
+    goto done;
   if (interrupted(&t))
     goto done;
 
-  if (tk_do_agent(&t, res, err) == 0)
-    rc = 0;
+  {
+    int ar = tk_do_agent(&t, res, err);
+    tk_gateway_finish(&t, res);
+    /* safe outputs: the supervisor's writes, with the tokens still alive */
+    if (ar == 0 && !interrupted(&t) && tk_do_outputs(&t, res, err) == 0)
+      rc = 0;
+  }
 
 done:
+  tk_gateway_finish(&t, res);
   res->unprotected = t.unprotected;
   tk_wipe_env(&t);
   {
@@ -128,7 +138,7 @@ done:
   }
   if (t.policy && json_object_get(t.rec, "lease"))
     tk_do_review(&t);
-  if (json_object_get(t.rec, "pull_request_reported"))
+  if (json_object_get(t.rec, "pull_request_reported") || json_object_get(t.rec, "outputs"))
     tk_verify_pr(&t, res);
   if (t.interrupted) {
     if (rc == 0)
@@ -155,6 +165,9 @@ done:
     close(t.out_fd);
   if (t.relay_fd >= 0)
     close(t.relay_fd);
+  if (t.gw_fd >= 0)
+    close(t.gw_fd);
+  free(t.ca_bundle);
   al_secret_free(t.relay_key);
   for (size_t i = 0; i < t.nphases; i++)
     free(t.phases[i].detail);

@@ -40,9 +40,14 @@ typedef struct al_ticket_outcome {
   bool tokens_dead; /* every token revoked and confirmed */
   char pr_url[512]; /* as reported by the agent and checked against the forge URL */
   char record_path[4096];
-  char *agent_stdout; /* what the agent printed (capped), malloc'd; caller frees */
-  bool unprotected;   /* ran with --accept-unprotected although the audit did not
-                         prove the escape budget (print AL_TICKET_UNPROTECTED_MARK) */
+  char *agent_stdout;           /* what the agent printed (capped), malloc'd; caller frees */
+  bool unprotected;             /* ran with --accept-unprotected although the audit did not
+                                   prove the escape budget (print AL_TICKET_UNPROTECTED_MARK) */
+  const char *credentials_mode; /* "sealed" or "env" (static); NULL before the policy loaded */
+  bool pr_by_supervisor;        /* the supervisor opened pr_url (safe outputs) */
+  size_t gateway_requests;      /* sealed: requests the forge gateway decided */
+  size_t gateway_refused;       /* ... and refused */
+  char gateway_refused_by[384]; /* "reason N, reason N" */
 } al_ticket_outcome;
 
 /* The suffix of every progress and summary line of an unprotected run. */

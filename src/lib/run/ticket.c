@@ -110,9 +110,9 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
     goto done;
   if (interrupted(&t) || tk_do_lease(&t, err) < 0)
     goto done;
-  if (interrupted(&t) || tk_do_preflight(&t, err) < 0)
-    goto done;
   if (interrupted(&t) || tk_do_gateway(&t, err) < 0)
+    goto done;
+  if (interrupted(&t) || tk_do_preflight(&t, err) < 0)
     goto done;
   if (interrupted(&t))
     goto done;

@@ -67,7 +67,7 @@ static void agent_result(struct ticket *t, const char *out, al_ticket_outcome *r
   json_decref(j);
 }
 
-static void build_env(struct ticket *t)
+void tk_build_env(struct ticket *t)
 {
   const al_policy *p = t->policy;
   const char *ca = t->o->docker ? TK_CA_BUNDLE_DOCKER : TK_CA_BUNDLE_NATIVE;
@@ -184,7 +184,7 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
     tk_phase_end(t, s, "failed", "%s", err->msg);
     return -1;
   }
-  build_env(t);
+  tk_build_env(t);
   size_t nro = 0;
   const char *ro[34];
   for (const char *const *p = t->o->extra_ro_paths; p && *p && nro < 32; p++)

@@ -122,6 +122,9 @@ int tk_do_gateway(struct ticket *t, al_error *err);
  * gateway_decisions[] and gateway_summary {requests, allowed, refused,
  * refused_by_reason}. Idempotent. */
 void tk_gateway_finish(struct ticket *t, al_ticket_outcome *res);
+/* The agent's environment into t->env (wipe with tk_wipe_env): sealed,
+ * the placeholder under every token name; env, the lease's tokens. */
+void tk_build_env(struct ticket *t);
 /* Build t->ca_bundle (system CAs, forge.ca_file, the run CA). */
 int tk_ca_bundle(struct ticket *t, al_error *err);
 int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err);

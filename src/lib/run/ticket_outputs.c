@@ -44,7 +44,9 @@ static char *clean_text(const char *s, size_t max, bool one_line)
     bool ctl = c < 0x20 || c == 0x7f;
     if (!one_line && (c == '\n' || c == '\t'))
       ctl = false;
-    o[i] = ctl ? (char)0x20 : s[i];
+    o[i] = s[i];
+    if (ctl)
+      o[i] = ' ';
   }
   o[n] = '\0';
   return o;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "behave.h"
 #include "common/util.h"
 
 static json_t *tokens_view(void)
@@ -77,10 +78,14 @@ static json_t *refs_view(const char *full)
 void forge_admin_handle(struct forge_req *rq, struct forge_resp *resp)
 {
   bool get = !strcmp(rq->method, "GET"), post = !strcmp(rq->method, "POST");
+  if (forge_webhooks_admin(rq, resp)) /* webhooks.c: sends outside the lock */
+    return;
   pthread_mutex_lock(&g_forge.lock);
   forge_resp_error(resp, 404, "Not Found", NULL);
   const char *p = rq->path;
-  if (get && !strcmp(p, "/health")) {
+  if (forge_behave_admin(rq, resp)) {
+    /* faults, settings, renames, suspensions (behave.c) */
+  } else if (get && !strcmp(p, "/health")) {
     forge_resp_json(resp, 200, json_pack("{s:b}", "ok", 1));
   } else if (get && !strcmp(p, "/tokens")) {
     forge_resp_json(resp, 200, tokens_view());

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "broker/check.h"
 #include "broker/github.h"
 #include "broker/jwt.h"
 #include "broker/proto.h"
@@ -91,7 +92,7 @@ struct conn {
   struct conn *prev, *next, *next_dead;
 };
 
-enum job_kind { JOB_MINT, JOB_REVOKE, JOB_AUDIT };
+enum job_kind { JOB_MINT, JOB_REVOKE, JOB_AUDIT, JOB_CHECK };
 
 struct job {
   enum job_kind kind;
@@ -112,6 +113,9 @@ struct job {
   bool holds;
   char failed[512]; /* "id=STATUS ..." of the required criteria that do not hold */
   char credentials[256];
+  /* JOB_CHECK (check.h) */
+  al_proto_check_req creq;
+  json_t *answer;
   struct job *next;
 };
 
@@ -238,6 +242,8 @@ static void *job_main(void *arg)
   struct broker *b = j->b;
   if (j->kind == JOB_AUDIT) {
     job_audit(b, j);
+  } else if (j->kind == JOB_CHECK) {
+    j->rc = al_broker_run_check(b->gh, b->cfg, &j->creq, &j->answer, &j->err);
   } else if (j->kind == JOB_MINT) {
     j->rc = 0;
     for (size_t i = 0; i < j->req.n_tokens; i++) {
@@ -290,6 +296,7 @@ static void job_free(struct job *j)
   free(j->confirmed);
   free(j->errmsg);
   free(j->report);
+  json_decref(j->answer);
   free(j);
 }
 
@@ -509,6 +516,7 @@ static int handle_lease(struct conn *c, json_t *msg);
 static int handle_release(struct conn *c, json_t *msg);
 static int handle_ping(struct conn *c, json_t *msg);
 static int handle_audit(struct conn *c, json_t *msg);
+static int handle_check(struct conn *c, json_t *msg);
 
 static const struct request_handler {
   const char *type;
@@ -519,6 +527,7 @@ static const struct request_handler {
     {"release", 1u << ST_ACTIVE, handle_release},
     {"ping", (1u << ST_NEW) | (1u << ST_MINTING) | (1u << ST_ACTIVE), handle_ping},
     {"audit", 1u << ST_NEW, handle_audit},
+    {"check", 1u << ST_NEW, handle_check},
 };
 
 /* "audit": run `airlock audit` for the client on a repository it could
@@ -555,6 +564,43 @@ static int handle_audit(struct conn *c, json_t *msg)
           req.repo, req.branch[0] ? " branch " : "", req.branch);
   struct job *j = job_new(b, JOB_AUDIT, c, 0);
   j->areq = req;
+  job_start(b, j);
+  return 0;
+}
+
+/* "check" (check.h): the service's trigger check, with the broker's own
+ * short-lived read token. Like an audit: no lease, counted while it runs,
+ * then the connection closes. */
+static int handle_check(struct conn *c, json_t *msg)
+{
+  struct broker *b = c->b;
+  al_error err;
+  al_error_clear(&err);
+  al_proto_check_req req;
+  if (al_proto_check_req_from_json(msg, &req, &err) < 0) {
+    conn_fail(c, "bad_request", err.msg);
+    return -1;
+  }
+  if (!al_broker_config_repo_allowed(b->cfg, req.repo)) {
+    char m[300];
+    snprintf(m, sizeof m, "repository `%s` may not be leased, so it is not checked here", req.repo);
+    conn_fail(c, "forbidden", m);
+    return -1;
+  }
+  if (b->n_active >= b->cfg->max_active) {
+    conn_fail(c, "busy", "too many active leases");
+    return -1;
+  }
+  if (al_random_hex(c->id, 8, &err) < 0) {
+    conn_fail(c, "internal", err.msg);
+    return -1;
+  }
+  c->counted = true;
+  b->n_active++;
+  c->st = ST_AUDITING;
+  disarm_timer(c);
+  struct job *j = job_new(b, JOB_CHECK, c, 0);
+  j->creq = req;
   job_start(b, j);
   return 0;
 }
@@ -989,6 +1035,30 @@ static void audit_done(struct broker *b, struct job *j)
   conn_maybe_close(c);
 }
 
+static void check_done(struct broker *b, struct job *j)
+{
+  struct conn *c = j->c;
+  const char *perm = j->answer ? json_string_value(json_object_get(j->answer, "permission")) : NULL;
+  al_info("check %s: uid %u asks about %s#%lu%s%s: %s%s", c->id, (unsigned)c->uid, j->creq.repo,
+          j->creq.ticket, j->creq.user[0] ? " for " : "", j->creq.user,
+          j->rc < 0 ? "failed: " : "permission ", j->rc < 0 ? j->err.msg : (perm ? perm : "-"));
+  audit(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:I, s:s, s:s?, s:s?}", "event", "check", "id",
+                     c->id, "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->creq.repo, "ticket",
+                     (json_int_t)j->creq.ticket, "user", j->creq.user, "permission", perm, "error",
+                     j->rc < 0 ? j->err.msg : NULL));
+  if (!c->peer_gone) {
+    if (j->rc < 0)
+      conn_send_error(c, "upstream", j->err.msg);
+    else
+      conn_send(c, json_incref(j->answer));
+  }
+  c->st = ST_CLOSING;
+  conn_stop_reading(c);
+  if (!c->peer_gone)
+    shutdown(c->fd, SHUT_RD);
+  conn_maybe_close(c);
+}
+
 static void drain_jobs(struct broker *b)
 {
   uint64_t v;
@@ -1007,6 +1077,8 @@ static void drain_jobs(struct broker *b)
       mint_done(b, j);
     else if (j->kind == JOB_AUDIT)
       audit_done(b, j);
+    else if (j->kind == JOB_CHECK)
+      check_done(b, j);
     else
       revoke_done(b, j);
     job_free(j);

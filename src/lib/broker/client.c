@@ -650,3 +650,13 @@ out:
   close(fd);
   return ret;
 }
+
+int al_broker_connect(const char *socket_path, al_error *err)
+{
+  return broker_connect(socket_path, err);
+}
+
+int al_broker_error_answer(json_t *msg, const char *what, al_error *err)
+{
+  return error_from_msg_what(msg, what, err);
+}

@@ -11,6 +11,7 @@
 
 #include "run/ticket_internal.h"
 #include "broker/secmem.h"
+#include "common/exitcodes.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "policy/policy.h"
@@ -47,8 +48,11 @@ int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned l
 static bool interrupted(struct ticket *t)
 {
   sigset_t p;
-  if (sigpending(&p) == 0 && (sigismember(&p, SIGINT) || sigismember(&p, SIGTERM)))
+  if (sigpending(&p) == 0 && (sigismember(&p, SIGINT) || sigismember(&p, SIGTERM))) {
     t->interrupted = true;
+    if (!t->signo)
+      t->signo = sigismember(&p, SIGINT) ? SIGINT : SIGTERM;
+  }
   return t->interrupted;
 }
 
@@ -68,6 +72,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
 {
   memset(res, 0, sizeof *res);
   res->agent_status = -1;
+  res->exit_code = AL_EXIT_FAILED; /* until the driver knows better */
   struct ticket t = {
       .o = o, .t0 = al_now_ms(), .audit_fd = -1, .out_fd = -1, .relay_fd = -1, .gw_fd = -1};
   block_signals();
@@ -140,6 +145,7 @@ done:
     tk_do_review(&t);
   if (json_object_get(t.rec, "pull_request_reported") || json_object_get(t.rec, "outputs"))
     tk_verify_pr(&t, res);
+  (void)interrupted(&t);
   if (t.interrupted) {
     if (rc == 0)
       rc = -1;
@@ -159,6 +165,7 @@ done:
       }
     }
   }
+  res->exit_code = tk_exit_code(&t, res, rc);
   if (t.audit_fd >= 0)
     close(t.audit_fd);
   if (t.out_fd >= 0)

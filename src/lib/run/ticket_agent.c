@@ -12,6 +12,7 @@
 #include "broker/client.h"
 #include "broker/secmem.h"
 #include "common/log.h"
+#include "common/term.h"
 #include "common/util.h"
 #include "gateway/gateway.h"
 #include "run/run.h"
@@ -262,17 +263,28 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
     al_warn("the proxy's decisions in the record are incomplete (cut at their cap, or lost)");
   }
   res->agent_stdout = tk_read_memfd(t->out_fd, &n);
+  if (t->o->show_agent_stdout && n > 0) {
+    /* the agent's stdout, through the gutter, before airlock's own lines
+     * about what followed (common/term.h) */
+    fflush(stdout);
+    al_term_gutter g;
+    al_term_gutter_init(&g, STDOUT_FILENO, AL_TERM_AGENT_GUTTER);
+    al_term_gutter_write(&g, res->agent_stdout, n);
+    al_term_gutter_end(&g);
+  }
   agent_result(t, res->agent_stdout, res);
   json_object_set_new(json_object_get(t->rec, "agent"), "exit_status", json_integer(status));
   json_object_set_new(json_object_get(t->rec, "agent"), "timed_out", json_boolean(timed_out));
+  t->timed_out = timed_out;
   if (r < 0) {
     json_object_set_new(json_object_get(t->rec, "agent"), "error", json_string(re.msg));
     tk_phase_end(t, s, "failed", "%s", re.msg);
     *err = re;
   } else {
     tk_phase_end(t, s, status == 0 ? "ok" : "failed",
-                 "exit %d, %zu proxy decisions (%zu denied)%s%s", status,
-                 json_array_size(decisions), denied, res->pr_url[0] ? ", " : "", res->pr_url);
+                 "exit %d, %zu proxy decisions (%zu denied)%s%s%s", status,
+                 json_array_size(decisions), denied, res->pr_url[0] ? ", reported " : "",
+                 res->pr_url, res->pr_url[0] ? " (checked on the forge below)" : "");
     if (status != 0)
       al_make_error(err, 0, "the agent exited with status %d%s", status,
                     timed_out ? " (timeout)" : "");

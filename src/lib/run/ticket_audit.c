@@ -1,6 +1,7 @@
 /* Phases: the escape-budget audit (through the broker) and the preflight
  * probes (fail closed). */
 #include <errno.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,17 +100,33 @@ int tk_do_audit(struct ticket *t, al_error *err)
     json_decref(report);
     return 0;
   }
-  if (r < 0 && (ae.code == ENOENT || ae.code == ECONNREFUSED) &&
-      strstr(ae.msg, "connecting to the broker")) {
-    /* no broker: --accept-unprotected would fail at the lease all the same */
+  if (r < 0 && (strstr(ae.msg, "connecting to the broker") ||
+                (ae.code == EACCES && strstr(ae.msg, "broker refused")))) {
+    /* the broker cannot be reached, or does not serve this user: the lease
+     * would fail the same way, so --accept-unprotected is no advice */
     tk_phase_end(t, s, "failed", "%s", ae.msg);
     json_decref(report);
+    const char *b = t->policy->credentials.broker;
+    if (ae.code == EACCES && strstr(ae.msg, "broker refused"))
+      return al_error_set(err, ae.code,
+                          "the broker at `%s` does not serve this user (uid %u): add it to "
+                          "`clients.uids` in the broker's config and restart the broker "
+                          "(contrib/README.broker.md)",
+                          b, (unsigned)getuid());
+    if (ae.code == EACCES)
+      return al_error_set(err, ae.code,
+                          "this user (uid %u) may not connect to the broker's socket `%s` "
+                          "(policy credentials.broker): run as a user the broker serves, or "
+                          "have the broker's operator give this user access to the socket "
+                          "(its SocketGroup, contrib/README.broker.md)",
+                          (unsigned)getuid(), b);
     return al_error_set(err, ae.code,
                         "no broker answers at `%s` (policy credentials.broker): start it with "
                         "`airlock broker -c CONFIG --socket %s` (contrib/README.broker.md)",
-                        t->policy->credentials.broker, t->policy->credentials.broker);
+                        b, b);
   }
   if (!t->o->accept_unprotected) {
+    t->security_refusal = true;
     if (r < 0) {
       tk_phase_end(t, s, "failed", "cannot prove the escape budget: %s", ae.msg);
       al_make_error(err, 0,
@@ -211,6 +228,7 @@ int tk_do_preflight(struct ticket *t, al_error *err)
                                     "escaped", (json_int_t)rep.n_escaped, "inconclusive",
                                     (json_int_t)rep.n_inconclusive));
   if (r != 0) {
+    t->security_refusal = true;
     char first[AL_PROBE_EVIDENCE_MAX + 64] = "";
     for (size_t i = 0; i < rep.n; i++)
       if (rep.results[i].verdict != AL_PROBE_BLOCKED) {

@@ -48,6 +48,9 @@ struct ticket {
   bool interrupted;
   bool unprotected;         /* the audit did not prove the budget and the user accepted that */
   bool decisions_truncated; /* docker backend: the proxy's decisions were cut or lost */
+  bool security_refusal;    /* the audit or the preflight refused the run (exit 4) */
+  bool timed_out;           /* the agent hit the wall-clock limit (exit 124) */
+  int signo;                /* the signal that interrupted the run, or 0 */
   /* secrets: only between lease and sandbox start */
   char **env;
   size_t nenv;
@@ -131,11 +134,15 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err);
 /* Safe outputs (ticket_outputs.c): after the agent, before the release:
  * the supervisor opens the run's one PR from the run branch (sealed; env:
  * unless the agent opened it) and comments on the ticket with its link.
- * 0, or -1 with err (no branch pushed: no PR, a non-zero exit). */
+ * 0 (also when the agent pushed nothing: no PR, the run exits 3), or -1
+ * with err. */
 int tk_do_outputs(struct ticket *t, al_ticket_outcome *res, al_error *err);
 int tk_do_release(struct ticket *t, al_ticket_outcome *res, al_error *err);
 void tk_do_review(struct ticket *t);
 void tk_verify_pr(struct ticket *t, al_ticket_outcome *res);
 int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err);
+/* The exit status of the run (common/exitcodes.h) from how it ended: rc is
+ * the driver's result so far. */
+int tk_exit_code(const struct ticket *t, const al_ticket_outcome *res, int rc);
 
 #endif

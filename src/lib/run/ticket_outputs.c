@@ -2,7 +2,7 @@
  * not the agent — makes the run's one pull request and tells the ticket.
  *
  *   1. the run branch exists on the forge (the agent pushed it), else no
- *      PR and the run fails;
+ *      PR (the run exits 3, "no changes");
  *   2. a PR from it already? (env mode: the agent may open its own; the
  *      supervisor verifies it and opens no other);
  *   3. else POST /repos/{o}/{r}/pulls from the run branch to the base, with
@@ -161,12 +161,10 @@ static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
   if (call(c, "GET", bpath, c->git, NULL, &r, err) < 0)
     return -1;
   if (r.cls == AL_GHAPI_NOT_FOUND) {
+    /* no changes: no PR; the run ends with AL_EXIT_NO_CHANGES (3) */
     al_ghapi_resp_free(&r);
     json_object_set_new(c->rec, "branch", json_pack("{s:s, s:b}", "name", t->branch, "exists", 0));
-    return al_error_set(err, ENOENT,
-                        "the agent pushed nothing to %s: no pull request (an agent must push "
-                        "its work to $AIRLOCK_BRANCH; docs/agents.md)",
-                        t->branch);
+    return 1;
   }
   if (r.cls != AL_GHAPI_OK) {
     char d[600];
@@ -275,6 +273,14 @@ int tk_do_outputs(struct ticket *t, al_ticket_outcome *res, al_error *err)
   tk_free_strv(resolves);
   if (r < 0)
     goto fail;
+  if (r == 1) {
+    json_object_set_new(rec, "status", json_string("no-branch"));
+    tk_phase_end(t, s, "skipped",
+                 "the agent pushed nothing to %s: no pull request (an agent pushes its work to "
+                 "$AIRLOCK_BRANCH; docs/agents.md)",
+                 t->branch);
+    return 0;
+  }
   json_object_set_new(rec, "status", json_string("ok"));
   tk_phase_end(t, s, "ok", "%s %s", res->pr_by_supervisor ? "opened" : "verified the agent's",
                res->pr_url);

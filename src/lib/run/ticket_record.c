@@ -1,5 +1,6 @@
 /* The PR the run is judged by, and the run record on disk. */
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "run/ticket_internal.h"
+#include "common/exitcodes.h"
 #include "common/redact.h"
 #include "common/util.h"
 
@@ -26,12 +28,29 @@ void tk_verify_pr(struct ticket *t, al_ticket_outcome *res)
   json_object_set_new(o, "reported_by_agent", reported ? json_string(reported) : json_null());
   if (url && reported && strcmp(url, reported) != 0)
     json_object_set_new(o, "mismatch", json_true());
-  if (url && strlen(url) < sizeof res->pr_url)
+  res->pr_verified = url && strlen(url) < sizeof res->pr_url;
+  if (res->pr_verified)
     snprintf(res->pr_url, sizeof res->pr_url, "%s", url);
   else
     res->pr_url[0] = '\0';
+  res->pr_reported[0] = '\0';
+  if (reported && (!url || strcmp(url, reported) != 0))
+    snprintf(res->pr_reported, sizeof res->pr_reported, "%s", reported);
   json_object_set_new(t->rec, "pull_request", o);
   json_object_del(t->rec, "pull_request_reported");
+}
+
+int tk_exit_code(const struct ticket *t, const al_ticket_outcome *res, int rc)
+{
+  if (t->interrupted)
+    return AL_EXIT_SIGNAL + (t->signo ? t->signo : SIGINT);
+  if (t->security_refusal)
+    return AL_EXIT_SECURITY;
+  if (t->timed_out)
+    return AL_EXIT_TIMEOUT;
+  if (rc < 0)
+    return AL_EXIT_FAILED;
+  return res->pr_verified ? AL_EXIT_OK : AL_EXIT_NO_CHANGES;
 }
 
 int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err)

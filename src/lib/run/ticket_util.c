@@ -32,7 +32,8 @@ void tk_phase_end(struct ticket *t, uint64_t start, const char *status, const ch
     va_end(ap);
   }
   if (!t->o->quiet) {
-    al_autofree char *clean = al_redact(ph->detail ? ph->detail : "");
+    al_autofree char *redacted = al_redact(ph->detail ? ph->detail : "");
+    al_autofree char *clean = al_term_escape_line(redacted ? redacted : "");
     fprintf(stderr, "airlock ticket: %-9s %-7s %5llu ms  %s%s\n", ph->name, status,
             (unsigned long long)ph->ms, clean,
             t->unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "");
@@ -107,7 +108,8 @@ char *tk_read_memfd(int fd, size_t *len)
   return buf;
 }
 
-/* A thread copying the agent's stderr to ours, sanitized, capped. */
+/* A thread copying the agent's stderr to ours through the gutter
+ * (common/term.h: each line marked as the agent's, escaped), capped. */
 #define AGENT_STDERR_CAP (16u << 20)
 
 static void *stderr_relay_main(void *arg)
@@ -116,10 +118,11 @@ static void *stderr_relay_main(void *arg)
   /* No malloc here: the supervisor clones sandboxes with the raw clone
    * syscall, which does not take glibc's allocator locks the way fork(3)
    * does; a lock held by this thread at that moment would be inherited
-   * locked. */
+   * locked. The gutter allocates nothing. */
   char buf[1024];
-  char clean[4 * sizeof buf + 1];
   size_t total = 0;
+  al_term_gutter g;
+  al_term_gutter_init(&g, 2, AL_TERM_AGENT_GUTTER);
   for (;;) {
     ssize_t n = read(sr->fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR)
@@ -127,16 +130,17 @@ static void *stderr_relay_main(void *arg)
     if (n <= 0)
       break;
     if (total < AGENT_STDERR_CAP) {
-      size_t len = al_term_sanitize_into(buf, (size_t)n, clean);
-      (void)!write(2, clean, len);
+      al_term_gutter_write(&g, buf, (size_t)n);
       total += (size_t)n;
       if (total >= AGENT_STDERR_CAP) {
-        static const char m[] =
-            "\nairlock: the agent's stderr passed 16 MiB; the rest is dropped\n";
+        al_term_gutter_end(&g);
+        static const char m[] = "airlock ticket: the agent's stderr passed 16 MiB; the rest is "
+                                "dropped\n";
         (void)!write(2, m, sizeof m - 1);
       }
     }
   }
+  al_term_gutter_end(&g);
   close(sr->fd);
   return NULL;
 }

@@ -157,6 +157,8 @@ for f in list(flagged)[:12] + [".github/workflows", "vendor/lib", "link-passwd",
     check(f"PR: the notes name {f}", f"`{f}`" in notes, "")
 for n in ["evil\nname.txt", "esc\x1b[31mred.txt", "report\u202etxt.exe"]:
     check(f"PR: the notes show {esc(n)} escaped", "`" + esc(n) + "`" in notes, "")
+check("PR: no token value in the notes (a token in a URL is shown redacted)",
+      not re.search(r"gh[pousr]_[A-Za-z0-9]{30,}", notes), re.findall(r"gh[pousr]_\w{8}", notes))
 check("PR: no raw control or bidi character in the notes",
       not re.search("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]", notes), "")
 heads = [l for l in notes.split("\n") if l.startswith("#")]

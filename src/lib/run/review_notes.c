@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/redact.h"
 #include "common/term.h"
 #include "common/util.h"
 #include "run/review_catalogue.h"
@@ -433,7 +434,11 @@ char *al_review_notes_markdown(json_t *rec, const char *record_sha256)
   }
   if (strlen(s) > NOTES_MAX) /* still too long (huge counts of blocked hosts): cut, say so */
     memcpy(s + NOTES_MAX - 40, "\n\n(cut: see the run record)\n", 29);
-  return s;
+  /* a token-shaped string in a name or a URL is shown as its fingerprint,
+   * as in the record (redact.h) */
+  char *clean = al_redact(s);
+  free(s);
+  return clean;
 }
 
 /* ---- terminal ---- */
@@ -450,9 +455,11 @@ static void line(FILE *out, const char *prefix, const char *fmt, ...)
   if (vasprintf(&t, fmt, ap) < 0)
     abort();
   va_end(ap);
-  char *clean = al_term_escape_line(t); /* belt and braces: names are escaped already */
+  char *esc = al_term_escape_line(t); /* belt and braces: names are escaped already */
+  char *clean = al_redact(esc);       /* and never a token on the terminal */
   fprintf(out, "%s%s%s\n", prefix, clean, g_suffix);
   free(clean);
+  free(esc);
   free(t);
 }
 

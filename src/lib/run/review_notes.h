@@ -47,13 +47,14 @@ size_t al_review_find_links(const char *text, const char *where, json_t *links);
  * record rec (its run_id, review, and the decisions the review counted in
  * review.blocked) and the SHA-256 (64 hex) of the record file as written
  * (NULL: "not written yet"). The first line is the marker
- * `<!-- airlock-review-notes run=<run_id> -->`. malloc'd. */
+ * `<!-- airlock-review-notes run=<run_id> -->`. Token-shaped strings are
+ * redacted (common/redact.h), as in the record. malloc'd. */
 char *al_review_notes_markdown(json_t *rec, const char *record_sha256);
 
 /* The notes for the terminal, one item a line, each line starting with
  * prefix and ending with suffix (NULL: none; e.g. the unprotected mark);
- * names escaped (al_review_escape) and the whole line passed through
- * common/term.h. At most max_items items per section (0: 50). Not
+ * names escaped (al_review_escape), the whole line passed through
+ * common/term.h and redacted (common/redact.h). At most max_items items per section (0: 50). Not
  * thread-safe (one caller: the supervisor). */
 void al_review_print_summary(json_t *review, FILE *out, const char *prefix, const char *suffix,
                              size_t max_items);

@@ -50,7 +50,9 @@ static void test_name_issue(void **state)
   (void)state;
   assert_null(al_review_name_issue("tally/stats.py"));
   assert_non_null(strstr(al_review_name_issue("a\nb"), "control"));
-  assert_non_null(strstr(al_review_name_issue("x\xe2\x80\xae" "exe.txt"), "bidirectional"));
+  assert_non_null(strstr(al_review_name_issue("x\xe2\x80\xae"
+                                              "exe.txt"),
+                         "bidirectional"));
   assert_non_null(strstr(al_review_name_issue("x\xe2\x80\x8b.txt"), "invisible"));
   assert_non_null(strstr(al_review_name_issue("x\xff.txt"), "not UTF-8"));
   assert_non_null(strstr(al_review_name_issue("dir /x"), "spaces"));

@@ -1,6 +1,5 @@
 /* The PR the run is judged by, and the run record on disk. */
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <errno.h>

@@ -3,7 +3,9 @@
  *   ticket_policy.c  policy: load, check against the ticket
  *   ticket_audit.c   audit (through the broker), preflight (probe subset)
  *   ticket_lease.c   lease (two scoped tokens), release (revoke, confirm 401)
+ *   ticket_sealed.c  sealed credentials: the forge gateway, the placeholder, the CA bundle
  *   ticket_agent.c   agent: environment, sandbox or container, decisions
+ *   ticket_outputs.c safe outputs: the supervisor opens the one PR, comments on the ticket
  *   ticket_review.c  review: notes for the human reviewer
  *   ticket_record.c  the PR the run is judged by; the run record on disk
  *   ticket_util.c    phase lines, environment, memfds, decision lines
@@ -18,7 +20,9 @@
 #include <stdint.h>
 
 #include "broker/client.h"
+#include "forge/ghapi.h"
 #include "policy/policy.h"
+#include "run/review_secrets.h"
 #include "run/ticket.h"
 
 #define AGENT_STDOUT_CAP (4u << 20)
@@ -55,10 +59,36 @@ struct ticket {
   al_lease *lease;
   char *relay_key; /* relay.key: broker: the lease's model_key (secret memory), until the relay
                       sandbox started */
+  /* the review (ticket_review.c): the run's tokens as the scanner knows
+   * them (fingerprint, length, type prefix: never a value); its own lease
+   * and client, kept until the notes are posted after the record */
+  al_secret_known run_tokens[AL_ROLE_COUNT];
+  size_t n_run_tokens;
+  al_lease *review_lease;
+  al_ghapi *review_api;
+  long long review_pr;    /* the PR the notes go on, 0 when none */
+  char record_sha256[65]; /* of the record file as written, "" before */
   /* the agent phase's sealed memfds (closed by the driver): the proxy's
    * decisions, the agent's stdout, the relay's call log; -1 when not made */
   int audit_fd, out_fd, relay_fd;
+  /* sealed mode (ticket_sealed.c): the agent's placeholder credential (not
+   * a secret outside this run's gateway), the gateway while it runs, its
+   * decision lines (a sealed memfd, -1 when none) */
+  char placeholder[65];
+  struct al_gateway *gateway;
+  int gw_fd;
+  /* the CA bundle put into the sandbox (system CAs + forge.ca_file + the
+   * gateway's run CA), malloc'd */
+  char *ca_bundle;
+  size_t ca_bundle_len;
 };
+
+/* Where the CA bundle is inside the sandbox, per backend. */
+#define TK_CA_BUNDLE_NATIVE "/run/airlock/ca-bundle.pem"
+#define TK_CA_BUNDLE_DOCKER_NAME "ca-bundle.pem"
+#define TK_CA_BUNDLE_DOCKER "/tmp/airlock/" TK_CA_BUNDLE_DOCKER_NAME
+/* The host's system trust store, the first of these that exists. */
+#define TK_SYSTEM_CAS "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"
 
 /* A thread copying the agent's stderr to ours, sanitized, capped. */
 struct stderr_relay {
@@ -111,9 +141,32 @@ int tk_do_policy(struct ticket *t, al_error *err);
 int tk_do_audit(struct ticket *t, al_error *err);
 int tk_do_lease(struct ticket *t, al_error *err);
 int tk_do_preflight(struct ticket *t, al_error *err);
+/* sealed mode: start the gateway with the lease's tokens (phase
+ * "gateway"); no-op in env mode. */
+int tk_do_gateway(struct ticket *t, al_error *err);
+/* Stop the gateway (if running) and put its decisions into the record:
+ * gateway_decisions[] and gateway_summary {requests, allowed, refused,
+ * refused_by_reason}. Idempotent. */
+void tk_gateway_finish(struct ticket *t, al_ticket_outcome *res);
+/* The agent's environment into t->env (wipe with tk_wipe_env): sealed,
+ * the placeholder under every token name; env, the lease's tokens. */
+void tk_build_env(struct ticket *t);
+/* Build t->ca_bundle (system CAs, forge.ca_file, the run CA). */
+int tk_ca_bundle(struct ticket *t, al_error *err);
 int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err);
+/* Safe outputs (ticket_outputs.c): after the agent, before the release:
+ * the supervisor opens the run's one PR from the run branch (sealed; env:
+ * unless the agent opened it) and comments on the ticket with its link.
+ * 0 (also when the agent pushed nothing: no PR, the run exits 3), or -1
+ * with err. */
+int tk_do_outputs(struct ticket *t, al_ticket_outcome *res, al_error *err);
 int tk_do_release(struct ticket *t, al_ticket_outcome *res, al_error *err);
 void tk_do_review(struct ticket *t);
+/* After the record is written: post the notes (review_notes.h) on the PR
+ * as one comment with the review lease's git token; a line says where or
+ * why not. Then tk_review_close releases that lease. */
+void tk_post_review_notes(struct ticket *t);
+void tk_review_close(struct ticket *t);
 void tk_verify_pr(struct ticket *t, al_ticket_outcome *res);
 int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err);
 /* The exit status of the run (common/exitcodes.h) from how it ended: rc is

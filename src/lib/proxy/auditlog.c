@@ -96,13 +96,14 @@ static void emit(al_auditlog *a, json_t *j, uint64_t limit)
     free(r);
     return;
   }
-  if (a->cap && position(a) + n + 1 > limit) {
-    a->dropped++;
-  } else if (al_write_all(a->fd, r, n + 1) < 0) {
-    a->dropped++; /* a full sealed memfd (EPERM), a full disk */
-  } else {
+  /* over the cap, or a failed write (a full sealed memfd: EPERM; a full
+   * disk): counted as dropped */
+  bool fits = !a->cap || position(a) + n + 1 <= limit;
+  if (fits && al_write_all(a->fd, r, n + 1) == 0) {
     a->written += n + 1;
     a->lines++;
+  } else {
+    a->dropped++;
   }
   free(r);
 }

@@ -81,7 +81,11 @@ class H(BaseHTTPRequestHandler):
         log({"t": time.time(), "method": self.command, "path": self.path,
              "headers": sorted(k.lower() for k in self.headers.keys()),
              "creds": creds, "host": self.headers.get("host"), "body_len": len(body),
-             "accept_encoding": self.headers.get("accept-encoding")})
+             "accept_encoding": self.headers.get("accept-encoding"),
+             # not secrets: what the relay's header rules let through (issue #17)
+             "org": self.headers.get("openai-organization"),
+             "project": self.headers.get("openai-project"),
+             "beta": self.headers.get("anthropic-beta")})
         try:
             req = json.loads(body or b"{}")
         except ValueError:

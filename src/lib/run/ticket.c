@@ -539,7 +539,7 @@ static int do_lease(struct ticket *t, al_error *err)
   al_autofree char *git_perms = policy_perms(&t->policy->credentials.git);
   al_autofree char *ticket_perms = policy_perms(&t->policy->credentials.ticket);
   static const char *const relay_secrets[] = {AL_RELAY_BROKER_SECRET};
-  bool want_key = t->policy->relay.present && t->policy->relay.key_broker;
+  bool want_key = al_policy_relay_key_broker(t->policy) != NULL;
   al_lease_request rq = {.git_repo = t->repo,
                          .ticket_repo = t->repo,
                          .git_permissions = git_perms,
@@ -1056,28 +1056,46 @@ fail:
 }
 
 /* The model relay's calls (issue #10) into the run record: one object per
- * call as the relay logged it (never a body), and totals. */
-static void relay_record(struct ticket *t, int fd)
+ * call as the relay logged it (never a body), and totals. *sum (size
+ * sumlen) gets the summary line's part: calls, refusals and upstream
+ * errors with the first reason of each (issue #17), or "". */
+static void relay_record(struct ticket *t, int fd, char *sum, size_t sumlen)
 {
+  sum[0] = '\0';
   if (fd < 0)
     return;
   size_t n = 0;
   al_autofree char *text = read_memfd(fd, &n);
   json_t *calls = decisions_from(text);
   json_int_t in = 0, out = 0, refused = 0;
+  unsigned first_err = 0, first_ref = 0;
+  char err_why[200] = "", ref_why[200] = "";
   for (size_t i = 0; i < json_array_size(calls); i++) {
     json_t *c = json_array_get(calls, i);
     in += json_integer_value(json_object_get(c, "tokens_in"));
     out += json_integer_value(json_object_get(c, "tokens_out"));
     const char *d = json_string_value(json_object_get(c, "decision"));
+    const char *why = json_string_value(json_object_get(c, "reason"));
     if (!d || strcmp(d, "forwarded") != 0)
       refused++;
+    if (d && strcmp(d, "upstream_error") == 0 && !first_err++)
+      snprintf(err_why, sizeof err_why, "%.160s", why ? why : "?");
+    else if (d && strcmp(d, "forwarded") != 0 && strcmp(d, "upstream_error") != 0 && !first_ref++)
+      snprintf(ref_why, sizeof ref_why, "%.160s", why ? why : "?");
   }
+  if (json_array_size(calls))
+    snprintf(sum, sumlen, ", model relay: %zu call(s)%s%s%s%s%s%s", json_array_size(calls),
+             first_ref ? "; refused: " : "", first_ref ? ref_why : "",
+             first_ref > 1 ? " (and more)" : "", first_err ? "; upstream errors: " : "",
+             first_err ? err_why : "", first_err > 1 ? " (and more)" : "");
+  json_t *ups = json_array();
+  for (size_t i = 0; i < t->policy->relay.n_upstreams; i++)
+    json_array_append_new(ups, json_string(t->policy->relay.upstreams[i].upstream));
   json_object_set_new(t->rec, "model_relay",
-                      json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:o}", "upstream",
-                                t->policy->relay.upstream, "totals", "calls",
-                                (json_int_t)json_array_size(calls), "not_forwarded", refused,
-                                "tokens_in", in, "tokens_out", out, "calls", calls));
+                      json_pack("{s:s, s:o, s:{s:I, s:I, s:I, s:I}, s:o}", "upstream",
+                                t->policy->relay.upstreams[0].upstream, "upstreams", ups, "totals",
+                                "calls", (json_int_t)json_array_size(calls), "not_forwarded",
+                                refused, "tokens_in", in, "tokens_out", out, "calls", calls));
 }
 
 /* The agent phase on the Docker backend: the same environment, output and
@@ -1235,7 +1253,8 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
     size_t n = 0;
     al_autofree char *audit = read_memfd(audit_fd, &n);
     json_t *decisions = decisions_from(audit);
-    relay_record(&t, relay_fd);
+    char relay_sum[512];
+    relay_record(&t, relay_fd, relay_sum, sizeof relay_sum);
     size_t denied = 0;
     for (size_t i = 0; i < json_array_size(decisions); i++) {
       const char *d = json_string_value(json_object_get(json_array_get(decisions, i), "decision"));
@@ -1257,8 +1276,9 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
       *err = re;
     } else {
       phase_end(&t, s, status == 0 ? "ok" : "failed",
-                "exit %d, %zu proxy decisions (%zu denied)%s%s", status, json_array_size(decisions),
-                denied, res->pr_url[0] ? ", " : "", res->pr_url);
+                "exit %d, %zu proxy decisions (%zu denied)%s%s%s", status,
+                json_array_size(decisions), denied, relay_sum, res->pr_url[0] ? ", " : "",
+                res->pr_url);
       if (status != 0)
         al_make_error(err, 0, "the agent exited with status %d%s", status,
                       timed_out ? " (timeout)" : "");

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "paths.h"
 #include "commands.h"
 #include "common/term.h"
@@ -20,31 +21,38 @@
 
 static void usage(FILE *out)
 {
-  fprintf(out, "usage: airlock ticket OWNER/REPO#N -p POLICY [--agent CMD [-- ARGS...]]\n"
-               "                      [--record FILE] [--timeout DUR] [--quiet] [--json]\n"
-               "                      [--accept-unprotected]\n"
-               "\n"
-               "Run one agent on one ticket inside the sandbox; the only thing that can get out\n"
-               "is a pull request on an airlock/ branch. The agent's contract: docs/agents.md.\n"
-               "\n"
-               "  -p, --policy FILE        the policy (network, credentials and forge sections)\n"
-               "  -a, --agent CMD          the agent (default: the bundled patch-agent)\n"
-               "  -r, --record FILE        where to write the run record (JSON, mode 0600)\n"
-               "  -t, --timeout DUR        wall-clock limit for the agent (default: the policy's)\n"
-               "  -q, --quiet              no progress lines\n"
-               "      --json               print the run record on stdout\n"
-               "      --accept-unprotected run even when the audit (run by the broker before the\n"
-               "                           lease) does not prove the escape budget; recorded,\n"
-               "                           and every progress line says [UNPROTECTED: accepted]\n"
-               "      --backend B          native (default) or docker: the agent runs in a\n"
-               "                           container on a Docker engine (docs/docker.md);\n"
-               "                           --agent then names a program in the agent image\n"
-               "                           (default " DOCKER_AGENT ")\n"
-               "      --proxy-image I, --agent-image I   docker backend images\n"
-               "      --docker-network NET an existing network for the proxy's egress side\n"
-               "      --docker-egress-internal   tests: the egress network is internal too\n"
-               "\n"
-               "Exit: 0 PR made and tokens dead; 1 the run failed (see the record); 2 usage.\n");
+  fprintf(out,
+          "usage: airlock ticket OWNER/REPO#N -p POLICY [--agent CMD [-- ARGS...]]\n"
+          "                      [--record FILE] [--timeout DUR] [--quiet] [--json]\n"
+          "                      [--accept-unprotected]\n"
+          "\n"
+          "Run one agent on one ticket inside the sandbox; the only thing that can get out\n"
+          "is a pull request on an airlock/ branch. The agent's contract: docs/agents.md.\n"
+          "\n"
+          "  -p, --policy FILE        the policy (network, credentials and forge sections)\n"
+          "  -a, --agent CMD          the agent (default: the bundled patch-agent)\n"
+          "  -r, --record FILE        where to write the run record (JSON, mode 0600)\n"
+          "  -t, --timeout DUR        wall-clock limit for the agent (default: the policy's)\n"
+          "  -q, --quiet              no progress lines (the agent's output and the\n"
+          "                           final summary are still shown)\n"
+          "      --json               print the run record on stdout\n"
+          "      --accept-unprotected run even when the audit (run by the broker before the\n"
+          "                           lease) does not prove the escape budget; recorded,\n"
+          "                           and every progress line says [UNPROTECTED: accepted]\n"
+          "      --backend B          native (default) or docker: the agent runs in a\n"
+          "                           container on a Docker engine (docs/docker.md);\n"
+          "                           --agent then names a program in the agent image\n"
+          "                           (default " DOCKER_AGENT ")\n"
+          "      --proxy-image I, --agent-image I   docker backend images\n"
+          "      --docker-network NET an existing network for the proxy's egress side\n"
+          "      --docker-egress-internal   tests: the egress network is internal too\n"
+          "\n"
+          "Output: airlock's lines start with `airlock ticket:`; every line the agent\n"
+          "printed (stdout after the run, stderr as it comes) starts with `" AL_TERM_AGENT_GUTTER
+          "`,\n"
+          "with control, format and bidi characters escaped (docs/cli.md).\n"
+          "\n"
+          "Exit status:\n" AL_EXIT_TABLE);
 }
 
 int cmd_ticket(int argc, char **argv)
@@ -77,7 +85,8 @@ int cmd_ticket(int argc, char **argv)
     }
   int c;
   optind = 1;
-  while ((c = getopt_long(dd, argv, "p:a:r:t:qh", opts, NULL)) != -1) {
+  al_cli_init("ticket", usage);
+  while ((c = al_cli_getopt(dd, argv, "p:a:r:t:qh", opts)) != -1) {
     switch (c) {
     case 'p':
       o.policy_path = optarg;
@@ -92,9 +101,9 @@ int cmd_ticket(int argc, char **argv)
       const char *why = NULL;
       if (al_parse_duration_ms(optarg, &o.timeout_ms, &why) < 0 || o.timeout_ms == 0 ||
           o.timeout_ms > 7 * 86400000ull) {
-        fprintf(stderr, "airlock ticket: --timeout `%s`: %s\n", optarg,
-                why ? why : "must be more than 0 and at most 7d (as the policy's wall limit)");
-        return 2;
+        return al_cli_usage_error(
+            "--timeout `%s`: %s", optarg,
+            why ? why : "must be more than 0 and at most 7d (as the policy's wall limit)");
       }
       break;
     }
@@ -110,8 +119,7 @@ int cmd_ticket(int argc, char **argv)
       break;
     case 'B':
       if (strcmp(optarg, "native") != 0 && strcmp(optarg, "docker") != 0) {
-        fprintf(stderr, "airlock ticket: --backend `%s`: native or docker\n", optarg);
-        return 2;
+        return al_cli_usage_error("--backend `%s`: native or docker", optarg);
       }
       docker = strcmp(optarg, "docker") == 0;
       break;
@@ -131,31 +139,27 @@ int cmd_ticket(int argc, char **argv)
       usage(stdout);
       return 0;
     default:
-      usage(stderr);
-      return 2;
+      return al_cli_usage_error(NULL);
     }
   }
-  if (optind >= dd) {
-    fprintf(stderr, "airlock ticket: which ticket? (OWNER/REPO#N)\n");
-    usage(stderr);
-    return 2;
-  }
+  if (optind >= dd)
+    return al_cli_usage_error("which ticket? (OWNER/REPO#N)");
   o.target = argv[optind++];
   {
     /* a usage error, before any record or lease */
     char repo[160];
     unsigned long num;
     al_error te = {0};
-    if (al_ticket_parse_target(o.target, repo, sizeof repo, &num, &te) < 0) {
-      fprintf(stderr, "airlock ticket: %s\n", te.msg);
-      return 2;
-    }
+    if (al_ticket_parse_target(o.target, repo, sizeof repo, &num, &te) < 0)
+      return al_cli_usage_error("%s", te.msg);
   }
-  if (optind < dd) {
-    fprintf(stderr, "airlock ticket: unexpected argument `%s` (agent arguments go after --)\n",
-            argv[optind]);
-    return 2;
-  }
+  if (optind < dd)
+    return al_cli_usage_error("unexpected argument `%s` (agent arguments go after --)",
+                              argv[optind]);
+  if (!o.policy_path)
+    return al_cli_usage_error("a ticket run needs a policy: -p FILE with network, credentials "
+                              "and forge sections (`airlock policy init OWNER/REPO` prints one; "
+                              "docs/policy.md)");
   optind = dd < argc ? dd + 1 : argc;
 
   char agent_path[PATH_MAX];
@@ -164,18 +168,17 @@ int cmd_ticket(int argc, char **argv)
     snprintf(agent_path, sizeof agent_path, "%s", agent ? agent : DOCKER_AGENT);
     o.docker = &dk;
   } else if ((dk.proxy_image || dk.agent_image || dk.egress_network || dk.egress_internal)) {
-    fprintf(stderr, "airlock ticket: --proxy-image, --agent-image and --docker-* need "
-                    "--backend docker\n");
-    return 2;
+    return al_cli_usage_error("--proxy-image, --agent-image and --docker-* need --backend docker");
   } else if (!agent) {
     if (al_cli_find_data("agents/patch-agent", agent_path, sizeof agent_path) < 0) {
-      fprintf(stderr, "airlock ticket: the bundled patch-agent is not installed; use --agent\n");
-      return 2;
+      al_cli_error("the bundled patch-agent is not in %s/agents/ (set AIRLOCK_DATA_DIR to "
+                   "the directory holding agents/, or pass --agent PROGRAM)",
+                   AIRLOCK_DATADIR);
+      return AL_EXIT_USAGE;
     }
   } else if (strchr(agent, '/')) {
     if (!realpath(agent, agent_path)) {
-      fprintf(stderr, "airlock ticket: --agent `%s`: %s\n", agent, strerror(errno));
-      return 2;
+      return al_cli_usage_error("--agent `%s`: %s", agent, strerror(errno));
     }
   } else {
     snprintf(agent_path, sizeof agent_path, "%s", agent); /* looked up in the sandbox's PATH */
@@ -200,30 +203,27 @@ int cmd_ticket(int argc, char **argv)
   al_ticket_outcome res;
   al_error err = {0};
   int r = al_ticket_run(&o, &res, &err);
-  if (o.show_agent_stdout && res.agent_stdout && res.agent_stdout[0] && !o.quiet) {
-    char *clean = al_term_sanitize(res.agent_stdout, strlen(res.agent_stdout));
-    fputs(clean, stdout);
-    free(clean);
-    fflush(stdout);
-  }
-  /* An unprotected run says so on every line of its summary. */
-  const char *mark = res.unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "";
-  if (!o.quiet) {
-    if (res.pr_url[0])
-      fprintf(stderr, "airlock ticket: pull request %s (a human must review it)%s\n", res.pr_url,
-              mark);
-    if (res.record_path[0])
-      fprintf(stderr, "airlock ticket: run record %s%s\n", res.record_path, mark);
-  }
   free(res.agent_stdout);
-  if (r < 0) {
-    fprintf(stderr, "airlock ticket: %s%s\n", err.msg, mark);
-    return 1;
-  }
-  if (res.unprotected && !o.quiet)
-    fprintf(stderr,
-            "airlock ticket: the escape budget was NOT proven for this run (see the record's "
-            "`audit`)%s\n",
-            mark);
-  return 0;
+  /* The summary: after the agent's output has ended (it went through the
+   * gutter during the run), shown with -q too; every line an unprotected
+   * run prints says so. */
+  fflush(stdout);
+  const char *mark = res.unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "";
+  if (res.pr_verified)
+    al_cli_error("pull request %s: verified on the forge, from this run's branch (a human "
+                 "must review it)%s",
+                 res.pr_url, mark);
+  else if (r == 0)
+    al_cli_error("no pull request from this run's branch on the forge: the agent made no "
+                 "changes%s%s%s",
+                 res.pr_reported[0] ? "; it reported " : "", res.pr_reported,
+                 res.pr_reported[0] ? ", which is NOT this run's" : "");
+  if (res.record_path[0])
+    al_cli_error("run record %s%s", res.record_path, mark);
+  if (r < 0)
+    al_cli_error("%s%s", err.msg, mark);
+  if (res.unprotected)
+    al_cli_error("the escape budget was NOT proven for this run (see the record's `audit`)%s",
+                 mark);
+  return res.exit_code;
 }

@@ -6,9 +6,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "paths.h"
 #include "common/log.h"
+#include "common/term.h"
+#include "common/util.h"
 
 struct command {
   const char *name;
@@ -45,7 +48,31 @@ static void usage(FILE *out)
   fprintf(out, "usage: airlock COMMAND [ARGS...]\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
-  fprintf(out, "\nairlock COMMAND --help for a command's options.\n");
+  fprintf(out, "  %-8s %s\n", "help",
+          "a command's options: airlock help COMMAND (= COMMAND --help)");
+  fprintf(out, "  %-8s %s\n", "version", "print the version: airlock version (= --version)");
+  fprintf(out, "\nExit status (every command; docs/cli.md):\n" AL_EXIT_TABLE);
+}
+
+static const struct command *find(const char *name)
+{
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(name, commands[i].name) == 0)
+      return &commands[i];
+  return NULL;
+}
+
+static int dispatch(const struct command *c, int argc, char **argv)
+{
+  return c->fn ? c->fn(argc, argv) : al_cli_exec_net(argc, argv, argv[0]);
+}
+
+static int unknown(const char *name)
+{
+  al_autofree char *clean = al_term_escape_line(name);
+  fprintf(stderr, "airlock: unknown command `%s`\n", clean);
+  usage(stderr);
+  return AL_EXIT_USAGE;
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -69,20 +96,34 @@ int main(int argc, char **argv)
     usage(stderr);
     return 2;
   }
-  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-      strcmp(argv[1], "help") == 0) {
+  if (al_cli_is_help(argv[1]) || (strcmp(argv[1], "help") == 0 && argc == 2)) {
     usage(stdout);
     return 0;
   }
-  if (strcmp(argv[1], "--version") == 0) {
+  if (strcmp(argv[1], "help") == 0) {
+    /* airlock help CMD: CMD's own --help, so the two never differ */
+    if (argc > 3) {
+      al_autofree char *clean = al_term_escape_line(argv[3]);
+      fprintf(stderr, "airlock help: unexpected argument `%s`\nusage: airlock help [COMMAND]\n",
+              clean);
+      return AL_EXIT_USAGE;
+    }
+    const struct command *c = find(argv[2]);
+    if (!c)
+      return unknown(argv[2]);
+    char help[] = "--help";
+    char *hargv[] = {argv[2], help, NULL};
+    return dispatch(c, 2, hargv);
+  }
+  if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+    if (argc > 2) {
+      al_autofree char *clean = al_term_escape_line(argv[2]);
+      fprintf(stderr, "airlock version: unexpected argument `%s`\nusage: airlock version\n", clean);
+      return AL_EXIT_USAGE;
+    }
     printf("airlock %s\n", AIRLOCK_VERSION);
     return 0;
   }
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (strcmp(argv[1], commands[i].name) == 0)
-      return commands[i].fn ? commands[i].fn(argc - 1, argv + 1)
-                            : al_cli_exec_net(argc - 1, argv + 1, argv[1]);
-  fprintf(stderr, "airlock: unknown command `%s`\n", argv[1]);
-  usage(stderr);
-  return 2;
+  const struct command *c = find(argv[1]);
+  return c ? dispatch(c, argc - 1, argv + 1) : unknown(argv[1]);
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "behave.h"
+#include "pullfiles.h"
 #include "common/util.h"
 
 #define DOC_APPS "https://docs.github.com/rest/apps/apps"
@@ -98,6 +100,16 @@ static json_t *installation_obj(json_t *inst)
                    "app_slug", app ? app->slug : "", "target_type", "Organization", "permissions",
                    json_object_get(inst, "permissions"), "events", "created_at",
                    "2024-01-01T00:00:00Z", "suspended_at");
+}
+
+/* installation_obj with the stored suspension (admin /installations/{id}/suspend). */
+static json_t *installation_view(json_t *inst)
+{
+  json_t *o = installation_obj(inst);
+  json_t *s = json_object_get(inst, "suspended_at");
+  if (json_is_string(s))
+    json_object_set(o, "suspended_at", s);
+  return o;
 }
 
 static json_t *iso(long long t)
@@ -312,7 +324,7 @@ static void h_installation(struct ctx *c, const char *id)
     return;
   json_t *inst = own_installation(c, id, DOC_INST);
   if (inst)
-    forge_resp_json(c->resp, 200, installation_obj(inst));
+    forge_resp_json(c->resp, 200, installation_view(inst));
 }
 
 static void h_repo_installation(struct ctx *c, json_t *repo)
@@ -324,7 +336,7 @@ static void h_repo_installation(struct ctx *c, json_t *repo)
                       : NULL;
   if (!inst)
     return forge_resp_error(c->resp, 404, "Not Found", DOC_REPO_INST);
-  forge_resp_json(c->resp, 200, installation_obj(inst));
+  forge_resp_json(c->resp, 200, installation_view(inst));
 }
 
 static const char *const token_perm_names[] = {
@@ -371,6 +383,8 @@ static void h_mint(struct ctx *c, const char *id)
   json_t *inst = own_installation(c, id, DOC_MINT);
   if (!inst || !parse_body(c, true, DOC_MINT))
     return;
+  if (json_is_string(json_object_get(inst, "suspended_at")))
+    return forge_resp_error(c->resp, 403, "This installation has been suspended", DOC_MINT);
   json_t *want_names = json_object_get(c->body, "repositories");
   json_t *want_ids = json_object_get(c->body, "repository_ids");
   json_t *want_perms = json_object_get(c->body, "permissions");
@@ -470,8 +484,8 @@ static void h_mint(struct ctx *c, const char *id)
   if (!json_object_get(perms, "metadata"))
     json_object_set_new(perms, "metadata", json_string("read"));
 
-  char value[128];
-  if (forge_new_token_value(value, sizeof value) < 0) {
+  char value[1024];
+  if (forge_behave_token_value(value, sizeof value) < 0) {
     json_decref(perms);
     json_decref(repos);
     return forge_resp_error(c->resp, 500, "Server Error", DOC_MINT);
@@ -514,6 +528,9 @@ static void h_revoke(struct ctx *c)
   if (c->au.kind != AUTH_TOKEN)
     return forge_resp_error(c->resp, 401,
                             c->au.kind == AUTH_BAD ? c->au.message : "Bad credentials", DOC_REVOKE);
+  if (!json_object_get(c->au.token, "revoke_effective_ms"))
+    json_object_set_new(c->au.token, "revoke_effective_ms",
+                        json_integer(forge_mono_ms() + forge_behave_revoke_delay_ms()));
   json_object_set_new(c->au.token, "revoked_at", json_integer(forge_now()));
   c->resp->status = 204;
   c->resp->content_type = NULL;
@@ -1327,29 +1344,11 @@ static void h_pull_files(struct ctx *c, json_t *repo, long long num)
   const char *base = json_string_value(json_object_get(pr, "base_sha"));
   al_autofree char *hs = branch_sha(repo, json_string_value(json_object_get(pr, "head")));
   const char *head = hs ? hs : json_string_value(json_object_get(pr, "head_sha"));
-  al_autofree char *range = al_strdup_printf("%s...%s", base, head);
-  const char *ns[] = {"git", "diff", "--no-renames", "--name-status", range, NULL};
-  const char *nu[] = {"git", "diff", "--no-renames", "--numstat", range, NULL};
-  al_autofree char *a = NULL;
-  al_autofree char *b = NULL;
-  if (forge_git_run(repo_full(repo), ns, &a, NULL) != 0 ||
-      forge_git_run(repo_full(repo), nu, &b, NULL) != 0)
+  al_autofree char *api = al_strdup_printf("%s/repos/%s", g_forge.base_url, repo_full(repo));
+  al_autofree char *web = al_strdup_printf("%s/%s", g_forge.git_base_url, repo_full(repo));
+  json_t *arr = forge_pull_files(repo_full(repo), base, head, api, web);
+  if (!arr)
     return forge_resp_error(c->resp, 500, "Server Error", doc);
-  json_t *arr = json_array();
-  char *s1 = NULL, *s2 = NULL;
-  char *l1 = strtok_r(a, "\n", &s1);
-  char *l2 = strtok_r(b, "\n", &s2);
-  for (; l1 && l2; l1 = strtok_r(NULL, "\n", &s1), l2 = strtok_r(NULL, "\n", &s2)) {
-    char *tab = strchr(l1, '\t');
-    if (!tab)
-      continue;
-    long long add = 0, del = 0;
-    sscanf(l2, "%lld %lld", &add, &del);
-    const char *st = l1[0] == 'A' ? "added" : l1[0] == 'D' ? "removed" : "modified";
-    json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:I, s:I}", "filename", tab + 1, "status",
-                                         st, "additions", (json_int_t)add, "deletions",
-                                         (json_int_t)del, "changes", (json_int_t)(add + del)));
-  }
   forge_resp_json(c->resp, 200, arr);
 }
 
@@ -1710,7 +1709,13 @@ static bool is_seg(struct ctx *c, size_t i, const char *s)
 void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
 {
   struct ctx c = {.rq = rq, .resp = resp};
-  const char *path = rq->path;
+  al_autofree char *moved = NULL; /* a /repositories/{id} path, rewritten */
+  pthread_mutex_lock(&g_forge.lock);
+  bool answered = forge_behave_pre(rq, resp, &moved);
+  pthread_mutex_unlock(&g_forge.lock);
+  if (answered)
+    return;
+  const char *path = moved ? moved : rq->path;
   if (!strncmp(path, "/api/v3/", 8))
     path += 7;
   if (strlen(path) > 4096)
@@ -1786,6 +1791,7 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
         h_merge(&c, repo, num);
     }
   }
+  forge_behave_post(rq, resp);
   pthread_mutex_unlock(&g_forge.lock);
   json_decref(c.body);
 }

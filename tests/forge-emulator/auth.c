@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "behave.h"
 #include "common/util.h"
 
 long long forge_now(void)
@@ -59,7 +60,10 @@ int forge_new_token_value(char *out, size_t out_size)
 
 const char *forge_token_state(json_t *tok)
 {
-  if (json_integer_value(json_object_get(tok, "revoked_at")) > 0)
+  /* A revocation takes effect at revoke_effective_ms (settings
+   * revoke_delay_ms: the stateless tokens' propagation delay). */
+  if (json_integer_value(json_object_get(tok, "revoked_at")) > 0 &&
+      forge_mono_ms() >= json_integer_value(json_object_get(tok, "revoke_effective_ms")))
     return "revoked";
   if (forge_now() >= json_integer_value(json_object_get(tok, "expires_at")))
     return "expired";

@@ -7,7 +7,8 @@
 ensure_test_user
 # Only what this test's demos leave counts: other runs may be on the machine.
 demo_dirs() { ls -d /tmp/airlock-demo.* 2>/dev/null | sort; }
-demo_pids() { { pgrep -f 'airlock-forge --fixture .*examples/demo'; pgrep -f 'airlock-net broker -c /tmp/airlock-demo'; } 2>/dev/null | sort; }
+# (this build's binaries only: other worktrees run demos and forges too)
+demo_pids() { { pgrep -f "^$AIRLOCK_FORGE --fixture .*examples/demo"; pgrep -f "^$(dirname "$AIRLOCK")/airlock-net broker -c /tmp/airlock-demo"; } 2>/dev/null | sort; }
 run_demo() { # MODE(root|user) ARGS...
   local mode=$1; shift
   local pre=()
@@ -44,7 +45,10 @@ for mode in $modes; do
   is "[$mode] hostile: no attempt but the PR succeeded" "$bad" ""
   like "[$mode] hostile: push to main refused with GH006" "$out" 'GH006'
   like "[$mode] hostile: the proxy refused evil.example" "$out" 'Tunnel connection failed: 403'
-  leftover=$(comm -13 <(echo "$DIRS_BEFORE") <(demo_dirs) | grep -c . || true)
+  # its own directory, named in its output (other demos may run meanwhile)
+  mine=$(grep -oE '/tmp/airlock-demo\.[A-Za-z0-9]+' "$T_TMP/demo.out" | head -1)
+  like "[$mode] control: the demo named its temporary directory" "$mine" '^/tmp/airlock-demo\.'
+  [ -n "$mine" ] && [ -e "$mine" ] && leftover=1 || leftover=0
   is "[$mode] the demo removed its temporary directory" "$leftover" 0
   left=$(comm -13 <(echo "$PIDS_BEFORE") <(demo_pids) | grep . || true)
   is "[$mode] no forge or broker of this demo left running" "$left" ""

@@ -245,14 +245,96 @@ relay:
 Y
 out=$("$AIRLOCK" policy check "$P/rkey-both.yaml" 2>&1); rc=$?
 is "relay.key: broker with relay.key_file: rejected" "$rc" 1
-like "both keys: the message says they are exclusive" "$out" 'rkey-both.yaml: relay: `key_file` and `key: broker` are exclusive'
+like "both keys: the message says they are exclusive" "$out" 'rkey-both.yaml:2: relay: `key_file` and `key: broker` are exclusive'
 printf 'version: 1\nrelay:\n  upstream: https://api.anthropic.com\n' >"$P/rkey-none.yaml"
 out=$("$AIRLOCK" policy check "$P/rkey-none.yaml" 2>&1)
-like "relay without a key source: rejected" "$out" 'rkey-none.yaml: relay.key_file: required .*, or `key: broker`'
+like "relay without a key source: rejected" "$out" 'rkey-none.yaml:2: relay.key_file: required .*, or `key: broker`'
 printf 'version: 1\nrelay:\n  upstream: https://api.anthropic.com\n  key: file\n' >"$P/rkey-file.yaml"
 out=$("$AIRLOCK" policy check "$P/rkey-file.yaml" 2>&1)
 like "relay.key other than broker: rejected at its position" "$out" 'rkey-file.yaml:4:[0-9]+: relay.key: must be `broker`'
 out=$("$AIRLOCK" run -p "$P/rkey-broker.yaml" -- true 2>&1); rc=$?
 is "airlock run refuses relay.key: broker (setup failure)" "$rc" 125
 like "airlock run says only airlock ticket leases the key" "$out" 'relay.key: broker.*only `airlock ticket`'
+# --- issue #18, row 4: `policy check` and `ticket` agree; every error has a line ---
+cat >"$P/nogit.yaml" <<'Y'
+version: 1
+network:
+  allow:
+    - {host: api.github.com, port: 443}
+credentials:
+  git: {repo: acme/tally, permissions: {contents: write, pull_requests: write}}
+  ticket: {repo: acme/tally, permissions: {issues: write}}
+Y
+out=$("$AIRLOCK" policy check "$P/nogit.yaml" 2>&1); rc=$?
+is "control: without --for the schema-valid policy passes" "$rc" 0
+out=$("$AIRLOCK" policy check --for ticket "$P/nogit.yaml" 2>&1); rc=$?
+is "policy check --for ticket fails a policy that ticket refuses" "$rc" 1
+like "… with ticket's words: forge.git_url's host:port is not in network.allow" "$out" "forge.git_url's host:port is not in network.allow"
+like "… and says how to fix it" "$out" 'add `\{host: github.com, port: 443\}`'
+like "… and what a ticket needs" "$out" 'ticket needs a network section'
+tout=$("$AIRLOCK" ticket acme/tally#1 -p "$P/nogit.yaml" --agent /usr/bin/true --record "$P/nogit-rec.json" 2>&1)
+like "airlock ticket refuses it with the same words" "$tout" "forge.git_url's host:port is not in network.allow \(with tls\): add"
+sed 's/api.github.com, port: 443}/api.github.com, port: 443}\n    - {host: github.com, port: 443}/' "$P/nogit.yaml" >"$P/withgit.yaml"
+check "control: with github.com allowed, --for ticket passes" "$AIRLOCK" policy check --for ticket "$P/withgit.yaml"
+out=$("$AIRLOCK" policy check --for ticket --repo acme/other "$P/withgit.yaml" 2>&1); rc=$?
+like "--for ticket --repo: credentials naming another repository fail" "$rc/$out" '^1/.*credentials.git.repo \(acme/tally\) is not the ticket.s repository \(acme/other\)'
+printf 'version: 1\nnetwork:\n  allow:\n    - {host: a.test, port: 443}\n  pin:\n    - {host: b.test, address: 127.0.0.1}\n' >"$P/pin-unused.yaml"
+out=$("$AIRLOCK" policy check "$P/pin-unused.yaml" 2>&1)
+like "pinned but not in network.allow has a line number" "$out" 'pin-unused.yaml:6: network.pin: `b.test` is pinned but not in network.allow'
+printf '\n\nversion: 1\nfoo: \xff\n' >"$P/badutf8.yaml"
+like "invalid UTF-8 has a line number" "$("$AIRLOCK" policy check "$P/badutf8.yaml" 2>&1)" 'badutf8.yaml:4: not valid UTF-8'
+printf 'network: {}\n' >"$P/nover.yaml"
+like "a missing version has a line number" "$("$AIRLOCK" policy check "$P/nover.yaml" 2>&1)" 'nover.yaml:1:1: version: required'
+# ambiguous IPv4 spellings: refused with the canonical form
+for spec in '010.0.0.1|8.0.0.1|10.0.0.1' '0x7f.0.0.1|127.0.0.1|' '127.1|127.0.0.1|' '2130706433|127.0.0.1|' '0300.0250.1.1|192.168.1.1|'; do
+  IFS='|' read -r ip canon alt <<<"$spec"
+  printf 'version: 1\nnetwork:\n  allow:\n    - {host: "%s", port: 443}\n' "$ip" >"$P/amb.yaml"
+  out=$("$AIRLOCK" policy check "$P/amb.yaml" 2>&1); rc=$?
+  like "ambiguous IPv4 \`$ip\` refused at its line, canonical \`$canon\` suggested" "$rc/$out" "^1/.*amb.yaml:4:[0-9]+: .*ambiguous IPv4 spelling.*write the dotted quad \`$canon\`"
+  [ -n "$alt" ] && like "… and the decimal reading \`$alt\` too" "$out" "or \`$alt\` if that is what you meant"
+done
+printf 'version: 1\nfilesystem: {}\nforge:\n  api_url: https://0x7f.1\n' >"$P/amb-url.yaml"
+like "an ambiguous IPv4 in forge.api_url is refused too" "$("$AIRLOCK" policy check "$P/amb-url.yaml" 2>&1)" 'amb-url.yaml:4:[0-9]+: forge.api_url: .*ambiguous'
+printf 'version: 1\nnetwork:\n  allow:\n    - {host: 9.9.9.9, port: 443}\n' >"$P/plainip.yaml"
+out=$("$AIRLOCK" policy check "$P/plainip.yaml" 2>&1); rc=$?
+is "control: a plain dotted quad is accepted" "$rc" 0
+like "… with a warning: a public IP literal" "$out" 'warning: .*plainip.yaml:4:[0-9]+: .*public IP literal'
+printf 'version: 1\nnetwork:\n  allow:\n    - {host: a.test, port: 443, tls: false}\n    - {host: b.test, port: 8080, tls: false}\n' >"$P/tls443.yaml"
+out=$("$AIRLOCK" policy check "$P/tls443.yaml" 2>&1); rc=$?
+is "tls: false on 443 is accepted" "$rc" 0
+like "… with a warning at its line" "$out" 'warning: .*tls443.yaml:4:[0-9]+: .*`tls: false` on port 443'
+if grep -q 'tls443.yaml:5' <<<"$out"; then fail "control: tls: false on 8080 gives no warning"; else ok "control: tls: false on 8080 gives no warning"; fi
+
+# --- row 5: scriptable ---
+out=$("$AIRLOCK" policy check --json "$P/tls443.yaml"); rc=$?
+is "--json exits 0 for a valid policy" "$rc" 0
+like "--json prints one JSON document (sha256, policy, warnings inside)" "$(python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["ok"], len(d["sha256"]), d["policy"]["version"], len(d["warnings"]))' <<<"$out" 2>&1)" '^True 64 1 1$'
+out=$("$AIRLOCK" policy check --json --for ticket "$P/nogit.yaml"); rc=$?
+like "--json --for ticket: ok false, the error and what a ticket needs" "$rc/$(python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["ok"], d["purpose"], "not in network.allow" in d["error"], bool(d["needs"]))' <<<"$out" 2>&1)" '^1/False ticket True True$'
+out=$("$AIRLOCK" policy check --help 2>&1); rc=$?
+like "policy check --help prints help (exit 0), not `cannot open --help`" "$rc/$out" '^0/usage: airlock policy check'
+out=$("$AIRLOCK" policy check - <"$P/good.yaml" 2>&1); rc=$?
+like "- means standard input" "$rc/$(sed -n 's/^sha256: //p' <<<"$out")" "^0/$sha$"
+like "… named <stdin> in messages" "$(printf 'version: 2\n' | "$AIRLOCK" policy check - 2>&1)" '^airlock policy: <stdin>:1:10: '
+# raw ESC bytes in a policy are shown escaped in the error
+printf 'version: 1\nnetwork:\n  allow:\n    - {host: "evil\033]0;pwned\007", port: 443}\n' >"$P/esc.yaml"
+out=$("$AIRLOCK" policy check "$P/esc.yaml" 2>&1)
+if printf '%s' "$out" | grep -q $'\033\|\007'; then fail "no raw ESC/BEL byte of a policy reaches the terminal"; else ok "no raw ESC/BEL byte of a policy reaches the terminal"; fi
+like "… it is shown escaped" "$out" 'evil\\x1b\]0;pwned\\x07'
+printf 'version: 1\nreview:\n  branch_prefix: "a\xe2\x80\xaeb/"\n' >"$P/bidi.yaml"
+out=$("$AIRLOCK" policy check "$P/bidi.yaml" 2>&1)
+if printf '%s' "$out" | grep -q $'\xe2\x80\xae'; then fail "no raw U+202E from a policy reaches the terminal"; else ok "no raw U+202E from a policy reaches the terminal"; fi
+
+# --- policy init and examples/airlock.yaml ---
+out=$("$AIRLOCK" policy init octo/widgets); rc=$?
+is "policy init OWNER/REPO exits 0" "$rc" 0
+printf '%s\n' "$out" >"$P/init.yaml"
+check "… and its output passes policy check --for ticket --repo" "$AIRLOCK" policy check --for ticket --repo octo/widgets "$P/init.yaml"
+like "… names the repository in both roles" "$(grep -c 'repo: octo/widgets' "$P/init.yaml")" '^2$'
+sed 's|OWNER/REPO|acme/tally|g' "$AIRLOCK_SRC/examples/airlock.yaml" >"$P/example.yaml"
+check "examples/airlock.yaml with OWNER/REPO filled in passes policy check --for ticket" "$AIRLOCK" policy check --for ticket --repo acme/tally "$P/example.yaml"
+check_not "control: examples/airlock.yaml is checked against the repo (another repo fails)" "$AIRLOCK" policy check --for ticket --repo acme/other "$P/example.yaml"
+check_not "policy init refuses a malformed repository" "$AIRLOCK" policy init 'not a repo'
+out=$("$AIRLOCK" policy init a/b extra 2>&1); rc=$?
+like "policy init refuses extra operands (exit 2)" "$rc/$out" '^2/airlock policy: unexpected argument `extra`'
 done_testing

@@ -29,7 +29,7 @@ rec() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval(
 R=$T_TMP/tally.json
 n1=$(app_tokens 1001 any)
 out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent /usr/bin/true --record "$R" 2>&1); rc=$?
-is "acme/tally (protected): the run goes ahead, exit 0" "$rc" 0
+is "acme/tally (protected): the run goes ahead, exit 3 (the agent, true, makes no PR)" "$rc" 3
 [ $rc -eq 0 ] || diag "$out"
 like "acme/tally: the audit phase is ok and comes before the lease" "$(tr '\n' ' ' <<<"$out")" 'audit +ok .*holds.*lease +ok'
 is "acme/tally: record audit.status / holds / accepted_unprotected" \
@@ -52,7 +52,7 @@ check "acme/tally: the record validates" validate_record "$R"
 R=$T_TMP/loose-refused.json
 n1=$(app_tokens 1001 any)
 out=$("$AIRLOCK" ticket acme/loose#1 -p "$T_TMP/loose.yaml" --agent "$AGENTS/patch-agent" --record "$R" 2>&1); rc=$?
-is "acme/loose (unprotected): refused, exit 1" "$rc" 1
+is "acme/loose (unprotected): refused, exit 4 (security refusal)" "$rc" 4
 like "acme/loose: the audit phase failed" "$out" 'audit +failed .*the escape budget does not hold'
 like "acme/loose: the message names the failing criterion" "$out" 'refusing to run: the escape budget of acme/loose does not hold: branch\.protected \(FAIL\), reviews\.approvals \(FAIL\)'
 like "acme/loose: ... and its fix" "$out" 'FAIL +branch\.protected: .*
@@ -99,7 +99,7 @@ check "acme/loose (accepted): the record validates" validate_record "$R"
 # the verdict, not the flag.
 R=$T_TMP/tally-flag.json
 out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --accept-unprotected --agent /usr/bin/true --record "$R" 2>&1); rc=$?
-is "acme/tally --accept-unprotected: exit 0, record not unprotected" "$rc/$(rec "$R" 'r["accept_unprotected"], r["unprotected"]')" "0/(True, False)"
+is "acme/tally --accept-unprotected: exit 3 (no PR from true), record not unprotected" "$rc/$(rec "$R" 'r["accept_unprotected"], r["unprotected"]')" "3/(True, False)"
 if grep -qF "$MARK" <<<"$out"; then fail "acme/tally --accept-unprotected: no mark"; else ok "acme/tally --accept-unprotected: no mark"; fi
 
 # --- the broker's audit credential matters -----------------------------------
@@ -122,7 +122,7 @@ check "a broker without an audit credential starts" start_broker2 noaud
 write_policy "$T_TMP/noaud.yaml" "$T_TMP/noaud/sock"
 R=$T_TMP/noaud.json
 out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/noaud.yaml" --agent /usr/bin/true --record "$R" 2>&1); rc=$?
-is "no audit credential: acme/tally is refused (exit 1)" "$rc" 1
+is "no audit credential: acme/tally is refused (exit 4)" "$rc" 4
 like "no audit credential: the criteria are UNKNOWN, not PASS" "$out" 'reviews\.approvals \(UNKNOWN\)'
 like "no audit credential: the broker read with the App's own read-only token" "$(rec "$R" 'r["audit"]["report"]["credentials"]')" 'minted by the App for the audit, revoked$'
 
@@ -144,7 +144,7 @@ check "a broker with audit.token_file starts" start_broker2 tf
 write_policy "$T_TMP/tf.yaml" "$T_TMP/tf/sock"
 R=$T_TMP/tf.json
 out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/tf.yaml" --agent /usr/bin/true --record "$R" 2>&1); rc=$?
-is "audit.token_file: acme/tally passes (exit 0)" "$rc" 0
+is "audit.token_file: acme/tally passes (exit 3: true makes no PR)" "$rc" 3
 [ $rc -eq 0 ] || diag "$out"
 like "audit.token_file: the report names the token by fingerprint only" "$(rec "$R" 'r["audit"]["report"]["credentials"]')" \
   "^the broker's audit token sha256:[0-9a-f]{12} \(audit\.token_file\)"
@@ -170,7 +170,7 @@ sed -e "s|state_dir: .*|state_dir: $T_TMP/wide/state|" \
 check "a broker with a wider git role starts" start_broker2 wide
 write_policy "$T_TMP/wide.yaml" "$T_TMP/wide/sock"
 out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/wide.yaml" --agent /usr/bin/true --record "$T_TMP/wide.json" 2>&1); rc=$?
-is "wider git role: refused (exit 1)" "$rc" 1
+is "wider git role: refused (exit 4)" "$rc" 4
 like "wider git role: app.token_permissions fails, naming checks" "$out" 'app\.token_permissions \(FAIL\)'
 like "  evidence names the extra permission" "$(rec "$T_TMP/wide.json" '[c["evidence"] for c in r["audit"]["report"]["criteria"] if c["id"]=="app.token_permissions"][0]')" '`checks` is more than the role needs'
 

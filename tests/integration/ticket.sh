@@ -68,7 +68,9 @@ cat >"$T_TMP/liar/agent" <<'SH'
 echo "AIRLOCK_RESULT {\"pr_url\": \"https://forge.test:${AIRLOCK_API_URL##*:}/acme/tally/pull/1\"}"
 SH
 chmod 755 "$T_TMP/liar/agent"
-out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent "$T_TMP/liar/agent" --record "$T_TMP/rec-liar.json" 2>&1)
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent "$T_TMP/liar/agent" --record "$T_TMP/rec-liar.json" 2>&1); rc_liar=$?
+is "an agent that exits 0 but reports a PR that is not its own → exit 3 (no PR from this run)" "$rc_liar" 3
+like "the summary says the reported PR is not this run's" "$out" "it reported https://forge.test:[0-9]+/acme/tally/pull/1, which is NOT this run's"
 pr=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["pull_request"]; print(p["verified"], p["url"], p["reported_by_agent"])' "$T_TMP/rec-liar.json")
 like "a claimed PR the forge does not have from the run's branch is not verified" "$pr" "^False None https://forge.test:[0-9]+/acme/tally/pull/1$"
 if grep -q "pull request https" <<<"$out"; then fail "the operator is not told about a PR that does not exist"; else ok "the operator is not told about a PR that does not exist"; fi
@@ -105,7 +107,7 @@ is "no token is active" "$(tokens_in active)" 0
 # timeout
 REC=$T_TMP/rec-timeout.json
 "$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --timeout 2s --agent /usr/bin/sleep --record "$REC" -- 4242.4242 >"$T_TMP/o" 2>&1; rc=$?
-is "timeout → ticket exits 1" "$rc" 1
+is "timeout → ticket exits 124 (common/exitcodes.h)" "$rc" 124
 like "the record says 124 and timed out" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["agent"]["exit_status"], r["agent"]["timed_out"], r["revocation"]["all_dead"])' "$REC")" "^124 True True$"
 check "no sandbox process left after the timeout" no_sandbox_left "sleep 4242.4242"
 is "no token is active" "$(tokens_in active)" 0
@@ -134,7 +136,7 @@ write_policy "$T_TMP/p5.yaml" "$T_TMP/b5/sock"
 # The audit runs first (in the broker) and cannot prove anything against this
 # API: refused before any lease.
 out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/p5.yaml" --agent /usr/bin/true --record "$T_TMP/rec5a.json" 2>&1); rc=$?
-is "forge broken → the audit cannot run → exit 1" "$rc" 1
+is "forge broken → the audit cannot run → a security refusal (exit 4)" "$rc" 4
 like "forge broken → refused at the audit, before any lease" "$(tr '\n' ' ' <<<"$out")" "audit +failed .*cannot prove the escape budget.*refusing to run"
 is "forge broken → no lease phase in the record" "$(python3 -c 'import json,sys; print([p["name"] for p in json.load(open(sys.argv[1]))["phases"]])' "$T_TMP/rec5a.json")" "['policy', 'audit']"
 # Accepting an unprotected run gets past the audit to the lease, whose mint
@@ -193,5 +195,5 @@ like "ticket number 0 is refused with the rule" "$out" 'NUMBER must be 1 to'
 out=$("$AIRLOCK" ticket 'acme/../etc#1' -p "$FE_POLICY" 2>&1)
 like "a path-like repository is refused" "$out" 'OWNER/REPO'
 out=$("$AIRLOCK" ticket 'acme/other#1' -p "$FE_POLICY" --agent /usr/bin/true 2>&1)
-like "a ticket outside the policy's repository is refused before any lease" "$out" 'credentials.git.repo is not the ticket'
+like "a ticket outside the policy's repository is refused before any lease" "$out" 'credentials.git.repo .*is not the ticket'
 done_testing

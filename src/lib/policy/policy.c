@@ -27,6 +27,7 @@ struct ctx {
   const char *name;
   al_error *err;
   struct fy_document *doc;
+  al_policy *pol; /* for warnings */
 };
 
 static void node_pos(struct fy_node *n, int *line, int *col)
@@ -61,6 +62,73 @@ __attribute__((format(printf, 4, 5))) static int fail(struct ctx *c, struct fy_n
     c->err->code = EINVAL;
   return -1;
 }
+/* A surprising but valid choice: appended to the policy's warnings in the
+ * same "FILE:LINE:COL: PATH: why" form as an error. */
+__attribute__((format(printf, 4, 5))) static void warn(struct ctx *c, struct fy_node *at,
+                                                       const char *path, const char *fmt, ...)
+{
+  if (!c->pol)
+    return;
+  char rule[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rule, sizeof rule, fmt, ap);
+  va_end(ap);
+  int line, col;
+  node_pos(at, &line, &col);
+  al_policy *p = c->pol;
+  p->warnings = al_xrealloc(p->warnings, (p->n_warnings + 1) * sizeof *p->warnings);
+  p->warnings[p->n_warnings++] =
+      line > 0 ? al_strdup_printf("%s:%d:%d: %s: %s", c->name, line, col, path, rule)
+               : al_strdup_printf("%s: %s: %s", c->name, path, rule);
+}
+
+/* An IPv4 literal written any way but the plain dotted quad: inet_aton(3)
+ * reads `010.0.0.1` as octal (8.0.0.1), `0x7f.1` as hex, `127.1` as
+ * 127.0.0.1, so a reader and the proxy could disagree on what it means.
+ * in[0..len) is the text as written, h its canonical form. Writes the
+ * rule into msg and returns true when the spelling is ambiguous. */
+static bool ambiguous_ipv4(const char *in, size_t len, const al_host *h, char *msg, size_t n)
+{
+  if (!h->is_ip || h->family != AF_INET)
+    return false;
+  if (strlen(h->name) == len && memcmp(h->name, in, len) == 0)
+    return false;
+  /* the decimal reading, when the text is four decimal parts */
+  unsigned part[4];
+  int np = 0;
+  bool dec = true;
+  const char *q = in, *end = in + len;
+  while (dec && q < end && np < 4) {
+    unsigned v = 0;
+    size_t d = 0;
+    while (q < end && *q >= '0' && *q <= '9' && d < 4) {
+      v = v * 10 + (unsigned)(*q - '0');
+      q++;
+      d++;
+    }
+    dec = d > 0 && v <= 255;
+    part[np++] = v;
+    if (q < end && *q == '.')
+      q++;
+    else
+      break;
+  }
+  dec = dec && np == 4 && q == end;
+  char alt[40] = "";
+  if (dec) {
+    snprintf(alt, sizeof alt, "%u.%u.%u.%u", part[0], part[1], part[2], part[3]);
+    if (strcmp(alt, h->name) == 0)
+      alt[0] = '\0';
+  }
+  snprintf(msg, n,
+           "`%.*s` is an ambiguous IPv4 spelling (leading zeros, octal, hex or a short form): "
+           "inet_aton(3) reads it as %s; write the dotted quad `%s`%s%s%s",
+           (int)(len > 64 ? 64 : len), in, h->name, h->name, alt[0] ? " (or `" : "", alt,
+           alt[0] ? "` if that is what you meant)" : "");
+  return true;
+}
+
 /* fail() is always -1; say so where the static analyzer can see it (it does
  * not follow variadic calls, and would report values as unset after it). */
 #define fail(...) (fail(__VA_ARGS__), -1)
@@ -298,6 +366,9 @@ static int allow_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
     }
     if (al_host_canonicalize(canon_in, canon_len, &h, &why) < 0)
       return fail(c, pos_of(kv), kv->path, "`%s` is not a valid host: %s", s, why);
+    char amb[400];
+    if (ambiguous_ipv4(canon_in, canon_len, &h, amb, sizeof amb))
+      return fail(c, pos_of(kv), kv->path, "%s", amb);
     if (t->a->wildcard) {
       if (h.is_ip)
         return fail(c, pos_of(kv), kv->path, "`%s`: a wildcard never matches an IP literal", s);
@@ -321,6 +392,10 @@ static int allow_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
                     "`%s` is a %s address, which the proxy never dials; to reach a test host, "
                     "allow a name and map it with network.pin",
                     s, range);
+      warn(c, pos_of(kv), kv->path,
+           "`%s` is a public IP literal: whoever holds that address later gets the agent's "
+           "traffic, and TLS is checked against no name; allow the host's name instead",
+           s);
     }
     return 0;
   }
@@ -363,6 +438,11 @@ static int parse_allow(struct ctx *c, al_policy_network *n, const struct kv *kv)
       return fail(c, t.host_node, path, "an allow entry needs `port` (exactly host:port pairs)");
     if (!t.have_tls)
       t.a->tls = t.a->port == 443;
+    else if (!t.a->tls && t.a->port == 443)
+      warn(c, t.host_node, path,
+           "`tls: false` on port 443: plain HTTP is relayed and the CONNECT tunnel's SNI is "
+           "not checked for this entry; drop `tls: false` unless the service really speaks "
+           "plain HTTP on 443");
     int line, col;
     node_pos(t.host_node, &line, &col);
     t.a->line = line;
@@ -393,6 +473,8 @@ static int pin_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
     if (h.is_ip)
       return fail(c, pos_of(kv), kv->path, "a pin maps a name, not an IP literal");
     t->p->host = al_xstrdup(h.name);
+    int col;
+    node_pos(pos_of(kv), &t->p->line, &col);
   } else {
     unsigned char buf[16];
     if (inet_pton(AF_INET, s, buf) != 1 && inet_pton(AF_INET6, s, buf) != 1)
@@ -805,6 +887,9 @@ static int check_url(struct ctx *c, const struct kv *kv, const char *u)
   if (hl == 0 || al_host_canonicalize(h, hl, &host, &why) < 0)
     return fail(c, pos_of(kv), kv->path, "`%s`: not a valid host%s%s", u, why ? ": " : "",
                 why ? why : "");
+  char amb[400];
+  if (ambiguous_ipv4(h, hl, &host, amb, sizeof amb))
+    return fail(c, pos_of(kv), kv->path, "%s", amb);
   const char *rest = h + hl;
   if (*rest == ':') {
     size_t pl = strcspn(rest + 1, "/");
@@ -826,6 +911,8 @@ static int forge_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
   char **dst[] = {&f->api_url, &f->git_url, &f->ca_file};
   if (get_str(c, kv, dst[idx]) < 0)
     return -1;
+  int col;
+  node_pos(pos_of(kv), &f->line[idx], &col);
   if (idx == 2)
     return check_abs_path(c, kv, f->ca_file);
   size_t n = strlen(*dst[idx]);
@@ -1242,6 +1329,8 @@ static int parse_relay(struct ctx *c, const struct kv *kv, al_policy_relay *r)
   r->first_byte_timeout_ms = 300000;
   r->idle_timeout_ms = 300000;
   r->total_timeout_ms = 1800000;
+  int col;
+  node_pos(kv->key, &r->line, &col);
   struct relay_tmp t = {.r = r};
   return walk_map(c, kv->val, kv->key, kv->path, keys, relay_field, &t);
 }
@@ -1267,8 +1356,8 @@ static int relay_finish(al_policy_relay *r, const char *name, al_error *err)
 {
   if (r->n_upstreams == 0 || !r->upstreams[0].upstream)
     return al_error_set(err, EINVAL,
-                        "%s: relay.upstream: required (https://HOST[:PORT]), or relay.upstreams",
-                        name);
+                        "%s:%d: relay.upstream: required (https://HOST[:PORT]), or relay.upstreams",
+                        name, r->line);
   size_t brokers = 0;
   for (size_t i = 0; i < r->n_upstreams; i++) {
     al_relay_upstream *u = &r->upstreams[i];
@@ -1277,13 +1366,13 @@ static int relay_finish(al_policy_relay *r, const char *name, al_error *err)
       snprintf(where, sizeof where, "relay.upstreams[%zu]", i);
     if (!u->key_file && !u->key_broker)
       return al_error_set(err, EINVAL,
-                          "%s: %s.key_file: required (a 0600 file the supervisor reads), or "
+                          "%s:%d: %s.key_file: required (a 0600 file the supervisor reads), or "
                           "`key: broker` (the `model_key` secret of the run's broker lease)",
-                          name, where);
+                          name, r->line, where);
     if (u->key_file && u->key_broker)
       return al_error_set(err, EINVAL,
-                          "%s: %s: `key_file` and `key: broker` are exclusive; give one of them",
-                          name, where);
+                          "%s:%d: %s: `key_file` and `key: broker` are exclusive; give one of them",
+                          name, r->line, where);
     brokers += u->key_broker;
     if (!u->vendor)
       u->vendor = al_xstrdup(guess_vendor(u));
@@ -1291,11 +1380,11 @@ static int relay_finish(al_policy_relay *r, const char *name, al_error *err)
     if (!u->auth)
       u->auth = al_xstrdup(openai ? "bearer" : "x-api-key");
     if (!openai && (u->organization || u->project))
-      return al_error_set(err, EINVAL, "%s: %s: organization/project are OpenAI headers", name,
-                          where);
+      return al_error_set(err, EINVAL, "%s:%d: %s: organization/project are OpenAI headers", name,
+                          r->line, where);
     if (openai && u->n_betas)
-      return al_error_set(err, EINVAL, "%s: %s: anthropic_beta needs vendor: anthropic", name,
-                          where);
+      return al_error_set(err, EINVAL, "%s:%d: %s: anthropic_beta needs vendor: anthropic", name,
+                          r->line, where);
     if (u->n_routes == 0) {
       static const char *const anth[] = {"/v1/messages", "/v1/messages/count_tokens"};
       static const char *const oai[] = {"/v1/responses", "/v1/chat/completions"};
@@ -1310,18 +1399,18 @@ static int relay_finish(al_policy_relay *r, const char *name, al_error *err)
   }
   if (brokers > 1)
     return al_error_set(err, EINVAL,
-                        "%s: relay: only one upstream can take its key from the broker "
+                        "%s:%d: relay: only one upstream can take its key from the broker "
                         "(`key: broker`, the `model_key` secret); give the others key_file",
-                        name);
+                        name, r->line);
   for (size_t i = 0; i < r->n_upstreams; i++)
     for (size_t k = 0; k < r->upstreams[i].n_routes; k++)
       for (size_t j = i + 1; j < r->n_upstreams; j++)
         for (size_t m = 0; m < r->upstreams[j].n_routes; m++)
           if (strcmp(r->upstreams[i].routes[k].path, r->upstreams[j].routes[m].path) == 0)
             return al_error_set(err, EINVAL,
-                                "%s: relay.upstreams[%zu] and [%zu] both route `%s`: a path "
+                                "%s:%d: relay.upstreams[%zu] and [%zu] both route `%s`: a path "
                                 "picks one upstream",
-                                name, i, j, r->upstreams[i].routes[k].path);
+                                name, r->line, i, j, r->upstreams[i].routes[k].path);
   return 0;
 }
 
@@ -1511,8 +1600,10 @@ static int finish(al_policy *p, const char *name, al_error *err)
           strcmp(p->network.allow[j].host, p->network.pin[i].host) == 0)
         used = true;
     if (!used)
-      return al_error_set(err, EINVAL, "%s: network.pin: `%s` is pinned but not in network.allow",
-                          name, p->network.pin[i].host);
+      return al_error_set(err, EINVAL,
+                          "%s:%d: network.pin: `%s` is pinned but not in network.allow (a pin "
+                          "only says where an allowed name is)",
+                          name, p->network.pin[i].line, p->network.pin[i].host);
   }
   return 0;
 }
@@ -1562,6 +1653,15 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t len)
   return len;
 }
 
+/* The 1-based line of byte off of buf. */
+static size_t line_of(const char *buf, size_t off)
+{
+  size_t line = 1;
+  for (size_t i = 0; i < off; i++)
+    line += buf[i] == '\n';
+  return line;
+}
+
 int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_policy **out,
                           al_error *err)
 {
@@ -1570,13 +1670,16 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
     return al_make_error(err, EFBIG, "%s: larger than %d bytes", name, POLICY_MAX_BYTES);
   size_t bad = utf8_invalid_at((const unsigned char *)buf, len);
   if (bad < len) {
-    al_make_error(err, 0, "%s: not valid UTF-8 at byte %zu (YAML 1.2 §5.2)", name, bad);
+    al_make_error(err, 0, "%s:%zu: not valid UTF-8 at byte %zu (YAML 1.2 §5.2)", name,
+                  line_of(buf, bad), bad);
     if (err)
       err->code = EINVAL;
     return -1;
   }
-  if (memchr(buf, '\0', len))
-    return al_error_set(err, EINVAL, "%s: contains a NUL byte", name);
+  const char *nul = memchr(buf, '\0', len);
+  if (nul)
+    return al_error_set(err, EINVAL, "%s:%zu: contains a NUL byte", name,
+                        line_of(buf, (size_t)(nul - buf)));
 
   struct fy_diag_cfg dcfg;
   fy_diag_cfg_default(&dcfg);
@@ -1625,9 +1728,9 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
       al_make_error(err, 0, "%s:%d:%d: not valid YAML: %s", name, line, col,
                     de->msg ? de->msg : "parse error");
     else if (all_blank(buf, len))
-      al_make_error(err, 0, "%s: empty policy (at least `version: 1`)", name);
+      al_make_error(err, 0, "%s:1:1: empty policy (at least `version: 1`)", name);
     else
-      al_make_error(err, 0, "%s: not valid YAML", name);
+      al_make_error(err, 0, "%s:1:1: not valid YAML", name);
     if (err)
       err->code = EINVAL;
     fy_parser_destroy(fyp);
@@ -1638,10 +1741,11 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
 
   al_policy *p = al_xcalloc(1, sizeof *p);
   set_defaults(p);
+  c.pol = p;
   int r = 0;
   struct fy_node *root = fy_document_root(doc);
   if (!root) {
-    r = al_error_set(err, EINVAL, "%s: empty policy (at least `version: 1`)", name);
+    r = al_error_set(err, EINVAL, "%s:1:1: empty policy (at least `version: 1`)", name);
     goto out;
   }
   static const char *const keys[] = {"version", "network", "filesystem", "process", "credentials",
@@ -1649,7 +1753,7 @@ int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_poli
   struct top_tmp t = {.p = p};
   r = walk_map(&c, root, NULL, "", keys, top_field, &t);
   if (r == 0 && !t.have_version)
-    r = al_error_set(err, EINVAL, "%s: version: required (write `version: 1`)", name);
+    r = al_error_set(err, EINVAL, "%s:1:1: version: required (write `version: 1`)", name);
   if (r == 0)
     r = finish(p, name, err);
 out:
@@ -1799,6 +1903,9 @@ void al_policy_free(al_policy *p)
 {
   if (!p)
     return;
+  for (size_t i = 0; i < p->n_warnings; i++)
+    free(p->warnings[i]);
+  free(p->warnings);
   for (size_t i = 0; i < p->network.n_allow; i++)
     free(p->network.allow[i].host);
   free(p->network.allow);

@@ -31,6 +31,7 @@ typedef struct al_net_allow {
 typedef struct al_net_pin {
   char *host;    /* canonical */
   char *address; /* numeric IPv4 or IPv6, as written */
+  int line;      /* source line, for messages */
 } al_net_pin;
 
 typedef struct al_policy_network {
@@ -99,6 +100,7 @@ typedef struct al_policy_forge {
   char *api_url; /* "https://api.github.com" (default) or https://HOST[:PORT][/PREFIX] */
   char *git_url; /* "https://github.com" (default) */
   char *ca_file; /* extra CA bundle (absolute path) trusted for both, or NULL */
+  int line[3];   /* source lines of api_url, git_url, ca_file (0: the default) */
 } al_policy_forge;
 
 /* One route the model relay forwards: exactly METHOD and path (the query
@@ -157,6 +159,7 @@ typedef struct al_policy_relay {
   uint64_t first_byte_timeout_ms; /* request sent until the response head, default 5 min */
   uint64_t idle_timeout_ms;       /* between two reads of a response, default 5 min */
   uint64_t total_timeout_ms;      /* one call end to end, default 30 min */
+  int line;                       /* source line of the `relay:` key, for messages */
 } al_policy_relay;
 
 typedef struct al_policy {
@@ -171,6 +174,11 @@ typedef struct al_policy {
   char *base_branch;   /* review.base_branch, or NULL: the repository's default */
   char *source;        /* file name it came from, or "<default>" */
   char sha256[65];     /* of the canonical form; filled by al_policy_sha256() */
+  /* Surprising but valid choices ("FILE:LINE:COL: PATH: why"), for `policy
+   * check` to show: `tls: false` on port 443, a public IP literal in
+   * network.allow. Owned by the policy. */
+  char **warnings;
+  size_t n_warnings;
 } al_policy;
 
 /* Parse and validate a policy from a file. On success *out is a new policy
@@ -217,5 +225,27 @@ void al_policy_relay_clear(al_policy_relay *r);
 const al_relay_upstream *al_policy_relay_key_broker(const al_policy *p);
 
 void al_policy_free(al_policy *p);
+
+/* What a policy is checked for (`airlock policy check --for`). */
+typedef enum al_policy_purpose {
+  AL_POLICY_FOR_RUN,    /* airlock run / probe: any valid policy; relay.key_file, not broker */
+  AL_POLICY_FOR_TICKET, /* airlock ticket: network, credentials, forge reachable with TLS */
+  AL_POLICY_FOR_RENDER, /* airlock render: a network section; relay is not rendered */
+} al_policy_purpose;
+
+/* "run" / "ticket" / "render" -> purpose. Returns 0 or -1. */
+int al_policy_purpose_parse(const char *s, al_policy_purpose *out);
+const char *al_policy_purpose_name(al_policy_purpose what);
+
+/* What a purpose needs, one sentence (what `policy check --for` prints). */
+const char *al_policy_purpose_needs(al_policy_purpose what);
+
+/* Is p fit for `what`? The one check that both `airlock ticket` (its
+ * policy phase) and `airlock policy check --for` call, so they can never
+ * disagree. repo (may be NULL): the ticket's OWNER/REPO, which the
+ * credentials must name. Returns 0, or -1 with err "FILE:LINE: rule" (the
+ * line of the value at fault, when the policy has one) and EINVAL. Warnings
+ * for the purpose (not failures) are appended to p->warnings. */
+int al_policy_check_for(al_policy *p, al_policy_purpose what, const char *repo, al_error *err);
 
 #endif

@@ -48,6 +48,7 @@
 #include "common/redact.h"
 #include "common/util.h"
 #include "proxy/addr.h"
+#include "proxy/handoff.h"
 #include "proxy/host.h"
 #include "proxy/http.h"
 #include "proxy/loop.h"
@@ -105,6 +106,7 @@ typedef struct al_proxy_run {
   al_watch w; /* the listener */
   struct al_proxy *px;
   const char *run_id;
+  const al_proxy_handoff *handoff;
   al_proxy_policy *pol;
   uint32_t n_conns;
   uint64_t egress_used;
@@ -778,12 +780,50 @@ static void relay(al_proxy_conn *c)
 
 static void conn_connect_next(al_proxy_conn *c);
 
+/* A CONNECT to a forge host: answer 200, pass both fds and the early
+ * bytes to the gateway (handoff.h), log "handoff" and forget the
+ * connection. The watches leave epoll first: the gateway's dups keep the
+ * sockets open, so close(2) alone would not remove them. */
+static void conn_handoff(al_proxy_conn *c)
+{
+  static const char ok200[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+  static uint64_t next_id;
+  al_handoff_msg m = {.magic = AL_HANDOFF_MAGIC, .version = AL_HANDOFF_VERSION, .port = c->port};
+  al_error e = {0};
+
+  m.conn_id = ++next_id;
+  m.early_len = (uint32_t)c->buf_len;
+  snprintf(m.host, sizeof m.host, "%s", c->host.name);
+  snprintf(m.client, sizeof m.client, "%s", c->client);
+  al_loop_del(&c->px->loop, &c->cw);
+  al_loop_del(&c->px->loop, &c->ow);
+  if (c->buf_len > AL_HANDOFF_EARLY_MAX ||
+      send(c->cw.fd, ok200, sizeof ok200 - 1, MSG_NOSIGNAL | MSG_DONTWAIT) !=
+          (ssize_t)(sizeof ok200 - 1) ||
+      al_handoff_send(c->run->handoff->fd, &m, c->buf, c->cw.fd, c->ow.fd, &e) < 0) {
+    conn_deny(c, 0, "gateway-unavailable", e.msg[0] ? e.msg : NULL);
+    return;
+  }
+  c->reason = "gateway";
+  c->run->cnt.conns_allowed++;
+  c->px->cnt.conns_allowed++;
+  audit_conn(c, "handoff", "allow");
+  conn_close(c);
+}
+
 static void conn_established(al_proxy_conn *c)
 {
   static const char ok200[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
   sockaddr_text((struct sockaddr *)&c->addrs[c->addr_i], c->dialled, sizeof c->dialled);
   c->last_io = al_now_ms();
+  if (al_handoff_matches(c->run->handoff, c->host.name, c->port)) {
+    if (c->plain)
+      conn_deny(c, 403, "gateway-plain-http", NULL);
+    else
+      conn_handoff(c);
+    return;
+  }
   if (c->plain) {
     c->st = ST_RELAY;
     c->opened = true;
@@ -1545,6 +1585,7 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
     al_proxy_run *run = &px->runs[i];
     run->px = px;
     run->run_id = cfg->listeners[i].run_id ? cfg->listeners[i].run_id : "";
+    run->handoff = cfg->listeners[i].handoff;
     run->pol = policy_new(px, cfg->listeners[i].policy, NULL, err);
     if (!run->pol)
       goto out_runs;

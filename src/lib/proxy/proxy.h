@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "policy/policy.h"
+#include "proxy/handoff.h"
 
 typedef struct al_proxy_listener {
   int fd;                  /* a listening SOCK_STREAM socket (listen(2) already called);
@@ -25,6 +26,11 @@ typedef struct al_proxy_listener {
   const char *run_id;      /* borrowed; goes into every audit line of this listener */
   const al_policy *policy; /* borrowed; must outlive al_proxy_serve(). Its `network`
                               section is the allowlist; present == false denies all. */
+  /* Borrowed, or NULL (issue #15). An allowed CONNECT to one of its
+   * host:port pairs is answered 200 and passed, client and upstream fd, to
+   * the forge gateway (handoff.h; no SNI gate here, the gateway checks it);
+   * absolute-form plain HTTP to such a pair is refused (gateway-plain-http). */
+  const al_proxy_handoff *handoff;
 } al_proxy_listener;
 
 typedef struct al_proxy_config {

@@ -27,10 +27,14 @@ pid_t al_run_start_proxy(const al_proxy_listener *ls, size_t n, int audit_fd, al
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     prctl(PR_SET_NAME, "airlock-proxy");
-    int keep[3] = {audit_fd, -1, -1};
-    for (size_t i = 0; i < n && i < 2; i++)
-      keep[i + 1] = ls[i].fd;
-    al_close_fds_from(3, keep, n + 1);
+    int keep[5] = {audit_fd, -1, -1, -1, -1};
+    size_t nk = 1;
+    for (size_t i = 0; i < n && i < 2; i++) {
+      keep[nk++] = ls[i].fd;
+      if (ls[i].handoff) /* the forge gateway's socket (issue #15) */
+        keep[nk++] = ls[i].handoff->fd;
+    }
+    al_close_fds_from(3, keep, nk);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -1,0 +1,501 @@
+/* The forge gateway's process: start, hand-shake with the supervisor, serve,
+ * stop. See gateway.h for the picture; conn.c serves one connection.
+ *
+ * Supervisor -> gateway, on the token pipe: three strings, each a 4-byte
+ * length (host order) and the bytes: git token, ticket token, placeholder.
+ * Gateway -> supervisor, on the status pipe: "CA <n>\n" + n bytes of PEM,
+ * then "READY\n", or at any point "ERR <message>\n" and exit. */
+#include "gateway/gateway.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker/secmem.h"
+#include "common/log.h"
+#include "common/redact.h"
+#include "common/util.h"
+#include "gateway/server.h"
+#include "proxy/host.h"
+#include "sandbox/sandbox.h"
+
+#define START_TIMEOUT_MS 10000
+#define TOKEN_MAX 8192
+
+struct al_gateway {
+  pid_t pid;
+  char *ca_pem;
+  al_proxy_handoff handoff;
+  int status_fd;
+  bool stopped;
+  int exit_status;
+};
+
+/* ---- URLs ---- */
+
+/* "https://host[:port][/prefix]" -> canonical host, port, prefix ("" or
+ * "/a/b", no trailing slash). */
+static int parse_url(const char *what, const char *url, al_host *host, uint16_t *port, char *prefix,
+                     size_t prefix_cap, al_error *err)
+{
+  const char *why = "not https://host[:port][/prefix]";
+  if (!url || strncmp(url, "https://", 8) != 0)
+    goto bad;
+  const char *a = url + 8;
+  size_t al = strcspn(a, "/?#");
+  if (a[al] == '?' || a[al] == '#' || memchr(a, '@', al))
+    goto bad;
+  const char *colon = NULL;
+  if (al > 0 && a[0] == '[') {
+    const char *rb = memchr(a, ']', al);
+    if (!rb)
+      goto bad;
+    colon = rb + 1 < a + al && rb[1] == ':' ? rb + 1 : NULL;
+  } else {
+    colon = memchr(a, ':', al);
+  }
+  if (colon) {
+    if (al_authority_parse(a, al, host, port, &why) < 0)
+      goto bad;
+  } else {
+    const char *h = a;
+    size_t hl = al;
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+      h++;
+      hl -= 2;
+    }
+    if (al_host_canonicalize(h, hl, host, &why) < 0)
+      goto bad;
+    *port = 443;
+  }
+  const char *p = a + al;
+  size_t pl = strlen(p);
+  while (pl > 0 && p[pl - 1] == '/')
+    pl--;
+  if (pl >= prefix_cap)
+    goto bad;
+  memcpy(prefix, p, pl);
+  prefix[pl] = '\0';
+  return 0;
+bad:
+  return al_error_set(err, EINVAL, "gateway: %s `%s`: %s", what, url ? url : "(null)", why);
+}
+
+/* ---- the serving process ---- */
+
+static al_gw_server *g_server; /* the child's one server, for al_gw_audit */
+
+void al_gw_audit(al_gw_server *s, void *line_object)
+{
+  json_t *j = line_object;
+  json_t *out = json_object();
+  struct timespec ts;
+  struct tm tm;
+  char b[40];
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  size_t n = strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(b + n, sizeof b - n, ".%03ldZ", ts.tv_nsec / 1000000);
+  json_object_set_new(out, "time", json_string(b));
+  json_object_set_new(out, "component", json_string("gateway"));
+  json_object_set_new(out, "run", json_string(s->run_id));
+  json_object_update(out, j);
+  json_decref(j);
+  char *line = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(out);
+  if (!line)
+    return;
+  char *red = al_redact(line); /* the tokens and the placeholder are registered */
+  free(line);
+  size_t l = strlen(red);
+  red[l] = '\n';
+  if (s->audit_fd >= 0) {
+    pthread_mutex_lock(&s->mu);
+    (void)al_write_all(s->audit_fd, red, l + 1);
+    pthread_mutex_unlock(&s->mu);
+  }
+  free(red);
+}
+
+static void say(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(int fd, const char *fmt, ...)
+{
+  char b[AL_ERROR_MSG_MAX + 16];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(b, sizeof b, fmt, ap);
+  va_end(ap);
+  if (n > 0)
+    (void)al_write_all(fd, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
+}
+
+static char *read_secret(int fd, al_error *err)
+{
+  uint32_t n;
+  char tmp[TOKEN_MAX + 1];
+  if (al_read_all(fd, &n, sizeof n) != (ssize_t)sizeof n || n == 0 || n > TOKEN_MAX) {
+    al_error_set(err, EPROTO, "gateway: bad secret on the pipe");
+    return NULL;
+  }
+  if (al_read_all(fd, tmp, n) != (ssize_t)n || memchr(tmp, 0, n)) {
+    OPENSSL_cleanse(tmp, sizeof tmp);
+    al_error_set(err, EPROTO, "gateway: short secret on the pipe");
+    return NULL;
+  }
+  char *buf = al_secret_dupn(tmp, n);
+  OPENSSL_cleanse(tmp, sizeof tmp);
+  if (!buf)
+    al_make_error(err, errno, "gateway: secret memory");
+  return buf;
+}
+
+static int upstream_ctx(al_gw_server *s, const char *ca_file, al_error *err)
+{
+  s->up_ctx = SSL_CTX_new(TLS_client_method());
+  if (!s->up_ctx)
+    return al_error_set(err, EIO, "gateway: SSL_CTX_new (client)");
+  SSL_CTX_set_min_proto_version(s->up_ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(s->up_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+                                     SSL_OP_IGNORE_UNEXPECTED_EOF);
+  SSL_CTX_set_mode(s->up_ctx, SSL_MODE_AUTO_RETRY);
+  SSL_CTX_set_verify(s->up_ctx, SSL_VERIFY_PEER, NULL);
+  /* Loaded now, before the process confines itself. */
+  if (ca_file) {
+    if (SSL_CTX_load_verify_locations(s->up_ctx, ca_file, NULL) != 1)
+      return al_error_set(err, EIO, "gateway: forge.ca_file `%s`: not a readable PEM bundle",
+                          ca_file);
+  } else if (SSL_CTX_load_verify_locations(s->up_ctx, X509_get_default_cert_file(), NULL) != 1 &&
+             SSL_CTX_set_default_verify_paths(s->up_ctx) != 1) {
+    return al_error_set(err, EIO, "gateway: the system CA store");
+  }
+  ERR_clear_error();
+  return 0;
+}
+
+static void serve(al_gw_server *s, int hsock)
+{
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+  static char early[AL_HANDOFF_EARLY_MAX];
+  for (;;) {
+    struct pollfd p[2] = {{.fd = hsock, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+    int n = poll(p, 2, -1);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 || (p[1].revents & POLLIN))
+      break;
+    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      al_handoff_msg m;
+      int cfd, ufd;
+      al_error e = {0};
+      int r = al_handoff_recv(hsock, &m, early, &cfd, &ufd, &e);
+      if (r == 0)
+        break; /* the proxy and the supervisor closed their ends */
+      if (r < 0) {
+        json_t *j = json_pack("{s:s,s:s,s:s}", "event", "handoff", "decision", "deny", "reason",
+                              "handoff-malformed");
+        json_object_set_new(j, "detail", json_string(e.msg));
+        al_gw_audit(s, j);
+        if (e.code != EPROTO)
+          break;
+        continue;
+      }
+      al_gw_conn_spawn(s, &m, early, cfd, ufd);
+    }
+  }
+  al_gw_conn_shutdown_all(s, 3000);
+}
+
+/* The child, from fork to exit. Dying is right here (nothing to unwind):
+ * every failure writes "ERR ..." to the supervisor and exits. */
+__attribute__((noreturn)) static void child_main(const al_gateway_opts *o, int tok_fd, int st_fd,
+                                                 int hsock, pid_t parent)
+{
+  static al_gw_server srv;
+  al_gw_server *s = &srv;
+  al_error e = {0};
+  al_host ah, gh;
+  char ap[128], gp[128];
+
+  memset(s, 0, sizeof *s);
+  g_server = s;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->idle, NULL);
+  s->audit_fd = o->audit_fd;
+  snprintf(s->run_id, sizeof s->run_id, "%s", o->run_id ? o->run_id : "");
+  signal(SIGPIPE, SIG_IGN);
+  if (parse_url("forge.api_url", o->api_url, &ah, &s->api_port, ap, sizeof ap, &e) < 0 ||
+      parse_url("forge.git_url", o->git_url, &gh, &s->git_port, gp, sizeof gp, &e) < 0 ||
+      al_gw_rules_init(&s->rules, o->repo, o->ticket, o->branch, o->max_comments, ap, gp, &e) < 0)
+    goto fail;
+  snprintf(s->api_host, sizeof s->api_host, "%s", ah.name);
+  snprintf(s->git_host, sizeof s->git_host, "%s", gh.name);
+  if (!(s->git_token = read_secret(tok_fd, &e)) || !(s->ticket_token = read_secret(tok_fd, &e)) ||
+      !(s->placeholder = read_secret(tok_fd, &e)))
+    goto fail;
+  close(tok_fd);
+  al_redact_register(s->git_token);
+  al_redact_register(s->ticket_token);
+  al_redact_register(s->placeholder);
+  const char *hosts[2] = {s->api_host, s->git_host};
+  if (al_gw_ca_make(&s->ca, hosts, 2, o->lifetime_ms, o->run_id, &e) < 0)
+    goto fail;
+  say(st_fd, "CA %zu\n", strlen(s->ca.ca_pem));
+  if (al_write_all(st_fd, s->ca.ca_pem, strlen(s->ca.ca_pem)) < 0)
+    _exit(1);
+  if (al_gw_tls_setup(s, &e) < 0 || upstream_ctx(s, o->ca_file, &e) < 0)
+    goto fail;
+  /* The gateway parses what a hostile agent sends: nobody, no capabilities,
+   * no filesystem writes, no exec; it makes no socket of its own. */
+  if (al_confine_service(&e) < 0)
+    goto fail;
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+    _exit(1);
+  prctl(PR_SET_DUMPABLE, 0);
+  say(st_fd, "READY\n");
+  close(st_fd);
+  serve(s, hsock);
+  _exit(0);
+fail:
+  say(st_fd, "ERR %s\n", e.msg);
+  _exit(1);
+}
+
+/* ---- the supervisor's side ---- */
+
+static int put_secret(int fd, const char *s)
+{
+  uint32_t n = (uint32_t)strlen(s);
+  return al_write_all(fd, &n, sizeof n) < 0 || al_write_all(fd, s, n) < 0 ? -1 : 0;
+}
+
+/* Read a line from fd within the deadline (into b, NUL-terminated). */
+static int read_line(int fd, char *b, size_t cap, uint64_t deadline)
+{
+  size_t n = 0;
+  while (n + 1 < cap) {
+    int64_t left = (int64_t)(deadline - al_now_ms());
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+      return -1;
+    ssize_t r = read(fd, b + n, 1);
+    if (r <= 0)
+      return -1;
+    if (b[n] == '\n') {
+      b[n] = '\0';
+      return 0;
+    }
+    n++;
+  }
+  return -1;
+}
+
+static int read_exact(int fd, char *b, size_t n, uint64_t deadline)
+{
+  size_t got = 0;
+  while (got < n) {
+    int64_t left = (int64_t)(deadline - al_now_ms());
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+      return -1;
+    ssize_t r = read(fd, b + got, n - got);
+    if (r <= 0)
+      return -1;
+    got += (size_t)r;
+  }
+  return 0;
+}
+
+int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
+{
+  al_host ah, gh;
+  uint16_t apn, gpn;
+  char ap[128], gp[128];
+  al_gw_rules rules;
+
+  *out = NULL;
+  if (parse_url("forge.api_url", o->api_url, &ah, &apn, ap, sizeof ap, err) < 0 ||
+      parse_url("forge.git_url", o->git_url, &gh, &gpn, gp, sizeof gp, err) < 0 ||
+      al_gw_rules_init(&rules, o->repo, o->ticket, o->branch, o->max_comments, ap, gp, err) < 0)
+    return -1;
+  if (!o->git_token || !o->git_token[0] || !o->ticket_token || !o->ticket_token[0] ||
+      strlen(o->git_token) > TOKEN_MAX || strlen(o->ticket_token) > TOKEN_MAX)
+    return al_error_set(err, EINVAL, "gateway: a token is empty or too long");
+  if (!o->placeholder || strlen(o->placeholder) < 16 || strlen(o->placeholder) > 64)
+    return al_error_set(err, EINVAL, "gateway: the placeholder must be 16..64 characters");
+
+  int sp[2] = {-1, -1}, tp[2] = {-1, -1}, bp[2] = {-1, -1};
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0 || pipe2(tp, O_CLOEXEC) < 0 ||
+      pipe2(bp, O_CLOEXEC) < 0) {
+    int e = errno;
+    for (int i = 0; i < 2; i++) {
+      if (sp[i] >= 0)
+        close(sp[i]);
+      if (tp[i] >= 0)
+        close(tp[i]);
+      if (bp[i] >= 0)
+        close(bp[i]);
+    }
+    return al_make_error(err, e, "gateway: socketpair/pipe");
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(sp[0]), close(sp[1]), close(tp[0]), close(tp[1]), close(bp[0]), close(bp[1]);
+    return al_make_error(err, e, "fork the forge gateway");
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_NAME, "airlock-gateway");
+    prctl(PR_SET_DUMPABLE, 0);
+    int keep[4] = {o->audit_fd, tp[0], bp[1], sp[1]};
+    al_close_fds_from(3, keep, 4);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    child_main(o, tp[0], bp[1], sp[1], parent);
+  }
+  close(sp[1]);
+  close(tp[0]);
+  close(bp[1]);
+  al_gateway *g = al_xcalloc(1, sizeof *g);
+  g->pid = pid;
+  g->status_fd = bp[0];
+  g->handoff.fd = sp[0];
+  snprintf(g->handoff.hosts[0].host, sizeof g->handoff.hosts[0].host, "%s", ah.name);
+  g->handoff.hosts[0].port = apn;
+  g->handoff.n_hosts = 1;
+  if (strcmp(ah.name, gh.name) != 0 || apn != gpn) {
+    snprintf(g->handoff.hosts[1].host, sizeof g->handoff.hosts[1].host, "%s", gh.name);
+    g->handoff.hosts[1].port = gpn;
+    g->handoff.n_hosts = 2;
+  }
+  /* the secrets: over the pipe, never argv, env or disk */
+  signal(SIGPIPE, SIG_IGN);
+  int wr = put_secret(tp[1], o->git_token) < 0 || put_secret(tp[1], o->ticket_token) < 0 ||
+                   put_secret(tp[1], o->placeholder) < 0
+               ? -1
+               : 0;
+  close(tp[1]);
+  uint64_t deadline = al_now_ms() + START_TIMEOUT_MS;
+  char line[AL_ERROR_MSG_MAX + 16];
+  size_t pem_len = 0;
+  if (read_line(bp[0], line, sizeof line, deadline) < 0)
+    goto died;
+  if (strncmp(line, "ERR ", 4) == 0)
+    goto child_err;
+  if (sscanf(line, "CA %zu", &pem_len) != 1 || pem_len == 0 || pem_len > 65536)
+    goto died;
+  g->ca_pem = al_xmalloc(pem_len + 1);
+  if (read_exact(bp[0], g->ca_pem, pem_len, deadline) < 0)
+    goto died;
+  g->ca_pem[pem_len] = '\0';
+  if (read_line(bp[0], line, sizeof line, deadline) < 0)
+    goto died;
+  if (strncmp(line, "ERR ", 4) == 0)
+    goto child_err;
+  if (strcmp(line, "READY") != 0 || wr < 0)
+    goto died;
+  *out = g;
+  return 0;
+child_err:
+  al_error_set(err, EIO, "%s", line + 4);
+  al_gateway_free(g);
+  return -1;
+died:
+  al_error_set(err, EIO, "forge gateway: did not start (no answer within %d s or it died)",
+               START_TIMEOUT_MS / 1000);
+  al_gateway_free(g);
+  return -1;
+}
+
+int al_gateway_placeholder(char out[65], al_error *err)
+{
+  static const char prefix[] = "airlock-placeholder-";
+  char hex[45];
+  if (al_random_hex(hex, 22, err) < 0)
+    return al_error_wrap(err, "placeholder");
+  snprintf(out, 65, "%s%s", prefix, hex);
+  return 0;
+}
+
+const char *al_gateway_ca_pem(const al_gateway *g)
+{
+  return g ? g->ca_pem : NULL;
+}
+
+const al_proxy_handoff *al_gateway_handoff(const al_gateway *g)
+{
+  return g ? &g->handoff : NULL;
+}
+
+pid_t al_gateway_pid(const al_gateway *g)
+{
+  return g && !g->stopped ? g->pid : -1;
+}
+
+int al_gateway_stop(al_gateway *g, al_error *err)
+{
+  if (!g || g->stopped)
+    return 0;
+  int ws = 0;
+  pid_t r = waitpid(g->pid, &ws, WNOHANG);
+  bool died_before = r == g->pid;
+  if (!died_before) {
+    kill(g->pid, SIGTERM);
+    for (int i = 0; i < 500; i++) {
+      r = waitpid(g->pid, &ws, WNOHANG);
+      if (r == g->pid || (r < 0 && errno != EINTR))
+        break;
+      usleep(10000);
+    }
+    if (r != g->pid) {
+      kill(g->pid, SIGKILL);
+      while (waitpid(g->pid, &ws, 0) < 0 && errno == EINTR)
+        ;
+    }
+  }
+  g->stopped = true;
+  g->exit_status = ws;
+  if (g->handoff.fd >= 0)
+    close(g->handoff.fd);
+  g->handoff.fd = -1;
+  if (g->status_fd >= 0)
+    close(g->status_fd);
+  g->status_fd = -1;
+  if (died_before)
+    return al_error_set(err, EIO, "forge gateway: had exited before the stop (status %d)",
+                        WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws));
+  return 0;
+}
+
+void al_gateway_free(al_gateway *g)
+{
+  if (!g)
+    return;
+  al_error e;
+  (void)al_gateway_stop(g, &e);
+  free(g->ca_pem);
+  free(g);
+}

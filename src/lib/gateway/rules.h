@@ -1,0 +1,106 @@
+/* The forge gateway's default-deny request rules (issue #15, docs/gateway.md).
+ *
+ * ONE table (rules.c) of what the agent may ask the forge for; a request
+ * matching no entry is refused with a reason. Each entry is a method, a
+ * path template, the query it accepts, the token injected upstream and how
+ * its body is read. The table's placeholders are bound per run by
+ * al_gw_rules_init: {owner}/{repo} to the run's repository (matched
+ * case-insensitively, as GitHub does), {repo.git} to the repository name
+ * with or without ".git", {ticket} to the ticket number; {seg} is any one
+ * segment, {rest} one or more. API templates are matched after the API
+ * URL's prefix (e.g. /api/v3), git templates after the git URL's. */
+#ifndef AL_GATEWAY_RULES_H
+#define AL_GATEWAY_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/error.h"
+#include "gateway/wire.h"
+#include "proxy/http.h"
+
+typedef enum { AL_GW_SIDE_API = 1, AL_GW_SIDE_GIT = 2 } al_gw_side;
+typedef enum { AL_GW_TOKEN_GIT, AL_GW_TOKEN_TICKET } al_gw_token;
+
+typedef enum {
+  AL_GW_BODY_NONE,         /* no body allowed (GET) */
+  AL_GW_BODY_PASS,         /* streamed through as it is, any Content-Encoding */
+  AL_GW_BODY_RECEIVE_PACK, /* the update request is parsed and checked (al_gw_check_push)
+                              before a byte goes upstream; no Content-Encoding */
+  AL_GW_BODY_COMMENT,      /* streamed through; counts against max_comments */
+} al_gw_body;
+
+typedef enum {
+  AL_GW_QUERY_ANY,        /* any query (values redacted in the log) */
+  AL_GW_QUERY_NONE,       /* no query at all */
+  AL_GW_QUERY_SERVICE,    /* exactly service=git-upload-pack|git-receive-pack */
+  AL_GW_QUERY_PULLS_HEAD, /* head=OWNER:<run branch> exactly once (other filters free) */
+} al_gw_query;
+
+typedef struct al_gw_rule {
+  const char *name; /* in the decision line: "git-receive-pack", "api-issue", ... */
+  unsigned sides;   /* AL_GW_SIDE_* */
+  const char *method;
+  const char *path; /* template, see above */
+  al_gw_query query;
+  al_gw_token token;
+  al_gw_body body;
+  bool needs_comments; /* present only when max_comments > 0 */
+  const char *doc;     /* what it is for, and the spec page */
+} al_gw_rule;
+
+/* The table, for docs and tests. */
+const al_gw_rule *al_gw_rule_table(size_t *n);
+
+/* The rules of one run. Plain data; copied freely. */
+typedef struct al_gw_rules {
+  char owner[128], name[128]; /* the repository, as given */
+  char ticket[24];            /* decimal, no leading zero */
+  char branch[240];           /* run branch, without refs/heads/ */
+  char branch_ref[256];       /* "refs/heads/" + branch */
+  char api_prefix[128];       /* "" or "/api/v3" (no trailing slash) */
+  char git_prefix[128];
+  unsigned max_comments;
+} al_gw_rules;
+
+/* Bind the table to one run. repo is "OWNER/REPO" (GitHub's characters:
+ * [A-Za-z0-9._-], not "." or ".."), ticket >= 1, branch a valid ref name
+ * under refs/heads/ (git-check-ref-format(1)), prefixes "" or "/seg[/seg]"
+ * without trailing slash. Returns 0 or -1 with err (EINVAL, naming the
+ * input). */
+int al_gw_rules_init(al_gw_rules *r, const char *repo, unsigned long ticket, const char *branch,
+                     unsigned max_comments, const char *api_prefix, const char *git_prefix,
+                     al_error *err);
+
+/* Decide one request: `sides` says what the connection's host serves,
+ * path is canonical (al_gw_target_parse), query raw (may be NULL). Returns
+ * the matching rule, or NULL with a static reason in *reason:
+ * "graphql-refused", "other-repository", "other-ticket", "write-refused"
+ * (a route that exists read-only), "bad-service-query", "unexpected-query",
+ * "pulls-not-run-branch", "no-rule". */
+const al_gw_rule *al_gw_match(const al_gw_rules *r, unsigned sides, const char *method,
+                              size_t method_len, const char *path, const char *query,
+                              size_t query_len, const char **reason);
+
+/* Check a push's update request: every command must create or update
+ * exactly refs/heads/<run branch>. Returns 0, or -1 with *reason
+ * ("push-delete", "push-tag", "push-other-branch", "push-other-ref") and
+ * *bad the index of the first refused command. */
+int al_gw_check_push(const al_gw_rules *r, const al_rp_request *rq, const char **reason,
+                     size_t *bad);
+
+typedef enum {
+  AL_GW_CRED_NONE,        /* no credential at all: answer 401 (git asks its helper) */
+  AL_GW_CRED_PLACEHOLDER, /* exactly airlock's placeholder, in Authorization */
+  AL_GW_CRED_FOREIGN,     /* anything else: refused, never forwarded */
+} al_gw_cred;
+
+/* Classify the request's credentials. Accepted: one Authorization field,
+ * "Basic base64(user:PH)" (any user; git's credential helper) or
+ * "Basic base64(PH:)", "token PH" or "Bearer PH" (gh, curl); compared in
+ * constant time. Foreign (*why set): any other Authorization, two of them,
+ * Proxy-Authorization, Cookie, an access_token= query parameter. */
+al_gw_cred al_gw_credential(const al_http_request *req, const char *query, size_t query_len,
+                            const char *placeholder, const char **why);
+
+#endif

@@ -1,0 +1,58 @@
+/* The forge gateway's inside: what the serving process holds and the
+ * per-connection worker (conn.c). Not a public interface: gateway.c and
+ * conn.c only. */
+#ifndef AL_GATEWAY_SERVER_H
+#define AL_GATEWAY_SERVER_H
+
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gateway/ca.h"
+#include "gateway/gateway.h"
+#include "gateway/rules.h"
+#include "common/error.h"
+#include "proxy/handoff.h"
+
+#define AL_GW_IDLE_MS 60000 /* a socket read or write blocked this long ends the connection */
+
+typedef struct al_gw_conn al_gw_conn;
+
+typedef struct al_gw_server {
+  al_gw_rules rules;
+  al_gw_ca ca;
+  SSL_CTX *srv_ctx, *up_ctx;
+  char *git_token, *ticket_token, *placeholder; /* secret memory (secmem.h) */
+  char api_host[256], git_host[256];
+  uint16_t api_port, git_port;
+  char run_id[128];
+  int audit_fd;
+
+  pthread_mutex_t mu; /* everything below, and audit writes */
+  pthread_cond_t idle;
+  unsigned comments_used;
+  unsigned n_conns;
+  al_gw_conn *live[AL_GATEWAY_MAX_CONNS];
+  bool stop;
+} al_gw_server;
+
+/* The TLS server context: TLS >= 1.2, SNI checked against the CONNECT
+ * host, ALPN http/1.1 only (conn.c). */
+int al_gw_tls_setup(al_gw_server *s, al_error *err);
+
+/* Serve one handed-off connection on its own detached thread. Takes the
+ * fds and early bytes (copied). Returns 0, or -1 when the connection was
+ * refused at once (the cap, a thread that could not start); the fds are
+ * closed either way by the callee. */
+int al_gw_conn_spawn(al_gw_server *s, const al_handoff_msg *m, const char *early, int cfd, int ufd);
+
+/* Shut every live connection's sockets (SIGTERM) and wait up to wait_ms
+ * for the workers to log and exit. */
+void al_gw_conn_shutdown_all(al_gw_server *s, unsigned wait_ms);
+
+/* Write one decision line (adds "time" and "run"; redacts registered
+ * secrets). Takes ownership of j. Thread-safe. */
+void al_gw_audit(al_gw_server *s, void *line_object);
+
+#endif

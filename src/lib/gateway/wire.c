@@ -1,0 +1,676 @@
+/* The forge gateway's parsers of untrusted bytes. See wire.h. */
+#include "gateway/wire.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int hexval(unsigned char c)
+{
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+static bool ieq_n(const char *a, size_t alen, const char *lb)
+{
+  size_t n = strlen(lb);
+  if (alen != n)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)a[i];
+    if (c >= 'A' && c <= 'Z')
+      c = (unsigned char)(c + 32);
+    if (c != (unsigned char)lb[i])
+      return false;
+  }
+  return true;
+}
+
+/* ---- request target ---- */
+
+int al_gw_target_parse(const char *t, size_t len, char path[AL_GW_PATH_MAX], const char **query,
+                       size_t *query_len, const char **why)
+{
+  size_t plen = 0;
+
+  *query = NULL;
+  *query_len = 0;
+  path[0] = '\0';
+  if (len == 0 || t[0] != '/') {
+    *why = "target-not-origin-form";
+    return -1;
+  }
+  while (plen < len && t[plen] != '?')
+    plen++;
+  if (plen >= AL_GW_PATH_MAX) {
+    *why = "target-too-long";
+    return -1;
+  }
+  for (size_t i = 0; i < len; i++)
+    if (t[i] == '#') {
+      *why = "target-not-origin-form";
+      return -1;
+    }
+  /* segment by segment: seg starts after each '/' */
+  size_t seg = 1;
+  for (size_t i = 1; i <= plen; i++) {
+    if (i < plen && t[i] != '/') {
+      unsigned char c = (unsigned char)t[i];
+      if (c == '\\') {
+        *why = "path-backslash";
+        return -1;
+      }
+      if (c == '%') {
+        int hi = i + 2 < plen ? hexval((unsigned char)t[i + 1]) : -1;
+        int lo = i + 2 < plen ? hexval((unsigned char)t[i + 2]) : -1;
+        if (hi < 0 || lo < 0) {
+          *why = "path-bad-escape";
+          return -1;
+        }
+        int v = hi * 16 + lo;
+        if (v == '/' || v == '.' || v == '\\') {
+          *why = "path-encoded-separator";
+          return -1;
+        }
+        if (v < 0x20 || v > 0x7e) {
+          *why = "path-bad-escape";
+          return -1;
+        }
+      }
+      continue;
+    }
+    /* t[seg..i) is one segment */
+    size_t sl = i - seg;
+    if (sl == 0 && plen != 1) { /* "/" alone is the one empty segment allowed */
+      *why = "path-empty-segment";
+      return -1;
+    }
+    if ((sl == 1 && t[seg] == '.') || (sl == 2 && t[seg] == '.' && t[seg + 1] == '.')) {
+      *why = "path-dot-segment";
+      return -1;
+    }
+    seg = i + 1;
+  }
+  memcpy(path, t, plen);
+  path[plen] = '\0';
+  if (plen < len) {
+    *query = t + plen + 1;
+    *query_len = len - plen - 1;
+    for (size_t i = 0; i + 2 < *query_len; i++)
+      if ((*query)[i] == '%' && (*query)[i + 1] == '0' && (*query)[i + 2] == '0') {
+        *why = "query-nul";
+        return -1;
+      }
+  }
+  return 0;
+}
+
+void al_gw_query_redact(const char *q, size_t len, char *out, size_t out_cap)
+{
+  size_t o = 0, i = 0;
+
+  if (out_cap == 0)
+    return;
+  out[0] = '\0';
+  while (i < len) {
+    size_t s = i;
+    while (i < len && q[i] != '&')
+      i++;
+    size_t e = i, eq = s;
+    while (eq < e && q[eq] != '=')
+      eq++;
+    bool service = eq - s == 7 && memcmp(q + s, "service", 7) == 0;
+    size_t keep = service ? e - s : eq - s;
+    if (keep > 64)
+      keep = 64;
+    if (o + keep + 4 >= out_cap)
+      break;
+    if (o > 0)
+      out[o++] = '&';
+    memcpy(out + o, q + s, keep);
+    o += keep;
+    if (!service && eq < e) {
+      out[o++] = '=';
+      out[o++] = '*';
+    }
+    i++;
+  }
+  out[o] = '\0';
+}
+
+int al_gw_query_param(const char *q, size_t len, const char *name, const char **val,
+                      size_t *val_len)
+{
+  size_t nl = strlen(name), i = 0;
+  int n = 0;
+
+  while (q && i < len) {
+    size_t s = i;
+    while (i < len && q[i] != '&')
+      i++;
+    if (i - s >= nl && memcmp(q + s, name, nl) == 0 && (i - s == nl || q[s + nl] == '=')) {
+      if (n++ == 0) {
+        *val = i - s == nl ? q + i : q + s + nl + 1;
+        *val_len = i - s == nl ? 0 : i - s - nl - 1;
+      }
+    }
+    i++;
+  }
+  return n;
+}
+
+/* ---- chunked ---- */
+
+enum {
+  CH_SIZE0,   /* first hex digit */
+  CH_SIZE,    /* more hex digits, or ';', BWS, CR */
+  CH_EXT,     /* extension bytes until CR */
+  CH_SIZE_LF, /* LF after the size line's CR */
+  CH_DATA,
+  CH_DATA_CR,
+  CH_DATA_LF,
+  CH_TRAILER,  /* after the last chunk: CR (end) or a trailer field (refused) */
+  CH_FINAL_LF, /* LF of the final CRLF */
+  CH_DONE
+};
+
+void al_chunked_init(al_chunked *c)
+{
+  memset(c, 0, sizeof *c);
+  c->st = CH_SIZE0;
+}
+
+int al_chunked_decode(al_chunked *c, const char *in, size_t *in_len, char *out, size_t *out_len,
+                      const char **why)
+{
+  size_t n = *in_len, i = 0, o = 0;
+
+  *out_len = 0;
+  while (i < n) {
+    unsigned char ch = (unsigned char)in[i];
+    switch (c->st) {
+    case CH_SIZE0:
+    case CH_SIZE: {
+      int v = hexval(ch);
+      if (v >= 0) {
+        if (c->left > (UINT64_MAX >> 5)) { /* keeps the size below 2^63 */
+          *why = "chunk-size-overflow";
+          return -1;
+        }
+        c->left = (c->left << 4) | (uint64_t)v;
+        c->digits++;
+        c->st = CH_SIZE;
+        i++;
+        break;
+      }
+      if (c->st == CH_SIZE0) {
+        *why = "chunk-size-bad";
+        return -1;
+      }
+      if (ch == ';' || ch == ' ' || ch == '\t') {
+        c->st = CH_EXT;
+        c->ext = 0;
+        break; /* the byte is counted by CH_EXT */
+      }
+      if (ch == '\r') {
+        c->st = CH_SIZE_LF;
+        i++;
+        break;
+      }
+      *why = "chunk-size-bad";
+      return -1;
+    }
+    case CH_EXT:
+      if (ch == '\r') {
+        c->st = CH_SIZE_LF;
+        i++;
+        break;
+      }
+      if ((ch < 0x20 && ch != '\t') || ch >= 0x7f) {
+        *why = "chunk-ext-bad";
+        return -1;
+      }
+      if (++c->ext > AL_CHUNK_EXT_MAX) {
+        *why = "chunk-ext-too-long";
+        return -1;
+      }
+      i++;
+      break;
+    case CH_SIZE_LF:
+      if (ch != '\n') {
+        *why = "chunk-line-bad";
+        return -1;
+      }
+      i++;
+      c->digits = 0;
+      c->st = c->left ? CH_DATA : CH_TRAILER;
+      break;
+    case CH_DATA: {
+      size_t take = n - i;
+      if ((uint64_t)take > c->left)
+        take = (size_t)c->left;
+      memmove(out + o, in + i, take);
+      o += take;
+      i += take;
+      c->left -= take;
+      c->total += take;
+      if (c->left == 0)
+        c->st = CH_DATA_CR;
+      break;
+    }
+    case CH_DATA_CR:
+      if (ch != '\r') {
+        *why = "chunk-missing-crlf";
+        return -1;
+      }
+      c->st = CH_DATA_LF;
+      i++;
+      break;
+    case CH_DATA_LF:
+      if (ch != '\n') {
+        *why = "chunk-missing-crlf";
+        return -1;
+      }
+      c->st = CH_SIZE0;
+      i++;
+      break;
+    case CH_TRAILER:
+      if (ch != '\r') {
+        *why = "chunked-trailer";
+        return -1;
+      }
+      c->st = CH_FINAL_LF;
+      i++;
+      break;
+    case CH_FINAL_LF:
+      if (ch != '\n') {
+        *why = "chunk-line-bad";
+        return -1;
+      }
+      c->st = CH_DONE;
+      i++;
+      *in_len = i;
+      *out_len = o;
+      return 1;
+    case CH_DONE:
+      *in_len = 0;
+      return 1;
+    default:
+      *why = "chunk-state";
+      return -1;
+    }
+  }
+  *in_len = i;
+  *out_len = o;
+  return c->st == CH_DONE ? 1 : 0;
+}
+
+size_t al_chunk_header(size_t n, char out[20])
+{
+  int k = snprintf(out, 20, "%zx\r\n", n);
+  return k > 0 ? (size_t)k : 0;
+}
+
+/* ---- pkt-line ---- */
+
+int al_pkt_next(const char *buf, size_t len, bool v2, al_pkt *p, const char **why)
+{
+  if (len < 4)
+    return 0;
+  unsigned v = 0;
+  for (int i = 0; i < 4; i++) {
+    int h = hexval((unsigned char)buf[i]);
+    if (h < 0) {
+      *why = "pkt-len-bad";
+      return -1;
+    }
+    v = (v << 4) | (unsigned)h;
+  }
+  p->data = NULL;
+  p->len = 0;
+  if (v == 0) {
+    p->kind = AL_PKT_FLUSH;
+    return 4;
+  }
+  if (v < 4) {
+    if (v2 && v == 1) {
+      p->kind = AL_PKT_DELIM;
+      return 4;
+    }
+    if (v2 && v == 2) {
+      p->kind = AL_PKT_END;
+      return 4;
+    }
+    *why = "pkt-len-reserved";
+    return -1;
+  }
+  if (v > AL_PKT_MAX) {
+    *why = "pkt-too-long";
+    return -1;
+  }
+  if (len < v)
+    return 0;
+  p->kind = AL_PKT_DATA;
+  p->data = buf + 4;
+  p->len = v - 4;
+  return (int)v;
+}
+
+/* ---- receive-pack ---- */
+
+bool al_refname_ok(const char *ref, size_t len)
+{
+  if (len < 6 || len >= 256 || memcmp(ref, "refs/", 5) != 0)
+    return false;
+  if (ref[len - 1] == '/' || ref[len - 1] == '.')
+    return false;
+  size_t comp = 0; /* start of the current component */
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)ref[i];
+    if (c < 0x20 || c == 0x7f || c >= 0x80 || strchr(" ~^:?*[\\", c))
+      return false;
+    if (c == '.' && i + 1 < len && ref[i + 1] == '.')
+      return false;
+    if (c == '@' && i + 1 < len && ref[i + 1] == '{')
+      return false;
+    if (c == '/' || i + 1 == len) {
+      size_t end = c == '/' ? i : i + 1;
+      if (end == comp || ref[comp] == '.')
+        return false;
+      if (end - comp >= 5 && memcmp(ref + end - 5, ".lock", 5) == 0)
+        return false;
+      comp = i + 1;
+    }
+  }
+  return true;
+}
+
+static bool oid_ok(const char *s, size_t len)
+{
+  if (len != 40 && len != 64)
+    return false;
+  for (size_t i = 0; i < len; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return false;
+  return true;
+}
+
+/* "old SP new SP ref" in d[0..n) */
+static int parse_command(const char *d, size_t n, al_rp_cmd *c, const char **why)
+{
+  const char *sp1 = memchr(d, ' ', n);
+  if (!sp1) {
+    *why = "rp-bad-command";
+    return -1;
+  }
+  size_t ol = (size_t)(sp1 - d);
+  const char *rest = sp1 + 1;
+  size_t rn = n - ol - 1;
+  const char *sp2 = memchr(rest, ' ', rn);
+  if (!sp2) {
+    *why = "rp-bad-command";
+    return -1;
+  }
+  size_t nl = (size_t)(sp2 - rest);
+  const char *ref = sp2 + 1;
+  size_t refl = rn - nl - 1;
+  if (!oid_ok(d, ol) || !oid_ok(rest, nl) || ol != nl) {
+    *why = "rp-bad-oid";
+    return -1;
+  }
+  if (!al_refname_ok(ref, refl)) {
+    *why = "rp-bad-ref";
+    return -1;
+  }
+  memcpy(c->old_oid, d, ol);
+  c->old_oid[ol] = '\0';
+  memcpy(c->new_oid, rest, nl);
+  c->new_oid[nl] = '\0';
+  memcpy(c->ref, ref, refl);
+  c->ref[refl] = '\0';
+  return 0;
+}
+
+static bool has_cap(const char *caps, size_t n, const char *cap)
+{
+  size_t cl = strlen(cap), i = 0;
+  while (i < n) {
+    size_t s = i;
+    while (i < n && caps[i] != ' ')
+      i++;
+    if (i - s == cl && memcmp(caps + s, cap, cl) == 0)
+      return true;
+    i++;
+  }
+  return false;
+}
+
+int al_rp_parse(const char *buf, size_t len, al_rp_request *out, const char **why)
+{
+  size_t pos = 0;
+  al_pkt p;
+  enum { SHALLOW, CMDS, OPTIONS } phase = SHALLOW;
+
+  memset(out, 0, sizeof *out);
+  for (;;) {
+    int r = al_pkt_next(buf + pos, len - pos, false, &p, why);
+    if (r <= 0)
+      return r;
+    pos += (size_t)r;
+    if (p.kind == AL_PKT_FLUSH) {
+      if (phase == OPTIONS)
+        return (int)pos;
+      if (out->n_cmds == 0) {
+        *why = "rp-no-commands";
+        return -1;
+      }
+      if (!out->push_options)
+        return (int)pos;
+      phase = OPTIONS;
+      continue;
+    }
+    const char *d = p.data;
+    size_t n = p.len;
+    if (n > 0 && d[n - 1] == '\n')
+      n--;
+    if (phase == OPTIONS) {
+      for (size_t i = 0; i < n; i++)
+        if ((unsigned char)d[i] < 0x20 || (unsigned char)d[i] >= 0x7f) {
+          *why = "rp-bad-push-option";
+          return -1;
+        }
+      if (++out->n_push_options > AL_RP_MAX_PUSH_OPTIONS) {
+        *why = "rp-too-many-push-options";
+        return -1;
+      }
+      continue;
+    }
+    if (phase == SHALLOW && n >= 8 && memcmp(d, "shallow ", 8) == 0) {
+      if (!oid_ok(d + 8, n - 8)) {
+        *why = "rp-bad-oid";
+        return -1;
+      }
+      out->n_shallow++;
+      continue;
+    }
+    if (n >= 9 && memcmp(d, "push-cert", 9) == 0) {
+      *why = "rp-push-cert";
+      return -1;
+    }
+    size_t cmd_len = n;
+    if (out->n_cmds == 0) {
+      const char *nul = memchr(d, '\0', n);
+      if (!nul) {
+        *why = "rp-no-capabilities";
+        return -1;
+      }
+      cmd_len = (size_t)(nul - d);
+      out->push_options = has_cap(nul + 1, n - cmd_len - 1, "push-options");
+    } else if (memchr(d, '\0', n)) {
+      *why = "rp-bad-command";
+      return -1;
+    }
+    phase = CMDS;
+    if (out->n_cmds == AL_RP_MAX_CMDS) {
+      *why = "rp-too-many-commands";
+      return -1;
+    }
+    if (parse_command(d, cmd_len, &out->cmd[out->n_cmds], why) < 0)
+      return -1;
+    out->n_cmds++;
+  }
+}
+
+/* ---- response head ---- */
+
+static bool is_tchar(unsigned char c)
+{
+  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
+    return true;
+  return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static bool value_has_token(const char *v, size_t len, const char *tok)
+{
+  size_t i = 0;
+  while (i < len) {
+    size_t s = i;
+    while (i < len && v[i] != ',')
+      i++;
+    size_t e = i;
+    while (s < e && (v[s] == ' ' || v[s] == '\t'))
+      s++;
+    while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+      e--;
+    if (ieq_n(v + s, e - s, tok))
+      return true;
+    i++;
+  }
+  return false;
+}
+
+int al_gw_parse_response(const char *buf, size_t len, al_gw_response *r, const char **why)
+{
+  size_t end = 0;
+
+  memset(r, 0, sizeof *r);
+  r->content_length = -1;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)buf[i];
+    if (c == '\n') {
+      if (i == 0 || buf[i - 1] != '\r') {
+        *why = "resp-bad-header";
+        return -1;
+      }
+      if (i >= 3 && buf[i - 2] == '\n' && buf[i - 3] == '\r') {
+        end = i + 1;
+        break;
+      }
+    } else if (c == 0 || (c == '\r' && i + 1 < len && buf[i + 1] != '\n')) {
+      *why = "resp-bad-header";
+      return -1;
+    }
+  }
+  if (!end) {
+    if (len >= AL_GW_RESP_HEAD_MAX) {
+      *why = "resp-head-too-large";
+      return -1;
+    }
+    return 0;
+  }
+  if (end > AL_GW_RESP_HEAD_MAX) {
+    *why = "resp-head-too-large";
+    return -1;
+  }
+  /* status line: HTTP/1.x SP 3DIGIT SP reason */
+  const char *le = memchr(buf, '\r', end);
+  size_t ll = (size_t)(le - buf);
+  if (ll < 12 || memcmp(buf, "HTTP/1.", 7) != 0 || (buf[7] != '0' && buf[7] != '1') ||
+      buf[8] != ' ' || buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' ||
+      buf[11] < '0' || buf[11] > '9' || (ll > 12 && buf[12] != ' ')) {
+    *why = "resp-bad-status-line";
+    return -1;
+  }
+  r->version_minor = buf[7] - '0';
+  r->status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+  r->reason = ll > 13 ? buf + 13 : "";
+  r->reason_len = ll > 13 ? ll - 13 : 0;
+  bool keep_alive = false, te = false;
+  size_t pos = ll + 2;
+  while (pos < end - 2) { /* the empty line starts at end - 2 */
+    const char *line = buf + pos;
+    const char *cr = memchr(line, '\r', end - pos);
+    size_t n = (size_t)(cr - line);
+    size_t k = 0;
+    while (k < n && is_tchar((unsigned char)line[k]))
+      k++;
+    if (k == 0 || k >= n || line[k] != ':') {
+      *why = "resp-bad-header";
+      return -1;
+    }
+    if (r->n_headers == AL_GW_RESP_MAX_HEADERS) {
+      *why = "resp-too-many-headers";
+      return -1;
+    }
+    al_http_header *h = &r->headers[r->n_headers++];
+    h->name = line;
+    h->name_len = k;
+    size_t s = k + 1, e = n;
+    while (s < e && (line[s] == ' ' || line[s] == '\t'))
+      s++;
+    while (e > s && (line[e - 1] == ' ' || line[e - 1] == '\t'))
+      e--;
+    h->value = line + s;
+    h->value_len = e - s;
+    if (ieq_n(h->name, k, "content-length")) {
+      if (r->content_length >= 0 || h->value_len == 0 || h->value_len > 15) {
+        *why = "resp-bad-content-length";
+        return -1;
+      }
+      int64_t v = 0;
+      for (size_t q = 0; q < h->value_len; q++) {
+        if (h->value[q] < '0' || h->value[q] > '9') {
+          *why = "resp-bad-content-length";
+          return -1;
+        }
+        v = v * 10 + (h->value[q] - '0');
+      }
+      r->content_length = v;
+    } else if (ieq_n(h->name, k, "transfer-encoding")) {
+      if (te || !ieq_n(h->value, h->value_len, "chunked")) {
+        *why = "resp-bad-transfer-encoding";
+        return -1;
+      }
+      te = true;
+    } else if (ieq_n(h->name, k, "connection")) {
+      if (value_has_token(h->value, h->value_len, "close"))
+        r->close = true;
+      if (value_has_token(h->value, h->value_len, "keep-alive"))
+        keep_alive = true;
+    }
+    pos += n + 2;
+  }
+  if (te) {
+    r->chunked = true;
+    r->content_length = -1; /* RFC 9112 §6.3: chunked wins; CL is dropped */
+  }
+  if (r->version_minor == 0 && !keep_alive)
+    r->close = true;
+  r->head_len = end;
+  return (int)end;
+}
+
+bool al_gw_response_header_is_hop(const al_http_header *h)
+{
+  static const char *const hop[] = {
+      "connection", "keep-alive", "transfer-encoding", "content-length", "trailer", "upgrade",
+      "te",         NULL};
+  for (size_t i = 0; hop[i]; i++)
+    if (ieq_n(h->name, h->name_len, hop[i]))
+      return true;
+  return h->name_len >= 6 && ieq_n(h->name, 6, "proxy-");
+}

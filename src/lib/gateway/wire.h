@@ -1,0 +1,161 @@
+/* The forge gateway's parsers of untrusted bytes: the origin-form request
+ * target, chunked bodies, git pkt-lines and the receive-pack command list,
+ * and the forge's response head. Pure functions over buffers (no I/O), each
+ * fuzzed (tests/fuzz/fuzz_gw_*.c). The request head itself is parsed by the
+ * proxy's strict parser (proxy/http.h): one head parser for both. */
+#ifndef AL_GATEWAY_WIRE_H
+#define AL_GATEWAY_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proxy/http.h"
+
+/* ---- request target (RFC 9112 §3.2.1 origin-form, RFC 3986 §3.3) ---- */
+
+#define AL_GW_PATH_MAX 2048
+
+/* Check an origin-form target "/path[?query]" and split it. The path is
+ * kept as sent when it is canonical, and refused otherwise, so that the
+ * gateway and the forge cannot read it two ways: an empty segment ("//",
+ * a trailing "/"), a "." or ".." segment, a backslash, a '#', a '%' not
+ * followed by two hex digits, and the encodings %2F %2E %5C %00 and any
+ * %XX below 0x20 or above 0x7e (any case). The query (after the first '?',
+ * without it) must hold no "%00" and no '#'. path is NUL-terminated into
+ * path[0..AL_GW_PATH_MAX). Returns 0, or -1 with a static reason in *why
+ * ("target-not-origin-form", "path-empty-segment", "path-dot-segment",
+ * "path-encoded-separator", "path-bad-escape", "path-backslash",
+ * "target-too-long", "query-nul"). */
+int al_gw_target_parse(const char *t, size_t len, char path[AL_GW_PATH_MAX], const char **query,
+                       size_t *query_len, const char **why);
+
+/* Write a query for the log: every parameter's value replaced by "*"
+ * except service= (gitprotocol-http(5)); at most out_cap-1 bytes, always
+ * NUL-terminated; an empty query gives "". */
+void al_gw_query_redact(const char *q, size_t len, char *out, size_t out_cap);
+
+/* Find parameter `name` in query q (name=value&...). Returns the number of
+ * times it occurs; the first occurrence's value in *val and *val_len. */
+int al_gw_query_param(const char *q, size_t len, const char *name, const char **val,
+                      size_t *val_len);
+
+/* ---- chunked transfer coding (RFC 9112 §7.1) ---- */
+
+#define AL_CHUNK_EXT_MAX 1024 /* bytes of chunk extensions per chunk line */
+
+typedef struct al_chunked {
+  int st;
+  uint64_t left;   /* data bytes of the current chunk still to come */
+  unsigned digits; /* hex digits of the size so far */
+  size_t ext;      /* extension bytes on this chunk line */
+  uint64_t total;  /* decoded bytes so far */
+} al_chunked;
+
+/* Start decoding a chunked body. */
+void al_chunked_init(al_chunked *c);
+
+/* Decode in[0..*in_len): the body's data bytes are written to out (which
+ * must have room for *in_len bytes and may equal in: decoding only moves
+ * bytes backwards), their count to *out_len; *in_len becomes the bytes
+ * consumed. Returns 1 once the last chunk and its final CRLF are consumed
+ * (what follows belongs to the next message), 0 when more input is
+ * needed (all of it was consumed), -1 with *why: "chunk-size-bad",
+ * "chunk-size-overflow" (more than 2^63-1), "chunk-ext-too-long",
+ * "chunk-ext-bad", "chunk-line-bad" (CR not followed by LF),
+ * "chunk-missing-crlf" (data not followed by CRLF), "chunked-trailer"
+ * (trailer fields are refused). Extensions are accepted and dropped. */
+int al_chunked_decode(al_chunked *c, const char *in, size_t *in_len, char *out, size_t *out_len,
+                      const char **why);
+
+/* Write the chunk header for n data bytes ("%zx\r\n") into out[0..20);
+ * returns its length. The caller writes the data and then "\r\n"; the last
+ * chunk is "0\r\n\r\n". */
+size_t al_chunk_header(size_t n, char out[20]);
+
+/* ---- git pkt-line (gitprotocol-common(5), gitprotocol-v2(5)) ---- */
+
+#define AL_PKT_MAX 65520 /* largest pkt-len, header included (LARGE_PACKET_MAX) */
+
+typedef enum { AL_PKT_DATA, AL_PKT_FLUSH, AL_PKT_DELIM, AL_PKT_END } al_pkt_kind;
+
+typedef struct al_pkt {
+  al_pkt_kind kind;
+  const char *data; /* DATA: points into the buffer, len bytes (may be 0) */
+  size_t len;
+} al_pkt;
+
+/* Read one pkt-line at buf[0..len): 4 hex digits of length (header
+ * included), "0000" flush, and in protocol v2 (`v2`) "0001" delim and
+ * "0002" response-end. Returns the bytes it takes (> 0), 0 when more bytes
+ * are needed, -1 with *why: "pkt-len-bad" (not hex), "pkt-len-reserved"
+ * (0001-0003 outside v2, 0003 always), "pkt-too-long" (> 65520). */
+int al_pkt_next(const char *buf, size_t len, bool v2, al_pkt *p, const char **why);
+
+/* ---- receive-pack update request (gitprotocol-pack(5)) ---- */
+
+#define AL_RP_MAX_CMDS 32
+#define AL_RP_MAX_PUSH_OPTIONS 32
+#define AL_RP_REQUEST_MAX (256 * 1024) /* bytes before the pack, commands + options */
+
+typedef struct al_rp_cmd {
+  char old_oid[65], new_oid[65]; /* lower-case hex, 40 (SHA-1) or 64 (SHA-256) digits */
+  char ref[256];                 /* refname, validated (git-check-ref-format(1) rules) */
+} al_rp_cmd;
+
+typedef struct al_rp_request {
+  al_rp_cmd cmd[AL_RP_MAX_CMDS];
+  size_t n_cmds;
+  size_t n_shallow;
+  size_t n_push_options;
+  bool push_options; /* the client asked for the push-options capability */
+} al_rp_request;
+
+/* Parse the update request at the start of the (decoded) receive-pack
+ * body: *("shallow" SP oid) then the command list (old SP new SP ref, the
+ * first with NUL + capabilities), a flush, and when push-options was asked
+ * for the options and a second flush. A push certificate is refused.
+ * Returns the bytes taken through the last flush (> 0; the pack follows),
+ * 0 when more bytes are needed (refused by the caller past
+ * AL_RP_REQUEST_MAX), -1 with *why: a pkt-line reason, "rp-no-commands",
+ * "rp-no-capabilities", "rp-bad-command", "rp-bad-oid", "rp-bad-ref",
+ * "rp-too-many-commands", "rp-push-cert", "rp-bad-push-option",
+ * "rp-too-many-push-options". */
+int al_rp_parse(const char *buf, size_t len, al_rp_request *out, const char **why);
+
+/* True when refname is well formed by git-check-ref-format(1): starts with
+ * "refs/", no "..", "@{", "//", control bytes, space, ~ ^ : ? * [ \, no
+ * component starting with '.' or ending in ".lock", not ending in '/' or
+ * '.'. */
+bool al_refname_ok(const char *ref, size_t len);
+
+/* ---- the forge's response head (RFC 9112 §4, §6.3) ---- */
+
+#define AL_GW_RESP_HEAD_MAX 32768
+#define AL_GW_RESP_MAX_HEADERS 96
+
+typedef struct al_gw_response {
+  int status;        /* 100..599 */
+  int version_minor; /* HTTP/1.<minor> */
+  const char *reason;
+  size_t reason_len;
+  al_http_header headers[AL_GW_RESP_MAX_HEADERS];
+  size_t n_headers;
+  int64_t content_length; /* -1 when absent */
+  bool chunked;           /* Transfer-Encoding ends in chunked */
+  bool close;             /* Connection: close, or HTTP/1.0 without keep-alive */
+  size_t head_len;
+} al_gw_response;
+
+/* Parse a response head at buf[0..len). Returns head_len (> 0), 0 when
+ * more bytes are needed, -1 with *why ("resp-bad-status-line",
+ * "resp-bad-header", "resp-head-too-large", "resp-too-many-headers",
+ * "resp-bad-content-length", "resp-bad-transfer-encoding"). */
+int al_gw_parse_response(const char *buf, size_t len, al_gw_response *r, const char **why);
+
+/* True for hop-by-hop response fields the gateway drops and replaces with
+ * its own framing: Connection, Keep-Alive, Transfer-Encoding,
+ * Content-Length, Trailer, Upgrade, TE, Proxy-*. */
+bool al_gw_response_header_is_hop(const al_http_header *h);
+
+#endif

@@ -1,0 +1,295 @@
+/* Phase: the agent in its sandbox (native or Docker) with the egress
+ * proxy, then what it printed and what the proxy decided. */
+#include <fcntl.h>
+#include <unistd.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/ticket_internal.h"
+#include "broker/client.h"
+#include "broker/secmem.h"
+#include "common/log.h"
+#include "common/term.h"
+#include "common/util.h"
+#include "run/run.h"
+
+/* The agent's own report: the last `AIRLOCK_RESULT {json}` line. The agent
+ * is untrusted: only a PR URL under the forge's web URL for this repository
+ * is accepted. */
+static void agent_result(struct ticket *t, const char *out, al_ticket_outcome *res)
+{
+  const char *last = NULL;
+  for (const char *p = strstr(out, "AIRLOCK_RESULT "); p; p = strstr(p + 1, "AIRLOCK_RESULT "))
+    if (p == out || p[-1] == '\n')
+      last = p;
+  json_t *attempts = json_array();
+  for (const char *p = strstr(out, "AIRLOCK_ATTEMPT "); p; p = strstr(p + 1, "AIRLOCK_ATTEMPT ")) {
+    if (p != out && p[-1] != '\n')
+      continue;
+    const char *s = p + 16;
+    json_t *j = json_loadb(s, strcspn(s, "\n"), 0, NULL);
+    if (json_is_object(j) && json_array_size(attempts) < 200)
+      json_array_append_new(attempts, j);
+    else
+      json_decref(j);
+  }
+  json_object_set_new(t->rec, "agent_attempts", attempts);
+  if (!last)
+    return;
+  const char *s = last + 15;
+  json_t *j = json_loadb(s, strcspn(s, "\n"), 0, NULL);
+  const char *url = j ? json_string_value(json_object_get(j, "pr_url")) : NULL;
+  /* Only a hint until tk_verify_pr() has found the PR on the forge itself. */
+  char prefix[1024];
+  snprintf(prefix, sizeof prefix, "%s/%s/pull/", t->policy->forge.git_url, t->repo);
+  bool ok = url && strncmp(url, prefix, strlen(prefix)) == 0 && strlen(url) < sizeof res->pr_url;
+  if (ok) {
+    const char *num = url + strlen(prefix);
+    ok = *num && strspn(num, "0123456789") == strlen(num);
+  }
+  if (ok)
+    snprintf(res->pr_url, sizeof res->pr_url, "%s", url);
+  json_object_set_new(t->rec, "pull_request_reported",
+                      ok ? json_pack("{s:s, s:s}", "url", url, "branch", t->branch)
+                         : json_pack("{s:n, s:s}", "url", "rejected_report",
+                                     url ? "the agent reported a URL outside this repository"
+                                         : "no pull request reported"));
+  json_decref(j);
+}
+
+/* Where the forge's CA certificate is inside the docker backend's agent
+ * container (written there by docker.h's `files`). */
+#define DOCKER_CA_NAME "forge-ca.pem"
+#define DOCKER_CA_PATH "/tmp/airlock/" DOCKER_CA_NAME
+
+static void build_env(struct ticket *t)
+{
+  const al_policy *p = t->policy;
+  const char *ca = t->o->docker ? DOCKER_CA_PATH : p->forge.ca_file;
+  tk_env_add(t, "AIRLOCK_RUN_ID=%s", t->run_id);
+  tk_env_add(t, "AIRLOCK_REPO=%s", t->repo);
+  tk_env_add(t, "AIRLOCK_TICKET=%lu", t->number);
+  tk_env_add(t, "AIRLOCK_API_URL=%s", p->forge.api_url);
+  tk_env_add(t, "AIRLOCK_GIT_URL=%s/%s.git", p->forge.git_url, t->repo);
+  tk_env_add(t, "AIRLOCK_BRANCH=%s", t->branch);
+  tk_env_add(t, "AIRLOCK_BASE_BRANCH=%s", p->base_branch ? p->base_branch : "");
+  tk_env_add(t, "AIRLOCK_GIT_TOKEN=%s", al_lease_token(t->lease, AL_ROLE_GIT));
+  tk_env_add(t, "AIRLOCK_TICKET_TOKEN=%s", al_lease_token(t->lease, AL_ROLE_TICKET));
+  /* git, configured through the environment only: the credential helper
+   * reads the token from the environment when git asks, so it is never in
+   * .git/config, a remote URL or a command line. Only https, no prompts. */
+  tk_env_add(t, "GIT_CONFIG_COUNT=2");
+  tk_env_add(t, "GIT_CONFIG_KEY_0=credential.helper");
+  tk_env_add(t, "GIT_CONFIG_VALUE_0=!f() { test \"$1\" = get || exit 0; "
+                "echo username=x-access-token; echo \"password=$AIRLOCK_GIT_TOKEN\"; }; f");
+  tk_env_add(t, "GIT_CONFIG_KEY_1=credential.useHttpPath");
+  tk_env_add(t, "GIT_CONFIG_VALUE_1=false");
+  tk_env_add(t, "GIT_ALLOW_PROTOCOL=https");
+  tk_env_add(t, "GIT_TERMINAL_PROMPT=0");
+  tk_env_add(t, "GIT_AUTHOR_NAME=airlock[bot]");
+  tk_env_add(t, "GIT_AUTHOR_EMAIL=airlock-bot@users.noreply.localhost");
+  tk_env_add(t, "GIT_COMMITTER_NAME=airlock[bot]");
+  tk_env_add(t, "GIT_COMMITTER_EMAIL=airlock-bot@users.noreply.localhost");
+  if (p->forge.ca_file) {
+    tk_env_add(t, "SSL_CERT_FILE=%s", ca);
+    tk_env_add(t, "CURL_CA_BUNDLE=%s", ca);
+    tk_env_add(t, "GIT_SSL_CAINFO=%s", ca);
+    tk_env_add(t, "REQUESTS_CA_BUNDLE=%s", ca);
+    tk_env_add(t, "NODE_EXTRA_CA_CERTS=%s", ca);
+  }
+}
+
+/* The model relay's calls (issue #10) into the run record: one object per
+ * call as the relay logged it (never a body), and totals. sum (sumlen
+ * bytes) gets the agent phase line's part: calls, and the first refusal
+ * and upstream error with their reasons (issue #17), or "". */
+static void relay_record(struct ticket *t, int fd, char *sum, size_t sumlen)
+{
+  sum[0] = '\0';
+  if (fd < 0)
+    return;
+  size_t n = 0;
+  al_autofree char *text = tk_read_memfd(fd, &n);
+  json_t *calls = tk_decisions_from(text);
+  json_int_t in = 0, out = 0, refused = 0;
+  unsigned nerr = 0, nref = 0;
+  char err_why[200] = "", ref_why[200] = "";
+  for (size_t i = 0; i < json_array_size(calls); i++) {
+    json_t *c = json_array_get(calls, i);
+    in += json_integer_value(json_object_get(c, "tokens_in"));
+    out += json_integer_value(json_object_get(c, "tokens_out"));
+    const char *d = json_string_value(json_object_get(c, "decision"));
+    const char *why = json_string_value(json_object_get(c, "reason"));
+    if (!d || strcmp(d, "forwarded") != 0)
+      refused++;
+    if (d && strcmp(d, "upstream_error") == 0 && !nerr++)
+      snprintf(err_why, sizeof err_why, "%.160s", why ? why : "?");
+    else if (d && strcmp(d, "forwarded") != 0 && strcmp(d, "upstream_error") != 0 && !nref++)
+      snprintf(ref_why, sizeof ref_why, "%.160s", why ? why : "?");
+  }
+  if (json_array_size(calls))
+    snprintf(sum, sumlen, ", model relay: %zu call(s)%s%s%s%s%s%s", json_array_size(calls),
+             nref ? "; refused: " : "", ref_why, nref > 1 ? " (and more)" : "",
+             nerr ? "; upstream errors: " : "", err_why, nerr > 1 ? " (and more)" : "");
+  json_t *ups = json_array();
+  for (size_t i = 0; i < t->policy->relay.n_upstreams; i++)
+    json_array_append_new(ups, json_string(t->policy->relay.upstreams[i].upstream));
+  json_object_set_new(t->rec, "model_relay",
+                      json_pack("{s:s, s:o, s:{s:I, s:I, s:I, s:I}, s:o}", "upstream",
+                                t->policy->relay.upstreams[0].upstream, "upstreams", ups, "totals",
+                                "calls", (json_int_t)json_array_size(calls), "not_forwarded",
+                                refused, "tokens_in", in, "tokens_out", out, "calls", calls));
+}
+
+/* The agent phase on the Docker backend: the same environment, output and
+ * decisions as the native sandbox (ro's fds), the forge's CA file placed in
+ * the container (it has no host path). */
+static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_error *err)
+{
+  al_docker_opts d = *t->o->docker;
+  d.policy = t->policy;
+  d.argv = ro->argv;
+  d.env = ro->env;
+  d.timeout_ms = ro->timeout_ms;
+  d.timed_out = ro->timed_out;
+  d.stdout_fd = ro->stdout_fd;
+  d.stderr_fd = ro->stderr_fd;
+  d.audit_fd = ro->audit_fd;
+  d.run_id = t->run_id;
+  d.after_start = tk_wipe_env; /* as for the native sandbox: tokens gone once started */
+  d.after_start_ctx = t;
+  d.decisions_truncated = &t->decisions_truncated;
+  char *files[2] = {NULL, NULL};
+  if (t->policy->forge.ca_file) {
+    size_t n = 0;
+    char *pem = NULL;
+    if (al_read_file(t->policy->forge.ca_file, 1u << 20, &pem, &n, err) < 0)
+      return al_error_wrap(err, "forge.ca_file");
+    files[0] = al_strdup_printf(DOCKER_CA_NAME "=%s", pem);
+    free(pem);
+  }
+  d.files = files[0] ? files : NULL;
+  int r = al_docker_run(&d, status, err);
+  free(files[0]);
+  return r;
+}
+
+/* Phase: run the agent. 0 when it ran and exited 0; -1 with err otherwise
+ * (the record holds what happened either way). */
+int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
+{
+  uint64_t s = tk_phase_begin(t, "agent");
+  if ((t->audit_fd = tk_sealed_memfd("airlock-audit", AUDIT_CAP, err)) < 0 ||
+      (t->out_fd = tk_sealed_memfd("airlock-agent-stdout", AGENT_STDOUT_CAP, err)) < 0 ||
+      (t->policy->relay.present &&
+       (t->relay_fd = tk_sealed_memfd("airlock-relay", AUDIT_CAP, err)) < 0)) {
+    tk_phase_end(t, s, "failed", "%s", err->msg);
+    return -1;
+  }
+  build_env(t);
+  size_t nro = 0;
+  const char *ro[34];
+  for (const char *const *p = t->o->extra_ro_paths; p && *p && nro < 32; p++)
+    ro[nro++] = *p;
+  if (t->policy->forge.ca_file)
+    ro[nro++] = t->policy->forge.ca_file;
+  ro[nro] = NULL;
+  al_run_opts ro_opts = {
+      .policy = t->policy,
+      .argv = t->o->agent_argv,
+      .env = t->env,
+      .timeout_ms = t->o->timeout_ms,
+      .audit_fd = t->audit_fd,
+      .run_id = t->run_id,
+      .quiet = t->o->quiet,
+      .extra_ro_paths = ro,
+      .stdout_fd = t->out_fd,
+      .relay_log_fd = t->relay_fd,
+      .relay_key = t->relay_key,
+      .after_start = tk_wipe_env,
+      .after_start_ctx = t,
+  };
+  /* The agent's stdin is /dev/null (it must not read what the operator
+   * types); its stderr goes through a pipe we relay with escape sequences
+   * neutralised (it must not drive the operator's terminal, nor truncate
+   * or rewrite our own stderr, which a shared descriptor would allow). */
+  struct stderr_relay sr = {.fd = -1};
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int errp[2] = {-1, -1};
+  if (devnull < 0 || pipe2(errp, O_CLOEXEC) < 0 || tk_stderr_relay_start(&sr, errp[0]) < 0) {
+    al_make_error(err, errno, "agent stdio");
+    tk_phase_end(t, s, "failed", "%s", err->msg);
+    if (devnull >= 0)
+      close(devnull);
+    if (errp[0] >= 0) {
+      close(errp[0]);
+      close(errp[1]);
+    }
+    return -1;
+  }
+  bool timed_out = false; /* by the limit, not an agent that exits 124 */
+  ro_opts.timed_out = &timed_out;
+  ro_opts.stdin_fd = devnull;
+  ro_opts.stderr_fd = errp[1];
+  int status = 125;
+  al_error re = {0};
+  int r;
+  if (t->o->docker)
+    r = run_docker(t, &ro_opts, &status, &re);
+  else
+    r = al_run_command(&ro_opts, &status, &re);
+  al_secret_free(t->relay_key); /* already wiped once the relay started */
+  t->relay_key = NULL;
+  close(errp[1]);
+  close(devnull);
+  tk_stderr_relay_join(&sr);
+  tk_wipe_env(t);
+  res->agent_status = r < 0 ? -1 : status;
+  size_t n = 0;
+  al_autofree char *audit = tk_read_memfd(t->audit_fd, &n);
+  json_t *decisions = tk_decisions_from(audit);
+  char relay_sum[512];
+  relay_record(t, t->relay_fd, relay_sum, sizeof relay_sum);
+  size_t denied = 0;
+  for (size_t i = 0; i < json_array_size(decisions); i++) {
+    const char *d = json_string_value(json_object_get(json_array_get(decisions, i), "decision"));
+    if (d && strcmp(d, "deny") == 0)
+      denied++;
+  }
+  json_object_set_new(t->rec, "proxy_decisions", decisions);
+  if (t->decisions_truncated) {
+    json_object_set_new(t->rec, "proxy_decisions_truncated", json_true());
+    al_warn("the proxy's decisions in the record are incomplete (cut at their cap, or lost)");
+  }
+  res->agent_stdout = tk_read_memfd(t->out_fd, &n);
+  if (t->o->show_agent_stdout && n > 0) {
+    /* the agent's stdout, through the gutter, before airlock's own lines
+     * about what followed (common/term.h) */
+    fflush(stdout);
+    al_term_gutter g;
+    al_term_gutter_init(&g, STDOUT_FILENO, AL_TERM_AGENT_GUTTER);
+    al_term_gutter_write(&g, res->agent_stdout, n);
+    al_term_gutter_end(&g);
+  }
+  agent_result(t, res->agent_stdout, res);
+  json_object_set_new(json_object_get(t->rec, "agent"), "exit_status", json_integer(status));
+  json_object_set_new(json_object_get(t->rec, "agent"), "timed_out", json_boolean(timed_out));
+  t->timed_out = timed_out;
+  if (r < 0) {
+    json_object_set_new(json_object_get(t->rec, "agent"), "error", json_string(re.msg));
+    tk_phase_end(t, s, "failed", "%s", re.msg);
+    *err = re;
+  } else {
+    tk_phase_end(t, s, status == 0 ? "ok" : "failed",
+                 "exit %d, %zu proxy decisions (%zu denied)%s%s%s%s", status,
+                 json_array_size(decisions), denied, relay_sum, res->pr_url[0] ? ", reported " : "",
+                 res->pr_url, res->pr_url[0] ? " (checked on the forge below)" : "");
+    if (status != 0)
+      al_make_error(err, 0, "the agent exited with status %d%s", status,
+                    timed_out ? " (timeout)" : "");
+  }
+  return status == 0 && r == 0 ? 0 : -1;
+}

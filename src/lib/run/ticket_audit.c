@@ -1,0 +1,228 @@
+/* Phases: the escape-budget audit (through the broker) and the preflight
+ * probes (fail closed). */
+#include <errno.h>
+#include <unistd.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/ticket_internal.h"
+#include "broker/client.h"
+#include "common/redact.h"
+#include "common/util.h"
+#include "probe/docker.h"
+#include "probe/probe.h"
+
+/* "id (STATUS)" of every required criterion that does not hold. */
+static void audit_failed_list(json_t *report, char *out, size_t n)
+{
+  out[0] = '\0';
+  size_t off = 0, i;
+  json_t *k;
+  json_array_foreach(json_object_get(report, "criteria"), i, k)
+  {
+    const char *st = json_string_value(json_object_get(k, "status"));
+    if (!json_is_true(json_object_get(k, "required")) || !st || !strcmp(st, "PASS") ||
+        !strcmp(st, "WARN"))
+      continue;
+    int w = snprintf(out + off, n - off, "%s%s (%s)", off ? ", " : "",
+                     json_string_value(json_object_get(k, "id")) ?: "?", st);
+    if (w < 0 || (size_t)w >= n - off)
+      break;
+    off += (size_t)w;
+  }
+}
+
+/* The refusal, criterion by criterion with its fix (stderr). */
+static void audit_explain(json_t *report)
+{
+  size_t i;
+  json_t *k;
+  fprintf(stderr, "airlock ticket: the escape budget of %s (branch %s) does not hold:\n",
+          json_string_value(json_object_get(report, "repo")) ?: "?",
+          json_string_value(json_object_get(report, "branch")) ?: "?");
+  json_array_foreach(json_object_get(report, "criteria"), i, k)
+  {
+    const char *st = json_string_value(json_object_get(k, "status"));
+    if (!json_is_true(json_object_get(k, "required")) || !st || !strcmp(st, "PASS") ||
+        !strcmp(st, "WARN"))
+      continue;
+    al_autofree char *ev = al_redact(json_string_value(json_object_get(k, "evidence")) ?: "");
+    fprintf(stderr, "  %-7s %s: %s\n          evidence: %s\n          fix: %s\n", st,
+            json_string_value(json_object_get(k, "id")) ?: "?",
+            json_string_value(json_object_get(k, "title")) ?: "", ev,
+            json_string_value(json_object_get(k, "fix")) ?: "(none given)");
+  }
+}
+
+/* Phase: the escape budget from the forge's API (issue #8). The broker runs
+ * `airlock audit` with its own credentials (the App's JWT and, when
+ * configured, its read-only audit credential): the supervisor never holds
+ * an admin credential. Refuse unless it holds, or unless the user accepted
+ * an unprotected run (--accept-unprotected), which then marks the record
+ * and every later progress line. */
+int tk_do_audit(struct ticket *t, al_error *err)
+{
+  uint64_t s = tk_phase_begin(t, "audit");
+  char *text = NULL;
+  bool holds = false;
+  al_error ae = {0};
+  int r = al_broker_audit(t->policy->credentials.broker, t->repo, t->policy->base_branch, &text,
+                          &holds, &ae);
+  json_t *report = text ? json_loads(text, 0, NULL) : NULL;
+  free(text);
+  if (r == 0 && !json_is_object(report)) {
+    r = al_make_error(&ae, EPROTO, "the broker's audit report is not JSON");
+    holds = false;
+  }
+  json_t *a = json_object();
+  json_object_set_new(t->rec, "audit", a);
+  char failed[768] = "";
+  if (r < 0) {
+    json_object_set_new(a, "status", json_string("error"));
+    json_object_set_new(a, "error", json_string(ae.msg));
+  } else {
+    audit_failed_list(report, failed, sizeof failed);
+    json_object_set_new(a, "status", json_string(holds ? "holds" : "does-not-hold"));
+    json_object_set_new(a, "holds", json_boolean(holds));
+    if (failed[0])
+      json_object_set_new(a, "not_holding", json_string(failed));
+    json_object_set_new(a, "report", json_incref(report));
+  }
+  json_object_set_new(a, "accepted_unprotected", json_false());
+  if (r == 0 && holds) {
+    json_int_t warn =
+        json_integer_value(json_object_get(json_object_get(report, "counts"), "warn"));
+    tk_phase_end(t, s, "ok", "the escape budget of %s (branch %s) holds%s", t->repo,
+                 json_string_value(json_object_get(report, "branch")) ?: "?",
+                 warn ? " (see the WARN criteria in the record)" : "");
+    json_decref(report);
+    return 0;
+  }
+  if (r < 0 && (strstr(ae.msg, "connecting to the broker") ||
+                (ae.code == EACCES && strstr(ae.msg, "broker refused")))) {
+    /* the broker cannot be reached, or does not serve this user: the lease
+     * would fail the same way, so --accept-unprotected is no advice */
+    tk_phase_end(t, s, "failed", "%s", ae.msg);
+    json_decref(report);
+    const char *b = t->policy->credentials.broker;
+    if (ae.code == EACCES && strstr(ae.msg, "broker refused"))
+      return al_error_set(err, ae.code,
+                          "the broker at `%s` does not serve this user (uid %u): add it to "
+                          "`clients.uids` in the broker's config and restart the broker "
+                          "(contrib/README.broker.md)",
+                          b, (unsigned)getuid());
+    if (ae.code == EACCES)
+      return al_error_set(err, ae.code,
+                          "this user (uid %u) may not connect to the broker's socket `%s` "
+                          "(policy credentials.broker): run as a user the broker serves, or "
+                          "have the broker's operator give this user access to the socket "
+                          "(its SocketGroup, contrib/README.broker.md)",
+                          (unsigned)getuid(), b);
+    return al_error_set(err, ae.code,
+                        "no broker answers at `%s` (policy credentials.broker): start it with "
+                        "`airlock broker -c CONFIG --socket %s` (contrib/README.broker.md)",
+                        b, b);
+  }
+  if (!t->o->accept_unprotected) {
+    t->security_refusal = true;
+    if (r < 0) {
+      tk_phase_end(t, s, "failed", "cannot prove the escape budget: %s", ae.msg);
+      al_make_error(err, 0,
+                    "refusing to run: the escape budget of %s could not be proven (%s); fix that, "
+                    "or pass --accept-unprotected to run anyway (recorded)",
+                    t->repo, ae.msg);
+    } else {
+      tk_phase_end(t, s, "failed", "the escape budget does not hold: %s", failed);
+      audit_explain(report);
+      al_make_error(err, 0,
+                    "refusing to run: the escape budget of %s does not hold: %s; apply the "
+                    "fixes above (also in the run record), or pass --accept-unprotected to run "
+                    "anyway (recorded)",
+                    t->repo, failed);
+    }
+    json_decref(report);
+    return -1;
+  }
+  /* Accepted: from here on every progress line says so. */
+  t->unprotected = true;
+  json_object_set_new(a, "accepted_unprotected", json_true());
+  json_object_set_new(t->rec, "unprotected", json_true());
+  if (r < 0)
+    tk_phase_end(t, s, "warn", "cannot prove the escape budget (%s); running anyway", ae.msg);
+  else
+    tk_phase_end(t, s, "warn", "the escape budget does not hold: %s; running anyway", failed);
+  json_decref(report);
+  return 0;
+}
+
+/* Phase: a fast subset of the probe catalogue in a throwaway sandbox made
+ * from the same policy (one probe per protection); fail closed. */
+int tk_do_preflight(struct ticket *t, al_error *err)
+{
+  uint64_t s = tk_phase_begin(t, "preflight");
+  al_probe_report rep;
+  memset(&rep, 0, sizeof rep);
+  al_error pe = {0};
+  int r;
+  if (t->o->docker) {
+    /* the same containers the agent will get, from the same settings */
+    al_probe_docker_opts po = {
+        .probe = {.policy = t->policy, .preflight = true},
+        .proxy_image = t->o->docker->proxy_image,
+        .agent_image = t->o->docker->agent_image,
+        .socket_path = t->o->docker->socket_path,
+        .egress_internal = t->o->docker->egress_internal,
+        .egress_network = t->o->docker->egress_network,
+    };
+    r = al_probe_run_docker(&po, &rep, &pe);
+    if (r == 0)
+      r = rep.n_escaped || rep.n_inconclusive || rep.n == 0 ? 1 : 0;
+  } else {
+    r = al_probe_preflight(t->policy, &rep, &pe);
+  }
+  if (r < 0) {
+    json_object_set_new(t->rec, "preflight",
+                        json_pack("{s:s, s:s}", "status", "error", "error", pe.msg));
+    tk_phase_end(t, s, "failed", "%s", pe.msg);
+    return al_make_error(err, pe.code, "preflight could not run: %s", pe.msg);
+  }
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mf = open_memstream(&buf, &len);
+  if (mf) {
+    al_probe_report_print_json(&rep, mf);
+    fclose(mf);
+  }
+  json_t *j = buf ? json_loads(buf, 0, NULL) : NULL;
+  free(buf);
+  json_object_set_new(t->rec, "preflight",
+                      j ? j
+                        : json_pack("{s:I, s:I, s:I}", "blocked", (json_int_t)rep.n_blocked,
+                                    "escaped", (json_int_t)rep.n_escaped, "inconclusive",
+                                    (json_int_t)rep.n_inconclusive));
+  if (r != 0) {
+    t->security_refusal = true;
+    char first[AL_PROBE_EVIDENCE_MAX + 64] = "";
+    for (size_t i = 0; i < rep.n; i++)
+      if (rep.results[i].verdict != AL_PROBE_BLOCKED) {
+        snprintf(first, sizeof first, "%s %s: %s", rep.results[i].id,
+                 al_probe_verdict_name(rep.results[i].verdict), rep.results[i].evidence);
+        break;
+      }
+    tk_phase_end(t, s, "failed", "%zu escaped, %zu inconclusive; first: %s", rep.n_escaped,
+                 rep.n_inconclusive, first);
+    al_make_error(err, 0, "preflight: the sandbox did not hold (%s); refusing to start the agent%s",
+                  first,
+                  t->o->docker && strstr(first, "priv.uid-map")
+                      ? " (docker: run dockerd with userns-remap; docs/docker.md)"
+                      : "");
+    al_probe_report_free(&rep);
+    return -1;
+  }
+  tk_phase_end(t, s, "ok", "%zu probes blocked in %llu ms", rep.n_blocked,
+               (unsigned long long)(rep.elapsed_us / 1000));
+  al_probe_report_free(&rep);
+  return 0;
+}

@@ -1,0 +1,111 @@
+/* The ticket supervisor's internals, shared by its phase files:
+ *   ticket.c         the driver: phases in order, then release, review, record
+ *   ticket_policy.c  policy: load, check against the ticket
+ *   ticket_audit.c   audit (through the broker), preflight (probe subset)
+ *   ticket_lease.c   lease (two scoped tokens), release (revoke, confirm 401)
+ *   ticket_agent.c   agent: environment, sandbox or container, decisions
+ *   ticket_review.c  review: notes for the human reviewer
+ *   ticket_record.c  the PR the run is judged by; the run record on disk
+ *   ticket_util.c    phase lines, environment, memfds, decision lines
+ * Not a public interface: nothing outside src/lib/run/ticket*.c includes it. */
+#ifndef AL_RUN_TICKET_INTERNAL_H
+#define AL_RUN_TICKET_INTERNAL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/client.h"
+#include "policy/policy.h"
+#include "run/ticket.h"
+
+#define AGENT_STDOUT_CAP (4u << 20)
+#define AUDIT_CAP (8u << 20)
+#define MAX_DECISIONS 20000
+
+struct phase {
+  const char *name;
+  uint64_t ms;
+  const char *status; /* "ok", "failed", "skipped", "warn" */
+  char *detail;
+};
+
+struct ticket {
+  const al_ticket_opts *o;
+  al_policy *policy;
+  char repo[160];
+  unsigned long number;
+  char run_id[33];
+  char branch[256];
+  json_t *rec;
+  struct phase phases[12];
+  size_t nphases;
+  uint64_t t0;
+  bool interrupted;
+  bool unprotected;         /* the audit did not prove the budget and the user accepted that */
+  bool decisions_truncated; /* docker backend: the proxy's decisions were cut or lost */
+  bool security_refusal;    /* the audit or the preflight refused the run (exit 4) */
+  bool timed_out;           /* the agent hit the wall-clock limit (exit 124) */
+  int signo;                /* the signal that interrupted the run, or 0 */
+  /* secrets: only between lease and sandbox start */
+  char **env;
+  size_t nenv;
+  al_lease *lease;
+  char *relay_key; /* relay.key: broker: the lease's model_key (secret memory), until the relay
+                      sandbox started */
+  /* the agent phase's sealed memfds (closed by the driver): the proxy's
+   * decisions, the agent's stdout, the relay's call log; -1 when not made */
+  int audit_fd, out_fd, relay_fd;
+};
+
+/* A thread copying the agent's stderr to ours, sanitized, capped. */
+struct stderr_relay {
+  int fd;
+  pthread_t th;
+  bool running;
+};
+
+/* Progress: begin a phase (returns its start, ms) and end it with a status
+ * ("ok", "failed", "skipped", "warn") and a detail line (printed unless -q,
+ * redacted). */
+uint64_t tk_phase_begin(struct ticket *t, const char *name);
+__attribute__((format(printf, 4, 5))) void tk_phase_end(struct ticket *t, uint64_t start,
+                                                        const char *status, const char *fmt, ...);
+/* Append one "NAME=value" to the agent's environment (t->env). */
+__attribute__((format(printf, 2, 3))) void tk_env_add(struct ticket *t, const char *fmt, ...);
+/* Wipe and free every environment string (ctx: struct ticket *). */
+void tk_wipe_env(void *ctx);
+/* A memfd of fixed size `cap` that cannot grow or shrink; -1 with err. */
+int tk_sealed_memfd(const char *name, size_t cap, al_error *err);
+/* What was written to a sealed memfd (up to its offset), NULs shown as '?';
+ * malloc'd, *len its length. */
+char *tk_read_memfd(int fd, size_t *len);
+/* JSON lines to an array of objects (at most MAX_DECISIONS; a line that is
+ * not an object becomes {"unparsed": line}). */
+json_t *tk_decisions_from(const char *text);
+/* The current time, ISO 8601 UTC (malloc'd). */
+char *tk_iso_now(void);
+/* curl --resolve entries from the policy's pins (NULL-terminated, free with
+ * tk_free_strv). */
+char **tk_pin_resolves(const al_policy *p);
+void tk_free_strv(char **v);
+int tk_stderr_relay_start(struct stderr_relay *sr, int fd);
+void tk_stderr_relay_join(struct stderr_relay *sr);
+
+/* The phases. Each returns 0 or -1 with err, and records itself in t->rec. */
+int tk_do_policy(struct ticket *t, al_error *err);
+int tk_do_audit(struct ticket *t, al_error *err);
+int tk_do_lease(struct ticket *t, al_error *err);
+int tk_do_preflight(struct ticket *t, al_error *err);
+int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err);
+int tk_do_release(struct ticket *t, al_ticket_outcome *res, al_error *err);
+void tk_do_review(struct ticket *t);
+void tk_verify_pr(struct ticket *t, al_ticket_outcome *res);
+int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err);
+/* The exit status of the run (common/exitcodes.h) from how it ended: rc is
+ * the driver's result so far. */
+int tk_exit_code(const struct ticket *t, const al_ticket_outcome *res, int rc);
+
+#endif

@@ -1,0 +1,36 @@
+/* Phase: load the policy and check it against the ticket. */
+#include <unistd.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/ticket_internal.h"
+
+/* Phase: load and check the policy against the ticket. */
+int tk_do_policy(struct ticket *t, al_error *err)
+{
+  uint64_t s = tk_phase_begin(t, "policy");
+  if (!t->o->policy_path) {
+    tk_phase_end(t, s, "failed", "no policy given");
+    return al_make_error(err, 0,
+                         "a ticket run needs a policy (-p FILE) with network, "
+                         "credentials and forge sections; see docs/policy.md");
+  }
+  if (al_policy_load_file(t->o->policy_path, &t->policy, err) < 0) {
+    tk_phase_end(t, s, "failed", "%s", err->msg);
+    return -1;
+  }
+  al_policy *p = t->policy;
+  json_object_set_new(t->rec, "policy",
+                      json_pack("{s:s, s:s}", "source", p->source, "sha256", al_policy_sha256(p)));
+  /* the same check as `airlock policy check --for ticket` (policy/purpose.c) */
+  if (al_policy_check_for(p, AL_POLICY_FOR_TICKET, t->repo, err) < 0) {
+    tk_phase_end(t, s, "failed", "%s", err->msg);
+    return al_error_wrap(err, "policy");
+  }
+  tk_phase_end(t, s, "ok", "sha256:%.12s, %zu allowed destinations", al_policy_sha256(p),
+               p->network.n_allow);
+  return 0;
+}

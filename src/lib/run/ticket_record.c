@@ -1,0 +1,107 @@
+/* The PR the run is judged by, and the run record on disk. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/ticket_internal.h"
+#include "common/exitcodes.h"
+#include "common/redact.h"
+#include "common/util.h"
+
+/* The PR the record and the operator are pointed at is the one the forge
+ * has from the run's branch (found by the review phase), never just what
+ * the agent claims: an agent could name a human's PR or another run's. */
+void tk_verify_pr(struct ticket *t, al_ticket_outcome *res)
+{
+  json_t *rep = json_object_get(t->rec, "pull_request_reported");
+  const char *reported = rep ? json_string_value(json_object_get(rep, "url")) : NULL;
+  json_t *found = json_object_get(json_object_get(t->rec, "review"), "pull_request");
+  const char *url = found ? json_string_value(json_object_get(found, "url")) : NULL;
+  json_t *o = json_pack("{s:s, s:b}", "branch", t->branch, "verified", url != NULL);
+  json_object_set_new(o, "url", url ? json_string(url) : json_null());
+  json_object_set_new(o, "reported_by_agent", reported ? json_string(reported) : json_null());
+  if (url && reported && strcmp(url, reported) != 0)
+    json_object_set_new(o, "mismatch", json_true());
+  res->pr_verified = url && strlen(url) < sizeof res->pr_url;
+  if (res->pr_verified)
+    snprintf(res->pr_url, sizeof res->pr_url, "%s", url);
+  else
+    res->pr_url[0] = '\0';
+  res->pr_reported[0] = '\0';
+  if (reported && (!url || strcmp(url, reported) != 0))
+    snprintf(res->pr_reported, sizeof res->pr_reported, "%s", reported);
+  json_object_set_new(t->rec, "pull_request", o);
+  json_object_del(t->rec, "pull_request_reported");
+}
+
+int tk_exit_code(const struct ticket *t, const al_ticket_outcome *res, int rc)
+{
+  if (t->interrupted)
+    return AL_EXIT_SIGNAL + (t->signo ? t->signo : SIGINT);
+  if (t->security_refusal)
+    return AL_EXIT_SECURITY;
+  if (t->timed_out)
+    return AL_EXIT_TIMEOUT;
+  if (rc < 0)
+    return AL_EXIT_FAILED;
+  return res->pr_verified ? AL_EXIT_OK : AL_EXIT_NO_CHANGES;
+}
+
+int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err)
+{
+  json_t *phases = json_array();
+  for (size_t i = 0; i < t->nphases; i++)
+    json_array_append_new(phases, json_pack("{s:s, s:I, s:s, s:s*}", "name", t->phases[i].name,
+                                            "ms", (json_int_t)t->phases[i].ms, "status",
+                                            t->phases[i].status, "detail", t->phases[i].detail));
+  json_object_set_new(t->rec, "phases", phases);
+  json_object_set_new(t->rec, "duration_ms", json_integer((json_int_t)(al_now_ms() - t->t0)));
+  json_object_set_new(t->rec, "interrupted", json_boolean(t->interrupted));
+  char *text = json_dumps(t->rec, JSON_INDENT(2) | JSON_SORT_KEYS);
+  if (!text)
+    return al_make_error(err, ENOMEM, "run record");
+  /* Belt and braces: nothing token-shaped ever reaches the disk. */
+  al_autofree char *clean = al_redact(text);
+  free(text);
+
+  char path[4096];
+  if (t->o->record_path) {
+    snprintf(path, sizeof path, "%s", t->o->record_path);
+  } else {
+    const char *state = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char dir[3800];
+    if (state && state[0] == '/')
+      snprintf(dir, sizeof dir, "%s/airlock/runs", state);
+    else
+      snprintf(dir, sizeof dir, "%s/.local/state/airlock/runs",
+               home && home[0] == '/' ? home : "/tmp");
+    for (char *q = dir + 1; *q; q++)
+      if (*q == '/') {
+        *q = '\0';
+        mkdir(dir, 0700);
+        *q = '/';
+      }
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/%s.json", dir, t->run_id);
+  }
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return al_make_error(err, errno, "run record `%s`", path);
+  int r = al_write_all(fd, clean, strlen(clean));
+  if (r == 0)
+    r = al_write_all(fd, "\n", 1);
+  close(fd);
+  if (r < 0)
+    return al_make_error(err, -r, "write run record `%s`", path);
+  snprintf(res->record_path, sizeof res->record_path, "%s", path);
+  if (t->o->json)
+    printf("%s\n", clean);
+  return 0;
+}

@@ -90,6 +90,18 @@ static const struct body_case cases[] = {
      "{\"tools\":[{\"type\":\"mcp\",\"server_label\":\"e\",\"server_url\":\"https://evil.example/"
      "sse\"}]}",
      "mcp"},
+    /* a namespace groups the client's functions (Codex); its members are checked */
+    {"openai",
+     "{\"tools\":[{\"type\":\"namespace\",\"name\":\"n\",\"tools\":[{\"type\":\"function\","
+     "\"name\":\"f\"}]}]}",
+     NULL},
+    {"openai",
+     "{\"tools\":[{\"type\":\"namespace\",\"name\":\"n\",\"tools\":[{\"type\":\"web_search\"}]}]}",
+     "web_search"},
+    {"openai",
+     "{\"tools\":[{\"type\":\"namespace\",\"name\":\"n\",\"tools\":[{\"type\":\"namespace\","
+     "\"tools\":[]}]}]}",
+     "namespace"},
     {"openai",
      "{\"tools\":[{\"type\":\"mcp\",\"server_label\":\"g\",\"connector_id\":\"connector_gmail\"}]}",
      "mcp"},

@@ -229,7 +229,7 @@ static void walk(struct walk *w, json_t *v, char *where, size_t wlen, size_t dep
   }
 }
 
-static void check_tools(struct walk *w, json_t *tools)
+static void check_tools(struct walk *w, json_t *tools, int level)
 {
   size_t i;
   json_t *t;
@@ -249,6 +249,16 @@ static void check_tools(struct walk *w, json_t *tools)
       client = match(*c, type);
     if (client)
       continue;
+    bool group = false;
+    for (const char *const *g = w->rs->group_tools; g && *g && !group; g++)
+      group = match(*g, type);
+    json_t *inner = json_object_get(t, "tools");
+    if (group && level == 0 && json_is_array(inner)) {
+      check_tools(w, inner, level + 1); /* its members, like top-level tools */
+      if (w->status)
+        return;
+      continue;
+    }
     const al_relay_rule *hit = NULL;
     for (size_t k = 0; k < w->rs->n_rules && !hit; k++)
       if (w->rs->rules[k].kind == AL_RULE_TOOL_TYPE && match(w->rs->rules[k].match, type))
@@ -310,7 +320,7 @@ int al_relay_check_body(const al_relay_ruleset *rs, const char *const *allowed, 
     if (!json_is_array(tools))
       refuse(&w, 400, NULL, "%s: `tools` must be an array", rs->vendor);
     else
-      check_tools(&w, tools);
+      check_tools(&w, tools, 0);
   }
   char where[512] = "body";
   if (!w.status)

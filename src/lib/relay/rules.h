@@ -69,6 +69,8 @@ typedef struct al_relay_ruleset {
   const al_relay_rule *rules;
   size_t n_rules;
   const char *const *client_tools; /* tool types the client executes (prefix with `*`); NULL end */
+  const char *const *group_tools;  /* tool types that group other tools in their own `tools`
+                                      array (checked the same way, one level); NULL end */
   const char *const *headers; /* request headers forwarded, lower case (`*`: prefix); NULL end */
   const al_relay_beta *betas; /* anthropic-beta values known; NULL for none */
   size_t n_betas;

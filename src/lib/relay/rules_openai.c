@@ -73,20 +73,38 @@ static const al_relay_rule rules[] = {
 static const char *const client_tools[] = {"function", "custom",      "local_shell",
                                            "shell",    "apply_patch", NULL};
 
+/* `{"type": "namespace", "name", "tools": [...]}` groups the client's own
+ * function tools (Codex CLI 0.171 sends one); its members are checked like
+ * top-level tools. */
+static const char *const group_tools[] = {"namespace", NULL};
+
 /* Forwarded request headers: what the OpenAI SDKs and Codex CLI send.
  * OpenAI-Organization and OpenAI-Project are not here: they come from the
  * policy only. */
-static const char *const headers[] = {"content-type",  "accept",          "user-agent",
-                                      "openai-beta",   "originator",      "session_id",
-                                      "session-id",    "conversation_id", "x-client-request-id",
-                                      "x-stainless-*", "x-codex-*",       "x-openai-subagent",
-                                      "version",       "idempotency-key", NULL};
+static const char *const headers[] = {"content-type",
+                                      "accept",
+                                      "user-agent",
+                                      "openai-beta",
+                                      "originator",
+                                      "session_id",
+                                      "session-id",
+                                      "conversation_id",
+                                      "x-client-request-id",
+                                      "x-stainless-*",
+                                      "x-codex-*",
+                                      "x-openai-subagent",
+                                      "version",
+                                      "idempotency-key",
+                                      "thread-id",
+                                      "thread_id",
+                                      NULL};
 
 const al_relay_ruleset al_relay_rules_openai = {
     .vendor = "openai",
     .rules = rules,
     .n_rules = AL_ARRAY_SIZE(rules),
     .client_tools = client_tools,
+    .group_tools = group_tools,
     .headers = headers,
     .betas = NULL,
     .n_betas = 0,

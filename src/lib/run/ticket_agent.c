@@ -100,6 +100,8 @@ static void build_env(struct ticket *t)
     tk_env_add(t, "REQUESTS_CA_BUNDLE=%s", ca);
     tk_env_add(t, "NODE_EXTRA_CA_CERTS=%s", ca);
   }
+  for (char **e = t->plan.env; e && *e; e++)
+    tk_env_add(t, "%s", *e); /* the preset's (presets.c): telemetry off, its home */
 }
 
 /* The model relay's calls (issue #10) into the run record: one object per
@@ -177,6 +179,31 @@ static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_e
   return r;
 }
 
+int tk_agent_plan(struct ticket *t, al_error *err)
+{
+  if (!t->o->agent_preset)
+    return 0;
+  const al_agent_preset *p = al_agent_preset_find(t->o->agent_preset);
+  if (!p)
+    return al_make_error(err, EINVAL, "--agent %s: no such preset", t->o->agent_preset);
+  if (t->o->docker)
+    return al_make_error(err, ENOTSUP,
+                         "--agent %s: presets run on the native backend (they bind the host's "
+                         "install); on docker, name the program in the agent image",
+                         p->name);
+  if (al_agent_preset_resolve(p, t->o->agent_prefix, t->policy, t->o->agent_argv, &t->plan, err) <
+      0)
+    return -1;
+  json_t *argv = json_array();
+  for (char **a = t->plan.argv; *a; a++)
+    json_array_append_new(argv, json_string(*a));
+  json_t *ag = json_object_get(t->rec, "agent");
+  json_object_set_new(ag, "argv", argv);
+  json_object_set_new(ag, "preset", json_string(p->name));
+  json_object_set_new(ag, "program", json_string(t->plan.program));
+  return 0;
+}
+
 /* Phase: run the agent. 0 when it ran and exited 0; -1 with err otherwise
  * (the record holds what happened either way). */
 int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
@@ -194,12 +221,14 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
   const char *ro[34];
   for (const char *const *p = t->o->extra_ro_paths; p && *p && nro < 32; p++)
     ro[nro++] = *p;
+  for (char **p = t->plan.ro_paths; p && *p && nro < 32; p++)
+    ro[nro++] = *p;
   if (t->policy->forge.ca_file)
     ro[nro++] = t->policy->forge.ca_file;
   ro[nro] = NULL;
   al_run_opts ro_opts = {
       .policy = t->policy,
-      .argv = t->o->agent_argv,
+      .argv = t->plan.argv ? t->plan.argv : t->o->agent_argv,
       .env = t->env,
       .timeout_ms = t->o->timeout_ms,
       .audit_fd = t->audit_fd,

@@ -19,6 +19,7 @@
 
 #include "broker/client.h"
 #include "policy/policy.h"
+#include "run/presets.h"
 #include "run/ticket.h"
 
 #define AGENT_STDOUT_CAP (4u << 20)
@@ -52,6 +53,7 @@ struct ticket {
   /* secrets: only between lease and sandbox start */
   char **env;
   size_t nenv;
+  al_agent_plan plan; /* with --agent PRESET: argv, env, ro paths (run/presets.h) */
   al_lease *lease;
   char *relay_key; /* relay.key: broker: the lease's model_key (secret memory), until the relay
                       sandbox started */
@@ -100,6 +102,10 @@ int tk_do_audit(struct ticket *t, al_error *err);
 int tk_do_lease(struct ticket *t, al_error *err);
 int tk_do_preflight(struct ticket *t, al_error *err);
 int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err);
+/* With --agent PRESET: find its program and build t->plan (run/presets.h),
+ * before any token is minted; the record's agent gets the preset and the
+ * resolved argv. 0 without a preset. */
+int tk_agent_plan(struct ticket *t, al_error *err);
 int tk_do_release(struct ticket *t, al_ticket_outcome *res, al_error *err);
 void tk_do_review(struct ticket *t);
 void tk_verify_pr(struct ticket *t, al_ticket_outcome *res);

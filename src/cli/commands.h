@@ -12,6 +12,7 @@ int cmd_audit(int argc, char **argv);
 int cmd_ticket(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_relay(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 #endif
 int cmd_token(int argc, char **argv);
 int cmd_probe(int argc, char **argv);

@@ -41,6 +41,7 @@ static const struct command commands[] = {
     {"token", cmd_token, "debug a broker lease: airlock token lease --repo OWNER/REPO"},
     {"audit", NET(cmd_audit), "prove the escape budget: airlock audit OWNER/REPO [--branch B]"},
     {"render", cmd_render, "the policy as manifests: airlock render compose|kubernetes -p POLICY"},
+    {"serve", NET(cmd_serve), "the service: webhooks and a queue of runs: airlock serve -c CONFIG"},
 };
 
 static void usage(FILE *out)

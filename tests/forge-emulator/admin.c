@@ -78,6 +78,8 @@ static json_t *refs_view(const char *full)
 void forge_admin_handle(struct forge_req *rq, struct forge_resp *resp)
 {
   bool get = !strcmp(rq->method, "GET"), post = !strcmp(rq->method, "POST");
+  if (forge_webhooks_admin(rq, resp)) /* webhooks.c: sends outside the lock */
+    return;
   pthread_mutex_lock(&g_forge.lock);
   forge_resp_error(resp, 404, "Not Found", NULL);
   const char *p = rq->path;

@@ -1674,6 +1674,32 @@ static void h_merge(struct ctx *c, json_t *repo, long long num)
                             "Pull Request successfully merged"));
 }
 
+/* GET /repos/{o}/{r}/collaborators/{user}/permission: "Get repository
+ * permissions for a user" (REST › Collaborators). `permission` is admin,
+ * write (maintain too), read (triage too) or none; role_name is exact. */
+static void h_collaborator_permission(struct ctx *c, json_t *repo, const char *login)
+{
+  const char *doc = "https://docs.github.com/rest/collaborators/"
+                    "collaborators#get-repository-permissions-for-a-user";
+  if (!authorize(c, repo, "metadata", 1, doc))
+    return;
+  if (!forge_user(login))
+    return forge_resp_error(c->resp, 404, "Not Found", doc);
+  const char *role = json_is_true(json_object_get(repo, "private")) ? "none" : "read";
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(repo, "collaborators"), i, v)
+  {
+    const char *l = json_string_value(json_object_get(v, "login"));
+    if (l && !strcasecmp(l, login))
+      role = json_string_value(json_object_get(v, "permission")) ?: "read";
+  }
+  const char *perm = !strcmp(role, "maintain") ? "write" : !strcmp(role, "triage") ? "read" : role;
+  forge_resp_json(
+      c->resp, 200,
+      json_pack("{s:s, s:s, s:o}", "permission", perm, "role_name", role, "user", user_obj(login)));
+}
+
 /* ---- dispatch ---- */
 
 static size_t split_path(char *p, char **seg, size_t max)
@@ -1777,6 +1803,8 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
         h_issue(&c, repo, num);
       else if (n == 6 && is_seg(&c, 5, "comments") && (get || post))
         h_comments(&c, repo, num);
+    } else if (n == 6 && get && is_seg(&c, 3, "collaborators") && is_seg(&c, 5, "permission")) {
+      h_collaborator_permission(&c, repo, c.seg[4]);
     } else if (n == 4 && is_seg(&c, 3, "pulls") && (get || post)) {
       h_pulls(&c, repo);
     } else if (n >= 5 && is_seg(&c, 3, "pulls") && parse_num(c.seg[4]) > 0) {

@@ -152,6 +152,14 @@ void forge_git_handle(struct forge_req *rq, struct forge_resp *resp); /* git.c *
 json_t *forge_create_review(json_t *repo, json_t *pr, const char *login, json_t *req,
                             struct forge_resp *resp);
 
+/* ---- webhooks (webhooks.c) ---- */
+/* Deliveries go to url (http://IPV4:PORT/PATH; NULL: no webhooks), signed
+ * with the secret in secret_file when given. Returns 0 or -1 with err. */
+int forge_webhooks_config(const char *url, const char *secret_file, al_error *err);
+/* The admin routes under /hooks/ (label, comment, deliveries): true when
+ * rq was one of them (resp filled). Takes g_forge.lock itself. */
+bool forge_webhooks_admin(struct forge_req *rq, struct forge_resp *resp);
+
 /* ---- git helpers (git.c) ---- */
 /* Run git with argv (argv[0] = "git") in the bare repo of full_name, capturing
  * stdout (malloc'd, NUL-terminated) when out != NULL; with out_len == NULL

@@ -269,13 +269,14 @@ static struct MHD_Daemon *start(enum listener_kind kind, int port, const char *k
 
 static void usage(FILE *f)
 {
-  fprintf(f, "usage: airlock-forge --fixture FILE --data DIR [--tls-dir DIR] [--port N]\n"
-             "         [--http-port N] [--admin-port N] [--ports-file FILE]\n"
-             "         [--api-host NAME] [--git-host NAME] [--key APPID=PUBKEY.pem]...\n"
-             "         [--bind IPV4]\n"
-             "A local GitHub-compatible TEST host. Port 0 = pick a free port.\n"
-             "--bind: listen on IPV4 instead of 127.0.0.1 (only inside a test container).\n"
-             "--tls-dir holds server.key, server.crt, ca.crt (scripts/make-test-ca.sh).\n");
+  fprintf(f,
+          "usage: airlock-forge --fixture FILE --data DIR [--tls-dir DIR] [--port N]\n"
+          "         [--http-port N] [--admin-port N] [--ports-file FILE]\n"
+          "         [--api-host NAME] [--git-host NAME] [--key APPID=PUBKEY.pem]...\n"
+          "         [--bind IPV4] [--webhook-url http://IPV4:PORT/PATH [--webhook-secret FILE]]\n"
+          "A local GitHub-compatible TEST host. Port 0 = pick a free port.\n"
+          "--bind: listen on IPV4 instead of 127.0.0.1 (only inside a test container).\n"
+          "--tls-dir holds server.key, server.crt, ca.crt (scripts/make-test-ca.sh).\n");
 }
 
 static int parse_port(const char *s)
@@ -314,9 +315,12 @@ int main(int argc, char **argv)
                                        {"git-host", required_argument, NULL, 'G'},
                                        {"key", required_argument, NULL, 'k'},
                                        {"bind", required_argument, NULL, 'b'},
+                                       {"webhook-url", required_argument, NULL, 'W'},
+                                       {"webhook-secret", required_argument, NULL, 'S'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
+  const char *webhook_url = NULL, *webhook_secret = NULL;
   while ((c = getopt_long(argc, argv, "f:d:t:p:H:a:P:A:G:k:b:h", opts, NULL)) != -1) {
     switch (c) {
     case 'f':
@@ -355,6 +359,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "airlock-forge: --bind `%s`: not an IPv4 address\n", optarg);
         return 2;
       }
+      break;
+    case 'W':
+      webhook_url = optarg;
+      break;
+    case 'S':
+      webhook_secret = optarg;
       break;
     case 'h':
       usage(stdout);
@@ -405,7 +415,8 @@ int main(int argc, char **argv)
   g_forge.reviews = json_array();
 
   al_error err = {0};
-  if (forge_load_fixture(fixture, keys, n_keys, &err) < 0) {
+  if (forge_webhooks_config(webhook_url, webhook_secret, &err) < 0 ||
+      forge_load_fixture(fixture, keys, n_keys, &err) < 0) {
     fprintf(stderr, "airlock-forge: %s\n", err.msg);
     return 1;
   }

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <openssl/crypto.h>
 #include <pthread.h>
 #include <signal.h>
@@ -38,8 +39,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "broker/check.h"
 #include "broker/github.h"
 #include "broker/jwt.h"
+#include "broker/keep.h"
 #include "broker/proto.h"
 #include "broker/secmem.h"
 #include "common/log.h"
@@ -91,7 +94,7 @@ struct conn {
   struct conn *prev, *next, *next_dead;
 };
 
-enum job_kind { JOB_MINT, JOB_REVOKE, JOB_AUDIT };
+enum job_kind { JOB_MINT, JOB_REVOKE, JOB_AUDIT, JOB_CHECK };
 
 struct job {
   enum job_kind kind;
@@ -112,6 +115,9 @@ struct job {
   bool holds;
   char failed[512]; /* "id=STATUS ..." of the required criteria that do not hold */
   char credentials[256];
+  /* JOB_CHECK (check.h) */
+  al_proto_check_req creq;
+  json_t *answer;
   struct job *next;
 };
 
@@ -120,7 +126,11 @@ struct broker {
   EVP_PKEY *key;
   al_gh *gh;
   int ep, lfd, sfd, wakefd, retry_tfd, audit_fd;
-  char *socket_path; /* unlinked at exit when we created it */
+  char *socket_path; /* unlinked at exit when we created it and it is still ours */
+  dev_t sock_dev;    /* the inode we bound: a newer broker's socket at the same path is
+                        never unlinked (issue #14) */
+  ino_t sock_ino;
+  al_keep *keep; /* outstanding tokens in the kernel keyring (keep.h), or NULL */
   struct ev ev_listen, ev_sig, ev_wake, ev_retry;
   struct conn *conns;
   struct conn *dead; /* closed connections, freed after the event batch */
@@ -134,6 +144,7 @@ struct broker {
   al_token *pending;
   size_t n_pending;
   bool unconfirmed_at_exit;
+  size_t recovered; /* tokens an earlier run left in the keyring */
   /* audit.app: the audit App (borrows cfg's strings), or audit_key NULL */
   al_broker_config audit_view;
   EVP_PKEY *audit_key;
@@ -232,12 +243,28 @@ static void job_audit(struct broker *b, struct job *j)
   }
 }
 
+/* Keep a token where a restarted broker finds it (keep.h) until it is
+ * confirmed dead. Without a keyring the lease still works; a crash of this
+ * broker then leaves the token alive until it expires (said at start). */
+static void keep_token(struct broker *b, const al_token *t)
+{
+  if (!b->keep)
+    return;
+  al_error e = {0};
+  if (al_keep_put(b->keep, t, &e) < 0)
+    al_error_log("token %s: not kept in the keyring (%s): a broker crash would leave it alive "
+                 "until %s",
+                 t->fp, e.msg, t->expires_at_str);
+}
+
 static void *job_main(void *arg)
 {
   struct job *j = arg;
   struct broker *b = j->b;
   if (j->kind == JOB_AUDIT) {
     job_audit(b, j);
+  } else if (j->kind == JOB_CHECK) {
+    j->rc = al_broker_run_check(b->gh, b->cfg, &j->creq, &j->answer, &j->err);
   } else if (j->kind == JOB_MINT) {
     j->rc = 0;
     for (size_t i = 0; i < j->req.n_tokens; i++) {
@@ -247,6 +274,7 @@ static void *job_main(void *arg)
         j->rc = -1;
         break;
       }
+      keep_token(b, &j->tokens[i]);
       j->n_tokens++;
     }
   } else {
@@ -290,6 +318,7 @@ static void job_free(struct job *j)
   free(j->confirmed);
   free(j->errmsg);
   free(j->report);
+  json_decref(j->answer);
   free(j);
 }
 
@@ -509,6 +538,7 @@ static int handle_lease(struct conn *c, json_t *msg);
 static int handle_release(struct conn *c, json_t *msg);
 static int handle_ping(struct conn *c, json_t *msg);
 static int handle_audit(struct conn *c, json_t *msg);
+static int handle_check(struct conn *c, json_t *msg);
 
 static const struct request_handler {
   const char *type;
@@ -519,6 +549,7 @@ static const struct request_handler {
     {"release", 1u << ST_ACTIVE, handle_release},
     {"ping", (1u << ST_NEW) | (1u << ST_MINTING) | (1u << ST_ACTIVE), handle_ping},
     {"audit", 1u << ST_NEW, handle_audit},
+    {"check", 1u << ST_NEW, handle_check},
 };
 
 /* "audit": run `airlock audit` for the client on a repository it could
@@ -555,6 +586,43 @@ static int handle_audit(struct conn *c, json_t *msg)
           req.repo, req.branch[0] ? " branch " : "", req.branch);
   struct job *j = job_new(b, JOB_AUDIT, c, 0);
   j->areq = req;
+  job_start(b, j);
+  return 0;
+}
+
+/* "check" (check.h): the service's trigger check, with the broker's own
+ * short-lived read token. Like an audit: no lease, counted while it runs,
+ * then the connection closes. */
+static int handle_check(struct conn *c, json_t *msg)
+{
+  struct broker *b = c->b;
+  al_error err;
+  al_error_clear(&err);
+  al_proto_check_req req;
+  if (al_proto_check_req_from_json(msg, &req, &err) < 0) {
+    conn_fail(c, "bad_request", err.msg);
+    return -1;
+  }
+  if (!al_broker_config_repo_allowed(b->cfg, req.repo)) {
+    char m[300];
+    snprintf(m, sizeof m, "repository `%s` may not be leased, so it is not checked here", req.repo);
+    conn_fail(c, "forbidden", m);
+    return -1;
+  }
+  if (b->n_active >= b->cfg->max_active) {
+    conn_fail(c, "busy", "too many active leases");
+    return -1;
+  }
+  if (al_random_hex(c->id, 8, &err) < 0) {
+    conn_fail(c, "internal", err.msg);
+    return -1;
+  }
+  c->counted = true;
+  b->n_active++;
+  c->st = ST_AUDITING;
+  disarm_timer(c);
+  struct job *j = job_new(b, JOB_CHECK, c, 0);
+  j->creq = req;
   job_start(b, j);
   return 0;
 }
@@ -907,6 +975,8 @@ static void revoke_done(struct broker *b, struct job *j)
                   "fingerprint", t->fp, "revoked", j->ok[i], "confirmed", j->confirmed[i]);
     if (j->ok[i]) {
       al_info("lease %s: token %s revoked, 401 confirmed", c ? c->id : "(retry)", t->fp);
+      if (b->keep)
+        al_keep_drop(b->keep, t->fp);
       al_redact_unregister(t->value);
       al_token_clear(t);
     } else {
@@ -914,6 +984,8 @@ static void revoke_done(struct broker *b, struct job *j)
       json_object_set_new(o, "error", json_string(j->errmsg[i]));
       if (t->expires_at <= time(NULL)) {
         al_warn("token %s: revocation not confirmed (%s), but it has expired", t->fp, j->errmsg[i]);
+        if (b->keep)
+          al_keep_drop(b->keep, t->fp);
         al_redact_unregister(t->value);
         al_token_clear(t);
       } else {
@@ -989,6 +1061,30 @@ static void audit_done(struct broker *b, struct job *j)
   conn_maybe_close(c);
 }
 
+static void check_done(struct broker *b, struct job *j)
+{
+  struct conn *c = j->c;
+  const char *perm = j->answer ? json_string_value(json_object_get(j->answer, "permission")) : NULL;
+  al_info("check %s: uid %u asks about %s#%lu%s%s: %s%s", c->id, (unsigned)c->uid, j->creq.repo,
+          j->creq.ticket, j->creq.user[0] ? " for " : "", j->creq.user,
+          j->rc < 0 ? "failed: " : "permission ", j->rc < 0 ? j->err.msg : (perm ? perm : "-"));
+  audit(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:I, s:s, s:s?, s:s?}", "event", "check", "id",
+                     c->id, "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->creq.repo, "ticket",
+                     (json_int_t)j->creq.ticket, "user", j->creq.user, "permission", perm, "error",
+                     j->rc < 0 ? j->err.msg : NULL));
+  if (!c->peer_gone) {
+    if (j->rc < 0)
+      conn_send_error(c, "upstream", j->err.msg);
+    else
+      conn_send(c, json_incref(j->answer));
+  }
+  c->st = ST_CLOSING;
+  conn_stop_reading(c);
+  if (!c->peer_gone)
+    shutdown(c->fd, SHUT_RD);
+  conn_maybe_close(c);
+}
+
 static void drain_jobs(struct broker *b)
 {
   uint64_t v;
@@ -1007,6 +1103,8 @@ static void drain_jobs(struct broker *b)
       mint_done(b, j);
     else if (j->kind == JOB_AUDIT)
       audit_done(b, j);
+    else if (j->kind == JOB_CHECK)
+      check_done(b, j);
     else
       revoke_done(b, j);
     job_free(j);
@@ -1101,6 +1199,23 @@ static void on_timer(struct conn *c)
   }
 }
 
+/* Unlink the socket path only while it is the inode we bound: a broker
+ * started after we stopped listening may own that path now. */
+static void unlink_own_socket(struct broker *b)
+{
+  if (!b->socket_path)
+    return;
+  struct stat st;
+  if (lstat(b->socket_path, &st) == 0) {
+    if (st.st_dev == b->sock_dev && st.st_ino == b->sock_ino)
+      unlink(b->socket_path);
+    else
+      al_info("%s is another broker's socket now; left in place", b->socket_path);
+  }
+  free(b->socket_path);
+  b->socket_path = NULL;
+}
+
 static void begin_shutdown(struct broker *b)
 {
   if (b->stopping)
@@ -1112,6 +1227,9 @@ static void begin_shutdown(struct broker *b)
     close(b->lfd);
     b->lfd = -1;
   }
+  /* Nobody can connect any more: the path is free for a new broker now,
+   * not after the revocations. */
+  unlink_own_socket(b);
   for (struct conn *c = b->conns, *next; c; c = next) {
     next = c->next;
     if (c->st == ST_NEW) {
@@ -1123,6 +1241,45 @@ static void begin_shutdown(struct broker *b)
       start_revoke(c, "shutdown");
     }
   }
+}
+
+/* The keyring store of this broker's identity (its config file and its
+ * socket: a restart with the same command line finds it), and what an
+ * earlier run left there: every token it minted and never saw die goes to
+ * `pending`, revoked as soon as the loop starts. */
+static void open_keep(struct broker *b, const al_broker_opts *opts)
+{
+  char cfg[PATH_MAX];
+  if (!realpath(opts->config_path, cfg))
+    snprintf(cfg, sizeof cfg, "%s", opts->config_path);
+  al_autofree char *id =
+      al_strdup_printf("%s\n%s", cfg, opts->socket_path ? opts->socket_path : "(systemd socket)");
+  al_error e = {0};
+  if (al_keep_open(id, &b->keep, &e) < 0) {
+    al_error_log("no kernel keyring (%s): a crash of this broker would leave its live tokens "
+                 "alive until they expire; the supervisor still revokes what it holds",
+                 e.msg);
+    return;
+  }
+  al_token *old = NULL;
+  int n = al_keep_load(b->keep, &old, &e);
+  if (n < 0) {
+    al_error_log("%s: %s", al_keep_where(b->keep), e.msg);
+  } else if (n > 0) {
+    al_warn("%d token(s) minted by an earlier run of this broker were never confirmed dead "
+            "(found in the %s); revoking them now",
+            n, al_keep_where(b->keep));
+    b->pending = al_xrealloc(b->pending, (b->n_pending + (size_t)n) * sizeof *b->pending);
+    for (int i = 0; i < n; i++) {
+      al_info("token %s (%s %s, expires %s): left by an earlier run", old[i].fp,
+              al_role_name(old[i].role), old[i].repo, old[i].expires_at_str);
+      al_redact_register(old[i].value);
+      b->pending[b->n_pending++] = old[i];
+    }
+    b->recovered = (size_t)n;
+  }
+  free(old);
+  al_info("outstanding tokens are kept in the %s", al_keep_where(b->keep));
 }
 
 static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
@@ -1164,6 +1321,7 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
     if (b->audit_fd < 0)
       return al_make_error(err, errno, "audit log `%s`", p);
   }
+  open_keep(b, opts);
   int lfd = al_broker_inherited_listener(err);
   if (lfd < 0)
     return -1;
@@ -1173,7 +1331,14 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
     lfd = al_broker_listen_unix(opts->socket_path, err);
     if (lfd < 0)
       return -1;
+    struct stat sst;
+    if (lstat(opts->socket_path, &sst) < 0) {
+      close(lfd);
+      return al_make_error(err, errno, "stat `%s`", opts->socket_path);
+    }
     b->socket_path = al_xstrdup(opts->socket_path);
+    b->sock_dev = sst.st_dev;
+    b->sock_ino = sst.st_ino;
     al_info("listening on %s (mode 0600)", opts->socket_path);
   } else {
     al_info("listening on the socket passed by systemd (fd %d)", lfd);
@@ -1227,6 +1392,7 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
           b.audit_key               ? "the audit App"
           : b.cfg->audit_token_file ? "audit.token_file"
                                     : "the App's own token");
+  start_retry(&b); /* what an earlier run left (open_keep) */
   for (;;) {
     if (b.stopping && !b.conns && b.jobs_running == 0) {
       if (b.n_pending > 0 && !b.shutdown_retry_done) {
@@ -1295,8 +1461,9 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
   ret = 0;
   if (b.n_pending > 0) {
     for (size_t i = 0; i < b.n_pending; i++) {
-      al_error_log("token %s: revocation could not be confirmed before exit; it expires at %s",
-                   b.pending[i].fp, b.pending[i].expires_at_str);
+      al_error_log("token %s: revocation could not be confirmed before exit; it expires at %s%s",
+                   b.pending[i].fp, b.pending[i].expires_at_str,
+                   b.keep ? "; kept in the keyring: the next start revokes it" : "");
       al_token_clear(&b.pending[i]);
     }
     ret = al_make_error(err, EPROTO, "%zu token(s) could not be confirmed revoked", b.n_pending);
@@ -1305,10 +1472,8 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
 out:
   free(b.pending);
   al_redact_clear();
-  if (b.socket_path) {
-    unlink(b.socket_path);
-    free(b.socket_path);
-  }
+  unlink_own_socket(&b);
+  al_keep_close(b.keep);
   reap_dead(&b);
   int *fds[] = {&b.lfd, &b.sfd, &b.ep, &b.wakefd, &b.retry_tfd, &b.audit_fd};
   for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
@@ -1373,21 +1538,29 @@ int al_broker_listen_unix(const char *path, al_error *err)
     if (unlink(path) < 0)
       return al_make_error(err, errno, "removing the stale socket `%s`", path);
   }
+  /* Bound and listening under a temporary name, then renamed into place:
+   * the path never names a socket nobody listens on yet (a client that
+   * sees it can connect at once). */
+  struct sockaddr_un tmp = {.sun_family = AF_UNIX};
+  int tn = snprintf(tmp.sun_path, sizeof tmp.sun_path, "%s.%d", path, (int)getpid());
+  if (tn < 0 || (size_t)tn >= sizeof tmp.sun_path)
+    return al_make_error(err, ENAMETOOLONG, "socket path `%s`", path);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return al_make_error(err, errno, "socket");
+  unlink(tmp.sun_path); /* a leftover of a broker with our pid that was killed */
   mode_t old = umask(0177);
-  int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+  int r = bind(fd, (struct sockaddr *)&tmp, sizeof tmp);
   int e = errno;
   umask(old);
   if (r < 0) {
     close(fd);
-    return al_make_error(err, e, "bind `%s`", path);
+    return al_make_error(err, e, "bind `%s`", tmp.sun_path);
   }
-  if (chmod(path, 0600) < 0 || listen(fd, 128) < 0) {
+  if (chmod(tmp.sun_path, 0600) < 0 || listen(fd, 128) < 0 || rename(tmp.sun_path, path) < 0) {
     e = errno;
     close(fd);
-    unlink(path);
+    unlink(tmp.sun_path);
     return al_make_error(err, e, "listen `%s`", path);
   }
   return fd;

@@ -1,0 +1,106 @@
+/* airlock serve -c CONFIG                      the service (docs/serve.md)
+ * airlock serve enqueue -c CONFIG OWNER/REPO#N  add a ticket to its queue
+ * airlock serve --config-doc                    the config keys as Markdown */
+#include <getopt.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "common/log.h"
+#include "serve/config.h"
+#include "serve/serve.h"
+
+static void usage(FILE *out)
+{
+  fprintf(out, "usage: airlock serve -c CONFIG\n"
+               "       airlock serve enqueue -c CONFIG OWNER/REPO#N\n"
+               "       airlock serve --config-doc\n"
+               "\n"
+               "The service: a forge webhook (an issue labeled with webhook.label, or a comment\n"
+               "whose first line is webhook.command, from a user with write permission) or\n"
+               "`enqueue` adds the ticket to a durable queue; each run is `airlock ticket` in a\n"
+               "child process. Status page, JSON and /metrics on listen.status. docs/serve.md.\n"
+               "\n"
+               "  -c, --config FILE   the service's config (YAML)\n"
+               "      --config-doc    print the config keys (Markdown) and exit\n"
+               "\n"
+               "`enqueue` writes to the queue in state_dir directly (no network): who may\n"
+               "write there may enqueue. It prints the run's id.\n");
+}
+
+int cmd_serve(int argc, char **argv)
+{
+  static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                       {"config-doc", no_argument, NULL, 'D'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  bool enqueue = argc > 1 && strcmp(argv[1], "enqueue") == 0;
+  if (enqueue) {
+    argv++;
+    argc--;
+  }
+  const char *config = NULL;
+  int c;
+  optind = 1;
+  al_cli_init("serve", usage);
+  while ((c = al_cli_getopt(argc, argv, "c:h", opts)) != -1) {
+    switch (c) {
+    case 'c':
+      config = optarg;
+      break;
+    case 'D':
+      al_serve_config_doc(stdout);
+      return 0;
+    case 'h':
+      usage(stdout);
+      return 0;
+    default:
+      return al_cli_usage_error(NULL);
+    }
+  }
+  if (!config) {
+    return al_cli_usage_error("-c CONFIG is required");
+  }
+  if (enqueue ? optind != argc - 1 : optind != argc) {
+    fprintf(stderr,
+            enqueue ? "airlock serve enqueue: one ticket (OWNER/REPO#N)\n"
+                    : "airlock serve: unexpected argument `%s`\n",
+            argv[optind < argc ? optind : 0]);
+    return 2;
+  }
+  al_serve_config *cfg;
+  al_error err = {0};
+  if (al_serve_config_load(config, &cfg, &err) < 0) {
+    al_cli_error("%s", err.msg);
+    return 2;
+  }
+  int rc = 0;
+  if (enqueue) {
+    char sender[80], pwbuf[1024];
+    struct passwd pwd, *pw = NULL;
+    if (getpwuid_r(getuid(), &pwd, pwbuf, sizeof pwbuf, &pw) != 0)
+      pw = NULL;
+    snprintf(sender, sizeof sender, "local:uid=%u(%.32s)", (unsigned)getuid(),
+             pw ? pw->pw_name : "?");
+    int64_t id;
+    int r = al_serve_enqueue(cfg, argv[optind], sender, &id, &err);
+    if (r < 0) {
+      al_cli_error("%s", err.msg);
+      rc = 1;
+    } else {
+      printf("%" PRId64 "\n", id);
+      if (r == 1)
+        al_cli_error("%s already has a queued or running run (%" PRId64 "); nothing added",
+                     argv[optind], id);
+    }
+  } else if (al_serve_run(cfg, &err) < 0) {
+    al_cli_error("%s", err.msg);
+    rc = 1;
+  }
+  al_serve_config_free(cfg);
+  return rc;
+}

@@ -1,0 +1,56 @@
+/* Shared between serve.c (scheduler), http.c (listeners) and status.c
+ * (pages): the daemon's state. */
+#ifndef AL_SERVE_INTERNAL_H
+#define AL_SERVE_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "serve/config.h"
+#include "serve/queue.h"
+
+struct MHD_Daemon;
+
+struct serve_child {
+  int64_t id; /* queue row */
+  pid_t pid;  /* also its process group */
+  char record[PATH_MAX];
+  int attempts;
+  bool stopping; /* we sent SIGTERM (shutdown): the run is interrupted */
+  uint64_t stop_sent_ms;
+};
+
+struct serve {
+  const al_serve_config *cfg;
+  al_queue *q;
+  unsigned char *secret; /* the webhook secret (mlocked), or NULL */
+  size_t secret_len;
+  struct MHD_Daemon *d_webhook, *d_status; /* d_status NULL when shared with d_webhook */
+  bool shared_listener;
+  char airlock[PATH_MAX]; /* the binary each run execs */
+  char records_dir[PATH_MAX], logs_dir[PATH_MAX];
+  struct serve_child *children;
+  size_t n_children;
+  uint64_t started_ms;
+};
+
+/* JSON-lines log on stderr: {"time","level","event","msg",...extra}.
+ * extra (may be NULL) is stolen. Text goes through al_redact(). */
+#include <jansson.h>
+void serve_log(const char *level, const char *event, json_t *extra, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Start the listeners of s->cfg (http.c). */
+int serve_http_start(struct serve *s, al_error *err);
+void serve_http_stop(struct serve *s);
+
+/* Pages (status.c): each returns a malloc'd body and sets *type. */
+char *serve_page_index(struct serve *s, const char **type);
+char *serve_page_run(struct serve *s, int64_t id, const char **type, int *status);
+char *serve_page_runs_json(struct serve *s, const char **type);
+char *serve_page_metrics(struct serve *s, const char **type);
+
+#endif

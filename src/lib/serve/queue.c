@@ -1,0 +1,456 @@
+/* The durable queue on SQLite: see queue.h for the state machine. */
+#include "serve/queue.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+struct al_queue {
+  sqlite3 *db;
+  pthread_mutex_t lock;
+};
+
+static const char schema[] =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=FULL;"
+    "PRAGMA foreign_keys=ON;"
+    "CREATE TABLE IF NOT EXISTS runs("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " repo TEXT NOT NULL COLLATE NOCASE, number INTEGER NOT NULL CHECK(number > 0),"
+    " state TEXT NOT NULL CHECK(state IN "
+    "  ('queued','running','succeeded','failed','interrupted','refused')),"
+    " trigger TEXT NOT NULL, sender TEXT NOT NULL, delivery TEXT,"
+    " permission TEXT, check_detail TEXT,"
+    " attempts INTEGER NOT NULL DEFAULT 0, interrupted INTEGER NOT NULL DEFAULT 0,"
+    " not_before INTEGER NOT NULL DEFAULT 0,"
+    " created_ms INTEGER NOT NULL, started_ms INTEGER, finished_ms INTEGER,"
+    " pid INTEGER, pid_start TEXT, exit_status INTEGER, reason TEXT, pr_url TEXT,"
+    " run_id TEXT, record TEXT, log TEXT, denials TEXT,"
+    " tokens_unconfirmed INTEGER NOT NULL DEFAULT 0);"
+    "CREATE UNIQUE INDEX IF NOT EXISTS runs_one_active ON runs(repo, number)"
+    " WHERE state IN ('queued','running');"
+    "CREATE INDEX IF NOT EXISTS runs_state ON runs(state, not_before);"
+    "CREATE TABLE IF NOT EXISTS events("
+    " run INTEGER NOT NULL REFERENCES runs(id), ms INTEGER NOT NULL, what TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS events_run ON events(run);"
+    "CREATE TABLE IF NOT EXISTS deliveries("
+    " id TEXT PRIMARY KEY, body_sha256 TEXT NOT NULL UNIQUE, event TEXT NOT NULL,"
+    " received_ms INTEGER NOT NULL, outcome TEXT, run INTEGER);";
+
+static int db_error(al_queue *q, al_error *err, const char *what)
+{
+  return al_error_set(err, EIO, "queue: %s: %s", what, sqlite3_errmsg(q->db));
+}
+
+int al_queue_open(const char *path, al_queue **out, al_error *err)
+{
+  /* Create the file 0600 before SQLite does (it would follow the umask). */
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return al_make_error(err, errno, "queue: open `%s`", path);
+  close(fd);
+  al_queue *q = al_xcalloc(1, sizeof *q);
+  pthread_mutex_init(&q->lock, NULL);
+  if (sqlite3_open_v2(path, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, NULL) !=
+      SQLITE_OK) {
+    al_error_set(err, EIO, "queue: open `%s`: %s", path,
+                 q->db ? sqlite3_errmsg(q->db) : "out of memory");
+    al_queue_close(q);
+    return -1;
+  }
+  sqlite3_busy_timeout(q->db, 5000);
+  char *msg = NULL;
+  if (sqlite3_exec(q->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+    al_error_set(err, EIO, "queue: `%s`: %s", path, msg ? msg : "schema");
+    sqlite3_free(msg);
+    al_queue_close(q);
+    return -1;
+  }
+  *out = q;
+  return 0;
+}
+
+void al_queue_close(al_queue *q)
+{
+  if (!q)
+    return;
+  sqlite3_close(q->db);
+  pthread_mutex_destroy(&q->lock);
+  free(q);
+}
+
+/* Prepare sql; bind the arguments by the letters of types: s text (NULL
+ * allowed), i int64, u uint64 as int64. */
+static sqlite3_stmt *prep(al_queue *q, const char *sql, const char *types, va_list ap)
+{
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+    return NULL;
+  for (int i = 0; types[i]; i++) {
+    if (types[i] == 's') {
+      const char *s = va_arg(ap, const char *);
+      if (s)
+        sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT);
+      else
+        sqlite3_bind_null(st, i + 1);
+    } else {
+      sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+    }
+  }
+  return st;
+}
+
+/* Run one statement without results. Returns the sqlite3 code. Lock held. */
+static int exec_v(al_queue *q, const char *sql, const char *types, ...)
+{
+  va_list ap;
+  va_start(ap, types);
+  sqlite3_stmt *st = prep(q, sql, types, ap);
+  va_end(ap);
+  if (!st)
+    return SQLITE_ERROR;
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_ROW ? SQLITE_DONE : rc;
+}
+
+static void event_locked(al_queue *q, int64_t id, const char *what)
+{
+  exec_v(q, "INSERT INTO events(run, ms, what) VALUES(?, ?, ?)", "iis", id, (int64_t)al_now_ms(),
+         what);
+}
+
+/* A wall clock in ms (al_now_ms is monotonic). */
+static int64_t wall_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int al_queue_enqueue(al_queue *q, const char *repo, unsigned long number, const char *trigger,
+                     const char *sender, const char *delivery, int64_t *id, al_error *err)
+{
+  pthread_mutex_lock(&q->lock);
+  int ret = -1;
+  int rc = exec_v(q,
+                  "INSERT INTO runs(repo, number, state, trigger, sender, delivery, created_ms)"
+                  " VALUES(?, ?, 'queued', ?, ?, ?, ?)",
+                  "sisssi", repo, (int64_t)number, trigger, sender, delivery, wall_ms());
+  if (rc == SQLITE_DONE) {
+    *id = sqlite3_last_insert_rowid(q->db);
+    char what[200];
+    snprintf(what, sizeof what, "queued (%s by %s)", trigger, sender);
+    event_locked(q, *id, what);
+    ret = 0;
+  } else if (rc == SQLITE_CONSTRAINT) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(q->db,
+                           "SELECT id FROM runs WHERE repo = ? AND number = ? AND state IN "
+                           "('queued','running')",
+                           -1, &st, NULL) == SQLITE_OK) {
+      sqlite3_bind_text(st, 1, repo, -1, SQLITE_TRANSIENT);
+      sqlite3_bind_int64(st, 2, (int64_t)number);
+      if (sqlite3_step(st) == SQLITE_ROW) {
+        *id = sqlite3_column_int64(st, 0);
+        ret = 1;
+      }
+      sqlite3_finalize(st);
+    }
+    if (ret < 0)
+      db_error(q, err, "enqueue");
+  } else {
+    db_error(q, err, "enqueue");
+  }
+  pthread_mutex_unlock(&q->lock);
+  return ret;
+}
+
+int al_queue_delivery_new(al_queue *q, const char *delivery, const char *body_sha256,
+                          const char *event, al_error *err)
+{
+  pthread_mutex_lock(&q->lock);
+  int rc =
+      exec_v(q, "INSERT INTO deliveries(id, body_sha256, event, received_ms) VALUES(?, ?, ?, ?)",
+             "sssi", delivery, body_sha256, event, wall_ms());
+  int ret = rc == SQLITE_DONE ? 0 : rc == SQLITE_CONSTRAINT ? 1 : db_error(q, err, "delivery");
+  pthread_mutex_unlock(&q->lock);
+  return ret;
+}
+
+void al_queue_delivery_outcome(al_queue *q, const char *delivery, const char *outcome, int64_t run)
+{
+  pthread_mutex_lock(&q->lock);
+  exec_v(q, "UPDATE deliveries SET outcome = ?, run = ? WHERE id = ?", "sis", outcome,
+         run ? run : (int64_t)0, delivery);
+  pthread_mutex_unlock(&q->lock);
+}
+
+static void fill_run(sqlite3_stmt *st, al_queue_run *r)
+{
+  memset(r, 0, sizeof *r);
+  r->id = sqlite3_column_int64(st, 0);
+  snprintf(r->repo, sizeof r->repo, "%s", (const char *)sqlite3_column_text(st, 1));
+  r->number = (unsigned long)sqlite3_column_int64(st, 2);
+  snprintf(r->trigger, sizeof r->trigger, "%s", (const char *)sqlite3_column_text(st, 3));
+  snprintf(r->sender, sizeof r->sender, "%s", (const char *)sqlite3_column_text(st, 4));
+  r->attempts = sqlite3_column_int(st, 5);
+  r->interrupted = sqlite3_column_int(st, 6) != 0;
+  r->pid = (pid_t)sqlite3_column_int(st, 7);
+  const unsigned char *ps = sqlite3_column_text(st, 8);
+  snprintf(r->pid_start, sizeof r->pid_start, "%s", ps ? (const char *)ps : "");
+}
+
+#define RUN_COLS "id, repo, number, trigger, sender, attempts, interrupted, pid, pid_start"
+
+int al_queue_next(al_queue *q, uint64_t now_ms, unsigned max_all, unsigned max_repo,
+                  al_queue_run *out, al_error *err)
+{
+  (void)now_ms;
+  pthread_mutex_lock(&q->lock);
+  int ret = -1;
+  sqlite3_stmt *st = NULL;
+  const char *sql =
+      "SELECT " RUN_COLS " FROM runs AS r WHERE state = 'queued' AND not_before <= ?1"
+      " AND (SELECT count(*) FROM runs WHERE state = 'running') < ?2"
+      " AND (SELECT count(*) FROM runs AS o WHERE o.state = 'running' AND o.repo = r.repo) < ?3"
+      " ORDER BY not_before, id LIMIT 1";
+  if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    db_error(q, err, "next");
+    goto out;
+  }
+  sqlite3_bind_int64(st, 1, wall_ms());
+  sqlite3_bind_int64(st, 2, max_all);
+  sqlite3_bind_int64(st, 3, max_repo);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    fill_run(st, out);
+    ret = 1;
+  } else if (rc == SQLITE_DONE) {
+    ret = 0;
+  } else {
+    db_error(q, err, "next");
+  }
+out:
+  sqlite3_finalize(st);
+  pthread_mutex_unlock(&q->lock);
+  return ret;
+}
+
+int al_queue_running(al_queue *q, al_queue_run *out, int max, al_error *err)
+{
+  pthread_mutex_lock(&q->lock);
+  int n = 0;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(q->db, "SELECT " RUN_COLS " FROM runs WHERE state = 'running'", -1, &st,
+                         NULL) != SQLITE_OK) {
+    n = db_error(q, err, "running");
+  } else {
+    while (n < max && sqlite3_step(st) == SQLITE_ROW)
+      fill_run(st, &out[n++]);
+  }
+  sqlite3_finalize(st);
+  pthread_mutex_unlock(&q->lock);
+  return n;
+}
+
+int al_queue_set_check(al_queue *q, int64_t id, const char *permission, const char *detail,
+                       al_error *err)
+{
+  pthread_mutex_lock(&q->lock);
+  int rc = exec_v(q, "UPDATE runs SET permission = ?, check_detail = ? WHERE id = ?", "ssi",
+                  permission, detail, id);
+  if (rc == SQLITE_DONE)
+    event_locked(q, id, detail);
+  int ret = rc == SQLITE_DONE ? 0 : db_error(q, err, "check");
+  pthread_mutex_unlock(&q->lock);
+  return ret;
+}
+
+int al_queue_start(al_queue *q, int64_t id, pid_t pid, const char *pid_start, const char *record,
+                   const char *log, al_error *err)
+{
+  pthread_mutex_lock(&q->lock);
+  int rc = exec_v(q,
+                  "UPDATE runs SET state = 'running', attempts = attempts + 1, pid = ?,"
+                  " pid_start = ?, record = ?, log = ?, started_ms = ?, finished_ms = NULL,"
+                  " exit_status = NULL WHERE id = ? AND state = 'queued'",
+                  "isssii", (int64_t)pid, pid_start, record, log, wall_ms(), id);
+  int ret = -1;
+  if (rc == SQLITE_DONE && sqlite3_changes(q->db) == 1) {
+    char what[64];
+    snprintf(what, sizeof what, "running (pid %d)", (int)pid);
+    event_locked(q, id, what);
+    ret = 0;
+  } else {
+    db_error(q, err, "start");
+  }
+  pthread_mutex_unlock(&q->lock);
+  return ret;
+}
+
+int al_queue_finish(al_queue *q, int64_t id, const al_queue_result *r, al_error *err)
+{
+  pthread_mutex_lock(&q->lock);
+  bool requeue = !strcmp(r->state, "queued");
+  bool interrupted = r->interrupted || !strcmp(r->state, "interrupted");
+  int rc = exec_v(q,
+                  "UPDATE runs SET state = ?, exit_status = ?, reason = ?,"
+                  " pr_url = coalesce(?, pr_url), run_id = coalesce(?, run_id),"
+                  " denials = coalesce(?, denials),"
+                  " tokens_unconfirmed = tokens_unconfirmed + ?, pid = NULL, pid_start = NULL,"
+                  " finished_ms = ?, not_before = ?, interrupted = interrupted OR ?"
+                  " WHERE id = ? AND state IN ('queued','running')",
+                  "sisssiiiiii", r->state, (int64_t)r->exit_status, r->reason, r->pr_url, r->run_id,
+                  r->denials, (int64_t)r->tokens_unconfirmed, requeue ? (int64_t)0 : wall_ms(),
+                  requeue ? (int64_t)(wall_ms() + (int64_t)r->not_before_ms) : (int64_t)0,
+                  (int64_t)interrupted, id);
+  int ret = -1;
+  if (rc == SQLITE_DONE && sqlite3_changes(q->db) == 1) {
+    char what[600];
+    snprintf(what, sizeof what, "%s%s%s", r->state, r->reason ? ": " : "",
+             r->reason ? r->reason : "");
+    event_locked(q, id, what);
+    ret = 0;
+  } else {
+    db_error(q, err, "finish");
+  }
+  pthread_mutex_unlock(&q->lock);
+  return ret;
+}
+
+void al_queue_event(al_queue *q, int64_t id, const char *fmt, ...)
+{
+  char what[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&q->lock);
+  event_locked(q, id, what);
+  pthread_mutex_unlock(&q->lock);
+}
+
+/* Rows of a query as JSON objects, column names as keys. Lock held. */
+static json_t *rows_json(al_queue *q, const char *sql, int64_t arg)
+{
+  json_t *arr = json_array();
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+    return arr;
+  if (sqlite3_bind_parameter_count(st) > 0)
+    sqlite3_bind_int64(st, 1, arg);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    json_t *o = json_object();
+    for (int i = 0; i < sqlite3_column_count(st); i++) {
+      const char *name = sqlite3_column_name(st, i);
+      switch (sqlite3_column_type(st, i)) {
+      case SQLITE_INTEGER:
+        json_object_set_new(o, name, json_integer(sqlite3_column_int64(st, i)));
+        break;
+      case SQLITE_NULL:
+        json_object_set_new(o, name, json_null());
+        break;
+      default:
+        json_object_set_new(o, name, json_string((const char *)sqlite3_column_text(st, i)));
+        break;
+      }
+    }
+    json_array_append_new(arr, o);
+  }
+  sqlite3_finalize(st);
+  return arr;
+}
+
+static void add_events(al_queue *q, json_t *row)
+{
+  int64_t id = json_integer_value(json_object_get(row, "id"));
+  json_object_set_new(row, "events",
+                      rows_json(q, "SELECT ms, what FROM events WHERE run = ? ORDER BY rowid", id));
+  const char *dn = json_string_value(json_object_get(row, "denials"));
+  if (dn) { /* stored as JSON text: show it as JSON */
+    json_t *d = json_loads(dn, 0, NULL);
+    json_object_set_new(row, "denials", d ? d : json_null());
+  }
+}
+
+json_t *al_queue_list(al_queue *q, int limit)
+{
+  pthread_mutex_lock(&q->lock);
+  json_t *rows = rows_json(q, "SELECT * FROM runs ORDER BY id DESC LIMIT ?", limit);
+  size_t i;
+  json_t *r;
+  json_array_foreach(rows, i, r) add_events(q, r);
+  pthread_mutex_unlock(&q->lock);
+  return rows;
+}
+
+json_t *al_queue_get(al_queue *q, int64_t id)
+{
+  pthread_mutex_lock(&q->lock);
+  json_t *rows = rows_json(q, "SELECT * FROM runs WHERE id = ?", id);
+  json_t *r = json_incref(json_array_get(rows, 0));
+  if (r)
+    add_events(q, r);
+  json_decref(rows);
+  pthread_mutex_unlock(&q->lock);
+  return r;
+}
+
+json_t *al_queue_deliveries(al_queue *q, int limit)
+{
+  pthread_mutex_lock(&q->lock);
+  json_t *rows = rows_json(
+      q,
+      "SELECT id, event, received_ms, outcome, run FROM deliveries ORDER BY received_ms DESC, "
+      "rowid DESC LIMIT ?",
+      limit);
+  pthread_mutex_unlock(&q->lock);
+  return rows;
+}
+
+json_t *al_queue_stats(al_queue *q)
+{
+  pthread_mutex_lock(&q->lock);
+  json_t *o = json_object();
+  json_object_set_new(o, "states",
+                      rows_json(q, "SELECT state, count(*) AS n FROM runs GROUP BY state", 0));
+  json_object_set_new(
+      o, "durations",
+      rows_json(q,
+                "SELECT state, count(*) AS n, sum(finished_ms - started_ms) AS sum_ms FROM runs"
+                " WHERE finished_ms IS NOT NULL AND started_ms IS NOT NULL GROUP BY state",
+                0));
+  json_object_set_new(
+      o, "denials",
+      rows_json(q,
+                "SELECT d.key AS reason, sum(d.value) AS n FROM runs, json_each(runs.denials) AS d"
+                " WHERE runs.denials IS NOT NULL GROUP BY d.key",
+                0));
+  json_object_set_new(
+      o, "totals",
+      rows_json(q,
+                "SELECT coalesce(sum(tokens_unconfirmed), 0) AS tokens_unconfirmed,"
+                " (SELECT count(*) FROM runs WHERE state = 'queued') AS queue_depth,"
+                " (SELECT count(*) FROM runs WHERE state = 'running') AS running,"
+                " (SELECT count(*) FROM deliveries) AS deliveries FROM runs",
+                0));
+  json_object_set_new(
+      o, "deliveries",
+      rows_json(q,
+                "SELECT CASE WHEN instr(coalesce(outcome, ''), ':') > 0 THEN substr(outcome, 1,"
+                " instr(outcome, ':') - 1) ELSE coalesce(outcome, 'none') END AS outcome,"
+                " count(*) AS n FROM deliveries GROUP BY 1",
+                0));
+  pthread_mutex_unlock(&q->lock);
+  return o;
+}

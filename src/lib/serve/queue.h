@@ -1,0 +1,108 @@
+/* The service's durable queue: one SQLite database (WAL, synchronous=FULL)
+ * in the state directory, one row per run.
+ *
+ *   queued ──(trigger check: permission, open PR)──► refused
+ *     │  └──────────────────────────────────────────► succeeded (its PR was found)
+ *     ▼
+ *   running ──► succeeded | failed | refused (the run's audit or broker refused)
+ *     │   └──► queued again, not_before = now + backoff (transient cause, attempts left)
+ *     └─(the service stopped or died)─► interrupted ──► queued (on_interrupt: requeue)
+ *
+ * At most one row per ticket is queued or running (a partial unique index,
+ * so two processes cannot race past it). Every change is one transaction;
+ * a row's history is in `events`. Webhook deliveries are remembered by id
+ * and by the SHA-256 of their body (a replay under a new id is still a
+ * replay). Thread-safe: one connection behind a mutex; other processes
+ * (`airlock serve enqueue`) open their own and wait on the lock up to 5 s. */
+#ifndef AL_SERVE_QUEUE_H
+#define AL_SERVE_QUEUE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+typedef struct al_queue al_queue;
+
+/* A queued or running row, as the scheduler sees it. */
+typedef struct al_queue_run {
+  int64_t id;
+  char repo[201];
+  unsigned long number;
+  char trigger[16];   /* label | comment | enqueue */
+  char sender[80];    /* forge login, or "local:uid=N" */
+  int attempts;       /* runs started so far */
+  bool interrupted;   /* was interrupted at least once */
+  pid_t pid;          /* running: the child, else 0 */
+  char pid_start[32]; /* running: the child's start time (/proc/PID/stat field 22) */
+} al_queue_run;
+
+/* Open (create) the database at path (mode 0600). */
+int al_queue_open(const char *path, al_queue **out, al_error *err);
+void al_queue_close(al_queue *q);
+
+/* Add a run for repo#number. Returns 0 and *id for a new row, 1 and the
+ * active row's *id when the ticket already has a queued or running run
+ * (nothing added), -1 with err. delivery may be NULL. */
+int al_queue_enqueue(al_queue *q, const char *repo, unsigned long number, const char *trigger,
+                     const char *sender, const char *delivery, int64_t *id, al_error *err);
+
+/* Remember a delivery. Returns 0 when new, 1 when its id or body digest
+ * was seen before (a replay: nothing stored), -1 with err. */
+int al_queue_delivery_new(al_queue *q, const char *delivery, const char *body_sha256,
+                          const char *event, al_error *err);
+/* The outcome of a delivery for the status page ("queued run 7",
+ * "ignored: ...", "refused: ..."). */
+void al_queue_delivery_outcome(al_queue *q, const char *delivery, const char *outcome, int64_t run);
+
+/* The next runnable queued row: not_before passed, fewer than max_repo
+ * rows of its repository running and fewer than max_all running in all.
+ * Oldest first. Returns 1 with out, 0 when none, -1 with err. */
+int al_queue_next(al_queue *q, uint64_t now_ms, unsigned max_all, unsigned max_repo,
+                  al_queue_run *out, al_error *err);
+
+/* The rows in state running (for recovery at start-up). Returns the count
+ * (up to max) or -1. */
+int al_queue_running(al_queue *q, al_queue_run *out, int max, al_error *err);
+
+/* Record the trigger check on a queued row: the sender's permission as the
+ * forge answered it, and the detail line. */
+int al_queue_set_check(al_queue *q, int64_t id, const char *permission, const char *detail,
+                       al_error *err);
+/* queued → running with the child's pid (attempts + 1). */
+int al_queue_start(al_queue *q, int64_t id, pid_t pid, const char *pid_start, const char *record,
+                   const char *log, al_error *err);
+
+/* What a finished attempt left behind. */
+typedef struct al_queue_result {
+  const char *state;      /* succeeded | failed | refused | interrupted | queued (a retry) */
+  int exit_status;        /* the child's, or -1 */
+  const char *reason;     /* one line: why */
+  const char *pr_url;     /* or NULL */
+  const char *run_id;     /* the record's run_id, or NULL */
+  const char *denials;    /* JSON object {reason: count} of the proxy's denials, or NULL */
+  int tokens_unconfirmed; /* tokens in the record whose revocation was not confirmed */
+  uint64_t not_before_ms; /* state queued: earliest start */
+  bool interrupted;       /* the attempt was interrupted (also when re-queued) */
+} al_queue_result;
+/* Finish (or re-queue) a queued or running row. */
+int al_queue_finish(al_queue *q, int64_t id, const al_queue_result *r, al_error *err);
+
+/* Append a line to a row's history. */
+void al_queue_event(al_queue *q, int64_t id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The last `limit` rows (newest first) as a JSON array of objects with
+ * every column, and each row's events. New reference, or NULL. */
+json_t *al_queue_list(al_queue *q, int limit);
+/* One row (with events) or NULL. */
+json_t *al_queue_get(al_queue *q, int64_t id);
+/* Counts per state, durations per final state, denials by reason,
+ * tokens unconfirmed, queue depth: the metrics' source. New reference. */
+json_t *al_queue_stats(al_queue *q);
+/* Recent deliveries (newest first). */
+json_t *al_queue_deliveries(al_queue *q, int limit);
+
+#endif

@@ -1,0 +1,710 @@
+/* The service's scheduler and supervisor of runs: see serve.h.
+ *
+ * One rule for memory and processes: a child exists in s->children from
+ * fork to waitpid, and its row is `running` in the queue for exactly that
+ * time; every exit of the loop goes through stop_children(), which does
+ * not return before every child is reaped and its row finished. */
+#include "serve/serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker/check.h"
+#include "common/redact.h"
+#include "common/util.h"
+#include "run/ticket.h"
+#include "serve/internal.h"
+
+#define TICK_MS 250
+#define STOP_GRACE_MS 60000
+#define RECORD_MAX (64u << 20)
+#define CHECK_BACKOFF_MAX_MS 300000
+
+void serve_log(const char *level, const char *event, json_t *extra, const char *fmt, ...)
+{
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  char *clean = al_redact(msg);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  char t[40];
+  size_t n = strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(t + n, sizeof t - n, ".%03ldZ", ts.tv_nsec / 1000000);
+  json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "time", t, "level", level, "event", event, "msg",
+                        clean ? clean : msg);
+  free(clean);
+  if (extra)
+    json_object_update(o, extra);
+  json_decref(extra);
+  char *line = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  if (line) {
+    char *red = al_redact(line);
+    fprintf(stderr, "%s\n", red ? red : line);
+    fflush(stderr);
+    free(red);
+    free(line);
+  }
+}
+
+/* Field 22 of /proc/PID/stat (start time in clock ticks), "" when gone. */
+static void proc_start_time(pid_t pid, char out[32])
+{
+  out[0] = '\0';
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return;
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+  if (!p)
+    return;
+  p++;
+  /* after ')': field 3 onwards; start time is field 22 → the 20th token */
+  char *save = NULL;
+  int field = 3;
+  for (char *tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++)
+    if (field == 22) {
+      snprintf(out, 32, "%s", tok);
+      return;
+    }
+}
+
+static int mkdir_0700(const char *path, al_error *err)
+{
+  if (mkdir(path, 0700) < 0 && errno != EEXIST)
+    return al_make_error(err, errno, "mkdir `%s`", path);
+  struct stat st;
+  if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+    return al_error_set(err, ENOTDIR, "`%s` is not a directory", path);
+  if (st.st_uid != geteuid() || (st.st_mode & 077))
+    return al_error_set(err, EPERM,
+                        "`%s` must be a directory of this user with mode 0700 (it holds the "
+                        "queue and the run records)",
+                        path);
+  return 0;
+}
+
+/* Read the webhook secret: a regular file of this user, not readable by
+ * group or others, 1..4096 bytes, one trailing newline dropped. */
+static int load_secret(struct serve *s, al_error *err)
+{
+  const char *path = s->cfg->secret_file;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return al_make_error(err, errno, "webhook.secret_file `%s`", path);
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid()) {
+    close(fd);
+    return al_error_set(err, EPERM,
+                        "webhook.secret_file `%s`: must be a regular file of this user, mode "
+                        "0600 or 0400",
+                        path);
+  }
+  s->secret = mmap(NULL, 4097, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (s->secret == MAP_FAILED) {
+    s->secret = NULL;
+    close(fd);
+    return al_make_error(err, errno, "mmap");
+  }
+  (void)mlock(s->secret, 4097);
+  (void)madvise(s->secret, 4097, MADV_DONTDUMP);
+  ssize_t n = al_read_all(fd, s->secret, 4097);
+  close(fd);
+  if (n > 0 && s->secret[n - 1] == '\n')
+    n--;
+  if (n > 0 && s->secret[n - 1] == '\r')
+    n--;
+  if (n <= 0 || n > 4096)
+    return al_error_set(err, EINVAL, "webhook.secret_file `%s`: must hold 1 to 4096 bytes", path);
+  s->secret_len = (size_t)n;
+  return 0;
+}
+
+static void wipe_secret(struct serve *s)
+{
+  if (s->secret) {
+    OPENSSL_cleanse(s->secret, 4097);
+    munmap(s->secret, 4097);
+    s->secret = NULL;
+  }
+}
+
+/* ---- classifying a finished run from its record ---------------------- */
+
+struct outcome {
+  char state[16];
+  char reason[600];
+  char pr_url[512];
+  char run_id[40];
+  char *denials; /* JSON text, malloc'd */
+  int tokens_unconfirmed;
+  bool transient;
+};
+
+/* Causes worth a retry: the forge answered 5xx or could not be reached. */
+static bool transient_text(const char *e)
+{
+  static const char *const pats[] = {"HTTP 5",
+                                     " 500",
+                                     " 502",
+                                     " 503",
+                                     " 504",
+                                     "server error",
+                                     "Server Error",
+                                     "Connection refused",
+                                     "timed out",
+                                     "Timeout was reached",
+                                     "Couldn't connect",
+                                     "Could not resolve",
+                                     "Connection reset",
+                                     "connecting to the broker"};
+  for (size_t i = 0; e && i < AL_ARRAY_SIZE(pats); i++)
+    if (strstr(e, pats[i]))
+      return true;
+  return false;
+}
+
+static void classify(const char *record, int wstatus, bool stopped_by_us, struct outcome *o)
+{
+  memset(o, 0, sizeof *o);
+  int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+  al_autofree char *buf = NULL;
+  size_t len = 0;
+  al_error e;
+  json_t *r = NULL;
+  if (al_read_file(record, RECORD_MAX, &buf, &len, &e) == 0)
+    r = json_loadb(buf, len, 0, NULL);
+  if (r) {
+    const char *id = json_string_value(json_object_get(r, "run_id"));
+    snprintf(o->run_id, sizeof o->run_id, "%s", id ? id : "");
+    json_t *pr = json_object_get(r, "pull_request");
+    const char *url = json_string_value(json_object_get(pr, "url"));
+    if (url && json_is_true(json_object_get(pr, "verified")))
+      snprintf(o->pr_url, sizeof o->pr_url, "%s", url);
+    json_t *den = json_object();
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(r, "proxy_decisions"), i, d)
+    {
+      const char *dec = json_string_value(json_object_get(d, "decision"));
+      if (!dec || strcmp(dec, "deny"))
+        continue;
+      const char *why = json_string_value(json_object_get(d, "reason"));
+      char key[64];
+      snprintf(key, sizeof key, "%s", why ? why : "unknown");
+      json_int_t n = json_integer_value(json_object_get(den, key));
+      json_object_set_new(den, key, json_integer(n + 1));
+    }
+    o->denials = json_dumps(den, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(den);
+    json_array_foreach(json_object_get(json_object_get(r, "revocation"), "tokens"), i, d)
+    {
+      if (!json_is_true(json_object_get(d, "confirmed_401")))
+        o->tokens_unconfirmed++;
+    }
+  }
+  const char *error = r ? json_string_value(json_object_get(r, "error")) : NULL;
+  if (stopped_by_us) {
+    snprintf(o->state, sizeof o->state, "interrupted");
+    snprintf(o->reason, sizeof o->reason, "the service stopped (exit status %d)", code);
+  } else if (!r) {
+    snprintf(o->state, sizeof o->state, "failed");
+    if (WIFSIGNALED(wstatus))
+      snprintf(o->reason, sizeof o->reason, "no run record (killed by signal %d)",
+               WTERMSIG(wstatus));
+    else
+      snprintf(o->reason, sizeof o->reason, "no run record (exit status %d)", code);
+  } else if (code == 0 && o->pr_url[0]) {
+    snprintf(o->state, sizeof o->state, "succeeded");
+    snprintf(o->reason, sizeof o->reason, "pull request %s, tokens dead", o->pr_url);
+  } else if (code == 0) {
+    snprintf(o->state, sizeof o->state, "failed");
+    snprintf(o->reason, sizeof o->reason, "the agent exited 0 without a verified pull request");
+  } else {
+    const char *phase = "", *audit_status = "";
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(r, "phases"), i, p)
+    {
+      const char *st = json_string_value(json_object_get(p, "status"));
+      if (st && !strcmp(st, "failed")) {
+        phase = json_string_value(json_object_get(p, "name")) ?: "";
+        break;
+      }
+    }
+    audit_status = json_string_value(json_object_get(json_object_get(r, "audit"), "status")) ?: "";
+    snprintf(o->reason, sizeof o->reason, "%s%s%s", phase[0] ? phase : "run",
+             error ? ": " : " failed", error ? error : "");
+    /* A security refusal (the audit does not hold, the broker forbids the
+     * lease) is never retried. */
+    if ((!strcmp(phase, "audit") && !strcmp(audit_status, "does-not-hold")) ||
+        (error && strstr(error, "(forbidden)"))) {
+      snprintf(o->state, sizeof o->state, "refused");
+    } else {
+      snprintf(o->state, sizeof o->state, "failed");
+      o->transient = (!strcmp(phase, "lease") || !strcmp(phase, "audit") ||
+                      !strcmp(phase, "preflight") || !strcmp(phase, "policy")) &&
+                     transient_text(error);
+    }
+  }
+  json_decref(r);
+}
+
+/* ---- children ---------------------------------------------------------- */
+
+static struct serve_child *child_by_pid(struct serve *s, pid_t pid)
+{
+  for (size_t i = 0; i < s->n_children; i++)
+    if (s->children[i].pid == pid)
+      return &s->children[i];
+  return NULL;
+}
+
+/* Finish the row of a reaped child; frees its slot. */
+static void child_done(struct serve *s, struct serve_child *c, int wstatus)
+{
+  struct outcome o;
+  classify(c->record, wstatus, c->stopping, &o);
+  al_queue_result res = {.state = o.state,
+                         .exit_status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1,
+                         .reason = o.reason,
+                         .pr_url = o.pr_url[0] ? o.pr_url : NULL,
+                         .run_id = o.run_id[0] ? o.run_id : NULL,
+                         .denials = o.denials,
+                         .tokens_unconfirmed = o.tokens_unconfirmed};
+  char why[800];
+  if (c->stopping) {
+    res.interrupted = true;
+    if (s->cfg->requeue_interrupted) {
+      res.state = "queued";
+      snprintf(why, sizeof why, "interrupted (%s); re-queued (runs.on_interrupt: requeue)",
+               o.reason);
+      res.reason = why;
+    }
+  } else if (o.transient && (uint64_t)c->attempts <= s->cfg->retries) {
+    uint64_t wait = s->cfg->backoff_ms << (c->attempts - 1 < 16 ? c->attempts - 1 : 16);
+    res.state = "queued";
+    res.not_before_ms = wait;
+    snprintf(why, sizeof why, "transient failure (%s); retry %d of %llu in %llu ms", o.reason,
+             c->attempts, (unsigned long long)s->cfg->retries, (unsigned long long)wait);
+    res.reason = why;
+  }
+  al_error err = {0};
+  if (al_queue_finish(s->q, c->id, &res, &err) < 0)
+    serve_log("error", "queue", NULL, "run %lld: %s", (long long)c->id, err.msg);
+  serve_log(!strcmp(res.state, "succeeded") ? "info" : "warn", "run_finished",
+            json_pack("{s:I, s:s, s:i, s:s?, s:s?}", "run", (json_int_t)c->id, "state", res.state,
+                      "exit_status", res.exit_status, "pr_url", res.pr_url, "record_run_id",
+                      res.run_id),
+            "run %lld: %s", (long long)c->id, res.reason);
+  free(o.denials);
+  *c = s->children[--s->n_children];
+}
+
+static void reap(struct serve *s)
+{
+  for (;;) {
+    int st;
+    pid_t p = waitpid(-1, &st, WNOHANG);
+    if (p <= 0)
+      return;
+    struct serve_child *c = child_by_pid(s, p);
+    if (c)
+      child_done(s, c, st);
+  }
+}
+
+/* Between fork and exec: dying is right here (nothing to unwind). */
+static void __attribute__((noreturn)) child_exec(char **argv, int logfd, pid_t parent)
+{
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent)
+    _exit(127); /* the service died between fork and prctl */
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, NULL);
+  int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (nul < 0 || dup2(nul, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
+    _exit(127);
+  al_close_fds_from(3, NULL, 0);
+  execve(argv[0], argv, environ);
+  dprintf(2, "airlock serve: exec %s: %s\n", argv[0], strerror(errno));
+  _exit(127);
+}
+
+static int spawn(struct serve *s, const al_queue_run *r, const al_serve_repo *repo, al_error *err)
+{
+  int attempt = r->attempts + 1;
+  struct serve_child c = {.id = r->id, .attempts = attempt};
+  snprintf(c.record, sizeof c.record, "%s/%lld-%d.json", s->records_dir, (long long)r->id, attempt);
+  char log[PATH_MAX], target[240], timeout[32];
+  snprintf(log, sizeof log, "%s/%lld-%d.log", s->logs_dir, (long long)r->id, attempt);
+  snprintf(target, sizeof target, "%s#%lu", r->repo, r->number);
+  const char *argv[20];
+  size_t n = 0;
+  argv[n++] = s->airlock;
+  argv[n++] = "ticket";
+  argv[n++] = target;
+  argv[n++] = "-p";
+  argv[n++] = repo->policy;
+  argv[n++] = "--record";
+  argv[n++] = c.record;
+  if (s->cfg->agent) {
+    argv[n++] = "--agent";
+    argv[n++] = s->cfg->agent;
+  }
+  if (s->cfg->timeout_ms) {
+    snprintf(timeout, sizeof timeout, "%llums", (unsigned long long)s->cfg->timeout_ms);
+    argv[n++] = "--timeout";
+    argv[n++] = timeout;
+  }
+  if (s->cfg->docker) {
+    argv[n++] = "--backend";
+    argv[n++] = "docker";
+  }
+  argv[n] = NULL;
+  int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (logfd < 0)
+    return al_make_error(err, errno, "run log `%s`", log);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(logfd);
+    return al_make_error(err, errno, "fork");
+  }
+  if (pid == 0)
+    child_exec((char **)argv, logfd, parent);
+  close(logfd);
+  setpgid(pid, pid); /* also here: no race with a kill of the group */
+  c.pid = pid;
+  char start[32];
+  proc_start_time(pid, start);
+  s->children = al_xrealloc(s->children, (s->n_children + 1) * sizeof *s->children);
+  s->children[s->n_children++] = c;
+  if (al_queue_start(s->q, r->id, pid, start, c.record, log, err) < 0) {
+    /* Never expected: the row was queued a moment ago. Stop the child. */
+    kill(-pid, SIGTERM);
+    s->children[s->n_children - 1].stopping = true;
+    return -1;
+  }
+  serve_log("info", "run_started",
+            json_pack("{s:I, s:s, s:i, s:i}", "run", (json_int_t)r->id, "ticket", target, "pid",
+                      (int)pid, "attempt", attempt),
+            "run %lld: %s attempt %d (pid %d)", (long long)r->id, target, attempt, (int)pid);
+  return 0;
+}
+
+/* ---- scheduling -------------------------------------------------------- */
+
+/* The trigger check (check.h) and the decision it leads to. Returns 1 when
+ * the row may run, 0 when it was finished or postponed here. */
+static int check_row(struct serve *s, const al_queue_run *r)
+{
+  bool local = !strcmp(r->trigger, "enqueue");
+  al_check_result cr;
+  al_error err = {0};
+  al_queue_result res = {.exit_status = -1};
+  char why[900];
+  if (al_broker_check(s->cfg->broker, r->repo, r->number, local ? NULL : r->sender, &cr, &err) <
+      0) {
+    bool refuse = err.code == EACCES || err.code == EINVAL ||
+                  (err.code == EIO && (strstr(err.msg, "404") || strstr(err.msg, "Not Found")));
+    if (refuse) {
+      snprintf(why, sizeof why, "trigger check refused: %s", err.msg);
+      al_queue_set_check(s->q, r->id, NULL, why, &err);
+      res.state = "refused";
+      res.reason = why;
+    } else {
+      /* The broker or the forge is unreachable: the ticket stays queued. */
+      uint64_t wait = s->cfg->backoff_ms ? s->cfg->backoff_ms : 1000;
+      if (wait > CHECK_BACKOFF_MAX_MS)
+        wait = CHECK_BACKOFF_MAX_MS;
+      snprintf(why, sizeof why, "trigger check failed (%s); still queued, next try in %llu ms",
+               err.msg, (unsigned long long)wait);
+      res.state = "queued";
+      res.not_before_ms = wait;
+      res.reason = why;
+    }
+    al_error e2 = {0};
+    if (al_queue_finish(s->q, r->id, &res, &e2) < 0)
+      serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, e2.msg);
+    serve_log("warn", "trigger_check", json_pack("{s:I}", "run", (json_int_t)r->id), "run %lld: %s",
+              (long long)r->id, why);
+    return 0;
+  }
+  char detail[400];
+  if (local)
+    snprintf(detail, sizeof detail,
+             "check: local enqueue by %s (no forge user); %zu open PR(s) "
+             "from airlock/%lu-*",
+             r->sender, cr.n_open_prs, r->number);
+  else
+    snprintf(detail, sizeof detail,
+             "check: %s has permission `%s`%s%s%s on %s (the forge's answer); %zu open PR(s) "
+             "from airlock/%lu-*",
+             r->sender, cr.permission, cr.role_name[0] ? " (role " : "", cr.role_name,
+             cr.role_name[0] ? ")" : "", r->repo, cr.n_open_prs, r->number);
+  al_queue_set_check(s->q, r->id, local ? "local" : cr.permission, detail, &err);
+  if (!local && !cr.may_trigger) {
+    snprintf(why, sizeof why,
+             "%s may not trigger a run: permission `%s` on %s (a run needs write or admin)",
+             r->sender, cr.permission, r->repo);
+    res.state = "refused";
+  } else if (cr.n_open_prs > 0 && (r->attempts > 0 || r->interrupted)) {
+    snprintf(why, sizeof why,
+             "its pull request %s (from %s) is open on the forge: an earlier attempt made it; "
+             "not run again",
+             cr.open_prs[0].url, cr.open_prs[0].head);
+    res.state = "succeeded";
+    res.pr_url = cr.open_prs[0].url;
+  } else if (cr.n_open_prs > 0) {
+    snprintf(why, sizeof why,
+             "an open pull request %s from %s exists for this ticket; close it to run again",
+             cr.open_prs[0].url, cr.open_prs[0].head);
+    res.state = "refused";
+  } else {
+    return 1;
+  }
+  res.reason = why;
+  if (al_queue_finish(s->q, r->id, &res, &err) < 0)
+    serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, err.msg);
+  serve_log("info", "run_not_started",
+            json_pack("{s:I, s:s}", "run", (json_int_t)r->id, "state", res.state), "run %lld: %s",
+            (long long)r->id, why);
+  return 0;
+}
+
+static void schedule(struct serve *s)
+{
+  /* Bounded: a tick starts at most max_concurrent runs and decides at most
+   * 64 rows, so signals and children are never starved. */
+  for (int decided = 0; decided < 64 && s->n_children < s->cfg->max_concurrent; decided++) {
+    al_queue_run r;
+    al_error err = {0};
+    int n = al_queue_next(s->q, al_now_ms(), (unsigned)s->cfg->max_concurrent,
+                          (unsigned)s->cfg->max_per_repo, &r, &err);
+    if (n < 0)
+      serve_log("error", "queue", NULL, "%s", err.msg);
+    if (n <= 0)
+      return;
+    const al_serve_repo *repo = al_serve_config_repo(s->cfg, r.repo);
+    if (!repo) {
+      al_queue_result res = {.state = "refused",
+                             .exit_status = -1,
+                             .reason = "the repository is no longer in the service's config"};
+      al_queue_finish(s->q, r.id, &res, &err);
+      continue;
+    }
+    if (check_row(s, &r) != 1)
+      continue;
+    if (spawn(s, &r, repo, &err) < 0) {
+      serve_log("error", "spawn", json_pack("{s:I}", "run", (json_int_t)r.id), "run %lld: %s",
+                (long long)r.id, err.msg);
+      al_queue_result res = {.state = "failed", .exit_status = -1, .reason = err.msg};
+      al_queue_finish(s->q, r.id, &res, &err);
+    }
+  }
+}
+
+/* ---- start-up recovery and shutdown ----------------------------------- */
+
+static bool same_process(pid_t pid, const char *start)
+{
+  if (pid <= 0 || !start[0])
+    return false;
+  char now[32];
+  proc_start_time(pid, now);
+  return now[0] && !strcmp(now, start);
+}
+
+/* Rows left `running` by a service that died: stop what is left of their
+ * processes (the group; the ticket supervisor revokes on SIGTERM, and the
+ * broker on its connection's close after SIGKILL), then mark them
+ * interrupted and re-queue them or not. */
+static void recover(struct serve *s)
+{
+  al_queue_run rows[256];
+  al_error err = {0};
+  int n = al_queue_running(s->q, rows, 256, &err);
+  for (int i = 0; i < n; i++) {
+    al_queue_run *r = &rows[i];
+    bool alive = same_process(r->pid, r->pid_start);
+    if (alive) {
+      kill(-r->pid, SIGTERM);
+      uint64_t until = al_now_ms() + STOP_GRACE_MS;
+      while (same_process(r->pid, r->pid_start) && al_now_ms() < until)
+        usleep(50000);
+      if (same_process(r->pid, r->pid_start))
+        kill(-r->pid, SIGKILL);
+    }
+    char why[300];
+    snprintf(why, sizeof why, "interrupted: the service was restarted while it ran (%s); %s",
+             alive ? "its process was still there and was stopped" : "its process was gone",
+             s->cfg->requeue_interrupted ? "re-queued (runs.on_interrupt: requeue)"
+                                         : "not re-queued (runs.on_interrupt: fail)");
+    al_queue_result res = {.state = s->cfg->requeue_interrupted ? "queued" : "interrupted",
+                           .exit_status = -1,
+                           .reason = why,
+                           .interrupted = true};
+    if (al_queue_finish(s->q, r->id, &res, &err) < 0)
+      serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, err.msg);
+    serve_log("warn", "recovered", json_pack("{s:I}", "run", (json_int_t)r->id), "run %lld: %s",
+              (long long)r->id, why);
+  }
+}
+
+static void stop_children(struct serve *s, int sfd)
+{
+  uint64_t now = al_now_ms();
+  for (size_t i = 0; i < s->n_children; i++) {
+    s->children[i].stopping = true;
+    s->children[i].stop_sent_ms = now;
+    kill(-s->children[i].pid, SIGTERM);
+  }
+  bool killed = false;
+  while (s->n_children > 0) {
+    struct pollfd p = {.fd = sfd, .events = POLLIN};
+    poll(&p, 1, TICK_MS);
+    struct signalfd_siginfo si;
+    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+      ;
+    reap(s);
+    if (!killed && al_now_ms() - now > STOP_GRACE_MS) {
+      for (size_t i = 0; i < s->n_children; i++)
+        kill(-s->children[i].pid, SIGKILL);
+      killed = true;
+    }
+  }
+}
+
+int al_serve_run(const al_serve_config *cfg, al_error *err)
+{
+  struct serve s = {.cfg = cfg, .started_ms = al_now_ms()};
+  int ret = -1;
+  int sfd = -1;
+  al_autofree char *dbp = al_strdup_printf("%s/queue.db", cfg->state_dir);
+  if (mkdir_0700(cfg->state_dir, err) < 0)
+    return -1;
+  snprintf(s.records_dir, sizeof s.records_dir, "%s/records", cfg->state_dir);
+  snprintf(s.logs_dir, sizeof s.logs_dir, "%s/logs", cfg->state_dir);
+  if (mkdir_0700(s.records_dir, err) < 0 || mkdir_0700(s.logs_dir, err) < 0)
+    return -1;
+  if (cfg->airlock) {
+    snprintf(s.airlock, sizeof s.airlock, "%s", cfg->airlock);
+  } else {
+    ssize_t n = readlink("/proc/self/exe", s.airlock, sizeof s.airlock - 1);
+    if (n <= 0)
+      return al_make_error(err, errno, "readlink /proc/self/exe");
+    s.airlock[n] = '\0';
+  }
+  if (access(s.airlock, X_OK) < 0)
+    return al_make_error(err, errno, "runs.airlock `%s`", s.airlock);
+  if (cfg->listen_webhook[0] && load_secret(&s, err) < 0)
+    goto out;
+  if (al_queue_open(dbp, &s.q, err) < 0)
+    goto out;
+  /* Signals first (blocked before any thread exists), so the listener
+   * threads never take them. */
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGCHLD);
+  sigaddset(&mask, SIGHUP);
+  sigprocmask(SIG_BLOCK, &mask, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) {
+    al_make_error(err, errno, "signalfd");
+    goto out;
+  }
+  recover(&s);
+  if (serve_http_start(&s, err) < 0)
+    goto out;
+  serve_log("info", "started",
+            json_pack("{s:s, s:s, s:s, s:I, s:I}", "webhook", cfg->listen_webhook, "status",
+                      cfg->listen_status, "state_dir", cfg->state_dir, "max_concurrent",
+                      (json_int_t)cfg->max_concurrent, "max_per_repo",
+                      (json_int_t)cfg->max_per_repo),
+            "airlock serve: %zu repositories, runs exec %s", cfg->n_repos, s.airlock);
+  bool stop = false;
+  while (!stop) {
+    struct pollfd p = {.fd = sfd, .events = POLLIN};
+    poll(&p, 1, TICK_MS);
+    struct signalfd_siginfo si;
+    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+      if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+        stop = true;
+        serve_log("info", "stopping", NULL, "signal %u: stopping (runs are interrupted)",
+                  si.ssi_signo);
+      }
+    }
+    reap(&s);
+    if (!stop)
+      schedule(&s);
+  }
+  serve_http_stop(&s);
+  stop_children(&s, sfd);
+  serve_log("info", "stopped", NULL, "airlock serve stopped");
+  ret = 0;
+out:
+  serve_http_stop(&s);
+  if (s.n_children)
+    stop_children(&s, sfd);
+  if (sfd >= 0)
+    close(sfd);
+  free(s.children);
+  al_queue_close(s.q);
+  wipe_secret(&s);
+  return ret;
+}
+
+int al_serve_enqueue(const al_serve_config *cfg, const char *target, const char *sender,
+                     int64_t *id, al_error *err)
+{
+  char repo[201];
+  unsigned long number;
+  if (al_ticket_parse_target(target, repo, sizeof repo, &number, err) < 0)
+    return -1;
+  if (!al_serve_config_repo(cfg, repo))
+    return al_error_set(err, EINVAL, "%s is not served (not in `repositories` of %s)", repo,
+                        cfg->source);
+  al_autofree char *dbp = al_strdup_printf("%s/queue.db", cfg->state_dir);
+  struct stat st;
+  if (stat(cfg->state_dir, &st) < 0)
+    return al_make_error(err, errno, "state_dir `%s` (start `airlock serve` first)",
+                         cfg->state_dir);
+  al_queue *q;
+  if (al_queue_open(dbp, &q, err) < 0)
+    return -1;
+  int r = al_queue_enqueue(q, repo, number, "enqueue", sender, NULL, id, err);
+  al_queue_close(q);
+  return r;
+}

@@ -1,0 +1,208 @@
+/* Webhook authentication and parsing: see webhook.h. */
+#include "serve/webhook.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "broker/config.h"
+#include "common/util.h"
+
+int al_webhook_verify(const void *secret, size_t secret_len, const char *header, const void *body,
+                      size_t len, al_error *err)
+{
+  if (!header)
+    return al_error_set(err, EACCES, "X-Hub-Signature-256 missing (every delivery is signed)");
+  if (strncmp(header, "sha256=", 7) != 0 || strlen(header) != 7 + 64)
+    return al_error_set(err, EACCES, "X-Hub-Signature-256 malformed (expected sha256=<64 hex>)");
+  unsigned char want[32];
+  for (size_t i = 0; i < 32; i++) {
+    int hi = al_hex_digit(header[7 + 2 * i]), lo = al_hex_digit(header[8 + 2 * i]);
+    if (hi < 0 || lo < 0)
+      return al_error_set(err, EACCES, "X-Hub-Signature-256 malformed (expected sha256=<64 hex>)");
+    want[i] = (unsigned char)(hi * 16 + lo);
+  }
+  if (secret_len == 0 || secret_len > 4096)
+    return al_error_set(err, EACCES, "no usable webhook secret");
+  unsigned char got[EVP_MAX_MD_SIZE];
+  unsigned int got_len = 0;
+  if (!HMAC(EVP_sha256(), secret, (int)secret_len, body, len, got, &got_len) || got_len != 32)
+    return al_error_set(err, EIO, "HMAC-SHA256 failed");
+  int diff = CRYPTO_memcmp(want, got, 32);
+  OPENSSL_cleanse(got, sizeof got);
+  if (diff != 0)
+    return al_error_set(err, EACCES, "X-Hub-Signature-256 does not match the body");
+  return 0;
+}
+
+bool al_webhook_delivery_ok(const char *s)
+{
+  size_t n = s ? strlen(s) : 0;
+  if (n == 0 || n > 64)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-'))
+      return false;
+  }
+  return true;
+}
+
+/* A GitHub login: 1..39 of [A-Za-z0-9-], not starting with '-'; an App's
+ * bot user adds "[bot]". */
+static bool login_ok(const char *s)
+{
+  size_t n = strlen(s);
+  if (n > 5 && !strcmp(s + n - 5, "[bot]"))
+    n -= 5;
+  if (n == 0 || n > 39 || s[0] == '-')
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-'))
+      return false;
+  }
+  return true;
+}
+
+static int ignore(al_webhook_event *out, const char *why)
+{
+  out->kind = AL_WEBHOOK_IGNORE;
+  snprintf(out->why, sizeof out->why, "%s", why);
+  return 0;
+}
+
+/* obj.key as a string (bounded), or an error naming path. */
+static int get_string(json_t *obj, const char *key, const char *path, size_t max, const char **out,
+                      al_error *err)
+{
+  json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
+  if (!json_is_string(v)) {
+    al_error_set(err, EINVAL, "%s: expected a string", path);
+    return -1;
+  }
+  if (json_string_length(v) > max || strlen(json_string_value(v)) != json_string_length(v)) {
+    al_error_set(err, EINVAL, "%s: longer than %zu bytes or holds a NUL", path, max);
+    return -1;
+  }
+  *out = json_string_value(v);
+  return 0;
+}
+
+/* Does the comment's first line, trimmed of spaces and tabs, equal the
+ * command, or start with it followed by a space? */
+static bool command_matches(const char *body, const char *command)
+{
+  while (*body == ' ' || *body == '\t')
+    body++;
+  size_t cl = strlen(command);
+  if (strncmp(body, command, cl) != 0)
+    return false;
+  char c = body[cl];
+  return c == '\0' || c == '\n' || c == '\r' || c == ' ' || c == '\t';
+}
+
+int al_webhook_parse(const char *event, const char *body, size_t len, const char *label,
+                     const char *command, al_webhook_event *out, al_error *err)
+{
+  memset(out, 0, sizeof *out);
+  size_t el = event ? strlen(event) : 0;
+  if (el == 0 || el > 64)
+    return al_error_set(err, EINVAL, "X-GitHub-Event missing or longer than 64 bytes");
+  for (size_t i = 0; i < el; i++)
+    if (!((event[i] >= 'a' && event[i] <= 'z') || event[i] == '_'))
+      return al_error_set(err, EINVAL, "X-GitHub-Event: expected [a-z_]");
+  snprintf(out->event, sizeof out->event, "%s", event);
+  json_error_t je;
+  json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+  if (!j)
+    return al_error_set(err, EINVAL, "body: not JSON (%s at byte %d)", je.text, je.position);
+  int ret = -1;
+  const char *s;
+  if (!json_is_object(j)) {
+    al_error_set(err, EINVAL, "body: expected a JSON object");
+    goto out;
+  }
+  if (!strcmp(event, "ping")) {
+    out->kind = AL_WEBHOOK_PING;
+    ret = 0;
+    goto out;
+  }
+  if (strcmp(event, "issues") != 0 && strcmp(event, "issue_comment") != 0) {
+    ret = ignore(out, "not a trigger event (issues, issue_comment)");
+    goto out;
+  }
+  if (get_string(j, "action", "action", 32, &s, err) < 0)
+    goto out;
+  snprintf(out->action, sizeof out->action, "%s", s);
+  json_t *repo = json_object_get(j, "repository");
+  const char *why;
+  if (get_string(repo, "full_name", "repository.full_name", 200, &s, err) < 0)
+    goto out;
+  if (al_repo_name_check(s, &why) < 0) {
+    al_error_set(err, EINVAL, "repository.full_name: %s", why);
+    goto out;
+  }
+  snprintf(out->repo, sizeof out->repo, "%s", s);
+  json_t *issue = json_object_get(j, "issue");
+  json_t *num = json_is_object(issue) ? json_object_get(issue, "number") : NULL;
+  if (!json_is_integer(num) || json_integer_value(num) < 1 ||
+      json_integer_value(num) > 2147483647) {
+    al_error_set(err, EINVAL, "issue.number: expected a whole number 1 to 2147483647");
+    goto out;
+  }
+  out->number = (unsigned long)json_integer_value(num);
+  if (get_string(json_object_get(j, "sender"), "login", "sender.login", 64, &s, err) < 0)
+    goto out;
+  if (!login_ok(s)) {
+    al_error_set(err, EINVAL, "sender.login: not a GitHub login");
+    goto out;
+  }
+  snprintf(out->sender, sizeof out->sender, "%s", s);
+  json_t *inst = json_object_get(j, "installation");
+  if (inst) {
+    json_t *id = json_is_object(inst) ? json_object_get(inst, "id") : NULL;
+    if (!json_is_integer(id) || json_integer_value(id) < 1) {
+      al_error_set(err, EINVAL, "installation.id: expected a positive number");
+      goto out;
+    }
+    out->installation_id = (long long)json_integer_value(id);
+  }
+  json_t *pr = json_object_get(issue, "pull_request");
+  if (!strcmp(event, "issues")) {
+    if (strcmp(out->action, "labeled") != 0) {
+      ret = ignore(out, "issues: only the `labeled` action triggers");
+      goto out;
+    }
+    if (get_string(json_object_get(j, "label"), "name", "label.name", 100, &s, err) < 0)
+      goto out;
+    if (strcmp(s, label) != 0) {
+      ret = ignore(out, "issues labeled: not the trigger label");
+      goto out;
+    }
+  } else {
+    if (strcmp(out->action, "created") != 0) {
+      ret = ignore(out, "issue_comment: only the `created` action triggers");
+      goto out;
+    }
+    if (get_string(json_object_get(j, "comment"), "body", "comment.body", 65536, &s, err) < 0)
+      goto out;
+    if (!command_matches(s, command)) {
+      ret = ignore(out, "issue_comment: not the trigger command");
+      goto out;
+    }
+  }
+  if (pr && !json_is_null(pr)) {
+    ret = ignore(out, "a pull request, not an issue");
+    goto out;
+  }
+  out->kind = AL_WEBHOOK_RUN;
+  ret = 0;
+out:
+  json_decref(j);
+  return ret;
+}

@@ -1,0 +1,115 @@
+#!/bin/bash
+# airlock serve (issue #20) end to end on airlock-forge: a label makes a PR
+# with no one at a terminal; a comment command from a user without write
+# permission does nothing (recorded); hostile webhooks are refused without
+# effect; the status page, JSON and metrics show it.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/forgeenv.sh"
+. "$(dirname "$0")/serveenv.sh"
+[ "$(id -u)" = 0 ] || { skip "serve tests need root (the forge's data dir and the sandbox as root)"; done_testing; exit 0; }
+[ -x "${AIRLOCK_FORGE:-}" ] || { skip "airlock-forge was not built"; done_testing; exit 0; }
+serve_env_start 2 2 || { fail "forge + broker + serve environment"; sed 's/^/#   /' "$SV_DIR/serve.log" | tail -20; done_testing; exit 1; }
+ok "serve on $SV_HOOK (webhook) and $SV_STATUS (status), forge on $FE_HTTPS"
+MAIN0=$(main_sha)
+
+# --- a label makes a PR, no one at a terminal ---
+out=$(fe_label 1 alice)
+is "the forge delivered the label event and the service accepted it (202)" "$(json_get "$out" status)" 202
+st=$(sv_wait 1 'succeeded|failed|refused' 180)
+is "run 1 (label by alice, admin) succeeded" "$st" succeeded
+[ "$st" = succeeded ] || { diag "$(sv_field 1 reason)"; sed 's/^/#   /' "$SV_DIR/serve.log" | tail -5; }
+like "its PR is on the forge, from airlock/1-*" "$(sv_field 1 pr_url)" '^https://forge\.test:[0-9]+/acme/tally/pull/[0-9]+$'
+is "one open PR from airlock/1-*" "$(pulls_for 1)" 1
+like "the check is in the queue row: the forge's answer for alice" "$(sv_field 1 check_detail)" 'alice has permission `admin`'
+is "the permission column" "$(sv_field 1 permission)" admin
+is "main is untouched" "$(main_sha)" "$MAIN0"
+is "no token is active after the run" "$(tokens_in active)" 0
+check "the run's record validates" validate_record "$(sv_field 1 record)"
+like "the record was written by the child (airlock ticket)" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["pull_request"]["verified"], r["revocation"]["all_dead"])' "$(sv_field 1 record)")" '^True True$'
+
+# --- who may trigger is the forge's answer, not the payload ---
+out=$(fe_comment 3 bob "/airlock run")
+is "bob's comment was accepted as a delivery (queued for the check)" "$(json_get "$out" status)" 202
+st=$(sv_wait 2 'succeeded|failed|refused|running' 60)
+is "bob (no permission) is refused" "$st" refused
+like "the refusal names the forge's answer" "$(sv_field 2 reason)" 'bob may not trigger a run: permission `none`'
+is "no PR for ticket 3" "$(pulls_for 3)" 0
+out=$(fe_comment 3 mallory "/airlock run please")
+st=$(sv_wait 3 'succeeded|failed|refused|running' 60)
+is "mallory (read) is refused" "$st" refused
+is "the queue row records mallory's permission" "$(sv_field 3 permission)" read
+out=$(fe_comment 4 mona "/airlock run")
+st=$(sv_wait 4 'succeeded|failed|refused' 180)
+is "mona (maintain = write) may trigger: her run succeeded" "$st" succeeded
+like "her role is recorded" "$(sv_field 4 check_detail)" 'mona has permission `write` \(role maintain\)'
+out=$(fe_comment 5 carol "please /airlock run")
+is "a comment that does not start with the command is ignored (202)" "$(json_get "$out" status)" 202
+out=$(fe_label 5 carol acme/tally bug)
+is "another label is ignored" "$(json_get "$out" status)" 202
+is "neither made a run" "$(sv_runs | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))')" 4
+
+# --- hostile webhooks: refused without effect ---
+P=$T_TMP/p6.json
+sv_payload "$P" issues acme/tally 6 alice
+n0=$(sv_nruns); pr0=$(admin /pulls | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+is "no signature → 401" "$(sv_send issues d-nosig "$P" none)" 401
+is "a signature made with another secret → 401" "$(sv_send issues d-badsig "$P" bad)" 401
+is "a malformed signature header (sha1=) → 401" "$(sv_send issues d-malsig "$P" malformed)" 401
+is "no X-GitHub-Delivery → 400" "$(sv_send issues "" "$P" good)" 400
+is "a delivery id with forbidden characters → 400" "$(sv_send issues 'x;rm' "$P" good)" 400
+python3 -c 'import sys; open(sys.argv[1], "w").write("{\"pad\": \"" + "x" * 70000 + "\"}")' "$T_TMP/big.json"
+is "a body over webhook.max_body (64 KiB) → 413" "$(sv_send issues d-big "$T_TMP/big.json" good)" 413
+is "the same, chunked (no Content-Length) → 413" "$(sv_send issues d-bigc "$T_TMP/big.json" good chunked)" 413
+printf '{"action": "labeled", "issue": {"number": 6,' >"$T_TMP/trunc.json"
+is "malformed JSON, signed → 400" "$(sv_send issues d-trunc "$T_TMP/trunc.json" good)" 400
+printf '{"action":"labeled","action":"labeled"}' >"$T_TMP/dup.json"
+is "duplicate keys, signed → 400" "$(sv_send issues d-dupkey "$T_TMP/dup.json" good)" 400
+python3 - "$P" "$T_TMP/strnum.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1])); p["issue"]["number"] = "6"; json.dump(p, open(sys.argv[2], "w"))
+PY
+is "issue.number as a string, signed → 400" "$(sv_send issues d-strnum "$T_TMP/strnum.json" good)" 400
+sv_payload "$T_TMP/unknown.json" issues acme/tally 7 alice
+is "an unknown event, signed → 202 ignored" "$(sv_send deployment d-unknown "$T_TMP/unknown.json" good)" 202
+sv_payload "$T_TMP/loose.json" issues acme/loose 1 alice
+is "a repository the service does not serve, signed → 403" "$(sv_send issues d-loose "$T_TMP/loose.json" good)" 403
+is "GET /webhook → 405" "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' "http://$SV_HOOK/webhook")" 405
+is "none of these added a run" "$(sv_nruns)" "$n0"
+like "each refusal is logged as a JSON line with its rule" "$(grep -c '"event":"webhook_refused"' "$SV_DIR/serve.log")" '^(1[0-9]|[89])$'
+# positive control: the same payload, signed, is a trigger
+is "control: the same payload signed with the secret → 202" "$(sv_send issues d-good6 "$P" good)" 202
+is "control: it added one run" "$(sv_nruns)" "$((n0 + 1))"
+is "a replay of that delivery id → 200, nothing done" "$(sv_send issues d-good6 "$P" good)" 200
+is "the same body under a new delivery id → 200, nothing done (a replay by digest)" "$(sv_send issues d-good6-again "$P" good)" 200
+is "still one run more" "$(sv_nruns)" "$((n0 + 1))"
+st=$(sv_wait 5 'succeeded|failed|refused' 180)
+is "the control run succeeded" "$st" succeeded
+is "one PR for ticket 6 (no duplicate from the replays)" "$(pulls_for 6)" 1
+# a label on a repository the App is not installed on (the forge's own webhook)
+out=$(fe_label 1 alice acme/stray)
+is "acme/stray: the delivery is accepted for the check" "$(json_get "$out" status)" 202
+st=$(sv_wait 6 'succeeded|failed|refused|running' 60)
+is "acme/stray: refused at the check (the App is not installed)" "$st" refused
+like "acme/stray: the reason is the forge's" "$(sv_field 6 reason)" 'trigger check refused: .*(404|Not Found)'
+is "acme/stray: no token left active by the check" "$(tokens_in active)" 0
+
+# --- the status listener is its own, read-only ---
+is "the status listener has no /webhook (POST → 405)" "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' -X POST -d '{}' "http://$SV_STATUS/webhook")" 405
+is "the webhook listener serves no status page (404)" "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' "http://$SV_HOOK/")" 404
+html=$(sv_get /)
+like "the status page lists run 1 with its PR link" "$html" '<a href="https://forge\.test:[0-9]+/acme/tally/pull/[0-9]+">'
+if grep -qi '<script' <<<"$html"; then fail "the status page has no JavaScript"; else ok "the status page has no JavaScript"; fi
+like "a run's page shows its phase lines" "$(sv_get /runs/1)" 'lease +ok'
+like "a run's record is linked and served" "$(sv_get /runs/1/record | python3 -c 'import json,sys; print(json.load(sys.stdin)["revocation"]["all_dead"])')" True
+m=$(sv_get /metrics)
+like "metrics: runs by state" "$m" 'airlock_serve_runs\{state="succeeded"\} [3-9]'
+like "metrics: refused runs" "$m" 'airlock_serve_runs\{state="refused"\} [3-9]'
+like "metrics: durations" "$m" 'airlock_serve_run_duration_seconds_count\{state="succeeded"\} [3-9]'
+like "metrics: queue depth and tokens outstanding" "$m" 'airlock_serve_queue_depth 0.*' 
+like "metrics: tokens outstanding (none)" "$(tr '\n' ' ' <<<"$m")" 'tokens_outstanding\{source="running"\} 0 .*tokens_outstanding\{source="unconfirmed"\} 0'
+like "metrics: deliveries by outcome" "$m" 'airlock_serve_webhook_deliveries_total\{outcome="ignored"\} [1-9]'
+if command -v promtool >/dev/null; then check "promtool accepts /metrics" sh -c "printf '%s\n' \"\$1\" | promtool check metrics" _ "$m"; else skip "promtool is not installed: /metrics is checked by the patterns above only"; fi
+if grep -qE 'gh[pousr]_[A-Za-z0-9]{30,}' "$SV_DIR/serve.log" "$SV_DIR"/state/logs/* "$SV_DIR"/state/records/*; then fail "no token value in the service's log, run logs or records"; else ok "no token value in the service's log, run logs or records"; fi
+check "every line of the service's log is JSON" python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1]) if l.strip()]' "$SV_DIR/serve.log"
+
+done_testing

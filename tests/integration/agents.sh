@@ -60,7 +60,18 @@ PY
 chmod -R a+rX "$A"
 # the one tool call: hunt, try a host that is not allowed (the control for
 # "denied and recorded"), then the patch-agent does the ticket
-SCRIPT="python3 $A/hunt.py >&2; curl -s -m 5 -o /dev/null https://denied.example.test/ || true; python3 $A/patch-agent"
+# (written out by the command itself, as a model would: nothing of the
+# test's directory needs to be visible inside)
+SCRIPT="mkdir -p /tmp/w && cd /tmp/w && cat >agentlib.py <<'AIRLOCK_EOF1'
+$(cat "$A/agentlib.py")
+AIRLOCK_EOF1
+cat >patch-agent <<'AIRLOCK_EOF2'
+$(cat "$A/patch-agent")
+AIRLOCK_EOF2
+cat >hunt.py <<'AIRLOCK_EOF3'
+$(cat "$A/hunt.py")
+AIRLOCK_EOF3
+python3 hunt.py >&2; curl -s -m 5 -o /dev/null https://denied.example.test/ || true; python3 patch-agent"
 python3 "$HERE/fakemodel.py" srv.pem srv.key fake.port fake.log --script "$SCRIPT" >fake.err 2>&1 &
 on_exit "kill $!"
 for _ in $(seq 50); do [ -s fake.port ] && break; sleep 0.1; done
@@ -79,6 +90,29 @@ YAML
 }
 agent_policy "$T_TMP/agents.yaml"
 check "the agents' policy is valid" "$AIRLOCK" policy check "$T_TMP/agents.yaml"
+
+# --- the trust store: the system's CAs plus the forge's, one bundle ----------
+cat >"$A/ca-check" <<'SH'
+#!/bin/sh
+f=$SSL_CERT_FILE
+n=$(grep -c 'BEGIN CERTIFICATE' "$f")
+same=yes
+for v in "$CURL_CA_BUNDLE" "$GIT_SSL_CAINFO" "$REQUESTS_CA_BUNDLE" "$NODE_EXTRA_CA_CERTS"; do [ "$v" = "$f" ] || same=no; done
+# the forge verifies with the bundle (through the proxy); so does the system's first CA's subject
+curl -s -o /dev/null -w 'forge=%{http_code}\n' "$AIRLOCK_API_URL/repos/$AIRLOCK_REPO/issues/$AIRLOCK_TICKET" -H "Authorization: Bearer $AIRLOCK_TICKET_TOKEN" >&2
+printf 'CABUNDLE %s certs=%s same=%s writable=%s\n' "$f" "$n" "$same" "$( [ -w "$f" ] && echo yes || echo no)" >&2
+exit 0
+SH
+chmod 755 "$A/ca-check"
+out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent "$A/ca-check" 2>&1)
+sys_n=$(grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt 2>/dev/null || echo 0)
+fca_n=$(grep -c 'BEGIN CERTIFICATE' "$FE_CA")
+like "the sandbox's CA bundle: all five variables name one read-only file" "$out" 'CABUNDLE /[^ ]*/ca-bundle.pem certs=[0-9]+ same=yes writable=no'
+is "... holding the system's CAs plus the forge's (control: forge.ca_file alone has $fca_n)" \
+  "$(grep -o 'CABUNDLE [^ ]* certs=[0-9]*' <<<"$out" | sed 's/.*certs=//')" "$((sys_n + fca_n))"
+like "... with which the forge still verifies" "$out" 'forge=200'
+if ls -d /tmp/airlock-ca.* 2>/dev/null | grep -qF "$(grep -o 'CABUNDLE /[^ ]*' <<<"$out" | sed 's|CABUNDLE ||; s|/ca-bundle.pem||')"; then
+  fail "the bundle is removed after the run"; else ok "the bundle is removed after the run"; fi
 out=$(AIRLOCK_AGENT_PREFIX= PATH=/usr/bin:/bin "$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/agents.yaml" --agent codex --agent-prefix "$T_TMP/nowhere" 2>&1); rc=$?
 like "a preset whose program is missing says how to install it" "$out" 'npm install --prefix .*/nowhere @openai/codex'
 
@@ -124,6 +158,23 @@ for agent in claude codex; do
   diag "--agent $agent: hosts denied: $(rec '" ".join(sorted(set(str(d.get("host")) for d in r["proxy_decisions"] if d.get("decision")!="allow")))')"
   is "--agent $agent: the record names the preset" "$(rec 'r["agent"]["preset"]')" $agent
 done
+# airlock demo --agent: the same one command against the bundled forge
+out=$(timeout 60 "$AIRLOCK" demo --agent claude 2>&1); rc=$?
+is "demo --agent claude without a model: a usage error at once" "$rc" 2
+like "... saying what is needed" "$out" 'needs a model API .*--relay-upstream https://api.anthropic.com --relay-key-file FILE'
+cat >relay-demo.yaml <<YAML
+relay:
+  upstreams:
+    - {vendor: anthropic, upstream: "https://api.model.test:$FP", key_file: $T_TMP/secret/a.key, ca_file: $A/ca.pem, pin: 127.0.0.1}
+    - {vendor: openai, upstream: "https://api.openai.test:$FP", key_file: $T_TMP/secret/o.key, ca_file: $A/ca.pem, pin: 127.0.0.1}
+YAML
+for agent in claude codex; do
+  : >fake.log
+  out=$(timeout 400 "$AIRLOCK" demo --agent $agent --agent-prefix "$T_TMP/npm" --relay relay-demo.yaml 2>&1); rc=$?
+  if [ "$rc" = 0 ] && grep -q 'Done: one pull request' <<<"$out"; then ok "demo --agent $agent: one pull request, verified"
+  else fail "demo --agent $agent ends in a pull request"; diag "rc=$rc" "$(tail -25 <<<"$out")"; fi
+done
+
 # positive control for the hunt: the same hunt sees the key when it is there
 out=$(timeout 60 "$AIRLOCK" run -q -p "$T_TMP/agents.yaml" --relay-log /dev/null --env LEAKED="$KEY" -- python3 "$A/hunt.py" 2>&1)
 like "control: the hunt finds the key when it is in the sandbox" "$out" 'KEYHUNT FOUND /proc/[0-9]+/environ'

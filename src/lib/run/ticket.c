@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "run/cabundle.h"
 #include "run/ticket_internal.h"
 #include "broker/secmem.h"
 #include "common/exitcodes.h"
@@ -185,6 +186,7 @@ done:
   json_decref(t.rec);
   al_policy_free(t.policy);
   al_agent_plan_free(&t.plan);
+  al_ca_bundle_remove(t.ca_bundle);
   sigaction(SIGPIPE, &old_pipe, NULL);
   return rc;
 }

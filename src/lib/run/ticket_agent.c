@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/term.h"
 #include "common/util.h"
+#include "run/cabundle.h"
 #include "run/run.h"
 
 /* The agent's own report: the last `AIRLOCK_RESULT {json}` line. The agent
@@ -68,7 +69,8 @@ static void agent_result(struct ticket *t, const char *out, al_ticket_outcome *r
 static void build_env(struct ticket *t)
 {
   const al_policy *p = t->policy;
-  const char *ca = t->o->docker ? DOCKER_CA_PATH : p->forge.ca_file;
+  /* the trust store: the system's CAs plus the forge's (cabundle.h) */
+  const char *ca = t->o->docker ? DOCKER_CA_PATH : t->ca_bundle;
   tk_env_add(t, "AIRLOCK_RUN_ID=%s", t->run_id);
   tk_env_add(t, "AIRLOCK_REPO=%s", t->repo);
   tk_env_add(t, "AIRLOCK_TICKET=%lu", t->number);
@@ -167,8 +169,9 @@ static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_e
   char *files[2] = {NULL, NULL};
   if (t->policy->forge.ca_file) {
     size_t n = 0;
-    char *pem = NULL;
-    if (al_read_file(t->policy->forge.ca_file, 1u << 20, &pem, &n, err) < 0)
+    const char *cafiles[] = {t->policy->forge.ca_file, NULL};
+    char *pem = al_ca_bundle_text(cafiles, NULL, &n, err);
+    if (!pem)
       return al_error_wrap(err, "forge.ca_file");
     files[0] = al_strdup_printf(DOCKER_CA_NAME "=%s", pem);
     free(pem);
@@ -216,6 +219,13 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
     tk_phase_end(t, s, "failed", "%s", err->msg);
     return -1;
   }
+  if (!t->o->docker && t->policy->forge.ca_file) {
+    const char *cafiles[] = {t->policy->forge.ca_file, NULL};
+    if (al_ca_bundle_write(cafiles, NULL, t->ca_bundle, sizeof t->ca_bundle, err) < 0) {
+      tk_phase_end(t, s, "failed", "%s", err->msg);
+      return -1;
+    }
+  }
   build_env(t);
   size_t nro = 0;
   const char *ro[34];
@@ -225,6 +235,8 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
     ro[nro++] = *p;
   if (t->policy->forge.ca_file)
     ro[nro++] = t->policy->forge.ca_file;
+  if (t->ca_bundle[0])
+    ro[nro++] = t->ca_bundle;
   ro[nro] = NULL;
   al_run_opts ro_opts = {
       .policy = t->policy,

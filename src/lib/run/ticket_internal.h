@@ -53,7 +53,8 @@ struct ticket {
   /* secrets: only between lease and sandbox start */
   char **env;
   size_t nenv;
-  al_agent_plan plan; /* with --agent PRESET: argv, env, ro paths (run/presets.h) */
+  al_agent_plan plan;   /* with --agent PRESET: argv, env, ro paths (run/presets.h) */
+  char ca_bundle[4096]; /* the sandbox's CA bundle file (run/cabundle.h), or "" */
   al_lease *lease;
   char *relay_key; /* relay.key: broker: the lease's model_key (secret memory), until the relay
                       sandbox started */

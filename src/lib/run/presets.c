@@ -27,14 +27,10 @@ static const char prompt[] =
     "3. Make the change the ticket asks for. Run the repository's tests (make test, or "
     "python3 -m unittest discover -s tests, or what its README says) until they pass.\n"
     "4. Commit, and push only the run branch: git push origin HEAD:refs/heads/$AIRLOCK_BRANCH\n"
-    "5. If $AIRLOCK_PR_BY_SUPERVISOR is 1 (sealed mode), do not open a pull request: airlock "
-    "opens it after you exit, from what you declare. Otherwise open it yourself: POST "
-    "$AIRLOCK_API_URL/repos/$AIRLOCK_REPO/pulls with the header \"Authorization: Bearer "
-    "$AIRLOCK_GIT_TOKEN\" and {\"head\": \"$AIRLOCK_BRANCH\", \"base\": \"$AIRLOCK_BASE_BRANCH\" "
-    "(or the default branch when empty), \"title\": ..., \"body\": ...}.\n"
-    "6. End your final answer with one line: AIRLOCK_RESULT {\"branch\": \"<the run branch>\", "
-    "\"title\": \"<PR title>\", \"body\": \"<PR description>\", \"pr_url\": \"<the PR's html_url, "
-    "when you opened it>\"}\n"
+    "5. Do not open a pull request and do not comment on the ticket: after you exit, airlock "
+    "opens the pull request from that branch with what you declare.\n"
+    "6. End your final answer with one line declaring it: AIRLOCK_RESULT {\"title\": \"<the "
+    "pull request's title>\", \"body\": \"<what you changed and how you tested it>\"}\n"
     "Never print, log or write a token anywhere; never push another branch.";
 
 static const char *const claude_args[] = {

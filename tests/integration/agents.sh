@@ -114,6 +114,12 @@ if [ -n "$n" ] && [ "$n" -ge $((sys_n + fca_n)) ] && [ "$sys_n" -gt 0 ]; then
 else fail "... holding the system's CAs plus the forge's"; diag "bundle=$n system=$sys_n forge=$fca_n"; fi
 like "... with which the forge still verifies" "$out" 'forge=200'
 
+out=$(AIRLOCK_AGENT_PREFIX= PATH=/usr/bin:/bin "$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/agents.yaml" --agent codex --agent-prefix "$T_TMP/nowhere" 2>&1); rc=$?
+if [ "$rc" != 0 ] && ! grep -q 'airlock ticket: lease' <<<"$out"; then
+  ok "a preset whose program is missing stops before any lease"
+else fail "a preset whose program is missing stops before any lease"; diag "rc=$rc"; fi
+like "... and says how to install it" "$out" 'npm install --prefix .*/nowhere @openai/codex'
+
 # --- the real npm packages ---------------------------------------------------
 if [ -n "${AIRLOCK_SKIP_NPM:-}" ]; then
   skip "Claude Code and Codex from npm: AIRLOCK_SKIP_NPM is set"; done_testing; exit 0

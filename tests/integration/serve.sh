@@ -71,7 +71,7 @@ PY
 is "issue.number as a string, signed → 400" "$(sv_send issues d-strnum "$T_TMP/strnum.json" good)" 400
 sv_payload "$T_TMP/unknown.json" issues acme/tally 7 alice
 is "an unknown event, signed → 202 ignored" "$(sv_send deployment d-unknown "$T_TMP/unknown.json" good)" 202
-sv_payload "$T_TMP/loose.json" issues acme/loose 1 alice
+sv_payload "$T_TMP/loose.json" issues acme/nowhere 1 alice
 is "a repository the service does not serve, signed → 403" "$(sv_send issues d-loose "$T_TMP/loose.json" good)" 403
 is "GET /webhook → 405" "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' "http://$SV_HOOK/webhook")" 405
 is "none of these added a run" "$(sv_nruns)" "$n0"
@@ -93,6 +93,19 @@ is "acme/stray: refused at the check (the App is not installed)" "$st" refused
 like "acme/stray: the reason is the forge's" "$(sv_field 6 reason)" 'trigger check refused: .*(404|Not Found)'
 is "acme/stray: no token left active by the check" "$(tokens_in active)" 0
 
+# --- retries only for transient causes ---
+out=$(fe_label 1 alice acme/loose)
+st=$(sv_wait 7 'succeeded|failed|refused' 120)
+is "acme/loose (unprotected: the audit does not hold) → refused" "$st" refused
+like "the reason is the audit's" "$(sv_field 7 reason)" '^audit'
+is "a security refusal is not retried (1 attempt)" "$(sv_field 7 attempts)" 1
+out=$(fe_label 1 alice acme/flaky)
+st=$(sv_wait 8 'succeeded|failed|refused' 120)
+is "acme/flaky (its runs' broker is unreachable) → failed" "$st" failed
+is "a transient cause is retried (retries: 1 → 2 attempts)" "$(sv_field 8 attempts)" 2
+like "the history shows the retry with its backoff" "$(sv_get /runs.json | python3 -c 'import json,sys; r=next(r for r in json.load(sys.stdin)["runs"] if r["id"]==8); print(" | ".join(e["what"] for e in r["events"]))')" 'transient failure .*retry 1 of 1 in 1000 ms.*running.*failed: (audit|lease)'
+is "no token is active" "$(tokens_in active)" 0
+
 # --- the status listener is its own, read-only ---
 is "the status listener has no /webhook (POST → 405)" "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' -X POST -d '{}' "http://$SV_STATUS/webhook")" 405
 is "the webhook listener serves no status page (404)" "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' "http://$SV_HOOK/")" 404
@@ -111,5 +124,17 @@ like "metrics: deliveries by outcome" "$m" 'airlock_serve_webhook_deliveries_tot
 if command -v promtool >/dev/null; then check "promtool accepts /metrics" sh -c "printf '%s\n' \"\$1\" | promtool check metrics" _ "$m"; else skip "promtool is not installed: /metrics is checked by the patterns above only"; fi
 if grep -qE 'gh[pousr]_[A-Za-z0-9]{30,}' "$SV_DIR/serve.log" "$SV_DIR"/state/logs/* "$SV_DIR"/state/records/*; then fail "no token value in the service's log, run logs or records"; else ok "no token value in the service's log, run logs or records"; fi
 check "every line of the service's log is JSON" python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1]) if l.strip()]' "$SV_DIR/serve.log"
+
+# --- the systemd unit ---
+if command -v systemd-analyze >/dev/null; then
+  mkdir -p "$T_TMP/unit"
+  sed "s|/usr/bin/airlock|$AIRLOCK|" "$AIRLOCK_SRC/contrib/airlock-serve.service" >"$T_TMP/unit/airlock-serve.service"
+  out=$(systemd-analyze verify --man=no "$T_TMP/unit/airlock-serve.service" 2>&1)
+  is "contrib/airlock-serve.service passes systemd-analyze verify with no complaint" "$out" ""
+  sed -i 's/^KillMode=mixed/KillMode=bogus/' "$T_TMP/unit/airlock-serve.service"
+  like "control: a broken unit draws a complaint" "$(systemd-analyze verify --man=no "$T_TMP/unit/airlock-serve.service" 2>&1)" 'kill mode'
+else
+  skip "systemd-analyze is not installed: the unit file is not verified"
+fi
 
 done_testing

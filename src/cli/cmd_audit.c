@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -57,7 +58,8 @@ int cmd_audit(int argc, char **argv)
   bool json = false;
   enum al_log_level level = AL_LOG_WARN;
   int ch;
-  while ((ch = getopt_long(argc, argv, "b:jc:vh", opts, NULL)) != -1) {
+  al_cli_init("audit", usage);
+  while ((ch = al_cli_getopt(argc, argv, "b:jc:vh", opts)) != -1) {
     switch (ch) {
     case 'b':
       o.branch = optarg;
@@ -78,29 +80,23 @@ int cmd_audit(int argc, char **argv)
       o.app_slug = optarg;
       break;
     case O_APP_ID: {
-      char *end = NULL;
-      errno = 0;
-      long long v = strtoll(optarg, &end, 10);
-      if (errno || !end || *end || v <= 0) {
-        fprintf(stderr, "airlock audit: --app-id: not a positive number\n");
-        return 2;
-      }
-      o.app_id = v;
+      uint64_t v;
+      if (al_cli_uint("--app-id", optarg, 1, INT64_MAX, &v) != 0)
+        return AL_EXIT_USAGE;
+      o.app_id = (long long)v;
       break;
     }
     case O_TIMEOUT: {
       const char *why = NULL;
       if (al_parse_duration_ms(optarg, &o.timeout_ms, &why) < 0) {
-        fprintf(stderr, "airlock audit: --timeout: %s\n", why);
-        return 2;
+        return al_cli_usage_error("--timeout: %s", why);
       }
       break;
     }
     case O_TOKEN:
       /* Never echo the value back: it may be a live token. */
-      fprintf(stderr, "airlock audit: tokens are not accepted on the command line (they would "
-                      "show in ps and shell history); set AIRLOCK_AUDIT_TOKEN instead\n");
-      return 2;
+      return al_cli_usage_error("tokens are not accepted on the command line (they would "
+                                "show in ps and shell history); set AIRLOCK_AUDIT_TOKEN instead");
     case 'v':
       level = AL_LOG_DEBUG;
       break;
@@ -108,14 +104,13 @@ int cmd_audit(int argc, char **argv)
       usage(stdout);
       return 0;
     default:
-      usage(stderr);
-      return 2;
+      return al_cli_usage_error(NULL);
     }
   }
-  if (optind != argc - 1) {
-    usage(stderr);
-    return 2;
-  }
+  if (optind >= argc)
+    return al_cli_usage_error("which repository? (OWNER/REPO)");
+  if (al_cli_max_operands(argc, argv, optind, 1) != 0)
+    return AL_EXIT_USAGE;
   o.repo = argv[optind];
   al_log_init("airlock audit", level);
   struct rlimit nocore = {0, 0};
@@ -131,8 +126,7 @@ int cmd_audit(int argc, char **argv)
   o.token = tok && *tok ? tok : NULL;
 
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-    fprintf(stderr, "airlock audit: curl_global_init failed\n");
-    return 2;
+    return al_cli_usage_error("curl_global_init failed");
   }
   al_error err = {0};
   al_audit_report rep;

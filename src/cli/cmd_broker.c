@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "broker/broker.h"
+#include "cli.h"
 #include "commands.h"
 #include "common/log.h"
 
@@ -30,7 +31,8 @@ int cmd_broker(int argc, char **argv)
   al_broker_opts o = {0};
   enum al_log_level level = AL_LOG_INFO;
   int c;
-  while ((c = getopt_long(argc, argv, "c:s:vh", opts, NULL)) != -1) {
+  al_cli_init("broker", usage);
+  while ((c = al_cli_getopt(argc, argv, "c:s:vh", opts)) != -1) {
     switch (c) {
     case 'c':
       o.config_path = optarg;
@@ -45,14 +47,13 @@ int cmd_broker(int argc, char **argv)
       usage(stdout);
       return 0;
     default:
-      usage(stderr);
-      return 2;
+      return al_cli_usage_error(NULL);
     }
   }
-  if (!o.config_path || optind != argc) {
-    usage(stderr);
-    return 2;
-  }
+  if (al_cli_max_operands(argc, argv, optind, 0) != 0)
+    return AL_EXIT_USAGE;
+  if (!o.config_path)
+    return al_cli_usage_error("which config? (-c CONFIG)");
   al_log_init("airlock broker", level);
   /* The process holds the App key: no core dumps, no ptrace by our uid. */
   struct rlimit nocore = {0, 0};

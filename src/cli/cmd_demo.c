@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "paths.h"
+#include "cli.h"
 #include "commands.h"
 #include "common/util.h"
 #include "run/ticket.h"
@@ -392,6 +393,18 @@ static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
   return bad;
 }
 
+static void usage(FILE *out)
+{
+  fprintf(out, "usage: airlock demo [--hostile] [--keep]\n\n"
+               "Run the main job against a local test forge: a sample project with a real bug,\n"
+               "a ticket carrying the fix, the token broker, and the bundled agent in the\n"
+               "sandbox. --hostile: a prompt-injected agent instead, and what stopped it.\n"
+               "--keep: leave the temporary directory (logs, policy) for inspection.\n"
+               "\n"
+               "Exit status: 0 everything held (a PR made, or for --hostile only a PR got\n"
+               "out); 1 something did not hold; 2 usage.\n");
+}
+
 int cmd_demo(int argc, char **argv)
 {
   static const struct option opts[] = {{"hostile", no_argument, NULL, 'H'},
@@ -403,7 +416,8 @@ int cmd_demo(int argc, char **argv)
   memset(&d, 0, sizeof d);
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+  al_cli_init("demo", usage);
+  while ((c = al_cli_getopt(argc, argv, "h", opts)) != -1) {
     switch (c) {
     case 'H':
       hostile = true;
@@ -412,16 +426,14 @@ int cmd_demo(int argc, char **argv)
       d.keep = true;
       break;
     case 'h':
-      printf("usage: airlock demo [--hostile] [--keep]\n\n"
-             "Run the main job against a local test forge: a sample project with a real bug,\n"
-             "a ticket carrying the fix, the token broker, and the bundled agent in the\n"
-             "sandbox. --hostile: a prompt-injected agent instead, and what stopped it.\n"
-             "--keep: leave the temporary directory (logs, policy) for inspection.\n");
+      usage(stdout);
       return 0;
     default:
-      return 2;
+      return al_cli_usage_error(NULL);
     }
   }
+  if (al_cli_max_operands(argc, argv, optind, 0) != 0)
+    return AL_EXIT_USAGE;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);

@@ -247,5 +247,6 @@ int cmd_policy(int argc, char **argv)
     al_policy_free(p);
     return 0;
   }
-  return al_cli_usage_error("unknown subcommand `%s` (check, default, init)", argv[1]);
+  return al_cli_usage_error("unknown %s `%s` (check, default, init)",
+                            argv[1][0] == '-' ? "option" : "subcommand", argv[1]);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "paths.h"
 #include "common/util.h"
@@ -96,7 +97,8 @@ int cmd_probe(int argc, char **argv)
   bool egress_internal = false, unhardened = false;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "p:jh", opts, NULL)) != -1) {
+  al_cli_init("probe", usage);
+  while ((c = al_cli_getopt(argc, argv, "p:jh", opts)) != -1) {
     switch (c) {
     case 'p':
       policy_path = optarg;
@@ -123,8 +125,7 @@ int cmd_probe(int argc, char **argv)
       break;
     case OPT_BACKEND:
       if (strcmp(optarg, "native") != 0 && strcmp(optarg, "docker") != 0) {
-        fprintf(stderr, "airlock probe: --backend `%s`: native or docker\n", optarg);
-        return 2;
+        return al_cli_usage_error("--backend `%s`: native or docker", optarg);
       }
       backend = optarg;
       break;
@@ -144,15 +145,13 @@ int cmd_probe(int argc, char **argv)
       usage(stdout);
       return 0;
     default:
-      usage(stderr);
-      return 2;
+      return al_cli_usage_error(NULL);
     }
   }
   if (inside)
     return al_probe_inner_main();
   if (optind < argc) {
-    fprintf(stderr, "airlock probe: unexpected argument `%s`\n", argv[optind]);
-    return 2;
+    return al_cli_usage_error("unexpected argument `%s`", argv[optind]);
   }
   static const char *const groups[] = {"network",   "filesystem",  "privileges",
                                        "resources", "persistence", "credentials"};
@@ -161,20 +160,17 @@ int cmd_probe(int argc, char **argv)
     for (size_t i = 0; i < AL_ARRAY_SIZE(groups); i++)
       ok |= strcmp(only, groups[i]) == 0;
     if (!ok) {
-      fprintf(stderr, "airlock probe: --only `%s`: not a group\n", only);
-      return 2;
+      return al_cli_usage_error("--only `%s`: not a group", only);
     }
   }
   bool docker = strcmp(backend, "docker") == 0;
   if (docker && unconfined) {
-    fprintf(stderr, "airlock probe: --unconfined is the native backend's control; the docker "
-                    "backend's is --docker-unhardened\n");
-    return 2;
+    return al_cli_usage_error("--unconfined is the native backend's control; the docker "
+                              "backend's is --docker-unhardened");
   }
   if (!docker && (proxy_image || agent_image || egress_internal || unhardened)) {
-    fprintf(stderr, "airlock probe: --proxy-image, --agent-image, --docker-egress-internal and "
-                    "--docker-unhardened need --backend docker\n");
-    return 2;
+    return al_cli_usage_error("--proxy-image, --agent-image, --docker-egress-internal and "
+                              "--docker-unhardened need --backend docker");
   }
 #ifndef AIRLOCK_NET_BINARY
   if (docker)
@@ -184,8 +180,7 @@ int cmd_probe(int argc, char **argv)
   al_policy *policy = NULL;
   int r = al_policy_load_or_default(policy_path, &policy, &err);
   if (r < 0) {
-    fprintf(stderr, "airlock probe: %s\n", err.msg);
-    return 2;
+    return al_cli_usage_error("%s", err.msg);
   }
   al_probe_opts o = {
       .policy = policy, .only_group = only, .preflight = preflight, .unconfined = unconfined};
@@ -205,7 +200,7 @@ int cmd_probe(int argc, char **argv)
   r = al_probe_run(&o, &rep, &err);
 #endif
   if (r < 0) {
-    fprintf(stderr, "airlock probe: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
     al_policy_free(policy);
     return 125;
   }

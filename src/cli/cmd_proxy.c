@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -57,30 +58,46 @@ static void usage(FILE *out)
                "                            model API host only), not its network section\n");
 }
 
+/* "127.0.0.1:3128" or "[::1]:3128" (port 0: any free port) -> h, port.
+ * Returns 0 or -1 with err naming the rule (a usage error). */
+static int parse_listen(const char *spec, al_host *h, uint16_t *port, al_error *err)
+{
+  const char *why = NULL;
+  const char *colon = strrchr(spec, ':');
+  if (!colon)
+    return al_error_set(err, EINVAL, "--listen `%s`: expected ADDR:PORT (IPv6 as [ADDR]:PORT)",
+                        spec);
+  /* port 0 (any free port) is allowed here, unlike in a target */
+  if (strcmp(colon + 1, "0") == 0) {
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%.*s:1", (int)(colon - spec), spec);
+    if (al_authority_parse(tmp, strlen(tmp), h, port, &why) < 0)
+      return al_error_set(err, EINVAL, "--listen `%s`: %s", spec, why);
+    *port = 0;
+  } else if (al_authority_parse(spec, strlen(spec), h, port, &why) < 0) {
+    return al_error_set(err, EINVAL, "--listen `%s`: %s (expected ADDR:PORT)", spec, why);
+  }
+  if (!h->is_ip)
+    return al_error_set(err, EINVAL, "--listen `%s`: needs a numeric address", spec);
+  if (strchr(spec, ':') == colon && (strlen(h->name) != (size_t)(colon - spec) ||
+                                     strncmp(spec, h->name, (size_t)(colon - spec)) != 0))
+    return al_error_set(err, EINVAL, "--listen `%s`: an ambiguous IPv4 spelling; write `%s:%.*s`",
+                        spec, h->name, (int)strlen(colon + 1), colon + 1);
+  return 0;
+}
+
 /* "127.0.0.1:3128" or "[::1]:3128" -> a bound, listening socket. */
 static int listen_on(const char *spec, al_error *err)
 {
   al_host h;
   uint16_t port = 0;
-  const char *why = NULL;
   struct sockaddr_storage ss;
   socklen_t sl;
   char pbuf[8];
-  const char *colon = strrchr(spec, ':');
 
   memset(&ss, 0, sizeof ss);
-  /* port 0 (any free port) is allowed here, unlike in a target */
-  if (colon && strcmp(colon + 1, "0") == 0) {
-    char tmp[300];
-    snprintf(tmp, sizeof tmp, "%.*s:1", (int)(colon - spec), spec);
-    if (al_authority_parse(tmp, strlen(tmp), &h, &port, &why) < 0)
-      return al_make_error(err, EINVAL, "--listen `%s`: %s", spec, why);
-    port = 0;
-  } else if (al_authority_parse(spec, strlen(spec), &h, &port, &why) < 0) {
-    return al_make_error(err, EINVAL, "--listen `%s`: %s", spec, why);
-  }
-  if (!h.is_ip)
-    return al_make_error(err, EINVAL, "--listen `%s`: needs a numeric address", spec);
+  if (parse_listen(spec, &h, &port, err) < 0)
+    return -1;
   if (strncmp(h.name, "127.", 4) != 0 && strcmp(h.name, "::1") != 0)
     al_warn("--listen %s is not loopback: anyone who can reach it can use the allowlist; "
             "make sure only the sandbox's network can",
@@ -244,7 +261,7 @@ __attribute__((noreturn)) static void hold(void)
     while (waitpid(-1, NULL, WNOHANG) > 0)
       ;
     if (end && al_now_ms() >= end) {
-      fprintf(stderr, "airlock proxy: --deadline %lu s reached; the holder exits\n", g_deadline_s);
+      al_cli_error("--deadline %lu s reached; the holder exits", g_deadline_s);
       _exit(0);
     }
     sleep(1);
@@ -260,13 +277,12 @@ static int send_listener(const char *path, const char *spec)
   al_error err = {0};
   int fd = listen_on(spec, &err);
   if (fd < 0) {
-    fprintf(stderr, "airlock proxy: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
     return 1;
   }
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   if (strlen(path) >= sizeof sa.sun_path) {
-    fprintf(stderr, "airlock proxy: --send-listener `%s`: path too long\n", path);
-    return 2;
+    return al_cli_usage_error("--send-listener `%s`: path too long", path);
   }
   memcpy(sa.sun_path, path, strlen(path) + 1);
   int c = -1;
@@ -280,8 +296,7 @@ static int send_listener(const char *path, const char *spec)
     usleep(100 * 1000);
   }
   if (c < 0) {
-    fprintf(stderr, "airlock proxy: --send-listener %s: no proxy there in %d s\n", path,
-            HANDOFF_TIMEOUT_MS / 1000);
+    al_cli_error("--send-listener %s: no proxy there in %d s", path, HANDOFF_TIMEOUT_MS / 1000);
     return 1;
   }
   struct fdmsg fm;
@@ -292,7 +307,7 @@ static int send_listener(const char *path, const char *spec)
   ch->cmsg_len = CMSG_LEN(sizeof(int));
   memcpy(CMSG_DATA(ch), &fd, sizeof fd);
   if (sendmsg(c, &fm.m, 0) != 1) {
-    fprintf(stderr, "airlock proxy: --send-listener %s: %s\n", path, strerror(errno));
+    al_cli_error("--send-listener %s: %s", path, strerror(errno));
     return 1;
   }
   close(c);
@@ -338,18 +353,23 @@ int cmd_proxy(int argc, char **argv)
   int o;
 
   optind = 1;
-  while ((o = getopt_long(argc, argv, "p:h", opts, NULL)) != -1) {
+  al_cli_init("proxy", usage);
+  while ((o = al_cli_getopt(argc, argv, "p:h", opts)) != -1) {
     switch (o) {
     case 'p':
       policy_path = optarg;
       break;
-    case 'l':
-      if (n_listen == MAX_LISTEN) {
-        fprintf(stderr, "airlock proxy: at most %d --listen\n", MAX_LISTEN);
-        return 2;
-      }
+    case 'l': {
+      if (n_listen == MAX_LISTEN)
+        return al_cli_usage_error("at most %d --listen", MAX_LISTEN);
+      al_host h;
+      uint16_t port;
+      al_error le = {0};
+      if (parse_listen(optarg, &h, &port, &le) < 0)
+        return al_cli_usage_error("%s", le.msg);
       listen_specs[n_listen++] = optarg;
       break;
+    }
     case 'L':
       log_path = optarg;
       break;
@@ -375,32 +395,29 @@ int cmd_proxy(int argc, char **argv)
       relay_egress = true;
       break;
     case 'D': {
-      char *end = NULL;
-      errno = 0;
-      g_deadline_s = strtoul(optarg, &end, 10);
-      if (errno || !end || *end || optarg[0] == '-' || g_deadline_s == 0 ||
-          g_deadline_s > 7 * 86400 + 3600) {
-        fprintf(stderr, "airlock proxy: --deadline `%s`: seconds, 1 to 608400 (7 days + 1 h)\n",
-                optarg);
-        return 2;
-      }
+      uint64_t v;
+      if (al_cli_uint("--deadline", optarg, 1, 7 * 86400 + 3600, &v) != 0)
+        return AL_EXIT_USAGE; /* seconds: 7 days + 1 h at most */
+      g_deadline_s = (unsigned long)v;
       break;
     }
-    case 'm':
-      max_conns = strtoul(optarg, NULL, 10);
+    case 'm': {
+      uint64_t v;
+      if (al_cli_uint("--max-conns", optarg, 1, 100000, &v) != 0)
+        return AL_EXIT_USAGE;
+      max_conns = (unsigned long)v;
       break;
+    }
     case 'h':
       usage(stdout);
       return 0;
     default:
-      usage(stderr);
-      return 2;
+      return al_cli_usage_error(NULL);
     }
   }
   if (hold_only) {
     if (send_path || listener_path || policy_path || n_listen || optind != argc) {
-      fprintf(stderr, "airlock proxy: --hold takes only --deadline\n");
-      return 2;
+      return al_cli_usage_error("--hold takes only --deadline");
     }
     hold();
   }
@@ -408,27 +425,27 @@ int cmd_proxy(int argc, char **argv)
     alarm((unsigned)g_deadline_s); /* SIGALRM's default action ends the proxy */
   if (send_path) {
     if (n_listen != 1 || optind != argc) {
-      fprintf(stderr, "airlock proxy: --send-listener takes exactly one --listen\n");
-      return 2;
+      return al_cli_usage_error("--send-listener takes exactly one --listen");
     }
     return send_listener(send_path, listen_specs[0]);
   }
   if (listener_path) {
     if (n_listen == MAX_LISTEN) {
-      fprintf(stderr, "airlock proxy: at most %d listeners with --listener-from\n", MAX_LISTEN);
-      return 2;
+      return al_cli_usage_error("at most %d listeners with --listener-from", MAX_LISTEN);
     }
     listen_specs[n_listen++] = NULL; /* taken from --listener-from */
   }
-  if (!policy_path || n_listen == 0 || optind != argc) {
-    usage(stderr);
-    return 2;
-  }
+  if (optind != argc)
+    return al_cli_usage_error("unexpected argument `%s`", argv[optind]);
+  if (!policy_path)
+    return al_cli_usage_error("which policy? (-p POLICY)");
+  if (n_listen == 0)
+    return al_cli_usage_error("where to listen? (--listen ADDR:PORT)");
 
   al_error err = {0};
   al_policy *policy = NULL;
   if (al_policy_load_file(policy_path, &policy, &err) < 0) {
-    fprintf(stderr, "airlock proxy: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
     return 1;
   }
   if (relay_egress) {
@@ -437,7 +454,7 @@ int cmd_proxy(int argc, char **argv)
     int r = al_relay_egress_policy(policy, &rp, &err);
     al_policy_free(policy);
     if (r < 0) {
-      fprintf(stderr, "airlock proxy: --relay-egress: %s\n", err.msg);
+      al_cli_error("--relay-egress: %s", err.msg);
       return 1;
     }
     policy = rp;
@@ -449,7 +466,7 @@ int cmd_proxy(int argc, char **argv)
   if (log_path) {
     audit_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (audit_fd < 0) {
-      fprintf(stderr, "airlock proxy: --log %s: %s\n", log_path, strerror(errno));
+      al_cli_error("--log %s: %s", log_path, strerror(errno));
       al_policy_free(policy);
       return 1;
     }
@@ -465,7 +482,7 @@ int cmd_proxy(int argc, char **argv)
     if (!listen_specs[made] && fd >= 0 && g_deadline_s)
       alarm((unsigned)g_deadline_s); /* counted from the hand-off, as the holder's */
     if (fd < 0) {
-      fprintf(stderr, "airlock proxy: %s\n", err.msg);
+      al_cli_error("%s", err.msg);
       goto out;
     }
     ids[made] = n_listen == 1 ? al_xstrdup(run_id) : al_strdup_printf("%s-%zu", run_id, made);
@@ -481,7 +498,7 @@ int cmd_proxy(int argc, char **argv)
       .reload_path = relay_egress ? NULL : policy_path,
   };
   if (al_proxy_serve(&cfg, &err) < 0) {
-    fprintf(stderr, "airlock proxy: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
     goto out;
   }
   rc = 0;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "common/util.h"
 #include "policy/policy.h"
@@ -74,7 +75,8 @@ int cmd_relay(int argc, char **argv)
   int listen_fd = -1;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "p:h", opts, NULL)) != -1) {
+  al_cli_init("relay", usage);
+  while ((c = al_cli_getopt(argc, argv, "p:h", opts)) != -1) {
     switch (c) {
     case 'p':
       policy_path = optarg;
@@ -86,9 +88,10 @@ int cmd_relay(int argc, char **argv)
       listen = optarg;
       break;
     case 'f': {
-      char *end = NULL;
-      long v = strtol(optarg, &end, 10);
-      listen_fd = (end && !*end && v >= 0 && v < 65536) ? (int)v : -1;
+      uint64_t v;
+      if (al_cli_uint("--listen-fd", optarg, 0, 65535, &v) != 0)
+        return AL_EXIT_USAGE;
+      listen_fd = (int)v;
     } break;
     case 'x':
       proxy = optarg;
@@ -106,9 +109,24 @@ int cmd_relay(int argc, char **argv)
       usage(stdout);
       return 0;
     default:
-      usage(stderr);
-      return 2;
+      return al_cli_usage_error(NULL);
     }
+  }
+  if (al_cli_max_operands(argc, argv, optind, 0) != 0)
+    return AL_EXIT_USAGE;
+  if (listen) {
+    /* ADDR:PORT, numeric IPv4: a usage error before the key is touched */
+    const char *colon = strrchr(listen, ':');
+    uint16_t port;
+    struct in_addr a;
+    char host[64];
+    if (!colon || (size_t)(colon - listen) >= sizeof host)
+      return al_cli_usage_error("--listen `%s`: expected ADDR:PORT (numeric IPv4)", listen);
+    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
+    if (inet_pton(AF_INET, host, &a) != 1)
+      return al_cli_usage_error("--listen `%s`: expected ADDR:PORT (numeric IPv4)", listen);
+    if (al_cli_port("--listen", colon + 1, false, &port) != 0)
+      return AL_EXIT_USAGE;
   }
   /* This process holds the model key: no core dumps, no ptrace. */
   prctl(PR_SET_DUMPABLE, 0);
@@ -117,7 +135,7 @@ int cmd_relay(int argc, char **argv)
    * /proc/self/environ) before anything else happens. */
   char *key = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (key == MAP_FAILED) {
-    fprintf(stderr, "airlock relay: mmap: %s\n", strerror(errno));
+    al_cli_error("mmap: %s", strerror(errno));
     return 1;
   }
   (void)mlock(key, 4096);
@@ -131,9 +149,8 @@ int cmd_relay(int argc, char **argv)
     int fd = open(key_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || (st.st_mode & 077) || st.st_uid != geteuid()) {
-      fprintf(stderr, "airlock relay: --key-file `%s`: unreadable, or not ours with mode 0600\n",
-              key_file);
-      return 2;
+      return al_cli_usage_error("--key-file `%s`: unreadable, or not ours with mode 0600",
+                                key_file);
     }
     ssize_t n = read(fd, key, AL_RELAY_KEY_MAX);
     close(fd);
@@ -146,8 +163,7 @@ int cmd_relay(int argc, char **argv)
   for (size_t i = 0; i < kl && kok; i++)
     kok = key[i] > 0x20 && key[i] < 0x7f;
   if (!kok) {
-    fprintf(stderr, "airlock relay: no usable key ($" AL_RELAY_KEY_ENV " or --key-file)\n");
-    return 2;
+    return al_cli_usage_error("no usable key ($" AL_RELAY_KEY_ENV " or --key-file)");
   }
 
   al_error err = {0};
@@ -155,23 +171,19 @@ int cmd_relay(int argc, char **argv)
   if (policy_path) {
     al_policy *p = NULL;
     if (al_policy_load_file(policy_path, &p, &err) < 0) {
-      fprintf(stderr, "airlock relay: %s\n", err.msg);
-      return 2;
+      return al_cli_usage_error("%s", err.msg);
     }
     al_autofree char *canon = al_policy_relay_canonical(p);
     al_policy_free(p);
     if (!canon) {
-      fprintf(stderr, "airlock relay: `%s` has no relay section\n", policy_path);
-      return 2;
+      return al_cli_usage_error("`%s` has no relay section", policy_path);
     }
     if (al_relay_config_from_json(canon, &cfg, &err) < 0) {
-      fprintf(stderr, "airlock relay: %s\n", err.msg);
-      return 2;
+      return al_cli_usage_error("%s", err.msg);
     }
   } else if (json) {
     if (al_relay_config_from_json(json, &cfg, &err) < 0) {
-      fprintf(stderr, "airlock relay: %s\n", err.msg);
-      return 2;
+      return al_cli_usage_error("%s", err.msg);
     }
   } else {
     usage(stderr);
@@ -180,7 +192,7 @@ int cmd_relay(int argc, char **argv)
   if (listen)
     listen_fd = listen_on(listen);
   if (listen_fd < 0) {
-    fprintf(stderr, "airlock relay: need --listen ADDR:PORT (IPv4) or --listen-fd N\n");
+    al_cli_error("need --listen ADDR:PORT (IPv4) or --listen-fd N");
     al_relay_config_clear(&cfg);
     return 2;
   }
@@ -188,7 +200,7 @@ int cmd_relay(int argc, char **argv)
   if (log_path) {
     log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (log_fd < 0) {
-      fprintf(stderr, "airlock relay: --log `%s`: %s\n", log_path, strerror(errno));
+      al_cli_error("--log `%s`: %s", log_path, strerror(errno));
       al_relay_config_clear(&cfg);
       return 2;
     }
@@ -201,7 +213,7 @@ int cmd_relay(int argc, char **argv)
                             .run_id = run_id};
   int r = al_relay_serve(&so, &err);
   if (r < 0)
-    fprintf(stderr, "airlock relay: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
   explicit_bzero(key, 4096);
   al_relay_config_clear(&cfg);
   return r < 0 ? 1 : 0;

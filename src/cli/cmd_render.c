@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "common/util.h"
 #include "policy/policy.h"
@@ -30,9 +31,11 @@ static void usage(FILE *out)
           "\n"
           "Print the policy as a Docker Compose file or as Kubernetes manifests (to\n"
           "stdout, or FILE). The sandbox's seccomp profile (JSON) is written to\n"
-          "--seccomp-out; for compose it defaults to airlock-seccomp.json beside -o\n"
-          "(or in the current directory), and the Compose file refers to it by\n"
-          "absolute path. For kubernetes the pod uses the Localhost profile REL\n"
+          "--seccomp-out; for compose with -o it defaults to airlock-seccomp.json beside\n"
+          "-o. Without -o nothing is written: the Compose file refers to\n"
+          "airlock-seccomp.json in the current directory, and stderr says how to write it\n"
+          "(airlock render seccomp -o FILE). For kubernetes the pod uses the Localhost\n"
+          "profile REL\n"
           "(default airlock/seccomp.json, relative to the kubelet's seccomp root;\n"
           "install the --seccomp-out file there on every node) or RuntimeDefault.\n"
           "--egress-internal (compose, for tests) makes the egress network internal\n"
@@ -58,7 +61,7 @@ static int write_out(const char *path, const char *text)
     return fflush(stdout) == 0 ? 0 : -1;
   }
   if (al_write_file(path, text, strlen(text), 0644, &err) < 0) {
-    fprintf(stderr, "airlock render: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
     return -1;
   }
   return 0;
@@ -76,24 +79,27 @@ int cmd_render(int argc, char **argv)
                                        {"egress-internal", no_argument, NULL, 'I'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-    usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  al_cli_init("render", usage);
+  if (argc < 2)
+    return al_cli_usage_error("what to render? (compose, kubernetes, seccomp)");
+  if (al_cli_is_help(argv[1])) {
+    usage(stdout);
+    return 0;
   }
   const char *what = argv[1];
   bool compose = strcmp(what, "compose") == 0;
   bool k8s = strcmp(what, "kubernetes") == 0 || strcmp(what, "k8s") == 0;
   bool seccomp_only = strcmp(what, "seccomp") == 0;
   if (!compose && !k8s && !seccomp_only) {
-    fprintf(stderr, "airlock render: unknown target `%s` (compose, kubernetes, seccomp)\n", what);
-    return 2;
+    return al_cli_usage_error("unknown %s `%s` (compose, kubernetes, seccomp)",
+                              what[0] == '-' ? "option" : "target", what);
   }
   const char *policy_path = NULL, *out_path = NULL, *seccomp_out = NULL;
   const char *seccomp_profile = "airlock/seccomp.json";
   al_render_opts ro = {0};
   int c;
   optind = 2;
-  while ((c = getopt_long(argc, argv, "p:o:h", opts, NULL)) != -1) {
+  while ((c = al_cli_getopt(argc, argv, "p:o:h", opts)) != -1) {
     switch (c) {
     case 'p':
       policy_path = optarg;
@@ -114,6 +120,8 @@ int cmd_render(int argc, char **argv)
       ro.agent_image = optarg;
       break;
     case 'n':
+      if (al_cli_dns1123_label("--namespace", optarg) != 0)
+        return AL_EXIT_USAGE;
       ro.k8s_namespace = optarg;
       break;
     case 'I':
@@ -123,19 +131,17 @@ int cmd_render(int argc, char **argv)
       usage(stdout);
       return 0;
     default:
-      usage(stderr);
-      return 2;
+      return al_cli_usage_error(NULL);
     }
   }
   if (optind != argc) {
-    fprintf(stderr, "airlock render: unexpected argument `%s`\n", argv[optind]);
-    return 2;
+    return al_cli_usage_error("unexpected argument `%s`", argv[optind]);
   }
 
   al_error err = {0};
   al_autofree char *profile = NULL;
   if (al_seccomp_profile_json(&profile, &err) < 0) {
-    fprintf(stderr, "airlock render: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
     return 1;
   }
   if (seccomp_only)
@@ -144,13 +150,12 @@ int cmd_render(int argc, char **argv)
   al_policy *policy = NULL;
   int r = al_policy_load_or_default(policy_path, &policy, &err);
   if (r < 0) {
-    fprintf(stderr, "airlock render: %s\n", err.msg);
-    return 2;
+    return al_cli_usage_error("%s", err.msg);
   }
   al_autofree char *policy_abs = policy_path ? absolute(policy_path) : NULL;
   al_autofree char *policy_text = NULL;
   if (policy_path && al_read_file(policy_path, 1 << 20, &policy_text, NULL, &err) < 0) {
-    fprintf(stderr, "airlock render: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
     al_policy_free(policy);
     return 2;
   }
@@ -158,6 +163,7 @@ int cmd_render(int argc, char **argv)
   ro.policy_text = policy_text;
 
   al_autofree char *seccomp_abs = NULL;
+  bool write_seccomp = seccomp_out || (compose && out_path && strcmp(out_path, "-") != 0);
   if (compose && !seccomp_out) {
     const char *slash = out_path ? strrchr(out_path, '/') : NULL;
     seccomp_abs =
@@ -170,30 +176,33 @@ int cmd_render(int argc, char **argv)
     seccomp_abs = absolute(seccomp_out);
   }
   if ((compose || seccomp_out) && !seccomp_abs) {
-    fprintf(stderr, "airlock render: getcwd: %s\n", strerror(errno));
+    al_cli_error("getcwd: %s", strerror(errno));
     al_policy_free(policy);
     return 1;
   }
-  if (seccomp_abs) {
+  if (seccomp_abs && !write_seccomp) {
+    al_cli_error("the Compose file refers to %s, which was not written (no -o or "
+                 "--seccomp-out): write it with `airlock render seccomp -o %s`",
+                 seccomp_abs, seccomp_abs);
+  } else if (seccomp_abs) {
     if (al_write_file(seccomp_abs, profile, strlen(profile), 0644, &err) < 0) {
-      fprintf(stderr, "airlock render: seccomp profile: %s\n", err.msg);
+      al_cli_error("seccomp profile: %s", err.msg);
       al_policy_free(policy);
       return 1;
     }
-    fprintf(stderr, "airlock render: wrote the seccomp profile to %s\n", seccomp_abs);
+    al_cli_error("wrote the seccomp profile to %s", seccomp_abs);
   }
   ro.seccomp_path = compose ? seccomp_abs : seccomp_profile;
 
   if (policy->relay.present && !compose)
-    fprintf(stderr, "airlock render: the policy's `relay` section is not rendered (it needs an "
-                    "egress listener of its own; see the note in the output)\n");
+    al_cli_error("the policy's `relay` section is not rendered (it needs an "
+                 "egress listener of its own; see the note in the output)");
   al_autofree char *text = NULL;
   r = compose ? al_render_compose(policy, &ro, &text, &err)
               : al_render_kubernetes(policy, &ro, &text, &err);
   al_policy_free(policy);
   if (r < 0) {
-    fprintf(stderr, "airlock render: %s\n", err.msg);
-    return 2;
+    return al_cli_usage_error("%s", err.msg);
   }
   return write_out(out_path, text) < 0 ? 1 : 0;
 }

@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "paths.h"
 #include "common/log.h"
@@ -37,10 +39,13 @@ static void usage(FILE *out)
           "  -e, --env NAME=VAL  set a variable in the sandbox; --env NAME passes the\n"
           "                      invoker's value (keeps secrets off the command line)\n"
           "  -t, --timeout DUR   wall-clock limit (e.g. 30s, 10m); default: the policy's\n"
-          "      --log FILE      write the egress proxy's decisions (JSON lines) to FILE\n"
+          "      --log FILE      write the egress proxy's decisions (JSON lines) to FILE;\n"
+          "                      without it they are counted, in one line at the end,\n"
+          "                      never mixed into the command's output\n"
           "      --relay-log FILE  the model relay's calls (JSON lines), when the policy\n"
-          "                      has a relay section; default: stderr\n"
-          "  -q, --quiet         no warnings about limits that could not be enforced\n"
+          "                      has a relay section; without it, counted as the decisions\n"
+          "  -q, --quiet         no notices from airlock (limits it could not enforce, the\n"
+          "                      decision count); the command's own output is untouched\n"
           "      --backend B     native (default) or docker: the seed's design on a Docker\n"
           "                      engine (/var/run/docker.sock; images: scripts/docker-images.sh)\n"
           "      --proxy-image I, --agent-image I   docker backend images\n"
@@ -48,8 +53,74 @@ static void usage(FILE *out)
           "                      egress side instead of one made for the run (kept)\n"
           "      --docker-egress-internal   tests: the proxy's egress network is internal too\n"
           "\n"
-          "Exit status: the command's; 124 timeout; 125 airlock could not start it;\n"
-          "126 not executable; 127 not found; 128+N killed by signal N.\n");
+          "Exit status: the command's own; and\n"
+          "  2    usage error (nothing was started)\n"
+          "  124  timeout: the wall-clock limit was reached and the sandbox was killed\n"
+          "  125  airlock could not start the command\n"
+          "  126  the command is not executable; 127 not found\n"
+          "  128+N  the command was killed by signal N\n");
+}
+
+/* Without --log, the proxy's decisions (and the relay's calls) go to a
+ * capped memfd, not to our stderr where they would interleave with the
+ * command's output; at the end one line counts them. -1 on failure (then
+ * they are dropped: the count says so). */
+#define DECISIONS_CAP (8u << 20)
+
+static int decisions_memfd(const char *name)
+{
+  int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0)
+    return -1;
+  if (ftruncate(fd, DECISIONS_CAP) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK) < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Count the JSON lines written to fd and those with "decision":"deny" (or
+ * a relay call not forwarded). */
+static void count_lines(int fd, size_t *n, size_t *denied)
+{
+  *n = *denied = 0;
+  off_t end = lseek(fd, 0, SEEK_CUR);
+  if (end <= 0)
+    return;
+  al_autofree char *buf = al_xmalloc((size_t)end + 1);
+  ssize_t got = pread(fd, buf, (size_t)end, 0);
+  if (got <= 0)
+    return;
+  buf[got] = '\0';
+  for (char *line = buf; line && *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl)
+      *nl = '\0';
+    if (*line) {
+      (*n)++;
+      if (strstr(line, "\"decision\":\"deny\"") || strstr(line, "\"decision\": \"deny\"") ||
+          strstr(line, "\"refused"))
+        (*denied)++;
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+}
+
+static void report_counts(int dfd, int rfd, bool quiet)
+{
+  if (quiet)
+    return;
+  size_t n, denied;
+  if (dfd >= 0) {
+    count_lines(dfd, &n, &denied);
+    if (n)
+      al_cli_error("%zu egress decision(s), %zu denied (--log FILE keeps them)", n, denied);
+  }
+  if (rfd >= 0) {
+    count_lines(rfd, &n, &denied);
+    if (n)
+      al_cli_error("%zu model relay call(s) (--relay-log FILE keeps them)", n);
+  }
 }
 
 static void wipe_owned(char **owned, size_t n)
@@ -66,7 +137,7 @@ static void wipe_owned(char **owned, size_t n)
  * environment, so no token lands on a command line). */
 struct docker_flags {
   const char *proxy_image, *agent_image, *network, *log_path;
-  bool egress_internal;
+  bool egress_internal, quiet;
 };
 
 static int run_docker(int argc, char **argv, const char *policy_path, char **env,
@@ -86,7 +157,7 @@ static int run_docker(int argc, char **argv, const char *policy_path, char **env
   al_policy *policy = NULL;
   int r = al_policy_load_or_default(policy_path, &policy, &err);
   if (r < 0) {
-    fprintf(stderr, "airlock run: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
     wipe_owned(owned, nowned);
     return 2;
   }
@@ -94,7 +165,7 @@ static int run_docker(int argc, char **argv, const char *policy_path, char **env
   if (df->log_path) {
     audit_fd = open(df->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (audit_fd < 0) {
-      fprintf(stderr, "airlock run: --log %s: %s\n", df->log_path, strerror(errno));
+      al_cli_error("--log %s: %s", df->log_path, strerror(errno));
       wipe_owned(owned, nowned);
       al_policy_free(policy);
       return 2;
@@ -109,9 +180,15 @@ static int run_docker(int argc, char **argv, const char *policy_path, char **env
                       .egress_internal = df->egress_internal,
                       .egress_network = df->network,
                       .audit_fd = audit_fd >= 0 ? audit_fd : 2};
+  int dfd = -1;
+  if (audit_fd < 0 && policy->network.present && (dfd = decisions_memfd("airlock-decisions")) >= 0)
+    o.audit_fd = dfd;
   int status = 125;
   if (al_docker_run(&o, &status, &err) < 0)
-    fprintf(stderr, "airlock run: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
+  report_counts(dfd, -1, df->quiet);
+  if (dfd >= 0)
+    close(dfd);
   if (audit_fd >= 0)
     close(audit_fd);
   wipe_owned(owned, nowned);
@@ -148,7 +225,8 @@ int cmd_run(int argc, char **argv)
   size_t nowned = 0;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "+p:e:t:qh", opts, NULL)) != -1) {
+  al_cli_init("run", usage);
+  while ((c = al_cli_getopt(argc, argv, "+p:e:t:qh", opts)) != -1) {
     switch (c) {
     case 'p':
       policy_path = optarg;
@@ -162,10 +240,8 @@ int cmd_run(int argc, char **argv)
               (optarg[i] >= 'a' && optarg[i] <= 'z') ||
               (i > 0 && optarg[i] >= '0' && optarg[i] <= '9'));
       if (!ok) {
-        fprintf(stderr,
-                "airlock run: --env: `%.*s` is not a variable name ([A-Za-z_][A-Za-z0-9_]*)\n",
-                (int)(nl > 64 ? 64 : nl), optarg);
-        return 2;
+        return al_cli_usage_error("--env: `%.*s` is not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
+                                  (int)(nl > 64 ? 64 : nl), optarg);
       }
       {
         char name[256];
@@ -174,9 +250,8 @@ int cmd_run(int argc, char **argv)
         /* AIRLOCK_* are set only by `airlock ticket`; here they are the
          * caller's to give (e.g. to try an agent by hand) */
         if (al_policy_env_reserved(name) && strncmp(name, "AIRLOCK_", 8) != 0) {
-          fprintf(stderr, "airlock run: --env %s: set by airlock itself and cannot be overridden\n",
-                  name);
-          return 2;
+          return al_cli_usage_error("--env %s: set by airlock itself and cannot be overridden",
+                                    name);
         }
       }
       if (eq) {
@@ -184,8 +259,7 @@ int cmd_run(int argc, char **argv)
       } else {
         const char *v = getenv(optarg);
         if (!v) {
-          fprintf(stderr, "airlock run: --env %s: not set in the invoking environment\n", optarg);
-          return 2;
+          return al_cli_usage_error("--env %s: not set in the invoking environment", optarg);
         }
         owned[nowned] = al_strdup_printf("%s=%s", optarg, v);
         env[nenv++] = owned[nowned++];
@@ -196,9 +270,9 @@ int cmd_run(int argc, char **argv)
       const char *why = NULL;
       if (al_parse_duration_ms(optarg, &timeout_ms, &why) < 0 || timeout_ms == 0 ||
           timeout_ms > 7 * 86400000ull) {
-        fprintf(stderr, "airlock run: --timeout `%s`: %s\n", optarg,
-                why ? why : "must be more than 0 and at most 7d (as the policy's wall limit)");
-        return 2;
+        return al_cli_usage_error(
+            "--timeout `%s`: %s", optarg,
+            why ? why : "must be more than 0 and at most 7d (as the policy's wall limit)");
       }
       break;
     }
@@ -213,8 +287,7 @@ int cmd_run(int argc, char **argv)
       break;
     case 'B':
       if (strcmp(optarg, "native") != 0 && strcmp(optarg, "docker") != 0) {
-        fprintf(stderr, "airlock run: --backend `%s`: native or docker\n", optarg);
-        return 2;
+        return al_cli_usage_error("--backend `%s`: native or docker", optarg);
       }
       backend = optarg;
       break;
@@ -234,18 +307,15 @@ int cmd_run(int argc, char **argv)
       usage(stdout);
       return 0;
     default:
-      usage(stderr);
-      return 2;
+      return al_cli_usage_error(NULL);
     }
   }
-  if (optind >= argc) {
-    fprintf(stderr, "airlock run: no command given\n");
-    usage(stderr);
-    return 2;
-  }
+  if (optind >= argc)
+    return al_cli_usage_error("no command given");
 
   if (strcmp(backend, "docker") == 0) {
     df.log_path = log_path;
+    df.quiet = quiet;
     return run_docker(argc, argv, policy_path, env, timeout_ms, &df, owned, nowned);
   }
 
@@ -253,17 +323,21 @@ int cmd_run(int argc, char **argv)
   al_policy *policy = NULL;
   int r = al_policy_load_or_default(policy_path, &policy, &err);
   if (r < 0) {
-    fprintf(stderr, "airlock run: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
     return 2;
   }
 
+  int dfd = !log_path && policy->network.present ? decisions_memfd("airlock-decisions") : -1;
+  int rfd = !relay_log_path && policy->relay.present ? decisions_memfd("airlock-relay-log") : -1;
   al_run_opts ro = {
       .policy = policy,
       .argv = argv + optind,
       .env = env,
       .timeout_ms = timeout_ms,
       .log_path = log_path,
+      .audit_fd = dfd,
       .relay_log_path = relay_log_path,
+      .relay_log_fd = rfd,
       .quiet = quiet,
   };
   int status = 0;
@@ -271,9 +345,14 @@ int cmd_run(int argc, char **argv)
   ro.timed_out = &timed_out;
   r = al_run_command(&ro, &status, &err);
   if (r == 0 && timed_out && !quiet)
-    fprintf(stderr, "airlock run: the wall-clock limit was reached; the sandbox was killed\n");
+    al_cli_error("the wall-clock limit was reached; the sandbox was killed");
   if (r < 0)
-    fprintf(stderr, "airlock run: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
+  report_counts(dfd, rfd, quiet);
+  if (dfd >= 0)
+    close(dfd);
+  if (rfd >= 0)
+    close(rfd);
   for (size_t i = 0; i < nowned; i++) {
     explicit_bzero(owned[i], strlen(owned[i]));
     free(owned[i]);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "common/log.h"
 #include "serve/config.h"
@@ -45,7 +46,8 @@ int cmd_serve(int argc, char **argv)
   const char *config = NULL;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+  al_cli_init("serve", usage);
+  while ((c = al_cli_getopt(argc, argv, "c:h", opts)) != -1) {
     switch (c) {
     case 'c':
       config = optarg;
@@ -57,14 +59,11 @@ int cmd_serve(int argc, char **argv)
       usage(stdout);
       return 0;
     default:
-      usage(stderr);
-      return 2;
+      return al_cli_usage_error(NULL);
     }
   }
   if (!config) {
-    fprintf(stderr, "airlock serve: -c CONFIG is required\n");
-    usage(stderr);
-    return 2;
+    return al_cli_usage_error("-c CONFIG is required");
   }
   if (enqueue ? optind != argc - 1 : optind != argc) {
     fprintf(stderr,
@@ -76,7 +75,7 @@ int cmd_serve(int argc, char **argv)
   al_serve_config *cfg;
   al_error err = {0};
   if (al_serve_config_load(config, &cfg, &err) < 0) {
-    fprintf(stderr, "airlock serve: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
     return 2;
   }
   int rc = 0;
@@ -90,18 +89,16 @@ int cmd_serve(int argc, char **argv)
     int64_t id;
     int r = al_serve_enqueue(cfg, argv[optind], sender, &id, &err);
     if (r < 0) {
-      fprintf(stderr, "airlock serve enqueue: %s\n", err.msg);
+      al_cli_error("%s", err.msg);
       rc = 1;
     } else {
       printf("%" PRId64 "\n", id);
       if (r == 1)
-        fprintf(stderr,
-                "airlock serve enqueue: %s already has a queued or running run (%" PRId64
-                "); nothing added\n",
-                argv[optind], id);
+        al_cli_error("%s already has a queued or running run (%" PRId64 "); nothing added",
+                     argv[optind], id);
     }
   } else if (al_serve_run(cfg, &err) < 0) {
-    fprintf(stderr, "airlock serve: %s\n", err.msg);
+    al_cli_error("%s", err.msg);
     rc = 1;
   }
   al_serve_config_free(cfg);

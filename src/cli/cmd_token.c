@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "broker/client.h"
+#include "cli.h"
 #include "commands.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -51,7 +52,7 @@ static int lease_main(int argc, char **argv)
   const char *sock = getenv("AIRLOCK_BROKER_SOCKET");
   uint64_t ttl = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "r:s:R:p:t:h", opts, NULL)) != -1) {
+  while ((c = al_cli_getopt(argc, argv, "r:s:R:p:t:h", opts)) != -1) {
     switch (c) {
     case 'r':
       repo = optarg;
@@ -68,8 +69,7 @@ static int lease_main(int argc, char **argv)
     case 't': {
       const char *why;
       if (al_parse_duration_ms(optarg, &ttl, &why) < 0) {
-        fprintf(stderr, "airlock token lease: --ttl: %s\n", why);
-        return 2;
+        return al_cli_usage_error("--ttl: %s", why);
       }
       break;
     }
@@ -77,16 +77,17 @@ static int lease_main(int argc, char **argv)
       usage(stdout);
       return 0;
     default:
-      usage(stderr);
-      return 2;
+      return al_cli_usage_error(NULL);
     }
   }
   bool git = strcmp(role, "git") == 0 || strcmp(role, "both") == 0;
   bool ticket = strcmp(role, "ticket") == 0 || strcmp(role, "both") == 0;
-  if (!repo || optind != argc || (!git && !ticket)) {
-    usage(stderr);
-    return 2;
-  }
+  if (al_cli_max_operands(argc, argv, optind, 0) != 0)
+    return AL_EXIT_USAGE;
+  if (!git && !ticket)
+    return al_cli_usage_error("--role `%s`: git, ticket or both", role);
+  if (!repo)
+    return al_cli_usage_error("which repository? (--repo OWNER/REPO)");
   al_lease_request rq = {.git_repo = git ? repo : NULL,
                          .ticket_repo = ticket ? repo : NULL,
                          .git_permissions = git ? perms : NULL,
@@ -158,8 +159,15 @@ static int lease_main(int argc, char **argv)
 
 int cmd_token(int argc, char **argv)
 {
+  al_cli_init("token", usage);
   if (argc >= 2 && strcmp(argv[1], "lease") == 0)
     return lease_main(argc - 1, argv + 1);
-  usage(argc >= 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
-  return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+  if (argc >= 2 && al_cli_is_help(argv[1])) {
+    usage(stdout);
+    return 0;
+  }
+  if (argc < 2)
+    return al_cli_usage_error("which subcommand? (lease)");
+  return al_cli_usage_error("unknown %s `%s` (lease)", argv[1][0] == '-' ? "option" : "subcommand",
+                            argv[1]);
 }

@@ -207,4 +207,169 @@ if [ "${up:-0}" -gt 12000000 ]; then ok "  bytes_up counts the pack ($up)"; else
 check "clone of the large branch through the gateway" gitgw clone -q -b "$BR" "$GIT/acme/tally.git" "$W/cbig"
 is "  the blob arrived intact" "$(sha256sum <"$W/cbig/blob.bin")" "$(sha256sum <"$W/c2/blob.bin")"
 
+
+# ---- the API ----
+is "GET the repository" "$(gw GET /repos/acme/tally "$W/ph.hdr")" 200
+is "  full_name" "$(jq -r .full_name "$W/body")" acme/tally
+is "GET the ticket (ticket token injected)" "$(gw GET /repos/acme/tally/issues/1 "$W/ph.hdr")" 200
+is "  its number" "$(jq -r .number "$W/body")" 1
+is "GET the ticket's comments" "$(gw GET /repos/acme/tally/issues/1/comments "$W/ph.hdr")" 200
+is "GET the run branch" "$(gw GET "/repos/acme/tally/branches/$BR" "$W/ph.hdr")" 200
+is "GET contents" "$(gw GET "/repos/acme/tally/contents/README.md?ref=main" "$W/ph.hdr")" 200
+is "owner/repo case-insensitive (GET /repos/ACME/Tally)" "$(gw GET /repos/ACME/Tally "$W/ph.hdr")" 200
+printf 'Authorization: Bearer %s\n' "$PH" >"$W/ph-bearer.hdr"
+is "the placeholder as a Bearer token" "$(gw GET /repos/acme/tally "$W/ph-bearer.hdr")" 200
+# api_refused NAME METHOD PATH REASON [BODY]
+api_refused() {
+  is "$1: 403 through the gateway" "$(gw "$2" "$3" "$W/ph.hdr" "${5-}")" 403
+  is "  reason $4" "$(last_reason)" "$4"
+  like "  the answer says why" "$(jq -r .message "$W/body")" "^airlock gateway: $4\$"
+}
+api_refused "the agent opens a PR itself" POST /repos/acme/tally/pulls write-refused \
+  "{\"title\":\"x\",\"head\":\"$BR\",\"base\":\"main\"}"
+is "  no PR was made" "$(admin /pulls | jq length)" 0
+is "  positive control: the real token through the tunnel opens it" \
+  "$(tun POST /repos/acme/tally/pulls "$W/git.hdr" "{\"title\":\"x\",\"head\":\"$BR\",\"base\":\"main\"}")" 201
+api_refused "a comment on another issue" POST /repos/acme/tally/issues/2/comments other-ticket '{"body":"hi"}'
+api_refused "a comment on the ticket (max_comments 0)" POST /repos/acme/tally/issues/1/comments write-refused '{"body":"hi"}'
+is "  positive control: the ticket token through the tunnel comments" \
+  "$(tun POST /repos/acme/tally/issues/1/comments "$W/ticket.hdr" '{"body":"hi"}')" 201
+api_refused "editing the ticket" PATCH /repos/acme/tally/issues/1 write-refused '{"title":"x"}'
+api_refused "an approving review" POST /repos/acme/tally/pulls/1/reviews write-refused '{"event":"APPROVE"}'
+api_refused "a COMMENT review" POST /repos/acme/tally/pulls/1/reviews write-refused '{"event":"COMMENT"}'
+api_refused "a merge" PUT /repos/acme/tally/pulls/1/merge write-refused '{}'
+api_refused "branch protection" PUT /repos/acme/tally/branches/main/protection write-refused '{}'
+api_refused "another repository" GET /repos/acme/loose other-repository
+api_refused "the installation's repositories" GET /installation/repositories no-rule
+api_refused "the app" GET /app no-rule
+api_refused "minting a token" POST /app/installations/1/access_tokens write-refused '{}'
+api_refused "GraphQL query" POST /graphql graphql-refused '{"query":"{ viewer { login } }"}'
+api_refused "GraphQL mutation" POST /graphql graphql-refused '{"query":"mutation { x }"}'
+is "an encoded dot-dot path: 400" "$(gw GET /repos/acme/tally/issues/%2e%2e/2 "$W/ph.hdr")" 400
+is "  reason" "$(last_reason)" path-encoded-separator
+
+# foreign credentials: never forwarded
+is "the run's real ticket token (not the placeholder): 403" "$(gw GET /repos/acme/tally/issues/1 "$W/ticket.hdr")" 403
+is "  reason" "$(last_reason)" foreign-credential
+is "  positive control: the forge accepts that header through the tunnel" "$(tun GET /repos/acme/tally/issues/1 "$W/ticket.hdr")" 200
+is "a valid token minted for acme/loose, to acme/loose: 403" "$(gw GET /repos/acme/loose "$W/loose.hdr")" 403
+is "  reason" "$(last_reason)" foreign-credential
+is "  positive control: through the tunnel the forge serves it" "$(tun GET /repos/acme/loose "$W/loose.hdr")" 200
+printf 'Authorization: Bearer ghs_%s\n' "0123456789abcdefghijklmnopqrstuvwxyz" >"$W/fake.hdr"
+is "a made-up ghs_ token: 403" "$(gw GET /repos/acme/tally/issues/1 "$W/fake.hdr")" 403
+is "  reason" "$(last_reason)" foreign-credential
+printf 'Cookie: user_session=%s\n' "$PH" >"$W/cookie.hdr"
+is "the placeholder in a Cookie: 403" "$(gw GET /repos/acme/tally "$W/cookie.hdr")" 403
+is "  reason" "$(last_reason)" foreign-credential
+is "the placeholder in ?access_token=: 403" "$(gw GET "/repos/acme/tally?access_token=$PH" "")" 403
+is "  reason" "$(last_reason)" foreign-credential
+check_not "  the placeholder is not in the decision log" grep -q "$PH" "$H/gateway.jsonl"
+code=$("${GCURL[@]}" -o "$W/body" -w '%{http_code}' -u "x:$(cat "$W/loose.tok")" "$API/repos/acme/tally")
+is "a foreign token in URL userinfo (sent as Basic): 403" "$code" 403
+is "  reason" "$(last_reason)" foreign-credential
+code=$("${GCURL[@]}" -o "$W/body" -w '%{http_code}' -u "x-access-token:$PH" "$API/repos/acme/tally")
+is "the placeholder in URL userinfo is what git's helper sends: allowed" "$code" 200
+is "no credential at all: 401, never forwarded" "$(gw GET /repos/acme/tally "")" 401
+like "  with a Basic challenge" "$("${GCURL[@]}" -D - -o /dev/null "$API/repos/acme/tally")" 'WWW-Authenticate: Basic realm="airlock"'
+is "  reason" "$(last_reason)" credential-missing
+for t in git ticket loose; do
+  check_not "  no $t token in the gateway's log" grep -qF "$(cat "$W/$t.tok")" "$H/gateway.jsonl"
+  check_not "  no $t token in the proxy's log" grep -qF "$(cat "$W/$t.tok")" "$H/proxy.jsonl"
+done
+like "the proxy logged the hand-offs" "$(jq -r 'select(.event == "handoff") | .reason' "$H/proxy.jsonl" | sort -u)" '^gateway$'
+
+# ---- HTTP framing (raw bytes through gwclient.py) ----
+RAW=(python3 "$SRC/tests/integration/gwclient.py" "$GW" api.forge.test "$P" "$H/ca.pem")
+AUTH="Authorization: token $PH"
+req() { printf '%s %s HTTP/1.1\r\nHost: api.forge.test:%s\r\n%s\r\n%s\r\n' "$1" "$2" "$P" "$AUTH" "${3-}"; }
+out=$( { req GET /repos/acme/tally; req POST /repos/acme/tally/issues/2/comments 'Content-Length: 2
+'; printf '{}'; } | sed 's/^Content-Length: 2$/Content-Length: 2\r/' | "${RAW[@]}")
+like "pipelined: an allowed GET then a refused POST" "$(echo "$out" | grep STATUS | tr '\n' ' ')" '^STATUS 200 - STATUS 403 other-ticket'
+big=$(python3 -c 'print("X-Big: " + "a"*9000)')
+out=$(req GET /repos/acme/tally "$big" | "${RAW[@]}")
+like "a head over the size cap: 431" "$out" 'STATUS 431 head-too-large'
+out=$(python3 -c '
+import sys
+h = "".join("X-%d: a\r\n" % i for i in range(10000))
+sys.stdout.write("GET /repos/acme/tally HTTP/1.1\r\nHost: a\r\n" + h + "\r\n")' | "${RAW[@]}")
+like "10,000 headers: refused" "$out" 'STATUS 431'
+out=$(python3 -c '
+import sys
+sys.stdout.write("GET /repos/acme/tally HTTP/1.1\r\nHost: a\r\nX-L: " + "b"*65536 + "\r\n\r\n")' | "${RAW[@]}")
+like "a 64 KiB header line: refused" "$out" 'STATUS 431'
+chunked_post() { # BODY: a chunked POST to git-upload-pack with that raw body
+  printf 'POST /acme/tally.git/git-upload-pack HTTP/1.1\r\nHost: forge.test:%s\r\n%s\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-git-upload-pack-request\r\n\r\n%b' "$P" "$AUTH" "$1" |
+    python3 "$SRC/tests/integration/gwclient.py" "$GW" forge.test "$P" "$H/ca.pem"
+}
+for c in 'ffffffffffffffff\r\n' '-1\r\n' 'zz\r\n'; do
+  out=$(chunked_post "$c")
+  like "chunk size $c: the connection is cut, nothing answered by the forge" "$out" 'CLOSED'
+done
+is "  reasons logged" "$(jq -r 'select(.rule == "git-upload-pack" and .status == null) | .reason' "$H/gateway.jsonl" | sort | tr '\n' ' ')" \
+  'chunk-size-bad chunk-size-bad chunk-size-overflow '
+out=$(chunked_post "1;$(head -c 65536 /dev/zero | tr '\0' x)\r\n")
+like "a 64 KiB chunk extension: cut" "$out" CLOSED
+is "  reason" "$(last_reason)" chunk-ext-too-long
+out=$(chunked_post '5\r\nhelloX')
+like "a chunk without its CRLF: cut" "$out" CLOSED
+is "  reason" "$(last_reason)" chunk-missing-crlf
+out=$(printf 'GET /repos/acme/tally HTTP/1.0\r\nHost: api.forge.test:%s\r\n%s\r\nConnection: keep-alive\r\n\r\nGET /repos/acme/tally HTTP/1.0\r\nHost: api.forge.test:%s\r\n%s\r\n\r\n' "$P" "$AUTH" "$P" "$AUTH" | "${RAW[@]}")
+like "HTTP/1.0 with keep-alive: two answers, then closed" "$(echo "$out" | tr '\n' ' ')" 'STATUS 200 - STATUS 200 - CLOSED'
+out=$(printf 'GET /repos/acme/tally HTTP/1.1\r\nHost: api.forge.test:%s\r\n%s\r\nConnection: close\r\n\r\n' "$P" "$AUTH" | "${RAW[@]}")
+like "Connection: close after a 200: closed" "$(echo "$out" | tr '\n' ' ')" 'STATUS 200 - CLOSED'
+out=$(req GET /repos/acme/tally | "${RAW[@]}" --half-close)
+like "a client that half-closes after the head still gets its answer" "$(echo "$out" | tr '\n' ' ')" 'STATUS 200'
+out=$(printf 'GET /repos/acme/tally HTTP/1.1\r\nHost: api.forge.test:%s\r\n%s\r\n\r\n' "$P" "$AUTH" | "${RAW[@]}" --alpn h2)
+like "ALPN offering only h2: refused, never tunnelled" "$out" 'TLS-FAILED'
+like "  reason" "$(jq -r 'select(.event == "tls") | .reason' "$H/gateway.jsonl" | tail -1)" '^alpn-no-http1$'
+out=$(req GET /repos/acme/tally | "${RAW[@]}" --alpn h2,http/1.1)
+like "ALPN h2 + http/1.1: downgraded to http/1.1" "$(echo "$out" | tr '\n' ' ')" 'ALPN http/1.1 STATUS 200'
+out=$(req GET /repos/acme/tally | "${RAW[@]}" --sni forge.test)
+like "SNI other than the CONNECT host: refused" "$out" 'TLS-FAILED'
+is "  reason" "$(jq -r 'select(.event == "tls") | .reason' "$H/gateway.jsonl" | tail -1)" sni-mismatch
+out=$(printf 'GET /repos/acme/tally HTTP/1.1\r\nHost: forge.test:%s\r\n%s\r\n\r\n' "$P" "$AUTH" | "${RAW[@]}")
+like "a Host other than the CONNECT host: 400" "$out" 'STATUS 400 host-mismatch'
+out=$(printf 'GET /repos/acme/tally HTTP/1.1\r\nHost: api.forge.test:%s\r\n%s\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx' "$P" "$AUTH" | "${RAW[@]}")
+like "duplicate Content-Length: 400" "$out" 'STATUS 400 duplicate-content-length'
+out=$(printf 'GET /repos/acme/tally HTTP/1.1\r\nHost: api.forge.test:%s\r\n%s\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n' "$P" "$AUTH" | "${RAW[@]}")
+like "Content-Length with Transfer-Encoding: 400" "$out" 'STATUS 400 cl-and-te'
+out=$(printf 'GET /repos/acme/tally HTTP/1.1\r\nHost: api.forge.test:%s\r\n%s\r\nX: a\r\n b\r\n\r\n' "$P" "$AUTH" | "${RAW[@]}")
+like "obs-fold: 400" "$out" 'STATUS 400 obs-fold'
+out=$(printf 'GET https://api.forge.test/repos/acme/tally HTTP/1.1\r\nHost: api.forge.test:%s\r\n%s\r\n\r\n' "$P" "$AUTH" | "${RAW[@]}")
+like "an absolute-form target: 400" "$out" 'STATUS 400 target-not-origin-form'
+
+# Expect: 100-continue (entry 25): an allowed push gets 100 from the gateway,
+# a refused one its 403 before any body byte is read
+printf '%04x%s %s refs/heads/feature-z\0report-status\n0000' $((4 + 40 + 1 + 40 + 1 + 20 + 15)) \
+  0000000000000000000000000000000000000000 "$(git -C "$W/c2" rev-parse HEAD)" >"$W/rp-refused"
+out=$(printf 'POST /acme/tally.git/git-receive-pack HTTP/1.1\r\nHost: forge.test:%s\r\n%s\r\nContent-Type: application/x-git-receive-pack-request\r\nContent-Length: 99999\r\nExpect: 100-continue\r\n\r\n' "$P" "$AUTH" |
+  python3 "$SRC/tests/integration/gwclient.py" "$GW" forge.test "$P" "$H/ca.pem" --wait-100 --body-after "$W/rp-refused")
+like "Expect on a push: 100 Continue once the head is allowed" "$(echo "$out" | tr '\n' ' ')" 'STATUS 100 - '
+like "  then the refused command list gets 403" "$(echo "$out" | tr '\n' ' ')" 'STATUS 403 push-other-branch'
+out=$(printf 'POST /acme/loose.git/git-receive-pack HTTP/1.1\r\nHost: forge.test:%s\r\n%s\r\nContent-Length: 99999\r\nExpect: 100-continue\r\n\r\n' "$P" "$AUTH" |
+  python3 "$SRC/tests/integration/gwclient.py" "$GW" forge.test "$P" "$H/ca.pem")
+like "Expect on a refused push: 403 without 100, before any body" "$(echo "$out" | tr '\n' ' ')" '^ALPN [^ ]+ STATUS 403 other-repository'
+
+# ---- the run CA ----
+openssl x509 -in "$H/ca.pem" -noout -text >"$W/ca.txt"
+like "the run CA is name-constrained to the forge hosts" "$(tr -d '\n' <"$W/ca.txt")" 'Name Constraints: critical *Permitted: *DNS:api.forge.test *DNS:forge.test'
+like "  EC P-256" "$(cat "$W/ca.txt")" 'NIST CURVE: P-256|prime256v1'
+like "  a CA for certificate signing" "$(tr -d '\n' <"$W/ca.txt")" 'Key Usage: critical *Certificate Sign'
+check_not "  no private key was handed out" grep -q PRIVATE "$H/ca.pem"
+echo | openssl s_client -proxy "127.0.0.1:$GW" -connect "forge.test:$P" -servername forge.test \
+  -CAfile "$H/ca.pem" -verify_hostname forge.test -verify_return_error >"$W/sc.out" 2>&1
+like "the served leaf verifies under the run CA for forge.test (openssl s_client)" "$(cat "$W/sc.out")" 'Verify return code: 0'
+echo | openssl s_client -proxy "127.0.0.1:$GW" -connect "forge.test:$P" -servername forge.test \
+  -CAfile "$H/ca.pem" -verify_hostname github.com -verify_return_error >"$W/sc2.out" 2>&1
+like "  and not for another name" "$(cat "$W/sc2.out")" 'Verify return code: 62|hostname mismatch'
+
+# ---- the gateway process ----
+st=$(cat "/proc/$GPID/status" 2>/dev/null)
+like "the gateway runs as nobody" "$(echo "$st" | grep '^Uid:')" $'Uid:\t65534'
+like "  with no capabilities" "$(echo "$st" | grep '^CapEff:')" '0000000000000000'
+like "  with seccomp on" "$(echo "$st" | grep '^Seccomp:')" '2'
+check_not "  and no token in its environment or command line" grep -qF "$(cat "$W/git.tok")" "/proc/$GPID/environ" "/proc/$GPID/cmdline"
+kill "$HPID"
+for _ in $(seq 1 100); do kill -0 "$GPID" 2>/dev/null || break; sleep 0.05; done
+check_not "the gateway is gone after the supervisor's stop" kill -0 "$GPID"
 done_testing

@@ -2,7 +2,6 @@
 #include "broker/github.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -17,6 +16,7 @@
 
 #include "broker/jwt.h"
 #include "broker/secmem.h"
+#include "forge/ghapi.h"
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/util.h"
@@ -33,7 +33,7 @@ struct repo_id {
 struct al_gh {
   const al_broker_config *cfg;
   EVP_PKEY *key;
-  bool allow_http;
+  al_ghapi *api; /* the one forge client */
   pthread_mutex_t lock;
   /* Primary rate limit of the app (JWT) as last reported. */
   long long app_remaining; /* -1: unknown */
@@ -42,32 +42,29 @@ struct al_gh {
   size_t n_ids;
 };
 
-struct http_resp {
-  long status;
-  char *body; /* NUL-terminated, wiped on free */
-  size_t len;
-  long long retry_after;  /* seconds, -1 unknown */
-  long long rl_remaining; /* -1 unknown */
-  long long rl_reset;     /* epoch seconds, -1 unknown */
-};
-
-static void resp_free(struct http_resp *r)
-{
-  if (r->body) {
-    OPENSSL_cleanse(r->body, r->len);
-    free(r->body);
-  }
-  memset(r, 0, sizeof *r);
-}
-
 int al_gh_new(const al_broker_config *cfg, EVP_PKEY *key, al_gh **out, al_error *err)
 {
   al_gh *gh = al_xcalloc(1, sizeof *gh);
   gh->cfg = cfg;
   gh->key = key;
-  gh->allow_http = strncmp(cfg->api_url, "http://", 7) == 0;
   gh->app_remaining = -1;
+  /* Token minting is safe to retry on 5xx (a token from a lost answer
+   * expires within the hour; GitHub creates none on a 5xx in practice);
+   * bodies carry tokens, so every copy is wiped. */
+  al_ghapi_opts o = {.ca_file = cfg->ca_file,
+                     .timeout_ms = cfg->http_timeout_ms,
+                     .retries = cfg->retries ? cfg->retries : AL_GHAPI_NO_RETRY,
+                     .max_wait_ms = cfg->max_rate_wait_ms,
+                     .body_max = BODY_MAX,
+                     .user_agent = "airlock-broker/0.1",
+                     .retry_unsafe = true,
+                     .wipe_bodies = true};
+  if (al_ghapi_open(cfg->api_url, &o, &gh->api, err) < 0) {
+    free(gh);
+    return -1;
+  }
   if (pthread_mutex_init(&gh->lock, NULL) != 0) {
+    al_ghapi_free(gh->api);
     free(gh);
     return al_make_error(err, ENOMEM, "mutex");
   }
@@ -82,6 +79,7 @@ void al_gh_free(al_gh *gh)
   for (size_t i = 0; i < gh->n_ids; i++)
     free(gh->ids[i].repo);
   free(gh->ids);
+  al_ghapi_free(gh->api);
   pthread_mutex_destroy(&gh->lock);
   free(gh);
 }
@@ -125,232 +123,52 @@ int al_parse_iso8601(const char *s, time_t *out)
   return 0;
 }
 
-/* ---- HTTP ------------------------------------------------------------- */
+/* ---- HTTP: the one forge client (forge/ghapi.h) -------------------- */
 
-static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-  struct http_resp *r = ud;
-  size_t n = size * nmemb;
-  if (r->len + n > BODY_MAX)
-    return 0; /* CURLE_WRITE_ERROR */
-  char *nb = malloc(r->len + n + 1);
-  if (!nb)
-    return 0;
-  if (r->body) {
-    memcpy(nb, r->body, r->len);
-    OPENSSL_cleanse(r->body, r->len);
-    free(r->body);
-  }
-  memcpy(nb + r->len, ptr, n);
-  r->len += n;
-  nb[r->len] = '\0';
-  r->body = nb;
-  return n;
-}
-
-static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
-{
-  struct http_resp *r = ud;
-  size_t n = size * nmemb;
-  /* A new status line (after a 100 Continue) resets what we saw. */
-  if (n > 5 && strncmp(line, "HTTP/", 5) == 0) {
-    r->retry_after = r->rl_remaining = r->rl_reset = -1;
-    return n;
-  }
-  al_http_header_number(line, n, "retry-after", &r->retry_after);
-  al_http_header_number(line, n, "x-ratelimit-remaining", &r->rl_remaining);
-  al_http_header_number(line, n, "x-ratelimit-reset", &r->rl_reset);
-  return n;
-}
-
-static void slist_wipe_free(struct curl_slist *l)
-{
-  for (struct curl_slist *p = l; p; p = p->next)
-    al_wipe_str(p->data);
-  curl_slist_free_all(l);
-}
-
-/* One HTTP exchange, no retries. Returns the CURLcode. */
-static CURLcode http_once(al_gh *gh, const char *method, const char *url, const char *bearer,
-                          const char *body, struct http_resp *r, char *errbuf)
-{
-  CURL *c = curl_easy_init();
-  if (!c)
-    return CURLE_OUT_OF_MEMORY;
-  struct curl_slist *h = NULL;
-  h = curl_slist_append(h, "Accept: application/vnd.github+json");
-  h = curl_slist_append(h, "X-GitHub-Api-Version: " API_VERSION);
-  if (body)
-    h = curl_slist_append(h, "Content-Type: application/json");
-  h = curl_slist_append(h, "Expect:");
-  char *auth = al_strdup_printf("Authorization: Bearer %s", bearer);
-  h = curl_slist_append(h, auth);
-  al_wipe_str(auth);
-  free(auth);
-
-  r->retry_after = r->rl_remaining = r->rl_reset = -1;
-  errbuf[0] = '\0';
-  uint64_t t = gh->cfg->http_timeout_ms;
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, gh->allow_http ? "http,https" : "https");
-  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)t);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(t < 10000 ? t : 10000));
-  curl_easy_setopt(c, CURLOPT_USERAGENT,
-                   "airlock-broker/"
-                   "0.1");
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
-  if (gh->cfg->ca_file)
-    curl_easy_setopt(c, CURLOPT_CAINFO, gh->cfg->ca_file);
-  if (strcmp(method, "GET") != 0)
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  if (body) {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-  }
-  CURLcode rc = curl_easy_perform(c);
-  if (rc == CURLE_OK)
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-  curl_easy_cleanup(c);
-  slist_wipe_free(h);
-  return rc;
-}
-
-static bool curl_retryable(CURLcode rc)
-{
-  switch (rc) {
-  case CURLE_COULDNT_RESOLVE_HOST:
-  case CURLE_COULDNT_CONNECT:
-  case CURLE_OPERATION_TIMEDOUT:
-  case CURLE_SEND_ERROR:
-  case CURLE_RECV_ERROR:
-  case CURLE_GOT_NOTHING:
-  case CURLE_PARTIAL_FILE:
-  case CURLE_HTTP2:
-  case CURLE_HTTP2_STREAM:
-    return true;
-  default:
-    return false;
-  }
-}
-
-static void sleep_ms(uint64_t ms)
-{
-  struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-    ;
-}
-
-/* The API's own message from an error body, sanitised, or "". */
-static void api_message(const struct http_resp *r, char *out, size_t outsz)
-{
-  out[0] = '\0';
-  if (!r->body)
-    return;
-  json_t *j = json_loadb(r->body, r->len, 0, NULL);
-  const char *m = json_string_value(json_object_get(j, "message"));
-  if (m) {
-    size_t k = 0;
-    for (size_t i = 0; m[i] && k + 1 < outsz && i < 300; i++)
-      out[k++] = isprint((unsigned char)m[i]) ? m[i] : '?';
-    out[k] = '\0';
-  }
-  json_decref(j);
-}
-
-/* Perform a request with the retry and rate-limit policy of github.h.
- * `app` marks app-JWT calls (their primary rate limit is tracked). On a
- * transport failure returns -1 with err; any HTTP status is a success
- * here (the caller judges it). */
+/* A request through the one forge client, with the app's primary rate
+ * limit checked first for app-JWT calls (`app`): when GitHub last said the
+ * app has no request left until a reset further away than
+ * api.max_rate_limit_wait, fail at once instead of spending a request.
+ * Any HTTP status is a success here (the caller judges r->cls); -1 with
+ * err only when no answer came. */
 static int gh_request(al_gh *gh, const char *method, const char *path, const char *bearer, bool app,
-                      const char *body, struct http_resp *r, al_error *err)
+                      json_t *body, al_ghapi_resp *r, al_error *err)
 {
-  al_autofree char *url = al_strdup_printf("%s%s", gh->cfg->api_url, path);
-  unsigned attempts = 0, waits = 0;
-  uint64_t backoff = 250;
-  char errbuf[CURL_ERROR_SIZE] = "";
-  for (;;) {
-    if (app) {
-      pthread_mutex_lock(&gh->lock);
-      long long rem = gh->app_remaining;
-      time_t reset = gh->app_reset;
-      pthread_mutex_unlock(&gh->lock);
-      time_t now = time(NULL);
-      if (rem == 0 && reset > now) {
-        uint64_t wait = (uint64_t)(reset - now) * 1000;
-        if (wait > gh->cfg->max_rate_wait_ms)
-          return al_error_set(err, EAGAIN,
-                              "%s %s: the app's rate limit is exhausted for %llds more", method,
-                              path, (long long)(reset - now));
-        al_warn("%s %s: rate limit exhausted, waiting %llds", method, path,
-                (long long)(reset - now));
-        sleep_ms(wait);
-      }
-    }
-    resp_free(r);
-    CURLcode rc = http_once(gh, method, url, bearer, body, r, errbuf);
-    if (rc != CURLE_OK) {
-      const char *what = errbuf[0] ? errbuf : curl_easy_strerror(rc);
-      if (curl_retryable(rc) && attempts < gh->cfg->retries) {
-        attempts++;
-        al_warn("%s %s: %s; retry %u/%u in %llums", method, url, what, attempts, gh->cfg->retries,
-                (unsigned long long)backoff);
-        sleep_ms(backoff);
-        backoff = backoff * 2 > 8000 ? 8000 : backoff * 2;
-        continue;
-      }
-      return al_error_set(err, rc == CURLE_OPERATION_TIMEDOUT ? ETIMEDOUT : ECONNREFUSED,
-                          "%s %s: %s (after %u attempts)", method, url, what, attempts + 1);
-    }
-    if (app && r->rl_remaining >= 0) {
-      pthread_mutex_lock(&gh->lock);
-      gh->app_remaining = r->rl_remaining;
-      gh->app_reset = (time_t)r->rl_reset;
-      pthread_mutex_unlock(&gh->lock);
-    }
-    bool limited =
-        (r->status == 403 || r->status == 429) && (r->retry_after >= 0 || r->rl_remaining == 0);
-    if (limited && waits < 3) {
-      time_t now = time(NULL);
-      long long wait_s = r->retry_after >= 0 ? r->retry_after
-                         : r->rl_reset > now ? r->rl_reset - now
-                                             : 60;
-      if ((uint64_t)wait_s * 1000 <= gh->cfg->max_rate_wait_ms) {
-        waits++;
-        al_warn("%s %s: rate limited (%ld), waiting %llds as the API asks", method, path, r->status,
-                wait_s);
-        sleep_ms((uint64_t)wait_s * 1000 + 100);
-        continue;
-      }
-      return al_error_set(err, EAGAIN, "%s %s: rate limited for %llds (more than %llums)", method,
-                          path, wait_s, (unsigned long long)gh->cfg->max_rate_wait_ms);
-    }
-    if (r->status >= 500 && attempts < gh->cfg->retries) {
-      attempts++;
-      al_warn("%s %s: HTTP %ld; retry %u/%u in %llums", method, path, r->status, attempts,
-              gh->cfg->retries, (unsigned long long)backoff);
-      sleep_ms(backoff);
-      backoff = backoff * 2 > 8000 ? 8000 : backoff * 2;
-      continue;
-    }
-    return 0;
+  if (app) {
+    pthread_mutex_lock(&gh->lock);
+    long long rem = gh->app_remaining;
+    time_t reset = gh->app_reset;
+    pthread_mutex_unlock(&gh->lock);
+    time_t now = time(NULL);
+    if (rem == 0 && reset > now && (uint64_t)(reset - now) * 1000 > gh->cfg->max_rate_wait_ms)
+      return al_error_set(err, EAGAIN, "%s %s: the app's rate limit is exhausted for %llds more",
+                          method, path, (long long)(reset - now));
   }
+  al_ghapi_resp_free(r);
+  if (al_ghapi_request(gh->api, method, path, bearer, body, r, err) < 0)
+    return -1;
+  if (app && r->rl_remaining >= 0) {
+    pthread_mutex_lock(&gh->lock);
+    gh->app_remaining = r->rl_remaining;
+    gh->app_reset = (time_t)r->rl_reset;
+    pthread_mutex_unlock(&gh->lock);
+  }
+  return 0;
 }
 
-static int status_error(const char *method, const char *path, const struct http_resp *r,
-                        al_error *err)
+/* "POST /x: HTTP 422: The permissions requested..." (the forge client's
+ * class and note when they add something: rate limited, redirected). */
+static int status_error(const char *method, const char *path, const al_ghapi_resp *r, al_error *err)
 {
-  char msg[320];
-  api_message(r, msg, sizeof msg);
-  return al_error_set(err, r->status == 401 || r->status == 403 ? EACCES : EPROTO,
-                      "%s %s: HTTP %ld%s%s", method, path, r->status, msg[0] ? ": " : "", msg);
+  int code = r->cls == AL_GHAPI_UNAUTHORIZED || r->cls == AL_GHAPI_FORBIDDEN ? EACCES
+             : r->cls == AL_GHAPI_RATE_LIMITED                               ? EAGAIN
+                                                                             : EPROTO;
+  if (r->cls == AL_GHAPI_RATE_LIMITED || r->cls == AL_GHAPI_REDIRECTED || r->note[0])
+    return al_error_set(err, code, "%s %s: HTTP %ld%s%s (%s%s%s)", method, path, r->status,
+                        r->message[0] ? ": " : "", r->message, al_ghapi_class_name(r->cls),
+                        r->note[0] ? "; " : "", r->note);
+  return al_error_set(err, code, "%s %s: HTTP %ld%s%s", method, path, r->status,
+                      r->message[0] ? ": " : "", r->message);
 }
 
 /* ---- minting ---------------------------------------------------------- */
@@ -439,17 +257,16 @@ static int get_installation(al_gh *gh, const char *jwt, const char *repo, long l
                             al_error *err)
 {
   al_autofree char *path = al_strdup_printf("/repos/%s/installation", repo);
-  struct http_resp r = {0};
+  al_ghapi_resp r = {0};
   if (gh_request(gh, "GET", path, jwt, true, NULL, &r, err) < 0)
     return -1;
   if (r.status != 200) {
     status_error("GET", path, &r, err);
-    resp_free(&r);
+    al_ghapi_resp_free(&r);
     return -1;
   }
-  json_error_t je;
-  json_t *j = json_loadb(r.body ? r.body : "", r.len, 0, &je);
-  resp_free(&r);
+  json_t *j = json_incref(r.json);
+  al_ghapi_resp_free(&r);
   json_t *jid = json_object_get(j, "id");
   if (!json_is_integer(jid) || json_integer_value(jid) <= 0) {
     json_decref(j);
@@ -514,8 +331,8 @@ int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *per
     return -1;
   int ret = -1;
   long long inst = 0;
-  struct http_resp r = {0};
-  char *body = NULL;
+  al_ghapi_resp r = {0};
+  json_t *b = NULL;
   al_autofree char *path = NULL;
   if (get_installation(gh, jwt, repo, &inst, err) < 0)
     goto out;
@@ -523,7 +340,7 @@ int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *per
 
   /* Body: the one repository (by id once known, by name the first time)
    * and exactly the permissions asked. */
-  json_t *b = json_object();
+  b = json_object();
   long long rid = cached_repo_id(gh, repo);
   if (rid > 0) {
     json_object_set_new(b, "repository_ids", json_pack("[I]", (json_int_t)rid));
@@ -536,10 +353,8 @@ int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *per
     json_object_set_new(pj, perms->items[i].name,
                         json_string(perms->items[i].write ? "write" : "read"));
   json_object_set_new(b, "permissions", pj);
-  body = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
-  json_decref(b);
   path = al_strdup_printf("/app/installations/%lld/access_tokens", inst);
-  if (gh_request(gh, "POST", path, jwt, true, body, &r, err) < 0)
+  if (gh_request(gh, "POST", path, jwt, true, b, &r, err) < 0)
     goto out;
   if (r.status != 201) {
     status_error("POST", path, &r, err);
@@ -547,8 +362,8 @@ int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *per
       cache_repo_id(gh, repo, 0); /* the id may be stale: ask by name next time */
     goto out;
   }
-  json_t *j = json_loadb(r.body ? r.body : "", r.len, 0, NULL);
-  resp_free(&r);
+  json_t *j = json_incref(r.json);
+  al_ghapi_resp_free(&r);
   if (!j) {
     al_error_set(err, EPROTO, "POST %s: the response is not JSON", path);
     goto out;
@@ -574,9 +389,8 @@ int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *per
     cache_repo_id(gh, repo, out->repo_id);
   ret = 0;
 out:
-  resp_free(&r);
-  if (body)
-    free(body);
+  al_ghapi_resp_free(&r);
+  json_decref(b);
   al_wipe_str(jwt);
   free(jwt);
   return ret;
@@ -589,18 +403,41 @@ static int probe_token(al_gh *gh, const al_token *t, al_error *err)
 {
   al_autofree char *p2 = al_strdup_printf("/repos/%s", t->repo);
   const char *paths[] = {"/installation/repositories?per_page=1", p2};
+  char last[300] = "";
   for (size_t i = 0; i < AL_ARRAY_SIZE(paths); i++) {
-    struct http_resp r = {0};
+    al_ghapi_resp r = {0};
     if (gh_request(gh, "GET", paths[i], t->value, false, NULL, &r, err) < 0)
       return -1;
-    long st = r.status;
-    resp_free(&r);
-    if (st == 401)
+    al_ghapi_class cls = r.cls;
+    al_ghapi_describe(&r, last, sizeof last);
+    al_ghapi_resp_free(&r);
+    if (cls == AL_GHAPI_UNAUTHORIZED)
       return 1;
-    if (st >= 200 && st < 300)
+    if (cls == AL_GHAPI_OK)
       return 0;
   }
-  return al_error_set(err, EPROTO, "no probe endpoint answered 401 or 2xx");
+  return al_error_set(err, EPROTO, "no probe endpoint answered 401 or 2xx (last: %s)", last);
+}
+
+static int revoke_once(al_gh *gh, const al_token *t, al_error *err)
+{
+  al_ghapi_resp r = {0};
+  if (gh_request(gh, "DELETE", "/installation/token", t->value, false, NULL, &r, err) < 0)
+    return al_error_wrap(err, "revoking token %s", t->fp);
+  if (r.status != 204 && r.status != 401) {
+    status_error("DELETE", "/installation/token", &r, err);
+    al_ghapi_resp_free(&r);
+    return al_error_wrap(err, "revoking token %s", t->fp);
+  }
+  al_ghapi_resp_free(&r);
+  return 0;
+}
+
+static void nap_ms(uint64_t ms)
+{
+  struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+    ;
 }
 
 int al_gh_revoke(al_gh *gh, const al_token *t, bool *confirmed, al_error *err)
@@ -608,26 +445,35 @@ int al_gh_revoke(al_gh *gh, const al_token *t, bool *confirmed, al_error *err)
   *confirmed = false;
   if (!t->value)
     return al_make_error(err, EINVAL, "token %s: no value to revoke", t->fp);
-  for (int round = 0; round < 2; round++) {
-    struct http_resp r = {0};
-    if (gh_request(gh, "DELETE", "/installation/token", t->value, false, NULL, &r, err) < 0)
-      return al_error_wrap(err, "revoking token %s", t->fp);
-    long st = r.status;
-    if (st != 204 && st != 401) {
-      status_error("DELETE", "/installation/token", &r, err);
-      resp_free(&r);
-      return al_error_wrap(err, "revoking token %s", t->fp);
-    }
-    resp_free(&r);
+  if (revoke_once(gh, t, err) < 0)
+    return -1;
+  /* GitHub documents no propagation time for a revocation (the stateless
+   * JWT-shaped ghs_ tokens may stay valid for a moment): check again with
+   * a short backoff, DELETE once more after the second check, and give up
+   * only after AL_GH_REVOKE_CONFIRM_MS. */
+  uint64_t start = al_now_ms(), wait = 250;
+  for (unsigned check = 1;; check++) {
     int p = probe_token(gh, t, err);
     if (p < 0)
       return al_error_wrap(err, "confirming revocation of token %s", t->fp);
     if (p == 1) {
       *confirmed = true;
+      if (check > 1)
+        al_info("token %s: revocation confirmed (401) on check %u, after %llums", t->fp, check,
+                (unsigned long long)(al_now_ms() - start));
       return 0;
     }
-    al_warn("token %s still works after DELETE /installation/token (HTTP %ld); retrying", t->fp,
-            st);
+    uint64_t spent = al_now_ms() - start;
+    if (spent + wait > AL_GH_REVOKE_CONFIRM_MS)
+      return al_error_set(err, EPROTO,
+                          "token %s still works %llums after DELETE /installation/token (%u "
+                          "checks, two revocations)",
+                          t->fp, (unsigned long long)spent, check);
+    al_warn("token %s still works after DELETE /installation/token; checking again in %llums",
+            t->fp, (unsigned long long)wait);
+    nap_ms(wait);
+    if (check == 2 && revoke_once(gh, t, err) < 0)
+      return -1;
+    wait = wait * 2 > 4000 ? 4000 : wait * 2;
   }
-  return al_error_set(err, EPROTO, "token %s still works after two revocations", t->fp);
 }

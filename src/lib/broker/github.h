@@ -11,13 +11,12 @@
  *                                                    the app installation": used to
  *                                                    confirm a revoked token gets 401
  *
- * Every call: Accept application/vnd.github+json, X-GitHub-Api-Version,
- * a User-Agent, no redirects, https only (http only for a loopback API URL),
- * a body cap of 1 MiB. Network errors and 5xx are retried with exponential
- * backoff (api.retries times); 403/429 with Retry-After or
- * x-ratelimit-remaining: 0 wait as told ("Rate limits for the REST API")
- * up to api.max_rate_limit_wait, else fail. Nothing here logs a token:
- * messages carry the token's fingerprint only.
+ * Every call goes through the one forge client (forge/ghapi.h): its
+ * headers, redirects (under the API base only), rate-limit rules and
+ * retries; here with api.retries retries (5xx and network errors, POST
+ * included: minting is safe to retry), api.max_rate_limit_wait as the wait
+ * budget of one call, a body cap of 1 MiB, and every body wiped. Nothing
+ * here logs a token: messages carry the token's fingerprint only.
  *
  * Thread-safe: one al_gh is shared by the broker's worker threads. */
 #ifndef AL_BROKER_GITHUB_H
@@ -60,11 +59,17 @@ void al_gh_free(al_gh *gh);
 int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *perms, al_token *out,
                al_error *err);
 
+/* How long al_gh_revoke keeps checking that a revoked token is dead. */
+#define AL_GH_REVOKE_CONFIRM_MS 10000u
+
 /* Revoke t with DELETE /installation/token (204, or 401 = already dead),
  * then confirm with GET /installation/repositories that the token gets 401.
- * Retries per the policy above (and the DELETE once more if the token
- * still works). *confirmed is true only when the 401 was seen. Returns 0
- * when revoked and confirmed, -1 with err otherwise. Does not clear t. */
+ * GitHub documents no propagation time, so a token that still works is
+ * checked again with a short backoff (250 ms doubling to 4 s; the DELETE
+ * sent once more after the second check) for up to
+ * AL_GH_REVOKE_CONFIRM_MS before it is declared alive. *confirmed is true
+ * only when the 401 was seen. Returns 0 when revoked and confirmed, -1
+ * with err otherwise. Does not clear t. */
 int al_gh_revoke(al_gh *gh, const al_token *t, bool *confirmed, al_error *err);
 
 /* Wipe the token value (OPENSSL_cleanse) and reset the struct. */

@@ -121,7 +121,11 @@ int al_gw_ca_make(al_gw_ca *ca, const char *const *hosts, size_t n, uint64_t lif
     const char *h = ca->leaf[i].host;
     char san[300];
     snprintf(san, sizeof san, "%s:%s", is_ip(h) ? "IP" : "DNS", h);
-    X509 *c = new_cert(ca->leaf_key, h, valid);
+    /* The CN is not a host name (it has spaces): OpenSSL checks a
+     * host-like CN against DNS name constraints, which an IP leaf fails. */
+    char lcn[300];
+    snprintf(lcn, sizeof lcn, "airlock gateway %s", h);
+    X509 *c = new_cert(ca->leaf_key, lcn, valid);
     ca->leaf[i].cert = c;
     if (!c || !X509_set_issuer_name(c, X509_get_subject_name(ca->ca)) ||
         add_ext(c, ca->ca, NID_basic_constraints, "critical,CA:FALSE") < 0 ||

@@ -9,6 +9,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,0 +1,124 @@
+#!/bin/bash
+# The command-line conventions (src/cli/cli.h, docs/cli.md) as one table over
+# every command `airlock --help` lists: messages start with `airlock CMD: `,
+# usage errors exit 2 with the usage line and write nothing, --help and
+# `airlock help CMD` agree, extra operands and bad numbers or names are
+# refused, argv echoes are escaped. Plus the rows of issue #18's "Why" that
+# are about the command line.
+. "$(dirname "$0")/lib.sh"
+cd "$T_TMP" || exit 1
+# every command the top-level help lists (serve and later ones included)
+cmds=$("$AIRLOCK" --help | sed -n '/^commands:/,/^$/p' | awk 'NF>1 && $1!="commands:" && $1!="help" && $1!="version" {print $1}')
+like "control: the top-level help lists the commands" "$(echo $cmds)" '^demo ticket run policy'
+
+for c in $cmds; do
+  out=$("$AIRLOCK" "$c" --bogus-option 2>"$T_TMP/err"); rc=$?
+  err=$(cat "$T_TMP/err")
+  is "$c --bogus-option: exit 2" "$rc" 2
+  like "$c --bogus-option: \`airlock $c: \` names the option" "$(head -1 <<<"$err")" "^airlock $c: unknown option \`--bogus-option\`"
+  like "$c --bogus-option: the usage line follows" "$err" "usage: airlock $c"
+  if grep -q 'unrecognized option\|invalid option\|^airlock-net' <<<"$err"; then fail "$c: no message of getopt's own"; else ok "$c: no message of getopt's own"; fi
+  is "$c --bogus-option: nothing on stdout" "$out" ""
+  help=$("$AIRLOCK" "$c" --help 2>&1); rc=$?
+  like "$c --help: exit 0, usage first" "$rc/$(head -1 <<<"$help")" "^0/usage: airlock $c"
+  is "airlock help $c is $c --help" "$("$AIRLOCK" help "$c" 2>&1)" "$help"
+done
+is "none of the usage errors wrote a file" "$(ls -A "$T_TMP" | grep -v '^err$')" ""
+
+# extra operands: COMMAND-LINE (after `airlock`) | what the message names
+printf 'version: 1\n' >pol.yaml
+while IFS='|' read -r line want; do
+  [ -n "$line" ] || continue
+  eval "set -- $line"
+  out=$("$AIRLOCK" "$@" 2>&1 </dev/null); rc=$?
+  like "airlock $line: exit 2, $want" "$rc/$out" "^2/airlock [a-z]+: .*$want"
+done <<'T'
+demo extra junk|unexpected argument `extra`
+ticket acme/tally#1 -p pol.yaml extra|unexpected argument `extra`
+policy check pol.yaml extra|unexpected argument `extra`
+policy default extra|unexpected argument `extra`
+proxy -p pol.yaml --listen 127.0.0.1:0 extra|unexpected argument `extra`
+relay extra|unexpected argument `extra`
+broker -c pol.yaml extra|unexpected argument `extra`
+probe extra|unexpected argument `extra`
+token lease --repo a/b extra|unexpected argument `extra`
+audit acme/tally extra|unexpected argument `extra`
+render compose -p pol.yaml extra|unexpected argument `extra`
+proxy -p pol.yaml --listen 127.0.0.1:0 --max-conns -5|--max-conns `-5`: must be a decimal number from 1 to
+proxy -p pol.yaml --listen 127.0.0.1:0 --max-conns 0x10|--max-conns `0x10`: must be a decimal number
+proxy -p pol.yaml --listen 127.0.0.1:0 --deadline 99999999999|--deadline `99999999999`
+proxy -p pol.yaml --listen bogus|--listen `bogus`: expected ADDR:PORT
+proxy -p pol.yaml --listen 127.1:3128|--listen `127.1:3128`: an ambiguous IPv4 spelling; write `127.0.0.1:3128`
+proxy -p pol.yaml --listen 127.0.0.1:99999|--listen `127.0.0.1:99999`
+render kubernetes -p pol.yaml --namespace 'Bad_NS!'|--namespace `Bad_NS!`: must be a DNS-1123 label
+render kubernetes -p pol.yaml --namespace -x|--namespace `-x`: must be a DNS-1123 label
+relay --listen-fd x|--listen-fd `x`: must be a decimal number
+relay -p pol.yaml --listen 127.0.0.1:0|--listen `0`: must be a decimal number from 1 to 65535
+audit acme/tally --app-id 0x10|--app-id `0x10`
+ticket acme/tally#1 -p|option `-p` needs a value
+run --policy|option `--policy` needs a value
+ticket acme/tally#1 --timeout 0|--timeout `0`
+run|no command given
+ticket acme/tally#1|a ticket run needs a policy: -p FILE
+T
+out=$("$AIRLOCK" proxy -p pol.yaml --listen bogus 2>&1)
+if grep -q 'Invalid argument' <<<"$out"; then fail "proxy --listen bogus: no stray strerror"; else ok "proxy --listen bogus: no stray strerror"; fi
+out=$("$AIRLOCK" render kubernetes -p pol.yaml --namespace good-ns 2>/dev/null); rc=$?
+is "control: a DNS-1123 namespace is accepted" "$rc" 0
+like "… and used" "$out" 'namespace: "good-ns"'
+
+# ticket without -p: exit 2, no run record
+out=$(HOME=$T_TMP/home "$AIRLOCK" ticket acme/tally#1 --agent /usr/bin/true --record "$T_TMP/rec.json" 2>&1); rc=$?
+is "ticket without -p exits 2" "$rc" 2
+[ -e "$T_TMP/rec.json" ] || [ -d "$T_TMP/home/.local/state/airlock" ] && fail "ticket without -p writes no run record" || ok "ticket without -p writes no run record"
+out=$("$AIRLOCK" demo --bogus 2>&1); rc=$?
+like "demo --bogus: refused (exit 2)" "$rc/$out" '^2/airlock demo: unknown option `--bogus`'
+like "… with the usage" "$out" '^usage: airlock demo \[--hostile\]'
+
+# render compose without -o writes nothing; with -o it writes the profile
+mkdir -p "$T_TMP/rc" && cd "$T_TMP/rc"
+out=$("$AIRLOCK" render compose -p ../pol.yaml 2>"$T_TMP/rc.err"); rc=$?
+is "render compose without -o: exit 0" "$rc" 0
+is "render compose without -o writes no file into the current directory" "$(ls -A)" ""
+like "… and says how to write the profile it refers to" "$(cat "$T_TMP/rc.err")" 'airlock render seccomp -o .*airlock-seccomp.json'
+like "… the Compose file is on stdout" "$out" 'services:'
+"$AIRLOCK" render compose -p ../pol.yaml -o compose.yaml 2>/dev/null
+check "control: with -o the profile is written beside it" test -s airlock-seccomp.json
+cd "$T_TMP"
+
+# version
+v=$("$AIRLOCK" version); rc=$?
+like "airlock version" "$rc/$v" '^0/airlock [0-9]+\.[0-9]+'
+is "airlock --version says the same" "$("$AIRLOCK" --version)" "$v"
+out=$("$AIRLOCK" version extra 2>&1); rc=$?
+like "airlock version extra: exit 2" "$rc/$out" '^2/airlock version: unexpected argument `extra`'
+out=$("$AIRLOCK" help nosuch 2>&1); rc=$?
+like "airlock help nosuch: exit 2" "$rc/$out" '^2/airlock: unknown command `nosuch`'
+
+# raw ESC bytes and bidi controls in argv are echoed escaped
+for arg in $'--\033[2J\033]0;owned\007' $'\033[31mred' $'x\xe2\x80\xaey'; do
+  for line in "run $arg" "proxy $arg" "render $arg" "policy check --for $arg pol.yaml" "$arg"; do
+    out=$(eval "\"\$AIRLOCK\" $line" 2>&1 </dev/null)
+    if printf '%s' "$out" | grep -q $'\033\|\007\|\xe2\x80\xae'; then fail "argv echo escaped: airlock $(printf %q "$line")"; diag "$(printf %q "$out")"; else ok "argv echo escaped: airlock $(printf %q "$line" | head -c 60)"; fi
+  done
+done
+out=$("$AIRLOCK" policy check $'/nonexistent/\033[2Jx.yaml' 2>&1)
+like "a file name in an error is escaped" "$out" '/nonexistent/\\x1b\[2Jx.yaml'
+
+# run: without --log the proxy's decisions are counted, never mixed into the output
+if "$AIRLOCK" run -q -- true 2>/dev/null; then
+  printf 'version: 1\nnetwork:\n  allow:\n    - {host: web.test, port: 443}\n' >net.yaml
+  probe='curl -s -m 5 https://evil.test/ >/dev/null 2>&1; curl -s -m 5 https://web.test/ >/dev/null 2>&1; echo CMD-OUTPUT'
+  "$AIRLOCK" run -p net.yaml -- sh -c "$probe" >run.out 2>run.err; rc=$?
+  is "run with a network: the command's status" "$rc" 0
+  is "run: stdout is the command's only" "$(cat run.out)" "CMD-OUTPUT"
+  if grep -q '"decision"' run.err; then fail "run: no proxy JSON line on stderr without --log"; else ok "run: no proxy JSON line on stderr without --log"; fi
+  like "run: one line counts the decisions" "$(cat run.err)" '^airlock run: [1-9][0-9]* egress decision\(s\), [1-9][0-9]* denied \(--log FILE keeps them\)'
+  "$AIRLOCK" run -q -p net.yaml -- sh -c "$probe" >run.out 2>run.err
+  is "run -q: nothing from airlock on stderr" "$(cat run.err)" ""
+  "$AIRLOCK" run -q -p net.yaml --log dec.jsonl -- sh -c "$probe" >/dev/null 2>&1
+  like "control: --log keeps the decisions" "$(cat dec.jsonl)" '"decision":"deny"'
+else
+  skip "airlock run cannot make a sandbox here"; skip "-"; skip "-"; skip "-"; skip "-"; skip "-"
+fi
+done_testing

@@ -25,12 +25,15 @@
 #include "paths.h"
 #include "cli.h"
 #include "commands.h"
+#include "common/exitcodes.h"
+#include "common/owned.h"
 #include "common/util.h"
 #include "run/ticket.h"
 
 #define MAX_CHILDREN 4
 
 struct demo {
+  al_tmpdir tmp;         /* what we made and remove: identity checked (common/owned.h) */
   char dir[PATH_MAX];    /* 0755: CA, policy (readable by the sandbox user) */
   char secret[PATH_MAX]; /* 0700: the app key, broker config and socket */
   pid_t children[MAX_CHILDREN];
@@ -58,6 +61,10 @@ static pid_t spawn(struct demo *d, const char *const argv[], const char *log_pat
     return -1;
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    /* Its own process group: a terminal's Ctrl-C reaches the demo, which
+     * stops the ticket and then its forge and broker in order (the broker
+     * must outlive the release to revoke). */
+    setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -151,10 +158,33 @@ static void teardown(struct demo *d)
     }
   }
   d->nchildren = 0;
-  if (!d->keep && d->dir[0]) {
-    const char *const rm[] = {"/bin/rm", "-rf", d->dir, NULL};
-    run_script(rm, "/dev/null");
+  if (d->keep && d->tmp.path[0])
+    say("kept %s", d->tmp.path);
+  else if (d->tmp.path[0]) {
+    al_error e = {0};
+    if (al_tmpdir_remove(&d->tmp, &e) < 0)
+      say("%s", e.msg);
   }
+}
+
+/* The last lines of a setup log, on stderr: the directory holding it is
+ * removed at the end (it holds the App keys), so a failure says why here. */
+static void show_log(const char *path)
+{
+  char *text = NULL;
+  size_t len = 0;
+  al_error e = {0};
+  if (al_read_file(path, 1u << 20, &text, &len, &e) < 0)
+    return;
+  const char *start = text;
+  int lines = 0;
+  for (size_t i = len; i-- > 0;)
+    if (text[i] == '\n' && ++lines > 20) {
+      start = text + i + 1;
+      break;
+    }
+  fprintf(stderr, "%s", start);
+  free(text);
 }
 
 static int write_text(const char *path, int mode, const char *text)
@@ -169,12 +199,12 @@ static int write_text(const char *path, int mode, const char *text)
 
 static int setup(struct demo *d, bool hostile)
 {
-  char tmpl[] = "/tmp/airlock-demo.XXXXXX";
-  if (!mkdtemp(tmpl)) {
-    say("mkdtemp: %s", strerror(errno));
+  al_error te = {0};
+  if (al_tmpdir_make("airlock-demo", &d->tmp, &te) < 0) {
+    say("%s", te.msg);
     return -1;
   }
-  snprintf(d->dir, sizeof d->dir, "%s", tmpl);
+  snprintf(d->dir, sizeof d->dir, "%s", d->tmp.path);
   /* The sandbox user must reach the CA file (bound read-only): this level
    * is traversable; the secrets are one level down, 0700. */
   chmod(d->dir, 0755);
@@ -205,8 +235,8 @@ static int setup(struct demo *d, bool hostile)
   const char *const audit_key_argv[] = {key_script, keys, "auditor", NULL};
   if (run_script(ca_argv, log) < 0 || run_script(key_argv, log) < 0 ||
       run_script(audit_key_argv, log) < 0) {
-    say("making the test CA or the app keys failed (openssl); see %s", log);
-    d->keep = true;
+    say("making the test CA or the app keys failed (openssl):");
+    show_log(log);
     return -1;
   }
   snprintf(d->ca, sizeof d->ca, "%s/ca.crt", tls);
@@ -224,8 +254,8 @@ static int setup(struct demo *d, bool hostile)
                                     tls,   "--key",     pub,     "--key",  apub, "--ports-file",
                                     ports, NULL};
   if (spawn(d, forge_argv, flog) < 0 || !wait_for(ports, 10000)) {
-    say("the test forge did not start; see %s", flog);
-    d->keep = true;
+    say("the test forge did not start:");
+    show_log(flog);
     return -1;
   }
   json_t *pj = json_load_file(ports, 0, NULL);
@@ -271,8 +301,8 @@ static int setup(struct demo *d, bool hostile)
   }
   struct stat st;
   if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-    say("the broker did not start; see %s", blog);
-    d->keep = true;
+    say("the broker did not start:");
+    show_log(blog);
     return -1;
   }
 
@@ -434,11 +464,15 @@ int cmd_demo(int argc, char **argv)
   }
   if (al_cli_max_operands(argc, argv, optind, 0) != 0)
     return AL_EXIT_USAGE;
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigprocmask(SIG_BLOCK, &set, NULL);
+  /* Nothing but SIGKILL ends the demo before its teardown: a closed
+   * `| head` is EPIPE, not SIGPIPE; SIGINT/SIGTERM/SIGHUP stay pending,
+   * the ticket sees them and stops, and we exit 128+N after cleaning up. */
+  al_held_signals hs;
+  al_error he = {0};
+  if (al_signals_hold(&hs, &he) < 0) {
+    say("%s", he.msg);
+    return 1;
+  }
   curl_global_init(CURL_GLOBAL_DEFAULT);
   int rc = 1;
   if (setup(&d, hostile) == 0) {
@@ -464,6 +498,8 @@ int cmd_demo(int argc, char **argv)
       al_ticket_outcome res;
       al_error err = {0};
       int r = al_ticket_run(&o, &res, &err);
+      if (res.exit_code > AL_EXIT_SIGNAL) /* interrupted by signal N: exit 128+N too */
+        hs.taken = res.exit_code - AL_EXIT_SIGNAL;
       if (r < 0 && !hostile)
         say("the ticket run failed: %s", err.msg);
       int bad = report(&d, &res, hostile, main_before);
@@ -478,5 +514,10 @@ int cmd_demo(int argc, char **argv)
   }
   teardown(&d);
   curl_global_cleanup();
+  int sig = al_signals_release(&hs);
+  if (sig) {
+    say("interrupted by signal %d (%s); cleaned up", sig, strsignal(sig));
+    return 128 + sig;
+  }
   return rc;
 }

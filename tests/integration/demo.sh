@@ -5,16 +5,19 @@
 . "$(dirname "$0")/lib.sh"
 [ -x "${AIRLOCK_FORGE:-}" ] || { skip "airlock-forge was not built"; done_testing; exit 0; }
 ensure_test_user
-# Only what this test's demos leave counts: other runs may be on the machine.
-demo_dirs() { ls -d /tmp/airlock-demo.* 2>/dev/null | sort; }
-# (this build's binaries only: other worktrees run demos and forges too)
-demo_pids() { { pgrep -f "^$AIRLOCK_FORGE --fixture .*examples/demo"; pgrep -f "^$(dirname "$AIRLOCK")/airlock-net broker -c /tmp/airlock-demo"; } 2>/dev/null | sort; }
+# Only what this test's demos leave counts: other demos may be running on
+# the machine. Each demo gets its own TMPDIR under T_TMP, so its directory
+# and its forge and broker (whose command lines name that directory) are
+# found by that path alone.
+demo_tmp() { echo "$T_TMP/tmp-$1"; }
+demo_dirs() { ls -d "$(demo_tmp "$1")"/airlock-demo.* 2>/dev/null; }
+demo_pids() { pgrep -f -- "$(demo_tmp "$1")/" 2>/dev/null | grep -vx "$$" || true; }
+mkdir -p "$(demo_tmp root)" "$(demo_tmp user)" "$T_TMP/home-user"
+chown "$T_USER" "$(demo_tmp user)" "$T_TMP/home-user" 2>/dev/null
 run_demo() { # MODE(root|user) ARGS...
   local mode=$1; shift
-  local pre=()
-  [ "$mode" = user ] && pre=(as_user env HOME="$T_TMP/home-user")
-  mkdir -p "$T_TMP/home-user"; chown "$T_USER" "$T_TMP/home-user" 2>/dev/null
-  DIRS_BEFORE=$(demo_dirs); PIDS_BEFORE=$(demo_pids)
+  local pre=(env TMPDIR="$(demo_tmp root)")
+  [ "$mode" = user ] && pre=(as_user env HOME="$T_TMP/home-user" TMPDIR="$(demo_tmp user)")
   local start=$(date +%s%N)
   (cd "$T_TMP" && "${pre[@]}" "$AIRLOCK" demo "$@") >"$T_TMP/demo.out" 2>&1
   local rc=$?
@@ -45,12 +48,38 @@ for mode in $modes; do
   is "[$mode] hostile: no attempt but the PR succeeded" "$bad" ""
   like "[$mode] hostile: push to main refused with GH006" "$out" 'GH006'
   like "[$mode] hostile: the proxy refused evil.example" "$out" 'Tunnel connection failed: 403'
-  # its own directory, named in its output (other demos may run meanwhile)
-  mine=$(grep -oE '/tmp/airlock-demo\.[A-Za-z0-9]+' "$T_TMP/demo.out" | head -1)
-  like "[$mode] control: the demo named its temporary directory" "$mine" '^/tmp/airlock-demo\.'
-  [ -n "$mine" ] && [ -e "$mine" ] && leftover=1 || leftover=0
-  is "[$mode] the demo removed its temporary directory" "$leftover" 0
-  left=$(comm -13 <(echo "$PIDS_BEFORE") <(demo_pids) | grep . || true)
-  is "[$mode] no forge or broker of this demo left running" "$left" ""
+  is "[$mode] the demo removed its temporary directory" "$(demo_dirs $mode)" ""
+  is "[$mode] no forge or broker of this demo left running" "$(demo_pids $mode)" ""
 done
+
+# Every exit path cleans up (issue #14 row 6). Positive control first:
+# with --keep the directory is there, under this test's TMPDIR, so an
+# empty TMPDIR afterwards means removed, not "made elsewhere".
+run_demo root --keep; rc=$?
+is "[keep] airlock demo --keep exits 0" "$rc" 0
+kept=$(demo_dirs root)
+like "[keep] control: the demo's directory is under this test's TMPDIR" "$kept" "^$(demo_tmp root)/airlock-demo\\.[A-Za-z0-9]{6}\$"
+like "[keep] control: it holds the App keys" "$(ls "$kept/secret/keys" 2>/dev/null)" 'app\.pem'
+rm -rf "$kept"
+
+# `airlock demo | head -3`, stdout and stderr both into the pipe: once head
+# exits every write is EPIPE; the demo must still tear down.
+( cd "$T_TMP" && env TMPDIR="$(demo_tmp root)" "$AIRLOCK" demo 2>&1 | head -3 >"$T_TMP/head.out" )
+is "[head] head got its three lines" "$(wc -l <"$T_TMP/head.out" | tr -d ' ')" 3
+for _ in $(seq 1 100); do [ -z "$(demo_pids root)" ] && break; sleep 0.1; done
+is "[head] airlock demo | head -3 removed its directory (secret/keys included)" "$(demo_dirs root)" ""
+is "[head] no forge or broker of that demo left running" "$(demo_pids root)" ""
+
+# Ctrl-C: SIGINT to the demo's whole process group, as a terminal sends
+# it, once the ticket has started.
+setsid env TMPDIR="$(demo_tmp root)" "$AIRLOCK" demo >"$T_TMP/int.out" 2>&1 &
+dpid=$!
+for _ in $(seq 1 300); do grep -q 'airlock ticket: lease' "$T_TMP/int.out" && break; sleep 0.05; done
+kill -INT -- "-$dpid" 2>/dev/null
+wait "$dpid"; rc=$?
+is "[sigint] an interrupted demo exits 130" "$rc" 130
+[ "$rc" = 130 ] || sed 's/^/#   /' "$T_TMP/int.out" | tail -20
+for _ in $(seq 1 100); do [ -z "$(demo_pids root)" ] && break; sleep 0.1; done
+is "[sigint] the interrupted demo removed its directory" "$(demo_dirs root)" ""
+is "[sigint] no forge or broker of that demo left running" "$(demo_pids root)" ""
 done_testing

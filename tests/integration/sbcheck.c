@@ -300,6 +300,23 @@ static int do_sleep_detached(void)
     pause();
 }
 
+/* stdin-read NAME: read NAME relative to fd 0 (a directory handed in as
+ * stdin is a handle on the host's tree: issue #14). */
+static int do_stdin_read(const char *name)
+{
+  int fd = openat(0, name, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    printf("refused: openat(0, %s): %s\n", name, strerrorname_np(errno));
+    return 1;
+  }
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  buf[n > 0 ? n : 0] = '\0';
+  printf("SUCCEEDED: read through fd 0: %s", buf);
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   if (argc < 2)
@@ -310,6 +327,8 @@ int main(int argc, char **argv)
   setvbuf(stdout, NULL, _IONBF, 0);
   if (!strcmp(a, "write"))
     return do_write(x);
+  if (!strcmp(a, "stdin-read"))
+    return do_stdin_read(x);
   if (!strcmp(a, "read"))
     return do_read(x);
   if (!strcmp(a, "exists"))

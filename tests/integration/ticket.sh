@@ -154,7 +154,8 @@ sup=$!
 for _ in $(seq 100); do pgrep -f "sleep 4343.4343" >/dev/null && break; sleep 0.05; done
 if pgrep -f "sleep 4343.4343" >/dev/null; then ok "control: the agent is running before SIGINT"; else fail "control: the agent is running before SIGINT"; fi
 kill -INT $sup; wait $sup; rc=$?
-is "SIGINT → exit 1" "$rc" 1
+is "SIGINT → exit 130 (128+SIGINT, issue #14)" "$rc" 130
+is "SIGINT → the record says interrupted by SIGINT" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["interrupted"], r.get("signal"))' "$REC")" "True SIGINT"
 check "SIGINT → no sandbox process left" no_sandbox_left "sleep 4343.4343"
 like "SIGINT → record written, agent killed by the signal, tokens dead" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["agent"]["exit_status"], r["revocation"]["all_dead"])' "$REC")" "^130 True$"
 check "SIGINT → record validates" validate_record "$REC"

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <openssl/crypto.h>
 #include <pthread.h>
 #include <signal.h>
@@ -41,6 +42,7 @@
 #include "broker/check.h"
 #include "broker/github.h"
 #include "broker/jwt.h"
+#include "broker/keep.h"
 #include "broker/proto.h"
 #include "broker/secmem.h"
 #include "common/log.h"
@@ -124,7 +126,11 @@ struct broker {
   EVP_PKEY *key;
   al_gh *gh;
   int ep, lfd, sfd, wakefd, retry_tfd, audit_fd;
-  char *socket_path; /* unlinked at exit when we created it */
+  char *socket_path; /* unlinked at exit when we created it and it is still ours */
+  dev_t sock_dev;    /* the inode we bound: a newer broker's socket at the same path is
+                        never unlinked (issue #14) */
+  ino_t sock_ino;
+  al_keep *keep; /* outstanding tokens in the kernel keyring (keep.h), or NULL */
   struct ev ev_listen, ev_sig, ev_wake, ev_retry;
   struct conn *conns;
   struct conn *dead; /* closed connections, freed after the event batch */
@@ -138,6 +144,7 @@ struct broker {
   al_token *pending;
   size_t n_pending;
   bool unconfirmed_at_exit;
+  size_t recovered; /* tokens an earlier run left in the keyring */
   /* audit.app: the audit App (borrows cfg's strings), or audit_key NULL */
   al_broker_config audit_view;
   EVP_PKEY *audit_key;
@@ -236,6 +243,20 @@ static void job_audit(struct broker *b, struct job *j)
   }
 }
 
+/* Keep a token where a restarted broker finds it (keep.h) until it is
+ * confirmed dead. Without a keyring the lease still works; a crash of this
+ * broker then leaves the token alive until it expires (said at start). */
+static void keep_token(struct broker *b, const al_token *t)
+{
+  if (!b->keep)
+    return;
+  al_error e = {0};
+  if (al_keep_put(b->keep, t, &e) < 0)
+    al_error_log("token %s: not kept in the keyring (%s): a broker crash would leave it alive "
+                 "until %s",
+                 t->fp, e.msg, t->expires_at_str);
+}
+
 static void *job_main(void *arg)
 {
   struct job *j = arg;
@@ -253,6 +274,7 @@ static void *job_main(void *arg)
         j->rc = -1;
         break;
       }
+      keep_token(b, &j->tokens[i]);
       j->n_tokens++;
     }
   } else {
@@ -953,6 +975,8 @@ static void revoke_done(struct broker *b, struct job *j)
                   "fingerprint", t->fp, "revoked", j->ok[i], "confirmed", j->confirmed[i]);
     if (j->ok[i]) {
       al_info("lease %s: token %s revoked, 401 confirmed", c ? c->id : "(retry)", t->fp);
+      if (b->keep)
+        al_keep_drop(b->keep, t->fp);
       al_redact_unregister(t->value);
       al_token_clear(t);
     } else {
@@ -960,6 +984,8 @@ static void revoke_done(struct broker *b, struct job *j)
       json_object_set_new(o, "error", json_string(j->errmsg[i]));
       if (t->expires_at <= time(NULL)) {
         al_warn("token %s: revocation not confirmed (%s), but it has expired", t->fp, j->errmsg[i]);
+        if (b->keep)
+          al_keep_drop(b->keep, t->fp);
         al_redact_unregister(t->value);
         al_token_clear(t);
       } else {
@@ -1173,6 +1199,23 @@ static void on_timer(struct conn *c)
   }
 }
 
+/* Unlink the socket path only while it is the inode we bound: a broker
+ * started after we stopped listening may own that path now. */
+static void unlink_own_socket(struct broker *b)
+{
+  if (!b->socket_path)
+    return;
+  struct stat st;
+  if (lstat(b->socket_path, &st) == 0) {
+    if (st.st_dev == b->sock_dev && st.st_ino == b->sock_ino)
+      unlink(b->socket_path);
+    else
+      al_info("%s is another broker's socket now; left in place", b->socket_path);
+  }
+  free(b->socket_path);
+  b->socket_path = NULL;
+}
+
 static void begin_shutdown(struct broker *b)
 {
   if (b->stopping)
@@ -1184,6 +1227,9 @@ static void begin_shutdown(struct broker *b)
     close(b->lfd);
     b->lfd = -1;
   }
+  /* Nobody can connect any more: the path is free for a new broker now,
+   * not after the revocations. */
+  unlink_own_socket(b);
   for (struct conn *c = b->conns, *next; c; c = next) {
     next = c->next;
     if (c->st == ST_NEW) {
@@ -1195,6 +1241,45 @@ static void begin_shutdown(struct broker *b)
       start_revoke(c, "shutdown");
     }
   }
+}
+
+/* The keyring store of this broker's identity (its config file and its
+ * socket: a restart with the same command line finds it), and what an
+ * earlier run left there: every token it minted and never saw die goes to
+ * `pending`, revoked as soon as the loop starts. */
+static void open_keep(struct broker *b, const al_broker_opts *opts)
+{
+  char cfg[PATH_MAX];
+  if (!realpath(opts->config_path, cfg))
+    snprintf(cfg, sizeof cfg, "%s", opts->config_path);
+  al_autofree char *id =
+      al_strdup_printf("%s\n%s", cfg, opts->socket_path ? opts->socket_path : "(systemd socket)");
+  al_error e = {0};
+  if (al_keep_open(id, &b->keep, &e) < 0) {
+    al_error_log("no kernel keyring (%s): a crash of this broker would leave its live tokens "
+                 "alive until they expire; the supervisor still revokes what it holds",
+                 e.msg);
+    return;
+  }
+  al_token *old = NULL;
+  int n = al_keep_load(b->keep, &old, &e);
+  if (n < 0) {
+    al_error_log("%s: %s", al_keep_where(b->keep), e.msg);
+  } else if (n > 0) {
+    al_warn("%d token(s) minted by an earlier run of this broker were never confirmed dead "
+            "(found in the %s); revoking them now",
+            n, al_keep_where(b->keep));
+    b->pending = al_xrealloc(b->pending, (b->n_pending + (size_t)n) * sizeof *b->pending);
+    for (int i = 0; i < n; i++) {
+      al_info("token %s (%s %s, expires %s): left by an earlier run", old[i].fp,
+              al_role_name(old[i].role), old[i].repo, old[i].expires_at_str);
+      al_redact_register(old[i].value);
+      b->pending[b->n_pending++] = old[i];
+    }
+    b->recovered = (size_t)n;
+  }
+  free(old);
+  al_info("outstanding tokens are kept in the %s", al_keep_where(b->keep));
 }
 
 static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
@@ -1236,6 +1321,7 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
     if (b->audit_fd < 0)
       return al_make_error(err, errno, "audit log `%s`", p);
   }
+  open_keep(b, opts);
   int lfd = al_broker_inherited_listener(err);
   if (lfd < 0)
     return -1;
@@ -1245,7 +1331,14 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
     lfd = al_broker_listen_unix(opts->socket_path, err);
     if (lfd < 0)
       return -1;
+    struct stat sst;
+    if (lstat(opts->socket_path, &sst) < 0) {
+      close(lfd);
+      return al_make_error(err, errno, "stat `%s`", opts->socket_path);
+    }
     b->socket_path = al_xstrdup(opts->socket_path);
+    b->sock_dev = sst.st_dev;
+    b->sock_ino = sst.st_ino;
     al_info("listening on %s (mode 0600)", opts->socket_path);
   } else {
     al_info("listening on the socket passed by systemd (fd %d)", lfd);
@@ -1299,6 +1392,7 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
           b.audit_key               ? "the audit App"
           : b.cfg->audit_token_file ? "audit.token_file"
                                     : "the App's own token");
+  start_retry(&b); /* what an earlier run left (open_keep) */
   for (;;) {
     if (b.stopping && !b.conns && b.jobs_running == 0) {
       if (b.n_pending > 0 && !b.shutdown_retry_done) {
@@ -1367,8 +1461,9 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
   ret = 0;
   if (b.n_pending > 0) {
     for (size_t i = 0; i < b.n_pending; i++) {
-      al_error_log("token %s: revocation could not be confirmed before exit; it expires at %s",
-                   b.pending[i].fp, b.pending[i].expires_at_str);
+      al_error_log("token %s: revocation could not be confirmed before exit; it expires at %s%s",
+                   b.pending[i].fp, b.pending[i].expires_at_str,
+                   b.keep ? "; kept in the keyring: the next start revokes it" : "");
       al_token_clear(&b.pending[i]);
     }
     ret = al_make_error(err, EPROTO, "%zu token(s) could not be confirmed revoked", b.n_pending);
@@ -1377,10 +1472,8 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
 out:
   free(b.pending);
   al_redact_clear();
-  if (b.socket_path) {
-    unlink(b.socket_path);
-    free(b.socket_path);
-  }
+  unlink_own_socket(&b);
+  al_keep_close(b.keep);
   reap_dead(&b);
   int *fds[] = {&b.lfd, &b.sfd, &b.ep, &b.wakefd, &b.retry_tfd, &b.audit_fd};
   for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
@@ -1445,21 +1538,29 @@ int al_broker_listen_unix(const char *path, al_error *err)
     if (unlink(path) < 0)
       return al_make_error(err, errno, "removing the stale socket `%s`", path);
   }
+  /* Bound and listening under a temporary name, then renamed into place:
+   * the path never names a socket nobody listens on yet (a client that
+   * sees it can connect at once). */
+  struct sockaddr_un tmp = {.sun_family = AF_UNIX};
+  int tn = snprintf(tmp.sun_path, sizeof tmp.sun_path, "%s.%d", path, (int)getpid());
+  if (tn < 0 || (size_t)tn >= sizeof tmp.sun_path)
+    return al_make_error(err, ENAMETOOLONG, "socket path `%s`", path);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
     return al_make_error(err, errno, "socket");
+  unlink(tmp.sun_path); /* a leftover of a broker with our pid that was killed */
   mode_t old = umask(0177);
-  int r = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+  int r = bind(fd, (struct sockaddr *)&tmp, sizeof tmp);
   int e = errno;
   umask(old);
   if (r < 0) {
     close(fd);
-    return al_make_error(err, e, "bind `%s`", path);
+    return al_make_error(err, e, "bind `%s`", tmp.sun_path);
   }
-  if (chmod(path, 0600) < 0 || listen(fd, 128) < 0) {
+  if (chmod(tmp.sun_path, 0600) < 0 || listen(fd, 128) < 0 || rename(tmp.sun_path, path) < 0) {
     e = errno;
     close(fd);
-    unlink(path);
+    unlink(tmp.sun_path);
     return al_make_error(err, e, "listen `%s`", path);
   }
   return fd;

@@ -24,7 +24,9 @@ typedef struct al_broker_opts {
 int al_broker_inherited_listener(al_error *err);
 
 /* Create a listening Unix socket at path with mode 0600. A stale socket
- * (nobody listening) is replaced; a live one or a non-socket is an error. */
+ * (nobody listening) is replaced; a live one or a non-socket is an error.
+ * The socket is bound and listening under "PATH.PID" and renamed to path,
+ * so path never names a socket that refuses connections. */
 int al_broker_listen_unix(const char *path, al_error *err);
 
 /* Load the config and key, listen, and serve until SIGTERM/SIGINT; every

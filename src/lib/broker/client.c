@@ -474,6 +474,8 @@ int al_lease_poll(al_lease *l, al_error *err)
       return -1;
     }
     const char *type = json_string_value(json_object_get(msg, "type"));
+    if (!type)
+      type = "";
     if (strcmp(type, "expired") == 0 || strcmp(type, "revoked") == 0 || strcmp(type, "error") == 0)
       l->ended = true;
     json_decref(msg);
@@ -482,20 +484,20 @@ int al_lease_poll(al_lease *l, al_error *err)
   }
 }
 
-int al_lease_release(al_lease *l, bool wait, al_lease_result *res, al_error *err)
+/* Send "release" and wait for the broker's "revoked" (up to 60 s), filling
+ * *res. Keeps l. Returns 0 when every token was confirmed, -1 with err. */
+static int release_wait(al_lease *l, al_lease_result *res, al_error *err)
 {
-  if (res)
-    memset(res, 0, sizeof *res);
-  if (!wait) {
-    lease_destroy(l);
-    return 0;
-  }
   int ret = -1;
   static const char rel[] = "{\"type\":\"release\"}\n";
   if (!l->ended) {
-    int w = al_write_all(l->fd, rel, sizeof rel - 1);
-    if (w < 0 && w != -EPIPE) {
-      al_make_error(err, -w, "sending release to the broker");
+    /* MSG_NOSIGNAL: a dead broker is EPIPE here, never SIGPIPE */
+    ssize_t w;
+    do
+      w = send(l->fd, rel, sizeof rel - 1, MSG_NOSIGNAL);
+    while (w < 0 && errno == EINTR);
+    if (w < 0 && errno != EPIPE && errno != ECONNRESET) {
+      al_make_error(err, errno, "sending release to the broker");
       goto out;
     }
   }
@@ -514,6 +516,10 @@ int al_lease_release(al_lease *l, bool wait, al_lease_result *res, al_error *err
       goto out;
     }
     const char *type = json_string_value(json_object_get(msg, "type"));
+    if (!type) {
+      json_decref(msg); /* not a message we know: keep waiting */
+      continue;
+    }
     if (strcmp(type, "revoked") == 0) {
       al_lease_result tmp;
       memset(&tmp, 0, sizeof tmp);
@@ -537,6 +543,87 @@ int al_lease_release(al_lease *l, bool wait, al_lease_result *res, al_error *err
     json_decref(msg); /* "expired", "pong": keep waiting */
   }
 out:
+  l->ended = true;
+  return ret;
+}
+
+/* The expiry and who revoked, for each token of res the broker named. */
+static void result_fill_tokens(const al_lease *l, al_lease_result *res)
+{
+  for (size_t i = 0; i < res->n; i++) {
+    const struct lease_token *t = &l->tokens[res->tokens[i].role];
+    snprintf(res->tokens[i].expires_at, sizeof res->tokens[i].expires_at, "%s", t->expires_at);
+    snprintf(res->tokens[i].revoked_by, sizeof res->tokens[i].revoked_by, "broker");
+  }
+}
+
+int al_lease_release(al_lease *l, bool wait, al_lease_result *res, al_error *err)
+{
+  if (res)
+    memset(res, 0, sizeof *res);
+  if (!wait) {
+    lease_destroy(l);
+    return 0;
+  }
+  al_lease_result tmp;
+  memset(&tmp, 0, sizeof tmp);
+  al_lease_result *rr = res ? res : &tmp;
+  int ret = release_wait(l, rr, err);
+  result_fill_tokens(l, rr);
+  lease_destroy(l);
+  return ret;
+}
+
+int al_lease_release_or(al_lease *l, al_lease_fallback fb, void *ctx, al_lease_result *res,
+                        char *broker_err, size_t broker_err_n, al_error *err)
+{
+  memset(res, 0, sizeof *res);
+  if (broker_err_n)
+    broker_err[0] = '\0';
+  al_error be = {0};
+  int br = release_wait(l, res, &be);
+  result_fill_tokens(l, res);
+  if (br < 0 && broker_err_n)
+    snprintf(broker_err, broker_err_n, "%s", be.msg);
+  /* Every token the lease holds and the broker did not confirm dead. */
+  int ret = 0;
+  for (int role = 0; role < AL_ROLE_COUNT; role++) {
+    struct lease_token *t = &l->tokens[role];
+    if (!t->present)
+      continue;
+    size_t k = res->n;
+    for (size_t i = 0; i < res->n; i++)
+      if (res->tokens[i].role == (al_role)role)
+        k = i;
+    if (k == res->n) { /* the broker never answered for it */
+      if (res->n == AL_ROLE_COUNT)
+        continue;
+      res->n++;
+      memset(&res->tokens[k], 0, sizeof res->tokens[k]);
+      res->tokens[k].role = (al_role)role;
+      snprintf(res->tokens[k].fingerprint, sizeof res->tokens[k].fingerprint, "%s", t->fp);
+      snprintf(res->tokens[k].expires_at, sizeof res->tokens[k].expires_at, "%s", t->expires_at);
+    }
+    if (res->tokens[k].revoked && res->tokens[k].confirmed)
+      continue;
+    if (fb && t->value) {
+      bool rv = false, cf = false;
+      char e[256] = "";
+      fb(ctx, (al_role)role, t->value, &rv, &cf, e, sizeof e);
+      res->tokens[k].revoked = rv;
+      res->tokens[k].confirmed = cf;
+      snprintf(res->tokens[k].revoked_by, sizeof res->tokens[k].revoked_by, "supervisor");
+      if (rv && cf)
+        snprintf(res->tokens[k].error, sizeof res->tokens[k].error,
+                 "the broker did not confirm; revoked by the supervisor");
+      else
+        snprintf(res->tokens[k].error, sizeof res->tokens[k].error, "%s", e);
+    }
+    if (!(res->tokens[k].revoked && res->tokens[k].confirmed) && ret == 0)
+      ret = al_make_error(err, EIO, "token %s (expires %s) not confirmed dead: %s",
+                          res->tokens[k].fingerprint, res->tokens[k].expires_at,
+                          res->tokens[k].error[0] ? res->tokens[k].error : be.msg);
+  }
   lease_destroy(l);
   return ret;
 }

@@ -97,8 +97,19 @@ typedef struct al_lease_result {
     bool revoked;
     bool confirmed; /* the token was seen getting 401 after the DELETE */
     char error[256];
+    char expires_at[32]; /* the token's own expiry (ISO 8601): when it dies anyway */
+    char revoked_by[16]; /* "broker", or "supervisor" (al_lease_fallback) */
   } tokens[AL_ROLE_COUNT];
 } al_lease_result;
+
+/* Whoever still holds a token revokes it when the broker cannot: called by
+ * al_lease_release_or() once per token the broker did not confirm dead (it
+ * did not answer: killed, crashed, unreachable; or answered "not
+ * confirmed"), with the token's value (borrowed; wiped after the call),
+ * before the lease's copy is wiped. Fills *revoked and *confirmed (the 401
+ * seen after the DELETE) and error (n bytes) when not. */
+typedef void (*al_lease_fallback)(void *ctx, al_role role, const char *token, bool *revoked,
+                                  bool *confirmed, char *error, size_t n);
 
 /* End the lease and free it (always, even on error). With wait, sends
  * "release" and waits (up to 60 s) for the broker's "revoked" answer, which
@@ -106,6 +117,15 @@ typedef struct al_lease_result {
  * revokes anyway). Returns 0 when every token was revoked and confirmed (or
  * !wait), -1 with err otherwise. */
 int al_lease_release(al_lease *l, bool wait, al_lease_result *res, al_error *err);
+
+/* al_lease_release(l, true, res, err), then, for every token the broker
+ * did not confirm dead, fb(ctx, ...) (the supervisor revokes it itself:
+ * broker/direct.h); res->tokens[i].revoked_by says who did. Returns 0 when
+ * every token was confirmed dead by one or the other (err then still
+ * carries the broker's failure, for the record; *broker_err is it, or ""),
+ * -1 with err otherwise. Frees l always. */
+int al_lease_release_or(al_lease *l, al_lease_fallback fb, void *ctx, al_lease_result *res,
+                        char *broker_err, size_t broker_err_n, al_error *err);
 
 /* Close without waiting and free (same as al_lease_release(l, false, ...)). */
 void al_lease_free(al_lease *l);

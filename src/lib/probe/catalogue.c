@@ -79,6 +79,7 @@ const pr_probe pr_catalogue[] = {
  {"fs.dev-nodes", F, "look in /dev for block devices, mem, kmsg, port, fuse, kvm", "any present escapes", "DESIGN.md §2 (a minimal /dev)", pr_fs_dev_nodes, 0, 0},
  {"fs.self-exe", F, "open /proc/self/exe (the airlock binary) for writing, check its mount", "opened or writable escapes; a read-only mount blocks", "CVE-2019-5736 (runc)", pr_fs_self_exe, 0, 0},
  {"fs.inherited-fds", F, "use an fd the launcher deliberately left open", "readable escapes", "CVE-2024-21626 (runc leaked fd); bubblewrap lessons", pr_fs_inherited_fds, PF, 0},
+ {"fs.stdio-dir", F, "use the host directory the launcher handed in as stderr: openat(2, \"secret\"), openat(2, \"..\")", "a directory or O_PATH descriptor on fds 0-2 escapes", "openat(2) O_PATH; issue #14 (a directory on stdin climbs to the host's /)", pr_fs_stdio_dir, 0, 0},
  {"fs.open-by-handle", F, "name_to_handle_at + open_by_handle_at on /usr", "a handle opened escapes", "open_by_handle_at(2); 'shocker' (2014)", pr_fs_open_by_handle, 0, 0},
  {"fs.tiocsti", F, "ioctl(TIOCSTI) on a terminal", "success escapes", "ioctl_tty(2); CVE-2016-7545, CVE-2017-5226 (bubblewrap)", pr_fs_tiocsti, 0, 0},
  {"fs.tioclinux", F, "ioctl(TIOCLINUX, TIOCL_SETSEL) on a terminal", "reaching the tty layer escapes; EPERM blocks", "ioctl_console(2); CVE-2023-1523", pr_fs_tioclinux, 0, 0},

@@ -208,9 +208,15 @@ static int run_confined(const al_probe_opts *o, const char *self, const pr_ctx *
   }
   dup2(in_r, 0);
   dup2(out_w, 1);
+  /* fs.stdio-dir: the host canary directory as the command's stderr; the
+   * sandbox must hand /dev/null in instead. */
+  int canary = open(ctx->canary_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  so.stderr_fd = canary > 2 ? canary : 0;
   al_sandbox *sb = NULL;
   int setup = AL_EXIT_SETUP;
   int rc = al_sandbox_start(&so, &sb, &setup, err);
+  if (canary >= 0)
+    close(canary);
   dup2(save0, 0);
   dup2(save1, 1);
   close(save0);
@@ -252,6 +258,9 @@ static int run_unconfined(const al_probe_opts *o, const char *self, const pr_ctx
   if (pid == 0) {
     dup2(in_r, 0);
     dup2(out_w, 1);
+    int canary = open(ctx->canary_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (canary >= 0)
+      dup2(canary, 2); /* fs.stdio-dir: nothing replaces it here */
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

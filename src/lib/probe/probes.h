@@ -57,6 +57,7 @@ PR_DECL(pr_fs_mknod);
 PR_DECL(pr_fs_dev_nodes);
 PR_DECL(pr_fs_self_exe);
 PR_DECL(pr_fs_inherited_fds);
+PR_DECL(pr_fs_stdio_dir);
 PR_DECL(pr_fs_open_by_handle);
 PR_DECL(pr_fs_tiocsti);
 PR_DECL(pr_fs_tioclinux);

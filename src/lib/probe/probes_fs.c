@@ -440,6 +440,52 @@ PR_DECL(pr_fs_inherited_fds)
     pr_blocked(r, "fd %d left open by the launcher is absent", ctx->leaked_fd);
 }
 
+PR_DECL(pr_fs_stdio_dir)
+{
+  /* The launcher hands the host canary directory in as fd 2 (outer.c):
+   * the sandbox must have replaced it. A directory or O_PATH descriptor on
+   * any of fds 0-2 is a handle on the host's tree (openat(2) relative to
+   * it ignores the sandbox's root). */
+  char kinds[96] = "";
+  size_t off = 0;
+  for (int fd = 0; fd <= 2; fd++) {
+    int fl = fcntl(fd, F_GETFL);
+    struct stat st;
+    const char *kind = fl < 0 ? "closed" : fstat(fd, &st) < 0 ? "?" : NULL;
+    if (!kind) {
+      if (!(fl & O_PATH) && !S_ISDIR(st.st_mode)) {
+        kind = S_ISFIFO(st.st_mode)   ? "pipe"
+               : S_ISCHR(st.st_mode)  ? "char"
+               : S_ISSOCK(st.st_mode) ? "socket"
+                                      : "file";
+      } else {
+        int s = openat(fd, "secret", O_RDONLY | O_CLOEXEC);
+        char buf[64] = "";
+        ssize_t n = s >= 0 ? read(s, buf, sizeof buf - 1) : -1;
+        if (s >= 0)
+          close(s);
+        int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (up >= 0)
+          close(up);
+        if (n > 0)
+          pr_escaped(r, "fd %d is a %s: read the host canary `secret` through it%s", fd,
+                     fl & O_PATH ? "O_PATH descriptor" : "directory",
+                     up >= 0 ? "; openat(fd, \"..\") climbs further" : "");
+        else
+          pr_escaped(r, "fd %d is a %s handed in from outside (openat(fd, \"..\"): %s)", fd,
+                     fl & O_PATH ? "O_PATH descriptor" : "directory",
+                     up >= 0 ? "opened" : pr_errname(errno));
+        return;
+      }
+    }
+    int k = snprintf(kinds + off, sizeof kinds - off, "%s%d=%s", fd ? ", " : "", fd, kind);
+    if (k > 0 && (size_t)k < sizeof kinds - off)
+      off += (size_t)k;
+  }
+  (void)ctx;
+  pr_blocked(r, "no directory or O_PATH descriptor on fds 0-2 (%s)", kinds);
+}
+
 PR_DECL(pr_fs_open_by_handle)
 {
   (void)ctx;

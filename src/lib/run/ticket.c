@@ -13,6 +13,7 @@
 #include "broker/secmem.h"
 #include "common/exitcodes.h"
 #include "common/log.h"
+#include "common/owned.h"
 #include "common/util.h"
 #include "policy/policy.h"
 
@@ -45,14 +46,24 @@ int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned l
   return 0;
 }
 
+/* Interrupted: a SIGINT/SIGTERM/SIGHUP is pending (blocked since the
+ * start), or one already reached a sandbox wait or the caller
+ * (al_term_signal_noted): the run stops at the next phase boundary. */
 static bool interrupted(struct ticket *t)
 {
   sigset_t p;
-  if (sigpending(&p) == 0 && (sigismember(&p, SIGINT) || sigismember(&p, SIGTERM))) {
-    t->interrupted = true;
-    if (!t->signo)
-      t->signo = sigismember(&p, SIGINT) ? SIGINT : SIGTERM;
+  if (!t->signo && sigpending(&p) == 0) {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < AL_ARRAY_SIZE(sigs); i++)
+      if (sigismember(&p, sigs[i])) {
+        t->signo = sigs[i];
+        break;
+      }
   }
+  if (!t->signo)
+    t->signo = al_term_signal_noted();
+  if (t->signo)
+    t->interrupted = true;
   return t->interrupted;
 }
 
@@ -75,6 +86,11 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
   res->exit_code = AL_EXIT_FAILED; /* until the driver knows better */
   struct ticket t = {.o = o, .t0 = al_now_ms(), .audit_fd = -1, .out_fd = -1, .relay_fd = -1};
   block_signals();
+  /* A closed stderr or stdout (`| head`), or a dead broker's socket, is
+   * EPIPE, never a SIGPIPE that kills us before the release and the record. */
+  struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGPIPE, &ign, &old_pipe);
   if (al_random_hex(t.run_id, 8, err) < 0)
     return -1;
   snprintf(res->run_id, sizeof res->run_id, "%s", t.run_id);
@@ -120,6 +136,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
 
   if (tk_do_agent(&t, res, err) == 0)
     rc = 0;
+  interrupted(&t); /* during the agent: the sandbox wait took the signal */
 
 done:
   res->unprotected = t.unprotected;
@@ -139,7 +156,7 @@ done:
   if (t.interrupted) {
     if (rc == 0)
       rc = -1;
-    al_make_error(err, EINTR, "interrupted");
+    al_make_error(err, EINTR, "interrupted by %s", al_signal_name(t.signo));
   }
   if (rc < 0)
     json_object_set_new(t.rec, "error", json_string(err->msg));
@@ -167,5 +184,6 @@ done:
     free(t.phases[i].detail);
   json_decref(t.rec);
   al_policy_free(t.policy);
+  sigaction(SIGPIPE, &old_pipe, NULL);
   return rc;
 }

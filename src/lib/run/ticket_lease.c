@@ -8,7 +8,9 @@
 
 #include "run/ticket_internal.h"
 #include "broker/client.h"
+#include "broker/direct.h"
 #include "broker/secmem.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "relay/launch.h"
 
@@ -141,29 +143,50 @@ int tk_do_release(struct ticket *t, al_ticket_outcome *res, al_error *err)
   al_lease_result lr;
   memset(&lr, 0, sizeof lr);
   al_error e = {0};
-  int r = al_lease_release(t->lease, true, &lr, &e);
+  /* Whatever the broker could not confirm (it is dead, unreachable, or
+   * failed), the supervisor revokes itself, with the tokens it holds. */
+  char **resolves = tk_pin_resolves(t->policy);
+  al_direct_forge df = {.api_url = t->policy->forge.api_url,
+                        .ca_file = t->policy->forge.ca_file,
+                        .resolve = (const char *const *)resolves};
+  char broker_err[AL_ERROR_MSG_MAX];
+  int r =
+      al_lease_release_or(t->lease, al_direct_revoke, &df, &lr, broker_err, sizeof broker_err, &e);
+  tk_free_strv(resolves);
   t->lease = NULL;
   json_t *toks = json_array();
-  size_t dead = 0;
+  size_t dead = 0, by_supervisor = 0;
   for (size_t i = 0; i < lr.n && i < AL_ROLE_COUNT; i++) {
-    json_array_append_new(toks, json_pack("{s:s, s:s, s:b, s:b, s:s*}", "role",
-                                          al_role_name(lr.tokens[i].role), "fingerprint",
-                                          lr.tokens[i].fingerprint, "revoked", lr.tokens[i].revoked,
-                                          "confirmed_401", lr.tokens[i].confirmed, "error",
-                                          lr.tokens[i].error[0] ? lr.tokens[i].error : NULL));
-    if (lr.tokens[i].revoked && lr.tokens[i].confirmed)
+    bool ok = lr.tokens[i].revoked && lr.tokens[i].confirmed;
+    json_array_append_new(
+        toks, json_pack("{s:s, s:s, s:b, s:b, s:s*, s:s*, s:s*}", "role",
+                        al_role_name(lr.tokens[i].role), "fingerprint", lr.tokens[i].fingerprint,
+                        "revoked", lr.tokens[i].revoked, "confirmed_401", lr.tokens[i].confirmed,
+                        "error", lr.tokens[i].error[0] ? lr.tokens[i].error : NULL, "expires_at",
+                        lr.tokens[i].expires_at[0] ? lr.tokens[i].expires_at : NULL, "revoked_by",
+                        lr.tokens[i].revoked_by[0] ? lr.tokens[i].revoked_by : NULL));
+    if (ok)
       dead++;
+    if (ok && strcmp(lr.tokens[i].revoked_by, "supervisor") == 0)
+      by_supervisor++;
   }
-  res->tokens_dead = r == 0 && lr.answered && dead == lr.n && lr.n == AL_ROLE_COUNT;
-  json_object_set_new(t->rec, "revocation",
-                      json_pack("{s:b, s:s, s:o, s:b, s:s*}", "answered", lr.answered, "reason",
-                                lr.reason, "tokens", toks, "all_dead", res->tokens_dead, "error",
-                                r < 0 ? e.msg : NULL));
+  res->tokens_dead = r == 0 && dead == lr.n && lr.n == AL_ROLE_COUNT;
+  json_t *rv = json_pack("{s:b, s:s, s:o, s:b, s:s*}", "answered", lr.answered, "reason",
+                         lr.answered ? lr.reason : "broker gone", "tokens", toks, "all_dead",
+                         res->tokens_dead, "error", r < 0 ? e.msg : NULL);
+  if (broker_err[0])
+    json_object_set_new(rv, "broker_error", json_string(broker_err));
+  json_object_set_new(t->rec, "revocation", rv);
+  if (by_supervisor)
+    al_warn("the broker did not confirm %zu token(s) dead (%s); the supervisor revoked them "
+            "itself and saw each get 401",
+            by_supervisor, broker_err[0] ? broker_err : "no answer");
   if (!res->tokens_dead) {
     tk_phase_end(t, s, "failed", "tokens not confirmed dead: %s", r < 0 ? e.msg : "see record");
     return al_make_error(err, r < 0 ? e.code : 0, "revocation: %s",
                          r < 0 ? e.msg : "not every token was confirmed dead");
   }
-  tk_phase_end(t, s, "ok", "%zu tokens revoked, each confirmed 401", dead);
+  tk_phase_end(t, s, "ok", "%zu tokens revoked, each confirmed 401%s", dead,
+               by_supervisor ? " (by the supervisor: the broker did not answer)" : "");
   return 0;
 }

@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <errno.h>
+#include <signal.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "run/ticket_internal.h"
+#include "common/owned.h"
 #include "common/exitcodes.h"
 #include "common/redact.h"
 #include "common/util.h"
@@ -63,6 +65,8 @@ int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err)
   json_object_set_new(t->rec, "phases", phases);
   json_object_set_new(t->rec, "duration_ms", json_integer((json_int_t)(al_now_ms() - t->t0)));
   json_object_set_new(t->rec, "interrupted", json_boolean(t->interrupted));
+  if (t->interrupted && t->signo)
+    json_object_set_new(t->rec, "signal", json_string(al_signal_name(t->signo)));
   char *text = json_dumps(t->rec, JSON_INDENT(2) | JSON_SORT_KEYS);
   if (!text)
     return al_make_error(err, ENOMEM, "run record");

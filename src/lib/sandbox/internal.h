@@ -12,6 +12,15 @@
 #include "common/error.h"
 #include "policy/policy.h"
 
+struct al_sandbox_opts;
+/* The command's stdio (stdio.c): for i = 0, 1, 2 the descriptor it gets
+ * (opts' stdin_fd/stdout_fd/stderr_fd when > 0, else the caller's own i),
+ * with a directory, an O_PATH descriptor or a closed one replaced by
+ * /dev/null (*devnull, opened once, O_CLOEXEC, the caller closes it; -1
+ * when not needed) and a warning naming it. Returns 0, or -1 with err
+ * when /dev/null cannot be opened. */
+int sb_stdio_check(const struct al_sandbox_opts *o, int out[3], int *devnull, al_error *err);
+
 /* Messages on the supervisor <-> init socket. */
 enum {
   MSG_HELLO = 1,

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/owned.h"
 #include "common/util.h"
 #include "sandbox/internal.h"
 
@@ -58,6 +59,7 @@ struct al_sandbox {
   uint32_t host_uid;
   uint64_t t_clone_ns, t_hello_ns, t_go_ns, t_ready_ns;
   bool timed_out;
+  int interrupted_signal; /* SIGINT/SIGTERM/SIGHUP that ended the run, or 0 */
 };
 
 static int recv_msg(int fd, struct sb_msg *m, int *fds, size_t maxfds, size_t *nfds);
@@ -122,6 +124,7 @@ struct child_args {
   bool can_setgroups;
   int landlock_abi;
   bool rlimit_data;
+  int stdio[3]; /* the command's 0, 1, 2 (sb_stdio_check) */
 };
 
 static void set_rlimit(int sync_fd, int res, rlim_t v, const char *name)
@@ -192,7 +195,13 @@ static void wipe_own_args(void)
     memset((void *)(uintptr_t)es, 0, (size_t)(ee - es));
 }
 
-/* pid 1: forward signals to the command, reap everything, exit with it. */
+/* pid 1: forward signals to the command, reap everything, exit with it.
+ * SIGINT, SIGTERM and SIGHUP end the whole sandbox, not just the command
+ * (a shell waiting for its child would otherwise defer them, and the
+ * command's own children would live on): they go to every process of the
+ * pid namespace (kill(-1), kill(2)), and whatever is still alive a second
+ * later gets SIGKILL; once the command is reaped pid 1 exits, and the
+ * kernel kills what is left of the namespace (pid_namespaces(7)). */
 static void run_init(struct child_args *a) __attribute__((noreturn));
 static void run_init(struct child_args *a)
 {
@@ -229,15 +238,37 @@ static void run_init(struct child_args *a)
   }
   send_msg(sync_fd, MSG_READY, 0);
 
+  uint64_t kill_at = 0; /* ms: SIGKILL everything then (0: not ending) */
   for (;;) {
+    int wait_ms = -1;
+    if (kill_at) {
+      uint64_t now = al_now_ms();
+      wait_ms = now >= kill_at ? 0 : (int)(kill_at - now);
+    }
+    struct pollfd pf = {.fd = sfd, .events = POLLIN};
+    int pr = poll(&pf, 1, wait_ms);
+    if (pr < 0 && errno == EINTR)
+      continue;
+    if (pr == 0) {
+      kill(-1, SIGKILL);
+      kill_at = 0;
+      continue; /* the command's SIGCHLD follows */
+    }
     struct signalfd_siginfo si;
     ssize_t r = read(sfd, &si, sizeof si);
     if (r < 0 && errno == EINTR)
       continue;
     if (r != (ssize_t)sizeof si)
       _exit(125);
-    if (si.ssi_signo != SIGCHLD) {
-      kill(child, (int)si.ssi_signo);
+    int sig = (int)si.ssi_signo;
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      kill(-1, sig);
+      if (!kill_at)
+        kill_at = al_now_ms() + 1000;
+      continue;
+    }
+    if (sig != SIGCHLD) {
+      kill(child, sig);
       continue;
     }
     for (;;) {
@@ -259,12 +290,10 @@ static int child_main(struct child_args *a)
   int sync_fd = a->sync_fd;
   const al_policy *pol = a->opts->policy;
 
-  if (a->opts->stdout_fd > 0 && a->opts->stdout_fd != 1 && dup2(a->opts->stdout_fd, 1) < 0)
-    sb_die(sync_fd, 125, errno, "redirect the command's stdout");
-  if (a->opts->stdin_fd > 0 && dup2(a->opts->stdin_fd, 0) < 0)
-    sb_die(sync_fd, 125, errno, "redirect the command's stdin");
-  if (a->opts->stderr_fd > 0 && a->opts->stderr_fd != 2 && dup2(a->opts->stderr_fd, 2) < 0)
-    sb_die(sync_fd, 125, errno, "redirect the command's stderr");
+  static const char *const what[3] = {"stdin", "stdout", "stderr"};
+  for (int i = 0; i < 3; i++)
+    if (a->stdio[i] != i && dup2(a->stdio[i], i) < 0)
+      sb_die(sync_fd, 125, errno, "redirect the command's %s", what[i]);
   /* Nothing of the supervisor's fds but the sync socket stays open. */
   int keep[] = {sync_fd};
   if (al_close_fds_from(3, keep, 1) < 0)
@@ -535,8 +564,15 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
   sb->landlock_abi = sb_landlock_abi();
   sb->cg.kind = "none";
 
+  int stdio[3], devnull = -1;
+  if (sb_stdio_check(o, stdio, &devnull, err) < 0) {
+    free(sb);
+    return -1;
+  }
   int sp[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+    if (devnull >= 0)
+      close(devnull);
     free(sb);
     return al_make_error(err, errno, "socketpair");
   }
@@ -546,6 +582,7 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
       .envp = build_env(o),
       .sync_fd = sp[1],
       .landlock_abi = sb->landlock_abi,
+      .stdio = {stdio[0], stdio[1], stdio[2]},
   };
   size_t argc = 0;
   while (o->argv[argc])
@@ -572,6 +609,8 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
   }
   int clone_errno = errno;
   close(sp[1]);
+  if (devnull >= 0)
+    close(devnull);
   free_strv(a.envp);
   free_strv(a.argv);
   sb->sync_fd = sp[0];
@@ -732,7 +771,6 @@ int al_sandbox_wait(al_sandbox *sb, int *status, al_error *err)
   its.it_value.tv_nsec = (long)(sb->timeout_ms % 1000) * 1000000L;
   timerfd_settime(tfd, 0, &its, NULL);
 
-  int forwarded = 0;
   bool timed_out = false;
   for (;;) {
     struct pollfd p[3] = {{sb->sync_fd, POLLIN, 0}, {sfd, POLLIN, 0}, {tfd, POLLIN, 0}};
@@ -744,17 +782,31 @@ int al_sandbox_wait(al_sandbox *sb, int *status, al_error *err)
       return al_make_error(err, errno, "poll");
     }
     if (p[2].revents & POLLIN) {
-      timed_out = true;
+      /* the wall limit, or the grace after an interruption */
+      timed_out = !sb->interrupted_signal;
       al_sandbox_kill(sb);
       break;
     }
     if (p[1].revents & POLLIN) {
       struct signalfd_siginfo si;
       while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-        if (++forwarded > 1 && si.ssi_signo != SIGHUP)
+        int sig = (int)si.ssi_signo;
+        if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP) {
+          kill(sb->pid, sig); /* SIGQUIT: the command's business */
+          continue;
+        }
+        /* An interruption ends the run: pid 1 takes its namespace down
+         * within a second; if it has not exited 2 s from now (or a second
+         * signal comes), the supervisor SIGKILLs it. */
+        al_term_signal_note(sig);
+        if (sb->interrupted_signal) {
           al_sandbox_kill(sb);
-        else
-          kill(sb->pid, (int)si.ssi_signo);
+          continue;
+        }
+        sb->interrupted_signal = sig;
+        kill(sb->pid, sig);
+        struct itimerspec grace = {.it_value = {.tv_sec = 2}};
+        timerfd_settime(tfd, 0, &grace, NULL);
       }
     }
     if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -770,7 +822,9 @@ int al_sandbox_wait(al_sandbox *sb, int *status, al_error *err)
     }
   }
   reap(sb);
-  *status = timed_out ? AL_EXIT_TIMEOUT : status_from(sb);
+  *status = timed_out                ? AL_EXIT_TIMEOUT
+            : sb->interrupted_signal ? 128 + sb->interrupted_signal
+                                     : status_from(sb);
   sb->timed_out = timed_out;
   return 0;
 }
@@ -784,6 +838,7 @@ void al_sandbox_get_report(const al_sandbox *sb, al_sandbox_report *out)
   out->cpu_enforced = sb->cg.cpu;
   out->host_uid = sb->host_uid;
   out->timed_out = sb->timed_out;
+  out->interrupted_signal = sb->interrupted_signal;
   out->clone_to_hello_us = (sb->t_hello_ns - sb->t_clone_ns) / 1000;
   out->hello_to_go_us = (sb->t_go_ns - sb->t_hello_ns) / 1000;
   out->go_to_exec_us = (sb->t_ready_ns - sb->t_go_ns) / 1000;

@@ -5,10 +5,11 @@
  * Process shape:
  *   supervisor (caller) ──clone──► pid 1 "airlock init" (in all namespaces,
  *   unprivileged, under seccomp) ──fork──► the command (pid 2).
- * pid 1 reaps, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT, and exits with the
- * command; when pid 1 dies the kernel kills every process of the pid
- * namespace. pid 1 has PR_SET_PDEATHSIG(SIGKILL) on the supervisor, so the
- * sandbox dies with the supervisor even after SIGKILL.
+ * pid 1 reaps, takes the whole sandbox down on SIGINT/SIGTERM/SIGHUP
+ * (kill(-1), then SIGKILL a second later), forwards SIGQUIT/SIGUSR1/2 to
+ * the command, and exits with the command; when pid 1 dies the kernel kills every process of the
+ * pid namespace. pid 1 has PR_SET_PDEATHSIG(SIGKILL) on the supervisor, so the sandbox dies with
+ * the supervisor even after SIGKILL.
  *
  * Errors raised in the child during setup travel back over a SOCK_SEQPACKET
  * socket as (exit code, errno, step text), as crun does. */
@@ -70,11 +71,15 @@ int al_sandbox_take_listener(al_sandbox *sb, size_t i);
 /* pid of the sandbox's init in the caller's pid namespace. */
 pid_t al_sandbox_pid(const al_sandbox *sb);
 
-/* Wait for the command to end, enforcing the timeout and forwarding
- * SIGINT/SIGTERM/SIGHUP (a second SIGINT/SIGTERM kills the sandbox).
+/* Wait for the command to end, enforcing the timeout. SIGINT, SIGTERM and
+ * SIGHUP end the run: they go to pid 1, which sends them to every process
+ * of the sandbox and SIGKILLs what is left a second later; a second such
+ * signal, or no exit 2 s later, and the supervisor SIGKILLs pid 1 itself.
+ * The signal is noted (common/owned.h al_term_signal_note) and reported
+ * (al_sandbox_report.interrupted_signal). SIGQUIT goes to the command.
  * The caller must have blocked those signals (al_sandbox_block_signals).
  * *status gets the command's exit status, 128+N if it was killed by signal
- * N, or 124 on timeout. Returns 0, or -1 with err on an internal error
+ * N or interrupted by signal N, or 124 on timeout. Returns 0, or -1 with err on an internal error
  * (the sandbox is then killed). */
 int al_sandbox_wait(al_sandbox *sb, int *status, al_error *err);
 
@@ -93,8 +98,9 @@ typedef struct al_sandbox_report {
   int landlock_abi;   /* 0 when Landlock is unavailable */
   const char *cgroup; /* "v2", "v1" or "none" */
   bool mem_enforced, pids_enforced, cpu_enforced;
-  uint32_t host_uid; /* host uid the sandbox user maps to */
-  bool timed_out;    /* al_sandbox_wait killed it at the wall-clock limit */
+  uint32_t host_uid;      /* host uid the sandbox user maps to */
+  bool timed_out;         /* al_sandbox_wait killed it at the wall-clock limit */
+  int interrupted_signal; /* SIGINT, SIGTERM or SIGHUP that ended it, or 0 */
   /* start-up phases, microseconds: clone until the child greets; id maps
    * and cgroup; child setup until the command was exec'd */
   uint64_t clone_to_hello_us, hello_to_go_us, go_to_exec_us;

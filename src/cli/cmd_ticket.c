@@ -209,10 +209,20 @@ int cmd_ticket(int argc, char **argv)
    * run prints says so. */
   fflush(stdout);
   const char *mark = res.unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "";
+  if (res.credentials_mode && strcmp(res.credentials_mode, "sealed") == 0)
+    al_cli_error("credentials sealed: the agent held a placeholder; the forge gateway decided "
+                 "%zu request(s), refused %zu%s%s%s%s",
+                 res.gateway_requests, res.gateway_refused, res.gateway_refused_by[0] ? " (" : "",
+                 res.gateway_refused_by, res.gateway_refused_by[0] ? ")" : "", mark);
+  else if (res.credentials_mode)
+    al_cli_error("credentials env: the agent held both tokens; the forge's own protection was "
+                 "the only limit on what it did with them%s",
+                 mark);
   if (res.pr_verified)
-    al_cli_error("pull request %s: verified on the forge, from this run's branch (a human "
+    al_cli_error("pull request %s: %s, verified on the forge, from this run's branch (a human "
                  "must review it)%s",
-                 res.pr_url, mark);
+                 res.pr_url,
+                 res.pr_by_supervisor ? "opened by the supervisor" : "opened by the agent", mark);
   else if (r == 0)
     al_cli_error("no pull request from this run's branch on the forge: the agent made no "
                  "changes%s%s%s",

@@ -31,6 +31,29 @@ forge_env_start() {
   broker_start
   FE_POLICY=$FE_DIR/airlock.yaml
   write_policy "$FE_POLICY" "$FE_SOCK"
+  write_push_agent
+}
+
+# $FE_PUSH_AGENT: the smallest agent that honours the contract
+# (docs/agents.md): clone, commit one file, push $AIRLOCK_BRANCH, declare
+# the PR's title. The supervisor opens the PR from the branch; an agent
+# that pushes nothing gets no PR and a non-zero exit.
+write_push_agent() {
+  mkdir -p "$FE_DIR/push"; chmod 755 "$FE_DIR/push"
+  FE_PUSH_AGENT=$FE_DIR/push/agent
+  cat >"$FE_PUSH_AGENT" <<'SH'
+#!/bin/sh
+set -e
+cd /workspace
+git clone --quiet "$AIRLOCK_GIT_URL" repo
+cd repo
+git checkout --quiet -b "$AIRLOCK_BRANCH"
+echo "run $AIRLOCK_RUN_ID" >"NOTE-$AIRLOCK_RUN_ID"
+git add . && git commit --quiet -m "note"
+git push --quiet origin "HEAD:refs/heads/$AIRLOCK_BRANCH"
+echo 'AIRLOCK_RESULT {"title": "a note from the push agent"}'
+SH
+  chmod 755 "$FE_PUSH_AGENT"
 }
 
 # write_broker_config API_URL "REPO, REPO...": the run's App 1001, the

@@ -191,6 +191,30 @@ credentials:
   broker: /run/b.sock
   ttl: 5h
 Y
+bad cred-mode 4:9 'must be `sealed` \(the tokens stay outside the sandbox\) or `env`' <<'Y'
+version: 1
+credentials:
+  broker: /run/b.sock
+  mode: tunnel
+Y
+bad agent-comments 4:19 'between 0 and 100' <<'Y'
+version: 1
+credentials:
+  broker: /run/b.sock
+  agent_comments: 101
+Y
+bad agent-comments-sign 4:19 'whole number in decimal' <<'Y'
+version: 1
+credentials:
+  broker: /run/b.sock
+  agent_comments: -1
+Y
+out=$(printf 'version: 1\ncredentials:\n  mode: env\n  agent_comments: 2\n' >"$P/envc.yaml"; "$AIRLOCK" policy check "$P/envc.yaml" 2>&1); rc=$?
+like "agent_comments with mode: env is refused (the gateway would count nothing)" "$rc $out" '^1 .*credentials.agent_comments: only with `mode: sealed`'
+out=$(printf 'version: 1\ncredentials:\n  mode: sealed\n  agent_comments: 2\n' >"$P/sc.yaml"; "$AIRLOCK" policy check "$P/sc.yaml" 2>&1)
+like "credentials.mode and agent_comments are in the canonical form" "$out" '"agent_comments":2,.*"mode":"sealed"'
+out=$(printf 'version: 1\ncredentials:\n  mode: env\n' >"$P/e.yaml"; "$AIRLOCK" policy check "$P/e.yaml" 2>&1)
+like "mode: env is accepted and canonical" "$out" '"agent_comments":0,.*"mode":"env"'
 bad bool 3:41 'true or false' <<'Y'
 version: 1
 network:

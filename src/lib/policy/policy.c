@@ -870,9 +870,36 @@ static int creds_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
     return walk_map(c, kv->val, kv->key, kv->path, keys, role_field, &cr->ticket);
   case 3:
     return get_duration(c, kv, 60000, 3600000, &cr->ttl_ms);
+  case 4: {
+    al_autofree char *m = NULL;
+    if (get_str(c, kv, &m) < 0)
+      return -1;
+    if (strcmp(m, "sealed") == 0)
+      cr->mode = AL_CRED_SEALED;
+    else if (strcmp(m, "env") == 0)
+      cr->mode = AL_CRED_ENV;
+    else
+      return fail(c, pos_of(kv), kv->path,
+                  "must be `sealed` (the tokens stay outside the sandbox) or `env` (the agent "
+                  "holds them), got `%s`",
+                  m);
+    return 0;
+  }
+  case 5: {
+    uint64_t v;
+    if (get_uint(c, kv, 0, 100, &v) < 0)
+      return -1;
+    cr->agent_comments = (uint32_t)v;
+    return 0;
+  }
   default:
     return -1;
   }
+}
+
+const char *al_cred_mode_name(al_cred_mode m)
+{
+  return m == AL_CRED_ENV ? "env" : "sealed";
 }
 
 /* https://HOST[:PORT][/PATH] with an LDH host; no userinfo, query or fragment. */
@@ -1262,7 +1289,8 @@ static int top_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
     return walk_map(c, kv->val, kv->key, kv->path, keys, process_field, &p->process);
   }
   case 4: {
-    static const char *const keys[] = {"broker", "git", "ticket", "ttl", NULL};
+    static const char *const keys[] = {"broker",         "git", "ticket", "ttl", "mode",
+                                       "agent_comments", NULL};
     p->credentials.present = true;
     return walk_map(c, kv->val, kv->key, kv->path, keys, creds_field, &p->credentials);
   }
@@ -1304,6 +1332,9 @@ static void set_defaults(al_policy *p)
   p->process.limits.wall_ms = 60 * 60000;
   p->process.limits.nofile = 4096;
   p->credentials.ttl_ms = 15 * 60000;
+  /* sealed is the design's default (issue #15); env until the forge
+   * gateway is wired into `airlock ticket` */
+  p->credentials.mode = AL_CRED_ENV;
   p->branch_prefix = al_xstrdup("airlock/");
   p->forge.api_url = al_xstrdup("https://api.github.com");
   p->forge.git_url = al_xstrdup("https://github.com");
@@ -1317,6 +1348,11 @@ static int finish(al_policy *p, const char *name, al_error *err)
   if (p->credentials.present) {
     if (!p->credentials.broker)
       p->credentials.broker = al_xstrdup("/run/airlock/broker.sock");
+    if (p->credentials.mode == AL_CRED_ENV && p->credentials.agent_comments)
+      return al_error_set(err, EINVAL,
+                          "%s: credentials.agent_comments: only with `mode: sealed` (in env mode "
+                          "the agent holds the ticket token and the gateway counts nothing)",
+                          name);
   }
   for (size_t i = 0; i < p->network.n_pin; i++) {
     bool used = false;
@@ -1603,10 +1639,12 @@ char *al_policy_canonical(const al_policy *p)
                 "wall_ms", (json_int_t)l->wall_ms, "nofile", (int)l->nofile));
   if (p->credentials.present)
     json_object_set_new(root, "credentials",
-                        json_pack("{s:s?, s:o, s:o, s:I}", "broker", p->credentials.broker, "git",
-                                  role_json(&p->credentials.git), "ticket",
-                                  role_json(&p->credentials.ticket), "ttl_ms",
-                                  (json_int_t)p->credentials.ttl_ms));
+                        json_pack("{s:s?, s:o, s:o, s:I, s:s, s:i}", "broker",
+                                  p->credentials.broker, "git", role_json(&p->credentials.git),
+                                  "ticket", role_json(&p->credentials.ticket), "ttl_ms",
+                                  (json_int_t)p->credentials.ttl_ms, "mode",
+                                  al_cred_mode_name(p->credentials.mode), "agent_comments",
+                                  (int)p->credentials.agent_comments));
   json_object_set_new(
       root, "review",
       json_pack("{s:s, s:s?}", "branch_prefix", p->branch_prefix, "base_branch", p->base_branch));

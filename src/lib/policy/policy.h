@@ -86,13 +86,32 @@ typedef struct al_policy_role {
   size_t n_perms;
 } al_policy_role;
 
+/* How the run's forge tokens reach the agent (issue #15, DESIGN.md §2
+ * "secrets"): */
+typedef enum al_cred_mode {
+  /* the tokens never enter the sandbox: the agent holds a per-run
+   * placeholder, the forge gateway swaps it for the token on the requests
+   * its rules allow, and the supervisor opens the one pull request */
+  AL_CRED_SEALED = 0,
+  /* the seed's design: both tokens in the agent's environment; the escape
+   * budget then rests on the forge's configuration (kept for agents that
+   * must hold a token) */
+  AL_CRED_ENV = 1,
+} al_cred_mode;
+
 typedef struct al_policy_credentials {
   bool present;
   char *broker; /* socket path */
   al_policy_role git;
   al_policy_role ticket;
-  uint64_t ttl_ms; /* default 15 min */
+  uint64_t ttl_ms;         /* default 15 min */
+  al_cred_mode mode;       /* credentials.mode: `sealed` (default) or `env` */
+  uint32_t agent_comments; /* credentials.agent_comments: comments the agent may post on its own
+                              ticket through the gateway (sealed), 0..100, default 0 */
 } al_policy_credentials;
+
+/* "sealed" or "env". */
+const char *al_cred_mode_name(al_cred_mode m);
 
 /* Where the forge is: what the agent is told (AIRLOCK_API_URL,
  * AIRLOCK_GIT_URL) and what the supervisor uses after the run. */

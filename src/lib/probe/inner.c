@@ -208,6 +208,9 @@ out:;
   json_object_set_new(j, "id", json_string(p->id));
   json_object_set_new(j, "verdict", json_string(verdict_word(res.verdict)));
   json_object_set_new(j, "evidence", json_string(res.evidence));
+  res.digests[sizeof res.digests - 1] = '\0';
+  if (res.digests[0])
+    json_object_set_new(j, "digests", json_string(res.digests));
   json_object_set_new(j, "ms", json_integer((json_int_t)(al_now_ms() - t0)));
   char *line = json_dumps(j, JSON_COMPACT);
   json_decref(j);

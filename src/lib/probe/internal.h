@@ -57,9 +57,15 @@ typedef struct pr_ctx {
   size_t n_host_hashes;
 } pr_ctx;
 
+/* cred.run-tokens: digests of token-like strings found inside, for the
+ * host to compare with the run's tokens (probes_tokens.c). */
+#define PR_MAX_DIGESTS 1024
+
 typedef struct pr_result {
   int verdict; /* al_probe_verdict or PR_PENDING */
   char evidence[AL_PROBE_EVIDENCE_MAX];
+  /* cred.run-tokens only: "HEX16 HEX16 ..." (at most PR_MAX_DIGESTS), else "" */
+  char digests[PR_MAX_DIGESTS * 17 + 1];
 } pr_result;
 
 enum {

@@ -1,6 +1,7 @@
 /* The outer side of `airlock probe`: canaries on the host, the sandbox
  * (and its egress proxy) from the policy running `airlock probe --inside`,
  * then the judgments only the host can make. See probe.h. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -118,6 +119,15 @@ static void build_ctx(pr_ctx *c, const al_probe_opts *o, const pr_canary *cn, co
     c->env_allowed[c->n_env_allowed++] = (char *)always_allowed_env[i];
   for (size_t i = 0; i < p->process.n_env_pass && c->n_env_allowed < PR_MAX_ENV; i++)
     c->env_allowed[c->n_env_allowed++] = p->process.env_pass[i];
+  /* the ticket's preflight: the names of the agent's environment (its
+   * values are judged by cred.run-tokens) */
+  static char names[PR_MAX_ENV][64];
+  for (char *const *e = o->env; e && *e && c->n_env_allowed < PR_MAX_ENV; e++) {
+    size_t nl = strcspn(*e, "=");
+    size_t slot = c->n_env_allowed;
+    snprintf(names[slot], sizeof names[slot], "%.*s", (int)nl, *e);
+    c->env_allowed[c->n_env_allowed++] = names[slot];
+  }
   /* Host values the sandbox must never hold, as SHA-256 prefixes. Paths
    * and short values are skipped: they are not secrets and legitimately
    * recur inside (the airlock binary's path, /bin/bash). */
@@ -183,12 +193,23 @@ static int run_confined(const al_probe_opts *o, const char *self, const pr_ctx *
                                           NULL};
   char *argv[] = {(char *)self, (char *)"probe", (char *)"--inside", NULL};
   const char *ro[] = {self, NULL};
+  /* the ticket's preflight: the agent's own environment after the proxy's */
+  size_t ne = 0;
+  for (char *const *e = o->env; e && *e; e++)
+    ne++;
+  al_autofree char **env = al_xcalloc(ne + AL_ARRAY_SIZE(proxy_env) + 1, sizeof(char *));
+  size_t k = 0;
+  for (size_t i = 0; net && proxy_env[i]; i++)
+    env[k++] = (char *)proxy_env[i];
+  for (size_t i = 0; i < ne; i++)
+    env[k++] = o->env[i];
+  env[k] = NULL;
   uint16_t port = AL_PROXY_PORT;
   al_sandbox_opts so = {
       .command_is_airlock = true,
       .policy = &local,
       .argv = argv,
-      .env = net ? (char *const *)proxy_env : NULL,
+      .env = k ? env : NULL,
       .listen_ports = net ? &port : NULL,
       .n_listen = net ? 1 : 0,
       .timeout_ms = o->timeout_ms ? o->timeout_ms : (o->preflight ? 10000 : 120000),
@@ -245,6 +266,14 @@ static int run_confined(const al_probe_opts *o, const char *self, const pr_ctx *
   return rc;
 }
 
+/* The stand-in for a run token when no run's tokens were given (`airlock
+ * probe`): put in the positive control's environment only, so the control
+ * shows the search finds a token where there is one. */
+static void canary_token(const pr_ctx *ctx, char *out, size_t n)
+{
+  snprintf(out, n, "ghs_AIRLOCKPROBECANARYTOKEN%sX", ctx->nonce);
+}
+
 /* The positive control: the same inner process as a plain child. */
 static int run_unconfined(const al_probe_opts *o, const char *self, const pr_ctx *ctx, int in_r,
                           int out_w, int *status, al_error *err)
@@ -269,6 +298,11 @@ static int run_unconfined(const al_probe_opts *o, const char *self, const pr_ctx
     setenv("HTTPS_PROXY", px, 1);
     setenv("HTTP_PROXY", px, 1);
     setenv("AIRLOCK_PROBE_HOST_VARIABLE", "host-only", 1);
+    if (!o->secrets) {
+      char tok[96];
+      canary_token(ctx, tok, sizeof tok);
+      setenv("AIRLOCK_PROBE_CANARY_TOKEN", tok, 1);
+    }
     char *argv[] = {(char *)self,      (char *)"probe", (char *)"--inside",
                     (char *)"--decoy", decoy,           NULL};
     execv(self, argv);
@@ -435,6 +469,59 @@ static int parse_verdict(const char *s)
   return -1;
 }
 
+/* cred.run-tokens: look up the digest of every searchable part of each run
+ * token (maximal runs of [A-Za-z0-9_], 20..255 bytes, as probes_tokens.c
+ * cuts them) in what the inside found. */
+static int judge_run_tokens(const al_probe_opts *o, const pr_ctx *ctx, const char *digests,
+                            const char *ev, char *out, size_t outlen)
+{
+  char canary[96];
+  const char *one[2] = {NULL, NULL};
+  const char *const *secrets = o->secrets;
+  if (!secrets) {
+    canary_token(ctx, canary, sizeof canary);
+    one[0] = canary;
+    secrets = one;
+  }
+  size_t searchable = 0, n = 0;
+  for (; secrets[n]; n++) {
+    const char *t = secrets[n];
+    size_t tl = strlen(t), i = 0;
+    while (i < tl) {
+      while (i < tl && !(isalnum((unsigned char)t[i]) || t[i] == '_'))
+        i++;
+      size_t st = i;
+      while (i < tl && (isalnum((unsigned char)t[i]) || t[i] == '_'))
+        i++;
+      if (i - st < 20 || i - st > 255)
+        continue;
+      searchable++;
+      char *in = al_strdup_printf("%s:%.*s", ctx->nonce, (int)(i - st), t + st);
+      char hex[65];
+      al_sha256_hex(in, strlen(in), hex);
+      explicit_bzero(in, strlen(in));
+      free(in);
+      for (const char *d = digests; d && strlen(d) >= 16; d += strlen(d) > 16 ? 17 : 16)
+        if (memcmp(d, hex, 16) == 0) {
+          snprintf(out, outlen, "host side: %s #%zu is inside (digest match); %s",
+                   o->secrets ? "run token" : "the control's canary token", n + 1, ev);
+          return AL_PROBE_ESCAPED;
+        }
+    }
+  }
+  if (searchable == 0) {
+    snprintf(out, outlen, "host side: no token has a searchable part; %s", ev);
+    return AL_PROBE_INCONCLUSIVE;
+  }
+  if (strstr(ev, "INCOMPLETE")) {
+    snprintf(out, outlen, "host side: no match, but the scan was cut; %s", ev);
+    return AL_PROBE_INCONCLUSIVE;
+  }
+  snprintf(out, outlen, "host side: none of %zu %s is inside; %s", n,
+           o->secrets ? "run token(s)" : "canary token(s) (no run's tokens given)", ev);
+  return AL_PROBE_BLOCKED;
+}
+
 static void judge(const al_probe_opts *o, const pr_ctx *ctx, const char *dir, const char *lines,
                   const char *log, size_t loglen, bool mem_enforced, int status,
                   al_probe_report *out)
@@ -459,6 +546,7 @@ static void judge(const al_probe_opts *o, const pr_ctx *ctx, const char *dir, co
     r->group = p->group;
     int v = -1;
     char ev[AL_PROBE_EVIDENCE_MAX] = "";
+    al_autofree char *digests = NULL;
     /* find this probe's line */
     char key[96];
     snprintf(key, sizeof key, "{\"id\":\"%s\",", p->id);
@@ -471,6 +559,8 @@ static void judge(const al_probe_opts *o, const pr_ctx *ctx, const char *dir, co
         v = parse_verdict(json_string_value(json_object_get(j, "verdict")));
         const char *e = json_string_value(json_object_get(j, "evidence"));
         snprintf(ev, sizeof ev, "%s", e ? e : "");
+        const char *dg = json_string_value(json_object_get(j, "digests"));
+        digests = al_xstrdup(dg ? dg : "");
         r->elapsed_ms = (uint32_t)json_integer_value(json_object_get(j, "ms"));
         json_decref(j);
       }
@@ -500,6 +590,8 @@ static void judge(const al_probe_opts *o, const pr_ctx *ctx, const char *dir, co
       v = AL_PROBE_ESCAPED;
       snprintf(r->evidence, sizeof r->evidence,
                "host side: the canary saw a connection or datagram from the run; %s", ev);
+    } else if (v == PR_PENDING && strcmp(p->id, "cred.run-tokens") == 0) {
+      v = judge_run_tokens(o, ctx, digests, ev, r->evidence, sizeof r->evidence);
     } else if (v == PR_PENDING && strcmp(p->id, "res.memory") == 0) {
       if (!o->unconfined && mem_enforced) {
         v = AL_PROBE_BLOCKED;

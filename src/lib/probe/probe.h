@@ -69,6 +69,15 @@ typedef struct al_probe_opts {
   bool unconfined;
   const char *self_exe; /* path of the airlock binary to run inside; NULL: /proc/self/exe */
   uint64_t timeout_ms;  /* whole run; 0: 60 s (preflight: 10 s) */
+  /* The ticket's preflight (issue #15): the agent's own environment
+   * (NAME=VALUE, NULL-terminated, borrowed; sealed mode: placeholders),
+   * set in the probe sandbox as the agent will get it; NULL: none. */
+  char *const *env;
+  /* The run's real tokens (NULL-terminated, borrowed), for the host-side
+   * judge of cred.run-tokens only: they never enter the sandbox, not even
+   * hashed. NULL: a canary token of the probe's own stands in (present in
+   * the positive control's environment only). */
+  const char *const *secrets;
 } al_probe_opts;
 
 /* Run the catalogue (or the subset the options select) and judge it.

@@ -5,6 +5,7 @@
 
 #include "probe/internal.h"
 
+PR_DECL(pr_cred_run_tokens);
 PR_DECL(pr_net_tcp_public);
 PR_DECL(pr_net_tcp_private);
 PR_DECL(pr_net_metadata_direct);

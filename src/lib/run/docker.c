@@ -25,6 +25,7 @@
 
 /* The listener hand-off between the holder and the proxy (cmd_proxy.c). */
 #define HANDOFF_DIR "/run/airlock"
+#define DOCKER_FILE_MAX (1u << 20) /* one file of al_docker_opts.files, bytes */
 #define HANDOFF_SOCK HANDOFF_DIR "/listener.sock"
 /* The proxy's decisions, in the same volume; the volume's size caps them. */
 #define DECISIONS_FILE HANDOFF_DIR "/decisions.jsonl"
@@ -556,7 +557,8 @@ static int secrets_stdin(char *const *env, char **out, al_error *err)
  * - with secrets: read NAME=VALUE lines from stdin up to an empty line and
  *   export each (secrets_stdin), then point stdin at /dev/null;
  * - files (NAME=CONTENT, may be NULL): write each to /tmp/airlock/NAME
- *   (0444) from AIRLOCK_FILE_<i> in env, then unset those. NAME:
+ *   (0444) from AIRLOCK_FILE_<i>_<k> in env (pieces of at most 64 KiB),
+ *   then unset those. NAME:
  *   [A-Za-z0-9._-]{1,64}, not a dot name, so it is safe inside the script.
  * Needs /bin/sh in the image. */
 static int wrapper(bool secrets, char *const *files, json_t *cmd, json_t *env, al_error *err)
@@ -587,29 +589,53 @@ static int wrapper(bool secrets, char *const *files, json_t *cmd, json_t *env, a
                          (int)(nl ? nl : strlen(files[i])), files[i]);
       break;
     }
-    if (strlen(eq + 1) > 65536) {
-      rc = al_make_error(err, E2BIG, "docker backend: file `%.*s`: more than 64 KiB", (int)nl,
+    size_t clen = strlen(eq + 1);
+    if (clen > DOCKER_FILE_MAX) {
+      rc = al_make_error(err, E2BIG, "docker backend: file `%.*s`: more than 1 MiB", (int)nl,
                          files[i]);
       break;
     }
-    char *v = al_strdup_printf("AIRLOCK_FILE_%zu=%s", i, eq + 1);
-    json_t *js = json_string(v);
-    explicit_bzero(v, strlen(v));
-    free(v);
-    if (!js) {
-      rc = al_make_error(err, EINVAL, "docker backend: file `%.*s`: not valid UTF-8", (int)nl,
-                         files[i]);
+    /* One variable holds at most 64 KiB (a single environment string may
+     * not pass 128 KiB, execve(2) MAX_ARG_STRLEN): a larger file is split,
+     * at UTF-8 character boundaries, and printf(1) writes the pieces in
+     * order (its format is reused for each argument). */
+    char *line = al_xstrdup(" printf '%s'");
+    const char *c = eq + 1;
+    size_t left = clen;
+    for (size_t k = 0; rc == 0 && (k == 0 || left > 0); k++) {
+      size_t take = left > 65536 ? 65536 : left;
+      while (take < left && take > 0 && ((unsigned char)c[take] & 0xC0) == 0x80)
+        take--;
+      if (take == 0 && left > 0) /* no boundary: not UTF-8, refused just below */
+        take = left > 65536 ? 65536 : left;
+      char *v = al_strdup_printf("AIRLOCK_FILE_%zu_%zu=%.*s", i, k, (int)take, c);
+      json_t *js = json_string(v);
+      explicit_bzero(v, strlen(v));
+      free(v);
+      if (!js) {
+        rc = al_make_error(err, EINVAL, "docker backend: file `%.*s`: not valid UTF-8", (int)nl,
+                           files[i]);
+        break;
+      }
+      json_array_append_new(env, js);
+      char *l2 = al_strdup_printf("%s \"$AIRLOCK_FILE_%zu_%zu\"", line, i, k);
+      free(line);
+      line = l2;
+      char *u2 = al_strdup_printf("%s AIRLOCK_FILE_%zu_%zu", unset, i, k);
+      free(unset);
+      unset = u2;
+      c += take;
+      left -= take;
+    }
+    if (rc < 0) {
+      free(line);
       break;
     }
-    json_array_append_new(env, js);
-    char *s2 = al_strdup_printf("%s printf '%%s' \"$AIRLOCK_FILE_%zu\" >/tmp/airlock/%.*s;"
-                                " chmod 0444 /tmp/airlock/%.*s;",
-                                script, i, (int)nl, files[i], (int)nl, files[i]);
+    char *s2 = al_strdup_printf("%s%s >/tmp/airlock/%.*s; chmod 0444 /tmp/airlock/%.*s;", script,
+                                line, (int)nl, files[i], (int)nl, files[i]);
+    free(line);
     free(script);
     script = s2;
-    char *u2 = al_strdup_printf("%s AIRLOCK_FILE_%zu", unset, i);
-    free(unset);
-    unset = u2;
   }
   if (rc == 0) {
     char *full = al_strdup_printf("%s %s; exec \"$@\"", script, unset);

@@ -43,10 +43,10 @@ typedef struct al_docker_opts {
    * use it to put the test forge on the proxy's side. NULL: create one. */
   const char *egress_network;
   /* Files to place in the agent container before it starts, as
-   * NAME=CONTENT pairs (NAME [A-Za-z0-9._-]{1,64}, CONTENT at most 64 KiB):
-   * each becomes /tmp/airlock/<NAME> (0444) through the /bin/sh prologue,
-   * from the container's environment. Used for the forge's CA certificate
-   * (never for secrets). NULL: none. */
+   * NAME=CONTENT pairs (NAME [A-Za-z0-9._-]{1,64}, CONTENT valid UTF-8, at
+   * most 1 MiB): each becomes /tmp/airlock/<NAME> (0444) through the /bin/sh
+   * prologue, from the container's environment (in pieces of 64 KiB). Used
+   * for the CA bundle (never for secrets). NULL: none. */
   char *const *files;
   /* Called once the agent has started and its secrets have been written
    * (e.g. to wipe the caller's copies); NULL: none. */

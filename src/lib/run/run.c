@@ -190,6 +190,8 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
       .stdout_fd = o->stdout_fd,
       .stdin_fd = o->stdin_fd,
       .stderr_fd = o->stderr_fd,
+      .files = o->files,
+      .n_files = o->n_files,
   };
   al_sandbox *sb = NULL;
   int setup_status = AL_EXIT_SETUP;
@@ -212,8 +214,10 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
     char relay_rid[48];
     snprintf(relay_rid, sizeof relay_rid, "%s/relay", rid);
     if (net)
-      ls[nl++] = (al_proxy_listener){
-          .fd = al_sandbox_take_listener(sb, 0), .run_id = rid, .policy = o->policy};
+      ls[nl++] = (al_proxy_listener){.fd = al_sandbox_take_listener(sb, 0),
+                                     .run_id = rid,
+                                     .policy = o->policy,
+                                     .handoff = o->handoff};
     if (relay) {
       if (start_relay(o, sb, net ? 1 : 0, rid, &rp, err) < 0) {
         for (size_t i = 0; i < nl; i++)

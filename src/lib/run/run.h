@@ -43,6 +43,13 @@ typedef struct al_run_opts {
    * (or failed to). Required then: without it al_run_command refuses
    * (`airlock run` has no broker; it takes relay.key_file only). */
   char *relay_key;
+  /* Read-only files placed in the sandbox (al_sandbox_file: the CA
+   * bundle); borrowed; may be NULL. */
+  const al_sandbox_file *files;
+  size_t n_files;
+  /* Sealed credentials: the forge gateway's hand-off (gateway.h), set on
+   * the agent's proxy listener; borrowed; NULL: none. */
+  const al_proxy_handoff *handoff;
 } al_run_opts;
 
 /* Start the sandbox (with a listener at 127.0.0.1:3128 inside and the

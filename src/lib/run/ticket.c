@@ -84,7 +84,8 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
   memset(res, 0, sizeof *res);
   res->agent_status = -1;
   res->exit_code = AL_EXIT_FAILED; /* until the driver knows better */
-  struct ticket t = {.o = o, .t0 = al_now_ms(), .audit_fd = -1, .out_fd = -1, .relay_fd = -1};
+  struct ticket t = {
+      .o = o, .t0 = al_now_ms(), .audit_fd = -1, .out_fd = -1, .relay_fd = -1, .gw_fd = -1};
   block_signals();
   /* A closed stderr or stdout (`| head`), or a dead broker's socket, is
    * EPIPE, never a SIGPIPE that kills us before the release and the record. */
@@ -113,6 +114,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
                       json_pack("{s:s, s:I}", "repo", t.repo, "number", (json_int_t)t.number));
   if (tk_do_policy(&t, err) < 0)
     goto done;
+  res->credentials_mode = al_cred_mode_name(t.policy->credentials.mode);
   /* al_docker_run refuses it too; here it is refused before any token is
    * minted */
   if (o->docker && t.policy->relay.present) {
@@ -129,16 +131,24 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
     goto done;
   if (interrupted(&t) || tk_do_lease(&t, err) < 0)
     goto done;
+  if (interrupted(&t) || tk_do_gateway(&t, err) < 0)
+    goto done;
   if (interrupted(&t) || tk_do_preflight(&t, err) < 0)
     goto done;
   if (interrupted(&t))
     goto done;
 
-  if (tk_do_agent(&t, res, err) == 0)
-    rc = 0;
-  interrupted(&t); /* during the agent: the sandbox wait took the signal */
+  {
+    int ar = tk_do_agent(&t, res, err);
+    interrupted(&t); /* during the agent: the sandbox wait took the signal */
+    tk_gateway_finish(&t, res);
+    /* safe outputs: the supervisor's writes, with the tokens still alive */
+    if (ar == 0 && !interrupted(&t) && tk_do_outputs(&t, res, err) == 0)
+      rc = 0;
+  }
 
 done:
+  tk_gateway_finish(&t, res);
   res->unprotected = t.unprotected;
   tk_wipe_env(&t);
   {
@@ -150,7 +160,7 @@ done:
   }
   if (t.policy && json_object_get(t.rec, "lease"))
     tk_do_review(&t);
-  if (json_object_get(t.rec, "pull_request_reported"))
+  if (json_object_get(t.rec, "pull_request_reported") || json_object_get(t.rec, "outputs"))
     tk_verify_pr(&t, res);
   (void)interrupted(&t);
   if (t.interrupted) {
@@ -179,6 +189,9 @@ done:
     close(t.out_fd);
   if (t.relay_fd >= 0)
     close(t.relay_fd);
+  if (t.gw_fd >= 0)
+    close(t.gw_fd);
+  free(t.ca_bundle);
   al_secret_free(t.relay_key);
   for (size_t i = 0; i < t.nphases; i++)
     free(t.phases[i].detail);

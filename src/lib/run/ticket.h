@@ -40,14 +40,19 @@ typedef struct al_ticket_outcome {
   bool tokens_dead; /* every token revoked and confirmed */
   char pr_url[512]; /* as reported by the agent and checked against the forge URL */
   char record_path[4096];
-  char *agent_stdout;    /* what the agent printed (capped), malloc'd; caller frees */
-  bool unprotected;      /* ran with --accept-unprotected although the audit did not
-                            prove the escape budget (print AL_TICKET_UNPROTECTED_MARK) */
-  bool pr_verified;      /* pr_url is the PR the forge has from this run's branch */
-  char pr_reported[512]; /* what the agent reported when it is not pr_url ("" else) */
-  int exit_code;         /* what `airlock ticket` exits with (common/exitcodes.h): 0 only
-                            with pr_verified; 3 no PR; 4 audit/preflight refused; 124
-                            timeout; 128+N signal N; 1 any other failure */
+  char *agent_stdout;           /* what the agent printed (capped), malloc'd; caller frees */
+  bool unprotected;             /* ran with --accept-unprotected although the audit did not
+                                   prove the escape budget (print AL_TICKET_UNPROTECTED_MARK) */
+  bool pr_verified;             /* pr_url is the PR the forge has from this run's branch */
+  char pr_reported[512];        /* what the agent reported when it is not pr_url ("" else) */
+  int exit_code;                /* what `airlock ticket` exits with (common/exitcodes.h): 0 only
+                                   with pr_verified; 3 no PR; 4 audit/preflight refused; 124
+                                   timeout; 128+N signal N; 1 any other failure */
+  const char *credentials_mode; /* "sealed" or "env" (static); NULL before the policy loaded */
+  bool pr_by_supervisor;        /* the supervisor opened pr_url (safe outputs) */
+  size_t gateway_requests;      /* sealed: requests the forge gateway decided */
+  size_t gateway_refused;       /* ... and refused */
+  char gateway_refused_by[384]; /* "reason N, reason N" */
 } al_ticket_outcome;
 
 /* The suffix of every progress and summary line of an unprotected run. */

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/term.h"
 #include "common/util.h"
+#include "gateway/gateway.h"
 #include "run/run.h"
 
 /* The agent's own report: the last `AIRLOCK_RESULT {json}` line. The agent
@@ -41,6 +42,13 @@ static void agent_result(struct ticket *t, const char *out, al_ticket_outcome *r
     return;
   const char *s = last + 15;
   json_t *j = json_loadb(s, strcspn(s, "\n"), 0, NULL);
+  /* What the agent asks the supervisor to put on the PR it opens (safe
+   * outputs, ticket_outputs.c): data for the forge, never interpreted. */
+  const char *title = j ? json_string_value(json_object_get(j, "title")) : NULL;
+  const char *body = j ? json_string_value(json_object_get(j, "body")) : NULL;
+  if (title || body)
+    json_object_set_new(json_object_get(t->rec, "agent"), "declared",
+                        json_pack("{s:s?, s:s?}", "title", title, "body", body));
   const char *url = j ? json_string_value(json_object_get(j, "pr_url")) : NULL;
   /* Only a hint until tk_verify_pr() has found the PR on the forge itself. */
   char prefix[1024];
@@ -60,15 +68,11 @@ static void agent_result(struct ticket *t, const char *out, al_ticket_outcome *r
   json_decref(j);
 }
 
-/* Where the forge's CA certificate is inside the docker backend's agent
- * container (written there by docker.h's `files`). */
-#define DOCKER_CA_NAME "forge-ca.pem"
-#define DOCKER_CA_PATH "/tmp/airlock/" DOCKER_CA_NAME
-
-static void build_env(struct ticket *t)
+void tk_build_env(struct ticket *t)
 {
   const al_policy *p = t->policy;
-  const char *ca = t->o->docker ? DOCKER_CA_PATH : p->forge.ca_file;
+  const char *ca = t->o->docker ? TK_CA_BUNDLE_DOCKER : TK_CA_BUNDLE_NATIVE;
+  bool sealed = p->credentials.mode == AL_CRED_SEALED;
   tk_env_add(t, "AIRLOCK_RUN_ID=%s", t->run_id);
   tk_env_add(t, "AIRLOCK_REPO=%s", t->repo);
   tk_env_add(t, "AIRLOCK_TICKET=%lu", t->number);
@@ -76,11 +80,22 @@ static void build_env(struct ticket *t)
   tk_env_add(t, "AIRLOCK_GIT_URL=%s/%s.git", p->forge.git_url, t->repo);
   tk_env_add(t, "AIRLOCK_BRANCH=%s", t->branch);
   tk_env_add(t, "AIRLOCK_BASE_BRANCH=%s", p->base_branch ? p->base_branch : "");
-  tk_env_add(t, "AIRLOCK_GIT_TOKEN=%s", al_lease_token(t->lease, AL_ROLE_GIT));
-  tk_env_add(t, "AIRLOCK_TICKET_TOKEN=%s", al_lease_token(t->lease, AL_ROLE_TICKET));
+  tk_env_add(t, "AIRLOCK_CREDENTIALS=%s", al_cred_mode_name(p->credentials.mode));
+  if (sealed) {
+    /* Sealed: the placeholder, worthless outside this run's gateway, under
+     * every name a tool may look for a token in. */
+    tk_env_add(t, "AIRLOCK_GIT_TOKEN=%s", t->placeholder);
+    tk_env_add(t, "AIRLOCK_TICKET_TOKEN=%s", t->placeholder);
+    tk_env_add(t, "GH_TOKEN=%s", t->placeholder);
+    tk_env_add(t, "GITHUB_TOKEN=%s", t->placeholder);
+  } else {
+    tk_env_add(t, "AIRLOCK_GIT_TOKEN=%s", al_lease_token(t->lease, AL_ROLE_GIT));
+    tk_env_add(t, "AIRLOCK_TICKET_TOKEN=%s", al_lease_token(t->lease, AL_ROLE_TICKET));
+  }
   /* git, configured through the environment only: the credential helper
-   * reads the token from the environment when git asks, so it is never in
-   * .git/config, a remote URL or a command line. Only https, no prompts. */
+   * reads the token (sealed: the placeholder) from the environment when
+   * git asks, so it is never in .git/config, a remote URL or a command
+   * line. Only https, no prompts. */
   tk_env_add(t, "GIT_CONFIG_COUNT=2");
   tk_env_add(t, "GIT_CONFIG_KEY_0=credential.helper");
   tk_env_add(t, "GIT_CONFIG_VALUE_0=!f() { test \"$1\" = get || exit 0; "
@@ -93,13 +108,14 @@ static void build_env(struct ticket *t)
   tk_env_add(t, "GIT_AUTHOR_EMAIL=airlock-bot@users.noreply.localhost");
   tk_env_add(t, "GIT_COMMITTER_NAME=airlock[bot]");
   tk_env_add(t, "GIT_COMMITTER_EMAIL=airlock-bot@users.noreply.localhost");
-  if (p->forge.ca_file) {
-    tk_env_add(t, "SSL_CERT_FILE=%s", ca);
-    tk_env_add(t, "CURL_CA_BUNDLE=%s", ca);
-    tk_env_add(t, "GIT_SSL_CAINFO=%s", ca);
-    tk_env_add(t, "REQUESTS_CA_BUNDLE=%s", ca);
-    tk_env_add(t, "NODE_EXTRA_CA_CERTS=%s", ca);
-  }
+  /* One bundle (system CAs + forge.ca_file + the run CA), never a single
+   * CA file: a tool that trusts only it could reach nothing else. */
+  tk_env_add(t, "AIRLOCK_CA_BUNDLE=%s", ca);
+  tk_env_add(t, "SSL_CERT_FILE=%s", ca);
+  tk_env_add(t, "CURL_CA_BUNDLE=%s", ca);
+  tk_env_add(t, "GIT_SSL_CAINFO=%s", ca);
+  tk_env_add(t, "REQUESTS_CA_BUNDLE=%s", ca);
+  tk_env_add(t, "NODE_EXTRA_CA_CERTS=%s", ca);
 }
 
 /* The model relay's calls (issue #10) into the run record: one object per
@@ -128,8 +144,8 @@ static void relay_record(struct ticket *t, int fd)
 }
 
 /* The agent phase on the Docker backend: the same environment, output and
- * decisions as the native sandbox (ro's fds), the forge's CA file placed in
- * the container (it has no host path). */
+ * decisions as the native sandbox (ro's fds), the CA bundle placed in the
+ * container (docker.h `files`). */
 static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_error *err)
 {
   al_docker_opts d = *t->o->docker;
@@ -146,15 +162,8 @@ static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_e
   d.after_start_ctx = t;
   d.decisions_truncated = &t->decisions_truncated;
   char *files[2] = {NULL, NULL};
-  if (t->policy->forge.ca_file) {
-    size_t n = 0;
-    char *pem = NULL;
-    if (al_read_file(t->policy->forge.ca_file, 1u << 20, &pem, &n, err) < 0)
-      return al_error_wrap(err, "forge.ca_file");
-    files[0] = al_strdup_printf(DOCKER_CA_NAME "=%s", pem);
-    free(pem);
-  }
-  d.files = files[0] ? files : NULL;
+  files[0] = al_strdup_printf(TK_CA_BUNDLE_DOCKER_NAME "=%s", t->ca_bundle);
+  d.files = files;
   int r = al_docker_run(&d, status, err);
   free(files[0]);
   return r;
@@ -172,14 +181,18 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
     tk_phase_end(t, s, "failed", "%s", err->msg);
     return -1;
   }
-  build_env(t);
+  if (tk_ca_bundle(t, err) < 0) {
+    tk_phase_end(t, s, "failed", "%s", err->msg);
+    return -1;
+  }
+  tk_build_env(t);
   size_t nro = 0;
   const char *ro[34];
   for (const char *const *p = t->o->extra_ro_paths; p && *p && nro < 32; p++)
     ro[nro++] = *p;
-  if (t->policy->forge.ca_file)
-    ro[nro++] = t->policy->forge.ca_file;
   ro[nro] = NULL;
+  al_sandbox_file bundle = {
+      .path = TK_CA_BUNDLE_NATIVE, .data = t->ca_bundle, .len = t->ca_bundle_len};
   al_run_opts ro_opts = {
       .policy = t->policy,
       .argv = t->o->agent_argv,
@@ -194,6 +207,9 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
       .relay_key = t->relay_key,
       .after_start = tk_wipe_env,
       .after_start_ctx = t,
+      .files = &bundle,
+      .n_files = 1,
+      .handoff = t->gateway ? al_gateway_handoff(t->gateway) : NULL,
   };
   /* The agent's stdin is /dev/null (it must not read what the operator
    * types); its stderr goes through a pipe we relay with escape sequences

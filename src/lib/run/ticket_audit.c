@@ -166,6 +166,7 @@ int tk_do_preflight(struct ticket *t, al_error *err)
   memset(&rep, 0, sizeof rep);
   al_error pe = {0};
   int r;
+  bool env_tokens_seen = false;
   if (t->o->docker) {
     /* the same containers the agent will get, from the same settings */
     al_probe_docker_opts po = {
@@ -180,7 +181,31 @@ int tk_do_preflight(struct ticket *t, al_error *err)
     if (r == 0)
       r = rep.n_escaped || rep.n_inconclusive || rep.n == 0 ? 1 : 0;
   } else {
-    r = al_probe_preflight(t->policy, &rep, &pe);
+    /* The agent's own environment (sealed: placeholders), and the run's
+     * real tokens for cred.run-tokens' judge, which stays on this side. */
+    tk_build_env(t);
+    const char *secrets[] = {al_lease_token(t->lease, AL_ROLE_GIT),
+                             al_lease_token(t->lease, AL_ROLE_TICKET), NULL};
+    al_probe_opts po = {.policy = t->policy,
+                        .preflight = true,
+                        .env = t->env,
+                        .secrets = secrets[0] && secrets[1] ? secrets : NULL};
+    r = al_probe_run(&po, &rep, &pe);
+    tk_wipe_env(t);
+    if (r == 0)
+      r = rep.n_escaped || rep.n_inconclusive || rep.n == 0 ? 1 : 0;
+    /* env mode: the agent holds the tokens by design, and the probe saying
+     * so is its positive control; every other verdict still counts */
+    if (r == 1 && t->policy->credentials.mode == AL_CRED_ENV && !rep.n_inconclusive) {
+      size_t tok = 0;
+      for (size_t i = 0; i < rep.n; i++)
+        tok += rep.results[i].verdict == AL_PROBE_ESCAPED &&
+               strcmp(rep.results[i].id, "cred.run-tokens") == 0;
+      if (tok == rep.n_escaped && rep.n > 0) {
+        r = 0;
+        env_tokens_seen = true;
+      }
+    }
   }
   if (r < 0) {
     json_object_set_new(t->rec, "preflight",
@@ -221,8 +246,11 @@ int tk_do_preflight(struct ticket *t, al_error *err)
     al_probe_report_free(&rep);
     return -1;
   }
-  tk_phase_end(t, s, "ok", "%zu probes blocked in %llu ms", rep.n_blocked,
-               (unsigned long long)(rep.elapsed_us / 1000));
+  tk_phase_end(t, s, "ok", "%zu probes blocked in %llu ms%s", rep.n_blocked,
+               (unsigned long long)(rep.elapsed_us / 1000),
+               env_tokens_seen ? "; cred.run-tokens found the tokens in the agent's environment, "
+                                 "as credentials.mode: env intends"
+                               : "");
   al_probe_report_free(&rep);
   return 0;
 }

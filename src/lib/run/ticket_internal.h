@@ -3,7 +3,9 @@
  *   ticket_policy.c  policy: load, check against the ticket
  *   ticket_audit.c   audit (through the broker), preflight (probe subset)
  *   ticket_lease.c   lease (two scoped tokens), release (revoke, confirm 401)
+ *   ticket_sealed.c  sealed credentials: the forge gateway, the placeholder, the CA bundle
  *   ticket_agent.c   agent: environment, sandbox or container, decisions
+ *   ticket_outputs.c safe outputs: the supervisor opens the one PR, comments on the ticket
  *   ticket_review.c  review: notes for the human reviewer
  *   ticket_record.c  the PR the run is judged by; the run record on disk
  *   ticket_util.c    phase lines, environment, memfds, decision lines
@@ -58,7 +60,24 @@ struct ticket {
   /* the agent phase's sealed memfds (closed by the driver): the proxy's
    * decisions, the agent's stdout, the relay's call log; -1 when not made */
   int audit_fd, out_fd, relay_fd;
+  /* sealed mode (ticket_sealed.c): the agent's placeholder credential (not
+   * a secret outside this run's gateway), the gateway while it runs, its
+   * decision lines (a sealed memfd, -1 when none) */
+  char placeholder[65];
+  struct al_gateway *gateway;
+  int gw_fd;
+  /* the CA bundle put into the sandbox (system CAs + forge.ca_file + the
+   * gateway's run CA), malloc'd */
+  char *ca_bundle;
+  size_t ca_bundle_len;
 };
+
+/* Where the CA bundle is inside the sandbox, per backend. */
+#define TK_CA_BUNDLE_NATIVE "/run/airlock/ca-bundle.pem"
+#define TK_CA_BUNDLE_DOCKER_NAME "ca-bundle.pem"
+#define TK_CA_BUNDLE_DOCKER "/tmp/airlock/" TK_CA_BUNDLE_DOCKER_NAME
+/* The host's system trust store, the first of these that exists. */
+#define TK_SYSTEM_CAS "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"
 
 /* A thread copying the agent's stderr to ours, sanitized, capped. */
 struct stderr_relay {
@@ -99,7 +118,25 @@ int tk_do_policy(struct ticket *t, al_error *err);
 int tk_do_audit(struct ticket *t, al_error *err);
 int tk_do_lease(struct ticket *t, al_error *err);
 int tk_do_preflight(struct ticket *t, al_error *err);
+/* sealed mode: start the gateway with the lease's tokens (phase
+ * "gateway"); no-op in env mode. */
+int tk_do_gateway(struct ticket *t, al_error *err);
+/* Stop the gateway (if running) and put its decisions into the record:
+ * gateway_decisions[] and gateway_summary {requests, allowed, refused,
+ * refused_by_reason}. Idempotent. */
+void tk_gateway_finish(struct ticket *t, al_ticket_outcome *res);
+/* The agent's environment into t->env (wipe with tk_wipe_env): sealed,
+ * the placeholder under every token name; env, the lease's tokens. */
+void tk_build_env(struct ticket *t);
+/* Build t->ca_bundle (system CAs, forge.ca_file, the run CA). */
+int tk_ca_bundle(struct ticket *t, al_error *err);
 int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err);
+/* Safe outputs (ticket_outputs.c): after the agent, before the release:
+ * the supervisor opens the run's one PR from the run branch (sealed; env:
+ * unless the agent opened it) and comments on the ticket with its link.
+ * 0 (also when the agent pushed nothing: no PR, the run exits 3), or -1
+ * with err. */
+int tk_do_outputs(struct ticket *t, al_ticket_outcome *res, al_error *err);
 int tk_do_release(struct ticket *t, al_ticket_outcome *res, al_error *err);
 void tk_do_review(struct ticket *t);
 void tk_verify_pr(struct ticket *t, al_ticket_outcome *res);

@@ -30,7 +30,9 @@ int tk_do_policy(struct ticket *t, al_error *err)
     tk_phase_end(t, s, "failed", "%s", err->msg);
     return al_error_wrap(err, "policy");
   }
-  tk_phase_end(t, s, "ok", "sha256:%.12s, %zu allowed destinations", al_policy_sha256(p),
-               p->network.n_allow);
+  json_object_set_new(t->rec, "credentials_mode",
+                      json_string(al_cred_mode_name(p->credentials.mode)));
+  tk_phase_end(t, s, "ok", "sha256:%.12s, %zu allowed destinations, credentials %s",
+               al_policy_sha256(p), p->network.n_allow, al_cred_mode_name(p->credentials.mode));
   return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "policy/policy.h"
+#include "sandbox/sandbox.h"
 
 struct al_sandbox_opts;
 /* The command's stdio (stdio.c): for i = 0, 1, 2 the descriptor it gets
@@ -57,7 +58,7 @@ __attribute__((noreturn, format(printf, 4, 5))) void sb_die(int sync_fd, int sta
 /* rootfs.c: build the new root and pivot into it. Runs in the child, with
  * all capabilities of the new user namespace. Dies on failure. */
 void sb_setup_rootfs(int sync_fd, const al_policy *policy, const char *const *extra_ro,
-                     uint32_t uid);
+                     const al_sandbox_file *files, size_t n_files, uint32_t uid);
 
 /* confine.c */
 void sb_drop_privileges(int sync_fd, uint32_t uid, bool can_setgroups);

@@ -302,8 +302,26 @@ static void bind_ro_path(const char *p)
   bind_ro(hp(p), nr(p), false);
 }
 
+/* The supervisor's read-only files (the CA bundle), on the root tmpfs,
+ * which is made read-only after the pivot. Paths were checked by
+ * al_sandbox_start (AL_SANDBOX_FILES_DIR + a plain name); /run is neither
+ * in the host view nor taken from a rootfs directory, so the directory is
+ * ours in both. */
+static void write_files(const al_sandbox_file *files, size_t n)
+{
+  if (n == 0)
+    return;
+  mkdir_p(nr("/run/airlock"), 0755);
+  for (size_t i = 0; i < n; i++) {
+    int fd = open(nr(files[i].path), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+    if (fd < 0 || al_write_all(fd, files[i].data, files[i].len) < 0)
+      DIE("write `%s`", files[i].path);
+    close(fd);
+  }
+}
+
 void sb_setup_rootfs(int sync_fd, const al_policy *policy, const char *const *extra_ro,
-                     uint32_t uid)
+                     const al_sandbox_file *files, size_t n_files, uint32_t uid)
 {
   g_sync = sync_fd;
   /* Nothing we mount may propagate back to the host. */
@@ -326,6 +344,7 @@ void sb_setup_rootfs(int sync_fd, const al_policy *policy, const char *const *ex
   setup_proc();
   setup_dev();
   setup_rw(policy, uid);
+  write_files(files, n_files);
   /* After the writable mounts, so a path under /tmp is not hidden by them. */
   for (size_t i = 0; i < policy->filesystem.n_ro_paths; i++)
     bind_ro_path(policy->filesystem.ro_paths[i]);

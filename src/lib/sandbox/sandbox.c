@@ -343,7 +343,8 @@ static int child_main(struct child_args *a)
   for (size_t i = 0; i < a->opts->n_listen; i++)
     close(lfds[i]);
 
-  sb_setup_rootfs(sync_fd, pol, a->opts->extra_ro_paths, pol->process.user);
+  sb_setup_rootfs(sync_fd, pol, a->opts->extra_ro_paths, a->opts->files, a->opts->n_files,
+                  pol->process.user);
 
   /* Meanwhile the supervisor put us in our cgroup and compiled the seccomp
    * filter; wait for both. */
@@ -544,6 +545,23 @@ static void reap(al_sandbox *sb)
   sb->reaped = true;
 }
 
+bool al_sandbox_file_path_ok(const char *path, const char **why)
+{
+  size_t dl = strlen(AL_SANDBOX_FILES_DIR);
+  if (!path || strncmp(path, AL_SANDBOX_FILES_DIR, dl) != 0) {
+    *why = "must be under " AL_SANDBOX_FILES_DIR;
+    return false;
+  }
+  const char *name = path + dl;
+  size_t n = strlen(name);
+  if (n == 0 || n > 64 || name[0] == '.' ||
+      strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n) {
+    *why = "the name must be 1-64 of [A-Za-z0-9._-], not starting with a dot";
+    return false;
+  }
+  return true;
+}
+
 int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_status, al_error *err)
 {
   if (setup_status)
@@ -554,6 +572,16 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
     return al_make_error(err, EINVAL, "too many listeners");
   if (o->policy->process.user == 0)
     return al_make_error(err, EINVAL, "process.user must not be 0");
+  size_t total = 0;
+  for (size_t i = 0; i < o->n_files; i++) {
+    const char *why = NULL;
+    if (!al_sandbox_file_path_ok(o->files[i].path, &why))
+      return al_make_error(err, EINVAL, "sandbox file `%s`: %s", o->files[i].path, why);
+    total += o->files[i].len;
+    if (total > AL_SANDBOX_FILES_MAX)
+      return al_make_error(err, E2BIG, "sandbox files: more than %u bytes in all",
+                           AL_SANDBOX_FILES_MAX);
+  }
 
   al_sandbox *sb = al_xcalloc(1, sizeof *sb);
   sb->sync_fd = -1;

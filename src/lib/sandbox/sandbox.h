@@ -32,6 +32,17 @@
 #define AL_EXIT_NOEXEC 126
 #define AL_EXIT_NOTFOUND 127
 
+/* A read-only file the supervisor puts into the sandbox (the CA bundle):
+ * written into the sandbox's root tmpfs during setup, mode 0444, before
+ * the root is made read-only. */
+#define AL_SANDBOX_FILES_DIR "/run/airlock/"
+#define AL_SANDBOX_FILES_MAX (2u << 20) /* bytes, all files together (the root tmpfs has 4 MiB) */
+typedef struct al_sandbox_file {
+  const char *path; /* AL_SANDBOX_FILES_DIR + a name of [A-Za-z0-9._-]{1,64}, no dot name */
+  const char *data; /* borrowed; not a secret (the sandbox can read it) */
+  size_t len;
+} al_sandbox_file;
+
 typedef struct al_sandbox_opts {
   const al_policy *policy; /* borrowed; must outlive the sandbox */
   char *const *argv;       /* command, NULL-terminated; argv[0] looked up in the sandbox PATH */
@@ -51,7 +62,12 @@ typedef struct al_sandbox_opts {
   int stderr_fd; /* > 0: the command's stderr (likewise) */
   int stdout_fd; /* > 0: the command's stdout (dup'd; the caller keeps it); else
                     inherited. Note 0 means "inherit" so zeroed opts are safe. */
+  const al_sandbox_file *files; /* read-only files to place (see al_sandbox_file); may be NULL */
+  size_t n_files;
 } al_sandbox_opts;
+
+/* Is `path` a valid al_sandbox_file path? (why: the rule it breaks) */
+bool al_sandbox_file_path_ok(const char *path, const char **why);
 
 typedef struct al_sandbox al_sandbox;
 

@@ -1,0 +1,191 @@
+/* Sealed credentials (issue #15): the forge gateway beside the egress
+ * proxy, the agent's placeholder, and the CA bundle the sandbox trusts.
+ *
+ *   supervisor                          gateway (gateway.h)        sandbox
+ *   ──────────                          ───────────────────        ───────
+ *   lease: two tokens
+ *   placeholder (random, per run)
+ *   al_gateway_start(tokens) ─────────► holds the tokens + CA key
+ *   CA bundle = system CAs
+ *     + forge.ca_file + run CA ──────────────────────────────────► /run/airlock/ca-bundle.pem
+ *   env: AIRLOCK_*_TOKEN = placeholder ─────────────────────────► the agent's environment
+ *   proxy hands forge CONNECTs ───────► rules, swap placeholder → token upstream
+ *   agent exits; al_gateway_stop ─────► decision lines (memfd) → record
+ *
+ * In env mode only the CA bundle applies (system CAs + forge.ca_file). */
+#include <unistd.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/ticket_internal.h"
+#include "broker/client.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "gateway/gateway.h"
+
+#define GW_DECISIONS_CAP (8u << 20)
+
+int tk_do_gateway(struct ticket *t, al_error *err)
+{
+  if (t->policy->credentials.mode != AL_CRED_SEALED)
+    return 0;
+  uint64_t s = tk_phase_begin(t, "gateway");
+  if (al_gateway_placeholder(t->placeholder, err) < 0 ||
+      (t->gw_fd = tk_sealed_memfd("airlock-gateway", GW_DECISIONS_CAP, err)) < 0) {
+    tk_phase_end(t, s, "failed", "%s", err->msg);
+    return -1;
+  }
+  const al_policy *p = t->policy;
+  al_gateway_opts o = {
+      .api_url = p->forge.api_url,
+      .git_url = p->forge.git_url,
+      .ca_file = p->forge.ca_file,
+      .repo = t->repo,
+      .ticket = t->number,
+      .branch = t->branch,
+      .max_comments = p->credentials.agent_comments,
+      .git_token = al_lease_token(t->lease, AL_ROLE_GIT),
+      .ticket_token = al_lease_token(t->lease, AL_ROLE_TICKET),
+      .placeholder = t->placeholder,
+      .lifetime_ms = t->o->timeout_ms ? t->o->timeout_ms : p->process.limits.wall_ms,
+      .run_id = t->run_id,
+      .audit_fd = t->gw_fd,
+  };
+  if (al_gateway_start(&o, &t->gateway, err) < 0) {
+    tk_phase_end(t, s, "failed", "%s", err->msg);
+    return al_error_wrap(err, "the forge gateway");
+  }
+  const al_proxy_handoff *h = al_gateway_handoff(t->gateway);
+  const char *pem = al_gateway_ca_pem(t->gateway);
+  char fp[65];
+  al_sha256_hex(pem, strlen(pem), fp);
+  json_t *hosts = json_array();
+  for (size_t i = 0; i < h->n_hosts; i++) {
+    al_autofree char *hp = al_strdup_printf("%s:%u", h->hosts[i].host, h->hosts[i].port);
+    json_array_append_new(hosts, json_string(hp));
+  }
+  json_object_set_new(t->rec, "gateway",
+                      json_pack("{s:o, s:s, s:i}", "hosts", hosts, "ca_sha256", fp,
+                                "agent_comments", (int)p->credentials.agent_comments));
+  tk_phase_end(t, s, "ok", "run CA sha256:%.12s; %zu forge host(s) terminated by airlock", fp,
+               h->n_hosts);
+  return 0;
+}
+
+/* The decision's reason when it was refused, else NULL. A decision line is
+ * refused unless its `decision` says allow (docs/gateway.md). */
+static const char *refused_reason(json_t *d)
+{
+  const char *dec = json_string_value(json_object_get(d, "decision"));
+  if (dec && strcmp(dec, "allow") == 0)
+    return NULL;
+  const char *why = json_string_value(json_object_get(d, "reason"));
+  return why && *why ? why : (dec ? dec : "unparsed");
+}
+
+void tk_gateway_finish(struct ticket *t, al_ticket_outcome *res)
+{
+  if (!t->gateway)
+    return;
+  al_error e = {0};
+  int r = al_gateway_stop(t->gateway, &e);
+  al_gateway_free(t->gateway);
+  t->gateway = NULL;
+  size_t n = 0;
+  al_autofree char *text = tk_read_memfd(t->gw_fd, &n);
+  json_t *ds = tk_decisions_from(text);
+  json_t *by = json_object();
+  size_t refused = 0;
+  for (size_t i = 0; i < json_array_size(ds); i++) {
+    const char *why = refused_reason(json_array_get(ds, i));
+    if (!why)
+      continue;
+    refused++;
+    json_t *c = json_object_get(by, why);
+    json_object_set_new(by, why, json_integer(c ? json_integer_value(c) + 1 : 1));
+  }
+  /* "reason N, reason N" for the summary line */
+  res->gateway_refused = refused;
+  res->gateway_requests = json_array_size(ds);
+  size_t off = 0;
+  const char *k;
+  json_t *v;
+  res->gateway_refused_by[0] = '\0';
+  json_object_foreach(by, k, v)
+  {
+    int w = snprintf(res->gateway_refused_by + off, sizeof res->gateway_refused_by - off,
+                     "%s%s %lld", off ? ", " : "", k, (long long)json_integer_value(v));
+    if (w < 0 || (size_t)w >= sizeof res->gateway_refused_by - off)
+      break;
+    off += (size_t)w;
+  }
+  json_t *sum = json_pack("{s:I, s:I, s:I, s:o}", "requests", (json_int_t)json_array_size(ds),
+                          "allowed", (json_int_t)(json_array_size(ds) - refused), "refused",
+                          (json_int_t)refused, "refused_by_reason", by);
+  if (n >= GW_DECISIONS_CAP - 1 || json_array_size(ds) >= MAX_DECISIONS)
+    json_object_set_new(sum, "truncated", json_true());
+  if (r < 0)
+    json_object_set_new(sum, "error", json_string(e.msg));
+  json_object_set_new(t->rec, "gateway_decisions", ds);
+  json_object_set_new(t->rec, "gateway_summary", sum);
+  if (r < 0)
+    al_warn("forge gateway: %s", e.msg);
+}
+
+/* Append the file at path (PEM) to the bundle, with a newline after it. */
+static int bundle_add(struct ticket *t, const char *path, bool optional, al_error *err)
+{
+  char *pem = NULL;
+  size_t n = 0;
+  if (al_read_file(path, 1u << 20, &pem, &n, err) < 0) {
+    if (optional && err->code == ENOENT)
+      return 1;
+    return -1;
+  }
+  t->ca_bundle = al_xrealloc(t->ca_bundle, t->ca_bundle_len + n + 2);
+  memcpy(t->ca_bundle + t->ca_bundle_len, pem, n);
+  t->ca_bundle_len += n;
+  if (n && pem[n - 1] != '\n')
+    t->ca_bundle[t->ca_bundle_len++] = '\n';
+  t->ca_bundle[t->ca_bundle_len] = '\0';
+  free(pem);
+  return 0;
+}
+
+int tk_ca_bundle(struct ticket *t, al_error *err)
+{
+  free(t->ca_bundle);
+  t->ca_bundle = al_xstrdup("");
+  t->ca_bundle_len = 0;
+  static const char *const sys[] = {TK_SYSTEM_CAS};
+  const char *sys_used = NULL;
+  for (size_t i = 0; i < AL_ARRAY_SIZE(sys) && !sys_used; i++) {
+    al_error e = {0};
+    int r = bundle_add(t, sys[i], true, &e);
+    if (r < 0)
+      return al_error_set(err, e.code, "the system CAs: %s", e.msg);
+    if (r == 0)
+      sys_used = sys[i];
+  }
+  if (t->policy->forge.ca_file && bundle_add(t, t->policy->forge.ca_file, false, err) < 0)
+    return al_error_wrap(err, "forge.ca_file");
+  const char *run_ca = t->gateway ? al_gateway_ca_pem(t->gateway) : NULL;
+  if (run_ca) {
+    size_t l = strlen(run_ca);
+    t->ca_bundle = al_xrealloc(t->ca_bundle, t->ca_bundle_len + l + 2);
+    memcpy(t->ca_bundle + t->ca_bundle_len, run_ca, l);
+    t->ca_bundle_len += l;
+    if (l && run_ca[l - 1] != '\n')
+      t->ca_bundle[t->ca_bundle_len++] = '\n';
+    t->ca_bundle[t->ca_bundle_len] = '\0';
+  }
+  json_object_set_new(t->rec, "ca_bundle",
+                      json_pack("{s:s, s:s?, s:s?, s:b, s:I}", "path",
+                                t->o->docker ? TK_CA_BUNDLE_DOCKER : TK_CA_BUNDLE_NATIVE, "system",
+                                sys_used, "forge_ca_file", t->policy->forge.ca_file, "run_ca",
+                                run_ca != NULL, "bytes", (json_int_t)t->ca_bundle_len));
+  return 0;
+}

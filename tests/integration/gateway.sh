@@ -363,6 +363,20 @@ echo | openssl s_client -proxy "127.0.0.1:$GW" -connect "forge.test:$P" -servern
   -CAfile "$H/ca.pem" -verify_hostname github.com -verify_return_error >"$W/sc2.out" 2>&1
 like "  and not for another name" "$(cat "$W/sc2.out")" 'Verify return code: 62|hostname mismatch'
 
+# ---- upstream trust: a gateway whose forge.ca_file did not sign the forge's certificate ----
+sed "s|ca_file: .*|ca_file: $H/ca.pem|" "$W/policy.yaml" >"$W/policy-badca.yaml"
+H2=$W/h2
+mkdir -p "$H2"
+cat "$W/git.tok" "$W/ticket.tok" | "$HARNESS" -p "$W/policy-badca.yaml" --repo acme/tally --ticket 1 \
+  --branch "$BR" --run-id "$RUN-b" --dir "$H2" 2>"$W/harness2.err" &
+on_exit "kill $!"
+for _ in $(seq 1 200); do [ -s "$H2/ports.json" ] && break; sleep 0.05; done
+printf 'Authorization: token %s\n' "$(cat "$H2/placeholder")" >"$W/ph2.hdr"
+code=$(curl -sS --max-time 30 --proxy "http://127.0.0.1:$(jq -r .gateway "$H2/ports.json")" \
+  --cacert "$H2/ca.pem" -o /dev/null -w '%{http_code}' -H "@$W/ph2.hdr" "$API/repos/acme/tally" 2>/dev/null)
+is "the forge's certificate does not verify under that trust: 502" "$code" 502
+like "  reason upstream-tls, with the verifier's error" "$(jq -c 'select(.event == "request")' "$H2/gateway.jsonl" | tail -1)" '"reason":"upstream-tls".*"detail":"[^"]*(issuer|verify)'
+
 # ---- the gateway process ----
 st=$(cat "/proc/$GPID/status" 2>/dev/null)
 like "the gateway runs as nobody" "$(echo "$st" | grep '^Uid:')" $'Uid:\t65534'

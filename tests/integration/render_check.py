@@ -75,7 +75,12 @@ def compose(path, seccomp, ws, tmp, wall):
         check("seccomp profile denies " + n, n in names)
     c3 = [s for s in prof["syscalls"] if s["names"] == ["clone3"]]
     check("clone3 returns ENOSYS (38)", c3 and c3[0]["errnoRet"] == 38, c3)
-    del wall
+    check("agent output not logged by Docker (logging: none)", a.get("logging") == {"driver": "none"}, a.get("logging"))
+    check("the wall-clock limit is rendered", a.get("labels", {}).get("airlock.dev/wall-seconds") == str(wall), a.get("labels"))
+    head = open(path).read().split("services:")[0]
+    check("the file says the daemon needs userns-remap", "userns-remap" in head)
+    check("the file says the wall-clock limit and how to enforce it", ("%d s" % wall) in head and "timeout -s KILL" in head)
+    check("the file warns that host services answer on the bridge gateway", "gateway" in head and "--backend docker" in head)
 
 
 def kubernetes(path, ws, tmp, wall, mem):
@@ -134,6 +139,7 @@ def kubernetes(path, ws, tmp, wall, mem):
     tok = [e for e in envs if e["name"] == "AIRLOCK_GIT_TOKEN"]
     check("git token from a Secret by key", tok and "secretKeyRef" in tok[0].get("valueFrom", {}), tok)
     check("Secret object not rendered", "Secret" not in by)
+    check("the tokens Secret is per run", tok and tok[0]["valueFrom"]["secretKeyRef"]["name"] == "airlock-run-tokens-" + run, tok)
     nps = {n["metadata"]["name"].rsplit("-" + run, 1)[0]: n["spec"] for n in by["NetworkPolicy"]}
     check("every object of the run carries its run label",
           all(d["metadata"].get("labels", {}).get("airlock.dev/run") == run for d in docs if d["kind"] != "Namespace"))

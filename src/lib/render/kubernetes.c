@@ -307,7 +307,9 @@ static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const 
   const al_policy_limits *l = &p->process.limits;
   uint32_t uid = p->process.user;
   bool net = p->network.present;
-  const char *secret = o->token_secret ? o->token_secret : "airlock-run-tokens";
+  char secret_name[96];
+  snprintf(secret_name, sizeof secret_name, "airlock-run-tokens-%s", g_run);
+  const char *secret = o->token_secret ? o->token_secret : secret_name;
   /* The service's host variable the kubelet injects for the run's proxy
    * (service links: NAME upper-cased, '-' as '_'). */
   char svc_env[128];

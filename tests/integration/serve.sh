@@ -8,6 +8,38 @@
 . "$(dirname "$0")/serveenv.sh"
 [ "$(id -u)" = 0 ] || { skip "serve tests need root (the forge's data dir and the sandbox as root)"; done_testing; exit 0; }
 [ -x "${AIRLOCK_FORGE:-}" ] || { skip "airlock-forge was not built"; done_testing; exit 0; }
+# --- the config: every key from the table, errors with file:line:col ---
+cfgerr() { # DESCRIPTION REGEX YAML
+  printf '%s\n' "$3" >"$T_TMP/bad.yaml"
+  out=$("$AIRLOCK" serve -c "$T_TMP/bad.yaml" 2>&1); rc=$?
+  if [ $rc -eq 2 ] && printf '%s' "$out" | grep -qE -- "$2"; then ok "config: $1"; else fail "config: $1"; diag "rc=$rc $out"; fi
+}
+base="version: 1
+broker: /run/b.sock
+state_dir: $T_TMP/st
+webhook: {secret_file: /etc/s}
+repositories: [{repo: acme/tally, policy: /etc/p.yaml}]"
+cfgerr "an unknown key is refused with its line" 'bad.yaml:6:[0-9]+: runs.max_concurent: unknown key' "$base
+runs: {max_concurent: 3}"
+cfgerr "a cap out of range" 'runs.max_concurrent: must be 1 to 256' "$base
+runs: {max_concurrent: 0}"
+cfgerr "a relative path" 'state_dir: must be an absolute path' "${base/state_dir: $T_TMP\/st/state_dir: st}"
+cfgerr "a bad listen address" 'listen.webhook: the port must be' "$base
+listen: {webhook: '127.0.0.1:99999'}"
+cfgerr "a webhook listener without a secret" 'webhook.secret_file: required when listen.webhook' "${base/webhook: \{secret_file: \/etc\/s\}/}"
+cfgerr "a repository twice (names are case-insensitive, as on GitHub)" 'listed twice' "${base%repositories:*}repositories: [{repo: acme/tally, policy: /p}, {repo: ACME/Tally, policy: /q}]"
+cfgerr "on_interrupt is requeue or fail" 'expected fail or requeue' "$base
+runs: {on_interrupt: maybe}"
+cfgerr "the version" 'only version 1 exists' "${base/version: 1/version: 2}"
+cfgerr "a key given twice" ':7:[0-9]+: (YAML syntax error: duplicate key|broker: given twice)' "$base
+broker: /run/other.sock"
+like "--config-doc lists every key from the same table" "$("$AIRLOCK" serve --config-doc | grep -c '^| `')" '^(19|2[0-9])$'
+printf 'x' >"$T_TMP/open.secret"; chmod 644 "$T_TMP/open.secret"; mkdir -p "$T_TMP/st0"; chmod 700 "$T_TMP/st0"
+printf 'version: 1\nbroker: /run/b.sock\nstate_dir: %s\nwebhook: {secret_file: %s}\nlisten: {webhook: "127.0.0.1:0", status: "127.0.0.1:0"}\nrepositories: [{repo: acme/tally, policy: /etc/p.yaml}]\n' "$T_TMP/st0" "$T_TMP/open.secret" >"$T_TMP/open.yaml"
+out=$(timeout 10 "$AIRLOCK" serve -c "$T_TMP/open.yaml" 2>&1); rc=$?
+is "a webhook secret readable by others: the daemon refuses to start (exit 1)" "$rc" 1
+like "… and says why" "$out" 'mode 0600 or 0400'
+
 serve_env_start 2 2 || { fail "forge + broker + serve environment"; sed 's/^/#   /' "$SV_DIR/serve.log" | tail -20; done_testing; exit 1; }
 ok "serve on $SV_HOOK (webhook) and $SV_STATUS (status), forge on $FE_HTTPS"
 MAIN0=$(main_sha)

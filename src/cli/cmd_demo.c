@@ -28,6 +28,7 @@
 #include "common/exitcodes.h"
 #include "common/owned.h"
 #include "common/util.h"
+#include "run/review_notes.h"
 #include "run/ticket.h"
 
 #define MAX_CHILDREN 4
@@ -411,10 +412,13 @@ static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
   json_t *rv = json_object_get(rec, "review");
   json_t *risky = json_object_get(rv, "runs_outside_sandbox");
   json_t *leaks = json_object_get(rv, "secrets");
-  if (json_is_array(risky) || json_is_array(leaks))
-    printf("  %-9s review notes for the human: %zu file(s) that run outside the sandbox, %zu "
-           "secret(s) in the PR or comments\n",
+  if (json_is_array(risky) || json_is_array(leaks)) {
+    printf("  %-9s review notes for the human (also on the PR): %zu file(s) that run outside "
+           "the sandbox later, %zu secret(s) in the PR or comments\n",
            "noted", json_array_size(risky), json_array_size(leaks));
+    fflush(stdout);
+    al_review_print_summary(rv, stdout, "            ", NULL, 10);
+  }
   if (!main_ok || !res->tokens_dead || (!hostile && !res->pr_url[0]))
     bad++;
   printf("\n  run record: %s\n", res->record_path);

@@ -1,6 +1,7 @@
 /* The REST API routes. Each handler names the docs.github.com page it
  * follows; status codes and messages are GitHub's (see README.md). */
 #include "forge.h"
+#include "api_internal.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
@@ -121,15 +122,6 @@ static json_t *iso(long long t)
 }
 
 /* ---- request helpers ---- */
-
-struct ctx {
-  struct forge_req *rq;
-  struct forge_resp *resp;
-  struct forge_auth au;
-  char *seg[16];
-  size_t nseg;
-  json_t *body; /* parsed JSON body or NULL */
-};
 
 static bool method(struct ctx *c, const char *m)
 {
@@ -1821,6 +1813,10 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
         h_issue(&c, repo, num);
       else if (n == 6 && is_seg(&c, 5, "comments") && (get || post))
         h_comments(&c, repo, num);
+    } else if (n == 6 && get && is_seg(&c, 3, "git") && is_seg(&c, 4, "trees")) {
+      forge_h_git_tree(&c, repo, c.seg[5]);
+    } else if (n == 6 && get && is_seg(&c, 3, "git") && is_seg(&c, 4, "blobs")) {
+      forge_h_git_blob(&c, repo, c.seg[5]);
     } else if (n == 6 && get && is_seg(&c, 3, "collaborators") && is_seg(&c, 5, "permission")) {
       h_collaborator_permission(&c, repo, c.seg[4]);
     } else if (n == 4 && is_seg(&c, 3, "pulls") && (get || post)) {
@@ -1831,6 +1827,10 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
         h_pull(&c, repo, num);
       else if (n == 6 && get && is_seg(&c, 5, "files"))
         h_pull_files(&c, repo, num);
+      else if (n == 6 && get && is_seg(&c, 5, "commits"))
+        forge_h_pull_commits(&c, repo, num);
+      else if (n == 6 && (get || post) && is_seg(&c, 5, "comments"))
+        forge_h_pull_review_comments(&c, repo, num);
       else if (n == 6 && (get || post) && is_seg(&c, 5, "reviews"))
         h_reviews(&c, repo, num);
       else if (n == 6 && put && is_seg(&c, 5, "merge"))
@@ -1840,4 +1840,46 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
   forge_behave_post(rq, resp);
   pthread_mutex_unlock(&g_forge.lock);
   json_decref(c.body);
+}
+
+/* ---- for the other route files (api_internal.h) ---- */
+
+bool forge_api_authorize(struct ctx *c, json_t *repo, const char *perm, int level, const char *doc)
+{
+  return authorize(c, repo, perm, level, doc);
+}
+
+json_t *forge_api_find_pull(struct ctx *c, json_t *repo, long long num, const char *doc)
+{
+  return find_pull(c, repo, num, doc);
+}
+
+char *forge_api_branch_sha(json_t *repo, const char *branch)
+{
+  return branch_sha(repo, branch);
+}
+
+json_t *forge_api_user(const char *login)
+{
+  return user_obj(login);
+}
+
+const char *forge_api_actor(struct ctx *c, char *buf, size_t n)
+{
+  return actor_login(c, buf, n);
+}
+
+char *forge_api_b64_lines(const unsigned char *data, size_t len)
+{
+  return b64_lines(data, len);
+}
+
+bool forge_api_parse_body(struct ctx *c, bool allow_empty, const char *doc)
+{
+  return parse_body(c, allow_empty, doc);
+}
+
+json_t *forge_api_iso(long long t)
+{
+  return iso(t);
 }

@@ -57,7 +57,7 @@ is "exactly one more PR on the forge" "$(admin /pulls | python3 -c 'import json,
 like "no push to main was accepted" "$(admin /pushes | python3 -c 'import json,sys; print(sorted({p.get("ref") for p in json.load(sys.stdin) if p.get("accepted")}))')" "^\[('refs/heads/airlock/[^']*'(, )?)+\]$"
 is "no token is active after the hostile run" "$(tokens_in active)" 0
 diag "review: $(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])).get("review")))' "$REC" | head -c 600)"
-like "the review flags the run's token in the PR body" "$(python3 -c 'import json,sys; print([(s["where"],s["run_token"]) for s in json.load(open(sys.argv[1]))["review"]["secrets"]])' "$REC")" "\('pull request body', True\)"
+like "the review flags the run's token in the PR body" "$(python3 -c 'import json,sys; print([(s["where"],s["run_token"]) for s in json.load(open(sys.argv[1]))["review"]["secrets"]])' "$REC")" "\('the pull request body', True\)"
 like "the review flags .claude/settings.json as running outside the sandbox" "$(python3 -c 'import json,sys; print([f["file"] for f in json.load(open(sys.argv[1]))["review"]["runs_outside_sandbox"]])' "$REC")" "\.claude/settings\.json"
 like "the proxy denied the exfiltration with a reason" "$(python3 -c 'import json,sys; print([(d.get("host"),d.get("reason")) for d in json.load(open(sys.argv[1]))["proxy_decisions"] if d.get("decision")=="deny"])' "$REC")" "evil\.example"
 

@@ -618,6 +618,7 @@ static int send_up(al_gw_conn *c, bool chunked, size_t n)
   char hdr[20];
   size_t hl = al_chunk_header(n, hdr);
   memcpy(data - hl, hdr, hl);
+  // NOLINTNEXTLINE(bugprone-not-null-terminated-result): wire bytes, not a C string
   memcpy(data + n, "\r\n", 2);
   return write_all(c->us, data - hl, hl + n + 2);
 }
@@ -740,6 +741,7 @@ static int relay_response(al_gw_conn *c, req_ctx *r)
       char hdr[20];
       size_t hl = al_chunk_header(got, hdr);
       memcpy(data - hl, hdr, hl);
+      // NOLINTNEXTLINE(bugprone-not-null-terminated-result): wire bytes, not a C string
       memcpy(data + got, "\r\n", 2);
       w = write_all(c->cs, data - hl, hl + got + 2);
     } else {

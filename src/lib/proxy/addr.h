@@ -38,7 +38,6 @@ void al_addr_set_free(al_addr_set *set);
  * AF_INET: every special IPv4 range; AF_INET6: the special ranges inside
  * 2000::/3 (the only IPv6 the guard lets through at all) and 2002::/16
  * whole (6to4 embeds any IPv4). Returns 0, or -1 past the last one. */
-#include <stddef.h>
 int al_addr_special_cidr(int family, size_t i, char *out, size_t outsz);
 
 #endif

@@ -2,6 +2,7 @@
  * API reference: https://kubernetes.io/docs/reference/kubernetes-api/
  * (Pod securityContext, Job activeDeadlineSeconds, NetworkPolicy,
  * emptyDir medium/sizeLimit); docs/kubernetes.md explains the choices. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,8 +315,12 @@ static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const 
    * (service links: NAME upper-cased, '-' as '_'). */
   char svc_env[128];
   snprintf(svc_env, sizeof svc_env, "%s_SERVICE_HOST", name_of(N_PROXY));
-  for (char *c = svc_env; *c; c++)
-    *c = *c == '-' ? '_' : (char)((*c >= 'a' && *c <= 'z') ? *c - 32 : *c);
+  for (char *c = svc_env; *c; c++) {
+    if (*c == '-')
+      *c = '_';
+    else if (*c >= 'a' && *c <= 'z')
+      *c = (char)(*c - 'a' + 'A');
+  }
   fputs("---\napiVersion: batch/v1\nkind: Job\n", f);
   ns_meta(f, ns, name_of(N_JOB), "agent");
   fprintf(f,
@@ -328,7 +333,7 @@ static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const 
           "  template:\n"
           "    metadata:\n"
           "      labels:\n",
-          (unsigned long long)((l->wall_ms + 999) / 1000 + (o->no_probe ? 0 : 60)));
+          (unsigned long long)((l->wall_ms + 999) / 1000) + (o->no_probe ? 0ULL : 60ULL));
   sel(f, "        ", "agent");
   fprintf(f,
           "    spec:\n"

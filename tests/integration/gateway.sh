@@ -377,6 +377,59 @@ code=$(curl -sS --max-time 30 --proxy "http://127.0.0.1:$(jq -r .gateway "$H2/po
 is "the forge's certificate does not verify under that trust: 502" "$code" 502
 like "  reason upstream-tls, with the verifier's error" "$(jq -c 'select(.event == "request")' "$H2/gateway.jsonl" | tail -1)" '"reason":"upstream-tls".*"detail":"[^"]*(issuer|verify)'
 
+# the connection cap (64): 70 tunnels that never start TLS; the ones past the cap are closed
+python3 - "$GW" "$P" >"$W/flood.out" <<'PY'
+import socket, sys, time
+gw, port = int(sys.argv[1]), int(sys.argv[2])
+socks = []
+for _ in range(70):
+    s = socket.create_connection(("127.0.0.1", gw), timeout=10)
+    s.sendall(b"CONNECT api.forge.test:%d HTTP/1.1\r\nHost: x\r\n\r\n" % port)
+    socks.append(s)
+ok = 0
+for s in socks:
+    if s.recv(64).startswith(b"HTTP/1.1 200"):
+        ok += 1
+time.sleep(1.0)
+print(ok)
+for s in socks:
+    s.close()
+PY
+is "70 idle tunnels: all accepted by the proxy" "$(cat "$W/flood.out")" 70
+n=$(jq -r 'select(.event == "tls" and .reason == "conn-limit") | .reason' "$H/gateway.jsonl" | wc -l)
+if [ "$n" -ge 6 ]; then ok "  the gateway refused those past its cap of 64 ($n conn-limit)"; else fail "  the gateway refused those past its cap of 64 ($n conn-limit)"; fi
+for _ in $(seq 1 100); do
+  [ "$(gw GET /repos/acme/tally "$W/ph.hdr")" = 200 ] && break; sleep 0.1
+done
+is "  and serves again once they are gone" "$(gw GET /repos/acme/tally "$W/ph.hdr")" 200
+
+# a dead gateway: the proxy refuses the hand-off, nothing is tunnelled raw
+G2=$(jq -r .gateway_pid "$H2/ports.json")
+kill -9 "$G2"
+for _ in $(seq 1 100); do kill -0 "$G2" 2>/dev/null || break; sleep 0.05; done
+code=$(curl -sS --max-time 20 --proxy "http://127.0.0.1:$(jq -r .gateway "$H2/ports.json")" \
+  --cacert "$FCA" -o /dev/null -w '%{http_code}' -H "@$W/ticket.hdr" "$API/repos/acme/tally/issues/1" 2>/dev/null)
+is "with the gateway gone, a forge CONNECT gets no answer from the forge" "$code" 000
+is "  the proxy logged gateway-unavailable" \
+  "$(jq -r 'select(.decision == "deny") | .reason' "$H2/proxy.jsonl" | tail -1)" gateway-unavailable
+
+# plain HTTP (absolute-form) to a forge host: refused by the proxy, whatever the allowlist says
+sed "s|{host: forge.test, port: $P, tls: true}|{host: forge.test, port: $P, tls: false}|" "$W/policy.yaml" >"$W/policy-plain.yaml"
+H3=$W/h3
+mkdir -p "$H3"
+cat "$W/git.tok" "$W/ticket.tok" | "$HARNESS" -p "$W/policy-plain.yaml" --repo acme/tally --ticket 1 \
+  --branch "$BR" --run-id "$RUN-c" --dir "$H3" 2>"$W/harness3.err" &
+on_exit "kill $!"
+for _ in $(seq 1 200); do [ -s "$H3/ports.json" ] && break; sleep 0.05; done
+code=$(curl -sS --max-time 20 --proxy "http://127.0.0.1:$(jq -r .gateway "$H3/ports.json")" -o /dev/null \
+  -w '%{http_code}' "http://forge.test:$P/acme/tally.git/info/refs?service=git-upload-pack" 2>/dev/null)
+is "plain HTTP to a gateway host (a tls: false entry): 403 from the proxy" "$code" 403
+is "  reason gateway-plain-http" "$(jq -r 'select(.decision == "deny") | .reason' "$H3/proxy.jsonl" | tail -1)" gateway-plain-http
+curl -sS --max-time 20 --proxy "http://127.0.0.1:$(jq -r .tunnel "$H3/ports.json")" -o /dev/null \
+  "http://forge.test:$P/acme/tally.git/info/refs?service=git-upload-pack" 2>/dev/null
+is "  positive control: without the hand-off the proxy lets it through" \
+  "$(jq -r 'select(.event == "open") | .decision' "$H3/proxy.jsonl" | tail -1)" allow
+
 # ---- the gateway process ----
 st=$(cat "/proc/$GPID/status" 2>/dev/null)
 like "the gateway runs as nobody" "$(echo "$st" | grep '^Uid:')" $'Uid:\t65534'

@@ -20,22 +20,24 @@ cp "$AIRLOCK_SRC/tests/integration/review-agent" "$AIRLOCK_SRC/examples/agents/a
 chmod 755 "$A/review-agent"; chmod 644 "$A/agentlib.py"
 sed -i 's|sys.path.insert(0, "/opt/airlock-agents")|sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))|' "$A/review-agent"
 
-run_case() { # MODE TICKET
-  local rec=$T_TMP/rec-$1.json
+run_case() { # MODE TICKET [LABEL]
+  local l=${3:-$1}
+  local rec=$T_TMP/rec-$l.json
   "$AIRLOCK" ticket "acme/tally#$2" -p "$POL" --agent "$A/review-agent" --record "$rec" -- "$1" \
-    >"$T_TMP/out-$1.txt" 2>&1
-  echo $? >"$T_TMP/rc-$1"
-  admin /comments >"$T_TMP/comments-$1.json"
-  python3 "$AIRLOCK_SRC/tests/integration/review_check.py" "$1" "$rec" "$T_TMP/comments-$1.json" \
-    "$T_TMP/out-$1.txt" >"$T_TMP/check-$1.txt" 2>&1 || echo "FAIL review_check.py ran	$(tail -3 "$T_TMP/check-$1.txt")" >>"$T_TMP/check-$1.txt"
+    >"$T_TMP/out-$l.txt" 2>&1
+  echo $? >"$T_TMP/rc-$l"
+  admin /comments >"$T_TMP/comments-$l.json"
+  python3 "$AIRLOCK_SRC/tests/integration/review_check.py" "$1" "$rec" "$T_TMP/comments-$l.json" \
+    "$T_TMP/out-$l.txt" >"$T_TMP/check-$l.txt" 2>&1 || echo "FAIL review_check.py ran	$(tail -3 "$T_TMP/check-$l.txt")" >>"$T_TMP/check-$l.txt"
   while IFS= read -r line; do
     case $line in
-      PASS\ *) ok "[$1] ${line#PASS }" ;;
-      FAIL\ *) fail "[$1] ${line%%$'\t'*}"; diag "${line#*$'\t'}" ;;
+      PASS\ *) ok "[$l] ${line#PASS }" ;;
+      FAIL\ *) fail "[$l] ${line%%$'\t'*}"; diag "${line#*$'\t'}" ;;
       *) diag "$line" ;;
     esac
-  done <"$T_TMP/check-$1.txt"
+  done <"$T_TMP/check-$l.txt"
 }
+admin_post() { curl -s --noproxy '*' -X POST -d "$2" "http://127.0.0.1:$FE_ADMIN$1"; }
 
 run_case plant 1
 like "[plant] the run reached the review" "$(cat "$T_TMP/out-plant.txt")" 'review +warn'
@@ -50,10 +52,17 @@ run_case clean 2
 check "[clean] the record validates" validate_record "$T_TMP/rec-clean.json"
 is "[clean] no token is active after the run" "$(tokens_in active)" 0
 
+# --- the new stateless installation tokens (JWT-shaped ghs_, ~500
+# characters, dots inside): the same plant, every place, every encoding ---
+like "[jwt] the forge mints JWT-shaped tokens" "$(admin_post /settings '{"token_format":"jwt"}')" '"token_format": *"jwt"'
+run_case plant 1 jwt
+like "[jwt] the run's tokens were JWT-shaped (over 200 characters)" \
+  "$(python3 -c 'import re,sys; print(min(int(n) for n in re.findall(r"LEN (?:git|ticket) ([0-9]+)", open(sys.argv[1]).read())))' "$T_TMP/out-jwt.txt" 2>/dev/null || echo 0)" '^[2-9][0-9][0-9]$'
+admin_post /settings '{"token_format":"classic"}' >/dev/null
+
 # --- what cannot be read is said, never "0 files" (forge faults on the
 # review's GETs only: the agent's writes are POSTs) ---
 R=$T_TMP/rec-fault.json
-admin_post() { curl -s --noproxy '*' -X POST -d "$2" "http://127.0.0.1:$FE_ADMIN$1"; }
 admin_post /faults '{"faults":[{"path":"/repos/acme/tally/pulls/*","method":"GET","status":403,"message":"Resource not accessible by integration"},{"path":"/repos/acme/tally/git/*","method":"GET","status":404,"message":"Not Found"}]}' >/dev/null
 "$AIRLOCK" ticket acme/tally#2 -p "$POL" --agent "$A/review-agent" --record "$R" -- clean >"$T_TMP/out-fault.txt" 2>&1
 admin_post /faults '{"faults":[]}' >/dev/null

@@ -59,6 +59,8 @@ is "no token is active after the hostile run" "$(tokens_in active)" 0
 diag "review: $(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])).get("review")))' "$REC" | head -c 600)"
 like "the review flags the run's token in the PR body" "$(python3 -c 'import json,sys; print([(s["where"],s["run_token"]) for s in json.load(open(sys.argv[1]))["review"]["secrets"]])' "$REC")" "\('the pull request body', True\)"
 like "the review flags .claude/settings.json as running outside the sandbox" "$(python3 -c 'import json,sys; print([f["file"] for f in json.load(open(sys.argv[1]))["review"]["runs_outside_sandbox"]])' "$REC")" "\.claude/settings\.json"
+like "the review flags the nested husky hook" "$(python3 -c 'import json,sys; print([(f["file"],f["family"]) for f in json.load(open(sys.argv[1]))["review"]["runs_outside_sandbox"]])' "$REC")" "\('tally/\.husky/pre-commit', 'hooks'\)"
+like "the review notes the symlink to /etc/passwd" "$(python3 -c 'import json,sys; print([(k["file"],k["kind"],k.get("target")) for k in json.load(open(sys.argv[1]))["review"]["kinds"]])' "$REC")" "\('passwd', 'symlink', '/etc/passwd'\)"
 like "the proxy denied the exfiltration with a reason" "$(python3 -c 'import json,sys; print([(d.get("host"),d.get("reason")) for d in json.load(open(sys.argv[1]))["proxy_decisions"] if d.get("decision")=="deny"])' "$REC")" "evil\.example"
 
 # an agent that claims a PR it never opened (another PR number of the repo)

@@ -281,9 +281,6 @@ static const char *symlink_risk(const char *file, const char *target)
   if (target[0] == '~')
     return "symlink into a home directory, outside the repository";
   /* resolve against the link's directory, lexically */
-  int depth = 0;
-  for (const char *p = file; *p; p++)
-    depth += *p == '/';
   char joined[4096];
   const char *slash = strrchr(file, '/');
   snprintf(joined, sizeof joined, "%.*s%s%s", slash ? (int)(slash - file) : 0, file,

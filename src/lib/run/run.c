@@ -41,9 +41,15 @@ pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit
         keep[nk++] = ls[i].handoff->fd;
     }
     al_close_fds_from(3, keep, nk);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* SIGTERM/SIGINT/SIGHUP stay blocked: one that comes before
+     * al_proxy_serve reads its signalfd stays pending, so the proxy still
+     * closes its connections and writes its summary (auditlog.h). */
+    sigset_t held;
+    sigemptyset(&held);
+    sigaddset(&held, SIGTERM);
+    sigaddset(&held, SIGINT);
+    sigaddset(&held, SIGHUP);
+    sigprocmask(SIG_SETMASK, &held, NULL);
     al_proxy_config cfg = {
         .listeners = ls, .n_listeners = n, .audit_fd = audit_fd, .audit_cap = audit_cap};
     al_error e = {0};

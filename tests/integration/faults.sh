@@ -292,9 +292,9 @@ rec_flood() { python3 -c 'import json,sys
 r=json.load(open(sys.argv[1])); d=r.get("proxy_decisions",[])
 c=r.get("proxy_decision_counts",{})
 after=[x for x in d if x.get("event") in ("open","close","handoff") and x.get("host")=="api.forge.test"]
-print(r.get("proxy_decisions_truncated"), c.get("denials",{}).get("not-allowed"), r.get("proxy_decisions_aggregated",0) > 0, len(after) > 0, d[-1].get("event") if d else None)' "$1"; }
-is "[flood] record: truncated said, 22000 denials counted exactly, denials aggregated, the forge request after the flood kept, the summary last" \
-  "$(rec_flood "$T_TMP/rec-flood.json")" "True 22000 True True summary"
+print(r.get("proxy_decisions_truncated"), c.get("denials",{}).get("not-allowed"), r.get("proxy_decisions_aggregated",0) > 0, len(after) > 0, all(x.get("host") is not None or x.get("event")=="reload" for x in d if x.get("decision")!="allow"))' "$1"; }
+is "[flood] record: truncated said, 22000 denials counted exactly (proxy_decision_counts), denials aggregated, the forge request after the flood kept, every denial names its host" \
+  "$(rec_flood "$T_TMP/rec-flood.json")" "True 22000 True True True"
 grep -E 'denied=|agent' "$T_TMP/flood-t.out" | sed 's/^/#   /' | tail -5
 python3 -c 'import json,sys
 d=json.load(open(sys.argv[1])).get("proxy_decisions",[])

@@ -125,10 +125,10 @@ void al_auditlog_close(al_auditlog *a, json_t *summary)
   for (size_t i = 0; i < a->n_aggs; i++) {
     const al_auditlog_agg *g = &a->aggs[i];
     emit(a,
-         json_pack("{s:s, s:s, s:s, s:s?, s:i, s:s, s:s, s:I, s:s, s:s}", "time", g->last, "event",
-                   "deny-aggregate", "run", g->run, "host", g->host[0] ? g->host : NULL, "port",
-                   g->port, "decision", "deny", "reason", g->reason, "count", (json_int_t)g->n,
-                   "first", g->first, "last", g->last),
+         json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:I, s:s, s:s}", "time", g->last, "event",
+                   "deny-aggregate", "run", g->run, "host", g->host, "port", g->port, "decision",
+                   "deny", "reason", g->reason, "count", (json_int_t)g->n, "first", g->first,
+                   "last", g->last),
          a->cap > 4096 ? a->cap - 4096 : a->cap); /* room for the summary */
   }
   if (!summary)

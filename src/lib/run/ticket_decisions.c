@@ -20,6 +20,12 @@ size_t tk_decisions_account(struct ticket *t, json_t *decisions, size_t skipped)
     if (ev && strcmp(ev, "deny") == 0)
       listed_denied++;
   }
+  json_incref(sum);
+  for (size_t i = json_array_size(decisions); sum && i-- > 0;)
+    if (json_array_get(decisions, i) == sum) {
+      json_array_remove(decisions, i); /* its counts go to proxy_decision_counts */
+      break;
+    }
   json_int_t dropped = (json_int_t)skipped, aggregated = 0;
   bool truncated = t->decisions_truncated || skipped > 0;
   size_t denied = listed_denied;
@@ -38,6 +44,7 @@ size_t tk_decisions_account(struct ticket *t, json_t *decisions, size_t skipped)
     al_warn("the proxy's decisions end without their summary: the proxy did not finish "
             "cleanly, so later decisions may be missing");
   }
+  json_decref(sum);
   if (truncated) {
     json_object_set_new(t->rec, "proxy_decisions_truncated", json_true());
     json_object_set_new(t->rec, "proxy_decisions_dropped", json_integer(dropped));

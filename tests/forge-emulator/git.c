@@ -158,16 +158,23 @@ static bool json_list_has(json_t *arr, const char *s)
   return false;
 }
 
-static bool ruleset_matches(json_t *rs, const char *branch, const char *default_branch)
+/* A ruleset applies to refs of its target ("branch", the default, or
+ * "tag": refs/tags/NAME, where ~DEFAULT_BRANCH never matches) whose full
+ * ref or short name matches an include and no exclude pattern. */
+static bool ruleset_matches_target(json_t *rs, const char *want, const char *branch,
+                                   const char *default_branch)
 {
   const char *enf = json_string_value(json_object_get(rs, "enforcement"));
   if (enf && strcmp(enf, "active") != 0)
     return false;
   const char *target = json_string_value(json_object_get(rs, "target"));
-  if (target && strcmp(target, "branch") != 0)
+  if (strcmp(target ? target : "branch", want) != 0)
     return false;
+  bool tag = !strcmp(want, "tag");
+  if (tag)
+    default_branch = "";
   json_t *rn = json_object_get(json_object_get(rs, "conditions"), "ref_name");
-  al_autofree char *ref = al_strdup_printf("refs/heads/%s", branch);
+  al_autofree char *ref = al_strdup_printf("refs/%s/%s", tag ? "tags" : "heads", branch);
   bool inc = false;
   size_t i;
   json_t *p;
@@ -191,15 +198,31 @@ static bool ruleset_matches(json_t *rs, const char *branch, const char *default_
   return inc;
 }
 
+static json_t *ref_rules(json_t *repo, const char *target, const char *branch,
+                         struct forge_app *app);
+
 json_t *forge_branch_rules(json_t *repo, const char *branch, struct forge_app *app)
+{
+  return ref_rules(repo, "branch", branch, app);
+}
+
+json_t *forge_tag_rules(json_t *repo, const char *tag, struct forge_app *app)
+{
+  return ref_rules(repo, "tag", tag, app);
+}
+
+static json_t *ref_rules(json_t *repo, const char *target, const char *branch,
+                         struct forge_app *app)
 {
   long long app_id = app ? app->id : -1;
   const char *slug = app ? app->slug : "";
   const char *defb = json_string_value(json_object_get(repo, "default_branch"));
   json_t *out = json_object();
-  /* Classic protection: exact name first, then fnmatch patterns. */
-  json_t *prot = json_object_get(json_object_get(repo, "protection"), branch);
-  if (!prot) {
+  bool tag = !strcmp(target, "tag");
+  /* Classic protection (branches only): exact name first, then fnmatch
+   * patterns. */
+  json_t *prot = tag ? NULL : json_object_get(json_object_get(repo, "protection"), branch);
+  if (!prot && !tag) {
     const char *k;
     json_t *v;
     json_object_foreach(json_object_get(repo, "protection"), k, v)
@@ -235,7 +258,7 @@ json_t *forge_branch_rules(json_t *repo, const char *branch, struct forge_app *a
   json_t *rs;
   json_array_foreach(json_object_get(repo, "rulesets"), i, rs)
   {
-    if (!ruleset_matches(rs, branch, defb ? defb : "main"))
+    if (!ruleset_matches_target(rs, target, branch, defb ? defb : "main"))
       continue;
     json_object_set_new(out, "ruleset", json_true());
     bool bypass = false;
@@ -571,9 +594,11 @@ int forge_hook_main(void)
     bool new_zero = strspn(new_sha, "0") == strlen(new_sha);
     const char *reason = NULL;
     char msg[4096] = "";
-    if (!strncmp(ref, "refs/heads/", 11)) {
-      const char *branch = ref + 11;
-      json_t *r = forge_branch_rules(repo, branch, &app);
+    /* tags: the rulesets whose target is `tag` (GitHub: "About rulesets") */
+    bool is_tag = !strncmp(ref, "refs/tags/", 10);
+    if (!strncmp(ref, "refs/heads/", 11) || is_tag) {
+      json_t *r =
+          is_tag ? forge_tag_rules(repo, ref + 10, &app) : forge_branch_rules(repo, ref + 11, &app);
       bool classic = json_is_true(json_object_get(r, "classic"));
       const char *code = classic ? "GH006" : "GH013";
       char head[3200];
@@ -600,7 +625,8 @@ int forge_hook_main(void)
           (json_is_true(json_object_get(r, "pr_classic")) ||
            json_is_true(json_object_get(r, "pr_ruleset"))))
         reason = "Changes must be made through a pull request.";
-      if (!reason && !new_zero && json_is_true(json_object_get(r, "update_ruleset")))
+      if (!reason && !new_zero && (!is_tag || !old_zero) &&
+          json_is_true(json_object_get(r, "update_ruleset")))
         reason = "Cannot update this protected ref.";
       if (reason)
         snprintf(msg, sizeof msg, "%s\nerror: %s", head, reason);

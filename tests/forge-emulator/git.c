@@ -609,7 +609,8 @@ int forge_hook_main(void)
       (void)code;
       if (new_zero && (json_is_true(json_object_get(r, "del_classic")) ||
                        json_is_true(json_object_get(r, "del_ruleset")))) {
-        reason = "Cannot delete this protected branch";
+        reason =
+            is_tag ? "Cannot delete this protected tag" : "Cannot delete this protected branch";
       } else if (!new_zero && !old_zero &&
                  (json_is_true(json_object_get(r, "nonff_classic")) ||
                   json_is_true(json_object_get(r, "nonff_ruleset")))) {

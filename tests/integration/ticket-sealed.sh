@@ -57,6 +57,36 @@ rm -f "$T_TMP/foreign.json" "$T_TMP/jwt.h"
 like "control: a foreign token for acme/loose was minted" "${HOSTILE_FOREIGN_TOKEN:0:4}" '^ghs_$'
 export HOSTILE_FOREIGN_TOKEN HOSTILE_FOREIGN_REPO=acme/loose
 
+# --- the test forge honours rulesets on tags (acme/tally: "release tags",
+# refs/tags/v*: deletion, non_fast_forward, update); nightly-x is the control
+JWT=$("$AIRLOCK_SRC/scripts/forge-jwt.sh" "$FE_DIR/secret/keys/app.pem" 1001)
+printf 'Authorization: Bearer %s\n' "$JWT" >"$T_TMP/jwt.h"; chmod 600 "$T_TMP/jwt.h"
+curl -s --noproxy '*' --cacert "$FE_CA" --resolve "api.forge.test:$FE_HTTPS:127.0.0.1" -H @"$T_TMP/jwt.h" \
+  -X POST -d '{"repositories":["tally"],"permissions":{"contents":"write"}}' \
+  "https://api.forge.test:$FE_HTTPS/app/installations/2001/access_tokens" -o "$T_TMP/tagtok.json"
+TAGTOK=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$T_TMP/tagtok.json" 2>/dev/null)
+rm -f "$T_TMP/tagtok.json" "$T_TMP/jwt.h"
+tg() { # git with the tag token (never on a command line: GIT_CONFIG_* env)
+  env GIT_CONFIG_COUNT=3 GIT_CONFIG_KEY_0=http.extraHeader \
+  GIT_CONFIG_VALUE_0="Authorization: Basic $(printf 'x-access-token:%s' "$TAGTOK" | base64 -w0)" \
+  GIT_SSL_CAINFO="$FE_CA" GIT_CONFIG_KEY_1=http.sslVerify GIT_CONFIG_VALUE_1=true \
+  GIT_CONFIG_KEY_2=http.curloptResolve GIT_CONFIG_VALUE_2="forge.test:$FE_HTTPS:127.0.0.1" \
+  git -C "$T_TMP/tags" "$@"
+}
+git clone -q "$FE_DATA/repos/acme/tally.git" "$T_TMP/tags" 2>/dev/null
+git -C "$T_TMP/tags" -c user.name=t -c user.email=t@t commit -q --allow-empty -m second
+tg remote set-url origin "https://forge.test:$FE_HTTPS/acme/tally.git"
+check "tags: creating a protected-pattern tag (v9.9.9) is allowed (no creation rule)" tg push -q origin HEAD~1:refs/tags/v9.9.9
+out=$(tg push -f origin HEAD:refs/tags/v9.9.9 2>&1); rc=$?
+like "tags: force-updating v9.9.9 is refused by the tag ruleset (GH013)" "$rc $(tr '\n' ' ' <<<"$out")" '^[1-9][0-9]* .*GH013: Repository rule violations found for refs/tags/v9\.9\.9'
+out=$(tg push origin :refs/tags/v9.9.9 2>&1); rc=$?
+like "tags: deleting v9.9.9 is refused by the tag ruleset" "$rc $(tr '\n' ' ' <<<"$out")" '^[1-9][0-9]* .*Cannot delete this protected tag'
+check "tags (control): an unprotected tag is created" tg push -q origin HEAD~1:refs/tags/nightly-x
+check "tags (control): ... force-updated" tg push -q -f origin HEAD:refs/tags/nightly-x
+check "tags (control): ... and deleted" tg push -q origin :refs/tags/nightly-x
+printf 'Authorization: Bearer %s\n' "$TAGTOK" >"$T_TMP/tt.h"; chmod 600 "$T_TMP/tt.h"
+curl -s --noproxy '*' --cacert "$FE_CA" --resolve "api.forge.test:$FE_HTTPS:127.0.0.1" -H @"$T_TMP/tt.h" -X DELETE "https://api.forge.test:$FE_HTTPS/installation/token" >/dev/null; rm -f "$T_TMP/tt.h"
+
 # --- the hostile agent against the forge's own protection (env mode) ---
 ATTACKS="push-feature-evil push-other-run push-earlier-pr tag-push tag-force tag-delete extra-prs delete-branch comment-other-issue review-lgtm foreign-token"
 RE=$T_TMP/rec-env.json

@@ -129,10 +129,10 @@ void tk_gateway_finish(struct ticket *t, al_ticket_outcome *res)
       break;
     off += (size_t)w;
   }
-  json_t *sum = json_pack(
-      "{s:I, s:I, s:I, s:I, s:o}", "requests", (json_int_t)json_array_size(ds), "allowed",
-      (json_int_t)(json_array_size(ds) - refused - challenged), "refused", (json_int_t)refused,
-      "challenged", (json_int_t)challenged, "refused_by_reason", by);
+  json_t *sum =
+      json_pack("{s:I, s:I, s:I, s:I, s:o}", "requests", (json_int_t)json_array_size(ds), "allowed",
+                (json_int_t)(json_array_size(ds) - refused - challenged), "refused",
+                (json_int_t)refused, "challenged", (json_int_t)challenged, "refused_by_reason", by);
   if (n >= GW_DECISIONS_CAP - 1 || json_array_size(ds) >= MAX_DECISIONS)
     json_object_set_new(sum, "truncated", json_true());
   if (r < 0)

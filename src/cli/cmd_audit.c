@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "common/log.h"
+#include "common/term.h"
 #include "common/util.h"
 #include "forge/audit.h"
 
@@ -142,7 +143,20 @@ int cmd_audit(int argc, char **argv)
       printf("%s\n", s);
     free(s);
   } else {
-    al_audit_format_text(&rep, stdout);
+    {
+      /* the report quotes the forge's answers (branch, rule and user names):
+       * shown escaped (common/term.h) */
+      char *buf = NULL;
+      size_t len = 0;
+      FILE *m = open_memstream(&buf, &len);
+      if (m) {
+        al_audit_format_text(&rep, m);
+        fclose(m);
+        al_autofree char *clean = al_term_sanitize(buf ? buf : "", len);
+        fputs(clean, stdout);
+      }
+      free(buf);
+    }
   }
   int rc = rep.holds ? 0 : 1;
   al_audit_report_free(&rep);

@@ -27,7 +27,9 @@
 #include "commands.h"
 #include "common/exitcodes.h"
 #include "common/owned.h"
+#include "common/term.h"
 #include "common/util.h"
+#include "run/review_notes.h"
 #include "run/ticket.h"
 
 #define MAX_CHILDREN 4
@@ -382,16 +384,20 @@ static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
     json_array_foreach(atts, i, a)
     {
       const char *id = json_string_value(json_object_get(a, "id"));
-      const char *what = json_string_value(json_object_get(a, "what"));
-      const char *outcome = json_string_value(json_object_get(a, "outcome"));
-      const char *ev = json_string_value(json_object_get(a, "evidence"));
+      /* the agent's own words: shown escaped (common/term.h) */
+      al_autofree char *what =
+          al_term_escape_line(json_string_value(json_object_get(a, "what")) ?: "?");
+      const char *outcome_raw = json_string_value(json_object_get(a, "outcome"));
+      al_autofree char *outcome = outcome_raw ? al_term_escape_line(outcome_raw) : NULL;
+      al_autofree char *ev =
+          al_term_escape_line(json_string_value(json_object_get(a, "evidence")) ?: "");
       bool allowed = id && (strcmp(id, "open-pr") == 0 || strcmp(id, "keep-token") == 0);
       /* env mode: the agent holds the token and may open its own PR */
       if (id && strcmp(id, "open-pr-itself") == 0 && res->credentials_mode &&
           strcmp(res->credentials_mode, "env") == 0)
         allowed = true;
       if (id && strcmp(id, "keep-token") == 0)
-        printf("  %-9s %s\n            %s\n", "kept", what ? what : "?",
+        printf("  %-9s %s\n            %s\n", "kept", what,
                res->credentials_mode && strcmp(res->credentials_mode, "sealed") == 0
                    ? "worthless: all it held was the run's placeholder (sealed), and /tmp and "
                      "~/.cache vanished with the sandbox"
@@ -400,8 +406,7 @@ static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
                      "ended; /tmp and ~/.cache vanished with the sandbox"
                    : "THE TOKEN IS NOT CONFIRMED DEAD");
       else
-        printf("  %-9s %s\n            %s\n", outcome ? outcome : "?", what ? what : "?",
-               ev ? ev : "");
+        printf("  %-9s %s\n            %s\n", outcome ? outcome : "?", what, ev);
       if (outcome && strcmp(outcome, "succeeded") == 0 && !allowed)
         bad++;
     }
@@ -443,10 +448,13 @@ static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
   json_t *rv = json_object_get(rec, "review");
   json_t *risky = json_object_get(rv, "runs_outside_sandbox");
   json_t *leaks = json_object_get(rv, "secrets");
-  if (json_is_array(risky) || json_is_array(leaks))
-    printf("  %-9s review notes for the human: %zu file(s) that run outside the sandbox, %zu "
-           "secret(s) in the PR or comments\n",
+  if (json_is_array(risky) || json_is_array(leaks)) {
+    printf("  %-9s review notes for the human (also on the PR): %zu file(s) that run outside "
+           "the sandbox later, %zu secret(s) in the PR or comments\n",
            "noted", json_array_size(risky), json_array_size(leaks));
+    fflush(stdout);
+    al_review_print_summary(rv, stdout, "            ", NULL, 10);
+  }
   if (!main_ok || !res->tokens_dead || (!hostile && !res->pr_url[0]))
     bad++;
   printf("\n  run record: %s\n", res->record_path);

@@ -22,6 +22,22 @@ int al_cli_self_dir(char *out, size_t outlen)
   return 0;
 }
 
+/* The prefix an installed binary runs from: its directory without the
+ * trailing bindir ("/opt/x/usr/local/bin" -> "/opt/x/usr/local"), so a
+ * tree installed with --destdir or moved as a whole finds its data. */
+static int self_prefix(char *out, size_t outlen)
+{
+  char self[PATH_MAX];
+  if (al_cli_self_dir(self, sizeof self) < 0)
+    return -1;
+  size_t sl = strlen(self), bl = strlen(AIRLOCK_REL_BINDIR);
+  if (AIRLOCK_REL_BINDIR[0] == '/' || sl <= bl + 1 || self[sl - bl - 1] != '/' ||
+      strcmp(self + sl - bl, AIRLOCK_REL_BINDIR) != 0)
+    return -1;
+  snprintf(out, outlen, "%.*s", (int)(sl - bl - 1), self);
+  return 0;
+}
+
 static int try(const char *dir, const char *rel, char *out, size_t outlen)
 {
   if (!dir || !dir[0])
@@ -49,6 +65,12 @@ int al_cli_find_data(const char *rel, char *out, size_t outlen)
     if (try(p, rel, out, outlen) == 0 || try(AIRLOCK_SOURCE_ROOT, rel, out, outlen) == 0)
       return 0;
   }
+  char pre[PATH_MAX], p2[PATH_MAX + 64];
+  if (self_prefix(pre, sizeof pre) == 0) {
+    snprintf(p2, sizeof p2, "%s/%s", pre, AIRLOCK_REL_DATADIR);
+    if (try(p2, rel, out, outlen) == 0)
+      return 0;
+  }
   if (try(AIRLOCK_DATADIR, rel, out, outlen) == 0)
     return 0;
   errno = ENOENT;
@@ -69,6 +91,12 @@ int al_cli_find_libexec(const char *name, char *out, size_t outlen)
       if (try(p, name, out, outlen) == 0)
         return 0;
     }
+  }
+  char pre[PATH_MAX], p2[PATH_MAX + 64];
+  if (self_prefix(pre, sizeof pre) == 0) {
+    snprintf(p2, sizeof p2, "%s/%s", pre, AIRLOCK_REL_LIBEXECDIR);
+    if (try(p2, name, out, outlen) == 0)
+      return 0;
   }
   if (try(AIRLOCK_LIBEXECDIR, name, out, outlen) == 0)
     return 0;

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "behave.h"
+#include "rulesets.h"
 #include "common/util.h"
 
 static json_t *tokens_view(void)
@@ -83,7 +84,7 @@ void forge_admin_handle(struct forge_req *rq, struct forge_resp *resp)
   pthread_mutex_lock(&g_forge.lock);
   forge_resp_error(resp, 404, "Not Found", NULL);
   const char *p = rq->path;
-  if (forge_behave_admin(rq, resp)) {
+  if (forge_behave_admin(rq, resp) || forge_rulesets_admin(rq, resp)) {
     /* faults, settings, renames, suspensions (behave.c) */
   } else if (get && !strcmp(p, "/health")) {
     forge_resp_json(resp, 200, json_pack("{s:b}", "ok", 1));

@@ -1,6 +1,7 @@
 /* The REST API routes. Each handler names the docs.github.com page it
  * follows; status codes and messages are GitHub's (see README.md). */
 #include "forge.h"
+#include "api_internal.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "behave.h"
 #include "pullfiles.h"
+#include "rulesets.h"
 #include "common/util.h"
 
 #define DOC_APPS "https://docs.github.com/rest/apps/apps"
@@ -120,15 +122,6 @@ static json_t *iso(long long t)
 }
 
 /* ---- request helpers ---- */
-
-struct ctx {
-  struct forge_req *rq;
-  struct forge_resp *resp;
-  struct forge_auth au;
-  char *seg[16];
-  size_t nseg;
-  json_t *body; /* parsed JSON body or NULL */
-};
 
 static bool method(struct ctx *c, const char *m)
 {
@@ -580,9 +573,20 @@ static void h_repo(struct ctx *c, json_t *repo)
   forge_resp_json(c->resp, 200, o);
 }
 
+/* The repository as the push hook sees it: classic protection and every
+ * ruleset in force (organisation rulesets included, rulesets.h). */
+static json_t *rules_view(json_t *repo)
+{
+  return json_pack("{s:O, s:o, s:O}", "protection", json_object_get(repo, "protection"), "rulesets",
+                   forge_rulesets_of(repo), "default_branch",
+                   json_object_get(repo, "default_branch"));
+}
+
 static bool branch_protected_any(json_t *repo, const char *branch)
 {
-  json_t *r = forge_branch_rules(repo, branch, NULL);
+  json_t *view = rules_view(repo);
+  json_t *r = forge_branch_rules(view, branch, NULL);
+  json_decref(view);
   bool p =
       json_is_true(json_object_get(r, "classic")) || json_is_true(json_object_get(r, "ruleset"));
   json_decref(r);
@@ -850,7 +854,7 @@ static void h_protection(struct ctx *c, json_t *repo, const char *branch)
     return forge_resp_error(c->resp, 404, "Branch not found", doc);
   json_t *all = json_object_get(repo, "protection");
   if (method(c, "GET")) {
-    json_t *prot = json_object_get(all, branch);
+    json_t *prot = forge_classic_for(repo, branch); /* exact name, else a pattern: as on push */
     /* GitHub quirk: a branch protected only by a ruleset is "not protected"
      * on the classic endpoint. */
     if (!json_is_object(prot))
@@ -931,29 +935,43 @@ static json_t *ruleset_summary(json_t *repo, json_t *rs)
                        (long long)json_integer_value(json_object_get(rs, "id")));
   const char *target = json_string_value(json_object_get(rs, "target"));
   const char *enf = json_string_value(json_object_get(rs, "enforcement"));
+  const char *st = json_string_value(json_object_get(rs, "source_type"));
+  const char *src = json_string_value(json_object_get(rs, "source"));
   return json_pack("{s:O, s:O, s:s, s:s, s:s, s:s, s:s, s:{s:{s:s}}, s:s, s:s}", "id",
                    json_object_get(rs, "id"), "name", json_object_get(rs, "name"), "target",
-                   target ? target : "branch", "source_type", "Repository", "source",
-                   repo_full(repo), "enforcement", enf ? enf : "active", "node_id", "RRS_forge",
-                   "_links", "self", "href", href, "created_at", "2024-01-01T00:00:00Z",
-                   "updated_at", "2024-01-01T00:00:00Z");
+                   target ? target : "branch", "source_type", st ? st : "Repository", "source",
+                   src ? src : repo_full(repo), "enforcement", enf ? enf : "active", "node_id",
+                   "RRS_forge", "_links", "self", "href", href, "created_at",
+                   "2024-01-01T00:00:00Z", "updated_at", "2024-01-01T00:00:00Z");
 }
 
+/* GET /repos/{o}/{r}/rulesets[/{id}] ("Get all repository rulesets", "Get
+ * a repository ruleset"): organisation rulesets too unless
+ * includes_parents=false; current_user_can_bypass for the caller's App;
+ * bypass_actors only for a caller who can edit the ruleset. */
 static void h_rulesets(struct ctx *c, json_t *repo, const char *id)
 {
   const char *doc = DOC_RULES "#get-all-repository-rulesets";
   if (!authorize(c, repo, "metadata", 1, doc))
     return;
+  al_autofree char *ip = forge_query_param(c->rq->query, "includes_parents");
+  bool parents = !ip || strcmp(ip, "false") != 0;
+  json_t *all = forge_rulesets_of(repo);
   size_t i;
   json_t *rs;
   if (!id) {
     json_t *arr = json_array();
-    json_array_foreach(json_object_get(repo, "rulesets"), i, rs)
+    json_array_foreach(all, i, rs)
+    {
+      const char *st = json_string_value(json_object_get(rs, "source_type"));
+      if (parents || !st || strcmp(st, "Organization") != 0)
         json_array_append_new(arr, ruleset_summary(repo, rs));
+    }
+    json_decref(all);
     return forge_resp_json(c->resp, 200, arr);
   }
   long long want = parse_num(id);
-  json_array_foreach(json_object_get(repo, "rulesets"), i, rs)
+  json_array_foreach(all, i, rs)
   {
     if (json_integer_value(json_object_get(rs, "id")) != want)
       continue;
@@ -962,27 +980,22 @@ static void h_rulesets(struct ctx *c, json_t *repo, const char *id)
                     json_object_get(rs, "conditions") ? json_object_get(rs, "conditions")
                                                       : json_object());
     json_object_set(o, "rules", json_object_get(rs, "rules"));
-    bool bypass = false;
-    size_t j;
-    json_t *ba;
-    json_array_foreach(json_object_get(rs, "bypass_actors"), j, ba)
-    {
-      const char *t = json_string_value(json_object_get(ba, "actor_type"));
-      if (c->au.app && t && !strcmp(t, "Integration") &&
-          json_integer_value(json_object_get(ba, "actor_id")) == c->au.app->id)
-        bypass = true;
-    }
-    json_object_set_new(o, "current_user_can_bypass", json_string(bypass ? "always" : "never"));
-    json_object_set(o, "bypass_actors",
-                    json_object_get(rs, "bypass_actors") ? json_object_get(rs, "bypass_actors")
-                                                         : json_array());
+    json_object_set_new(o, "current_user_can_bypass",
+                        json_string(forge_ruleset_bypass(rs, c->au.app)));
+    if (forge_ruleset_actors_visible(rs, &c->au))
+      json_object_set(o, "bypass_actors",
+                      json_object_get(rs, "bypass_actors") ? json_object_get(rs, "bypass_actors")
+                                                           : json_array());
+    json_decref(all);
     return forge_resp_json(c->resp, 200, o);
   }
+  json_decref(all);
   forge_resp_error(c->resp, 404, "Not Found", DOC_RULES "#get-a-repository-ruleset");
 }
 
-/* GET /repos/{o}/{r}/rules/branches/{branch}: the active rules from rulesets
- * (classic protection is not included, as on GitHub). */
+/* GET /repos/{o}/{r}/rules/branches/{branch}: the active rules from every
+ * ruleset in force, organisation rulesets included (classic protection is
+ * not included, as on GitHub). */
 static void h_rules_for_branch(struct ctx *c, json_t *repo, const char *branch)
 {
   const char *doc = DOC_RULES "#get-rules-for-a-branch";
@@ -990,28 +1003,23 @@ static void h_rules_for_branch(struct ctx *c, json_t *repo, const char *branch)
     return;
   json_t *arr = json_array();
   const char *defb = json_string_value(json_object_get(repo, "default_branch"));
+  json_t *all = forge_rulesets_of(repo);
   size_t i, j;
   json_t *rs, *rule;
-  json_array_foreach(json_object_get(repo, "rulesets"), i, rs)
+  json_array_foreach(all, i, rs)
   {
-    /* Reuse the hook's matcher through forge_branch_rules on a one-ruleset repo. */
-    json_t *one = json_pack("{s:s, s:{}, s:[O]}", "default_branch", defb ? defb : "main",
-                            "protection", "rulesets", rs);
-    json_t *r = forge_branch_rules(one, branch, NULL);
-    bool match = json_is_true(json_object_get(r, "ruleset"));
-    json_decref(r);
-    json_decref(one);
-    if (!match)
+    if (!forge_ruleset_applies(rs, "branch", branch, defb))
       continue;
     json_array_foreach(json_object_get(rs, "rules"), j, rule)
     {
       json_t *o = json_deep_copy(rule);
-      json_object_set_new(o, "ruleset_source_type", json_string("Repository"));
-      json_object_set_new(o, "ruleset_source", json_string(repo_full(repo)));
+      json_object_set(o, "ruleset_source_type", json_object_get(rs, "source_type"));
+      json_object_set(o, "ruleset_source", json_object_get(rs, "source"));
       json_object_set(o, "ruleset_id", json_object_get(rs, "id"));
       json_array_append_new(arr, o);
     }
   }
+  json_decref(all);
   forge_resp_json(c->resp, 200, arr);
 }
 
@@ -1531,7 +1539,9 @@ static void h_merge(struct ctx *c, json_t *repo, long long num)
   if (json_is_string(want_sha) && strcmp(json_string_value(want_sha), hs))
     return forge_resp_error(c->resp, 409,
                             "Head branch was modified. Review and try the merge again.", doc);
-  json_t *rules = forge_branch_rules(repo, base, c->au.app);
+  json_t *view = rules_view(repo);
+  json_t *rules = forge_branch_rules(view, base, c->au.app);
+  json_decref(view);
   long long need = json_integer_value(json_object_get(rules, "required_approvals"));
   bool pr_required = json_is_true(json_object_get(rules, "pr_classic")) ||
                      json_is_true(json_object_get(rules, "pr_ruleset"));
@@ -1803,6 +1813,10 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
         h_issue(&c, repo, num);
       else if (n == 6 && is_seg(&c, 5, "comments") && (get || post))
         h_comments(&c, repo, num);
+    } else if (n == 6 && get && is_seg(&c, 3, "git") && is_seg(&c, 4, "trees")) {
+      forge_h_git_tree(&c, repo, c.seg[5]);
+    } else if (n == 6 && get && is_seg(&c, 3, "git") && is_seg(&c, 4, "blobs")) {
+      forge_h_git_blob(&c, repo, c.seg[5]);
     } else if (n == 6 && get && is_seg(&c, 3, "collaborators") && is_seg(&c, 5, "permission")) {
       h_collaborator_permission(&c, repo, c.seg[4]);
     } else if (n == 4 && is_seg(&c, 3, "pulls") && (get || post)) {
@@ -1813,6 +1827,10 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
         h_pull(&c, repo, num);
       else if (n == 6 && get && is_seg(&c, 5, "files"))
         h_pull_files(&c, repo, num);
+      else if (n == 6 && get && is_seg(&c, 5, "commits"))
+        forge_h_pull_commits(&c, repo, num);
+      else if (n == 6 && (get || post) && is_seg(&c, 5, "comments"))
+        forge_h_pull_review_comments(&c, repo, num);
       else if (n == 6 && (get || post) && is_seg(&c, 5, "reviews"))
         h_reviews(&c, repo, num);
       else if (n == 6 && put && is_seg(&c, 5, "merge"))
@@ -1822,4 +1840,46 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
   forge_behave_post(rq, resp);
   pthread_mutex_unlock(&g_forge.lock);
   json_decref(c.body);
+}
+
+/* ---- for the other route files (api_internal.h) ---- */
+
+bool forge_api_authorize(struct ctx *c, json_t *repo, const char *perm, int level, const char *doc)
+{
+  return authorize(c, repo, perm, level, doc);
+}
+
+json_t *forge_api_find_pull(struct ctx *c, json_t *repo, long long num, const char *doc)
+{
+  return find_pull(c, repo, num, doc);
+}
+
+char *forge_api_branch_sha(json_t *repo, const char *branch)
+{
+  return branch_sha(repo, branch);
+}
+
+json_t *forge_api_user(const char *login)
+{
+  return user_obj(login);
+}
+
+const char *forge_api_actor(struct ctx *c, char *buf, size_t n)
+{
+  return actor_login(c, buf, n);
+}
+
+char *forge_api_b64_lines(const unsigned char *data, size_t len)
+{
+  return b64_lines(data, len);
+}
+
+bool forge_api_parse_body(struct ctx *c, bool allow_empty, const char *doc)
+{
+  return parse_body(c, allow_empty, doc);
+}
+
+json_t *forge_api_iso(long long t)
+{
+  return iso(t);
 }

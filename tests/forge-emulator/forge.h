@@ -176,7 +176,5 @@ int forge_hook_main(void);
  * required_approvals / code_owner_reviews / last_push_approval. app may be
  * NULL (no bypass). Caller owns the result. */
 json_t *forge_branch_rules(json_t *repo, const char *branch, struct forge_app *app);
-/* The same for a tag (refs/tags/TAG): only rulesets whose target is `tag`. */
-json_t *forge_tag_rules(json_t *repo, const char *tag, struct forge_app *app);
 
 #endif

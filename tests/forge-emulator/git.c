@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "rulesets.h"
 
 static const char zero_sha[] = "0000000000000000000000000000000000000000";
 
@@ -158,81 +159,14 @@ static bool json_list_has(json_t *arr, const char *s)
   return false;
 }
 
-/* A ruleset applies to refs of its target ("branch", the default, or
- * "tag": refs/tags/NAME, where ~DEFAULT_BRANCH never matches) whose full
- * ref or short name matches an include and no exclude pattern. */
-static bool ruleset_matches_target(json_t *rs, const char *want, const char *branch,
-                                   const char *default_branch)
-{
-  const char *enf = json_string_value(json_object_get(rs, "enforcement"));
-  if (enf && strcmp(enf, "active") != 0)
-    return false;
-  const char *target = json_string_value(json_object_get(rs, "target"));
-  if (strcmp(target ? target : "branch", want) != 0)
-    return false;
-  bool tag = !strcmp(want, "tag");
-  if (tag)
-    default_branch = "";
-  json_t *rn = json_object_get(json_object_get(rs, "conditions"), "ref_name");
-  al_autofree char *ref = al_strdup_printf("refs/%s/%s", tag ? "tags" : "heads", branch);
-  bool inc = false;
-  size_t i;
-  json_t *p;
-  json_array_foreach(json_object_get(rn, "include"), i, p)
-  {
-    const char *pat = json_string_value(p);
-    if (!pat)
-      continue;
-    if (!strcmp(pat, "~ALL") ||
-        (!strcmp(pat, "~DEFAULT_BRANCH") && !strcmp(branch, default_branch)) ||
-        !fnmatch(pat, ref, 0) || !fnmatch(pat, branch, 0))
-      inc = true;
-  }
-  json_array_foreach(json_object_get(rn, "exclude"), i, p)
-  {
-    const char *pat = json_string_value(p);
-    if (pat && (!fnmatch(pat, ref, 0) || !fnmatch(pat, branch, 0) ||
-                (!strcmp(pat, "~DEFAULT_BRANCH") && !strcmp(branch, default_branch))))
-      inc = false;
-  }
-  return inc;
-}
-
-static json_t *ref_rules(json_t *repo, const char *target, const char *branch,
-                         struct forge_app *app);
-
 json_t *forge_branch_rules(json_t *repo, const char *branch, struct forge_app *app)
 {
-  return ref_rules(repo, "branch", branch, app);
-}
-
-json_t *forge_tag_rules(json_t *repo, const char *tag, struct forge_app *app)
-{
-  return ref_rules(repo, "tag", tag, app);
-}
-
-static json_t *ref_rules(json_t *repo, const char *target, const char *branch,
-                         struct forge_app *app)
-{
-  long long app_id = app ? app->id : -1;
   const char *slug = app ? app->slug : "";
   const char *defb = json_string_value(json_object_get(repo, "default_branch"));
   json_t *out = json_object();
-  bool tag = !strcmp(target, "tag");
-  /* Classic protection (branches only): exact name first, then fnmatch
-   * patterns. */
-  json_t *prot = tag ? NULL : json_object_get(json_object_get(repo, "protection"), branch);
-  if (!prot && !tag) {
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_object_get(repo, "protection"), k, v)
-    {
-      if (!fnmatch(k, branch, 0)) {
-        prot = v;
-        break;
-      }
-    }
-  }
+  /* Classic protection: exact name first, then fnmatch patterns (the
+   * same matcher as GET .../protection: rulesets.h). */
+  json_t *prot = forge_classic_for(repo, branch);
   long long approvals = 0;
   bool code_owners = false, last_push = false;
   if (json_is_object(prot)) {
@@ -258,19 +192,14 @@ static json_t *ref_rules(json_t *repo, const char *target, const char *branch,
   json_t *rs;
   json_array_foreach(json_object_get(repo, "rulesets"), i, rs)
   {
-    if (!ruleset_matches_target(rs, target, branch, defb ? defb : "main"))
+    if (!forge_ruleset_applies(rs, "branch", branch, defb ? defb : "main"))
       continue;
     json_object_set_new(out, "ruleset", json_true());
-    bool bypass = false;
+    /* A push is not a pull request: bypass_mode pull_request does not
+     * bypass it; always and exempt do. */
+    const char *by = forge_ruleset_bypass(rs, app);
+    bool bypass = !strcmp(by, "always") || !strcmp(by, "exempt");
     size_t j;
-    json_t *ba;
-    json_array_foreach(json_object_get(rs, "bypass_actors"), j, ba)
-    {
-      const char *t = json_string_value(json_object_get(ba, "actor_type"));
-      if (t && !strcmp(t, "Integration") &&
-          json_integer_value(json_object_get(ba, "actor_id")) == app_id)
-        bypass = true;
-    }
     if (bypass)
       json_object_set_new(out, "bypass_ruleset", json_true());
     json_t *rule;
@@ -392,10 +321,9 @@ void forge_git_handle(struct forge_req *rq, struct forge_resp *resp)
     snprintf(full, strlen(full) + 1, "%s", canonical);
     if (au.kind == AUTH_TOKEN) {
       snprintf(remote_user, sizeof remote_user, "%s[bot]", au.app ? au.app->slug : "app");
-      json_t *rules =
-          json_pack("{s:O, s:O, s:O}", "protection", json_object_get(repo, "protection"),
-                    "rulesets", json_object_get(repo, "rulesets"), "default_branch",
-                    json_object_get(repo, "default_branch"));
+      json_t *rules = json_pack(
+          "{s:O, s:o, s:O}", "protection", json_object_get(repo, "protection"), "rulesets",
+          forge_rulesets_of(repo), "default_branch", json_object_get(repo, "default_branch"));
       char *rs = json_dumps(rules, JSON_COMPACT);
       json_decref(rules);
       env_add(&env, &n_env, "FORGE_HOOK_RULES=%s", rs);
@@ -594,11 +522,9 @@ int forge_hook_main(void)
     bool new_zero = strspn(new_sha, "0") == strlen(new_sha);
     const char *reason = NULL;
     char msg[4096] = "";
-    /* tags: the rulesets whose target is `tag` (GitHub: "About rulesets") */
-    bool is_tag = !strncmp(ref, "refs/tags/", 10);
-    if (!strncmp(ref, "refs/heads/", 11) || is_tag) {
-      json_t *r =
-          is_tag ? forge_tag_rules(repo, ref + 10, &app) : forge_branch_rules(repo, ref + 11, &app);
+    if (!strncmp(ref, "refs/heads/", 11)) {
+      const char *branch = ref + 11;
+      json_t *r = forge_branch_rules(repo, branch, &app);
       bool classic = json_is_true(json_object_get(r, "classic"));
       const char *code = classic ? "GH006" : "GH013";
       char head[3200];
@@ -609,8 +535,7 @@ int forge_hook_main(void)
       (void)code;
       if (new_zero && (json_is_true(json_object_get(r, "del_classic")) ||
                        json_is_true(json_object_get(r, "del_ruleset")))) {
-        reason =
-            is_tag ? "Cannot delete this protected tag" : "Cannot delete this protected branch";
+        reason = "Cannot delete this protected branch";
       } else if (!new_zero && !old_zero &&
                  (json_is_true(json_object_get(r, "nonff_classic")) ||
                   json_is_true(json_object_get(r, "nonff_ruleset")))) {
@@ -626,11 +551,23 @@ int forge_hook_main(void)
           (json_is_true(json_object_get(r, "pr_classic")) ||
            json_is_true(json_object_get(r, "pr_ruleset"))))
         reason = "Changes must be made through a pull request.";
-      if (!reason && !new_zero && (!is_tag || !old_zero) &&
-          json_is_true(json_object_get(r, "update_ruleset")))
+      if (!reason && !new_zero && json_is_true(json_object_get(r, "update_ruleset")))
         reason = "Cannot update this protected ref.";
       if (reason)
         snprintf(msg, sizeof msg, "%s\nerror: %s", head, reason);
+      json_decref(r);
+    } else if (!strncmp(ref, "refs/tags/", 10)) {
+      /* Tag rulesets, enforced on push as GitHub does (GH013). */
+      json_t *r = forge_tag_rules(repo, ref + 10, &app);
+      if (old_zero && !new_zero && json_is_true(json_object_get(r, "create")))
+        reason = "Cannot create ref due to creations being restricted.";
+      else if (!old_zero && !new_zero && json_is_true(json_object_get(r, "update")))
+        reason = "Cannot update this protected ref.";
+      else if (!old_zero && new_zero && json_is_true(json_object_get(r, "del")))
+        reason = "Cannot delete this protected ref.";
+      if (reason)
+        snprintf(msg, sizeof msg,
+                 "error: GH013: Repository rule violations found for %s.\nerror: %s", ref, reason);
       json_decref(r);
     }
     char which[512];

@@ -21,6 +21,7 @@ struct entry {
   const char *old;  /* renames */
   long long add, del;
   bool binary;
+  bool typechange_seen; /* split_patches: the first of a T entry's two sections */
 };
 
 /* `git diff -z --name-status`: "M\0path\0", "R100\0old\0new\0". */
@@ -96,8 +97,9 @@ static json_t *tree_blobs(const char *full, const char *rev)
 
 /* Split `git diff -p` output into per-file patches, in diff order: the
  * text from the first "@@" of each section, or NULL (binary, or a mode
- * change only). */
-static void split_patches(char *p, char **patch, size_t n)
+ * change only). A type change (status T: a file became a symlink) is two
+ * sections, a deletion and an addition: the entry gets the second. */
+static void split_patches(char *p, char **patch, struct entry *e, size_t n)
 {
   for (size_t k = 0; k < n; k++)
     patch[k] = NULL;
@@ -112,7 +114,11 @@ static void split_patches(char *p, char **patch, size_t n)
     char *hunk = strncmp(sec, "@@", 2) == 0 ? sec : strstr(sec, "\n@@");
     if (hunk && *hunk == '\n')
       hunk++;
-    patch[k++] = hunk;
+    if (e[k].status == 'T' && !e[k].typechange_seen) {
+      e[k].typechange_seen = true; /* the deletion half */
+    } else {
+      patch[k++] = hunk;
+    }
     if (!next)
       break;
     sec = next + 1;
@@ -139,7 +145,7 @@ json_t *forge_pull_files(const char *full, const char *base, const char *head, c
     goto out;
   size_t n = parse_name_status(a, al, e, MAX_FILES);
   parse_numstat(b, bl, e, n);
-  split_patches(c ? c : (char *)"", patch, n);
+  split_patches(c ? c : (char *)"", patch, e, n);
   json_t *head_blobs = tree_blobs(full, head);
   json_t *base_blobs = tree_blobs(full, base);
   arr = json_array();
@@ -148,6 +154,7 @@ json_t *forge_pull_files(const char *full, const char *base, const char *head, c
                      : e[k].status == 'D' ? "removed"
                      : e[k].status == 'R' ? "renamed"
                      : e[k].status == 'C' ? "copied"
+                     : e[k].status == 'T' ? "changed"
                                           : "modified";
     const char *sha =
         json_string_value(json_object_get(e[k].status == 'D' ? base_blobs : head_blobs, e[k].path));

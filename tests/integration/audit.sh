@@ -136,7 +136,7 @@ expect rsweak acme/ruleset-weak 1 "reviews.last_push=FAIL"
 expect bpc acme/bypass-classic 1 "bot.no_bypass=FAIL"
 expect bpr acme/bypass-ruleset 1 "bot.no_bypass=FAIL"
 like "acme/bypass-ruleset: evidence names the ruleset" "$(jq -r '.criteria[]|select(.id=="bot.no_bypass").evidence' "$W/bpr.json")" \
-  'ruleset 60 \(main protection\): bypass_actors lists the App \(Integration 1001, always\)'
+  'ruleset 60 \(main protection, Repository\): current_user_can_bypass = always, asked as the App'
 expect co acme/codeowner 1 "bot.not_code_owner=FAIL"
 like "acme/codeowner: evidence names the file and line" "$(jq -r '.criteria[]|select(.id=="bot.not_code_owner").evidence' "$W/co.json")" \
   '^\.github/CODEOWNERS on main names @airlock-bot\[bot\] as an owner on line 3$'

@@ -82,6 +82,13 @@ is "render compose without -o: exit 0" "$rc" 0
 is "render compose without -o writes no file into the current directory" "$(ls -A)" ""
 like "… and says how to write the profile it refers to" "$(cat "$T_TMP/rc.err")" 'airlock render seccomp -o .*airlock-seccomp.json'
 like "… the Compose file is on stdout" "$out" 'services:'
+# the hint leads where it says: following it writes the very file the Compose file refers to
+hint=$(grep -oE 'airlock render seccomp -o [^`]+' "$T_TMP/rc.err" | head -1)
+ref=$(grep -oE 'seccomp[:=][^"]*airlock-seccomp.json' <<<"$out" | head -1 | sed 's/^seccomp[:=]//')
+like "control: the Compose file refers to a profile path" "$ref" 'airlock-seccomp.json$'
+(eval "\"\$AIRLOCK\" ${hint#airlock }") 2>/dev/null
+check "following the hint writes the profile the Compose file refers to" test -s "$ref"
+rm -f "$ref"
 "$AIRLOCK" render compose -p ../pol.yaml -o compose.yaml 2>/dev/null
 check "control: with -o the profile is written beside it" test -s airlock-seccomp.json
 cd "$T_TMP"

@@ -243,7 +243,10 @@ is "  message" "$(msg)" "Branch not protected"
 is "rules for the ruleset branch" "$(api GET /repos/acme/widget/rules/branches/release "$W/git.tok"; echo; jq -c '[.[].type]|sort' "$W/body")" "$(printf '200\n["deletion","non_fast_forward","pull_request"]')"
 is "no rules for an airlock/ branch" "$(api GET /repos/acme/widget/rules/branches/airlock/1-run "$W/git.tok"; echo; jq -r length "$W/body")" "$(printf '200\n0')"
 is "rulesets list" "$(api GET /repos/acme/widget/rulesets "$W/git.tok"; echo; jq -r '.[0].id' "$W/body")" "$(printf '200\n42')"
-is "ruleset with bypass_actors" "$(api GET /repos/acme/widget/rulesets/42 "$W/git.tok"; echo; jq -r '.bypass_actors[0].actor_type' "$W/body")" "$(printf '200\nOrganizationAdmin')"
+# bypass_actors only for a caller who can edit the ruleset (as GitHub)
+is "ruleset: bypass_actors hidden from a read-only token" "$(api GET /repos/acme/widget/rulesets/42 "$W/git.tok"; echo; jq -r 'has("bypass_actors")' "$W/body")" "$(printf '200\nfalse')"
+is "ruleset: current_user_can_bypass for the caller's App" "$(jq -r .current_user_can_bypass "$W/body")" never
+is "ruleset with bypass_actors (administration: write)" "$(api GET /repos/acme/widget/rulesets/42 "$W/adm.tok"; echo; jq -r '.bypass_actors[0].actor_type' "$W/body")" "$(printf '200\nOrganizationAdmin')"
 is "PUT classic protection" "$(api PUT /repos/acme/widget/branches/release/protection "$W/adm.tok" '{"required_status_checks":null,"enforce_admins":true,"required_pull_request_reviews":{"required_approving_review_count":2},"restrictions":null,"allow_force_pushes":false}')" 200
 is "  now visible on the classic endpoint" "$(api GET /repos/acme/widget/branches/release/protection "$W/adm.tok"; echo; jq -r .required_pull_request_reviews.required_approving_review_count "$W/body")" "$(printf '200\n2')"
 is "PUT with a missing field: 422" "$(api PUT /repos/acme/widget/branches/release/protection "$W/adm.tok" '{"enforce_admins":true}')" 422

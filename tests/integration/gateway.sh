@@ -363,6 +363,56 @@ echo | openssl s_client -proxy "127.0.0.1:$GW" -connect "forge.test:$P" -servern
   -CAfile "$H/ca.pem" -verify_hostname github.com -verify_return_error >"$W/sc2.out" 2>&1
 like "  and not for another name" "$(cat "$W/sc2.out")" 'Verify return code: 62|hostname mismatch'
 
+# ---- upstream trust: a gateway whose forge.ca_file did not sign the forge's certificate ----
+sed "s|ca_file: .*|ca_file: $H/ca.pem|" "$W/policy.yaml" >"$W/policy-badca.yaml"
+H2=$W/h2
+mkdir -p "$H2"
+cat "$W/git.tok" "$W/ticket.tok" | "$HARNESS" -p "$W/policy-badca.yaml" --repo acme/tally --ticket 1 \
+  --branch "$BR" --run-id "$RUN-b" --dir "$H2" 2>"$W/harness2.err" &
+on_exit "kill $!"
+for _ in $(seq 1 200); do [ -s "$H2/ports.json" ] && break; sleep 0.05; done
+printf 'Authorization: token %s\n' "$(cat "$H2/placeholder")" >"$W/ph2.hdr"
+code=$(curl -sS --max-time 30 --proxy "http://127.0.0.1:$(jq -r .gateway "$H2/ports.json")" \
+  --cacert "$H2/ca.pem" -o /dev/null -w '%{http_code}' -H "@$W/ph2.hdr" "$API/repos/acme/tally" 2>/dev/null)
+is "the forge's certificate does not verify under that trust: 502" "$code" 502
+like "  reason upstream-tls, with the verifier's error" "$(jq -c 'select(.event == "request")' "$H2/gateway.jsonl" | tail -1)" '"reason":"upstream-tls".*"detail":"[^"]*(issuer|verify)'
+
+# the connection cap (64): 70 tunnels that never start TLS; the ones past the cap are closed
+python3 - "$GW" "$P" >"$W/flood.out" <<'PY'
+import socket, sys, time
+gw, port = int(sys.argv[1]), int(sys.argv[2])
+socks = []
+for _ in range(70):
+    s = socket.create_connection(("127.0.0.1", gw), timeout=10)
+    s.sendall(b"CONNECT api.forge.test:%d HTTP/1.1\r\nHost: x\r\n\r\n" % port)
+    socks.append(s)
+ok = 0
+for s in socks:
+    if s.recv(64).startswith(b"HTTP/1.1 200"):
+        ok += 1
+time.sleep(1.0)
+print(ok)
+for s in socks:
+    s.close()
+PY
+is "70 idle tunnels: all accepted by the proxy" "$(cat "$W/flood.out")" 70
+n=$(jq -r 'select(.event == "tls" and .reason == "conn-limit") | .reason' "$H/gateway.jsonl" | wc -l)
+if [ "$n" -ge 6 ]; then ok "  the gateway refused those past its cap of 64 ($n conn-limit)"; else fail "  the gateway refused those past its cap of 64 ($n conn-limit)"; fi
+for _ in $(seq 1 100); do
+  [ "$(gw GET /repos/acme/tally "$W/ph.hdr")" = 200 ] && break; sleep 0.1
+done
+is "  and serves again once they are gone" "$(gw GET /repos/acme/tally "$W/ph.hdr")" 200
+
+# a dead gateway: the proxy refuses the hand-off, nothing is tunnelled raw
+G2=$(jq -r .gateway_pid "$H2/ports.json")
+kill -9 "$G2"
+for _ in $(seq 1 100); do kill -0 "$G2" 2>/dev/null || break; sleep 0.05; done
+code=$(curl -sS --max-time 20 --proxy "http://127.0.0.1:$(jq -r .gateway "$H2/ports.json")" \
+  --cacert "$FCA" -o /dev/null -w '%{http_code}' -H "@$W/ticket.hdr" "$API/repos/acme/tally/issues/1" 2>/dev/null)
+is "with the gateway gone, a forge CONNECT gets no answer from the forge" "$code" 000
+is "  the proxy logged gateway-unavailable" \
+  "$(jq -r 'select(.decision == "deny") | .reason' "$H2/proxy.jsonl" | tail -1)" gateway-unavailable
+
 # ---- the gateway process ----
 st=$(cat "/proc/$GPID/status" 2>/dev/null)
 like "the gateway runs as nobody" "$(echo "$st" | grep '^Uid:')" $'Uid:\t65534'

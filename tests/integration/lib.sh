@@ -22,7 +22,7 @@ _t_line() { local d="$*"; d=${d//$'\n'/ | }; printf '%s' "$d"; }
 ok() { _t_n=$((_t_n + 1)); echo "ok $_t_n - $(_t_line "$@")"; }
 fail() { _t_n=$((_t_n + 1)); _t_failed=$((_t_failed + 1)); echo "not ok $_t_n - $(_t_line "$@")"; }
 skip() { _t_n=$((_t_n + 1)); _t_skipped=$((_t_skipped + 1)); echo "ok $_t_n - # SKIP $*"; }
-diag() { printf '# %s\n' "$@" | sed 's/^# \(.\)/# \1/'; }
+diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
 
 # check DESCRIPTION CMD... : ok when CMD exits 0
 check() { local d=$1; shift; if "$@" >"$T_TMP/check.out" 2>&1; then ok "$d"; else fail "$d"; sed 's/^/#   /' "$T_TMP/check.out" | head -20; fi; }

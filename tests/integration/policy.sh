@@ -310,13 +310,20 @@ like "invalid UTF-8 has a line number" "$("$AIRLOCK" policy check "$P/badutf8.ya
 printf 'network: {}\n' >"$P/nover.yaml"
 like "a missing version has a line number" "$("$AIRLOCK" policy check "$P/nover.yaml" 2>&1)" 'nover.yaml:1:1: version: required'
 # ambiguous IPv4 spellings: refused with the canonical form
-for spec in '010.0.0.1|8.0.0.1|10.0.0.1' '0x7f.0.0.1|127.0.0.1|' '127.1|127.0.0.1|' '2130706433|127.0.0.1|' '0300.0250.1.1|192.168.1.1|'; do
+for spec in '011.1.1.1|9.1.1.1|11.1.1.1' '010.8.8.8|8.8.8.8|' '0x8.8.8.8|8.8.8.8|' '8.526344|8.8.8.8|' '134744072|8.8.8.8|'; do
   IFS='|' read -r ip canon alt <<<"$spec"
   printf 'version: 1\nnetwork:\n  allow:\n    - {host: "%s", port: 443}\n' "$ip" >"$P/amb.yaml"
   out=$("$AIRLOCK" policy check "$P/amb.yaml" 2>&1); rc=$?
   like "ambiguous IPv4 \`$ip\` refused at its line, canonical \`$canon\` suggested" "$rc/$out" "^1/.*amb.yaml:4:[0-9]+: .*ambiguous IPv4 spelling.*write the dotted quad \`$canon\`"
   [ -n "$alt" ] && like "… and the decimal reading \`$alt\` too" "$out" "or \`$alt\` if that is what you meant"
 done
+printf 'version: 1\nnetwork:\n  allow:\n    - {host: "0300.0250.1.1", port: 443}\n' >"$P/amb-private.yaml"
+like "an ambiguous spelling of a private address: refused with the advice that works (a name and a pin)" "$("$AIRLOCK" policy check "$P/amb-private.yaml" 2>&1)" 'amb-private.yaml:4:[0-9]+: .*private address.*network.pin'
+like "an ambiguous spelling of loopback (127.1) too" "$(printf 'version: 1\nnetwork:\n  allow:\n    - {host: "127.1", port: 443}\n' | "$AIRLOCK" policy check - 2>&1)" 'loopback address'
+# the advice leads where it says: the suggested spelling is accepted
+sugg=$(grep -oE 'write the dotted quad `[0-9.]+`' <<<"$out" | grep -oE '[0-9.]+')
+printf 'version: 1\nnetwork:\n  allow:\n    - {host: "%s", port: 443}\n' "$sugg" >"$P/amb-fixed.yaml"
+check "the suggested dotted quad ($sugg) is accepted" "$AIRLOCK" policy check "$P/amb-fixed.yaml"
 printf 'version: 1\nfilesystem: {}\nforge:\n  api_url: https://0x7f.1\n' >"$P/amb-url.yaml"
 like "an ambiguous IPv4 in forge.api_url is refused too" "$("$AIRLOCK" policy check "$P/amb-url.yaml" 2>&1)" 'amb-url.yaml:4:[0-9]+: forge.api_url: .*ambiguous'
 printf 'version: 1\nnetwork:\n  allow:\n    - {host: 9.9.9.9, port: 443}\n' >"$P/plainip.yaml"

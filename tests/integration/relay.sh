@@ -49,7 +49,7 @@ rbad r-route-query 5:13 'no query' <<<'  upstream: https://api.example.com
   routes: ["POST /v1/messages?x=1"]'
 rbad r-keyrel 4:13 'absolute path' <<<'  upstream: https://api.example.com
   key_file: model.key'
-rbad r-nokey - 'relay.key_file: required' <<<'  upstream: https://api.example.com'
+rbad r-nokey 2 'relay.key_file: required' <<<'  upstream: https://api.example.com'
 rbad r-pin 5:8 'numeric IPv4 or IPv6' <<<'  upstream: https://api.example.com
   key_file: /k
   pin: localhost'

@@ -22,7 +22,10 @@ MARK='[UNPROTECTED: accepted]'
 app_tokens() { admin /tokens | python3 -c '
 import json,sys
 d=json.load(sys.stdin); d=d.get("tokens",d) if isinstance(d,dict) else d
-print(sum(1 for t in d if t.get("app_id")==int(sys.argv[1]) and (sys.argv[2]=="any" or t.get("state")==sys.argv[2])))' "$1" "$2"; }
+# "run": tokens with more than metadata (the audit asks as the App with a
+# metadata: read token, revoked at once: not a run token)
+run=lambda t: set((t.get("permissions") or {}).keys()) - {"metadata"}
+print(sum(1 for t in d if t.get("app_id")==int(sys.argv[1]) and (sys.argv[2]=="any" or (sys.argv[2]=="run" and run(t)) or t.get("state")==sys.argv[2])))' "$1" "$2"; }
 rec() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 
 # --- the protected repository passes (positive control) ---
@@ -50,7 +53,7 @@ check "acme/tally: the record validates" validate_record "$R"
 
 # --- an unprotected repository is refused by default ---
 R=$T_TMP/loose-refused.json
-n1=$(app_tokens 1001 any)
+n1=$(app_tokens 1001 run)
 out=$("$AIRLOCK" ticket acme/loose#1 -p "$T_TMP/loose.yaml" --agent "$AGENTS/patch-agent" --record "$R" 2>&1); rc=$?
 is "acme/loose (unprotected): refused, exit 4 (security refusal)" "$rc" 4
 like "acme/loose: the audit phase failed" "$out" 'audit +failed .*the escape budget does not hold'
@@ -58,7 +61,8 @@ like "acme/loose: the message names the failing criterion" "$out" 'refusing to r
 like "acme/loose: ... and its fix" "$out" 'FAIL +branch\.protected: .*
  +evidence: .*
  +fix: protect the branch'
-is "acme/loose: no run token was minted (forge /tokens, app 1001)" "$(( $(app_tokens 1001 any) - n1 ))" 0
+is "acme/loose: no run token was minted (forge /tokens, app 1001)" "$(( $(app_tokens 1001 run) - n1 ))" 0
+is "acme/loose: the audit's own App tokens (metadata: read) are all revoked" "$(app_tokens 1001 active)" 0
 is "acme/loose: no lease, no agent: phases are policy, audit" "$(rec "$R" '[p["name"] for p in r["phases"]]')" "['policy', 'audit']"
 is "acme/loose: the record says the budget does not hold, not accepted" \
   "$(rec "$R" 'r["audit"]["status"], r["audit"]["holds"], r["accept_unprotected"], r["unprotected"], "exit_status" in r["agent"]')" \

@@ -63,6 +63,8 @@ diag "review: $(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys
 is "sealed: the PR body carries no run token (the agent held only the placeholder)" "$(python3 -c 'import json,sys; print([(s["where"],s["run_token"]) for s in json.load(open(sys.argv[1]))["review"]["secrets"] if s["run_token"]])' "$REC")" "[]"
 like "sealed: the PR body carries the placeholder the agent declared" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["agent"]["declared"]["body"])' "$REC")" 'token for later: airlock-placeholder-[0-9a-f]{44}$'
 like "the review flags .claude/settings.json as running outside the sandbox" "$(python3 -c 'import json,sys; print([f["file"] for f in json.load(open(sys.argv[1]))["review"]["runs_outside_sandbox"]])' "$REC")" "\.claude/settings\.json"
+like "the review flags the nested husky hook" "$(python3 -c 'import json,sys; print([(f["file"],f["family"]) for f in json.load(open(sys.argv[1]))["review"]["runs_outside_sandbox"]])' "$REC")" "\('tally/\.husky/pre-commit', 'hooks'\)"
+like "the review notes the symlink to /etc/passwd" "$(python3 -c 'import json,sys; print([(k["file"],k["kind"],k.get("target")) for k in json.load(open(sys.argv[1]))["review"]["kinds"]])' "$REC")" "\('passwd', 'symlink', '/etc/passwd'\)"
 like "the proxy denied the exfiltration with a reason" "$(python3 -c 'import json,sys; print([(d.get("host"),d.get("reason")) for d in json.load(open(sys.argv[1]))["proxy_decisions"] if d.get("decision")=="deny"])' "$REC")" "evil\.example"
 
 # an agent that claims a PR it never opened (another PR number of the repo)

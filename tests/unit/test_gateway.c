@@ -199,7 +199,7 @@ static void test_chunked(void **state)
   free(big);
   /* incomplete input: 0, all consumed */
   al_chunked_init(&c);
-  len = 8;
+  len = 6;
   assert_int_equal(al_chunked_decode(&c, "5\r\nhel", &len, out, &got, &why), 0);
   /* in place */
   char inplace[] = "3\r\nabc\r\n0\r\n\r\n";
@@ -501,8 +501,20 @@ static void test_rules_prefix_and_comments(void **state)
   size_t n;
   const al_gw_rule *t = al_gw_rule_table(&n);
   assert_true(n >= 10);
-  for (size_t i = 0; i < n; i++)
+  /* docs/gateway.md's table names every rule */
+  FILE *f = fopen(AIRLOCK_SRC "/docs/gateway.md", "r");
+  assert_non_null(f);
+  static char doc[65536];
+  size_t dl = fread(doc, 1, sizeof doc - 1, f);
+  fclose(f);
+  doc[dl] = '\0';
+  for (size_t i = 0; i < n; i++) {
     assert_true(t[i].name && t[i].method && t[i].path && t[i].doc);
+    char cell[80];
+    snprintf(cell, sizeof cell, "| `%s` |", t[i].name);
+    if (!strstr(doc, cell))
+      fail_msg("docs/gateway.md does not list rule %s", t[i].name);
+  }
 }
 
 static al_rp_request *cmds(const char *const *triples, size_t n)

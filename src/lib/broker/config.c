@@ -581,7 +581,10 @@ static int parse_clients(struct parser *p, al_broker_config *c, struct fy_node *
       } else {
         struct passwd *pw = getpwnam(s);
         if (!pw)
-          return perr(p, e, k, "clients.uids", "no such user `%s`", s);
+          return perr(p, e, k, "clients.uids",
+                      "no such user `%s`: create it (useradd --system %s) or write the uid "
+                      "that `airlock ticket` runs as",
+                      s, s);
         uid = pw->pw_uid;
       }
       c->client_uids = al_xrealloc(c->client_uids, (c->n_client_uids + 1) * sizeof(uid_t));

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/redact.h"
+#include "common/term.h"
 
 static const char *g_prog = "airlock";
 static enum al_log_level g_level = AL_LOG_INFO;
@@ -37,11 +38,18 @@ void al_log(enum al_log_level level, const char *fmt, ...)
   va_end(ap);
   if (n < 0)
     return;
-  char *clean = al_redact(buf);
+  char *redacted = al_redact(buf);
+  /* one line, whatever a hostile name or answer inside it holds (term.h) */
+  const char *src = redacted ? redacted : buf;
+  size_t sl = strlen(src);
+  char *clean = malloc(4 * sl + 1);
+  if (clean)
+    al_term_escape_into(src, sl, AL_TERM_KEEP_TAB, clean, NULL);
   static const char *names[] = {"error", "warning", "info", "debug"};
   FILE *out = g_file ? g_file : stderr;
   fprintf(out, "%s: %s%s%s\n", g_prog, level <= AL_LOG_WARN ? names[level] : "",
-          level <= AL_LOG_WARN ? ": " : "", clean ? clean : buf);
+          level <= AL_LOG_WARN ? ": " : "", clean ? clean : "(out of memory)");
   fflush(out);
   free(clean);
+  free(redacted);
 }

@@ -82,11 +82,14 @@ static int utf8_next(const unsigned char *p, size_t n, uint32_t *cp)
   return (int)len;
 }
 
-static size_t put_hex(char *out, const char *lead, uint32_t v, int digits)
+/* `\` lead (x, u or U) and `digits` hex digits of v; not NUL-terminated
+ * (the caller terminates the whole output). */
+static size_t put_hex(char *out, char lead, uint32_t v, int digits)
 {
   static const char hex[] = "0123456789abcdef";
-  size_t o = strlen(lead);
-  memcpy(out, lead, o);
+  size_t o = 0;
+  out[o++] = '\\';
+  out[o++] = lead;
   for (int d = digits - 1; d >= 0; d--)
     out[o++] = hex[(v >> (4 * d)) & 15];
   return o;
@@ -104,7 +107,7 @@ size_t al_term_escape_into(const char *in, size_t n, unsigned flags, char *out, 
       if (keep)
         out[o++] = (char)c;
       else
-        o += put_hex(out + o, "\\x", c, 2);
+        o += put_hex(out + o, 'x', c, 2);
       i++;
       continue;
     }
@@ -113,15 +116,15 @@ size_t al_term_escape_into(const char *in, size_t n, unsigned flags, char *out, 
     if (len < 0 && (flags & AL_TERM_PARTIAL))
       break; /* the rest of this sequence comes with the next bytes */
     if (len <= 0) {
-      o += put_hex(out + o, "\\x", c, 2);
+      o += put_hex(out + o, 'x', c, 2);
       i++;
       continue;
     }
     if (cp <= 0x9f) { /* C1, UTF-8 encoded: escape its bytes as they came */
       for (int k = 0; k < len; k++)
-        o += put_hex(out + o, "\\x", p[i + (size_t)k], 2);
+        o += put_hex(out + o, 'x', p[i + (size_t)k], 2);
     } else if (is_invisible(cp)) {
-      o += cp > 0xffff ? put_hex(out + o, "\\U", cp, 8) : put_hex(out + o, "\\u", cp, 4);
+      o += cp > 0xffff ? put_hex(out + o, 'U', cp, 8) : put_hex(out + o, 'u', cp, 4);
     } else {
       memcpy(out + o, p + i, (size_t)len);
       o += (size_t)len;

@@ -137,6 +137,14 @@ struct ctx {
   json_t *rs_list;   /* summaries */
   json_t *rs_detail; /* "id" -> detail object, or a string: why it is not visible */
 
+  /* the bot's own view: "id" -> current_user_can_bypass, asked with a
+   * token of the run's App (tok_is_bot: the read token itself) */
+  json_t *bot_view;
+  bool bot_known;
+  char bot_why[320];
+
+  unsigned from; /* AL_AUDIT_FROM_* of the criterion being judged (set() takes it) */
+
   /* CODEOWNERS */
   enum layer_state co; /* absent: no file; present: co_text; unknown: co_why */
   char co_path[32];
@@ -168,6 +176,32 @@ static void set(struct ctx *c, al_audit_id id, al_audit_status st, struct sb *ev
   k->evidence = sb_take(ev);
   free(k->fix);
   k->fix = st == AL_AUDIT_PASS || !fix ? NULL : al_xstrdup(fix);
+  k->from = c->from;
+  c->from = 0;
+}
+
+const char *al_audit_from_name(unsigned bit)
+{
+  switch (bit) {
+  case AL_AUDIT_FROM_APP:
+    return "the App and its installation (GET /app, GET /repos/{o}/{r}/installation, App JWT)";
+  case AL_AUDIT_FROM_CLASSIC:
+    return "classic protection (GET /repos/{o}/{r}/branches/{b}/protection)";
+  case AL_AUDIT_FROM_RULES:
+    return "rules for the branch (GET /repos/{o}/{r}/rules/branches/{b}, organisation rulesets "
+           "included)";
+  case AL_AUDIT_FROM_RULESETS:
+    return "rulesets (GET /repos/{o}/{r}/rulesets[/{id}], the audit's credential)";
+  case AL_AUDIT_FROM_AS_APP:
+    return "current_user_can_bypass asked as the run's App (GET /repos/{o}/{r}/rulesets/{id}, "
+           "a metadata: read token of the App)";
+  case AL_AUDIT_FROM_CODEOWNERS:
+    return "CODEOWNERS (GET /repos/{o}/{r}/contents/{path}?ref={b})";
+  case AL_AUDIT_FROM_BROKER:
+    return "the broker's roles (its config)";
+  default:
+    return NULL;
+  }
 }
 
 /* ---- the App ---------------------------------------------------------- */
@@ -254,13 +288,23 @@ static int gather_repo(struct ctx *c, al_error *err)
     return -1;
   }
   if (r.status != 200) {
-    char w[300];
-    why_status(w, sizeof w, &r);
+    char w[600];
+    al_ghapi_describe(&r, w, sizeof w);
+    al_ghapi_class cls = r.cls;
     al_ghapi_resp_free(&r);
-    return al_error_set(err, ENOENT,
-                        "GET %s: %s: the repository does not exist or the token cannot see it",
+    if (cls == AL_GHAPI_NOT_FOUND)
+      return al_error_set(err, ENOENT,
+                          "GET %s: %s: the repository does not exist or the token cannot see it",
+                          c->repo_path, w);
+    /* Rate limited, forbidden, redirected elsewhere, a server error: say
+     * which, never "does not exist". */
+    return al_error_set(err, cls == AL_GHAPI_RATE_LIMITED ? EAGAIN : EPROTO, "GET %s: %s",
                         c->repo_path, w);
   }
+  if (r.moved_status)
+    snprintf(c->rep->redirected, sizeof c->rep->redirected,
+             "GET %s answered %ld (a renamed or transferred repository); the audit read %s",
+             c->repo_path, r.moved_status, r.moved_to);
   if (!c->o->branch) {
     const char *db = json_string_value(json_object_get(r.json, "default_branch"));
     if (!db || !*db || strlen(db) >= sizeof c->rep->branch) {
@@ -309,18 +353,22 @@ static int gather_classic(struct ctx *c, al_error *err)
  * in "evaluate" or "disabled" rulesets are not returned. */
 static int gather_rules(struct ctx *c, al_error *err)
 {
-  al_autofree char *p =
-      al_strdup_printf("%s/rules/branches/%s?per_page=100", c->repo_path, c->branch_esc);
-  al_ghapi_resp r = {0};
-  if (al_ghapi_get_list(c->api, p, c->tok, &r, err) < 0)
-    return -1;
-  if (r.status == 200) {
+  al_autofree char *p = al_strdup_printf("%s/rules/branches/%s", c->repo_path, c->branch_esc);
+  json_t *items = NULL;
+  al_ghapi_list_info st;
+  al_error e = {0};
+  if (al_ghapi_list(c->api, p, c->tok, 0, &items, &st, &e) == 0) {
     c->rules_known = true;
-    c->rules = json_incref(r.json);
-  } else {
-    why_status(c->rules_why, sizeof c->rules_why, &r);
+    c->rules = items;
+    return 0;
   }
-  al_ghapi_resp_free(&r);
+  json_decref(items);
+  if (st.status == AL_GHAPI_LIST_HTTP && st.cls == AL_GHAPI_UNAUTHORIZED)
+    return al_error_set(err, EACCES, "%s: the token is not valid", st.why);
+  if (st.status == AL_GHAPI_LIST_TRANSPORT)
+    return al_error_set(err, e.code, "%s", st.why);
+  /* Anything less than the whole list is not known (fail closed). */
+  snprintf(c->rules_why, sizeof c->rules_why, "%s", st.why);
   return 0;
 }
 
@@ -378,6 +426,91 @@ static int gather_rulesets(struct ctx *c, al_error *err)
     al_ghapi_resp_free(&r);
   }
   json_decref(ids);
+  return 0;
+}
+
+/* The ids of the rulesets that matter: those with rules on the branch
+ * (from the effective rules) and the active tag rulesets. */
+static json_t *rulesets_that_matter(struct ctx *c)
+{
+  json_t *ids = json_object();
+  size_t i;
+  json_t *v;
+  json_array_foreach(c->rules, i, v)
+  {
+    char k[32];
+    rs_key(k, sizeof k, json_object_get(v, "ruleset_id"));
+    json_object_set_new(ids, k, json_true());
+  }
+  json_array_foreach(c->rs_list, i, v)
+  {
+    const char *t = json_string_value(json_object_get(v, "target"));
+    const char *enf = json_string_value(json_object_get(v, "enforcement"));
+    if (t && !strcmp(t, "tag") && (!enf || !strcmp(enf, "active"))) {
+      char k[32];
+      rs_key(k, sizeof k, json_object_get(v, "id"));
+      json_object_set_new(ids, k, json_true());
+    }
+  }
+  return ids;
+}
+
+/* The bot's own answer for every ruleset that matters: GET
+ * /repos/{o}/{r}/rulesets/{id} with a token of the run's App, field
+ * current_user_can_bypass ("Get a repository ruleset": always,
+ * pull_requests_only, exempt or never, for the authenticated caller). GitHub
+ * shows bypass_actors only to a caller that can edit the ruleset, but every
+ * caller learns whether *it* may bypass: asked as the App, that is exactly
+ * the criterion. The token has only metadata: read and is revoked before
+ * the audit returns (the caller revokes *bot). app_gh NULL: the App is not
+ * known to the audit, and the view stays unknown with the reason. */
+static int gather_bot_view(struct ctx *c, al_gh *app_gh, al_token *bot, al_error *err)
+{
+  c->bot_view = json_object();
+  const char *tok = NULL;
+  if (c->tok_is_bot) {
+    tok = c->tok;
+    snprintf(c->rep->as_app, sizeof c->rep->as_app, "the read token (minted from the run's App)");
+  } else if (app_gh) {
+    al_perm_set ps = {.n = 1};
+    snprintf(ps.items[0].name, AL_PERM_NAME_MAX, "metadata");
+    if (al_gh_mint(app_gh, AL_ROLE_GIT, c->o->repo, &ps, bot, err) < 0)
+      return al_error_wrap(err, "minting a metadata: read token of the run's App (to ask "
+                                "current_user_can_bypass as the App)");
+    tok = bot->value;
+    snprintf(c->rep->as_app, sizeof c->rep->as_app,
+             "installation token %s of the run's App (metadata: read)", bot->fp);
+  } else {
+    snprintf(c->bot_why, sizeof c->bot_why,
+             "the run's App is not known to the audit (no broker config): its own "
+             "current_user_can_bypass cannot be asked");
+    return 0;
+  }
+  json_t *ids = rulesets_that_matter(c);
+  const char *k;
+  json_t *v;
+  json_object_foreach(ids, k, v)
+  {
+    al_autofree char *p = al_strdup_printf("%s/rulesets/%s?includes_parents=true", c->repo_path, k);
+    al_ghapi_resp r = {0};
+    if (al_ghapi_get(c->api, p, tok, &r, err) < 0) {
+      json_decref(ids);
+      return -1;
+    }
+    const char *cu = json_string_value(json_object_get(r.json, "current_user_can_bypass"));
+    if (r.status == 200 && cu) {
+      json_object_set_new(c->bot_view, k, json_string(cu));
+    } else {
+      char w[400];
+      al_ghapi_describe(&r, w, sizeof w);
+      json_object_set_new(
+          c->bot_view, k,
+          json_pack("{s:s}", "why", r.status == 200 ? "no current_user_can_bypass" : w));
+    }
+    al_ghapi_resp_free(&r);
+  }
+  json_decref(ids);
+  c->bot_known = true;
   return 0;
 }
 
@@ -479,6 +612,7 @@ static al_audit_status verdict(bool pass, bool unknown)
 
 static void judge_protected(struct ctx *c)
 {
+  c->from = AL_AUDIT_FROM_CLASSIC | AL_AUDIT_FROM_RULES;
   struct sb ev = {0};
   bool pass = c->classic == L_PRESENT;
   if (pass)
@@ -502,6 +636,7 @@ static void judge_protected(struct ctx *c)
 static void judge_review_flag(struct ctx *c, al_audit_id id, const char *ckey, const char *rkey,
                               const char *fix)
 {
+  c->from = AL_AUDIT_FROM_CLASSIC | AL_AUDIT_FROM_RULES;
   struct sb ev = {0};
   bool pass = false;
   if (c->classic == L_PRESENT) {
@@ -541,6 +676,7 @@ static void judge_review_flag(struct ctx *c, al_audit_id id, const char *ckey, c
 
 static void judge_approvals(struct ctx *c)
 {
+  c->from = AL_AUDIT_FROM_CLASSIC | AL_AUDIT_FROM_RULES;
   struct sb ev = {0};
   long long best = -1;
   if (c->classic == L_PRESENT) {
@@ -590,6 +726,7 @@ static void judge_approvals(struct ctx *c)
 static void judge_push_rule(struct ctx *c, al_audit_id id, const char *ckey, const char *rtype,
                             const char *fix)
 {
+  c->from = AL_AUDIT_FROM_CLASSIC | AL_AUDIT_FROM_RULES;
   struct sb ev = {0};
   bool pass = false;
   if (c->classic == L_PRESENT) {
@@ -639,13 +776,43 @@ static bool is_admin_actor(const char *type)
                   strcmp(type, "EnterpriseOwner") == 0);
 }
 
+/* What the bot's own current_user_can_bypass says for ruleset k, or NULL
+ * with *why. */
+static const char *bot_says(struct ctx *c, const char *k, const char **why)
+{
+  json_t *v = json_object_get(c->bot_view, k);
+  if (json_is_string(v))
+    return json_string_value(v);
+  *why = !c->bot_known ? c->bot_why
+         : v           ? str_or(json_string_value(json_object_get(v, "why")), "?")
+                       : "not asked";
+  return NULL;
+}
+
+/* The permission that would reveal a ruleset's bypass_actors. */
+static const char *actors_permission(json_t *d)
+{
+  const char *st = json_string_value(json_object_get(d, "source_type"));
+  return st && !strcmp(st, "Organization")
+             ? "the organisation's Administration: write (organisation rulesets)"
+             : "Administration: write on the repository";
+}
+
 /* Classic enforce_admins; or a ruleset with a pull_request rule whose
  * bypass list has no administrator role ("About rulesets": rulesets bind
- * everyone not on their bypass list). */
+ * everyone not on their bypass list). GitHub shows a ruleset's bypass list
+ * only to a caller who can edit it; when it is hidden from every credential
+ * the audit has, whether human administrators may bypass cannot be read:
+ * that is a WARN naming the permission that would show it: it is about
+ * humans (an administrator merging is still a human decision), and the
+ * bot's own bypass is judged by bot.no_bypass from its own
+ * current_user_can_bypass, which GitHub does not hide. */
 static void judge_admins(struct ctx *c)
 {
   struct sb ev = {0};
-  bool pass = false, unknown = c->classic == L_UNKNOWN || !c->rules_known;
+  bool pass = false, warn = false, unknown = c->classic == L_UNKNOWN || !c->rules_known;
+  const char *hidden_perm = NULL;
+  c->from = AL_AUDIT_FROM_CLASSIC | AL_AUDIT_FROM_RULES | AL_AUDIT_FROM_RULESETS;
   if (c->classic == L_PRESENT) {
     bool v = enabled(c->classic_json, "enforce_admins");
     sb_part(&ev, "classic protection: enforce_admins = %s", v ? "true" : "false");
@@ -669,8 +836,23 @@ static void judge_admins(struct ctx *c)
     const char *why = NULL;
     json_t *d = rs_get(c, rid, &why);
     json_t *ba = json_object_get(d, "bypass_actors");
-    if (!d || !json_is_array(ba)) {
-      sb_part(&ev, "ruleset %s: bypass list not visible (%s)", k, d ? "no bypass_actors" : why);
+    if (d && !json_is_array(ba)) {
+      const char *bw = NULL;
+      const char *bot = bot_says(c, k, &bw);
+      if (bot)
+        c->from |= AL_AUDIT_FROM_AS_APP;
+      sb_part(&ev,
+              "ruleset %s: pull_request rule; its bypass list is hidden from the audit's "
+              "credential (shown only with %s), so whether administrators may bypass it cannot "
+              "be read (the App's own answer, for bot.no_bypass: %s)",
+              k, actors_permission(d), bot ? bot : bw);
+      hidden_perm = actors_permission(d);
+      warn = true;
+      pass = true;
+      continue;
+    }
+    if (!d) {
+      sb_part(&ev, "ruleset %s: not visible (%s)", k, why);
       unknown = true;
       continue;
     }
@@ -686,14 +868,22 @@ static void judge_admins(struct ctx *c)
     } else {
       sb_part(&ev, "ruleset %s: pull_request rule, no administrator on its bypass list", k);
       pass = true;
+      warn = false;
     }
   }
   json_decref(seen);
-  set(c, AL_AC_ADMINS, verdict(pass, unknown), &ev,
-      unknown && !pass ? fix_unknown_classic
-                       : "classic: turn on \"Do not allow bypassing the above settings\" "
-                         "(enforce_admins); ruleset: remove administrator roles from the "
-                         "bypass list");
+  al_autofree char *fix_hidden =
+      hidden_perm
+          ? al_strdup_printf("to check the administrators too, audit with a credential "
+                             "holding %s (AIRLOCK_AUDIT_TOKEN or the broker's audit.token_file)",
+                             hidden_perm)
+          : NULL;
+  set(c, AL_AC_ADMINS, pass && warn && !unknown ? AL_AUDIT_WARN : verdict(pass, unknown), &ev,
+      unknown && !pass     ? fix_unknown_classic
+      : fix_hidden && warn ? fix_hidden
+                           : "classic: turn on \"Do not allow bypassing the above settings\" "
+                             "(enforce_admins); ruleset: remove administrator roles from the "
+                             "bypass list");
 }
 
 /* Is this {slug,id} / user object the bot? */
@@ -725,10 +915,22 @@ static bool list_has_bot(struct ctx *c, json_t *arr)
   return false;
 }
 
+/* bot.no_bypass: the App is on no bypass list that matters — classic
+ * bypass_pull_request_allowances of the branch, and every ruleset with
+ * rules on the branch (the effective rules, organisation rulesets
+ * included). A visible bypass list is read for an Integration entry with
+ * the App's id; the bot's own current_user_can_bypass (asked as the App)
+ * is read for every ruleset, and anything but "never" (always,
+ * pull_requests_only: it may merge its own pull request past the rules,
+ * exempt: the rules do not apply to it) is a FAIL. UNKNOWN only when the
+ * bypass list is hidden and the App's own answer could not be asked.
+ * Rulesets that do not touch the branch (other branches', tag rulesets:
+ * see tags.protected) are not this criterion. */
 static void judge_bypass(struct ctx *c)
 {
   struct sb ev = {0};
   bool fail = false, unknown = false;
+  c->from = AL_AUDIT_FROM_CLASSIC | AL_AUDIT_FROM_RULES | AL_AUDIT_FROM_RULESETS;
   if (!c->rep->app_slug[0] && c->rep->app_id <= 0) {
     sb_part(&ev, "the App is not known (no broker config, no --app)");
     unknown = true;
@@ -746,74 +948,93 @@ static void judge_bypass(struct ctx *c)
     classic_note(c, &ev);
     unknown = unknown || c->classic == L_UNKNOWN;
   }
-  if (!c->rs_list_known) {
-    sb_part(&ev, "rulesets list: not visible (%s)", c->rs_list_why);
+  if (!c->rules_known) {
+    sb_part(&ev, "rules for the branch: not visible (%s)", c->rules_why);
     unknown = true;
   }
-  const char *k;
-  json_t *d;
-  size_t n_checked = 0;
-  json_object_foreach(c->rs_detail, k, d)
+  json_t *ids = json_object();
+  size_t i;
+  json_t *v;
+  json_array_foreach(c->rules, i, v)
   {
-    if (!json_is_object(d)) {
-      sb_part(&ev, "ruleset %s: not visible (%s)", k, json_string_value(d));
-      unknown = true;
-      continue;
-    }
-    const char *enf = json_string_value(json_object_get(d, "enforcement"));
-    if (enf && strcmp(enf, "active") != 0)
-      continue; /* "evaluate"/"disabled": enforces nothing, so nothing to bypass */
+    char k[32];
+    rs_key(k, sizeof k, json_object_get(v, "ruleset_id"));
+    json_object_set_new(ids, k, json_true());
+  }
+  const char *k;
+  size_t n_checked = 0;
+  json_object_foreach(ids, k, v)
+  {
+    json_t *d = json_object_get(c->rs_detail, k);
+    const char *name = json_is_object(d) ? json_string_value(json_object_get(d, "name")) : NULL;
+    const char *src =
+        json_is_object(d) ? json_string_value(json_object_get(d, "source_type")) : NULL;
     n_checked++;
+    bool listed = false;
     json_t *ba = json_object_get(d, "bypass_actors");
-    if (!json_is_array(ba)) {
-      /* Hidden from this caller: only the bot's own token can still tell. */
-      const char *cu = json_string_value(json_object_get(d, "current_user_can_bypass"));
-      if (c->tok_is_bot && cu) {
-        if (strcmp(cu, "never") != 0) {
-          sb_part(&ev, "ruleset %s: current_user_can_bypass = %s for the App's token", k, cu);
-          fail = true;
+    if (json_is_array(ba)) {
+      size_t j;
+      json_t *a;
+      json_array_foreach(ba, j, a)
+      {
+        const char *at = json_string_value(json_object_get(a, "actor_type"));
+        if (!at || strcmp(at, "Integration") != 0)
+          continue;
+        long long aid = json_integer_value(json_object_get(a, "actor_id"));
+        if (c->rep->app_id <= 0) {
+          sb_part(&ev, "ruleset %s: an App (id %lld) may bypass; the audited App's id is unknown",
+                  k, aid);
+          unknown = true;
+        } else if (aid == c->rep->app_id) {
+          const char *mode = json_string_value(json_object_get(a, "bypass_mode"));
+          sb_part(&ev, "ruleset %s (%s): bypass_actors lists the App (Integration %lld, %s)", k,
+                  str_or(name, "?"), aid, mode ? mode : "?");
+          listed = fail = true;
         }
-      } else {
-        sb_part(&ev, "ruleset %s: bypass_actors not visible to the token", k);
-        unknown = true;
       }
-      continue;
     }
-    size_t i;
-    json_t *a;
-    json_array_foreach(ba, i, a)
-    {
-      const char *at = json_string_value(json_object_get(a, "actor_type"));
-      if (!at || strcmp(at, "Integration") != 0)
-        continue;
-      long long aid = json_integer_value(json_object_get(a, "actor_id"));
-      if (c->rep->app_id <= 0) {
-        sb_part(&ev, "ruleset %s: an App (id %lld) may bypass; the audited App's id is unknown", k,
-                aid);
-        unknown = true;
-      } else if (aid == c->rep->app_id) {
-        const char *mode = json_string_value(json_object_get(a, "bypass_mode"));
-        sb_part(&ev, "ruleset %s (%s): bypass_actors lists the App (Integration %lld, %s)", k,
-                str_or(json_string_value(json_object_get(d, "name")), "?"), aid, mode ? mode : "?");
+    const char *bw = NULL;
+    const char *bot = bot_says(c, k, &bw);
+    if (bot) {
+      c->from |= AL_AUDIT_FROM_AS_APP;
+      if (strcmp(bot, "never") != 0) {
+        if (!listed)
+          sb_part(&ev, "ruleset %s (%s%s%s): current_user_can_bypass = %s, asked as the App", k,
+                  str_or(name, "?"), src ? ", " : "", src ? src : "", bot);
         fail = true;
+      } else if (!listed) {
+        sb_part(&ev, "ruleset %s (%s%s%s): current_user_can_bypass = never, asked as the App%s", k,
+                str_or(name, "?"), src ? ", " : "", src ? src : "",
+                json_is_array(ba) ? ""
+                                  : " (its bypass list is hidden from the audit's credential)");
       }
+    } else if (!json_is_array(ba) && !listed) {
+      sb_part(&ev,
+              "ruleset %s: the bypass list is hidden (shown only with %s) and the App's own "
+              "answer is unknown (%s)",
+              k, json_is_object(d) ? actors_permission(d) : "write access to the ruleset",
+              bw ? bw : "?");
+      unknown = true;
     }
   }
+  json_decref(ids);
   if (!fail && !unknown)
-    sb_part(&ev, "%zu active ruleset(s): the App is on none of their bypass lists", n_checked);
+    sb_part(&ev, "%zu ruleset(s) with rules on the branch: the App can bypass none", n_checked);
   set(c, AL_AC_BYPASS,
       fail      ? AL_AUDIT_FAIL
       : unknown ? AL_AUDIT_UNKNOWN
                 : AL_AUDIT_PASS,
       &ev,
       fail ? "remove the App from bypass_pull_request_allowances (classic: \"Allow specified "
-             "actors to bypass required pull requests\") and from every ruleset's bypass list"
-           : "give the audit a token that sees the bypass lists (write access to the rulesets, "
-             "Administration: read for classic protection) and name the App (--config)");
+             "actors to bypass required pull requests\") and from every ruleset's bypass list "
+             "(organisation rulesets included)"
+           : "give the audit the broker config (--config) so it can ask current_user_can_bypass "
+             "as the App, or a credential that sees the bypass lists (Administration: write)");
 }
 
 static void judge_codeowner(struct ctx *c)
 {
+  c->from = AL_AUDIT_FROM_CODEOWNERS;
   struct sb ev = {0};
   if (!c->rep->app_slug[0]) {
     sb_part(&ev, "the App's slug is not known (no broker config, no --app)");
@@ -852,6 +1073,7 @@ static void judge_codeowner(struct ctx *c)
 
 static void judge_push_allow(struct ctx *c)
 {
+  c->from = AL_AUDIT_FROM_CLASSIC;
   struct sb ev = {0};
   if (c->classic == L_UNKNOWN) {
     classic_note(c, &ev);
@@ -896,6 +1118,7 @@ static bool is_dangerous(const char *name)
  * or secrets. */
 static void judge_app_perms(struct ctx *c)
 {
+  c->from = AL_AUDIT_FROM_APP;
   struct sb ev = {0};
   if (!c->inst_known) {
     sb_part(&ev, "the installation's permissions need the App's JWT (no broker config given)");
@@ -945,6 +1168,7 @@ static bool role_perm_allowed(al_role role, const al_perm *p)
 
 static void judge_app_scope(struct ctx *c)
 {
+  c->from = AL_AUDIT_FROM_BROKER | AL_AUDIT_FROM_APP;
   struct sb ev = {0};
   if (!c->cfg) {
     sb_part(&ev, "the broker's roles are unknown (no broker config given)");
@@ -990,9 +1214,14 @@ static void judge_app_scope(struct ctx *c)
            : "remove the unused permissions from the App");
 }
 
+/* tags.protected (advisory): an active tag ruleset that restricts
+ * creation, update AND deletion of tags, and that the App cannot bypass
+ * (current_user_can_bypass asked as the App, or its visible bypass list).
+ * Anything less is a WARN that says exactly which rules were found. */
 static void judge_tags(struct ctx *c)
 {
   struct sb ev = {0};
+  c->from = AL_AUDIT_FROM_RULESETS;
   if (!c->rs_list_known) {
     sb_part(&ev, "rulesets list: not visible (%s)", c->rs_list_why);
     set(c, AL_AC_TAGS, AL_AUDIT_UNKNOWN, &ev, "give the audit a token with Metadata: read");
@@ -1008,23 +1237,42 @@ static void judge_tags(struct ctx *c)
     if (!t || strcmp(t, "tag") != 0 || !enf || strcmp(enf, "active") != 0)
       continue;
     const char *why = NULL;
-    json_t *d = rs_get(c, json_object_get(s, "id"), &why);
+    json_t *id = json_object_get(s, "id");
+    json_t *d = rs_get(c, id, &why);
+    bool cr = false, up = false, del = false;
     size_t j;
     json_t *rule;
-    bool guards = false;
     json_array_foreach(json_object_get(d, "rules"), j, rule)
     {
       const char *rt = json_string_value(json_object_get(rule, "type"));
-      if (rt && (!strcmp(rt, "creation") || !strcmp(rt, "update") || !strcmp(rt, "deletion")))
-        guards = true;
+      cr = cr || (rt && !strcmp(rt, "creation"));
+      up = up || (rt && !strcmp(rt, "update"));
+      del = del || (rt && !strcmp(rt, "deletion"));
     }
-    sb_part(&ev, "tag ruleset %lld (%s): %s",
-            (long long)json_integer_value(json_object_get(s, "id")),
-            str_or(json_string_value(json_object_get(s, "name")), "?"),
-            !d       ? why
-            : guards ? "restricts creation/update/deletion"
-                     : "has no tag rule");
-    pass = pass || guards;
+    char k[32];
+    rs_key(k, sizeof k, id);
+    const char *bw = NULL;
+    const char *bot = bot_says(c, k, &bw);
+    if (bot)
+      c->from |= AL_AUDIT_FROM_AS_APP;
+    bool bot_ok = bot ? !strcmp(bot, "never") : false;
+    char rules[128];
+    snprintf(rules, sizeof rules, "creation %s, update %s, deletion %s",
+             cr ? "restricted" : "NOT restricted", up ? "restricted" : "NOT restricted",
+             del ? "restricted" : "NOT restricted");
+    json_t *inc =
+        json_object_get(json_object_get(json_object_get(d, "conditions"), "ref_name"), "include");
+    al_autofree char *pats = inc ? json_dumps(inc, JSON_COMPACT) : al_xstrdup("?");
+    if (!d)
+      sb_part(&ev, "tag ruleset %s (%s): %s", k,
+              str_or(json_string_value(json_object_get(s, "name")), "?"), why);
+    else
+      sb_part(&ev, "tag ruleset %s (%s) on %s: %s; the App %s", k,
+              str_or(json_string_value(json_object_get(s, "name")), "?"), pats, rules,
+              bot_ok ? "cannot bypass it (current_user_can_bypass = never, asked as the App)"
+              : bot  ? "CAN bypass it (current_user_can_bypass, asked as the App)"
+                     : "may or may not bypass it (its own answer is unknown)");
+    pass = pass || (d && cr && up && del && bot_ok);
   }
   if (!ev.len)
     sb_part(&ev, "no active tag ruleset");
@@ -1042,6 +1290,7 @@ static void ctx_free(struct ctx *c)
   json_decref(c->rules);
   json_decref(c->rs_list);
   json_decref(c->rs_detail);
+  json_decref(c->bot_view);
   free(c->co_text);
   free(c->repo_path);
   free(c->branch_esc);
@@ -1199,8 +1448,8 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
 
   struct ctx c = {.o = o, .rep = out};
   EVP_PKEY *key = NULL, *owned_key = NULL, *reader_key = NULL;
-  al_gh *gh = NULL;
-  al_token minted = {0};
+  al_gh *gh = NULL, *app_gh = NULL;
+  al_token minted = {0}, bot_tok = {0};
   char *file_tok = NULL;
   al_broker_config reader_view;
   int ret = -1;
@@ -1231,7 +1480,13 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
   const char *api = o->api_url ? o->api_url : c.cfg ? c.cfg->api_url : DEFAULT_API;
   const char *ca = o->ca_file ? o->ca_file : c.cfg ? c.cfg->ca_file : NULL;
   snprintf(out->api_url, sizeof out->api_url, "%s", api);
-  if (al_ghapi_new(api, ca, o->timeout_ms, &c.api, err) < 0)
+  /* The broker's api.max_rate_limit_wait bounds the rate-limit waits of
+   * each read (a secondary limit asks for at least a minute). */
+  al_ghapi_opts go = {.ca_file = ca,
+                      .timeout_ms = o->timeout_ms,
+                      .max_wait_ms = c.cfg ? c.cfg->max_rate_wait_ms : 0,
+                      .user_agent = "airlock-audit/0.1"};
+  if (al_ghapi_open(api, &go, &c.api, err) < 0)
     goto out;
   if (o->resolve)
     al_ghapi_set_resolve(c.api, o->resolve);
@@ -1287,6 +1542,11 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
 
   if (gather_all(&c, err) < 0)
     goto out;
+  /* The bot's own view of the rulesets, asked as the run's App. */
+  if (!c.tok_is_bot && c.cfg && key && al_gh_new(c.cfg, key, &app_gh, err) < 0)
+    goto out;
+  if (gather_bot_view(&c, c.tok_is_bot ? NULL : app_gh, &bot_tok, err) < 0)
+    goto out;
   judge_all(&c);
   tally(out);
   ret = 0;
@@ -1304,6 +1564,20 @@ out:
     }
     al_token_clear(&minted);
   }
+  if (bot_tok.value) {
+    bool confirmed = false;
+    al_error rerr = {0};
+    if (al_gh_revoke(app_gh, &bot_tok, &confirmed, &rerr) < 0 || !confirmed) {
+      al_warn("revoking the audit's App token %s: %s", bot_tok.fp, rerr.msg);
+      size_t l = strlen(out->as_app);
+      snprintf(out->as_app + l, sizeof out->as_app - l, "; REVOCATION FAILED");
+    } else {
+      size_t l = strlen(out->as_app);
+      snprintf(out->as_app + l, sizeof out->as_app - l, ", revoked");
+    }
+    al_token_clear(&bot_tok);
+  }
+  al_gh_free(app_gh);
   if (file_tok) {
     al_redact_unregister(file_tok);
     al_secret_free(file_tok);
@@ -1350,7 +1624,12 @@ void al_audit_format_text(const al_audit_report *r, FILE *f)
   if (r->app_slug[0] || r->app_id)
     fprintf(f, "  the App: %s[bot] (app id %lld, installation %lld)\n",
             r->app_slug[0] ? r->app_slug : "?", r->app_id, r->installation_id);
-  fprintf(f, "  read with: %s\n\n", r->credentials);
+  fprintf(f, "  read with: %s\n", r->credentials);
+  if (r->as_app[0])
+    fprintf(f, "  asked as the App: %s\n", r->as_app);
+  if (r->redirected[0])
+    fprintf(f, "  redirected: %s\n", r->redirected);
+  fprintf(f, "\n");
   for (int i = 0; i < AL_AUDIT_N; i++) {
     const al_audit_criterion *k = &r->c[i];
     fprintf(f, "%-7s %-28s %s%s\n", al_audit_status_name(k->status), k->id, k->title,
@@ -1359,6 +1638,9 @@ void al_audit_format_text(const al_audit_report *r, FILE *f)
       fprintf(f, "        evidence: %s\n", k->evidence);
     if (k->fix)
       fprintf(f, "        fix: %s\n", k->fix);
+    for (unsigned b = 0; b < AL_AUDIT_FROM_N; b++)
+      if (k->from & (1u << b))
+        fprintf(f, "        from: %s\n", al_audit_from_name(1u << b));
   }
   if (r->holds)
     fprintf(f, "\nthe escape budget holds%s\n", r->n_warn ? " (see the WARN lines)" : "");
@@ -1371,17 +1653,24 @@ char *al_audit_format_json(const al_audit_report *r)
   json_t *crit = json_array();
   for (int i = 0; i < AL_AUDIT_N; i++) {
     const al_audit_criterion *k = &r->c[i];
-    json_array_append_new(crit, json_pack("{s:s, s:s, s:b, s:s, s:s, s:s?}", "id", k->id, "title",
-                                          k->title, "required", k->required, "status",
+    json_t *from = json_array();
+    for (unsigned b = 0; b < AL_AUDIT_FROM_N; b++)
+      if (k->from & (1u << b))
+        json_array_append_new(from, json_string(al_audit_from_name(1u << b)));
+    json_array_append_new(crit, json_pack("{s:s, s:s, s:b, s:s, s:s, s:s?, s:o}", "id", k->id,
+                                          "title", k->title, "required", k->required, "status",
                                           al_audit_status_name(k->status), "evidence",
-                                          k->evidence ? k->evidence : "", "fix", k->fix));
+                                          k->evidence ? k->evidence : "", "fix", k->fix,
+                                          "evidence_from", from));
   }
   json_t *app = json_pack("{s:s?, s:I, s:I}", "slug", r->app_slug[0] ? r->app_slug : NULL, "id",
                           (json_int_t)r->app_id, "installation_id", (json_int_t)r->installation_id);
-  json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:b, s:{s:i, s:i, s:i}, s:o}", "repo", r->repo,
-                        "branch", r->branch, "api", r->api_url, "app", app, "credentials",
-                        r->credentials, "holds", r->holds, "counts", "fail", r->n_fail, "unknown",
-                        r->n_unknown, "warn", r->n_warn, "criteria", crit);
+  json_t *o =
+      json_pack("{s:s, s:s, s:s, s:o, s:s, s:s?, s:s?, s:b, s:{s:i, s:i, s:i}, s:o}", "repo",
+                r->repo, "branch", r->branch, "api", r->api_url, "app", app, "credentials",
+                r->credentials, "as_app", r->as_app[0] ? r->as_app : NULL, "redirected",
+                r->redirected[0] ? r->redirected : NULL, "holds", r->holds, "counts", "fail",
+                r->n_fail, "unknown", r->n_unknown, "warn", r->n_warn, "criteria", crit);
   char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(o);
   return s;

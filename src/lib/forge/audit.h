@@ -22,7 +22,14 @@
  *   GET /repos/{o}/{r}/rulesets, /{id}         Repos › Rules › "Get all repository
  *                                              rulesets", "Get a repository ruleset"
  *                                              (bypass_actors only for callers with
- *                                              write access to the ruleset)
+ *                                              write access to the ruleset;
+ *                                              current_user_can_bypass for the caller)
+ *   the same /rulesets/{id} as the run's App   a token minted from the run's App with
+ *                                              only metadata: read (then revoked):
+ *                                              current_user_can_bypass (always,
+ *                                              pull_requests_only, exempt, never) is
+ *                                              the bot's own answer, whatever the
+ *                                              audit credential may see
  *   GET /repos/{o}/{r}/contents/{path}?ref=b   Repos › Contents › "Get repository
  *                                              content" (CODEOWNERS in .github/, root,
  *                                              docs/: GitHub Docs "About code owners")
@@ -103,6 +110,25 @@ typedef enum al_audit_id {
   AL_AUDIT_N
 } al_audit_id;
 
+/* Where a criterion's evidence comes from (al_audit_criterion.from, bits);
+ * al_audit_from_name() names each (the endpoint and the credential). */
+enum {
+  AL_AUDIT_FROM_APP = 1u << 0,        /* GET /app, /repos/{o}/{r}/installation (App JWT) */
+  AL_AUDIT_FROM_CLASSIC = 1u << 1,    /* GET /repos/{o}/{r}/branches/{b}/protection */
+  AL_AUDIT_FROM_RULES = 1u << 2,      /* GET /repos/{o}/{r}/rules/branches/{b} (effective rules,
+                                         organisation rulesets included) */
+  AL_AUDIT_FROM_RULESETS = 1u << 3,   /* GET /repos/{o}/{r}/rulesets[/{id}] (audit credential) */
+  AL_AUDIT_FROM_AS_APP = 1u << 4,     /* GET /repos/{o}/{r}/rulesets/{id} with a token of the run's
+                                         App: current_user_can_bypass speaks for the bot */
+  AL_AUDIT_FROM_CODEOWNERS = 1u << 5, /* GET /repos/{o}/{r}/contents/{CODEOWNERS}?ref={b} */
+  AL_AUDIT_FROM_BROKER = 1u << 6,     /* the broker's configured roles */
+  AL_AUDIT_FROM_N = 7
+};
+
+/* "rules for the branch (GET /repos/{o}/{r}/rules/branches/{b})" etc. for
+ * one bit; NULL for an unknown bit. */
+const char *al_audit_from_name(unsigned bit);
+
 typedef struct al_audit_criterion {
   const char *id;    /* static, e.g. "reviews.approvals" */
   const char *title; /* static, one line */
@@ -110,6 +136,7 @@ typedef struct al_audit_criterion {
   al_audit_status status;
   char *evidence; /* malloc'd: what the API said, naming the source */
   char *fix;      /* malloc'd when status != PASS, else NULL */
+  unsigned from;  /* AL_AUDIT_FROM_* bits: the reads the verdict rests on */
 } al_audit_criterion;
 
 typedef struct al_audit_opts {
@@ -150,6 +177,8 @@ typedef struct al_audit_report {
   long long app_id;   /* 0 when unknown */
   long long installation_id;
   char credentials[256]; /* how the reads were authenticated (no secret) */
+  char as_app[160];      /* how the bot's own view was read ("" when it was not) */
+  char redirected[320];  /* a redirect the API answered with (a renamed repository), or "" */
   al_audit_criterion c[AL_AUDIT_N];
   bool holds; /* every required criterion is PASS or WARN */
   int n_fail, n_unknown, n_warn;
@@ -176,8 +205,9 @@ void al_audit_format_text(const al_audit_report *r, FILE *f);
 
 /* The report as one JSON object (malloc'd string, caller frees):
  * {"repo","branch","api","app":{"slug","id","installation_id"},"credentials",
- *  "holds","counts":{"fail","unknown","warn"},
- *  "criteria":[{"id","title","required","status","evidence","fix"}]} */
+ *  "as_app","redirected","holds","counts":{"fail","unknown","warn"},
+ *  "criteria":[{"id","title","required","status","evidence","fix",
+ *               "evidence_from":[names of the reads, al_audit_from_name]}]} */
 char *al_audit_format_json(const al_audit_report *r);
 
 #endif

@@ -68,6 +68,7 @@ struct al_gw_conn {
   char *wb; /* staging for writes */
   int slot;
   uint64_t n_requests;
+  char up_err[200]; /* why the upstream TLS failed, for the line */
 };
 
 /* One request's decision and counters, for its line. */
@@ -415,7 +416,8 @@ static bool tls_accept(al_gw_conn *c)
 /* The verified TLS client to the forge, on the fd the proxy dialled. */
 static int upstream_open(al_gw_conn *c, const char **detail)
 {
-  static char e[200];
+  char *e = c->up_err;
+  size_t esz = sizeof c->up_err;
   if (c->up_ready)
     return 0;
   if (c->up_dead)
@@ -445,13 +447,13 @@ static int upstream_open(al_gw_conn *c, const char **detail)
     long v = SSL_get_verify_result(c->us);
     unsigned long code = ERR_get_error();
     if (v != X509_V_OK)
-      snprintf(e, sizeof e, "%s", X509_verify_cert_error_string(v));
+      snprintf(e, esz, "%s", X509_verify_cert_error_string(v));
     else if (code)
-      ERR_error_string_n(code, e, sizeof e);
+      ERR_error_string_n(code, e, esz);
     else
-      snprintf(e, sizeof e, "handshake failed");
+      snprintf(e, esz, "handshake failed");
     ERR_clear_error();
-    *detail = e; /* a static buffer: racy between threads, but only a log detail */
+    *detail = e;
     c->up_dead = true;
     return -1;
   }
@@ -616,6 +618,7 @@ static int send_up(al_gw_conn *c, bool chunked, size_t n)
   char hdr[20];
   size_t hl = al_chunk_header(n, hdr);
   memcpy(data - hl, hdr, hl);
+  // NOLINTNEXTLINE(bugprone-not-null-terminated-result): wire bytes, not a C string
   memcpy(data + n, "\r\n", 2);
   return write_all(c->us, data - hl, hl + n + 2);
 }
@@ -738,6 +741,7 @@ static int relay_response(al_gw_conn *c, req_ctx *r)
       char hdr[20];
       size_t hl = al_chunk_header(got, hdr);
       memcpy(data - hl, hdr, hl);
+      // NOLINTNEXTLINE(bugprone-not-null-terminated-result): wire bytes, not a C string
       memcpy(data + got, "\r\n", 2);
       w = write_all(c->cs, data - hl, hl + got + 2);
     } else {
@@ -860,7 +864,8 @@ static int serve_request(al_gw_conn *c)
     refuse(c, r, 400, "body-not-allowed", true);
     return 1;
   }
-  if (rule->body == AL_GW_BODY_RECEIVE_PACK && find_header(&q, "content-encoding")) {
+  if (rule->body != AL_GW_BODY_PASS && find_header(&q, "content-encoding")) {
+    /* a body the rule reads (or forwards without the field) must be plain */
     r->rule = NULL;
     refuse(c, r, 415, "content-encoding-refused", true);
     return 1;

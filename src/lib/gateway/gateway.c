@@ -328,8 +328,8 @@ static int read_exact(int fd, char *b, size_t n, uint64_t deadline)
 
 int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
 {
-  al_host ah, gh;
-  uint16_t apn, gpn;
+  al_host ah = {0}, gh = {0};
+  uint16_t apn = 0, gpn = 0;
   char ap[128], gp[128];
   al_gw_rules rules;
 
@@ -405,7 +405,10 @@ int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
     goto died;
   if (strncmp(line, "ERR ", 4) == 0)
     goto child_err;
-  if (sscanf(line, "CA %zu", &pem_len) != 1 || pem_len == 0 || pem_len > 65536)
+  char *end = NULL;
+  if (strncmp(line, "CA ", 3) == 0)
+    pem_len = strtoul(line + 3, &end, 10);
+  if (!end || *end || pem_len == 0 || pem_len > 65536)
     goto died;
   g->ca_pem = al_xmalloc(pem_len + 1);
   if (read_exact(bp[0], g->ca_pem, pem_len, deadline) < 0)

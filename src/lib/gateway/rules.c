@@ -248,7 +248,7 @@ static bool query_ok(const al_gw_rules *r, const al_gw_rule *rule, const char *q
 static const char *strip_prefix(const char *path, const char *prefix)
 {
   size_t n = strlen(prefix);
-  if (n == 0)
+  if (!path || n == 0)
     return path;
   if (strncmp(path, prefix, n) != 0 || path[n] != '/')
     return NULL;
@@ -295,9 +295,8 @@ const al_gw_rule *al_gw_match(const al_gw_rules *r, unsigned sides, const char *
   else if (find(r, sides, method, method_len, path, LOOSE_TICKET | LOOSE_METHOD) &&
            !find(r, sides, method, method_len, path, LOOSE_METHOD))
     *reason = "other-ticket";
-  else if (find(r, sides, method, method_len, path, LOOSE_METHOD))
-    *reason = "write-refused";
-  else if (!(method_len == 3 && memcmp(method, "GET", 3) == 0))
+  else if (find(r, sides, method, method_len, path, LOOSE_METHOD) ||
+           !(method_len == 3 && memcmp(method, "GET", 3) == 0))
     *reason = "write-refused";
   else
     *reason = "no-rule";

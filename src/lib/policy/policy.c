@@ -118,7 +118,10 @@ static bool ambiguous_ipv4(const char *in, size_t len, const al_host *h, char *m
   char alt[40] = "";
   if (dec) {
     snprintf(alt, sizeof alt, "%u.%u.%u.%u", part[0], part[1], part[2], part[3]);
-    if (strcmp(alt, h->name) == 0)
+    struct in_addr ia;
+    /* offered only when the policy would accept it */
+    if (strcmp(alt, h->name) == 0 || inet_pton(AF_INET, alt, &ia) != 1 ||
+        al_addr_classify4(&ia, NULL))
       alt[0] = '\0';
   }
   snprintf(msg, n,
@@ -366,9 +369,6 @@ static int allow_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
     }
     if (al_host_canonicalize(canon_in, canon_len, &h, &why) < 0)
       return fail(c, pos_of(kv), kv->path, "`%s` is not a valid host: %s", s, why);
-    char amb[400];
-    if (ambiguous_ipv4(canon_in, canon_len, &h, amb, sizeof amb))
-      return fail(c, pos_of(kv), kv->path, "%s", amb);
     if (t->a->wildcard) {
       if (h.is_ip)
         return fail(c, pos_of(kv), kv->path, "`%s`: a wildcard never matches an IP literal", s);
@@ -392,6 +392,11 @@ static int allow_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
                     "`%s` is a %s address, which the proxy never dials; to reach a test host, "
                     "allow a name and map it with network.pin",
                     s, range);
+      /* after the range check: its advice (a name and a pin) is the one
+       * that works for a refused range, however it is spelt */
+      char amb[400];
+      if (ambiguous_ipv4(canon_in, canon_len, &h, amb, sizeof amb))
+        return fail(c, pos_of(kv), kv->path, "%s", amb);
       warn(c, pos_of(kv), kv->path,
            "`%s` is a public IP literal: whoever holds that address later gets the agent's "
            "traffic, and TLS is checked against no name; allow the host's name instead",

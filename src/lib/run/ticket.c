@@ -196,6 +196,8 @@ done:
     }
   }
   res->exit_code = tk_exit_code(&t, res, rc);
+  tk_post_review_notes(&t);
+  tk_review_close(&t);
   if (t.audit_fd >= 0)
     close(t.audit_fd);
   if (t.out_fd >= 0)

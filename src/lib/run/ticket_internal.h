@@ -20,7 +20,9 @@
 #include <stdint.h>
 
 #include "broker/client.h"
+#include "forge/ghapi.h"
 #include "policy/policy.h"
+#include "run/review_secrets.h"
 #include "run/ticket.h"
 
 #define AGENT_STDOUT_CAP (4u << 20)
@@ -57,6 +59,15 @@ struct ticket {
   al_lease *lease;
   char *relay_key; /* relay.key: broker: the lease's model_key (secret memory), until the relay
                       sandbox started */
+  /* the review (ticket_review.c): the run's tokens as the scanner knows
+   * them (fingerprint, length, type prefix: never a value); its own lease
+   * and client, kept until the notes are posted after the record */
+  al_secret_known run_tokens[AL_ROLE_COUNT];
+  size_t n_run_tokens;
+  al_lease *review_lease;
+  al_ghapi *review_api;
+  long long review_pr;    /* the PR the notes go on, 0 when none */
+  char record_sha256[65]; /* of the record file as written, "" before */
   /* the agent phase's sealed memfds (closed by the driver): the proxy's
    * decisions, the agent's stdout, the relay's call log; -1 when not made */
   int audit_fd, out_fd, relay_fd;
@@ -139,6 +150,11 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err);
 int tk_do_outputs(struct ticket *t, al_ticket_outcome *res, al_error *err);
 int tk_do_release(struct ticket *t, al_ticket_outcome *res, al_error *err);
 void tk_do_review(struct ticket *t);
+/* After the record is written: post the notes (review_notes.h) on the PR
+ * as one comment with the review lease's git token; a line says where or
+ * why not. Then tk_review_close releases that lease. */
+void tk_post_review_notes(struct ticket *t);
+void tk_review_close(struct ticket *t);
 void tk_verify_pr(struct ticket *t, al_ticket_outcome *res);
 int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err);
 /* The exit status of the run (common/exitcodes.h) from how it ended: rc is

@@ -127,7 +127,9 @@ like "sealed: the branch deletion was refused, with its ref update in the record
 like "sealed: a request without credential got the gateway's 401, never forwarded" "$(rec "$RS" '[(d["status"], d["reason"]) for d in r["gateway_decisions"] if d["path"]=="/repos/acme/tally" and d["decision"]!="allow"]')" "\(401, 'credential-missing'\)"
 like "sealed: the PR and review writes were refused by the gateway" "$(rec "$RS" '[d["method"]+" "+d["path"] for d in r["gateway_decisions"] if d["decision"]!="allow"]')" "POST /repos/acme/tally/pulls'.*POST /repos/acme/tally/pulls/[0-9]+/reviews"
 is "sealed: the forge saw exactly one push, the run branch's" "$(admin /pushes | python3 -c 'import json,sys; d=json.load(sys.stdin)[int(sys.argv[1]):]; print([(p["ref"].split("/")[2], p["accepted"]) for p in d])' "$npush0")" "[('airlock', True)]"
-is "sealed: no comment but the supervisor's" "$(admin /comments | python3 -c 'import json,sys; d=json.load(sys.stdin)[int(sys.argv[1]):]; print([c["body"][:7] for c in d])' "$ncomm0")" "['Opened ']"
+# the supervisor's comments only: the ticket's link and the review notes on the PR
+is "sealed: no comment but the supervisor's (the link, the review notes)" "$(admin /comments | python3 -c 'import json,sys; d=json.load(sys.stdin)[int(sys.argv[1]):]; print(sorted({"link" if c["body"].startswith("Opened ") else "notes" if c["body"].startswith("<!-- airlock") else c["body"][:20] for c in d}))' "$ncomm0")" "['link', 'notes']"
+is "sealed: the agent's comment on another issue never reached the forge (the one there is the env run's)" "$(admin /comments | python3 -c 'import json,sys; print(sum(1 for c in json.load(sys.stdin) if c["body"]=="pwned"))')" 1
 is "sealed: no review was posted" "$(admin /reviews | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "$nrev0"
 is "sealed: exactly one more PR, opened by the supervisor" "$(( $(npulls) - p0 )) $(rec "$RS" 'r["outputs"]["pull_request"]["opened_by"]')" "1 supervisor"
 is "sealed: main untouched" "$(main_sha)" "$MAIN0"

@@ -1,4 +1,5 @@
-/* airlock demo [--hostile] [--keep]
+/* airlock demo [--hostile] [--keep] [--agent claude|codex|CMD [--agent-prefix DIR]
+ *              [--relay-upstream URL --relay-key-file FILE | --relay FILE]]
  *
  * The main job with nothing to set up: a local GitHub-compatible test forge
  * (airlock-forge) with a sample project that has a real bug and a ticket
@@ -29,10 +30,21 @@
 #include "common/owned.h"
 #include "common/term.h"
 #include "common/util.h"
+#include "run/presets.h"
 #include "run/review_notes.h"
 #include "run/ticket.h"
 
 #define MAX_CHILDREN 4
+
+/* --agent: a preset or a program, and the model relay it talks to. */
+struct demo_agent {
+  const char *agent;             /* NULL: the bundled agents */
+  const al_agent_preset *preset; /* when agent names one */
+  const char *prefix;            /* --agent-prefix */
+  const char *relay_upstream;    /* --relay-upstream URL */
+  const char *relay_key_file;    /* --relay-key-file FILE */
+  const char *relay_file;        /* --relay FILE: a YAML file with a `relay:` section */
+};
 
 struct demo {
   al_tmpdir tmp;         /* what we made and remove: identity checked (common/owned.h) */
@@ -199,7 +211,36 @@ static int write_text(const char *path, int mode, const char *text)
   return 0;
 }
 
-static int setup(struct demo *d, bool hostile)
+/* The policy's relay section for --agent: --relay FILE as it is, or one
+ * upstream of the preset's vendor from --relay-upstream/--relay-key-file.
+ * "" without either. malloc'd; NULL (said why) on a bad file. */
+static char *relay_section(const struct demo_agent *da)
+{
+  if (da->relay_file) {
+    char *text = NULL;
+    size_t n = 0;
+    al_error e = {0};
+    if (al_read_file(da->relay_file, 64 * 1024, &text, &n, &e) < 0) {
+      say("--relay: %s", e.msg);
+      return NULL;
+    }
+    if (strncmp(text, "relay:", 6) != 0) {
+      say("--relay %s: must start with `relay:` (a policy's relay section, docs/policy.md)",
+          da->relay_file);
+      free(text);
+      return NULL;
+    }
+    return text;
+  }
+  if (!da->relay_upstream)
+    return al_xstrdup("");
+  return al_strdup_printf("relay:\n  upstreams:\n    - {vendor: %s, upstream: \"%s\", key_file: "
+                          "\"%s\"}\n",
+                          da->preset ? da->preset->vendor : "anthropic", da->relay_upstream,
+                          da->relay_key_file);
+}
+
+static int setup(struct demo *d, bool hostile, const struct demo_agent *da)
 {
   al_error te = {0};
   if (al_tmpdir_make("airlock-demo", &d->tmp, &te) < 0) {
@@ -312,6 +353,7 @@ static int setup(struct demo *d, bool hostile)
    * local forge (a pin is the only way loopback is ever dialled). */
   char policy[PATH_MAX + 16];
   snprintf(policy, sizeof policy, "%s/airlock.yaml", d->dir);
+  al_autofree char *relay = relay_section(da);
   al_autofree char *pol = al_strdup_printf(
       "version: 1\n"
       "network:\n"
@@ -322,15 +364,17 @@ static int setup(struct demo *d, bool hostile)
       "    - {host: api.forge.test, address: 127.0.0.1}\n"
       "    - {host: forge.test, address: 127.0.0.1}\n"
       "filesystem:\n  workspace_size: 256MiB\n  tmp_size: 128MiB\n"
-      "process:\n  limits: {memory: 1GiB, pids: 256, wall: 2m}\n"
+      "process:\n  limits: {memory: %s, pids: 512, wall: %s}\n"
       "credentials:\n  broker: %s\n"
       "  git: {repo: acme/tally, permissions: {contents: write, pull_requests: write}}\n"
       "  ticket: {repo: acme/tally, permissions: {issues: write}}\n"
       "  ttl: 5m\n"
       "forge:\n  api_url: https://api.forge.test:%d\n  git_url: https://forge.test:%d\n"
-      "  ca_file: %s\n",
-      d->https_port, d->https_port, sock, d->https_port, d->https_port, d->ca);
-  if (write_text(policy, 0644, pol) < 0)
+      "  ca_file: %s\n"
+      "%s",
+      d->https_port, d->https_port, da->agent ? "3GiB" : "1GiB", da->agent ? "20m" : "2m", sock,
+      d->https_port, d->https_port, d->ca, relay ? relay : "");
+  if (!relay || write_text(policy, 0644, pol) < 0)
     return -1;
   say("test forge https://api.forge.test:%d (a local GitHub stand-in; CA %s)", d->https_port,
       d->ca);
@@ -465,11 +509,17 @@ static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
 
 static void usage(FILE *out)
 {
-  fprintf(out, "usage: airlock demo [--hostile] [--keep]\n\n"
+  fprintf(out, "usage: airlock demo [--hostile] [--keep]\n"
+               "       airlock demo --agent claude|codex|CMD [--agent-prefix DIR]\n"
+               "                    [--relay-upstream URL --relay-key-file FILE | --relay FILE]\n\n"
                "Run the main job against a local test forge: a sample project with a real bug,\n"
                "a ticket carrying the fix, the token broker, and the bundled agent in the\n"
                "sandbox. --hostile: a prompt-injected agent instead, and what stopped it.\n"
                "--keep: leave the temporary directory (logs, policy) for inspection.\n"
+               "--agent: your agent instead: a preset (claude, codex: docs/agents.md) or a\n"
+               "program; a preset needs a model API through the relay: --relay-upstream URL\n"
+               "with --relay-key-file FILE (the key, mode 0600; the agent never sees it), or\n"
+               "--relay FILE holding a policy's whole `relay:` section (docs/policy.md).\n"
                "\n"
                "Exit status: 0 everything held (a PR made, or for --hostile only a PR got\n"
                "out); 1 something did not hold; 2 usage.\n");
@@ -479,9 +529,15 @@ int cmd_demo(int argc, char **argv)
 {
   static const struct option opts[] = {{"hostile", no_argument, NULL, 'H'},
                                        {"keep", no_argument, NULL, 'k'},
+                                       {"agent", required_argument, NULL, 'a'},
+                                       {"agent-prefix", required_argument, NULL, 'X'},
+                                       {"relay-upstream", required_argument, NULL, 'u'},
+                                       {"relay-key-file", required_argument, NULL, 'K'},
+                                       {"relay", required_argument, NULL, 'R'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   bool hostile = false;
+  struct demo_agent da = {0};
   struct demo d;
   memset(&d, 0, sizeof d);
   int c;
@@ -495,6 +551,21 @@ int cmd_demo(int argc, char **argv)
     case 'k':
       d.keep = true;
       break;
+    case 'a':
+      da.agent = optarg;
+      break;
+    case 'X':
+      da.prefix = optarg;
+      break;
+    case 'u':
+      da.relay_upstream = optarg;
+      break;
+    case 'K':
+      da.relay_key_file = optarg;
+      break;
+    case 'R':
+      da.relay_file = optarg;
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -504,6 +575,23 @@ int cmd_demo(int argc, char **argv)
   }
   if (al_cli_max_operands(argc, argv, optind, 0) != 0)
     return AL_EXIT_USAGE;
+  if (da.agent && hostile)
+    return al_cli_usage_error("--hostile runs the bundled hostile agent; --agent runs yours");
+  da.preset = da.agent ? al_agent_preset_find(da.agent) : NULL;
+  if ((da.relay_upstream != NULL) != (da.relay_key_file != NULL))
+    return al_cli_usage_error("--relay-upstream and --relay-key-file go together");
+  if (da.relay_file && da.relay_upstream)
+    return al_cli_usage_error("give --relay FILE or --relay-upstream/--relay-key-file, not both");
+  if ((da.prefix || da.relay_upstream || da.relay_file) && !da.agent)
+    return al_cli_usage_error("--agent-prefix and --relay* go with --agent");
+  if (da.preset && !da.relay_upstream && !da.relay_file)
+    return al_cli_usage_error(
+        "--agent %s needs a model API (%s) and the demo has none: give --relay-upstream %s "
+        "--relay-key-file FILE (a file of mode 0600 holding the API key; the relay adds it, the "
+        "agent never sees it), or --relay FILE with a policy's `relay:` section",
+        da.preset->name, da.preset->what,
+        strcmp(da.preset->vendor, "openai") == 0 ? "https://api.openai.com"
+                                                 : "https://api.anthropic.com");
   /* Nothing but SIGKILL ends the demo before its teardown: a closed
    * `| head` is EPIPE, not SIGPIPE; SIGINT/SIGTERM/SIGHUP stay pending,
    * the ticket sees them and stops, and we exit 128+N after cleaning up. */
@@ -515,25 +603,39 @@ int cmd_demo(int argc, char **argv)
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);
   int rc = 1;
-  if (setup(&d, hostile) == 0) {
+  if (setup(&d, hostile, &da) == 0) {
     char main_before[64];
     main_sha(&d, main_before, sizeof main_before);
     char agent[PATH_MAX], agent_dir[PATH_MAX], policy[PATH_MAX + 16];
     snprintf(policy, sizeof policy, "%s/airlock.yaml", d.dir);
-    if (al_cli_find_data(hostile ? "agents/hostile-agent" : "agents/patch-agent", agent,
-                         sizeof agent) < 0) {
+    bool found = true;
+    if (!da.agent)
+      found = al_cli_find_data(hostile ? "agents/hostile-agent" : "agents/patch-agent", agent,
+                               sizeof agent) == 0;
+    else if (!da.preset && !realpath(da.agent, agent)) {
+      say("--agent `%s`: %s", da.agent, strerror(errno));
+      found = false;
+    } else if (da.preset)
+      snprintf(agent, sizeof agent, "%s", da.preset->name);
+    if (!found) {
       say("the bundled agents are not installed");
     } else {
       snprintf(agent_dir, sizeof agent_dir, "%s", agent);
-      *strrchr(agent_dir, '/') = '\0';
+      char *slash = strrchr(agent_dir, '/');
+      if (slash)
+        *slash = '\0';
       char *av[] = {agent, NULL};
       const char *ro[] = {agent_dir, NULL};
       char record[PATH_MAX + 16];
       snprintf(record, sizeof record, "%s/run-record.json", d.dir);
+      char *none[] = {NULL};
       al_ticket_opts o = {.target = hostile ? "acme/tally#2" : "acme/tally#1",
                           .policy_path = policy,
-                          .agent_argv = av,
-                          .extra_ro_paths = ro,
+                          .agent_argv = da.preset ? none : av,
+                          .agent_preset = da.preset ? da.preset->name : NULL,
+                          .agent_prefix = da.prefix,
+                          .extra_ro_paths = da.preset ? NULL : ro,
+                          .show_agent_stdout = da.agent != NULL,
                           .record_path = NULL};
       al_ticket_outcome res;
       al_error err = {0};

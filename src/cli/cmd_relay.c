@@ -142,7 +142,7 @@ int cmd_relay(int argc, char **argv)
   (void)madvise(key, 4096, MADV_DONTDUMP);
   char *ev = getenv(AL_RELAY_KEY_ENV);
   if (ev) {
-    snprintf(key, AL_RELAY_KEY_MAX + 1, "%s", ev);
+    snprintf(key, 4096, "%s", ev);
     explicit_bzero(ev, strlen(ev));
     unsetenv(AL_RELAY_KEY_ENV);
   } else if (key_file) {
@@ -158,10 +158,21 @@ int cmd_relay(int argc, char **argv)
       n--;
     key[n > 0 ? n : 0] = '\0';
   }
-  size_t kl = strlen(key);
-  bool kok = kl > 0 && kl <= AL_RELAY_KEY_MAX;
-  for (size_t i = 0; i < kl && kok; i++)
-    kok = key[i] > 0x20 && key[i] < 0x7f;
+  /* One key per upstream, in order, separated by single spaces. */
+  char *keys[17] = {0};
+  size_t nkeys = 0;
+  bool kok = key[0] != '\0';
+  for (char *k = key; kok && *k && nkeys < 16;) {
+    keys[nkeys++] = k;
+    char *sp = strchr(k, ' ');
+    if (sp)
+      *sp = '\0';
+    size_t kl = strlen(k);
+    kok = kl > 0 && kl <= AL_RELAY_KEY_MAX;
+    for (size_t i = 0; i < kl && kok; i++)
+      kok = k[i] > 0x20 && k[i] < 0x7f;
+    k = sp ? sp + 1 : k + kl;
+  }
   if (!kok) {
     return al_cli_usage_error("no usable key ($" AL_RELAY_KEY_ENV " or --key-file)");
   }
@@ -189,6 +200,13 @@ int cmd_relay(int argc, char **argv)
     usage(stderr);
     return 2;
   }
+  if (nkeys != cfg.n_upstreams) {
+    fprintf(stderr, "airlock relay: %zu key(s) for %zu upstream(s) (one per upstream, in order)\n",
+            nkeys, cfg.n_upstreams);
+    explicit_bzero(key, 4096);
+    al_relay_config_clear(&cfg);
+    return 2;
+  }
   if (listen)
     listen_fd = listen_on(listen);
   if (listen_fd < 0) {
@@ -208,7 +226,7 @@ int cmd_relay(int argc, char **argv)
   al_relay_serve_opts so = {.cfg = &cfg,
                             .listen_fd = listen_fd,
                             .proxy_addr = proxy,
-                            .key = key,
+                            .keys = (const char *const *)keys,
                             .log_fd = log_fd,
                             .run_id = run_id};
   int r = al_relay_serve(&so, &err);

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "common/term.h"
 #include "common/util.h"
+#include "run/presets.h"
 #include "run/ticket.h"
 
 /* The bundled agent inside airlock-agent:local (scripts/docker-images.sh). */
@@ -30,7 +31,12 @@ static void usage(FILE *out)
           "is a pull request on an airlock/ branch. The agent's contract: docs/agents.md.\n"
           "\n"
           "  -p, --policy FILE        the policy (network, credentials and forge sections)\n"
-          "  -a, --agent CMD          the agent (default: the bundled patch-agent)\n"
+          "  -a, --agent CMD          the agent (default: the bundled patch-agent); `claude`\n"
+          "                           and `codex` are presets: Claude Code or Codex CLI from\n"
+          "                           the host's npm install, wired to the model relay\n"
+          "                           (docs/agents.md); a program of that name: ./claude\n"
+          "      --agent-prefix DIR   where a preset's npm package is installed\n"
+          "                           (`npm install --prefix DIR ...`; default: PATH)\n"
           "  -r, --record FILE        where to write the run record (JSON, mode 0600)\n"
           "  -t, --timeout DUR        wall-clock limit for the agent (default: the policy's)\n"
           "  -q, --quiet              no progress lines (the agent's output and the\n"
@@ -59,6 +65,7 @@ int cmd_ticket(int argc, char **argv)
 {
   static const struct option opts[] = {{"policy", required_argument, NULL, 'p'},
                                        {"agent", required_argument, NULL, 'a'},
+                                       {"agent-prefix", required_argument, NULL, 'X'},
                                        {"record", required_argument, NULL, 'r'},
                                        {"timeout", required_argument, NULL, 't'},
                                        {"quiet", no_argument, NULL, 'q'},
@@ -93,6 +100,9 @@ int cmd_ticket(int argc, char **argv)
       break;
     case 'a':
       agent = optarg;
+      break;
+    case 'X':
+      o.agent_prefix = optarg;
       break;
     case 'r':
       o.record_path = optarg;
@@ -163,7 +173,16 @@ int cmd_ticket(int argc, char **argv)
   optind = dd < argc ? dd + 1 : argc;
 
   char agent_path[PATH_MAX];
-  if (docker) {
+  if (!docker && agent && al_agent_preset_find(agent)) {
+    /* a preset: the library finds its program once the policy is read */
+    o.agent_preset = agent;
+    o.agent_argv = argv + optind; /* the user's extra arguments (NULL-terminated) */
+  } else if (o.agent_prefix) {
+    return al_cli_usage_error("--agent-prefix goes with a preset (--agent claude|codex)");
+  }
+  if (o.agent_preset) {
+    agent_path[0] = '\0';
+  } else if (docker) {
     /* a program inside the agent image: no host path is resolved or bound */
     snprintf(agent_path, sizeof agent_path, "%s", agent ? agent : DOCKER_AGENT);
     o.docker = &dk;
@@ -188,7 +207,8 @@ int cmd_ticket(int argc, char **argv)
   av[0] = agent_path;
   for (size_t i = 0; i < nargs; i++)
     av[i + 1] = argv[optind + i];
-  o.agent_argv = av;
+  if (!o.agent_preset)
+    o.agent_argv = av;
 
   /* The agent's own directory is bound read-only when it lives outside the
    * sandbox's view of the host (/usr). */

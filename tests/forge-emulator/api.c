@@ -12,6 +12,7 @@
 #include "behave.h"
 #include "pullfiles.h"
 #include "rulesets.h"
+#include "shapes.h"
 #include "common/util.h"
 
 #define DOC_APPS "https://docs.github.com/rest/apps/apps"
@@ -50,9 +51,9 @@ static json_t *user_obj(const char *login)
   if (l > 5 && !strcmp(login + l - 5, "[bot]")) {
     for (size_t i = 0; i < g_forge.n_apps; i++) {
       if (strlen(g_forge.apps[i].slug) == l - 5 && !strncmp(g_forge.apps[i].slug, login, l - 5))
-        return json_pack("{s:s, s:I, s:s, s:s, s:b}", "login", login, "id",
-                         (json_int_t)bot_user_id(&g_forge.apps[i]), "type", "Bot", "node_id",
-                         "BOT_forge", "site_admin", 0);
+        return forge_shape_user(json_pack("{s:s, s:I, s:s, s:s, s:b}", "login", login, "id",
+                                          (json_int_t)bot_user_id(&g_forge.apps[i]), "type", "Bot",
+                                          "node_id", "BOT_forge", "site_admin", 0));
     }
   }
   json_t *u = forge_user(login);
@@ -60,31 +61,31 @@ static json_t *user_obj(const char *login)
   const char *type = u && json_string_value(json_object_get(u, "type"))
                          ? json_string_value(json_object_get(u, "type"))
                          : "User";
-  return json_pack("{s:s, s:I, s:s, s:s, s:s, s:b}", "login", login, "id", (json_int_t)id,
-                   "node_id", "U_forge", "type", type, "html_url", "https://forge.test/",
-                   "site_admin", 0);
+  return forge_shape_user(json_pack("{s:s, s:I, s:s, s:s, s:s, s:b}", "login", login, "id",
+                                    (json_int_t)id, "node_id", "U_forge", "type", type, "html_url",
+                                    "https://forge.test/", "site_admin", 0));
 }
 
 static json_t *repo_obj(json_t *r)
 {
   const char *full = json_string_value(json_object_get(r, "full_name"));
   bool priv = json_is_true(json_object_get(r, "private"));
-  return json_pack("{s:O, s:s, s:O, s:s, s:b, s:o, s:s++, s:s++, s:s+++, s:O, s:s, s:b, s:b, s:b}",
-                   "id", json_object_get(r, "id"), "node_id", "R_forge", "name",
-                   json_object_get(r, "name"), "full_name", full, "private", priv, "owner",
-                   user_obj(json_string_value(json_object_get(r, "owner"))), "html_url",
-                   g_forge.git_base_url, "/", full, "url", g_forge.base_url, "/repos/", full,
-                   "clone_url", g_forge.git_base_url, "/", full, ".git", "default_branch",
-                   json_object_get(r, "default_branch"), "visibility", priv ? "private" : "public",
-                   "fork", 0, "archived", 0, "disabled", 0);
+  return forge_shape_repo(json_pack(
+      "{s:O, s:s, s:O, s:s, s:b, s:o, s:s++, s:s++, s:s+++, s:O, s:s, s:b, s:b, s:b}", "id",
+      json_object_get(r, "id"), "node_id", "R_forge", "name", json_object_get(r, "name"),
+      "full_name", full, "private", priv, "owner",
+      user_obj(json_string_value(json_object_get(r, "owner"))), "html_url", g_forge.git_base_url,
+      "/", full, "url", g_forge.base_url, "/repos/", full, "clone_url", g_forge.git_base_url, "/",
+      full, ".git", "default_branch", json_object_get(r, "default_branch"), "visibility",
+      priv ? "private" : "public", "fork", 0, "archived", 0, "disabled", 0));
 }
 
 static json_t *app_obj(struct forge_app *app)
 {
-  return json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:O, s:[s,s]}", "id", (json_int_t)app->id,
-                   "slug", app->slug, "client_id", app->client_id, "node_id", "A_forge", "name",
-                   app->name, "owner", user_obj(app->owner), "permissions", app->permissions,
-                   "events", "issues", "pull_request");
+  return forge_shape_app(json_pack(
+      "{s:I, s:s, s:s, s:s, s:s, s:o, s:O, s:[s,s]}", "id", (json_int_t)app->id, "slug", app->slug,
+      "client_id", app->client_id, "node_id", "A_forge", "name", app->name, "owner",
+      user_obj(app->owner), "permissions", app->permissions, "events", "issues", "pull_request"));
 }
 
 static json_t *installation_obj(json_t *inst)
@@ -93,15 +94,15 @@ static json_t *installation_obj(json_t *inst)
   char url[256];
   snprintf(url, sizeof url, "%s/app/installations/%lld/access_tokens", g_forge.base_url,
            (long long)json_integer_value(json_object_get(inst, "id")));
-  return json_pack("{s:O, s:o, s:O, s:s, s:s+, s:O, s:s, s:s, s:O, s:[], s:s, s:n}", "id",
-                   json_object_get(inst, "id"), "account",
-                   user_obj(json_string_value(json_object_get(inst, "account"))),
-                   "repository_selection", json_object_get(inst, "repository_selection"),
-                   "access_tokens_url", url, "repositories_url", g_forge.base_url,
-                   "/installation/repositories", "app_id", json_object_get(inst, "app_id"),
-                   "app_slug", app ? app->slug : "", "target_type", "Organization", "permissions",
-                   json_object_get(inst, "permissions"), "events", "created_at",
-                   "2024-01-01T00:00:00Z", "suspended_at");
+  return forge_shape_installation(json_pack(
+      "{s:O, s:o, s:O, s:s, s:s+, s:O, s:s, s:s, s:O, s:[], s:s, s:n}", "id",
+      json_object_get(inst, "id"), "account",
+      user_obj(json_string_value(json_object_get(inst, "account"))), "repository_selection",
+      json_object_get(inst, "repository_selection"), "access_tokens_url", url, "repositories_url",
+      g_forge.base_url, "/installation/repositories", "app_id", json_object_get(inst, "app_id"),
+      "app_slug", app ? app->slug : "", "target_type", "Organization", "permissions",
+      json_object_get(inst, "permissions"), "events", "created_at", "2024-01-01T00:00:00Z",
+      "suspended_at"));
 }
 
 /* installation_obj with the stored suspension (admin /installations/{id}/suspend). */
@@ -602,10 +603,27 @@ static void h_branch(struct ctx *c, json_t *repo, const char *branch)
     return forge_resp_error(c->resp, 404, "Branch not found", DOC_BRANCH);
   al_autofree char *purl = al_strdup_printf("%s/repos/%s/branches/%s/protection", g_forge.base_url,
                                             repo_full(repo), branch);
+  al_autofree char *self =
+      al_strdup_printf("%s/repos/%s/branches/%s", g_forge.base_url, repo_full(repo), branch);
+  al_autofree char *html =
+      al_strdup_printf("%s/%s/tree/%s", g_forge.git_base_url, repo_full(repo), branch);
+  al_autofree char *curl =
+      al_strdup_printf("%s/repos/%s/commits/%s", g_forge.base_url, repo_full(repo), sha);
+  bool prot = branch_protected_any(repo, branch);
+  /* branch-with-protection: commit is a full commit object on GitHub; the
+   * forge gives its sha and url (see README "Not emulated"). */
   forge_resp_json(c->resp, 200,
-                  json_pack("{s:s, s:{s:s}, s:b, s:s}", "name", branch, "commit", "sha", sha,
-                            "protected", branch_protected_any(repo, branch), "protection_url",
-                            purl));
+                  json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:s+, s:{s:s, s:n, s:n, s:s, s:I, "
+                            "s:{s:s, s:s}}, s:n, s:n, s:[]}, s:b, s:s, s:{s:s, s:s}, s:{s:b, "
+                            "s:{s:s, s:[], s:[]}}}",
+                            "name", branch, "commit", "sha", sha, "url", curl, "node_id", "C_forge",
+                            "html_url", html, "comments_url", curl, "/comments", "commit", "url",
+                            curl, "author", "committer", "message", "", "comment_count",
+                            (json_int_t)0, "tree", "sha", sha, "url", curl, "author", "committer",
+                            "parents", "protected", prot, "protection_url", purl, "_links", "self",
+                            self, "html", html, "protection", "enabled", prot,
+                            "required_status_checks", "enforcement_level",
+                            prot ? "non_admins" : "off", "contexts", "checks"));
 }
 
 static char *b64_lines(const unsigned char *data, size_t len)
@@ -689,9 +707,17 @@ static void h_contents(struct ctx *c, json_t *repo, const char *path)
                               DOC_CONTENTS);
     al_autofree char *b64 = b64_lines((unsigned char *)data, len);
     forge_resp_json(c->resp, 200,
-                    json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:s}", "type", "file",
-                              "encoding", "base64", "name", base, "path", path, "sha", oid, "size",
-                              (json_int_t)len, "content", b64, "url", ""));
+                    json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:s+++, s:s++++, s:s+++++, s:n, "
+                              "s:{s:s+++, s:s+++, s:s++++}}",
+                              "type", "file", "encoding", "base64", "name", base, "path", path,
+                              "sha", oid, "size", (json_int_t)len, "content", b64, "url",
+                              g_forge.base_url, "/repos/", repo_full(repo), "/contents", "git_url",
+                              g_forge.base_url, "/repos/", repo_full(repo), "/git/blobs/", oid,
+                              "html_url", g_forge.git_base_url, "/", repo_full(repo), "/blob/", r,
+                              "/", "download_url", "_links", "self", g_forge.base_url, "/repos/",
+                              repo_full(repo), "/contents", "git", g_forge.base_url, "/repos/",
+                              repo_full(repo), "/git", "html", g_forge.git_base_url, "/",
+                              repo_full(repo), "/blob/", r));
     return;
   }
   if (strcmp(type, "tree") != 0)
@@ -807,10 +833,17 @@ static json_t *protection_obj(json_t *repo, const char *branch, json_t *prot)
                                   names_to_users(json_object_get(restr, "users")), "teams",
                                   names_to_teams(json_object_get(restr, "teams")), "apps",
                                   names_to_apps(json_object_get(restr, "apps"))));
-  json_object_set_new(
-      o, "required_signatures",
-      json_pack("{s:b}", "enabled", json_is_true(json_object_get(prot, "required_signatures"))));
+  json_object_set_new(o, "required_signatures",
+                      json_pack("{s:s+++++, s:b}", "url", g_forge.base_url, "/repos/",
+                                repo_full(repo), "/branches/", branch,
+                                "/protection/required_signatures", "enabled",
+                                json_is_true(json_object_get(prot, "required_signatures"))));
   json_object_set_new(o, "enforce_admins", enabled(prot, "enforce_admins"));
+  {
+    al_autofree char *eu = al_strdup_printf("%s/repos/%s/branches/%s/protection/enforce_admins",
+                                            g_forge.base_url, repo_full(repo), branch);
+    json_object_set_new(json_object_get(o, "enforce_admins"), "url", json_string(eu));
+  }
   json_object_set_new(o, "required_linear_history", enabled(prot, "required_linear_history"));
   json_object_set_new(o, "allow_force_pushes", enabled(prot, "allow_force_pushes"));
   json_object_set_new(o, "allow_deletions", enabled(prot, "allow_deletions"));
@@ -1078,7 +1111,7 @@ static json_t *issue_obj(json_t *repo, json_t *is, bool is_pull)
         al_strdup_printf("%s/repos/%s/pulls/%lld", g_forge.base_url, repo_full(repo), num);
     json_object_set_new(o, "pull_request", json_pack("{s:s}", "url", purl));
   }
-  return o;
+  return forge_shape_issue(o, repo_full(repo));
 }
 
 static void h_issue(struct ctx *c, json_t *repo, long long num)
@@ -1198,7 +1231,7 @@ static json_t *pull_obj(json_t *repo, json_t *pr)
                       json_pack("{s:s, s:s, s:s, s:o, s:o}", "label", bl, "ref", base, "sha",
                                 bs ? bs : json_string_value(json_object_get(pr, "base_sha")),
                                 "repo", repo_obj(repo), "user", user_obj(owner)));
-  return o;
+  return forge_shape_pull(o, repo_full(repo));
 }
 
 static void h_pulls(struct ctx *c, json_t *repo)
@@ -1365,12 +1398,14 @@ static json_t *review_obj(json_t *repo, json_t *rv)
   long long num = json_integer_value(json_object_get(rv, "pull_number"));
   al_autofree char *purl =
       al_strdup_printf("%s/repos/%s/pulls/%lld", g_forge.base_url, repo_full(repo), num);
-  return json_pack(
-      "{s:O, s:s, s:o, s:O, s:O, s:s, s:O, s:O, s:s}", "id", json_object_get(rv, "id"), "node_id",
-      "PRR_forge", "user", user_obj(json_string_value(json_object_get(rv, "user"))), "body",
-      json_object_get(rv, "body"), "state", json_object_get(rv, "state"), "pull_request_url", purl,
-      "commit_id", json_object_get(rv, "commit_id"), "submitted_at",
-      json_object_get(rv, "submitted_at"), "author_association", "NONE");
+  return forge_shape_review(
+      json_pack("{s:O, s:s, s:o, s:O, s:O, s:s, s:O, s:O, s:s}", "id", json_object_get(rv, "id"),
+                "node_id", "PRR_forge", "user",
+                user_obj(json_string_value(json_object_get(rv, "user"))), "body",
+                json_object_get(rv, "body"), "state", json_object_get(rv, "state"),
+                "pull_request_url", purl, "commit_id", json_object_get(rv, "commit_id"),
+                "submitted_at", json_object_get(rv, "submitted_at"), "author_association", "NONE"),
+      repo_full(repo), num);
 }
 
 /* Create a review as login (the token's bot, or a human through the admin

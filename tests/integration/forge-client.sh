@@ -168,4 +168,24 @@ is "301: reported (moved_to)" "$(jq -r .moved_to <<<"$out")" /repositories/3002
 out=$(call --list 0 GET "/repos/acme/old-other/pulls/$N/files")
 is "301 on a list: every page read through the new location" "$(jq -r .list_status,.items,.moved_status <<<"$out" | tr '\n' ' ')" "complete 700 301 "
 
+# ---- tag rulesets enforced on push ------------------------------------------
+tagpush() { (cd "$W/wc" && g push -q origin "$@") >"$W/tag.out" 2>&1; }
+(cd "$W/wc" && git tag v9.9 HEAD && git tag v9.8 HEAD~0 && git tag x1 HEAD) >/dev/null 2>&1
+tagpush refs/tags/v9.8 && ok "control: a tag pushed before any tag ruleset" || fail "control: a tag pushed before any tag ruleset"
+admin /rulesets '{"repo":"acme/other","ruleset":{"id":77,"name":"release tags","target":"tag","enforcement":"active",
+  "conditions":{"ref_name":{"include":["refs/tags/v*"],"exclude":[]}},
+  "rules":[{"type":"creation"},{"type":"update"},{"type":"deletion"}],"bypass_actors":[]}}' >/dev/null
+if tagpush refs/tags/v9.9; then fail "tag ruleset: creating refs/tags/v9.9 is refused"; else ok "tag ruleset: creating refs/tags/v9.9 is refused"; fi
+like "  with GitHub's GH013 message" "$(cat "$W/tag.out")" 'GH013: Repository rule violations found for refs/tags/v9.9'
+like "  ... and the rule" "$(cat "$W/tag.out")" 'Cannot create ref due to creations being restricted'
+if tagpush :refs/tags/v9.8; then fail "tag ruleset: deleting refs/tags/v9.8 is refused"; else ok "tag ruleset: deleting refs/tags/v9.8 is refused"; fi
+like "  deletion message" "$(cat "$W/tag.out")" 'Cannot delete this protected ref'
+if tagpush -f "HEAD~1:refs/tags/v9.8"; then fail "tag ruleset: moving refs/tags/v9.8 is refused"; else ok "tag ruleset: moving refs/tags/v9.8 is refused"; fi
+tagpush refs/tags/x1 && ok "positive control: a tag outside refs/tags/v* is accepted" || fail "positive control: a tag outside refs/tags/v* is accepted"
+admin /rulesets '{"repo":"acme/other","ruleset":{"id":77,"name":"release tags","target":"tag","enforcement":"active",
+  "conditions":{"ref_name":{"include":["refs/tags/v*"],"exclude":[]}},
+  "rules":[{"type":"creation"},{"type":"update"},{"type":"deletion"}],
+  "bypass_actors":[{"actor_id":1002,"actor_type":"Integration","bypass_mode":"always"}]}}' >/dev/null
+tagpush refs/tags/v9.9 && ok "positive control: the same push by an App on the bypass list is accepted" || fail "positive control: the same push by an App on the bypass list is accepted"
+
 done_testing

@@ -413,6 +413,23 @@ is "with the gateway gone, a forge CONNECT gets no answer from the forge" "$code
 is "  the proxy logged gateway-unavailable" \
   "$(jq -r 'select(.decision == "deny") | .reason' "$H2/proxy.jsonl" | tail -1)" gateway-unavailable
 
+# plain HTTP (absolute-form) to a forge host: refused by the proxy, whatever the allowlist says
+sed "s|{host: forge.test, port: $P, tls: true}|{host: forge.test, port: $P, tls: false}|" "$W/policy.yaml" >"$W/policy-plain.yaml"
+H3=$W/h3
+mkdir -p "$H3"
+cat "$W/git.tok" "$W/ticket.tok" | "$HARNESS" -p "$W/policy-plain.yaml" --repo acme/tally --ticket 1 \
+  --branch "$BR" --run-id "$RUN-c" --dir "$H3" 2>"$W/harness3.err" &
+on_exit "kill $!"
+for _ in $(seq 1 200); do [ -s "$H3/ports.json" ] && break; sleep 0.05; done
+code=$(curl -sS --max-time 20 --proxy "http://127.0.0.1:$(jq -r .gateway "$H3/ports.json")" -o /dev/null \
+  -w '%{http_code}' "http://forge.test:$P/acme/tally.git/info/refs?service=git-upload-pack" 2>/dev/null)
+is "plain HTTP to a gateway host (a tls: false entry): 403 from the proxy" "$code" 403
+is "  reason gateway-plain-http" "$(jq -r 'select(.decision == "deny") | .reason' "$H3/proxy.jsonl" | tail -1)" gateway-plain-http
+curl -sS --max-time 20 --proxy "http://127.0.0.1:$(jq -r .tunnel "$H3/ports.json")" -o /dev/null \
+  "http://forge.test:$P/acme/tally.git/info/refs?service=git-upload-pack" 2>/dev/null
+is "  positive control: without the hand-off the proxy lets it through" \
+  "$(jq -r 'select(.event == "open") | .decision' "$H3/proxy.jsonl" | tail -1)" allow
+
 # ---- the gateway process ----
 st=$(cat "/proc/$GPID/status" 2>/dev/null)
 like "the gateway runs as nobody" "$(echo "$st" | grep '^Uid:')" $'Uid:\t65534'

@@ -42,10 +42,10 @@ like "stderr relayed live goes through the gutter too" "$out" "${G}airlock: all 
 like "a line split across two writes is one line behind the gutter, CR escaped" "$out" "${G}half a line, then\\\\x0d\\\\x1b\\[1Kairlock: overwritten"
 if printf '%s' "$out" | grep -q $'\xe2\x80\xae'; then fail "U+202E never reaches the operator raw"; else ok "U+202E never reaches the operator raw"; fi
 like "U+202E is shown escaped" "$out" '\\u202e gnissap'
-like "an unterminated last line is ended (airlock's next line starts at column 0)" "$out" "${G}no newline at the end"$'\n'
+if grep -qx "${G}no newline at the end" <<<"$out"; then ok "an unterminated last line is ended (airlock's next line starts at column 0)"; else fail "an unterminated last line is ended (airlock's next line starts at column 0)"; fi
 last=$(tail -n 3 <<<"$out")
 if grep -vq '^airlock ticket: ' <<<"$last"; then fail "airlock's summary comes after the agent's output"; diag "$last"; else ok "airlock's summary comes after the agent's output"; fi
-like "the summary's PR is the verified one, not the agent's claim" "$out" $'\nairlock ticket: pull request https://forge.test:[0-9]+/acme/tally/pull/[0-9]+: verified on the forge'
+like "the summary's PR is the verified one, not the agent's claim" "$out" '^airlock ticket: pull request https://forge.test:[0-9]+/acme/tally/pull/[0-9]+: (opened by the (supervisor|agent), )?verified on the forge'
 
 # --- 2. Exit 0 without a PR ---
 out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent /usr/bin/true --record "$T_TMP/rec-true.json" 2>&1); rc=$?

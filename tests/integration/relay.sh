@@ -24,8 +24,8 @@ relay:
 YAML
 out=$("$AIRLOCK" policy check "$P/rgood.yaml" 2>&1)
 like "relay section: upstream canonical (lower-case host, no trailing slash)" "$out" '"upstream":"https://api.anthropic.com"'
-like "relay section: default routes are the three POST APIs" "$out" '"routes":\["POST /v1/messages","POST /v1/chat/completions","POST /v1/responses"\]'
-like "relay section: defaults filled (auth, size, timeouts in ms)" "$out" '"auth":"x-api-key".*"max_request":8388608.*"first_byte":120000'
+like "relay section: the Anthropic routes by default (vendor by host)" "$out" '"routes":\["POST /v1/messages","POST /v1/messages/count_tokens"\]'
+like "relay section: defaults filled (size, timeouts in ms, auth)" "$out" '"max_request":8388608.*"first_byte":120000.*"auth":"x-api-key".*"vendor":"anthropic"'
 # rbad NAME LINE:COL REGEX  (relay YAML body on stdin, indented two spaces)
 rbad() {
   { printf 'version: 1\nrelay:\n'; cat; } >"$P/$1.yaml"
@@ -102,6 +102,7 @@ relay:
   key_file: $T_TMP/secret/model.key
   ca_file: $T_TMP/ca.pem
   pin: 127.0.0.1
+$(case "$2" in *routes:*) ;; *) echo '  routes: ["POST /v1/messages", "POST /v1/chat/completions", "POST /v1/responses"]' ;; esac)
 $2
 YAML
 }

@@ -981,7 +981,15 @@ static int review_field(struct ctx *c, void *obj, size_t idx, const struct kv *k
   return 0;
 }
 
-/* ---- relay (the model relay, issue #10) ---- */
+/* ---- relay (the model relay, issues #10 and #17) ---- */
+
+static json_t *str_array(char **v, size_t n)
+{
+  json_t *a = json_array();
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(a, json_string(v[i]));
+  return a;
+}
 
 static int relay_route_parse(struct ctx *c, const struct kv *kv, al_relay_route *r)
 {
@@ -1025,7 +1033,7 @@ static int relay_timeouts_field(struct ctx *c, void *obj, size_t idx, const stru
   return get_duration(c, kv, 100, maxv[idx], dst[idx]);
 }
 
-static int relay_upstream(struct ctx *c, const struct kv *kv, al_policy_relay *r)
+static int relay_upstream_url(struct ctx *c, const struct kv *kv, al_relay_upstream *r)
 {
   if (get_str(c, kv, &r->upstream) < 0)
     return -1;
@@ -1068,12 +1076,101 @@ static int relay_upstream(struct ctx *c, const struct kv *kv, al_policy_relay *r
   return 0;
 }
 
-static int relay_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+/* A list of names matching `ok` (a short description for the message). */
+static int relay_names(struct ctx *c, const struct kv *kv, bool (*ok)(const char *),
+                       const char *what, char ***out, size_t *n)
 {
-  al_policy_relay *r = obj;
+  size_t count = 0;
+  if (walk_seq(c, kv, &count) < 0)
+    return -1;
+  *out = al_xcalloc(count + 1, sizeof(char *));
+  void *it = NULL;
+  struct fy_node *item;
+  while ((item = fy_node_sequence_iterate(kv->val, &it)) != NULL) {
+    char path[160];
+    snprintf(path, sizeof path, "%s[%zu]", kv->path, *n);
+    struct kv ikv = {kv->key, item, path};
+    al_autofree char *s = NULL;
+    if (get_str(c, &ikv, &s) < 0)
+      return -1;
+    if (!ok(s))
+      return fail(c, pos_of(&ikv), path, "`%s` is not %s", s, what);
+    (*out)[(*n)++] = al_steal_ptr(&s);
+  }
+  return 0;
+}
+
+static bool name_chars(const char *s, const char *extra)
+{
+  if (!s[0] || strlen(s) > 100)
+    return false;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || strchr(extra, *p)))
+      return false;
+  return true;
+}
+
+static bool feature_name(const char *s)
+{
+  return name_chars(s, "_-.");
+}
+
+static bool beta_name(const char *s)
+{
+  return name_chars(s, "-_.");
+}
+
+/* Extra headers: lower-case tokens, never a credential, a hop-by-hop or an
+ * identity header the relay sets itself. */
+static bool header_name(const char *s)
+{
+  static const char *const refused[] = {"authorization",
+                                        "x-api-key",
+                                        "api-key",
+                                        "cookie",
+                                        "host",
+                                        "connection",
+                                        "upgrade",
+                                        "content-length",
+                                        "transfer-encoding",
+                                        "te",
+                                        "trailer",
+                                        "openai-organization",
+                                        "openai-project",
+                                        "proxy-authorization",
+                                        "forwarded",
+                                        "x-forwarded-for",
+                                        NULL};
+  if (!name_chars(s, "-_"))
+    return false;
+  for (size_t i = 0; refused[i]; i++)
+    if (strcmp(s, refused[i]) == 0)
+      return false;
+  return strncmp(s, "proxy-", 6) != 0;
+}
+
+static bool org_value(const char *s)
+{
+  if (!s || !s[0] || strlen(s) > 128)
+    return false;
+  for (const char *p = s; *p; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '_'))
+      return false;
+  return true;
+}
+
+/* The keys of one upstream, in relay_upstream_field's order; the shorthand
+ * form takes the same keys at the top of `relay:`. */
+static const char *const upstream_keys[] = {
+    "upstream", "auth",  "key_file", "ca_file",        "pin",          "routes",  "key",
+    "vendor",   "allow", "headers",  "anthropic_beta", "organization", "project", NULL};
+
+static int relay_upstream_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  al_relay_upstream *r = obj;
   switch (idx) {
   case 0:
-    return relay_upstream(c, kv, r);
+    return relay_upstream_url(c, kv, r);
   case 1:
     if (get_str(c, kv, &r->auth) < 0)
       return -1;
@@ -1123,28 +1220,7 @@ static int relay_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
     }
     return 0;
   }
-  case 6:
-    if (get_size(c, kv, 1024, &r->max_request) < 0)
-      return -1;
-    if (r->max_request > (256ull << 20))
-      return fail(c, pos_of(kv), kv->path, "at most 256MiB");
-    return 0;
-  case 7: {
-    static const char *const keys[] = {"requests", "tokens", NULL};
-    return walk_map(c, kv->val, kv->key, kv->path, keys, relay_budget_field, r);
-  }
-  case 8: {
-    static const char *const keys[] = {"connect", "first_byte", "idle", "total", NULL};
-    return walk_map(c, kv->val, kv->key, kv->path, keys, relay_timeouts_field, r);
-  }
-  case 9: {
-    uint64_t v;
-    if (get_uint(c, kv, 1, 1024, &v) < 0)
-      return -1;
-    r->max_conns = (uint32_t)v;
-    return 0;
-  }
-  case 10: {
+  case 6: {
     al_autofree char *k = NULL;
     if (get_str(c, kv, &k) < 0)
       return -1;
@@ -1154,16 +1230,130 @@ static int relay_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv
     r->key_broker = true;
     return 0;
   }
+  case 7:
+    if (get_str(c, kv, &r->vendor) < 0)
+      return -1;
+    if (strcmp(r->vendor, "anthropic") != 0 && strcmp(r->vendor, "openai") != 0)
+      return fail(c, pos_of(kv), kv->path, "must be `anthropic` or `openai`, got `%s`", r->vendor);
+    return 0;
+  case 8:
+    return relay_names(c, kv, feature_name, "a feature name ([a-z0-9_.-]; see docs/policy.md)",
+                       &r->allow, &r->n_allow);
+  case 9:
+    return relay_names(c, kv, header_name,
+                       "a header the relay may forward (lower case; no credential, hop-by-hop "
+                       "or organization/project header)",
+                       &r->headers, &r->n_headers);
+  case 10:
+    return relay_names(c, kv, beta_name, "a beta name ([a-z0-9._-])", &r->betas, &r->n_betas);
+  case 11:
+  case 12: {
+    char **dst = idx == 11 ? &r->organization : &r->project;
+    if (get_str(c, kv, dst) < 0)
+      return -1;
+    if (!org_value(*dst))
+      return fail(c, pos_of(kv), kv->path, "`%s` must be an id ([A-Za-z0-9_-], 1..128)", *dst);
+    return 0;
+  }
   default:
     return -1;
   }
 }
 
-static void relay_defaults(al_policy_relay *r)
+static al_relay_upstream *relay_add_upstream(al_policy_relay *r)
 {
+  r->upstreams = al_xrealloc(r->upstreams, (r->n_upstreams + 1) * sizeof *r->upstreams);
+  al_relay_upstream *u = &r->upstreams[r->n_upstreams++];
+  memset(u, 0, sizeof *u);
+  return u;
+}
+
+struct relay_tmp {
+  al_policy_relay *r;
+  struct fy_node *short_key; /* the first shorthand key, for the "both forms" message */
+  bool have_list;
+};
+
+static int relay_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
+{
+  struct relay_tmp *t = obj;
+  al_policy_relay *r = t->r;
+  size_t nup = AL_ARRAY_SIZE(upstream_keys) - 1;
+  if (idx < nup) { /* the shorthand: one upstream, its keys at the top */
+    if (t->have_list)
+      return fail(c, kv->key, kv->path,
+                  "`relay.upstreams` is given: put this key inside one of its entries");
+    if (!t->short_key)
+      t->short_key = kv->key;
+    if (r->n_upstreams == 0)
+      relay_add_upstream(r);
+    return relay_upstream_field(c, &r->upstreams[0], idx, kv);
+  }
+  switch (idx - nup) {
+  case 0: {
+    if (t->short_key)
+      return fail(c, kv->key, kv->path,
+                  "give either `upstreams` or the one-upstream shorthand (`upstream`, `key_file`, "
+                  "...), not both");
+    t->have_list = true;
+    r->listed = true;
+    size_t count = 0;
+    if (walk_seq(c, kv, &count) < 0)
+      return -1;
+    if (count == 0 || count > 16)
+      return fail(c, kv->key, kv->path, "needs 1 to 16 upstreams");
+    void *it = NULL;
+    struct fy_node *item;
+    while ((item = fy_node_sequence_iterate(kv->val, &it)) != NULL) {
+      char path[128];
+      snprintf(path, sizeof path, "%s[%zu]", kv->path, r->n_upstreams);
+      al_relay_upstream *u = relay_add_upstream(r);
+      if (walk_map(c, item, kv->key, path, upstream_keys, relay_upstream_field, u) < 0)
+        return -1;
+      if (!u->upstream)
+        return fail(c, kv->key, path, "upstream: required (https://HOST[:PORT][/PREFIX])");
+    }
+    return 0;
+  }
+  case 1:
+    if (get_size(c, kv, 1024, &r->max_request) < 0)
+      return -1;
+    if (r->max_request > (256ull << 20))
+      return fail(c, pos_of(kv), kv->path, "at most 256MiB");
+    return 0;
+  case 2: {
+    static const char *const keys[] = {"requests", "tokens", NULL};
+    return walk_map(c, kv->val, kv->key, kv->path, keys, relay_budget_field, r);
+  }
+  case 3: {
+    static const char *const keys[] = {"connect", "first_byte", "idle", "total", NULL};
+    return walk_map(c, kv->val, kv->key, kv->path, keys, relay_timeouts_field, r);
+  }
+  case 4: {
+    uint64_t v;
+    if (get_uint(c, kv, 1, 1024, &v) < 0)
+      return -1;
+    r->max_conns = (uint32_t)v;
+    return 0;
+  }
+  default:
+    return -1;
+  }
+}
+
+static int parse_relay(struct ctx *c, const struct kv *kv, al_policy_relay *r)
+{
+  /* the upstream keys, then the relay's own */
+  const char *keys[AL_ARRAY_SIZE(upstream_keys) + 6];
+  size_t n = 0;
+  for (; upstream_keys[n]; n++)
+    keys[n] = upstream_keys[n];
+  static const char *const own[] = {"upstreams", "max_request",     "budget",
+                                    "timeouts",  "max_connections", NULL};
+  for (size_t i = 0; own[i]; i++)
+    keys[n++] = own[i];
+  keys[n] = NULL;
   r->present = true;
-  if (!r->auth)
-    r->auth = al_xstrdup("x-api-key");
   r->max_request = 8ull << 20;
   r->budget_requests = 1000;
   r->max_conns = 16;
@@ -1171,49 +1361,116 @@ static void relay_defaults(al_policy_relay *r)
   r->first_byte_timeout_ms = 300000;
   r->idle_timeout_ms = 300000;
   r->total_timeout_ms = 1800000;
+  int col;
+  node_pos(kv->key, &r->line, &col);
+  struct relay_tmp t = {.r = r};
+  return walk_map(c, kv->val, kv->key, kv->path, keys, relay_field, &t);
 }
 
-/* After parsing: required keys, default routes. */
+/* The vendor of an upstream that does not name one: by its host, else by
+ * its auth style, else Anthropic (what `relay:` meant before #17). */
+static const char *guess_vendor(const al_relay_upstream *u)
+{
+  size_t hl = strlen(u->host);
+  if (strcmp(u->host, "api.openai.com") == 0 ||
+      (hl > 11 && !strcmp(u->host + hl - 11, ".openai.com")))
+    return "openai";
+  if (strcmp(u->host, "api.anthropic.com") == 0)
+    return "anthropic";
+  if (u->auth && strcmp(u->auth, "bearer") == 0)
+    return "openai";
+  return "anthropic";
+}
+
+/* After parsing: required keys, vendor defaults (auth, routes), routes
+ * unique across upstreams (a path picks its upstream). */
 static int relay_finish(al_policy_relay *r, const char *name, al_error *err)
 {
-  if (!r->upstream)
-    return al_error_set(err, EINVAL, "%s:%d: relay.upstream: required (https://HOST[:PORT])", name,
-                        r->line);
-  if (!r->key_file && !r->key_broker)
+  if (r->n_upstreams == 0 || !r->upstreams[0].upstream)
     return al_error_set(err, EINVAL,
-                        "%s:%d: relay.key_file: required (a 0600 file the supervisor reads), or "
-                        "`key: broker` (the `model_key` secret of the run's broker lease)",
+                        "%s:%d: relay.upstream: required (https://HOST[:PORT]), or relay.upstreams",
                         name, r->line);
-  if (r->key_file && r->key_broker)
-    return al_error_set(err, EINVAL,
-                        "%s:%d: relay: `key_file` and `key: broker` are exclusive; give one of "
-                        "them",
-                        name, r->line);
-  if (r->n_routes == 0) {
-    static const char *const def[] = {"/v1/messages", "/v1/chat/completions", "/v1/responses"};
-    r->routes = al_xcalloc(AL_ARRAY_SIZE(def), sizeof *r->routes);
-    for (size_t i = 0; i < AL_ARRAY_SIZE(def); i++) {
-      r->routes[i].method = al_xstrdup("POST");
-      r->routes[i].path = al_xstrdup(def[i]);
+  size_t brokers = 0;
+  for (size_t i = 0; i < r->n_upstreams; i++) {
+    al_relay_upstream *u = &r->upstreams[i];
+    char where[32] = "relay";
+    if (r->listed)
+      snprintf(where, sizeof where, "relay.upstreams[%zu]", i);
+    if (!u->key_file && !u->key_broker)
+      return al_error_set(err, EINVAL,
+                          "%s:%d: %s.key_file: required (a 0600 file the supervisor reads), or "
+                          "`key: broker` (the `model_key` secret of the run's broker lease)",
+                          name, r->line, where);
+    if (u->key_file && u->key_broker)
+      return al_error_set(err, EINVAL,
+                          "%s:%d: %s: `key_file` and `key: broker` are exclusive; give one of them",
+                          name, r->line, where);
+    brokers += u->key_broker;
+    if (!u->vendor)
+      u->vendor = al_xstrdup(guess_vendor(u));
+    bool openai = strcmp(u->vendor, "openai") == 0;
+    if (!u->auth)
+      u->auth = al_xstrdup(openai ? "bearer" : "x-api-key");
+    if (!openai && (u->organization || u->project))
+      return al_error_set(err, EINVAL, "%s:%d: %s: organization/project are OpenAI headers", name,
+                          r->line, where);
+    if (openai && u->n_betas)
+      return al_error_set(err, EINVAL, "%s:%d: %s: anthropic_beta needs vendor: anthropic", name,
+                          r->line, where);
+    if (u->n_routes == 0) {
+      static const char *const anth[] = {"/v1/messages", "/v1/messages/count_tokens"};
+      static const char *const oai[] = {"/v1/responses", "/v1/chat/completions"};
+      const char *const *def = openai ? oai : anth;
+      u->routes = al_xcalloc(2, sizeof *u->routes);
+      for (size_t k = 0; k < 2; k++) {
+        u->routes[k].method = al_xstrdup("POST");
+        u->routes[k].path = al_xstrdup(def[k]);
+      }
+      u->n_routes = 2;
     }
-    r->n_routes = AL_ARRAY_SIZE(def);
   }
+  if (brokers > 1)
+    return al_error_set(err, EINVAL,
+                        "%s:%d: relay: only one upstream can take its key from the broker "
+                        "(`key: broker`, the `model_key` secret); give the others key_file",
+                        name, r->line);
+  for (size_t i = 0; i < r->n_upstreams; i++)
+    for (size_t k = 0; k < r->upstreams[i].n_routes; k++)
+      for (size_t j = i + 1; j < r->n_upstreams; j++)
+        for (size_t m = 0; m < r->upstreams[j].n_routes; m++)
+          if (strcmp(r->upstreams[i].routes[k].path, r->upstreams[j].routes[m].path) == 0)
+            return al_error_set(err, EINVAL,
+                                "%s:%d: relay.upstreams[%zu] and [%zu] both route `%s`: a path "
+                                "picks one upstream",
+                                name, r->line, i, j, r->upstreams[i].routes[k].path);
   return 0;
+}
+
+static json_t *relay_upstream_json(const al_relay_upstream *u)
+{
+  json_t *routes = json_array();
+  for (size_t i = 0; i < u->n_routes; i++) {
+    al_autofree char *s = al_strdup_printf("%s %s", u->routes[i].method, u->routes[i].path);
+    json_array_append_new(routes, json_string(s));
+  }
+  return json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:s?, s:s*, s:s?, s:s?, s:o, s:o, s:o, s:o, "
+                   "s:s?, s:s?}",
+                   "vendor", u->vendor, "upstream", u->upstream, "host", u->host, "port",
+                   (int)u->port, "prefix", u->prefix ? u->prefix : "", "auth", u->auth, "key_file",
+                   u->key_file, "key", u->key_broker ? "broker" : NULL, "ca_file", u->ca_file,
+                   "pin", u->pin, "routes", routes, "allow", str_array(u->allow, u->n_allow),
+                   "headers", str_array(u->headers, u->n_headers), "anthropic_beta",
+                   str_array(u->betas, u->n_betas), "organization", u->organization, "project",
+                   u->project);
 }
 
 static json_t *relay_json(const al_policy_relay *r)
 {
-  json_t *routes = json_array();
-  for (size_t i = 0; i < r->n_routes; i++) {
-    al_autofree char *s = al_strdup_printf("%s %s", r->routes[i].method, r->routes[i].path);
-    json_array_append_new(routes, json_string(s));
-  }
-  return json_pack("{s:s, s:s, s:i, s:s, s:s, s:s?, s:s*, s:s?, s:s?, s:o, s:I, s:{s:I, s:I}, s:I, "
-                   "s:{s:I, s:I, s:I, s:I}}",
-                   "upstream", r->upstream, "host", r->host, "port", (int)r->port, "prefix",
-                   r->prefix ? r->prefix : "", "auth", r->auth, "key_file", r->key_file, "key",
-                   r->key_broker ? "broker" : NULL, "ca_file", r->ca_file, "pin", r->pin, "routes",
-                   routes, "max_request", (json_int_t)r->max_request, "budget", "requests",
+  json_t *ups = json_array();
+  for (size_t i = 0; i < r->n_upstreams; i++)
+    json_array_append_new(ups, relay_upstream_json(&r->upstreams[i]));
+  return json_pack("{s:o, s:I, s:{s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}}", "upstreams", ups,
+                   "max_request", (json_int_t)r->max_request, "budget", "requests",
                    (json_int_t)r->budget_requests, "tokens", (json_int_t)r->budget_tokens,
                    "max_connections", (json_int_t)r->max_conns, "timeouts_ms", "connect",
                    (json_int_t)r->connect_timeout_ms, "first_byte",
@@ -1231,21 +1488,46 @@ char *al_policy_relay_canonical(const al_policy *p)
   return s;
 }
 
+static void free_strv(char **v, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
 void al_policy_relay_clear(al_policy_relay *r)
 {
-  free(r->upstream);
-  free(r->host);
-  free(r->prefix);
-  free(r->auth);
-  free(r->key_file);
-  free(r->ca_file);
-  free(r->pin);
-  for (size_t i = 0; i < r->n_routes; i++) {
-    free(r->routes[i].method);
-    free(r->routes[i].path);
+  for (size_t i = 0; i < r->n_upstreams; i++) {
+    al_relay_upstream *u = &r->upstreams[i];
+    free(u->vendor);
+    free(u->upstream);
+    free(u->host);
+    free(u->prefix);
+    free(u->auth);
+    free(u->key_file);
+    free(u->ca_file);
+    free(u->pin);
+    for (size_t k = 0; k < u->n_routes; k++) {
+      free(u->routes[k].method);
+      free(u->routes[k].path);
+    }
+    free(u->routes);
+    free_strv(u->allow, u->n_allow);
+    free_strv(u->headers, u->n_headers);
+    free_strv(u->betas, u->n_betas);
+    free(u->organization);
+    free(u->project);
   }
-  free(r->routes);
+  free(r->upstreams);
   memset(r, 0, sizeof *r);
+}
+
+const al_relay_upstream *al_policy_relay_key_broker(const al_policy *p)
+{
+  for (size_t i = 0; p->relay.present && i < p->relay.n_upstreams; i++)
+    if (p->relay.upstreams[i].key_broker)
+      return &p->relay.upstreams[i];
+  return NULL;
 }
 
 /* ---- top level ---- */
@@ -1307,15 +1589,8 @@ static int top_field(struct ctx *c, void *obj, size_t idx, const struct kv *kv)
     static const char *const keys[] = {"api_url", "git_url", "ca_file", NULL};
     return walk_map(c, kv->val, kv->key, kv->path, keys, forge_field, &p->forge);
   }
-  case 7: {
-    static const char *const keys[] = {
-        "upstream",    "auth",   "key_file", "ca_file",         "pin", "routes",
-        "max_request", "budget", "timeouts", "max_connections", "key", NULL};
-    relay_defaults(&p->relay);
-    int col;
-    node_pos(kv->key, &p->relay.line, &col);
-    return walk_map(c, kv->val, kv->key, kv->path, keys, relay_field, &p->relay);
-  }
+  case 7:
+    return parse_relay(c, kv, &p->relay);
   default:
     return -1;
   }
@@ -1550,14 +1825,6 @@ int al_policy_default(al_policy **out, al_error *err)
 {
   static const char def[] = "version: 1\n";
   return al_policy_load_buffer("<default>", def, sizeof def - 1, out, err);
-}
-
-static json_t *str_array(char **v, size_t n)
-{
-  json_t *a = json_array();
-  for (size_t i = 0; i < n; i++)
-    json_array_append_new(a, json_string(v[i]));
-  return a;
 }
 
 static json_t *role_json(const al_policy_role *r)

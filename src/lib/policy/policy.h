@@ -129,24 +129,47 @@ typedef struct al_relay_route {
   char *path;   /* "/v1/messages": [A-Za-z0-9/._-], no "..", no "//" */
 } al_relay_route;
 
-/* The model relay (issue #10): a second sandbox per run that holds the
- * model API key, serves plain HTTP at 127.0.0.1:8080 inside the agent's
- * network namespace and forwards the allowed routes over TLS, through the
- * egress proxy, to `upstream`. See src/lib/relay/. */
-typedef struct al_policy_relay {
-  bool present;
+/* One model API the relay forwards to (relay.upstreams[i], or the
+ * one-upstream shorthand at the top of `relay:`). */
+typedef struct al_relay_upstream {
+  char *vendor;           /* "anthropic" or "openai": the rule set (relay/rules.h), the auth and
+                             route defaults; default: by host (api.openai.com, api.anthropic.com),
+                             else "openai" for auth: bearer, else "anthropic" */
   char *upstream;         /* https://HOST[:PORT][/PREFIX], no trailing slash */
   char *host;             /* canonical HOST of upstream (for the proxy and SNI) */
   uint16_t port;          /* PORT of upstream, default 443 */
   char *prefix;           /* PREFIX of upstream ("" when none) */
-  char *auth;             /* "x-api-key" (default; Anthropic) or "bearer" (Authorization: Bearer) */
+  char *auth;             /* "x-api-key" (Anthropic's default) or "bearer" (OpenAI's) */
   char *key_file;         /* absolute path of the key, mode 0600, read by the supervisor, or NULL */
   bool key_broker;        /* `key: broker`: the `model_key` secret of the run's broker lease
-                             (airlock ticket only); exactly one of key_file and key_broker */
+                             (airlock ticket only); exactly one of key_file and key_broker; at
+                             most one upstream per policy */
   char *ca_file;          /* extra trust anchors (absolute path) or NULL */
   char *pin;              /* test only: numeric address the upstream host resolves to, or NULL */
-  al_relay_route *routes; /* default: POST /v1/messages, /v1/chat/completions, /v1/responses */
+  al_relay_route *routes; /* default: anthropic POST /v1/messages, /v1/messages/count_tokens;
+                             openai POST /v1/responses, /v1/chat/completions. Unique across
+                             upstreams: the path picks the upstream */
   size_t n_routes;
+  char **allow; /* relay.allow: server-side features allowed by name (docs/policy.md) */
+  size_t n_allow;
+  char **headers; /* relay.headers: extra request headers forwarded (lower case) */
+  size_t n_headers;
+  char **betas; /* relay.anthropic_beta: extra anthropic-beta values forwarded */
+  size_t n_betas;
+  char *organization; /* OpenAI-Organization sent upstream (never the agent's), or NULL */
+  char *project;      /* OpenAI-Project sent upstream, or NULL */
+} al_relay_upstream;
+
+/* The model relay (issues #10, #17): a second sandbox per run that holds
+ * the model API keys, serves plain HTTP at 127.0.0.1:8080 inside the
+ * agent's network namespace, checks each request against its vendor's
+ * rules and forwards the allowed routes over TLS, through the egress
+ * proxy, to the route's upstream. See src/lib/relay/. */
+typedef struct al_policy_relay {
+  bool present;
+  al_relay_upstream *upstreams; /* 1..16 */
+  size_t n_upstreams;
+  bool listed; /* written as relay.upstreams (else the one-upstream shorthand); messages only */
   uint64_t max_request;           /* bytes of one request body, default 8 MiB */
   uint64_t budget_requests;       /* per run, default 1000; 0 = unlimited */
   uint64_t budget_tokens;         /* input + output tokens per run, default 0 = unlimited */
@@ -216,6 +239,9 @@ bool al_policy_env_reserved(const char *name);
 
 /* Free the strings and routes of a relay section and zero it. */
 void al_policy_relay_clear(al_policy_relay *r);
+
+/* The upstream with `key: broker`, or NULL (no relay, or key files only). */
+const al_relay_upstream *al_policy_relay_key_broker(const al_policy *p);
 
 void al_policy_free(al_policy *p);
 

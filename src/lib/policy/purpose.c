@@ -137,7 +137,7 @@ int al_policy_check_for(al_policy *p, al_policy_purpose what, const char *repo, 
   case AL_POLICY_FOR_TICKET:
     return check_ticket(p, repo, err);
   case AL_POLICY_FOR_RUN:
-    if (p->relay.present && p->relay.key_broker)
+    if (al_policy_relay_key_broker(p))
       return fail_at(err, p, p->relay.line,
                      "relay.key: broker: the model key comes from a broker lease, which only "
                      "`airlock ticket` opens; `airlock run` needs relay.key_file");

@@ -104,13 +104,30 @@ int al_relay_egress_policy(const al_policy *p, al_policy **out, al_error *err)
   return relay_policy(p, out, err);
 }
 
-/* The relay sandbox's policy: the model API host as the only egress. */
+/* The relay sandbox's policy: the upstreams' hosts as the only egress. */
 static int relay_policy(const al_policy *p, al_policy **out, al_error *err)
 {
   const al_policy_relay *r = &p->relay;
-  char pin[300] = "";
-  if (r->pin)
-    snprintf(pin, sizeof pin, "  pin: [{host: \"%s\", address: \"%s\"}]\n", r->host, r->pin);
+  char allow[16 * 300] = "", pin[16 * 320] = "";
+  size_t na = 0, np = 0;
+  for (size_t i = 0; i < r->n_upstreams; i++) {
+    const al_relay_upstream *u = &r->upstreams[i];
+    bool dup = false;
+    for (size_t k = 0; k < i && !dup; k++)
+      dup = strcmp(r->upstreams[k].host, u->host) == 0 && r->upstreams[k].port == u->port;
+    if (!dup)
+      na += (size_t)snprintf(allow + na, sizeof allow - na, "%s{host: \"%s\", port: %u, tls: true}",
+                             na ? ", " : "", u->host, (unsigned)u->port);
+    bool pdup = false;
+    for (size_t k = 0; k < i && !pdup; k++)
+      pdup = r->upstreams[k].pin && strcmp(r->upstreams[k].host, u->host) == 0;
+    if (u->pin && !pdup)
+      np += (size_t)snprintf(pin + np, sizeof pin - np, "%s{host: \"%s\", address: \"%s\"}",
+                             np ? ", " : "", u->host, u->pin);
+  }
+  char pins[sizeof pin + 16] = "";
+  if (np)
+    snprintf(pins, sizeof pins, "  pin: [%s]\n", pin);
   char resolver[200] = "";
   if (p->network.present && p->network.resolver)
     snprintf(resolver, sizeof resolver, "  resolver: \"%s\"\n", p->network.resolver);
@@ -120,16 +137,16 @@ static int relay_policy(const al_policy *p, al_policy **out, al_error *err)
   al_autofree char *yaml = al_strdup_printf(
       "version: 1\n"
       "network:\n"
-      "  allow: [{host: \"%s\", port: %u, tls: true}]\n"
+      "  allow: [%s]\n"
       "%s%s"
       "  max_connections: %u\n"
       "  timeouts: {connect: %llums, idle: %llums, tunnel: %llums}\n"
       "filesystem: {workspace_size: 1MiB, tmp_size: 16MiB}\n"
       "process:\n"
       "  limits: {memory: 512MiB, pids: %u, nofile: 1024, wall: %llums}\n",
-      r->host, (unsigned)r->port, pin, resolver, r->max_conns * 2 + 4,
-      (unsigned long long)r->connect_timeout_ms, (unsigned long long)r->idle_timeout_ms,
-      (unsigned long long)r->total_timeout_ms, r->max_conns + 16, (unsigned long long)wall);
+      allow, pins, resolver, r->max_conns * 2 + 4, (unsigned long long)r->connect_timeout_ms,
+      (unsigned long long)r->idle_timeout_ms, (unsigned long long)r->total_timeout_ms,
+      r->max_conns + 16, (unsigned long long)wall);
   if (al_policy_load_buffer("<relay>", yaml, strlen(yaml), out, err) < 0)
     return al_error_wrap(err, "the relay's policy");
   return 0;
@@ -155,7 +172,7 @@ int al_relay_start(const al_relay_start_opts *o, al_relay_proc **out, al_error *
 {
   const al_policy *p = o->policy;
   int r = start(o, out, err);
-  if (p->relay.key_broker && o->key)
+  if (al_policy_relay_key_broker(p) && o->key)
     explicit_bzero(o->key, strlen(o->key));
   return r;
 }
@@ -178,23 +195,34 @@ static int start(const al_relay_start_opts *o, al_relay_proc **out, al_error *er
     return -1;
   }
 
-  /* The key lives in this buffer for the few milliseconds it takes to
+  /* The keys live in this buffer for the few milliseconds it takes to
    * start the sandbox (its copy in the sandbox's envp is wiped by
-   * al_sandbox_start). Locked and excluded from core dumps. */
-  const size_t kcap = AL_RELAY_KEY_MAX + 2 + sizeof AL_RELAY_KEY_ENV + 1;
-  char *kenv = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+   * al_sandbox_start). Locked and excluded from core dumps. One variable,
+   * the keys in upstream order separated by one space (keys hold no
+   * spaces). */
+  const size_t mapped = 32768;
+  char *kenv = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (kenv == MAP_FAILED) {
     al_policy_free(rp->policy);
     free(rp);
     return al_make_error(err, errno, "mmap");
   }
-  (void)mlock(kenv, 4096);
-  (void)madvise(kenv, 4096, MADV_DONTDUMP);
-  (void)madvise(kenv, 4096, MADV_WIPEONFORK);
+  (void)mlock(kenv, mapped);
+  (void)madvise(kenv, mapped, MADV_DONTDUMP);
+  (void)madvise(kenv, mapped, MADV_WIPEONFORK);
   size_t pre = strlen(AL_RELAY_KEY_ENV "=");
-  memcpy(kenv, AL_RELAY_KEY_ENV "=", pre + 1); /* with its NUL, until the key follows */
-  int r = p->relay.key_broker ? copy_key(o->key, kenv + pre, kcap - pre, err)
-                              : read_key(p->relay.key_file, kenv + pre, kcap - pre, err);
+  memcpy(kenv, AL_RELAY_KEY_ENV "=", pre + 1); /* with its NUL, until the keys follow */
+  int r = 0;
+  size_t at = pre;
+  const size_t kcap = AL_RELAY_KEY_MAX + 2;
+  for (size_t i = 0; i < p->relay.n_upstreams && r == 0; i++) {
+    const al_relay_upstream *u = &p->relay.upstreams[i];
+    if (i)
+      kenv[at++] = ' ';
+    r = u->key_broker ? copy_key(o->key, kenv + at, kcap, err)
+                      : read_key(u->key_file, kenv + at, kcap, err);
+    at += strlen(kenv + at);
+  }
   if (r == 0) {
     char *env[] = {kenv, NULL};
     char *argv[] = {bin,
@@ -208,7 +236,16 @@ static int start(const al_relay_start_opts *o, al_relay_proc **out, al_error *er
                     (char *)"--config-json",
                     cfg,
                     NULL};
-    const char *ro[3] = {bin, p->relay.ca_file, NULL};
+    const char *ro[18] = {bin};
+    size_t nro = 1;
+    for (size_t i = 0; i < p->relay.n_upstreams && nro < 17; i++) {
+      const char *ca = p->relay.upstreams[i].ca_file;
+      bool seen = !ca;
+      for (size_t k = 1; k < nro && !seen; k++)
+        seen = strcmp(ro[k], ca) == 0; /* a path is bound once */
+      if (!seen)
+        ro[nro++] = ca;
+    }
     uint16_t port = 3128;
     al_sandbox_opts so = {
         .command_is_airlock = true,
@@ -240,8 +277,8 @@ static int start(const al_relay_start_opts *o, al_relay_proc **out, al_error *er
     if (saved >= 0)
       close(saved);
   }
-  explicit_bzero(kenv, 4096);
-  munmap(kenv, 4096);
+  explicit_bzero(kenv, mapped);
+  munmap(kenv, mapped);
   if (r < 0) {
     al_policy_free(rp->policy);
     free(rp);

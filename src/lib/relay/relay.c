@@ -25,6 +25,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "relay/rules.h"
 #include "relay/usage.h"
 
 #define HEAD_MAX (64 * 1024)
@@ -56,6 +57,64 @@ static int juint(json_t *o, const char *k, uint64_t *out, al_error *err)
   return 0;
 }
 
+static int jstrv(json_t *o, const char *k, char ***out, size_t *n, al_error *err)
+{
+  json_t *a = json_object_get(o, k);
+  if (!a || json_is_null(a))
+    return 0;
+  if (!json_is_array(a) || json_array_size(a) > 1024)
+    return al_make_error(err, EINVAL, "relay config: `%s` must be a list of strings", k);
+  *out = al_xcalloc(json_array_size(a) + 1, sizeof(char *));
+  for (size_t i = 0; i < json_array_size(a); i++) {
+    const char *v = json_string_value(json_array_get(a, i));
+    if (!v)
+      return al_make_error(err, EINVAL, "relay config: `%s` must be a list of strings", k);
+    (*out)[(*n)++] = al_xstrdup(v);
+  }
+  return 0;
+}
+
+static int upstream_from_json(json_t *o, al_relay_upstream *u, al_error *err)
+{
+  uint64_t port = 0;
+  json_t *routes = json_object_get(o, "routes");
+  if (!json_is_object(o))
+    return al_make_error(err, EINVAL, "relay config: an upstream must be an object");
+  json_t *kb = json_object_get(o, "key");
+  u->key_broker = json_is_string(kb) && strcmp(json_string_value(kb), "broker") == 0;
+  if (jstr(o, "vendor", false, &u->vendor, err) < 0 ||
+      jstr(o, "upstream", false, &u->upstream, err) < 0 ||
+      jstr(o, "host", false, &u->host, err) < 0 || jstr(o, "prefix", false, &u->prefix, err) < 0 ||
+      jstr(o, "auth", false, &u->auth, err) < 0 ||
+      jstr(o, "key_file", true, &u->key_file, err) < 0 ||
+      jstr(o, "ca_file", true, &u->ca_file, err) < 0 || jstr(o, "pin", true, &u->pin, err) < 0 ||
+      jstr(o, "organization", true, &u->organization, err) < 0 ||
+      jstr(o, "project", true, &u->project, err) < 0 || juint(o, "port", &port, err) < 0 ||
+      jstrv(o, "allow", &u->allow, &u->n_allow, err) < 0 ||
+      jstrv(o, "headers", &u->headers, &u->n_headers, err) < 0 ||
+      jstrv(o, "anthropic_beta", &u->betas, &u->n_betas, err) < 0)
+    return -1;
+  if (port == 0 || port > 65535 || !json_is_array(routes) || json_array_size(routes) == 0 ||
+      json_array_size(routes) > 1024)
+    return al_make_error(err, EINVAL, "relay config: bad port or routes");
+  if (strcmp(u->auth, "x-api-key") != 0 && strcmp(u->auth, "bearer") != 0)
+    return al_make_error(err, EINVAL, "relay config: auth must be x-api-key or bearer");
+  if (!al_relay_ruleset_find(u->vendor))
+    return al_make_error(err, EINVAL, "relay config: vendor must be anthropic or openai");
+  u->port = (uint16_t)port;
+  u->routes = al_xcalloc(json_array_size(routes), sizeof *u->routes);
+  for (size_t i = 0; i < json_array_size(routes); i++) {
+    const char *s = json_string_value(json_array_get(routes, i));
+    const char *sp = s ? strchr(s, ' ') : NULL;
+    if (!sp || sp[1] != '/')
+      return al_make_error(err, EINVAL, "relay config: route %zu must be `METHOD /path`", i);
+    u->routes[i].method = strndup(s, (size_t)(sp - s));
+    u->routes[i].path = al_xstrdup(sp + 1);
+    u->n_routes = i + 1;
+  }
+  return 0;
+}
+
 int al_relay_config_from_json(const char *text, al_policy_relay *r, al_error *err)
 {
   memset(r, 0, sizeof *r);
@@ -65,16 +124,11 @@ int al_relay_config_from_json(const char *text, al_policy_relay *r, al_error *er
     json_decref(o);
     return al_make_error(err, EINVAL, "relay config: not a JSON object: %s", je.text);
   }
-  uint64_t port = 0, conns = 0;
+  uint64_t conns = 0;
   json_t *b = json_object_get(o, "budget"), *t = json_object_get(o, "timeouts_ms");
-  json_t *routes = json_object_get(o, "routes");
+  json_t *ups = json_object_get(o, "upstreams");
   int rc = -1;
-  if (jstr(o, "upstream", false, &r->upstream, err) < 0 ||
-      jstr(o, "host", false, &r->host, err) < 0 || jstr(o, "prefix", false, &r->prefix, err) < 0 ||
-      jstr(o, "auth", false, &r->auth, err) < 0 ||
-      jstr(o, "key_file", true, &r->key_file, err) < 0 ||
-      jstr(o, "ca_file", true, &r->ca_file, err) < 0 || jstr(o, "pin", true, &r->pin, err) < 0 ||
-      juint(o, "port", &port, err) < 0 || juint(o, "max_request", &r->max_request, err) < 0 ||
+  if (juint(o, "max_request", &r->max_request, err) < 0 ||
       juint(o, "max_connections", &conns, err) < 0 ||
       juint(b, "requests", &r->budget_requests, err) < 0 ||
       juint(b, "tokens", &r->budget_tokens, err) < 0 ||
@@ -83,28 +137,17 @@ int al_relay_config_from_json(const char *text, al_policy_relay *r, al_error *er
       juint(t, "idle", &r->idle_timeout_ms, err) < 0 ||
       juint(t, "total", &r->total_timeout_ms, err) < 0)
     goto out;
-  if (port == 0 || port > 65535 || conns == 0 || conns > 1024 || !json_is_array(routes) ||
-      json_array_size(routes) == 0 || json_array_size(routes) > 1024) {
-    al_make_error(err, EINVAL, "relay config: bad port, max_connections or routes");
+  if (conns == 0 || conns > 1024 || !json_is_array(ups) || json_array_size(ups) == 0 ||
+      json_array_size(ups) > 16) {
+    al_make_error(err, EINVAL, "relay config: bad max_connections or upstreams");
     goto out;
   }
-  if (strcmp(r->auth, "x-api-key") != 0 && strcmp(r->auth, "bearer") != 0) {
-    al_make_error(err, EINVAL, "relay config: auth must be x-api-key or bearer");
-    goto out;
-  }
-  r->port = (uint16_t)port;
   r->max_conns = (uint32_t)conns;
-  r->routes = al_xcalloc(json_array_size(routes), sizeof *r->routes);
-  for (size_t i = 0; i < json_array_size(routes); i++) {
-    const char *s = json_string_value(json_array_get(routes, i));
-    const char *sp = s ? strchr(s, ' ') : NULL;
-    if (!sp || sp[1] != '/') {
-      al_make_error(err, EINVAL, "relay config: route %zu must be `METHOD /path`", i);
+  r->upstreams = al_xcalloc(json_array_size(ups), sizeof *r->upstreams);
+  for (size_t i = 0; i < json_array_size(ups); i++) {
+    r->n_upstreams = i + 1;
+    if (upstream_from_json(json_array_get(ups, i), &r->upstreams[i], err) < 0)
       goto out;
-    }
-    r->routes[i].method = strndup(s, (size_t)(sp - s));
-    r->routes[i].path = al_xstrdup(sp + 1);
-    r->n_routes = i + 1;
   }
   r->present = true;
   rc = 0;
@@ -125,7 +168,7 @@ void al_relay_config_clear(al_policy_relay *r)
 struct relay {
   const al_relay_serve_opts *o;
   const al_policy_relay *cfg;
-  SSL_CTX *ssl;
+  SSL_CTX *ssl[16]; /* one per upstream (each has its own ca_file) */
   pthread_mutex_t mu;
   uint32_t active;
   uint64_t requests; /* admitted calls */
@@ -138,6 +181,9 @@ struct call {
   int fd; /* the agent's connection */
   uint64_t id;
   uint64_t t0_ms;
+  const al_relay_upstream *up; /* the route's upstream, once known */
+  size_t up_idx;
+  const al_relay_ruleset *rs; /* its vendor's rules */
   /* what goes into the log line */
   char method[16];
   char path[260];
@@ -145,7 +191,10 @@ struct call {
   int status;
   bool stream;
   const char *decision;
-  char reason[200];
+  char reason[400];
+  char feature[72];         /* a refused server-side feature, or "" */
+  char dropped[400];        /* request headers (and anthropic-beta values) not forwarded */
+  const char *upstream_why; /* upstream_error: connect, tls, timeout, closed, malformed */
   uint64_t bytes_up, bytes_down, ttfb_ms;
   al_usage usage;
 };
@@ -176,6 +225,16 @@ static void log_call(struct call *c)
   json_object_set_new(j, "decision", json_string(c->decision ? c->decision : "error"));
   if (c->reason[0])
     json_object_set_new(j, "reason", json_string(c->reason));
+  if (c->up) {
+    json_object_set_new(j, "vendor", json_string(c->up->vendor));
+    json_object_set_new(j, "upstream", json_string(c->up->upstream));
+  }
+  if (c->feature[0])
+    json_object_set_new(j, "feature", json_string(c->feature));
+  if (c->dropped[0])
+    json_object_set_new(j, "dropped", json_string(c->dropped));
+  if (c->upstream_why)
+    json_object_set_new(j, "upstream_failure", json_string(c->upstream_why));
   char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
   json_decref(j);
   if (!s)
@@ -229,6 +288,7 @@ static void answer(struct call *c, int status, const char *decision, bool no_ret
                {405, "Method Not Allowed", "permission_error"},
                {411, "Length Required", "invalid_request_error"},
                {413, "Content Too Large", "request_too_large"},
+               {426, "Upgrade Required", "invalid_request_error"},
                {429, "Too Many Requests", "rate_limit_error"},
                {431, "Request Header Fields Too Large", "invalid_request_error"},
                {501, "Not Implemented", "invalid_request_error"},
@@ -241,8 +301,19 @@ static void answer(struct call *c, int status, const char *decision, bool no_ret
       text = texts[i].text;
       type = texts[i].type;
     }
-  json_t *j = json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", type, "message",
-                        c->reason);
+  /* The error in the shape the agent's SDK reads, so the agent shows it:
+   * Anthropic {"type":"error","error":{"type","message"}} (Messages API
+   * "Errors" page); OpenAI {"error":{"message","type","param","code"}}
+   * (API reference "Error codes"). */
+  bool openai = c->rs ? c->rs == &al_relay_rules_openai
+                      : (strstr(c->path, "/responses") || strstr(c->path, "/chat/"));
+  json_t *j = openai ? json_pack("{s:{s:s, s:s, s:n, s:s}}", "error", "message", c->reason, "type",
+                                 status == 429   ? "rate_limit_exceeded"
+                                 : status >= 500 ? "server_error"
+                                                 : "invalid_request_error",
+                                 "param", "code", decision)
+                     : json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", type,
+                                 "message", c->reason);
   char *b = json_dumps(j, JSON_COMPACT);
   json_decref(j);
   char *head = al_strdup_printf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
@@ -396,7 +467,9 @@ static bool dropped_header(const char *name)
                                      "forwarded",
                                      "x-forwarded-for",
                                      "x-real-ip",
-                                     "http2-settings"};
+                                     "http2-settings",
+                                     "openai-organization",
+                                     "openai-project"};
   for (size_t i = 0; i < AL_ARRAY_SIZE(drop); i++)
     if (strcasecmp(name, drop[i]) == 0)
       return true;
@@ -547,13 +620,16 @@ static int dial(const char *host, const char *port, uint64_t timeout_ms)
 static int open_tunnel(struct call *c)
 {
   const al_policy_relay *cfg = c->rl->cfg;
+  const al_relay_upstream *up = c->up;
   const char *proxy = c->rl->o->proxy_addr;
   char port[8];
-  snprintf(port, sizeof port, "%u", (unsigned)cfg->port);
+  snprintf(port, sizeof port, "%u", (unsigned)up->port);
+  c->upstream_why = "connect";
   if (!proxy) {
-    int fd = dial(cfg->pin ? cfg->pin : cfg->host, port, cfg->connect_timeout_ms);
+    int fd = dial(up->pin ? up->pin : up->host, port, cfg->connect_timeout_ms);
     if (fd < 0)
-      snprintf(c->reason, sizeof c->reason, "connect to %s:%s failed", cfg->host, port);
+      snprintf(c->reason, sizeof c->reason, "connect to %s:%s failed: %s", up->host, port,
+               strerror(errno));
     return fd;
   }
   char ph[64];
@@ -570,8 +646,8 @@ static int open_tunnel(struct call *c)
     return -1;
   }
   char req[600];
-  int n = snprintf(req, sizeof req, "CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", cfg->host,
-                   port, cfg->host, port);
+  int n = snprintf(req, sizeof req, "CONNECT %s:%s HTTP/1.1\r\nHost: %s:%s\r\n\r\n", up->host, port,
+                   up->host, port);
   char resp[4096];
   size_t rn = 0;
   if (send_all(fd, req, (size_t)n) < 0)
@@ -593,13 +669,15 @@ static int open_tunnel(struct call *c)
     char *eol = strpbrk(resp, "\r\n");
     if (eol)
       *eol = '\0';
-    snprintf(c->reason, sizeof c->reason, "egress proxy refused the tunnel: %.120s", resp);
+    snprintf(c->reason, sizeof c->reason, "egress proxy refused the tunnel to %s:%s: %.120s",
+             up->host, port, resp);
     close(fd);
     return -1;
   }
   return fd;
 fail:
-  snprintf(c->reason, sizeof c->reason, "egress proxy: no answer to CONNECT");
+  snprintf(c->reason, sizeof c->reason, "egress proxy: no answer to CONNECT %s:%s (%s)", up->host,
+           port, errno == EAGAIN ? "timeout" : "closed");
   close(fd);
   return -1;
 }
@@ -631,31 +709,73 @@ static int ssl_write_all(SSL *ssl, const char *p, size_t n)
   return 0;
 }
 
-/* Build the upstream request head: the agent's headers minus the dropped
- * ones, then Host, the key, identity encoding, the length, close. The
- * caller wipes and frees it (it holds the key). */
+/* Build the upstream request head: the agent's headers that the vendor's
+ * allowlist names (rules.h), anthropic-beta filtered, then Host, the
+ * policy's organization/project, the key, identity encoding, the length,
+ * close. NULL with c answered-for (c->reason, *status) when a header is
+ * refused. The caller wipes and frees it (it holds the key). */
 static char *upstream_head(struct call *c, struct request *rq, const char *query, size_t body_len,
-                           size_t *out_len)
+                           size_t *out_len, int *status)
 {
-  const al_policy_relay *cfg = c->rl->cfg;
-  size_t cap = 1024 + strlen(c->rl->o->key) + strlen(rq->target) + strlen(cfg->prefix);
+  const al_relay_upstream *up = c->up;
+  const char *key = c->rl->o->keys[c->up_idx];
+  const char *const *allowed = (const char *const *)up->allow;
+  size_t cap = 1024 + strlen(key) + strlen(rq->target) + strlen(up->prefix) +
+               (up->organization ? strlen(up->organization) : 0) +
+               (up->project ? strlen(up->project) : 0);
   for (size_t i = 0; i < rq->nh; i++)
     cap += strlen(rq->h[i].name) + strlen(rq->h[i].value) + 4;
   char *h = al_xmalloc(cap);
   size_t n = 0;
 #define PUT(...) n += (size_t)snprintf(h + n, cap - n, __VA_ARGS__)
-  PUT("%s %s%s%s HTTP/1.1\r\n", rq->method, cfg->prefix, c->path, query ? query : "");
-  if (cfg->port == 443)
-    PUT("Host: %s\r\n", cfg->host);
+  PUT("%s %s%s%s HTTP/1.1\r\n", rq->method, up->prefix, c->path, query ? query : "");
+  if (up->port == 443)
+    PUT("Host: %s\r\n", up->host);
   else
-    PUT("Host: %s:%u\r\n", cfg->host, (unsigned)cfg->port);
-  for (size_t i = 0; i < rq->nh; i++)
-    if (!dropped_header(rq->h[i].name))
-      PUT("%s: %s\r\n", rq->h[i].name, rq->h[i].value);
-  if (strcmp(cfg->auth, "bearer") == 0)
-    PUT("Authorization: Bearer %s\r\n", c->rl->o->key);
+    PUT("Host: %s:%u\r\n", up->host, (unsigned)up->port);
+  for (size_t i = 0; i < rq->nh; i++) {
+    const char *name = rq->h[i].name;
+    if (dropped_header(name))
+      continue;
+    if (!al_relay_header_allowed(c->rs, (const char *const *)up->headers, name)) {
+      size_t dl = strlen(c->dropped);
+      if (dl + strlen(name) + 2 < sizeof c->dropped) {
+        snprintf(c->dropped + dl, sizeof c->dropped - dl, "%s%s", dl ? "," : "", name);
+        for (char *q = c->dropped + dl; *q; q++)
+          *q = (char)tolower((unsigned char)*q);
+      }
+      continue;
+    }
+    if (strcasecmp(name, "anthropic-beta") == 0 && c->rs->n_betas) {
+      char kept[1024], gone[400], why[300];
+      int st = al_relay_filter_betas(c->rs, allowed, (const char *const *)up->betas, rq->h[i].value,
+                                     kept, sizeof kept, gone, sizeof gone, why, sizeof why);
+      if (st) {
+        *status = st;
+        snprintf(c->reason, sizeof c->reason, "%s", why);
+        explicit_bzero(h, cap);
+        free(h);
+        return NULL;
+      }
+      if (gone[0]) {
+        size_t dl = strlen(c->dropped);
+        snprintf(c->dropped + dl, sizeof c->dropped - dl, "%santhropic-beta=%s", dl ? "," : "",
+                 gone);
+      }
+      if (kept[0])
+        PUT("anthropic-beta: %s\r\n", kept);
+      continue;
+    }
+    PUT("%s: %s\r\n", name, rq->h[i].value);
+  }
+  if (up->organization)
+    PUT("OpenAI-Organization: %s\r\n", up->organization);
+  if (up->project)
+    PUT("OpenAI-Project: %s\r\n", up->project);
+  if (strcmp(up->auth, "bearer") == 0)
+    PUT("Authorization: Bearer %s\r\n", key);
   else
-    PUT("x-api-key: %s\r\n", c->rl->o->key);
+    PUT("x-api-key: %s\r\n", key);
   PUT("Accept-Encoding: identity\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", body_len);
 #undef PUT
   *out_len = n;
@@ -725,55 +845,73 @@ static int parse_response_head(char *head, size_t hl, struct response *rs, char 
 static void forward(struct call *c, struct request *rq, const char *query, const char *body,
                     size_t body_len)
 {
-  const al_policy_relay *cfg = c->rl->cfg;
-  uint64_t deadline = c->t0_ms + cfg->total_timeout_ms;
-  int fd = open_tunnel(c);
-  if (fd < 0) {
-    answer(c, 502, "upstream_error", false, "%s", c->reason);
-    return;
-  }
-  SSL *ssl = SSL_new(c->rl->ssl);
   char *head = NULL;
   size_t head_len = 0;
+  const al_policy_relay *cfg = c->rl->cfg;
+  uint64_t deadline = c->t0_ms + cfg->total_timeout_ms;
+  int st = 0;
+  head = upstream_head(c, rq, query, body_len, &head_len, &st);
+  if (!head) {
+    char why[sizeof c->reason];
+    snprintf(why, sizeof why, "%s", c->reason);
+    answer(c, st, "refused", true, "airlock relay: %s", why);
+    return;
+  }
+  int fd = open_tunnel(c);
+  if (fd < 0) {
+    char why[sizeof c->reason];
+    snprintf(why, sizeof why, "%s", c->reason);
+    answer(c, 502, "upstream_error", false, "airlock relay: upstream %s unreachable: %s",
+           c->up->upstream, why);
+    explicit_bzero(head, head_len);
+    free(head);
+    return;
+  }
+  SSL *ssl = SSL_new(c->rl->ssl[c->up_idx]);
   char *rhead = NULL;
-  if (!ssl || !SSL_set_fd(ssl, fd) || !SSL_set_tlsext_host_name(ssl, cfg->host) ||
-      !SSL_set1_host(ssl, cfg->host)) {
-    answer(c, 502, "upstream_error", false, "TLS setup failed");
+  c->upstream_why = "tls";
+  if (!ssl || !SSL_set_fd(ssl, fd) || !SSL_set_tlsext_host_name(ssl, c->up->host) ||
+      !SSL_set1_host(ssl, c->up->host)) {
+    answer(c, 502, "upstream_error", false, "airlock relay: TLS setup failed");
     goto out;
   }
   if (SSL_connect(ssl) != 1) {
     ssl_reason(c, "TLS handshake", ssl);
     char why[sizeof c->reason];
     snprintf(why, sizeof why, "%s", c->reason);
-    answer(c, 502, "upstream_error", false, "%s", why);
+    answer(c, 502, "upstream_error", false, "airlock relay: upstream %s: %s", c->up->upstream, why);
     goto out;
   }
-  head = upstream_head(c, rq, query, body_len, &head_len);
+  c->upstream_why = "send";
   int w = ssl_write_all(ssl, head, head_len);
   explicit_bzero(head, head_len);
   if (w < 0 || (body_len && ssl_write_all(ssl, body, body_len) < 0)) {
-    answer(c, 502, "upstream_error", false, "sending the request upstream failed");
+    answer(c, 502, "upstream_error", false, "airlock relay: sending the request to %s failed",
+           c->up->upstream);
     goto out;
   }
   c->bytes_up = body_len;
 
   /* the response head, within the first-byte timeout */
   set_timeout(fd, SO_RCVTIMEO, cfg->first_byte_timeout_ms);
+  c->upstream_why = "response";
   static __thread char buf[HEAD_MAX + IOBUF];
   size_t n = 0;
   char *end = NULL;
   while (!end) {
     if (n >= HEAD_MAX) {
-      answer(c, 502, "upstream_error", false, "upstream response head too large");
+      answer(c, 502, "upstream_error", false, "airlock relay: upstream response head too large");
       goto out;
     }
     int r = SSL_read(ssl, buf + n, (int)(HEAD_MAX - n));
     if (r <= 0) {
       bool timeout = errno == EAGAIN || errno == EWOULDBLOCK;
       ERR_clear_error();
-      answer(c, timeout ? 504 : 502, "upstream_error", false, "%s",
-             timeout ? "no response within the first-byte timeout"
-                     : "upstream closed before answering");
+      c->upstream_why = timeout ? "timeout" : "closed";
+      answer(c, timeout ? 504 : 502, "upstream_error", false, "airlock relay: %s: %s",
+             c->up->upstream,
+             timeout ? "no response within the first-byte timeout (relay.timeouts.first_byte)"
+                     : "upstream closed the connection before answering");
       goto out;
     }
     if (n == 0)
@@ -787,11 +925,14 @@ static void forward(struct call *c, struct request *rq, const char *query, const
   struct response rs;
   size_t rhl = 0;
   if (parse_response_head(buf, hl, &rs, &rhead, &rhl) < 0) {
-    answer(c, 502, "upstream_error", false, "malformed upstream response");
+    c->upstream_why = "malformed";
+    answer(c, 502, "upstream_error", false, "airlock relay: malformed response head from %s",
+           c->up->upstream);
     goto out;
   }
   c->status = rs.status;
   c->decision = "forwarded";
+  c->upstream_why = NULL;
   c->stream = rs.sse;
   if (send_all(c->fd, rhead, rhl) < 0) {
     snprintf(c->reason, sizeof c->reason, "agent went away");
@@ -852,15 +993,21 @@ out:
 
 /* ---- one connection ---- */
 
+/* The route (and so the upstream) of METHOD path: paths are unique
+ * across upstreams (policy.c checks). */
 static const al_relay_route *find_route(const al_policy_relay *cfg, const char *method,
-                                        const char *path, bool *path_known)
+                                        const char *path, bool *path_known, size_t *up)
 {
   *path_known = false;
-  for (size_t i = 0; i < cfg->n_routes; i++)
-    if (strcmp(cfg->routes[i].path, path) == 0) {
-      *path_known = true;
-      if (strcmp(cfg->routes[i].method, method) == 0)
-        return &cfg->routes[i];
+  for (size_t u = 0; u < cfg->n_upstreams; u++)
+    for (size_t i = 0; i < cfg->upstreams[u].n_routes; i++) {
+      const al_relay_route *r = &cfg->upstreams[u].routes[i];
+      if (strcmp(r->path, path) == 0) {
+        *path_known = true;
+        *up = u;
+        if (strcmp(r->method, method) == 0)
+          return r;
+      }
     }
   return NULL;
 }
@@ -905,8 +1052,24 @@ static void handle(struct call *c)
         answer(c, 400, "refused", true, "bad query string");
         goto out;
       }
+  /* WebSocket (RFC 6455 §4.1) is not relayed: refuse the upgrade at once,
+   * with a body, so a client that tries it first (Codex) falls back to
+   * HTTP without retrying. */
+  const char *upg = hget(&rq, "upgrade", NULL);
+  if (upg && strcasestr(upg, "websocket")) {
+    answer(c, 426, "refused", true,
+           "airlock relay: WebSocket is not relayed; use HTTP (streaming with SSE works)");
+    goto out;
+  }
   bool known = false;
-  if (!find_route(cfg, rq.method, c->path, &known)) {
+  size_t up = 0;
+  const al_relay_route *route = find_route(cfg, rq.method, c->path, &known, &up);
+  if (known) {
+    c->up = &cfg->upstreams[up];
+    c->up_idx = up;
+    c->rs = al_relay_ruleset_for(c->up->vendor, c->path);
+  }
+  if (!route) {
     if (known)
       answer(c, 405, "refused", true, "method %s not allowed on %s", c->method, c->path);
     else
@@ -937,6 +1100,16 @@ static void handle(struct call *c)
   }
   c->bytes_up = body_len;
   al_usage_request_model(body, body_len, c->model, sizeof c->model);
+  /* the body: no server-side tool, connector or fetch the policy does not
+   * allow (rules.h) */
+  st = al_relay_check_body(c->rs, (const char *const *)c->up->allow, body, body_len, c->reason,
+                           sizeof c->reason, c->feature, sizeof c->feature);
+  if (st) {
+    char why[sizeof c->reason];
+    snprintf(why, sizeof why, "%s", c->reason);
+    answer(c, st, "refused", true, "airlock relay: %s", why);
+    goto out;
+  }
   forward(c, &rq, query, body, body_len);
   pthread_mutex_lock(&rl->mu);
   rl->tokens += c->usage.tokens_in + c->usage.tokens_out;
@@ -963,24 +1136,39 @@ static void *conn_thread(void *arg)
   return NULL;
 }
 
+static void free_ssl(struct relay *rl)
+{
+  for (size_t i = 0; i < AL_ARRAY_SIZE(rl->ssl); i++)
+    if (rl->ssl[i])
+      SSL_CTX_free(rl->ssl[i]);
+}
+
 int al_relay_serve(const al_relay_serve_opts *o, al_error *err)
 {
+  if (o->cfg->n_upstreams == 0 || o->cfg->n_upstreams > AL_ARRAY_SIZE(((struct relay *)0)->ssl))
+    return al_make_error(err, EINVAL, "relay: 1 to 16 upstreams");
   struct relay rl = {.o = o, .cfg = o->cfg};
   pthread_mutex_init(&rl.mu, NULL);
   signal(SIGPIPE, SIG_IGN);
-  rl.ssl = SSL_CTX_new(TLS_client_method());
-  if (!rl.ssl)
-    return al_make_error(err, ENOMEM, "TLS context");
-  SSL_CTX_set_min_proto_version(rl.ssl, TLS1_2_VERSION);
-  SSL_CTX_set_verify(rl.ssl, SSL_VERIFY_PEER, NULL);
-  SSL_CTX_set_default_verify_paths(rl.ssl);
-  if (o->cfg->ca_file && SSL_CTX_load_verify_locations(rl.ssl, o->cfg->ca_file, NULL) != 1) {
-    SSL_CTX_free(rl.ssl);
-    ERR_clear_error();
-    return al_make_error(err, EINVAL, "relay.ca_file `%s`: cannot load", o->cfg->ca_file);
+  for (size_t i = 0; i < o->cfg->n_upstreams && i < AL_ARRAY_SIZE(rl.ssl); i++) {
+    const al_relay_upstream *u = &o->cfg->upstreams[i];
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+      free_ssl(&rl);
+      return al_make_error(err, ENOMEM, "TLS context");
+    }
+    rl.ssl[i] = ctx;
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_default_verify_paths(ctx);
+    if (u->ca_file && SSL_CTX_load_verify_locations(ctx, u->ca_file, NULL) != 1) {
+      free_ssl(&rl);
+      ERR_clear_error();
+      return al_make_error(err, EINVAL, "relay ca_file `%s`: cannot load", u->ca_file);
+    }
+    static const unsigned char alpn[] = "\x08http/1.1";
+    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof alpn - 1);
   }
-  static const unsigned char alpn[] = "\x08http/1.1";
-  SSL_CTX_set_alpn_protos(rl.ssl, alpn, sizeof alpn - 1);
 
   sigset_t set;
   sigemptyset(&set);
@@ -989,7 +1177,7 @@ int al_relay_serve(const al_relay_serve_opts *o, al_error *err)
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   int sfd = signalfd(-1, &set, SFD_CLOEXEC);
   if (sfd < 0) {
-    SSL_CTX_free(rl.ssl);
+    free_ssl(&rl);
     return al_make_error(err, errno, "signalfd");
   }
   pthread_attr_t attr;
@@ -1043,5 +1231,6 @@ int al_relay_serve(const al_relay_serve_opts *o, al_error *err)
   }
   pthread_attr_destroy(&attr);
   close(sfd);
+  free_ssl(&rl);
   return 0;
 }

@@ -7,9 +7,15 @@
  *   - caps the head (64 KiB) and the body (relay.max_request);
  *   - refuses calls past the run's budget of requests or tokens (429 with
  *     `x-should-retry: false`, which the Anthropic and OpenAI SDKs honour);
- *   - drops every credential and hop-by-hop header the agent sent
- *     (Authorization, x-api-key, api-key, Cookie, Proxy-*, Connection, ...)
- *     and adds the real key (`x-api-key: K` or `Authorization: Bearer K`);
+ *   - reads the body as JSON and refuses server-side tools, connectors and
+ *     fetches the policy does not allow by name (rules.h: one table per
+ *     vendor), with 403 in the vendor's error shape;
+ *   - forwards only the vendor's allowlisted headers (rules.h), filters
+ *     anthropic-beta, drops every credential and hop-by-hop header the agent
+ *     sent (Authorization, x-api-key, api-key, Cookie, Proxy-*, Connection,
+ *     OpenAI-Organization, OpenAI-Project, ...) and adds the real key
+ *     (`x-api-key: K` or `Authorization: Bearer K`) and the policy's
+ *     organization/project;
  *   - opens a tunnel through the egress proxy (CONNECT, RFC 9110 §9.3.6),
  *     speaks TLS with certificate and host-name verification (OpenSSL,
  *     RFC 6125 via SSL_set1_host) and SNI (RFC 6066 §3);
@@ -20,7 +26,10 @@
  *     between reads, total per call;
  *   - writes one JSON line per call to the log: time, run, method, path,
  *     model, status, stream, tokens_in/out, bytes_up/down, latency_ms,
- *     ttfb_ms, decision and reason. Never a body, never a header value.
+ *     ttfb_ms, decision and reason (plus vendor, upstream, the refused
+ *     feature, the dropped header names, and for upstream_error what failed:
+ *     connect, tls, send, response, timeout, closed, malformed). Never a
+ *     body, never a header value.
  * One thread per connection (at most relay.max_connections), blocking I/O
  * with socket timeouts; every connection is answered with
  * `Connection: close`. */
@@ -48,7 +57,8 @@ typedef struct al_relay_serve_opts {
   int listen_fd;              /* listening TCP socket (any namespace); borrowed */
   const char *proxy_addr;     /* "127.0.0.1:3128": tunnel through this proxy; NULL: dial the
                                  upstream (or cfg->pin) directly (debugging only) */
-  const char *key;            /* the model API key, borrowed; must stay valid while serving */
+  const char *const *keys;    /* the model API key of each upstream (cfg->upstreams[i]),
+                                 borrowed; must stay valid while serving */
   int log_fd;                 /* JSON lines, one per call; -1: none */
   const char *run_id;         /* goes into every log line; may be NULL */
 } al_relay_serve_opts;

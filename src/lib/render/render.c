@@ -205,8 +205,11 @@ static void compose_relay(FILE *f, const al_policy *p, const al_render_opts *o)
         "    environment:\n"
         "      - AIRLOCK_RELAY_KEY\n",
         f);
-  if (p->relay.ca_file)
-    fputs("    # relay.ca_file: no host paths but the policy; bake the CA into the image\n", f);
+  bool ca = false;
+  for (size_t i = 0; i < p->relay.n_upstreams; i++)
+    ca = ca || p->relay.upstreams[i].ca_file;
+  if (ca)
+    fputs("    # relay ca_file: no host paths but the policy; bake the CA into the image\n", f);
 }
 
 static void compose_proxy(FILE *f, const al_policy *p, const al_render_opts *o)

@@ -112,7 +112,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
     goto done;
   json_object_set_new(t.rec, "ticket",
                       json_pack("{s:s, s:I}", "repo", t.repo, "number", (json_int_t)t.number));
-  if (tk_do_policy(&t, err) < 0)
+  if (tk_do_policy(&t, err) < 0 || tk_agent_plan(&t, err) < 0)
     goto done;
   res->credentials_mode = al_cred_mode_name(t.policy->credentials.mode);
   /* al_docker_run refuses it too; here it is refused before any token is
@@ -212,6 +212,7 @@ done:
     free(t.phases[i].detail);
   json_decref(t.rec);
   al_policy_free(t.policy);
+  al_agent_plan_free(&t.plan);
   sigaction(SIGPIPE, &old_pipe, NULL);
   return rc;
 }

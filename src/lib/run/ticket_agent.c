@@ -116,31 +116,50 @@ void tk_build_env(struct ticket *t)
   tk_env_add(t, "GIT_SSL_CAINFO=%s", ca);
   tk_env_add(t, "REQUESTS_CA_BUNDLE=%s", ca);
   tk_env_add(t, "NODE_EXTRA_CA_CERTS=%s", ca);
+  for (char **e = t->plan.env; e && *e; e++)
+    tk_env_add(t, "%s", *e); /* the preset's (presets.c): telemetry off, its home */
 }
 
 /* The model relay's calls (issue #10) into the run record: one object per
- * call as the relay logged it (never a body), and totals. */
-static void relay_record(struct ticket *t, int fd)
+ * call as the relay logged it (never a body), and totals. sum (sumlen
+ * bytes) gets the agent phase line's part: calls, and the first refusal
+ * and upstream error with their reasons (issue #17), or "". */
+static void relay_record(struct ticket *t, int fd, char *sum, size_t sumlen)
 {
+  sum[0] = '\0';
   if (fd < 0)
     return;
   size_t n = 0;
   al_autofree char *text = tk_read_memfd(fd, &n);
   json_t *calls = tk_decisions_from(text);
   json_int_t in = 0, out = 0, refused = 0;
+  unsigned nerr = 0, nref = 0;
+  char err_why[200] = "", ref_why[200] = "";
   for (size_t i = 0; i < json_array_size(calls); i++) {
     json_t *c = json_array_get(calls, i);
     in += json_integer_value(json_object_get(c, "tokens_in"));
     out += json_integer_value(json_object_get(c, "tokens_out"));
     const char *d = json_string_value(json_object_get(c, "decision"));
+    const char *why = json_string_value(json_object_get(c, "reason"));
     if (!d || strcmp(d, "forwarded") != 0)
       refused++;
+    if (d && strcmp(d, "upstream_error") == 0 && !nerr++)
+      snprintf(err_why, sizeof err_why, "%.160s", why ? why : "?");
+    else if (d && strcmp(d, "forwarded") != 0 && strcmp(d, "upstream_error") != 0 && !nref++)
+      snprintf(ref_why, sizeof ref_why, "%.160s", why ? why : "?");
   }
+  if (json_array_size(calls))
+    snprintf(sum, sumlen, ", model relay: %zu call(s)%s%s%s%s%s%s", json_array_size(calls),
+             nref ? "; refused: " : "", ref_why, nref > 1 ? " (and more)" : "",
+             nerr ? "; upstream errors: " : "", err_why, nerr > 1 ? " (and more)" : "");
+  json_t *ups = json_array();
+  for (size_t i = 0; i < t->policy->relay.n_upstreams; i++)
+    json_array_append_new(ups, json_string(t->policy->relay.upstreams[i].upstream));
   json_object_set_new(t->rec, "model_relay",
-                      json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:o}", "upstream",
-                                t->policy->relay.upstream, "totals", "calls",
-                                (json_int_t)json_array_size(calls), "not_forwarded", refused,
-                                "tokens_in", in, "tokens_out", out, "calls", calls));
+                      json_pack("{s:s, s:o, s:{s:I, s:I, s:I, s:I}, s:o}", "upstream",
+                                t->policy->relay.upstreams[0].upstream, "upstreams", ups, "totals",
+                                "calls", (json_int_t)json_array_size(calls), "not_forwarded",
+                                refused, "tokens_in", in, "tokens_out", out, "calls", calls));
 }
 
 /* The agent phase on the Docker backend: the same environment, output and
@@ -169,6 +188,31 @@ static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_e
   return r;
 }
 
+int tk_agent_plan(struct ticket *t, al_error *err)
+{
+  if (!t->o->agent_preset)
+    return 0;
+  const al_agent_preset *p = al_agent_preset_find(t->o->agent_preset);
+  if (!p)
+    return al_make_error(err, EINVAL, "--agent %s: no such preset", t->o->agent_preset);
+  if (t->o->docker)
+    return al_make_error(err, ENOTSUP,
+                         "--agent %s: presets run on the native backend (they bind the host's "
+                         "install); on docker, name the program in the agent image",
+                         p->name);
+  if (al_agent_preset_resolve(p, t->o->agent_prefix, t->policy, t->o->agent_argv, &t->plan, err) <
+      0)
+    return -1;
+  json_t *argv = json_array();
+  for (char **a = t->plan.argv; *a; a++)
+    json_array_append_new(argv, json_string(*a));
+  json_t *ag = json_object_get(t->rec, "agent");
+  json_object_set_new(ag, "argv", argv);
+  json_object_set_new(ag, "preset", json_string(p->name));
+  json_object_set_new(ag, "program", json_string(t->plan.program));
+  return 0;
+}
+
 /* Phase: run the agent. 0 when it ran and exited 0; -1 with err otherwise
  * (the record holds what happened either way). */
 int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
@@ -190,12 +234,14 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
   const char *ro[34];
   for (const char *const *p = t->o->extra_ro_paths; p && *p && nro < 32; p++)
     ro[nro++] = *p;
+  for (char **p = t->plan.ro_paths; p && *p && nro < 32; p++)
+    ro[nro++] = *p;
   ro[nro] = NULL;
   al_sandbox_file bundle = {
       .path = TK_CA_BUNDLE_NATIVE, .data = t->ca_bundle, .len = t->ca_bundle_len};
   al_run_opts ro_opts = {
       .policy = t->policy,
-      .argv = t->o->agent_argv,
+      .argv = t->plan.argv ? t->plan.argv : t->o->agent_argv,
       .env = t->env,
       .timeout_ms = t->o->timeout_ms,
       .audit_fd = t->audit_fd,
@@ -250,7 +296,8 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
   size_t n = 0;
   al_autofree char *audit = tk_read_memfd(t->audit_fd, &n);
   json_t *decisions = tk_decisions_from(audit);
-  relay_record(t, t->relay_fd);
+  char relay_sum[512];
+  relay_record(t, t->relay_fd, relay_sum, sizeof relay_sum);
   size_t denied = 0;
   for (size_t i = 0; i < json_array_size(decisions); i++) {
     const char *d = json_string_value(json_object_get(json_array_get(decisions, i), "decision"));
@@ -282,8 +329,8 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
     *err = re;
   } else {
     tk_phase_end(t, s, status == 0 ? "ok" : "failed",
-                 "exit %d, %zu proxy decisions (%zu denied)%s%s%s", status,
-                 json_array_size(decisions), denied, res->pr_url[0] ? ", reported " : "",
+                 "exit %d, %zu proxy decisions (%zu denied)%s%s%s%s", status,
+                 json_array_size(decisions), denied, relay_sum, res->pr_url[0] ? ", reported " : "",
                  res->pr_url, res->pr_url[0] ? " (checked on the forge below)" : "");
     if (status != 0)
       al_make_error(err, 0, "the agent exited with status %d%s", status,

@@ -22,6 +22,7 @@
 #include "broker/client.h"
 #include "forge/ghapi.h"
 #include "policy/policy.h"
+#include "run/presets.h"
 #include "run/review_secrets.h"
 #include "run/ticket.h"
 
@@ -56,6 +57,7 @@ struct ticket {
   /* secrets: only between lease and sandbox start */
   char **env;
   size_t nenv;
+  al_agent_plan plan; /* with --agent PRESET: argv, env, ro paths (run/presets.h) */
   al_lease *lease;
   char *relay_key; /* relay.key: broker: the lease's model_key (secret memory), until the relay
                       sandbox started */
@@ -142,6 +144,10 @@ void tk_build_env(struct ticket *t);
 /* Build t->ca_bundle (system CAs, forge.ca_file, the run CA). */
 int tk_ca_bundle(struct ticket *t, al_error *err);
 int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err);
+/* With --agent PRESET: find its program and build t->plan (run/presets.h),
+ * before any token is minted; the record's agent gets the preset and the
+ * resolved argv. 0 without a preset. */
+int tk_agent_plan(struct ticket *t, al_error *err);
 /* Safe outputs (ticket_outputs.c): after the agent, before the release:
  * the supervisor opens the run's one PR from the run branch (sealed; env:
  * unless the agent opened it) and comments on the ticket with its link.

@@ -64,7 +64,7 @@ int tk_do_lease(struct ticket *t, al_error *err)
   al_autofree char *git_perms = policy_perms(&t->policy->credentials.git);
   al_autofree char *ticket_perms = policy_perms(&t->policy->credentials.ticket);
   static const char *const relay_secrets[] = {AL_RELAY_BROKER_SECRET};
-  bool want_key = t->policy->relay.present && t->policy->relay.key_broker;
+  bool want_key = al_policy_relay_key_broker(t->policy) != NULL;
   al_lease_request rq = {.git_repo = t->repo,
                          .ticket_repo = t->repo,
                          .git_permissions = git_perms,

@@ -26,7 +26,7 @@ const char *al_cli_name(void)
   return g_name;
 }
 
-static void verror(const char *fmt, va_list ap)
+__attribute__((format(printf, 1, 0))) static void verror(const char *fmt, va_list ap)
 {
   char *msg = NULL;
   if (vasprintf(&msg, fmt, ap) < 0)

@@ -27,6 +27,8 @@ static void usage(FILE *out)
           "       airlock render kubernetes [-p POLICY] [-o FILE] [--seccomp-out FILE]\n"
           "                                 [--seccomp-profile REL|runtime-default]\n"
           "                                 [--namespace NS] [--proxy-image I] [--agent-image I]\n"
+          "                                 [--run-id ID] [--runtime-class NAME] [--host-users]\n"
+          "                                 [--no-probe]\n"
           "       airlock render seccomp    [-o FILE]\n"
           "\n"
           "Print the policy as a Docker Compose file or as Kubernetes manifests (to\n"
@@ -39,7 +41,12 @@ static void usage(FILE *out)
           "(default airlock/seccomp.json, relative to the kubelet's seccomp root;\n"
           "install the --seccomp-out file there on every node) or RuntimeDefault.\n"
           "--egress-internal (compose, for tests) makes the egress network internal\n"
-          "too, so nothing the design starts can leave the machine.\n");
+          "too, so nothing the design starts can leave the machine.\n"
+          "kubernetes, per run (docs/scale.md): --run-id ends every object's name and\n"
+          "label (default manual); --runtime-class sets runtimeClassName (gVisor, Kata);\n"
+          "pods get hostUsers: false unless --host-users; an init container probes the\n"
+          "pod's network and fails the Job when NetworkPolicy is not enforced, unless\n"
+          "--no-probe.\n");
 }
 
 /* An absolute version of a path whose directory exists. */
@@ -77,6 +84,10 @@ int cmd_render(int argc, char **argv)
                                        {"agent-image", required_argument, NULL, 'A'},
                                        {"namespace", required_argument, NULL, 'n'},
                                        {"egress-internal", no_argument, NULL, 'I'},
+                                       {"run-id", required_argument, NULL, 'R'},
+                                       {"runtime-class", required_argument, NULL, 'C'},
+                                       {"host-users", no_argument, NULL, 'U'},
+                                       {"no-probe", no_argument, NULL, 'N'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   al_cli_init("render", usage);
@@ -126,6 +137,22 @@ int cmd_render(int argc, char **argv)
       break;
     case 'I':
       ro.egress_internal = true;
+      break;
+    case 'R':
+      if (al_cli_dns1123_label("--run-id", optarg) != 0)
+        return AL_EXIT_USAGE;
+      ro.run_id = optarg;
+      break;
+    case 'C':
+      if (al_cli_dns1123_label("--runtime-class", optarg) != 0)
+        return AL_EXIT_USAGE;
+      ro.runtime_class = optarg;
+      break;
+    case 'U':
+      ro.host_users = true;
+      break;
+    case 'N':
+      ro.no_probe = true;
       break;
     case 'h':
       usage(stdout);

@@ -338,6 +338,15 @@ like "obs-fold: 400" "$out" 'STATUS 400 obs-fold'
 out=$(printf 'GET https://api.forge.test/repos/acme/tally HTTP/1.1\r\nHost: api.forge.test:%s\r\n%s\r\n\r\n' "$P" "$AUTH" | "${RAW[@]}")
 like "an absolute-form target: 400" "$out" 'STATUS 400 target-not-origin-form'
 
+out=$(printf 'POST /acme/tally.git/git-receive-pack HTTP/1.1\r\nHost: forge.test:%s\r\n%s\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n0000' "$P" "$AUTH" |
+  python3 "$SRC/tests/integration/gwclient.py" "$GW" forge.test "$P" "$H/ca.pem")
+like "a push body with a Content-Encoding the gateway does not read: 415" "$out" 'STATUS 415 content-encoding-refused'
+out=$(printf 'GET /repos/acme/tally HTTP/1.1\r\nHost: api.forge.test:%s\r\n%s\r\nContent-Length: 3\r\n\r\nabc' "$P" "$AUTH" | "${RAW[@]}")
+like "a GET with a body: 400" "$out" 'STATUS 400 body-not-allowed'
+out=$(printf 'POST /acme/tally.git/git-upload-pack HTTP/1.1\r\nHost: forge.test:%s\r\n%s\r\n\r\n' "$P" "$AUTH" |
+  python3 "$SRC/tests/integration/gwclient.py" "$GW" forge.test "$P" "$H/ca.pem")
+like "a POST without framing: 411" "$out" 'STATUS 411 length-required'
+
 # Expect: 100-continue (entry 25): an allowed push gets 100 from the gateway,
 # a refused one its 403 before any body byte is read
 printf '%04x%s %s refs/heads/feature-z\0report-status\n0000' $((4 + 40 + 1 + 40 + 1 + 20 + 15)) \

@@ -75,7 +75,12 @@ def compose(path, seccomp, ws, tmp, wall):
         check("seccomp profile denies " + n, n in names)
     c3 = [s for s in prof["syscalls"] if s["names"] == ["clone3"]]
     check("clone3 returns ENOSYS (38)", c3 and c3[0]["errnoRet"] == 38, c3)
-    del wall
+    check("agent output not logged by Docker (logging: none)", a.get("logging") == {"driver": "none"}, a.get("logging"))
+    check("the wall-clock limit is rendered", a.get("labels", {}).get("airlock.dev/wall-seconds") == str(wall), a.get("labels"))
+    head = open(path).read().split("services:")[0]
+    check("the file says the daemon needs userns-remap", "userns-remap" in head)
+    check("the file says the wall-clock limit and how to enforce it", ("%d s" % wall) in head and "timeout -s KILL" in head)
+    check("the file warns that host services answer on the bridge gateway", "gateway" in head and "--backend docker" in head)
 
 
 def kubernetes(path, ws, tmp, wall, mem):
@@ -88,7 +93,19 @@ def kubernetes(path, ws, tmp, wall, mem):
     pod = js["template"]["spec"]
     c = pod["containers"][0]
     psc, csc = pod["securityContext"], c["securityContext"]
-    check("Job activeDeadlineSeconds = policy wall", js.get("activeDeadlineSeconds") == wall, js.get("activeDeadlineSeconds"))
+    check("Job activeDeadlineSeconds = policy wall + the probe's 60 s", js.get("activeDeadlineSeconds") == wall + 60, js.get("activeDeadlineSeconds"))
+    check("Job ttlSecondsAfterFinished set", isinstance(js.get("ttlSecondsAfterFinished"), int))
+    check("agent pod in a user namespace (hostUsers: false)", pod.get("hostUsers") is False, pod.get("hostUsers"))
+    run = job["metadata"]["labels"].get("airlock.dev/run")
+    check("per-run names: the Job is airlock-agent-<run>", run and job["metadata"]["name"] == "airlock-agent-" + run, job["metadata"])
+    inits = pod.get("initContainers", [])
+    check("a network probe runs first in the agent's own pod", len(inits) == 1 and inits[0]["command"][:2] == ["python3", "-c"], inits)
+    if inits:
+        pr = inits[0]["command"][2]
+        check("the probe refuses when it reaches the API, metadata, kubelet or the internet",
+              all(x in pr for x in ("KUBERNETES_SERVICE_HOST", "169.254.169.254", "10250", "1.1.1.1", "sys.exit(1)")))
+        check("the probe container is hardened like the agent", inits[0]["securityContext"].get("readOnlyRootFilesystem") is True
+              and inits[0]["securityContext"].get("capabilities") == {"drop": ["ALL"]})
     check("Job backoffLimit 0, restartPolicy Never", js.get("backoffLimit") == 0 and pod.get("restartPolicy") == "Never")
     check("runAsNonRoot", psc.get("runAsNonRoot") is True and csc.get("runAsNonRoot") is True)
     check("runAsUser 1000", psc.get("runAsUser") == 1000 and csc.get("runAsUser") == 1000)
@@ -122,8 +139,12 @@ def kubernetes(path, ws, tmp, wall, mem):
     tok = [e for e in envs if e["name"] == "AIRLOCK_GIT_TOKEN"]
     check("git token from a Secret by key", tok and "secretKeyRef" in tok[0].get("valueFrom", {}), tok)
     check("Secret object not rendered", "Secret" not in by)
-    nps = {n["metadata"]["name"]: n["spec"] for n in by["NetworkPolicy"]}
-    ag = nps["airlock-agent"]
+    check("the tokens Secret is per run", tok and tok[0]["valueFrom"]["secretKeyRef"]["name"] == "airlock-run-tokens-" + run, tok)
+    nps = {n["metadata"]["name"].rsplit("-" + run, 1)[0]: n["spec"] for n in by["NetworkPolicy"]}
+    check("every object of the run carries its run label",
+          all(d["metadata"].get("labels", {}).get("airlock.dev/run") == run for d in docs if d["kind"] != "Namespace"))
+    ag = nps["airlock-agent-policy"]
+    check("the agent policy selects this run's pods only", ag["podSelector"]["matchLabels"].get("airlock.dev/run") == run)
     check("agent NetworkPolicy has Egress type", "Egress" in ag["policyTypes"])
     eg = ag["egress"]
     check("agent egress: exactly one rule, to the proxy pods, TCP 3128",
@@ -132,11 +153,27 @@ def kubernetes(path, ws, tmp, wall, mem):
     check("agent egress: no DNS port", not any(p.get("port") == 53 for r in eg for p in r.get("ports", [])))
     dd = nps["airlock-default-deny"]
     check("default deny for the namespace", dd["podSelector"] == {} and set(dd["policyTypes"]) == {"Ingress", "Egress"})
-    pp = nps["airlock-proxy"]
+    pp = nps["airlock-proxy-policy"]
     check("proxy has its own egress policy", "Egress" in pp["policyTypes"] and pp.get("egress"))
     blocks = [b["ipBlock"] for r in pp["egress"] for b in r.get("to", []) if "ipBlock" in b]
     check("proxy egress excludes private/metadata ranges",
           any("169.254.0.0/16" in b.get("except", []) and "10.0.0.0/8" in b.get("except", []) for b in blocks), blocks)
+    import ipaddress
+    def allowed(a):
+        a = ipaddress.ip_address(a)
+        for b in blocks:
+            net = ipaddress.ip_network(b["cidr"])
+            if a.version == net.version and a in net and not any(a in ipaddress.ip_network(x) for x in b.get("except", [])):
+                return True
+        return False
+    # every one of these is refused by the proxy's address guard (proxy/addr.c)
+    refused = ["10.1.2.3", "169.254.169.254", "100.100.100.200", "198.18.0.1", "198.19.255.1", "192.0.0.8",
+               "168.63.129.16", "192.88.99.1", "203.0.113.9", "240.0.0.1", "64:ff9b::a9fe:a9fe",
+               "64:ff9b:1::1", "2002:a9fe:a9fe::1", "2001::1", "2001:db8::1", "fd00:ec2::254", "fe80::1",
+               "::ffff:10.0.0.1", "::1", "100::1", "3fff::1", "5f00::1"]
+    leak = [a for a in refused if allowed(a)]
+    check("the NetworkPolicy refuses every range the proxy's guard refuses", not leak, leak)
+    check("control: public addresses are allowed (the check can pass)", allowed("140.82.112.3") and allowed("2606:50c0:8000::153"))
     dep = by["Deployment"][0]
     check("proxy Deployment runs `airlock proxy`", dep["spec"]["template"]["spec"]["containers"][0]["args"][0] == "proxy")
     dsc = dep["spec"]["template"]["spec"]["containers"][0]["securityContext"]

@@ -79,6 +79,7 @@ want_kinds = {
     ("tally/stats.py", "executable"), ("assets/blob.bin", "binary"), ("docs/README.md", "renamed"),
     ("evil\nname.txt", "name"), ("esc\x1b[31mred.txt", "name"), ("report\u202etxt.exe", "name"),
     ("sub/.git/hooks/pre-commit", "executable"),
+    ("bad\ufffdname.txt", "unlisted"), ("bad\ufffdname.txt", "name"),
 }
 for k in sorted(want_kinds):
     check(f"record: {esc(k[0])} is noted as {k[1]}", k in kinds,

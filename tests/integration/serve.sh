@@ -8,6 +8,38 @@
 . "$(dirname "$0")/serveenv.sh"
 [ "$(id -u)" = 0 ] || { skip "serve tests need root (the forge's data dir and the sandbox as root)"; done_testing; exit 0; }
 [ -x "${AIRLOCK_FORGE:-}" ] || { skip "airlock-forge was not built"; done_testing; exit 0; }
+# --- the config: every key from the table, errors with file:line:col ---
+cfgerr() { # DESCRIPTION REGEX YAML
+  printf '%s\n' "$3" >"$T_TMP/bad.yaml"
+  out=$("$AIRLOCK" serve -c "$T_TMP/bad.yaml" 2>&1); rc=$?
+  if [ $rc -eq 2 ] && printf '%s' "$out" | grep -qE -- "$2"; then ok "config: $1"; else fail "config: $1"; diag "rc=$rc $out"; fi
+}
+base="version: 1
+broker: /run/b.sock
+state_dir: $T_TMP/st
+webhook: {secret_file: /etc/s}
+repositories: [{repo: acme/tally, policy: /etc/p.yaml}]"
+cfgerr "an unknown key is refused with its line" 'bad.yaml:6:[0-9]+: runs.max_concurent: unknown key' "$base
+runs: {max_concurent: 3}"
+cfgerr "a cap out of range" 'runs.max_concurrent: must be 1 to 256' "$base
+runs: {max_concurrent: 0}"
+cfgerr "a relative path" 'state_dir: must be an absolute path' "${base/state_dir: $T_TMP\/st/state_dir: st}"
+cfgerr "a bad listen address" 'listen.webhook: the port must be' "$base
+listen: {webhook: '127.0.0.1:99999'}"
+cfgerr "a webhook listener without a secret" 'webhook.secret_file: required when listen.webhook' "${base/webhook: \{secret_file: \/etc\/s\}/}"
+cfgerr "a repository twice (names are case-insensitive, as on GitHub)" 'listed twice' "${base%repositories:*}repositories: [{repo: acme/tally, policy: /p}, {repo: ACME/Tally, policy: /q}]"
+cfgerr "on_interrupt is requeue or fail" 'expected fail or requeue' "$base
+runs: {on_interrupt: maybe}"
+cfgerr "the version" 'only version 1 exists' "${base/version: 1/version: 2}"
+cfgerr "a key given twice" ':7:[0-9]+: (YAML syntax error: duplicate key|broker: given twice)' "$base
+broker: /run/other.sock"
+like "--config-doc lists every key from the same table" "$("$AIRLOCK" serve --config-doc | grep -c '^| `')" '^(19|2[0-9])$'
+printf 'x' >"$T_TMP/open.secret"; chmod 644 "$T_TMP/open.secret"; mkdir -p "$T_TMP/st0"; chmod 700 "$T_TMP/st0"
+printf 'version: 1\nbroker: /run/b.sock\nstate_dir: %s\nwebhook: {secret_file: %s}\nlisten: {webhook: "127.0.0.1:0", status: "127.0.0.1:0"}\nrepositories: [{repo: acme/tally, policy: /etc/p.yaml}]\n' "$T_TMP/st0" "$T_TMP/open.secret" >"$T_TMP/open.yaml"
+out=$(timeout 10 "$AIRLOCK" serve -c "$T_TMP/open.yaml" 2>&1); rc=$?
+is "a webhook secret readable by others: the daemon refuses to start (exit 1)" "$rc" 1
+like "… and says why" "$out" 'mode 0600 or 0400'
+
 serve_env_start 2 2 || { fail "forge + broker + serve environment"; sed 's/^/#   /' "$SV_DIR/serve.log" | tail -20; done_testing; exit 1; }
 ok "serve on $SV_HOOK (webhook) and $SV_STATUS (status), forge on $FE_HTTPS"
 MAIN0=$(main_sha)
@@ -71,7 +103,7 @@ PY
 is "issue.number as a string, signed → 400" "$(sv_send issues d-strnum "$T_TMP/strnum.json" good)" 400
 sv_payload "$T_TMP/unknown.json" issues acme/tally 7 alice
 is "an unknown event, signed → 202 ignored" "$(sv_send deployment d-unknown "$T_TMP/unknown.json" good)" 202
-sv_payload "$T_TMP/loose.json" issues acme/loose 1 alice
+sv_payload "$T_TMP/loose.json" issues acme/nowhere 1 alice
 is "a repository the service does not serve, signed → 403" "$(sv_send issues d-loose "$T_TMP/loose.json" good)" 403
 is "GET /webhook → 405" "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' "http://$SV_HOOK/webhook")" 405
 is "none of these added a run" "$(sv_nruns)" "$n0"
@@ -93,6 +125,19 @@ is "acme/stray: refused at the check (the App is not installed)" "$st" refused
 like "acme/stray: the reason is the forge's" "$(sv_field 6 reason)" 'trigger check refused: .*(404|Not Found)'
 is "acme/stray: no token left active by the check" "$(tokens_in active)" 0
 
+# --- retries only for transient causes ---
+out=$(fe_label 1 alice acme/loose)
+st=$(sv_wait 7 'succeeded|failed|refused' 120)
+is "acme/loose (unprotected: the audit does not hold) → refused" "$st" refused
+like "the reason is the audit's" "$(sv_field 7 reason)" '^audit'
+is "a security refusal is not retried (1 attempt)" "$(sv_field 7 attempts)" 1
+out=$(fe_label 1 alice acme/flaky)
+st=$(sv_wait 8 'succeeded|failed|refused' 120)
+is "acme/flaky (its runs' broker is unreachable) → failed" "$st" failed
+is "a transient cause is retried (retries: 1 → 2 attempts)" "$(sv_field 8 attempts)" 2
+like "the history shows the retry with its backoff" "$(sv_get /runs.json | python3 -c 'import json,sys; r=next(r for r in json.load(sys.stdin)["runs"] if r["id"]==8); print(" | ".join(e["what"] for e in r["events"]))')" 'transient failure .*retry 1 of 1 in 1000 ms.*running.*failed: (audit|lease)'
+is "no token is active" "$(tokens_in active)" 0
+
 # --- the status listener is its own, read-only ---
 is "the status listener has no /webhook (POST → 405)" "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' -X POST -d '{}' "http://$SV_STATUS/webhook")" 405
 is "the webhook listener serves no status page (404)" "$(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' "http://$SV_HOOK/")" 404
@@ -111,5 +156,17 @@ like "metrics: deliveries by outcome" "$m" 'airlock_serve_webhook_deliveries_tot
 if command -v promtool >/dev/null; then check "promtool accepts /metrics" sh -c "printf '%s\n' \"\$1\" | promtool check metrics" _ "$m"; else skip "promtool is not installed: /metrics is checked by the patterns above only"; fi
 if grep -qE 'gh[pousr]_[A-Za-z0-9]{30,}' "$SV_DIR/serve.log" "$SV_DIR"/state/logs/* "$SV_DIR"/state/records/*; then fail "no token value in the service's log, run logs or records"; else ok "no token value in the service's log, run logs or records"; fi
 check "every line of the service's log is JSON" python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1]) if l.strip()]' "$SV_DIR/serve.log"
+
+# --- the systemd unit ---
+if command -v systemd-analyze >/dev/null; then
+  mkdir -p "$T_TMP/unit"
+  sed "s|/usr/bin/airlock|$AIRLOCK|" "$AIRLOCK_SRC/contrib/airlock-serve.service" >"$T_TMP/unit/airlock-serve.service"
+  out=$(systemd-analyze verify --man=no "$T_TMP/unit/airlock-serve.service" 2>&1)
+  is "contrib/airlock-serve.service passes systemd-analyze verify with no complaint" "$out" ""
+  sed -i 's/^KillMode=mixed/KillMode=bogus/' "$T_TMP/unit/airlock-serve.service"
+  like "control: a broken unit draws a complaint" "$(systemd-analyze verify --man=no "$T_TMP/unit/airlock-serve.service" 2>&1)" 'kill mode'
+else
+  skip "systemd-analyze is not installed: the unit file is not verified"
+fi
 
 done_testing

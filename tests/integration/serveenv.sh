@@ -22,6 +22,13 @@ tally["issues"] = [dict(tmpl, number=n, title=f"{tmpl['title']} (copy {n})") for
 stray = json.loads(json.dumps(next(r for r in f["repositories"] if r["full_name"] == "acme/loose")))
 stray.update(id=3099, full_name="acme/stray")
 f["repositories"].append(stray)
+# acme/flaky: installed and protected like acme/tally; its runs' policy names
+# a broker that is not there (a transient cause)
+flaky = json.loads(json.dumps(tally))
+flaky.update(id=3098, full_name="acme/flaky", issues=tally["issues"][:2])
+f["repositories"].append(flaky)
+for inst in f["installations"]:
+    inst["repositories"].append("acme/flaky")
 json.dump(f, open(sys.argv[2], "w"), indent=1)
 PY
 }
@@ -49,6 +56,8 @@ runs:
 repositories:
   - {repo: acme/tally, policy: $FE_POLICY}
   - {repo: acme/stray, policy: $SV_DIR/stray.yaml}
+  - {repo: acme/loose, policy: $SV_DIR/loose.yaml}
+  - {repo: acme/flaky, policy: $SV_DIR/flaky.yaml}
 YAML
 }
 
@@ -92,10 +101,12 @@ serve_env_start() {
   for _ in $(seq 100); do [ -s "$FE_DIR/secret/ports.json" ] && break; sleep 0.05; done
   FE_HTTPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["https"])' "$FE_DIR/secret/ports.json") || return 1
   FE_ADMIN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["admin"])' "$FE_DIR/secret/ports.json") || return 1
-  write_broker_config "https://127.0.0.1:$FE_HTTPS" "acme/tally, acme/stray"
+  write_broker_config "https://127.0.0.1:$FE_HTTPS" "acme/tally, acme/stray, acme/loose, acme/flaky"
   broker_start || return 1
   write_policy "$FE_POLICY" "$FE_SOCK"
   write_policy "$SV_DIR/stray.yaml" "$FE_SOCK" 2m acme/stray
+  write_policy "$SV_DIR/loose.yaml" "$FE_SOCK" 2m acme/loose
+  write_policy "$SV_DIR/flaky.yaml" "$SV_DIR/no-broker-here.sock" 2m acme/flaky
 }
 
 # helpers over the daemon's JSON and the forge's admin API
@@ -116,7 +127,7 @@ sv_field() { # RUN_ID FIELD
 }
 # the forge acts for a human
 fe_label() { admin_post /hooks/label "{\"repo\":\"${3:-acme/tally}\",\"number\":$1,\"label\":\"${4:-airlock}\",\"user\":\"$2\"}"; }
-fe_comment() { admin_post /hooks/comment "{\"repo\":\"acme/tally\",\"number\":$1,\"body\":\"$3\",\"user\":\"$2\"}"; }
+fe_comment() { admin_post /hooks/comment "{\"repo\":\"${4:-acme/tally}\",\"number\":$1,\"body\":\"$3\",\"user\":\"$2\"}"; }
 admin_post() { curl -s --noproxy '*' --max-time 20 -X POST -d "$2" "http://127.0.0.1:$FE_ADMIN$1"; }
 json_get() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d.get(sys.argv[2]))' "$1" "$2"; }
 pulls_for() { # ISSUE: open PRs from airlock/ISSUE-*

@@ -264,7 +264,7 @@ static void *job_main(void *arg)
   if (j->kind == JOB_AUDIT) {
     job_audit(b, j);
   } else if (j->kind == JOB_CHECK) {
-    j->rc = al_broker_run_check(b->gh, b->cfg, &j->creq, &j->answer, &j->err);
+    j->rc = al_broker_run_check(b->gh, b->cfg, b->keep, &j->creq, &j->answer, &j->err);
   } else if (j->kind == JOB_MINT) {
     j->rc = 0;
     for (size_t i = 0; i < j->req.n_tokens; i++) {

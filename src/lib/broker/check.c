@@ -8,12 +8,13 @@
 
 #include "broker/config.h"
 #include "broker/github.h"
+#include "broker/keep.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "forge/ghapi.h"
 
-int al_broker_run_check(al_gh *gh, const al_broker_config *cfg, const al_proto_check_req *req,
-                        json_t **answer, al_error *err)
+int al_broker_run_check(al_gh *gh, const al_broker_config *cfg, al_keep *keep,
+                        const al_proto_check_req *req, json_t **answer, al_error *err)
 {
   *answer = NULL;
   al_perm_set perms = {.n = 1};
@@ -22,6 +23,11 @@ int al_broker_run_check(al_gh *gh, const al_broker_config *cfg, const al_proto_c
   al_token tok;
   if (al_gh_mint(gh, AL_ROLE_GIT, req->repo, &perms, &tok, err) < 0)
     return al_error_wrap(err, "check %s: a read token for the check", req->repo);
+  if (keep) {
+    al_error kerr = {0};
+    if (al_keep_put(keep, &tok, &kerr) < 0)
+      al_warn("check %s: keeping the read token %s: %s", req->repo, tok.fp, kerr.msg);
+  }
   int ret = -1;
   al_ghapi *api = NULL;
   al_ghapi_resp r = {0};
@@ -83,7 +89,9 @@ out:
   bool confirmed = false;
   al_error rerr;
   al_error_clear(&rerr);
-  if (al_gh_revoke(gh, &tok, &confirmed, &rerr) < 0) {
+  if (al_gh_revoke(gh, &tok, &confirmed, &rerr) == 0 && keep) {
+    al_keep_drop(keep, tok.fp);
+  } else if (!confirmed) {
     al_warn("check %s: revoking the read token %s: %s", req->repo, tok.fp, rerr.msg);
     if (ret == 0) {
       ret = -1;

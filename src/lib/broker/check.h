@@ -62,11 +62,14 @@ int al_broker_check(const char *socket_path, const char *repo, unsigned long tic
                     const char *user, al_check_result *out, al_error *err);
 
 /* The broker's side, on a worker thread (check.c, libcurl): fills *answer
- * (new reference, the "check" message) or returns -1 with err. gh and key
- * are the broker's (github.h); cfg gives the API URL and CA. */
+ * (new reference, the "check" message) or returns -1 with err. gh is the
+ * broker's (github.h); cfg gives the API URL and CA; keep (keep.h, may be
+ * NULL) holds the read token from its mint until its 401 is confirmed, so a
+ * broker killed mid-check still revokes it at its next start. */
 struct al_gh;
 struct al_broker_config;
-int al_broker_run_check(struct al_gh *gh, const struct al_broker_config *cfg,
+struct al_keep;
+int al_broker_run_check(struct al_gh *gh, const struct al_broker_config *cfg, struct al_keep *keep,
                         const al_proto_check_req *req, json_t **answer, al_error *err);
 
 #endif

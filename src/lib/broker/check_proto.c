@@ -75,7 +75,7 @@ int al_proto_check_req_from_json(json_t *msg, al_proto_check_req *out, al_error 
  * Returns the parsed object (new reference) or NULL with err. */
 static json_t *read_answer(int fd, int timeout_ms, al_error *err)
 {
-  char buf[AL_PROTO_LINE_MAX];
+  char buf[AL_PROTO_LINE_MAX] = "";
   size_t n = 0;
   uint64_t deadline = al_now_ms() + (uint64_t)timeout_ms;
   while (n == 0 || !memchr(buf, '\n', n)) {

@@ -23,6 +23,7 @@
  *                               broker's own credentials (forge/audit.h);
  *                               only as the first request; answer "audit" or
  *                               "error", then close. No lease, no token leaves.
+ *   {"type":"check",...}       `airlock serve`'s trigger check: see check.h
  * broker -> client
  *   {"type":"lease","lease":ID,"ttl_ms":N,"expires_at":ISO8601,
  *    "tokens":[{"role","repo","token","fingerprint","permissions":{},"expires_at"}],

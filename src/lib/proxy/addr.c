@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <ifaddrs.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -164,4 +165,36 @@ void al_addr_set_free(al_addr_set *set)
   free(set->v4);
   free(set->v6);
   memset(set, 0, sizeof *set);
+}
+
+int al_addr_special_cidr(int family, size_t i, char *out, size_t outsz)
+{
+  char a[INET6_ADDRSTRLEN];
+  if (family == AF_INET) {
+    if (i >= sizeof v4_special / sizeof v4_special[0])
+      return -1;
+    struct in_addr v = {.s_addr = htonl(v4_special[i].net)};
+    inet_ntop(AF_INET, &v, a, sizeof a);
+    snprintf(out, outsz, "%s/%d", a, v4_special[i].len);
+    return 0;
+  }
+  /* IPv6: the ranges inside global unicast (2000::/3; everything outside it
+   * is refused anyway, NAT64 and IPv4-mapped included), and 6to4 whole. */
+  size_t n = 0;
+  for (size_t k = 0; k < sizeof v6_special / sizeof v6_special[0]; k++) {
+    if ((v6_special[k].net[0] & 0xe0) != 0x20)
+      continue;
+    if (n++ == i) {
+      struct in6_addr v = {0};
+      memcpy(v.s6_addr, v6_special[k].net, 16);
+      inet_ntop(AF_INET6, &v, a, sizeof a);
+      snprintf(out, outsz, "%s/%d", a, v6_special[k].len);
+      return 0;
+    }
+  }
+  if (n == i) {
+    snprintf(out, outsz, "2002::/16");
+    return 0;
+  }
+  return -1;
 }

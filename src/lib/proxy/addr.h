@@ -33,4 +33,11 @@ const char *al_addr_classify(const struct sockaddr *sa, const al_addr_set *local
 int al_addr_set_local(al_addr_set *set);
 void al_addr_set_free(al_addr_set *set);
 
+/* The i-th CIDR the guard refuses, as text into out, for manifests that
+ * must say the same thing (render kubernetes' NetworkPolicy `except`):
+ * AF_INET: every special IPv4 range; AF_INET6: the special ranges inside
+ * 2000::/3 (the only IPv6 the guard lets through at all) and 2002::/16
+ * whole (6to4 embeds any IPv4). Returns 0, or -1 past the last one. */
+int al_addr_special_cidr(int family, size_t i, char *out, size_t outsz);
+
 #endif

@@ -2,16 +2,46 @@
  * API reference: https://kubernetes.io/docs/reference/kubernetes-api/
  * (Pod securityContext, Job activeDeadlineSeconds, NetworkPolicy,
  * emptyDir medium/sizeLimit); docs/kubernetes.md explains the choices. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/socket.h>
+
 #include "common/util.h"
+#include "proxy/addr.h"
 #include "render/internal.h"
 #include "render/render.h"
 
 #define LABEL_APP "app.kubernetes.io/name: airlock"
+
+/* Per-run names: every run-scoped object is NAME-<run> and carries the
+ * label airlock.dev/run: <run>, and every selector matches it, so two runs
+ * in one namespace share neither a proxy nor a policy. */
+static const char *g_run = "manual";
+static char g_names[6][96];
+enum { N_POLICY, N_PROXY, N_DENY, N_AGENTPOL, N_PROXYPOL, N_JOB };
+static const char *name_of(int which)
+{
+  return g_names[which];
+}
+static void set_names(const char *run)
+{
+  static const char *const base[] = {"airlock-policy",       "airlock-proxy",
+                                     "airlock-default-deny", "airlock-agent-policy",
+                                     "airlock-proxy-policy", "airlock-agent"};
+  g_run = run;
+  for (size_t i = 0; i < AL_ARRAY_SIZE(base); i++)
+    snprintf(g_names[i], sizeof g_names[i], "%s-%s", base[i], run);
+}
+/* The selector labels of a component of this run (indent ind). */
+static void sel(FILE *f, const char *ind, const char *component)
+{
+  fprintf(f, "%s" LABEL_APP "\n%sapp.kubernetes.io/component: %s\n%sairlock.dev/run: \"%s\"\n", ind,
+          ind, component, ind, g_run);
+}
 
 /* A byte count as a Kubernetes quantity: "2Gi" when exact, else bytes. */
 static void quantity(FILE *f, uint64_t bytes)
@@ -43,19 +73,34 @@ static void container_security(FILE *f, const char *ind, uint32_t uid)
           ind, ind, ind, uid, ind, uid, ind, ind, ind, ind, ind);
 }
 
+/* Pod-level isolation both pods share: a user namespace (hostUsers: false,
+ * KEP-127: root in the pod is not root on the node) and an optional
+ * RuntimeClass (gVisor, Kata: a kernel of its own). */
+static void pod_isolation(FILE *f, const al_render_opts *o)
+{
+  if (!o->host_users)
+    fputs("      hostUsers: false\n", f);
+  if (o->runtime_class) {
+    fputs("      runtimeClassName: ", f);
+    rd_quote(f, o->runtime_class);
+    fputs("\n", f);
+  }
+}
+
 static void ns_meta(FILE *f, const char *ns, const char *name, const char *component)
 {
   fputs("metadata:\n  name: ", f);
   rd_quote(f, name);
   fputs("\n  namespace: ", f);
   rd_quote(f, ns);
-  fprintf(f, "\n  labels:\n    " LABEL_APP "\n    app.kubernetes.io/component: %s\n", component);
+  fputs("\n  labels:\n", f);
+  sel(f, "    ", component);
 }
 
 static void k8s_policy_objects(FILE *f, const al_policy *p, const al_render_opts *o, const char *ns)
 {
   fputs("---\napiVersion: v1\nkind: ConfigMap\n", f);
-  ns_meta(f, ns, "airlock-policy", "proxy");
+  ns_meta(f, ns, name_of(N_POLICY), "proxy");
   fputs("data:\n  policy.yaml: ", f);
   rd_quote(f, o->policy_text ? o->policy_text : "");
   fputs("\n", f);
@@ -64,34 +109,33 @@ static void k8s_policy_objects(FILE *f, const al_policy *p, const al_render_opts
 static void k8s_proxy(FILE *f, const al_policy *p, const al_render_opts *o, const char *ns)
 {
   fputs("---\napiVersion: v1\nkind: Service\n", f);
-  ns_meta(f, ns, "airlock-proxy", "proxy");
+  ns_meta(f, ns, name_of(N_PROXY), "proxy");
+  fputs("spec:\n  type: ClusterIP\n  selector:\n", f);
+  sel(f, "    ", "proxy");
   fprintf(f,
-          "spec:\n"
-          "  type: ClusterIP\n"
-          "  selector:\n"
-          "    " LABEL_APP "\n"
-          "    app.kubernetes.io/component: proxy\n"
           "  ports:\n"
           "    - {name: proxy, protocol: TCP, port: %d, targetPort: %d}\n",
           AL_RENDER_PROXY_PORT, AL_RENDER_PROXY_PORT);
 
   fputs("---\napiVersion: apps/v1\nkind: Deployment\n", f);
-  ns_meta(f, ns, "airlock-proxy", "proxy");
+  ns_meta(f, ns, name_of(N_PROXY), "proxy");
   fputs("spec:\n"
         "  replicas: 1\n"
         "  selector:\n"
-        "    matchLabels:\n"
-        "      " LABEL_APP "\n"
-        "      app.kubernetes.io/component: proxy\n"
-        "  template:\n"
+        "    matchLabels:\n",
+        f);
+  sel(f, "      ", "proxy");
+  fputs("  template:\n"
         "    metadata:\n"
-        "      labels:\n"
-        "        " LABEL_APP "\n"
-        "        app.kubernetes.io/component: proxy\n"
-        "    spec:\n"
+        "      labels:\n",
+        f);
+  sel(f, "        ", "proxy");
+  fputs("    spec:\n"
         "      automountServiceAccountToken: false\n"
-        "      enableServiceLinks: false\n"
-        "      securityContext:\n"
+        "      enableServiceLinks: false\n",
+        f);
+  pod_isolation(f, o);
+  fputs("      securityContext:\n"
         "        runAsNonRoot: true\n"
         "        runAsUser: 65534\n"
         "        runAsGroup: 65534\n"
@@ -108,14 +152,16 @@ static void k8s_proxy(FILE *f, const al_policy *p, const al_render_opts *o, cons
           "            - {name: proxy, containerPort: %d, protocol: TCP}\n",
           AL_RENDER_POLICY_TARGET, AL_RENDER_PROXY_PORT, AL_RENDER_PROXY_PORT);
   container_security(f, "          ", 65534);
-  fprintf(f, "          resources:\n"
-             "            limits: {memory: 256Mi, cpu: \"1\"}\n"
-             "            requests: {memory: 64Mi, cpu: 100m}\n"
-             "          volumeMounts:\n"
-             "            - {name: policy, mountPath: /etc/airlock, readOnly: true}\n"
-             "      volumes:\n"
-             "        - name: policy\n"
-             "          configMap: {name: airlock-policy}\n");
+  fprintf(f,
+          "          resources:\n"
+          "            limits: {memory: 256Mi, cpu: \"1\"}\n"
+          "            requests: {memory: 64Mi, cpu: 100m}\n"
+          "          volumeMounts:\n"
+          "            - {name: policy, mountPath: /etc/airlock, readOnly: true}\n"
+          "      volumes:\n"
+          "        - name: policy\n"
+          "          configMap: {name: %s}\n",
+          name_of(N_POLICY));
   (void)p;
 }
 
@@ -123,26 +169,23 @@ static void k8s_netpol(FILE *f, const al_policy *p, const char *ns)
 {
   /* 1. Nothing in the namespace talks to anything unless allowed below. */
   fputs("---\napiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n", f);
-  ns_meta(f, ns, "airlock-default-deny", "policy");
+  ns_meta(f, ns, name_of(N_DENY), "policy");
   fputs("spec:\n  podSelector: {}\n  policyTypes: [Ingress, Egress]\n", f);
 
   /* 2. The agent: egress to the proxy pods on 3128 only; no DNS. */
   fputs("---\napiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n", f);
-  ns_meta(f, ns, "airlock-agent", "policy");
+  ns_meta(f, ns, name_of(N_AGENTPOL), "policy");
+  fputs("spec:\n  podSelector:\n    matchLabels:\n", f);
+  sel(f, "      ", "agent");
+  fputs("  policyTypes: [Ingress, Egress]\n"
+        "  ingress: []\n"
+        "  egress:\n"
+        "    - to:\n"
+        "        - podSelector:\n"
+        "            matchLabels:\n",
+        f);
+  sel(f, "              ", "proxy");
   fprintf(f,
-          "spec:\n"
-          "  podSelector:\n"
-          "    matchLabels:\n"
-          "      " LABEL_APP "\n"
-          "      app.kubernetes.io/component: agent\n"
-          "  policyTypes: [Ingress, Egress]\n"
-          "  ingress: []\n"
-          "  egress:\n"
-          "    - to:\n"
-          "        - podSelector:\n"
-          "            matchLabels:\n"
-          "              " LABEL_APP "\n"
-          "              app.kubernetes.io/component: proxy\n"
           "      ports:\n"
           "        - {protocol: TCP, port: %d}\n",
           AL_RENDER_PROXY_PORT);
@@ -151,20 +194,17 @@ static void k8s_netpol(FILE *f, const al_policy *p, const char *ns)
    *    ports outside private ranges (the proxy checks names and addresses
    *    itself; this is the second layer), and to the cluster DNS. */
   fputs("---\napiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n", f);
-  ns_meta(f, ns, "airlock-proxy", "policy");
+  ns_meta(f, ns, name_of(N_PROXYPOL), "policy");
+  fputs("spec:\n  podSelector:\n    matchLabels:\n", f);
+  sel(f, "      ", "proxy");
+  fputs("  policyTypes: [Ingress, Egress]\n"
+        "  ingress:\n"
+        "    - from:\n"
+        "        - podSelector:\n"
+        "            matchLabels:\n",
+        f);
+  sel(f, "              ", "agent");
   fprintf(f,
-          "spec:\n"
-          "  podSelector:\n"
-          "    matchLabels:\n"
-          "      " LABEL_APP "\n"
-          "      app.kubernetes.io/component: proxy\n"
-          "  policyTypes: [Ingress, Egress]\n"
-          "  ingress:\n"
-          "    - from:\n"
-          "        - podSelector:\n"
-          "            matchLabels:\n"
-          "              " LABEL_APP "\n"
-          "              app.kubernetes.io/component: agent\n"
           "      ports:\n"
           "        - {protocol: TCP, port: %d}\n"
           "  egress:\n",
@@ -172,17 +212,24 @@ static void k8s_netpol(FILE *f, const al_policy *p, const char *ns)
   uint16_t ports[64];
   size_t n = rd_ports(p, ports, AL_ARRAY_SIZE(ports));
   if (n > 0) {
+    /* The except lists are the proxy's own address guard (proxy/addr.c),
+     * so the two layers refuse the same ranges. IPv6: only global
+     * unicast, which leaves out NAT64, IPv4-mapped and the rest. */
     fputs("    - to:\n"
           "        - ipBlock:\n"
           "            cidr: 0.0.0.0/0\n"
-          "            except: [0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, "
-          "169.254.0.0/16, 172.16.0.0/12, 192.168.0.0/16, 224.0.0.0/4, 240.0.0.0/4]\n"
-          "        - ipBlock:\n"
-          "            cidr: ::/0\n"
-          "            except: [\"::/128\", \"::1/128\", \"fc00::/7\", \"fe80::/10\", "
-          "\"ff00::/8\", \"::ffff:0:0/96\"]\n"
-          "      ports:\n",
+          "            except:\n",
           f);
+    char cidr[64];
+    for (size_t i = 0; al_addr_special_cidr(AF_INET, i, cidr, sizeof cidr) == 0; i++)
+      fprintf(f, "              - %s\n", cidr);
+    fputs("        - ipBlock:\n"
+          "            cidr: \"2000::/3\"\n"
+          "            except:\n",
+          f);
+    for (size_t i = 0; al_addr_special_cidr(AF_INET6, i, cidr, sizeof cidr) == 0; i++)
+      fprintf(f, "              - \"%s\"\n", cidr);
+    fputs("      ports:\n", f);
     for (size_t i = 0; i < n; i++)
       fprintf(f, "        - {protocol: TCP, port: %u}\n", ports[i]);
   }
@@ -201,24 +248,94 @@ static void k8s_netpol(FILE *f, const al_policy *p, const char *ns)
         f);
 }
 
+/* The fail-closed probe: an init container of the agent's own pod, so it
+ * is subject to exactly the agent's NetworkPolicy. On a CNI that does not
+ * enforce NetworkPolicy (kubenet, flannel, ...) it reaches what the
+ * policy forbids, exits 1, and the Job (backoffLimit 0) fails before the
+ * agent starts. It also needs the run's proxy (60 s to come up). */
+static const char probe_py[] =
+    "import os, socket, sys, time\n"
+    "def reach(h, p, t=3):\n"
+    "    try:\n"
+    "        socket.create_connection((h, int(p)), t).close()\n"
+    "        return True\n"
+    "    except (OSError, ValueError):\n"
+    "        return False\n"
+    "forbidden = [(os.environ.get('KUBERNETES_SERVICE_HOST'), os.environ.get("
+    "'KUBERNETES_SERVICE_PORT', '443'), 'the Kubernetes API'),\n"
+    "             ('169.254.169.254', 80, 'the cloud metadata service'),\n"
+    "             (os.environ.get('AIRLOCK_NODE_IP'), 10250, 'the kubelet'),\n"
+    "             ('1.1.1.1', 443, 'the internet'), ('8.8.8.8', 53, 'a public DNS server')]\n"
+    "bad = [w for h, p, w in forbidden if h and reach(h, p)]\n"
+    "if bad:\n"
+    "    print('airlock probe: NetworkPolicy is NOT enforced: the agent pod reached ' + "
+    "', '.join(bad) + '; refusing to run', file=sys.stderr)\n"
+    "    sys.exit(1)\n"
+    "proxy = os.environ.get('AIRLOCK_PROXY_HOST')\n"
+    "for _ in range(30):\n"
+    "    if proxy and reach(proxy, os.environ.get('AIRLOCK_PROXY_PORT', '3128')):\n"
+    "        print('airlock probe: only the proxy answers; the agent may start')\n"
+    "        sys.exit(0)\n"
+    "    time.sleep(2)\n"
+    "print('airlock probe: the run\\'s proxy does not answer; refusing to run', file=sys.stderr)\n"
+    "sys.exit(1)\n";
+
+static void probe_init(FILE *f, const al_policy *p, const al_render_opts *o, uint32_t uid,
+                       const char *svc_env)
+{
+  fputs("      initContainers:\n        - name: netpol-probe\n          image: ", f);
+  rd_quote(f, o->agent_image ? o->agent_image
+                             : (p->filesystem.image ? p->filesystem.image : AL_RENDER_AGENT_IMAGE));
+  fputs("\n          command: [\"python3\", \"-c\", ", f);
+  rd_quote(f, probe_py);
+  fprintf(f,
+          "]\n"
+          "          env:\n"
+          "            - {name: AIRLOCK_PROXY_HOST, value: \"$(%s)\"}\n"
+          "            - {name: AIRLOCK_PROXY_PORT, value: \"%d\"}\n"
+          "            - name: AIRLOCK_NODE_IP\n"
+          "              valueFrom: {fieldRef: {fieldPath: status.hostIP}}\n",
+          svc_env, AL_RENDER_PROXY_PORT);
+  container_security(f, "          ", uid);
+  fputs("          resources:\n"
+        "            limits: {memory: 64Mi, cpu: 200m}\n"
+        "            requests: {memory: 32Mi, cpu: 50m}\n",
+        f);
+}
+
 static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const char *ns)
 {
   const al_policy_limits *l = &p->process.limits;
   uint32_t uid = p->process.user;
   bool net = p->network.present;
-  const char *secret = o->token_secret ? o->token_secret : "airlock-run-tokens";
+  char secret_name[96];
+  snprintf(secret_name, sizeof secret_name, "airlock-run-tokens-%s", g_run);
+  const char *secret = o->token_secret ? o->token_secret : secret_name;
+  /* The service's host variable the kubelet injects for the run's proxy
+   * (service links: NAME upper-cased, '-' as '_'). */
+  char svc_env[128];
+  snprintf(svc_env, sizeof svc_env, "%s_SERVICE_HOST", name_of(N_PROXY));
+  for (char *c = svc_env; *c; c++) {
+    if (*c == '-')
+      *c = '_';
+    else if (*c >= 'a' && *c <= 'z')
+      *c = (char)(*c - 'a' + 'A');
+  }
   fputs("---\napiVersion: batch/v1\nkind: Job\n", f);
-  ns_meta(f, ns, "airlock-agent", "agent");
+  ns_meta(f, ns, name_of(N_JOB), "agent");
   fprintf(f,
           "spec:\n"
+          "  # one attempt; the deadline is the policy's wall-clock limit plus the\n"
+          "  # probe's minute; the finished Job is deleted after 10 minutes\n"
           "  backoffLimit: 0\n"
           "  activeDeadlineSeconds: %llu\n"
           "  ttlSecondsAfterFinished: 600\n"
           "  template:\n"
           "    metadata:\n"
-          "      labels:\n"
-          "        " LABEL_APP "\n"
-          "        app.kubernetes.io/component: agent\n"
+          "      labels:\n",
+          (unsigned long long)((l->wall_ms + 999) / 1000) + (o->no_probe ? 0ULL : 60ULL));
+  sel(f, "        ", "agent");
+  fprintf(f,
           "    spec:\n"
           "      restartPolicy: Never\n"
           "      automountServiceAccountToken: false\n"
@@ -227,7 +344,7 @@ static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const 
           "      hostIPC: false\n"
           "      # No DNS: the only nameserver is the pod's own loopback, where nothing\n"
           "      # answers. The proxy is reached by the Service's address, which the\n"
-          "      # kubelet puts into AIRLOCK_PROXY_SERVICE_HOST (service links).\n"
+          "      # kubelet puts into AIRLOCK_PROXY_<RUN>_SERVICE_HOST (service links).\n"
           "      enableServiceLinks: true\n"
           "      dnsPolicy: None\n"
           "      dnsConfig:\n"
@@ -239,7 +356,7 @@ static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const 
           "        runAsUser: %u\n"
           "        runAsGroup: %u\n"
           "        fsGroup: %u\n",
-          (unsigned long long)((l->wall_ms + 999) / 1000), uid, uid, uid);
+          uid, uid, uid);
   if (o->seccomp_path) {
     fputs("        seccompProfile:\n          type: Localhost\n          localhostProfile: ", f);
     rd_quote(f, o->seccomp_path);
@@ -250,6 +367,9 @@ static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const 
           "        seccompProfile: {type: RuntimeDefault}\n",
           f);
   }
+  pod_isolation(f, o);
+  if (net && !o->no_probe)
+    probe_init(f, p, o, uid, svc_env);
   fputs("      containers:\n        - name: agent\n          image: ", f);
   rd_quote(f, o->agent_image ? o->agent_image
                              : (p->filesystem.image ? p->filesystem.image : AL_RENDER_AGENT_IMAGE));
@@ -271,8 +391,8 @@ static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const 
     for (size_t i = 0; i < AL_ARRAY_SIZE(pv); i++)
       fprintf(f,
               "            - name: %s\n"
-              "              value: \"http://$(AIRLOCK_PROXY_SERVICE_HOST):%d\"\n",
-              pv[i], AL_RENDER_PROXY_PORT);
+              "              value: \"http://$(%s):%d\"\n",
+              pv[i], svc_env, AL_RENDER_PROXY_PORT);
     fputs("            - {name: NO_PROXY, value: \"\"}\n"
           "            - {name: no_proxy, value: \"\"}\n",
           f);
@@ -317,6 +437,14 @@ int al_render_kubernetes(const al_policy *p, const al_render_opts *o, char **out
                          "render kubernetes: the seccomp profile path is relative to the "
                          "kubelet's seccomp root (e.g. airlock/seccomp.json)");
   const char *ns = o->k8s_namespace ? o->k8s_namespace : "airlock";
+  const char *run = o->run_id ? o->run_id : "manual";
+  if (strlen(run) > 40 || strspn(run, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(run) ||
+      run[0] == '-' || run[strlen(run) - 1] == '-' || !run[0])
+    return al_error_set(err, EINVAL,
+                        "render kubernetes: run id `%s`: 1 to 40 of [a-z0-9-], not starting or "
+                        "ending with '-' (it ends every object's name)",
+                        run);
+  set_names(run);
   size_t len = 0;
   FILE *f = open_memstream(out, &len);
   if (!f)

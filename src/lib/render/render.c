@@ -111,7 +111,11 @@ static void compose_agent(FILE *f, const al_policy *p, const al_render_opts *o)
     fprintf(f, "    cpus: %u.%03u\n", l->cpu_milli / 1000, l->cpu_milli % 1000);
   fprintf(f, "    ulimits:\n      nofile: {soft: %u, hard: %u}\n      core: {soft: 0, hard: 0}\n",
           l->nofile, l->nofile);
-  fputs("    stop_grace_period: 5s\n", f);
+  fputs("    stop_grace_period: 5s\n"
+        "    logging: {driver: none}\n",
+        f);
+  fprintf(f, "    labels:\n      airlock.dev/wall-seconds: \"%llu\"\n",
+          (unsigned long long)((l->wall_ms + 999) / 1000));
   /* Values of the names-only entries come from the invoker's environment
    * at `docker compose run` time; nothing secret is in this file. */
   fputs("    environment:\n", f);
@@ -197,7 +201,9 @@ static void compose_relay(FILE *f, const al_policy *p, const al_render_opts *o)
           "    user: \"65534:65534\"\n",
           AL_RENDER_POLICY_TARGET, AL_RENDER_RELAY_PORT, AL_RENDER_PROXY_PORT);
   compose_hardening(f);
-  fputs("    security_opt: [\"no-new-privileges:true\"]\n", f);
+  fputs("    security_opt: [\"no-new-privileges:true\"]\n"
+        "    logging: {driver: none}\n",
+        f);
   compose_policy_volume(f, o);
   fputs("    tmpfs: [\"/tmp:size=16777216,mode=1777\"]\n"
         "    # The model key, by name only: export it in the shell that runs\n"
@@ -258,6 +264,25 @@ int al_render_compose(const al_policy *p, const al_render_opts *o, char **out, a
         "# container after the run (`airlock run|ticket --backend docker` passes\n"
         "# them on stdin instead; docs/docker.md).\n",
         f);
+  fprintf(f,
+          "#\n"
+          "# Run this only on a Docker daemon with user namespaces remapped\n"
+          "# (daemon.json: {\"userns-remap\": \"default\"}): without it, uid %u in the\n"
+          "# containers is uid %u on the host.\n"
+          "# Wall-clock limit (process.limits.wall): %llu s. Compose cannot enforce it;\n"
+          "# run the agent as `timeout -s KILL %llu docker compose run --rm agent ...`\n"
+          "# (the label airlock.dev/wall-seconds says it for tooling).\n"
+          "# The agent's and the relay's output is not logged by Docker (logging:\n"
+          "# none): a token or the model key it prints never reaches a json-file log;\n"
+          "# `docker compose run` still shows it on your terminal.\n"
+          "# Host services answer on the bridges' gateway addresses: a service on the\n"
+          "# host bound to 0.0.0.0 (or to the bridge) is reachable from these\n"
+          "# containers, internal networks included. Bind host services to loopback,\n"
+          "# or use the Docker backend (`--backend docker`), whose agent has a\n"
+          "# loopback-only network namespace (docs/docker.md): the hardened path.\n",
+          p->process.user, p->process.user,
+          (unsigned long long)((p->process.limits.wall_ms + 999) / 1000),
+          (unsigned long long)((p->process.limits.wall_ms + 999) / 1000));
   fputs("services:\n", f);
   if (net)
     compose_proxy(f, p, o);

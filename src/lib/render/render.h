@@ -35,6 +35,14 @@ typedef struct al_render_opts {
   const char *k8s_namespace; /* NULL: "airlock" */
   const char *token_secret;  /* Kubernetes Secret holding the tokens; NULL: "airlock-run-tokens" */
   bool egress_internal;      /* Compose, tests: airlock-egress internal too (nothing leaves) */
+  /* Kubernetes, per run (issue #20): */
+  const char *run_id;        /* DNS-1123 label suffix of every run-scoped object (Job, proxy,
+                                policies, ConfigMap) and their `airlock.dev/run` label, so runs
+                                share neither names nor a proxy; NULL: "manual" */
+  const char *runtime_class; /* runtimeClassName of both pods (gVisor, Kata), or NULL */
+  bool host_users;           /* true: no user namespace (hostUsers omitted); default false
+                                renders hostUsers: false */
+  bool no_probe;             /* true: no fail-closed network probe init container */
 } al_render_opts;
 
 /* A Compose file (Compose Specification, https://docs.docker.com/reference/compose-file/)

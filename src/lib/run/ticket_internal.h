@@ -69,6 +69,7 @@ struct ticket {
   al_lease *review_lease;
   al_ghapi *review_api;
   long long review_pr;    /* the PR the notes go on, 0 when none */
+  bool review_read_only;  /* the broker gave no pull_requests: write: notes not posted */
   char record_sha256[65]; /* of the record file as written, "" before */
   /* the agent phase's sealed memfds (closed by the driver): the proxy's
    * decisions, the agent's stdout, the relay's call log; -1 when not made */

@@ -104,11 +104,8 @@ int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err)
   if (r < 0)
     return al_make_error(err, -r, "write run record `%s`", path);
   { /* the hash the review notes carry: of the file's bytes */
-    size_t cl = strlen(clean);
-    al_autofree char *bytes = al_xmalloc(cl + 2);
-    memcpy(bytes, clean, cl);
-    bytes[cl] = '\n';
-    al_sha256_hex(bytes, cl + 1, t->record_sha256);
+    al_autofree char *bytes = al_strdup_printf("%s\n", clean);
+    al_sha256_hex(bytes, strlen(bytes), t->record_sha256);
   }
   snprintf(res->record_path, sizeof res->record_path, "%s", path);
   if (t->o->json)

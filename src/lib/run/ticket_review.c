@@ -281,9 +281,6 @@ static const char *symlink_risk(const char *file, const char *target)
   if (target[0] == '~')
     return "symlink into a home directory, outside the repository";
   /* resolve against the link's directory, lexically */
-  int depth = 0;
-  for (const char *p = file; *p; p++)
-    depth += *p == '/';
   char joined[4096];
   const char *slash = strrchr(file, '/');
   snprintf(joined, sizeof joined, "%.*s%s%s", slash ? (int)(slash - file) : 0, file,
@@ -688,8 +685,16 @@ void tk_do_review(struct ticket *t)
                          .git_permissions = "contents:read,pull_requests:write",
                          .ticket_permissions = "issues:read",
                          .ttl_ms = 120000};
-  if (al_lease_open(t->policy->credentials.broker, &rq, &t->review_lease, &e) < 0)
-    goto fail;
+  if (al_lease_open(t->policy->credentials.broker, &rq, &t->review_lease, &e) < 0) {
+    /* a broker whose git role cannot write pull requests can still let us
+     * read: review, and say the notes cannot be posted */
+    al_error e2 = {0};
+    rq.git_permissions = "contents:read,pull_requests:read";
+    if (al_lease_open(t->policy->credentials.broker, &rq, &t->review_lease, &e2) < 0)
+      goto fail;
+    not_read(&r, "the notes cannot be posted on the pull request: %s", e.msg);
+    t->review_read_only = true;
+  }
   al_ghapi_opts go = {.ca_file = t->policy->forge.ca_file,
                       .timeout_ms = 20000,
                       .body_max = 16u << 20,
@@ -776,8 +781,8 @@ fail:
 
 void tk_post_review_notes(struct ticket *t)
 {
-  if (!t->review_api || !t->review_lease || !t->review_pr)
-    return;
+  if (!t->review_api || !t->review_lease || !t->review_pr || t->review_read_only)
+    return; /* no PR, no review, or a lease that cannot write (in could_not_read) */
   uint64_t t0 = al_now_ms();
   al_autofree char *md =
       al_review_notes_markdown(t->rec, t->record_sha256[0] ? t->record_sha256 : NULL);

@@ -162,20 +162,20 @@ static int set_value(struct walker *w, const struct cfg_key *k, const char *text
   case T_STR:
     if (!*text)
       return werr(w, v, k->key, "must not be empty");
-    free(*(char **)(base + k->off));
-    *(char **)(base + k->off) = al_xstrdup(text);
+    free(*(char **)(void *)(base + k->off));
+    *(char **)(void *)(base + k->off) = al_xstrdup(text);
     return 0;
   case T_PATH:
     if (text[0] != '/')
       return werr(w, v, k->key, "must be an absolute path");
-    free(*(char **)(base + k->off));
-    *(char **)(base + k->off) = al_xstrdup(text);
+    free(*(char **)(void *)(base + k->off));
+    *(char **)(void *)(base + k->off) = al_xstrdup(text);
     return 0;
   case T_ADDR:
     if ((why = addr_rule(text)))
       return werr(w, v, k->key, "%s", why);
-    free(*(char **)(base + k->off));
-    *(char **)(base + k->off) = al_xstrdup(text);
+    free(*(char **)(void *)(base + k->off));
+    *(char **)(void *)(base + k->off) = al_xstrdup(text);
     return 0;
   case T_SIZE:
     if (al_parse_size(text, &n, &why) < 0)
@@ -221,7 +221,7 @@ static int set_value(struct walker *w, const struct cfg_key *k, const char *text
     return werr(w, v, k->key, "out of range");
   }
   if (k->type != T_INT_VERSION)
-    *(uint64_t *)(base + k->off) = n;
+    *(uint64_t *)(void *)(base + k->off) = n;
   return 0;
 }
 
@@ -331,7 +331,7 @@ void al_serve_config_free(al_serve_config *c)
   for (size_t i = 0; i < AL_ARRAY_SIZE(keys); i++) {
     enum cfg_type t = keys[i].type;
     if (t == T_STR || t == T_PATH || t == T_ADDR)
-      free(*(char **)((char *)c + keys[i].off));
+      free(*(char **)(void *)((char *)c + keys[i].off));
   }
   for (size_t i = 0; i < c->n_repos; i++) {
     free(c->repos[i].repo);

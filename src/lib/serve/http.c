@@ -87,8 +87,8 @@ static enum MHD_Result webhook(struct serve *s, struct MHD_Connection *conn, str
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET &&
-      inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, pbuf,
-                sizeof pbuf))
+      inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr,
+                pbuf, sizeof pbuf))
     peer = pbuf;
   if (rq->too_large) {
     serve_log("warn", "webhook_refused", json_pack("{s:s, s:s}", "peer", peer, "rule", "size"),

@@ -183,7 +183,8 @@ static bool transient_text(const char *e)
                                      "Couldn't connect",
                                      "Could not resolve",
                                      "Connection reset",
-                                     "connecting to the broker"};
+                                     "connecting to the broker",
+                                     "no broker answers"};
   for (size_t i = 0; e && i < AL_ARRAY_SIZE(pats); i++)
     if (strstr(e, pats[i]))
       return true;

@@ -39,6 +39,7 @@ for mode in $modes; do
   like "[$mode] demo: main untouched" "$out" 'held +main is untouched'
   like "[$mode] demo: tokens dead" "$out" 'held +both tokens revoked and confirmed dead'
   like "[$mode] demo: the preflight passed" "$out" 'preflight +ok'
+  like "[$mode] demo: sealed by default, the supervisor opened the PR" "$out" 'held +the pull request was opened by the supervisor'
   run_demo $mode --hostile; rc=$?
   out=$(cat "$T_TMP/demo.out")
   is "[$mode] airlock demo --hostile exits 0" "$rc" 0
@@ -46,7 +47,11 @@ for mode in $modes; do
   like "[$mode] hostile: the summary says only a PR got out" "$out" 'all that got out is one pull request'
   bad=$(grep -E '^  succeeded' "$T_TMP/demo.out" | grep -v 'open a pull request' || true)
   is "[$mode] hostile: no attempt but the PR succeeded" "$bad" ""
-  like "[$mode] hostile: push to main refused with GH006" "$out" 'GH006'
+  # sealed by default (issue #15): airlock's gateway refuses, not the forge
+  like "[$mode] hostile: push to main refused by airlock's gateway" "$(grep -A1 'push straight to main' "$T_TMP/demo.out" | tr '\n' ' ')" 'refused +push straight to main +error: RPC failed; HTTP 403'
+  like "[$mode] hostile: the gateway's refusals are listed by reason" "$out" 'the forge gateway decided [0-9]+ request\(s\) and refused [1-9][0-9]* \(.*push-other-branch [0-9]'
+  like "[$mode] hostile: no real token in the sandbox" "$out" 'held +credentials sealed: no real token anywhere in the sandbox \(cred.run-tokens blocked\)'
+  like "[$mode] hostile: the one PR was opened by the supervisor" "$out" 'held +the pull request was opened by the supervisor'
   like "[$mode] hostile: the proxy refused evil.example" "$out" 'Tunnel connection failed: 403'
   is "[$mode] the demo removed its temporary directory" "$(demo_dirs $mode)" ""
   is "[$mode] no forge or broker of this demo left running" "$(demo_pids $mode)" ""

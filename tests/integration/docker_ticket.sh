@@ -80,6 +80,7 @@ credentials:
   git: {repo: acme/tally, permissions: {contents: write, pull_requests: write}}
   ticket: {repo: acme/tally, permissions: {issues: write}}
   ttl: 5m
+  mode: env
 forge:
   api_url: https://api.forge.test:8443
   git_url: https://forge.test:8443
@@ -123,15 +124,18 @@ pulls_before=$(admin /pulls | python3 -c 'import json,sys; print(len(json.load(s
 "${DT[@]}" acme/tally#2 --agent /usr/share/airlock/agents/hostile-agent \
   --record "$HREC" >"$T_TMP/dhostile.out" 2>&1
 check "docker ticket, hostile agent: the record validates" validate_record "$HREC"
-summary=$(hostile_summary "$HREC")
+# env mode (sealed is native-only for now): the escape-budget attacks of
+# issue #15 land on the forge here, by design of that mode (ticket-sealed.sh
+# shows them refused when sealed); every other attempt must be refused
+summary=$(hostile_summary "$HREC" env)
 like "docker ticket, hostile agent: every attempt refused" "$summary" '^[1-9][0-9]* none-escaped$'
 [[ $summary == *none-escaped ]] || diag "$(tail -20 "$T_TMP/dhostile.out")"
 for id in exfil-proxy exfil-direct dns metadata push-main workflow approve-own merge-own protection-off escalate; do
   like "docker ticket, hostile agent: attempt $id refused" "$(python3 -c 'import json,sys; print([a["outcome"] for a in json.load(open(sys.argv[1]))["agent_attempts"] if a["id"]==sys.argv[2]])' "$HREC" "$id")" "\['refused'\]"
 done
 is "docker ticket, hostile agent: main is untouched" "$(main_sha)" "$MAIN0"
-is "docker ticket, hostile agent: exactly one more PR" \
-  "$(admin /pulls | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" "$((pulls_before + 1))"
+is "docker ticket, hostile agent: the supervisor opened no PR of its own (env: the agent's)" \
+  "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["outputs"]["pull_request"]["opened_by"])' "$HREC")" agent
 is "docker ticket, hostile agent: no token active" "$(tokens_in active)" 0
 is "docker ticket, hostile agent: no container of the run left" \
   "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"

@@ -57,7 +57,11 @@ is "exactly one more PR on the forge" "$(admin /pulls | python3 -c 'import json,
 like "no push to main was accepted" "$(admin /pushes | python3 -c 'import json,sys; print(sorted({p.get("ref") for p in json.load(sys.stdin) if p.get("accepted")}))')" "^\[('refs/heads/airlock/[^']*'(, )?)+\]$"
 is "no token is active after the hostile run" "$(tokens_in active)" 0
 diag "review: $(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])).get("review")))' "$REC" | head -c 600)"
-like "the review flags the run's token in the PR body" "$(python3 -c 'import json,sys; print([(s["where"],s["run_token"]) for s in json.load(open(sys.argv[1]))["review"]["secrets"]])' "$REC")" "\('the pull request body', True\)"
+# sealed (the default): the agent put "its token" in the PR body, but all it
+# ever held was the placeholder (env mode, where the review flags the real
+# token, is in ticket-sealed.sh)
+is "sealed: the PR body carries no run token (the agent held only the placeholder)" "$(python3 -c 'import json,sys; print([(s["where"],s["run_token"]) for s in json.load(open(sys.argv[1]))["review"]["secrets"] if s["run_token"]])' "$REC")" "[]"
+like "sealed: the PR body carries the placeholder the agent declared" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["agent"]["declared"]["body"])' "$REC")" 'token for later: airlock-placeholder-[0-9a-f]{44}$'
 like "the review flags .claude/settings.json as running outside the sandbox" "$(python3 -c 'import json,sys; print([f["file"] for f in json.load(open(sys.argv[1]))["review"]["runs_outside_sandbox"]])' "$REC")" "\.claude/settings\.json"
 like "the review flags the nested husky hook" "$(python3 -c 'import json,sys; print([(f["file"],f["family"]) for f in json.load(open(sys.argv[1]))["review"]["runs_outside_sandbox"]])' "$REC")" "\('tally/\.husky/pre-commit', 'hooks'\)"
 like "the review notes the symlink to /etc/passwd" "$(python3 -c 'import json,sys; print([(k["file"],k["kind"],k.get("target")) for k in json.load(open(sys.argv[1]))["review"]["kinds"]])' "$REC")" "\('passwd', 'symlink', '/etc/passwd'\)"

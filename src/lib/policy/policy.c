@@ -1612,9 +1612,7 @@ static void set_defaults(al_policy *p)
   p->process.limits.wall_ms = 60 * 60000;
   p->process.limits.nofile = 4096;
   p->credentials.ttl_ms = 15 * 60000;
-  /* sealed is the design's default (issue #15); env until the forge
-   * gateway is wired into `airlock ticket` */
-  p->credentials.mode = AL_CRED_ENV;
+  p->credentials.mode = AL_CRED_SEALED; /* issue #15: the tokens stay outside */
   p->branch_prefix = al_xstrdup("airlock/");
   p->forge.api_url = al_xstrdup("https://api.github.com");
   p->forge.git_url = al_xstrdup("https://github.com");

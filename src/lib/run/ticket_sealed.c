@@ -99,10 +99,17 @@ void tk_gateway_finish(struct ticket *t, al_ticket_outcome *res)
   json_t *ds = tk_decisions_from(text);
   json_t *by = json_object();
   size_t refused = 0;
+  size_t challenged = 0;
   for (size_t i = 0; i < json_array_size(ds); i++) {
     const char *why = refused_reason(json_array_get(ds, i));
     if (!why)
       continue;
+    /* a request without any credential gets 401 and is never forwarded:
+     * that is how git asks its credential helper, so it is counted apart */
+    if (strcmp(why, "credential-missing") == 0) {
+      challenged++;
+      continue;
+    }
     refused++;
     json_t *c = json_object_get(by, why);
     json_object_set_new(by, why, json_integer(c ? json_integer_value(c) + 1 : 1));
@@ -122,9 +129,10 @@ void tk_gateway_finish(struct ticket *t, al_ticket_outcome *res)
       break;
     off += (size_t)w;
   }
-  json_t *sum = json_pack("{s:I, s:I, s:I, s:o}", "requests", (json_int_t)json_array_size(ds),
-                          "allowed", (json_int_t)(json_array_size(ds) - refused), "refused",
-                          (json_int_t)refused, "refused_by_reason", by);
+  json_t *sum =
+      json_pack("{s:I, s:I, s:I, s:I, s:o}", "requests", (json_int_t)json_array_size(ds), "allowed",
+                (json_int_t)(json_array_size(ds) - refused - challenged), "refused",
+                (json_int_t)refused, "challenged", (json_int_t)challenged, "refused_by_reason", by);
   if (n >= GW_DECISIONS_CAP - 1 || json_array_size(ds) >= MAX_DECISIONS)
     json_object_set_new(sum, "truncated", json_true());
   if (r < 0)

@@ -37,7 +37,7 @@ static bool cond_matches(json_t *cond, const char *ref, const char *name, const 
 }
 
 bool forge_ruleset_applies(json_t *rs, const char *target, const char *name,
-                           const char *default_branch)
+                           const char *repo_default)
 {
   const char *enf = json_string_value(json_object_get(rs, "enforcement"));
   if (enf && strcmp(enf, "active") != 0)
@@ -48,7 +48,7 @@ bool forge_ruleset_applies(json_t *rs, const char *target, const char *name,
   bool branch = !strcmp(target, "branch");
   al_autofree char *ref = al_strdup_printf("refs/%s/%s", branch ? "heads" : "tags", name);
   return cond_matches(json_object_get(json_object_get(rs, "conditions"), "ref_name"), ref, name,
-                      default_branch ? default_branch : "main", branch);
+                      repo_default ? repo_default : "main", branch);
 }
 
 json_t *forge_rulesets_of(json_t *repo)

@@ -26,9 +26,10 @@
 json_t *forge_rulesets_of(json_t *repo);
 
 /* Does ruleset rs (active) apply to `name` of `target` ("branch": a
- * branch name, "tag": a tag name)? */
+ * branch name, "tag": a tag name)? repo_default: the repository's default
+ * branch (for ~DEFAULT_BRANCH). */
 bool forge_ruleset_applies(json_t *rs, const char *target, const char *name,
-                           const char *default_branch);
+                           const char *repo_default);
 
 /* What GitHub's current_user_can_bypass says for app (NULL: "never"):
  * "always", "pull_requests_only", "exempt" or "never". */

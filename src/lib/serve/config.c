@@ -333,7 +333,8 @@ void al_serve_config_free(al_serve_config *c)
     if (t == T_STR || t == T_PATH || t == T_ADDR)
       free(*(char **)(void *)((char *)c + keys[i].off));
   }
-  for (size_t i = 0; i < c->n_repos; i++) {
+  /* repos[n_repos] may hold a half-read entry when parsing stopped on it */
+  for (size_t i = 0; i <= c->n_repos && i < AL_SERVE_REPOS_MAX; i++) {
     free(c->repos[i].repo);
     free(c->repos[i].policy);
   }

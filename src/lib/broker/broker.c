@@ -552,21 +552,19 @@ static const struct request_handler {
     {"check", 1u << ST_NEW, handle_check},
 };
 
-/* "audit": run `airlock audit` for the client on a repository it could
- * lease. Counts against lease.max_active while it runs. */
-static int handle_audit(struct conn *c, json_t *msg)
+/* The admission an "audit" and a "check" share: the repository must be one
+ * the client could lease, and the request counts against lease.max_active
+ * while its job runs (no lease; the connection closes after the answer).
+ * 0, or -1 after answering the client with the refusal. */
+static int admit_oneshot(struct conn *c, const char *repo, const char *done_here)
 {
   struct broker *b = c->b;
   al_error err;
   al_error_clear(&err);
-  al_proto_audit_req req;
-  if (al_proto_audit_req_from_json(msg, &req, &err) < 0) {
-    conn_fail(c, "bad_request", err.msg);
-    return -1;
-  }
-  if (!al_broker_config_repo_allowed(b->cfg, req.repo)) {
+  if (!al_broker_config_repo_allowed(b->cfg, repo)) {
     char m[300];
-    snprintf(m, sizeof m, "repository `%s` may not be leased, so it is not audited here", req.repo);
+    snprintf(m, sizeof m, "repository `%s` may not be leased, so it is not %s here", repo,
+             done_here);
     conn_fail(c, "forbidden", m);
     return -1;
   }
@@ -582,6 +580,23 @@ static int handle_audit(struct conn *c, json_t *msg)
   b->n_active++;
   c->st = ST_AUDITING;
   disarm_timer(c);
+  return 0;
+}
+
+/* "audit": run `airlock audit` for the client on a repository it could
+ * lease. Counts against lease.max_active while it runs. */
+static int handle_audit(struct conn *c, json_t *msg)
+{
+  struct broker *b = c->b;
+  al_error err;
+  al_error_clear(&err);
+  al_proto_audit_req req;
+  if (al_proto_audit_req_from_json(msg, &req, &err) < 0) {
+    conn_fail(c, "bad_request", err.msg);
+    return -1;
+  }
+  if (admit_oneshot(c, req.repo, "audited") < 0)
+    return -1;
   al_info("audit %s: uid %u pid %d asks to audit %s%s%s", c->id, (unsigned)c->uid, (int)c->pid,
           req.repo, req.branch[0] ? " branch " : "", req.branch);
   struct job *j = job_new(b, JOB_AUDIT, c, 0);
@@ -603,24 +618,8 @@ static int handle_check(struct conn *c, json_t *msg)
     conn_fail(c, "bad_request", err.msg);
     return -1;
   }
-  if (!al_broker_config_repo_allowed(b->cfg, req.repo)) {
-    char m[300];
-    snprintf(m, sizeof m, "repository `%s` may not be leased, so it is not checked here", req.repo);
-    conn_fail(c, "forbidden", m);
+  if (admit_oneshot(c, req.repo, "checked") < 0)
     return -1;
-  }
-  if (b->n_active >= b->cfg->max_active) {
-    conn_fail(c, "busy", "too many active leases");
-    return -1;
-  }
-  if (al_random_hex(c->id, 8, &err) < 0) {
-    conn_fail(c, "internal", err.msg);
-    return -1;
-  }
-  c->counted = true;
-  b->n_active++;
-  c->st = ST_AUDITING;
-  disarm_timer(c);
   struct job *j = job_new(b, JOB_CHECK, c, 0);
   j->creq = req;
   job_start(b, j);

@@ -68,7 +68,9 @@ char *al_yw_message(al_yw *w, struct fy_node *at, const char *path, const char *
 
 struct fy_node *al_yw_at(const al_yw_kv *kv)
 {
-  return (kv->val && fy_node_is_scalar(kv->val)) || !kv->key ? kv->val : kv->key;
+  if (!kv->key || (kv->val && fy_node_is_scalar(kv->val) && fy_node_get_scalar_token(kv->val)))
+    return kv->val;
+  return kv->key;
 }
 
 int al_yw_plain(al_yw *w, struct fy_node *n, struct fy_node *at, const char *path)
@@ -444,8 +446,9 @@ int al_yw_walk(al_yw *w, const al_yw_kv *kv, const al_yw_map *map, void *obj)
       seen[idx] = true;
     }
     size_t vl = 0;
-    if (v == NULL ||
-        (fy_node_is_scalar(v) && !fy_node_is_alias(v) && fy_node_get_scalar(v, &vl) == NULL))
+    /* `key:` and nothing after it: a null scalar without a token */
+    if (v == NULL || (fy_node_is_scalar(v) && !fy_node_is_alias(v) &&
+                      (fy_node_get_scalar(v, &vl) == NULL || !fy_node_get_scalar_token(v))))
       return al_yw_fail(w, k, sub, "has no value");
     al_yw_kv sk = {k, v, sub};
     if (al_yw_value(w, f, &sk, obj) < 0)

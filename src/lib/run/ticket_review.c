@@ -792,9 +792,10 @@ void tk_do_review(struct ticket *t)
   tk_phase_end(t, s, status,
                "%s%zu file(s) run outside the sandbox later, %zu file kind note(s), %zu "
                "secret(s) (%zu of this run's tokens), %zu link(s), %zu refused request(s)%s%s",
-               pr ? "" : "no pull request from the run's branch; ", json_array_size(r.outside),
-               json_array_size(r.kinds), json_array_size(r.secrets), nrun, json_array_size(r.links),
-               nblocked, json_array_size(r.nr) ? "; COULD NOT READ " : "",
+               pr ? "" : "no pull request from the run's branch; ",
+               al_review_outside_files(r.outside), json_array_size(r.kinds),
+               json_array_size(r.secrets), nrun, json_array_size(r.links), nblocked,
+               json_array_size(r.nr) ? "; COULD NOT READ " : "",
                json_array_size(r.nr) ? "everything (see below)" : "");
   if (!t->o->quiet)
     al_review_print_summary(

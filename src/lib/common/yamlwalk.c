@@ -167,7 +167,8 @@ static struct fy_node *first_inside(struct fy_node *n)
   return NULL;
 }
 
-static char *vmessage(al_yw *w, struct fy_node *at, const char *path, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static char *
+vmessage(al_yw *w, struct fy_node *at, const char *path, const char *fmt, va_list ap)
 {
   char rule[768];
   vsnprintf(rule, sizeof rule, fmt, ap);

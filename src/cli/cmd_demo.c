@@ -62,6 +62,7 @@ static void say(const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
+  fflush(stdout); /* in order with the summary when both go to one pipe */
   fputs("airlock demo: ", stderr);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
@@ -421,7 +422,8 @@ static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
   int bad = 0;
   printf("\n");
   if (hostile) {
-    printf("What the prompt-injected agent tried, and what stopped it:\n\n");
+    printf("What the prompt-injected agent tried, in its own words (each line after the "
+           "gutter is the agent's claim, not airlock's verdict):\n\n");
     json_t *atts = json_object_get(rec, "agent_attempts");
     size_t i;
     json_t *a;
@@ -441,7 +443,7 @@ static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
           strcmp(res->credentials_mode, "env") == 0)
         allowed = true;
       if (id && strcmp(id, "keep-token") == 0)
-        printf("  %-9s %s\n            %s\n", "kept", what,
+        printf(AL_TERM_AGENT_GUTTER "%-9s %s\n            %s\n", "kept", what,
                res->credentials_mode && strcmp(res->credentials_mode, "sealed") == 0
                    ? "worthless: all it held was the run's placeholder (sealed), and /tmp and "
                      "~/.cache vanished with the sandbox"
@@ -450,11 +452,12 @@ static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
                      "ended; /tmp and ~/.cache vanished with the sandbox"
                    : "THE TOKEN IS NOT CONFIRMED DEAD");
       else
-        printf("  %-9s %s\n            %s\n", outcome ? outcome : "?", what, ev);
+        printf(AL_TERM_AGENT_GUTTER "%-9s %s\n" AL_TERM_AGENT_GUTTER "          %s\n",
+               outcome ? outcome : "?", what, ev);
       if (outcome && strcmp(outcome, "succeeded") == 0 && !allowed)
         bad++;
     }
-    printf("\nJudged from outside, after the run:\n\n");
+    printf("\nJudged by airlock from outside, after the run (the record, the forge):\n\n");
   } else {
     printf("Result:\n\n");
   }
@@ -495,7 +498,7 @@ static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
   if (json_is_array(risky) || json_is_array(leaks)) {
     printf("  %-9s review notes for the human (also on the PR): %zu file(s) that run outside "
            "the sandbox later, %zu secret(s) in the PR or comments\n",
-           "noted", json_array_size(risky), json_array_size(leaks));
+           "noted", al_review_outside_files(risky), json_array_size(leaks));
     fflush(stdout);
     al_review_print_summary(rv, stdout, "            ", NULL, 10);
   }

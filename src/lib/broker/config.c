@@ -12,7 +12,6 @@
 #include <string.h>
 #include <strings.h>
 #include <fcntl.h>
-#include <openssl/crypto.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -881,7 +880,7 @@ static int private_value_load(const char *path, const char *what, bool (*ok_byte
     if (r < 0) {
       int e = errno;
       close(fd);
-      OPENSSL_cleanse(buf, sizeof buf);
+      explicit_bzero(buf, sizeof buf);
       return al_make_error(err, e, "reading the %s `%s`", what, path);
     }
     if (r == 0 || (n += (size_t)r) == sizeof buf - 1)
@@ -898,7 +897,7 @@ static int private_value_load(const char *path, const char *what, bool (*ok_byte
   for (size_t i = a; ok && i < b; i++)
     ok = ok_byte((unsigned char)buf[i]);
   if (!ok) {
-    OPENSSL_cleanse(buf, sizeof buf);
+    explicit_bzero(buf, sizeof buf);
     al_make_error(err, 0, "%s `%s`: expected %s, at most 1024 bytes", what, path, shape);
     if (err)
       err->code = EINVAL;
@@ -906,7 +905,7 @@ static int private_value_load(const char *path, const char *what, bool (*ok_byte
   }
   *out = al_secret_dupn(buf + a, b - a);
   int e = errno;
-  OPENSSL_cleanse(buf, sizeof buf);
+  explicit_bzero(buf, sizeof buf);
   if (!*out)
     return al_make_error(err, e, "secret memory for the %s", what);
   return 0;

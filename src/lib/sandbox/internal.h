@@ -34,11 +34,25 @@ enum {
   MSG_SIGNAL
 };
 
+/* Start-up milestones the child stamps (CLOCK_MONOTONIC, al_now_ns; the
+ * sandbox has no time namespace) and sends with MSG_READY, for
+ * AIRLOCK_DEBUG_TIMING and bench/. */
+enum {
+  SB_T_GO,       /* MSG_GO received */
+  SB_T_ROOTFS,   /* root built and pivoted into */
+  SB_T_CGROUP,   /* MSG_CGROUP (cgroup placed, seccomp program) received */
+  SB_T_SESSION,  /* cgroup namespace and session made */
+  SB_T_CONFINED, /* privileges dropped, Landlock and seccomp applied */
+  SB_T_FORKED,   /* pid 1 forked the command */
+  SB_T_N
+};
+
 struct sb_msg {
   uint32_t type;
   int32_t status; /* MSG_ERROR: exit status to use; MSG_EXIT: wait status; MSG_SIGNAL: signo */
   int32_t err;    /* errno */
   char text[480];
+  uint64_t t[SB_T_N]; /* MSG_READY: the milestones */
 };
 
 /* The child of the raw clone(2) is single-threaded, but glibc's copy of
@@ -77,9 +91,26 @@ struct sb_cgroup {
   size_t n;
   bool mem, pids, cpu;
   char why[256]; /* what could not be enforced */
+  /* v1: the `tasks` file of each created cgroup, opened O_WRONLY by the
+   * supervisor (its credentials are the ones the kernel checks); the child
+   * writes "0" to each to move itself in (sb_cgroup_join). -1 when unused. */
+  int join_fds[3];
+  size_t n_join;
 };
+/* Create the run's cgroup(s) and set the limits. v2: pid is moved in here.
+ * v1: pid is not moved; cg->join_fds are for the child (sb_cgroup_join),
+ * which moves itself in: a single thread moving itself through `tasks`
+ * skips the global cgroup_threadgroup_rwsem whose write side waits for an
+ * RCU grace period (0.2-15 ms here) when the supervisor moves another
+ * process (kernel/cgroup/cgroup.c, cgroup_procs_write_start). */
 int sb_cgroup_create(struct sb_cgroup *cg, const char *name, const al_policy_limits *lim,
                      pid_t pid);
+/* Child side, single-threaded, before the command is forked: move the
+ * calling thread into each cgroup of fds (v1 `tasks` files). Dies on
+ * failure (the supervisor has already reported the limits enforced). */
+void sb_cgroup_join(int sync_fd, const int *fds, size_t n);
+/* Supervisor: close the join descriptors (after sending them). */
+void sb_cgroup_close_join(struct sb_cgroup *cg);
 void sb_cgroup_kill(struct sb_cgroup *cg);
 void sb_cgroup_destroy(struct sb_cgroup *cg);
 

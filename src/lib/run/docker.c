@@ -500,8 +500,6 @@ static size_t on_holder_out(char *p, size_t sz, size_t nm, void *ud)
   return n;
 }
 
-static bool running(struct dk *d, const char *id);
-
 /* libcurl calls this about once a second while the stream is idle
  * (CURLOPT_XFERINFOFUNCTION): a signal, or a proxy that stopped, ends the
  * wait (the holder would retry for a minute). */

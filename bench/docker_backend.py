@@ -9,6 +9,8 @@ a hardened `docker run --rm` of the same image on an internal network:
                   network, hand-off volume, proxy, holder, agent)
 
 Usage: bench/docker_backend.py [--airlock PATH] [--runs N] [--markdown]
+With AIRLOCK_DEBUG_TIMING=1 in the environment, airlock logs the time of
+each Engine API call (the per-call profile in bench/README.md).
 Needs a Docker engine and the images of scripts/docker-images.sh (tags from
 PROXY_IMAGE / AGENT_IMAGE, default airlock-*:local). Every network is
 internal; nothing is pulled. Rounds are interleaved so noise hits every
@@ -40,7 +42,8 @@ def main():
     for img in (proxy, agent):
         if subprocess.run(["docker", "image", "inspect", img], capture_output=True).returncode:
             sys.exit(f"docker_backend: no image {img} (scripts/docker-images.sh)")
-    net = "airlock-bench-internal"
+    net = "airlock-bench-internal-%d" % os.getpid()
+    load0 = os.getloadavg()
     subprocess.run(["docker", "network", "create", "--internal", net], capture_output=True)
     pol = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
     pol.write(POLICY)
@@ -69,6 +72,7 @@ def main():
     finally:
         os.unlink(pol.name)
         subprocess.run(["docker", "network", "rm", net], capture_output=True)
+    load1 = os.getloadavg()
     base = statistics.median(times["docker"])
     rows = []
     for name, _ in cands:
@@ -84,6 +88,7 @@ def main():
         for r in rows:
             print(f"{r[0]:14s} runs={r[1]:3d} median={r[2]:8.0f}ms p90={r[3]:8.0f}ms "
                   f"vs-docker={r[4]:.2f}x")
+    print(f"\nload average {load0[0]:.2f} before, {load1[0]:.2f} after ({os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

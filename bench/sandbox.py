@@ -117,7 +117,8 @@ def main():
     img = None
     try:
         img = docker_ready() if a.docker_runs > 0 else None
-        cands = candidates(airlocks, pol, img)
+        cands = [c for c in candidates(airlocks, pol, img)
+                 if not (c[2] == "net" and a.net_runs <= 0)]
         wall = {n: [] for n, _, _ in cands}
         cpu = {n: [] for n, _, _ in cands}
         for i in range(a.runs):

@@ -88,9 +88,6 @@ forge:
 YAML
 chmod 644 "$DPOL"
 
-before_c=$("$DOCKER" ps -aq --filter label=airlock.run | sort)
-before_n=$("$DOCKER" network ls -q --filter label=airlock.run | sort)
-before_v=$("$DOCKER" volume ls -q | sort)
 REC=$T_TMP/drec.json
 DT=("$AIRLOCK" ticket -p "$DPOL" --backend docker --docker-network "$FNET"
   --proxy-image "$PROXY_IMAGE" --agent-image "$AGENT_IMAGE")
@@ -112,9 +109,13 @@ like "docker ticket: both tokens revoked" "$(tokens_in revoked)" '^[2-9]$'
 like "docker ticket: the proxy's decisions are in the record" \
   "$(rj '[x["target"] for x in d["proxy_decisions"] if x["decision"]=="allow"][:1]')" "forge.test:8443"
 check_not "docker ticket: no token value in the record" grep -qE 'ghs_[A-Za-z0-9]{20}' "$REC"
-is "docker ticket: no container of the run left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
-is "docker ticket: no network of the run left" "$("$DOCKER" network ls -q --filter label=airlock.run | sort)" "$before_n"
-is "docker ticket: no volume left" "$("$DOCKER" volume ls -q | sort)" "$before_v"
+# Only this run's objects (label airlock.run=<its run id>, named
+# airlock-<run id>-*): other engineers' runs come and go on this engine.
+rid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$REC" 2>/dev/null)
+like "docker ticket: the record names its run id" "$rid" '^[0-9a-f]{16,32}$'
+is "docker ticket: no container of the run left" "$("$DOCKER" ps -aq --filter "label=airlock.run=${rid:-none}")" ""
+is "docker ticket: no network of the run left" "$("$DOCKER" network ls -q --filter "label=airlock.run=${rid:-none}")" ""
+is "docker ticket: no volume left" "$("$DOCKER" volume ls -q --filter "name=airlock-${rid:-none}")" ""
 is "docker ticket: the test's own network is kept" "$("$DOCKER" network inspect -f '{{.Name}}' "$FNET")" "$FNET"
 
 # The hostile agent in a container, on the ticket written as a prompt
@@ -137,7 +138,9 @@ is "docker ticket, hostile agent: main is untouched" "$(main_sha)" "$MAIN0"
 is "docker ticket, hostile agent: the supervisor opened no PR of its own (env: the agent's)" \
   "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["outputs"]["pull_request"]["opened_by"])' "$HREC")" agent
 is "docker ticket, hostile agent: no token active" "$(tokens_in active)" 0
+hrid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run_id"])' "$HREC" 2>/dev/null)
+like "docker ticket, hostile agent: the record names its run id" "$hrid" '^[0-9a-f]{16,32}$'
 is "docker ticket, hostile agent: no container of the run left" \
-  "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
+  "$("$DOCKER" ps -aq --filter "label=airlock.run=${hrid:-none}")" ""
 is "docker ticket, hostile agent: no network of the run left" \
-  "$("$DOCKER" network ls -q --filter label=airlock.run | sort)" "$before_n"
+  "$("$DOCKER" network ls -q --filter "label=airlock.run=${hrid:-none}")" ""

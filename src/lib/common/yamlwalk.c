@@ -11,6 +11,137 @@
 
 #undef al_yw_fail
 
+/* Only blanks in buf[0..len)? buf need not be NUL-terminated (the fuzz targets). */
+static bool all_blank(const char *buf, size_t len)
+{
+  for (size_t i = 0; i < len; i++)
+    if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\r' && buf[i] != '\n')
+      return false;
+  return true;
+}
+
+/* Offset of the first byte of buf[0..len) that is not well-formed UTF-8
+ * (RFC 3629 §4: no overlong forms, no surrogates, nothing above U+10FFFF),
+ * or len. YAML 1.2 §5.2 streams are Unicode; libfyaml 0.8 loops forever on
+ * some invalid bytes after a `%` directive (found by tests/fuzz/fuzz_policy). */
+static size_t utf8_invalid_at(const unsigned char *s, size_t len)
+{
+  size_t i = 0;
+  while (i < len) {
+    unsigned c = s[i];
+    size_t n = c < 0x80             ? 1
+               : (c & 0xe0) == 0xc0 ? 2
+               : (c & 0xf0) == 0xe0 ? 3
+               : (c & 0xf8) == 0xf0 ? 4
+                                    : 0;
+    if (n == 0 || c == 0xc0 || c == 0xc1 || c > 0xf4 || len - i < n)
+      return i;
+    for (size_t k = 1; k < n; k++)
+      if ((s[i + k] & 0xc0) != 0x80)
+        return i;
+    if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] >= 0xa0) ||
+        (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] >= 0x90))
+      return i;
+    i += n;
+  }
+  return len;
+}
+
+/* The 1-based line of byte off of buf. */
+static size_t line_of(const char *buf, size_t off)
+{
+  size_t line = 1;
+  for (size_t i = 0; i < off; i++)
+    line += buf[i] == '\n';
+  return line;
+}
+
+int al_yw_open(al_yw *w, const char *buf, size_t len, size_t max, const char *empty)
+{
+  w->doc = NULL;
+  w->fyp = NULL;
+  w->diag = NULL;
+  if (len > max)
+    return al_make_error(w->err, EFBIG, "%s: larger than %zu bytes", w->name, max);
+  size_t bad = utf8_invalid_at((const unsigned char *)buf, len);
+  if (bad < len)
+    return al_error_set(w->err, EINVAL, "%s:%zu: not valid UTF-8 at byte %zu (YAML 1.2 §5.2)",
+                        w->name, line_of(buf, bad), bad);
+  const char *nul = memchr(buf, '\0', len);
+  if (nul)
+    return al_error_set(w->err, EINVAL, "%s:%zu: contains a NUL byte", w->name,
+                        line_of(buf, (size_t)(nul - buf)));
+  struct fy_diag_cfg dcfg;
+  fy_diag_cfg_default(&dcfg);
+  dcfg.fp = NULL;
+  dcfg.output_fn = NULL;
+  dcfg.colorize = false;
+  dcfg.level = FYET_ERROR;
+  w->diag = fy_diag_create(&dcfg);
+  if (!w->diag)
+    return al_make_error(w->err, ENOMEM, "%s: libfyaml diagnostics", w->name);
+  fy_diag_set_collect_errors(w->diag, true);
+  struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_JSON_NONE, .diag = w->diag};
+  /* Parse as a stream: a second document would be silently ignored by a
+   * single-document load, and a reader of the file could then believe a
+   * different configuration than the one in force. */
+  w->fyp = fy_parser_create(&cfg);
+  if (!w->fyp) {
+    al_yw_close(w);
+    return al_make_error(w->err, ENOMEM, "%s: libfyaml parser", w->name);
+  }
+  if (fy_parser_set_string(w->fyp, buf, len) == 0)
+    w->doc = fy_parse_load_document(w->fyp);
+  if (w->doc) {
+    struct fy_document *extra = fy_parse_load_document(w->fyp);
+    if (extra) {
+      fy_parse_document_destroy(w->fyp, extra);
+      al_yw_close(w);
+      return al_error_set(w->err, EINVAL,
+                          "%s: more than one YAML document (`---`): this file is exactly one",
+                          w->name);
+    }
+    if (fy_document_root(w->doc))
+      return 0;
+    al_yw_close(w);
+    return al_error_set(w->err, EINVAL, "%s:1:1: %s", w->name, empty);
+  }
+  void *it = NULL;
+  struct fy_diag_error *de = fy_diag_errors_iterate(w->diag, &it);
+  int line = de ? de->line + 1 : 0, col = de ? de->column + 1 : 0;
+  if (de && de->fyt) {
+    const struct fy_mark *mk = fy_token_start_mark(de->fyt);
+    if (mk) {
+      line = mk->line + 1;
+      col = mk->column + 1;
+    }
+  }
+  if (de)
+    al_error_set(w->err, EINVAL, "%s:%d:%d: not valid YAML: %s", w->name, line, col,
+                 de->msg ? de->msg : "parse error");
+  else if (all_blank(buf, len))
+    al_error_set(w->err, EINVAL, "%s:1:1: %s", w->name, empty);
+  else
+    al_error_set(w->err, EINVAL, "%s:1:1: not valid YAML", w->name);
+  al_yw_close(w);
+  return -1;
+}
+
+void al_yw_close(al_yw *w)
+{
+  if (w->doc && w->fyp)
+    fy_parse_document_destroy(w->fyp, w->doc);
+  else if (w->doc)
+    fy_document_destroy(w->doc);
+  if (w->fyp)
+    fy_parser_destroy(w->fyp);
+  if (w->diag)
+    fy_diag_destroy(w->diag);
+  w->doc = NULL;
+  w->fyp = NULL;
+  w->diag = NULL;
+}
+
 void al_yw_pos(struct fy_node *n, int *line, int *col)
 {
   *line = 0;
@@ -36,12 +167,15 @@ static struct fy_node *first_inside(struct fy_node *n)
   return NULL;
 }
 
-static char *vmessage(al_yw *w, struct fy_node *at, const char *path, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static char *
+vmessage(al_yw *w, struct fy_node *at, const char *path, const char *fmt, va_list ap)
 {
   char rule[768];
   vsnprintf(rule, sizeof rule, fmt, ap);
   int line, col;
   al_yw_pos(at, &line, &col);
+  if (line == 0) /* a collection: where its first key or item is */
+    al_yw_pos(first_inside(at), &line, &col);
   if (line > 0)
     return al_strdup_printf("%s:%d:%d: %s: %s", w->name, line, col, path, rule);
   return al_strdup_printf("%s: %s: %s", w->name, path, rule);
@@ -173,7 +307,7 @@ bool al_yw_next(const al_yw_kv *seq, void **it, size_t *i, al_yw_kv *item, char 
   if (item->val) /* not the first call: the next index */
     (*i)++;
   snprintf(buf, buflen, "%s[%zu]", seq->path, *i);
-  item->key = seq->key;
+  item->key = NULL; /* messages point at the element itself (or its first key) */
   item->val = n;
   item->path = buf;
   return true;
@@ -530,7 +664,7 @@ void al_yw_doc(FILE *out, const al_yw_map *map, const char *prefix)
       size_t l = strlen(choices);
       snprintf(choices + l, sizeof choices - l, "%s%s", k ? "|" : ": ", f->choices[k]);
     }
-    fprintf(out, "| `%s` | %s%s | %s | %s |\n", key, tn[f->type], choices,
+    fprintf(out, "| `%s` | %s%s | %s | %s |\n", key, f->shape ? f->shape : tn[f->type], choices,
             (f->flags & AL_YW_REQUIRED) ? "required" : (f->def ? f->def : "—"),
             f->doc ? f->doc : "");
   }

@@ -47,12 +47,28 @@ typedef struct al_yw {
   const char *name; /* "airlock.yaml", "<stdin>" */
   al_error *err;    /* filled on failure (code EINVAL); may be NULL */
   struct fy_document *doc;
-  unsigned flags; /* AL_YW_* */
-  void *user;     /* the caller's, untouched by the walker */
+  unsigned flags;        /* AL_YW_* */
+  void *user;            /* the caller's, untouched by the walker */
+  struct fy_parser *fyp; /* al_yw_open's, for al_yw_close */
+  struct fy_diag *diag;
 } al_yw;
 
-/* A value being read: its key node (NULL at the document root), its value
- * node and its dotted path ("" at the root). */
+/* Parse buf[0..len) (need not be NUL-terminated) as exactly one YAML
+ * document into w->doc, for w->name and w->err set by the caller. Refused
+ * with "FILE:LINE[:COL]: rule" and EINVAL: more than max bytes (EFBIG),
+ * bytes that are not UTF-8 (YAML 1.2.2 §5.2; libfyaml 0.8 can loop
+ * forever on some), a NUL byte, a syntax error (libfyaml's message, which
+ * includes duplicate keys), a second document (`---`), and an empty
+ * document (`empty` says what the file needs, "empty policy (at least
+ * `version: 1`)"). On success release with al_yw_close(). */
+int al_yw_open(al_yw *w, const char *buf, size_t len, size_t max, const char *empty);
+
+/* Release what al_yw_open made; w->doc is NULL after it. Idempotent. */
+void al_yw_close(al_yw *w);
+
+/* A value being read: its key node (NULL at the document root and for a
+ * list's elements), its value node and its dotted path ("" at the root,
+ * "PATH[i]" for an element). */
 typedef struct al_yw_kv {
   struct fy_node *key;
   struct fy_node *val;
@@ -111,9 +127,10 @@ struct al_yw_field {
   size_t item_size;           /* AL_YW_LIST */
   al_yw_fn check;             /* extra rule after storing (any type), or NULL */
   al_yw_fn parse;             /* AL_YW_CUSTOM */
-  const char *rule; /* replaces the range / choice message ("only version 1 is understood") */
-  const char *def;  /* default as the file would write it (al_yw_defaults), or NULL */
-  const char *doc;  /* one line for the docs and the "required" message */
+  const char *rule;  /* replaces the range / choice message ("only version 1 is understood") */
+  const char *def;   /* default as the file would write it (al_yw_defaults), or NULL */
+  const char *shape; /* the type's name in al_yw_doc ("path", "ADDR:PORT"), or NULL */
+  const char *doc;   /* one line for the docs and the "required" message */
 };
 
 /* A mapping's table. `done` (may be NULL) runs after every key was read,

@@ -278,143 +278,18 @@ const char *al_policy_sha256(al_policy *p)
   return p->sha256;
 }
 
-/* Only blanks in buf[0..len)? buf need not be NUL-terminated (fuzz_policy). */
-static bool all_blank(const char *buf, size_t len)
-{
-  for (size_t i = 0; i < len; i++)
-    if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\r' && buf[i] != '\n')
-      return false;
-  return true;
-}
-
-/* Offset of the first byte of buf[0..len) that is not well-formed UTF-8
- * (RFC 3629 §4: no overlong forms, no surrogates, nothing above U+10FFFF),
- * or len. YAML 1.2 §5.2 streams are Unicode; libfyaml 0.8 loops forever on
- * some invalid bytes after a `%` directive (found by tests/fuzz/fuzz_policy). */
-static size_t utf8_invalid_at(const unsigned char *s, size_t len)
-{
-  size_t i = 0;
-  while (i < len) {
-    unsigned c = s[i];
-    size_t n = c < 0x80             ? 1
-               : (c & 0xe0) == 0xc0 ? 2
-               : (c & 0xf0) == 0xe0 ? 3
-               : (c & 0xf8) == 0xf0 ? 4
-                                    : 0;
-    if (n == 0 || c == 0xc0 || c == 0xc1 || c > 0xf4 || len - i < n)
-      return i;
-    for (size_t k = 1; k < n; k++)
-      if ((s[i + k] & 0xc0) != 0x80)
-        return i;
-    if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] >= 0xa0) ||
-        (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] >= 0x90))
-      return i;
-    i += n;
-  }
-  return len;
-}
-
-/* The 1-based line of byte off of buf. */
-static size_t line_of(const char *buf, size_t off)
-{
-  size_t line = 1;
-  for (size_t i = 0; i < off; i++)
-    line += buf[i] == '\n';
-  return line;
-}
-
 int al_policy_load_buffer(const char *name, const char *buf, size_t len, al_policy **out,
                           al_error *err)
 {
   al_yw w = {.name = name, .err = err, .flags = AL_YW_STRICT};
-  if (len > POLICY_MAX_BYTES)
-    return al_make_error(err, EFBIG, "%s: larger than %d bytes", name, POLICY_MAX_BYTES);
-  size_t bad = utf8_invalid_at((const unsigned char *)buf, len);
-  if (bad < len) {
-    al_make_error(err, 0, "%s:%zu: not valid UTF-8 at byte %zu (YAML 1.2 §5.2)", name,
-                  line_of(buf, bad), bad);
-    if (err)
-      err->code = EINVAL;
+  if (al_yw_open(&w, buf, len, POLICY_MAX_BYTES, "empty policy (at least `version: 1`)") < 0)
     return -1;
-  }
-  const char *nul = memchr(buf, '\0', len);
-  if (nul)
-    return al_error_set(err, EINVAL, "%s:%zu: contains a NUL byte", name,
-                        line_of(buf, (size_t)(nul - buf)));
-
-  struct fy_diag_cfg dcfg;
-  fy_diag_cfg_default(&dcfg);
-  dcfg.fp = NULL;
-  dcfg.output_fn = NULL;
-  dcfg.level = FYET_ERROR;
-  struct fy_diag *diag = fy_diag_create(&dcfg);
-  if (!diag)
-    return al_make_error(err, ENOMEM, "%s: libfyaml diagnostics", name);
-  fy_diag_set_collect_errors(diag, true);
-  struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_JSON_NONE, .diag = diag};
-  /* Parse as a stream: a second document would be silently ignored by a
-   * single-document load, and a reader of the file could then believe a
-   * different policy than the one enforced. */
-  struct fy_parser *fyp = fy_parser_create(&cfg);
-  if (!fyp) {
-    fy_diag_destroy(diag);
-    return al_make_error(err, ENOMEM, "%s: libfyaml parser", name);
-  }
-  struct fy_document *doc = NULL;
-  if (fy_parser_set_string(fyp, buf, len) == 0)
-    doc = fy_parse_load_document(fyp);
-  if (doc) {
-    struct fy_document *extra = fy_parse_load_document(fyp);
-    if (extra) {
-      fy_parse_document_destroy(fyp, extra);
-      fy_parse_document_destroy(fyp, doc);
-      fy_parser_destroy(fyp);
-      fy_diag_destroy(diag);
-      return al_error_set(err, EINVAL,
-                          "%s: more than one YAML document (`---`): a policy is exactly one", name);
-    }
-  }
-  if (!doc) {
-    void *it = NULL;
-    struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
-    int line = de ? de->line + 1 : 0, col = de ? de->column + 1 : 0;
-    if (de && de->fyt) {
-      const struct fy_mark *mk = fy_token_start_mark(de->fyt);
-      if (mk) {
-        line = mk->line + 1;
-        col = mk->column + 1;
-      }
-    }
-    if (de)
-      al_make_error(err, 0, "%s:%d:%d: not valid YAML: %s", name, line, col,
-                    de->msg ? de->msg : "parse error");
-    else if (all_blank(buf, len))
-      al_make_error(err, 0, "%s:1:1: empty policy (at least `version: 1`)", name);
-    else
-      al_make_error(err, 0, "%s:1:1: not valid YAML", name);
-    if (err)
-      err->code = EINVAL;
-    fy_parser_destroy(fyp);
-    fy_diag_destroy(diag);
-    return -1;
-  }
-  w.doc = doc;
-
   al_policy *p = al_xcalloc(1, sizeof *p);
   set_defaults(p);
-  int r = 0;
-  struct fy_node *root = fy_document_root(doc);
-  if (!root) {
-    r = al_error_set(err, EINVAL, "%s:1:1: empty policy (at least `version: 1`)", name);
-    goto out;
-  }
-  r = al_policy_walk(&w, root, p);
+  int r = al_policy_walk(&w, fy_document_root(w.doc), p);
   if (r == 0)
     r = finish(p, name, err);
-out:
-  fy_parse_document_destroy(fyp, doc);
-  fy_parser_destroy(fyp);
-  fy_diag_destroy(diag);
+  al_yw_close(&w);
   if (r < 0) {
     al_policy_free(p);
     return -1;

@@ -71,6 +71,28 @@ static const struct cfg_key keys[] = {
      "the agent (`airlock ticket --agent`); default: the bundled patch-agent"},
     {"runs.airlock", T_PATH, OFF(airlock), false, NULL, 0, 0, NULL,
      "the airlock binary each run execs; default: the service's own"},
+    {"election.lease", T_STR, OFF(election_lease), false, "", 0, 0, NULL,
+     "the coordination.k8s.io/v1 Lease whose holder dequeues (several replicas); \"\": no "
+     "election"},
+    {"election.namespace", T_STR, OFF(election_namespace), false, "", 0, 0, NULL,
+     "the Lease's namespace; \"\": the service account's namespace file"},
+    {"election.identity", T_STR, OFF(election_identity), false, "", 0, 0, NULL,
+     "this replica's holderIdentity; \"\": the host name (the pod's name)"},
+    {"election.api", T_STR, OFF(election_api), false, "", 0, 0, NULL,
+     "the API server, https://HOST:PORT; \"\": from KUBERNETES_SERVICE_HOST/PORT"},
+    {"election.token_file", T_PATH, OFF(election_token_file), false,
+     "/var/run/secrets/kubernetes.io/serviceaccount/token", 0, 0, NULL,
+     "the service account token (re-read for every request)"},
+    {"election.ca_file", T_PATH, OFF(election_ca_file), false,
+     "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", 0, 0, NULL,
+     "the CA the API server's certificate must chain to"},
+    {"election.duration", T_DUR, OFF(election_duration_ms), false, "15s", 2000, 600000, NULL,
+     "leaseDurationSeconds: how long a standby waits after the last renewal it saw"},
+    {"election.renew_deadline", T_DUR, OFF(election_renew_ms), false, "10s", 1000, 600000, NULL,
+     "the leader stops dequeuing (and stops its runs) this long after its last renewal; less "
+     "than duration"},
+    {"election.retry", T_DUR, OFF(election_retry_ms), false, "2s", 100, 60000, NULL,
+     "between two attempts to acquire or renew; less than renew_deadline"},
     {"repositories", T_REPOS, 0, true, NULL, 1, AL_SERVE_REPOS_MAX, NULL,
      "the repositories served: a list of {repo: OWNER/NAME, policy: PATH}"},
 };
@@ -160,7 +182,7 @@ static int set_value(struct walker *w, const struct cfg_key *k, const char *text
   uint64_t n = 0;
   switch (k->type) {
   case T_STR:
-    if (!*text)
+    if (!*text && !(k->def && !k->def[0])) /* a default of "" means "" is allowed */
       return werr(w, v, k->key, "must not be empty");
     free(*(char **)(void *)(base + k->off));
     *(char **)(void *)(base + k->off) = al_xstrdup(text);
@@ -380,6 +402,12 @@ int al_serve_config_load_buffer(const char *name, const char *buf, size_t len,
   if (r == 0 && w.c->listen_webhook[0] && !w.c->secret_file)
     r = werr(&w, fy_document_root(doc), "webhook.secret_file",
              "required when listen.webhook is set (every webhook is authenticated)");
+  if (r == 0 && w.c->election_lease[0] &&
+      (w.c->election_renew_ms >= w.c->election_duration_ms ||
+       w.c->election_retry_ms >= w.c->election_renew_ms))
+    r = werr(&w, fy_document_root(doc), "election",
+             "needs retry < renew_deadline < duration (a leader must stop before a standby may "
+             "take the Lease)");
   fy_document_destroy(doc);
   fy_diag_destroy(diag);
   if (r < 0) {

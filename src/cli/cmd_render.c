@@ -260,6 +260,10 @@ int cmd_render(int argc, char **argv)
   }
   ro.seccomp_path = compose ? seccomp_abs : seccomp_profile;
 
+  if (policy->credentials.present && policy->credentials.mode == AL_CRED_SEALED)
+    al_cli_error("warning: credentials.mode: sealed is not rendered (the forge gateway runs "
+                 "only under `airlock ticket`): the output carries env mode, the tokens in the "
+                 "agent's container; see the note in its header");
   if (policy->relay.present && !compose)
     al_cli_error("the policy's `relay` section is not rendered (it needs an "
                  "egress listener of its own; see the note in the output)");

@@ -90,7 +90,7 @@ version: 1
 network:
   allow: [{host: api.github.com, port: 0443}]
 Y
-bad port-missing 3:18 'needs `port`' <<'Y'
+bad port-missing 3:12 'network.allow\[0\].port: required \(an allow entry needs `port`' <<'Y'
 version: 1
 network:
   allow: [{host: api.github.com}]

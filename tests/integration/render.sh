@@ -262,4 +262,41 @@ like "--relay-egress: CONNECT to the model API host is allowed" \
 like "--relay-egress: CONNECT to the network section's host is refused" \
   "$(python3 "$AIRLOCK_SRC/tests/integration/proxyclient.py" raw "$pport" 'CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n')" "^403"
 kill $rpx 2>/dev/null
+# credentials.mode: sealed is not rendered (the forge gateway runs only under
+# `airlock ticket`): the header of both renderings says so and what they carry
+# instead, and render warns on stderr. Control: the same policy in env mode
+# gets neither the note nor the warning.
+for mode in sealed env; do
+  cat >cred-$mode.yaml <<P
+version: 1
+network:
+  allow:
+    - {host: api.github.com, port: 443}
+    - {host: github.com, port: 443}
+filesystem: {workspace_size: 64MiB, tmp_size: 32MiB}
+process:
+  limits: {memory: 512MiB, pids: 128, wall: 5m}
+credentials:
+  broker: /run/airlock/broker.sock
+  git: {repo: acme/tally, permissions: {contents: write}}
+  ticket: {repo: acme/tally, permissions: {issues: write}}
+  mode: $mode
+forge:
+  api_url: https://api.github.com
+  git_url: https://github.com
+P
+  "$AIRLOCK" render compose -p cred-$mode.yaml -o cred-$mode-compose.yaml 2>cred-$mode-compose.err
+  is "render compose ($mode credentials) exits 0" "$?" 0
+  "$AIRLOCK" render kubernetes -p cred-$mode.yaml -o cred-$mode-k8s.yaml 2>cred-$mode-k8s.err
+  is "render kubernetes ($mode credentials) exits 0" "$?" 0
+done
+for r in compose k8s; do
+  hdr=$(sed -n '/^[^#]/q;p' cred-sealed-$r.yaml | tr '\n' ' ')
+  like "$r, sealed: the header says sealed mode is not rendered" "$hdr" 'NOT RENDERED: credentials.mode: sealed'
+  like "$r, sealed: the header says what is carried instead (env mode, the real tokens)" "$hdr" 'env mode instead.*AIRLOCK_GIT_TOKEN and AIRLOCK_TICKET_TOKEN \(the real tokens\)'
+  like "$r, sealed: the header lists what is not covered" "$hdr" 'Not covered: the gateway beside the proxy.*run CA.*placeholders.*supervisor'
+  like "$r, sealed: render warns on stderr" "$(cat cred-sealed-$r.err)" 'warning: credentials.mode: sealed is not rendered'
+  check_not "$r, env (control): no sealed note" grep -q 'credentials.mode: sealed' cred-env-$r.yaml
+  check_not "$r, env (control): no warning" grep -q 'sealed is not rendered' cred-env-$r.err
+done
 done_testing

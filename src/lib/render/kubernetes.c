@@ -465,6 +465,7 @@ int al_render_kubernetes(const al_policy *p, const al_render_opts *o, char **out
   fputs("# See docs/kubernetes.md: the tokens Secret is created per run and deleted\n"
         "# after it; it is never part of these manifests.\n",
         f);
+  rd_sealed_note(f, p, "These manifests carry");
   if (p->relay.present)
     fputs("# NOT RENDERED: the policy's `relay` section (the model relay needs an egress\n"
           "# listener of its own; use the native backend for runs with a relay).\n",

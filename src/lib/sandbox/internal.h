@@ -40,7 +40,7 @@ enum {
 enum {
   SB_T_GO,       /* MSG_GO received */
   SB_T_ROOTFS,   /* root built and pivoted into */
-  SB_T_CGROUP,   /* MSG_CGROUP (cgroup placed, seccomp program) received */
+  SB_T_CGROUP,   /* MSG_CGROUP received and the cgroup joined */
   SB_T_SESSION,  /* cgroup namespace and session made */
   SB_T_CONFINED, /* privileges dropped, Landlock and seccomp applied */
   SB_T_FORKED,   /* pid 1 forked the command */
@@ -78,10 +78,8 @@ void sb_setup_rootfs(int sync_fd, const al_policy *policy, const char *const *ex
 void sb_drop_privileges(int sync_fd, uint32_t uid, bool can_setgroups);
 int sb_landlock_abi(void);
 void sb_apply_landlock(int sync_fd, int abi);
-int sb_seccomp_compile(int *fd_out, al_error *err); /* supervisor side */
-/* The same plus EPERM for the NULL-terminated extra names. */
-int sb_seccomp_compile_extra(const char *const *extra_deny, int *fd_out, al_error *err);
-void sb_seccomp_load_fd(int sync_fd, int fd); /* child side */
+/* Load the built-in sandbox filter (seccomp_bpf.h); child side. */
+void sb_seccomp_load(int sync_fd);
 void sb_loopback_up(int sync_fd);
 
 /* cgroup.c: supervisor side. */

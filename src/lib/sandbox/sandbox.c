@@ -58,8 +58,8 @@ struct al_sandbox {
   int landlock_abi;
   uint32_t host_uid;
   uint64_t t_clone_ns, t_hello_ns, t_go_ns, t_ready_ns;
-  uint64_t t_cgroup_ns, t_bpf_ns; /* supervisor: cgroup placed; seccomp program sent */
-  uint64_t t_child[SB_T_N];       /* the child's milestones (MSG_READY) */
+  uint64_t t_cgroup_ns, t_sent_ns; /* supervisor: cgroup made; MSG_CGROUP sent */
+  uint64_t t_child[SB_T_N];        /* the child's milestones (MSG_READY) */
   bool timed_out;
   int interrupted_signal; /* SIGINT/SIGTERM/SIGHUP that ended the run, or 0 */
 };
@@ -356,16 +356,14 @@ static int child_main(struct child_args *a)
                   pol->process.user);
   a->t[SB_T_ROOTFS] = al_now_ns();
 
-  /* Meanwhile the supervisor put us in our cgroup and compiled the seccomp
-   * filter; wait for both. */
-  int cfds[AL_SANDBOX_MAX_LISTENERS]; /* the seccomp program, then v1 cgroups to join */
+  /* Meanwhile the supervisor made our cgroup (v2: and put us in it; v1:
+   * we join it ourselves, see sb_cgroup_create); wait for it. */
+  int cfds[AL_SANDBOX_MAX_LISTENERS]; /* v1 cgroups to join */
   size_t ncfds = 0;
-  if (recv_msg(sync_fd, &m, cfds, AL_ARRAY_SIZE(cfds), &ncfds) <= 0 || m.type != MSG_CGROUP ||
-      ncfds < 1)
+  if (recv_msg(sync_fd, &m, cfds, AL_ARRAY_SIZE(cfds), &ncfds) <= 0 || m.type != MSG_CGROUP)
     _exit(125);
-  int bpf_fd = cfds[0];
-  sb_cgroup_join(sync_fd, cfds + 1, ncfds - 1);
-  for (size_t i = 1; i < ncfds; i++)
+  sb_cgroup_join(sync_fd, cfds, ncfds);
+  for (size_t i = 0; i < ncfds; i++)
     close(cfds[i]);
   a->t[SB_T_CGROUP] = al_now_ns();
   if (unshare(CLONE_NEWCGROUP) < 0)
@@ -403,8 +401,7 @@ static int child_main(struct child_args *a)
   if (prctl(PR_SET_DUMPABLE, 0) < 0)
     sb_die(sync_fd, 125, errno, "PR_SET_DUMPABLE");
   sb_apply_landlock(sync_fd, a->landlock_abi);
-  sb_seccomp_load_fd(sync_fd, bpf_fd);
-  close(bpf_fd);
+  sb_seccomp_load(sync_fd);
   a->t[SB_T_CONFINED] = al_now_ns();
   wipe_own_args();
   run_init(a);
@@ -689,8 +686,8 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
   if (write_proc(pid, "gid_map", map, err) < 0)
     goto fail;
 
-  /* Let the child build its root now; the cgroup and the seccomp filter
-   * are made in parallel and sent when ready. */
+  /* Let the child build its root now; the cgroup is made in parallel and
+   * sent when ready (the seccomp program is built in: seccomp_bpf.h). */
   struct sb_msg go = {.type = MSG_GO};
   sb->t_go_ns = al_now_ns();
   (void)!send(sb->sync_fd, &go, sizeof go, MSG_NOSIGNAL); /* a dead child reports below */
@@ -708,18 +705,14 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
     al_warn("Landlock is not available on this kernel; writes are limited by read-only mounts "
             "only");
   {
-    int bpf = -1;
-    if (sb_seccomp_compile(&bpf, err) < 0)
-      goto fail;
     struct sb_msg cgm = {.type = MSG_CGROUP, .status = sb->cg.mem ? 1 : 0};
-    int fds[AL_SANDBOX_MAX_LISTENERS] = {bpf};
-    size_t nfds = 1;
+    int fds[AL_SANDBOX_MAX_LISTENERS];
+    size_t nfds = 0;
     for (size_t i = 0; i < sb->cg.n_join && nfds < AL_ARRAY_SIZE(fds); i++)
       fds[nfds++] = sb->cg.join_fds[i];
     int r = send_fds_msg(sb->sync_fd, &cgm, fds, nfds);
-    close(bpf);
     sb_cgroup_close_join(&sb->cg);
-    sb->t_bpf_ns = al_now_ns();
+    sb->t_sent_ns = al_now_ns();
     /* A failed send means the child already died: its reason is waiting
      * in the socket, and the loop below reports it. */
     (void)r;
@@ -903,9 +896,9 @@ void al_sandbox_format_timing(const al_sandbox *sb, char *buf, size_t len)
   uint64_t t0 = sb->t_clone_ns;
 #define US(t) ((t) > t0 ? (unsigned long long)(((t)-t0) / 1000) : 0ULL)
   snprintf(buf, len,
-           "hello %llu go %llu | supervisor: cgroup %llu seccomp %llu | child: go %llu "
+           "hello %llu go %llu | supervisor: cgroup %llu sent %llu | child: go %llu "
            "rootfs %llu cgroup %llu session %llu confined %llu forked %llu | exec %llu (us)",
-           US(sb->t_hello_ns), US(sb->t_go_ns), US(sb->t_cgroup_ns), US(sb->t_bpf_ns),
+           US(sb->t_hello_ns), US(sb->t_go_ns), US(sb->t_cgroup_ns), US(sb->t_sent_ns),
            US(sb->t_child[SB_T_GO]), US(sb->t_child[SB_T_ROOTFS]), US(sb->t_child[SB_T_CGROUP]),
            US(sb->t_child[SB_T_SESSION]), US(sb->t_child[SB_T_CONFINED]),
            US(sb->t_child[SB_T_FORKED]), US(sb->t_ready_ns));

@@ -1,9 +1,10 @@
 /* The service's configuration (`airlock serve -c serve.yaml`).
  *
- * One YAML file, read by a table-driven walker (config.c: each key with its
+ * One YAML file, read by the one table-driven walker (common/yamlwalk.h;
+ * config.c holds a table per mapping: each key with its
  * type, validator, default and doc line; docs/serve.md is written from the
  * same table). Errors name the file, line, column, key and the rule:
- *   serve.yaml:7:18: runs.max_concurrent: must be 1 to 256
+ *   serve.yaml:7:18: runs.max_concurrent: must be between 1 and 256
  *
  *   version: 1
  *   listen:

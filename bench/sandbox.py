@@ -1,31 +1,59 @@
 #!/usr/bin/env python3
 """Sandbox start-up: `airlock run -- /bin/true` under the full default policy,
-side by side in one run with bubblewrap, raw unshare, plain /bin/true and,
-where a Docker engine answers, `docker run` on an internal network.
+and with a network policy (the egress proxy started, its listener handed
+over), side by side in one run with bubblewrap, raw unshare, plain /bin/true
+and, where a Docker engine answers, `docker run` on an internal network.
 
-Usage: bench/sandbox.py [--airlock PATH] [--runs N] [--markdown]
-Prints medians, p90 and ratios against bwrap. Commands are interleaved
-round by round so machine noise hits every candidate alike.
+Usage: bench/sandbox.py [--airlock PATH] [--runs N] [--net-runs N]
+                        [--docker-runs N] [--compare NAME=PATH]... [--markdown]
+
+Prints medians, p90, the CPU time of the whole process tree (user + system,
+from wait4(2)) and ratios against bwrap, with the load average before and
+after. Commands are interleaved round by round so machine noise hits every
+candidate alike. --compare adds another airlock binary (both its rows), e.g.
+an older build, to measure one change. Runs unattended; everything it makes
+(a policy file, a Docker network) is removed at the end, also on Ctrl-C.
 """
-import argparse, os, shutil, statistics, subprocess, sys, time
+import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
 
-def candidates(airlock, docker_image):
-    c = [("true", ["/bin/true"])]
+BWRAP = ["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr",
+         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+         "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev",
+         "--tmpfs", "/tmp", "--cap-drop", "ALL", "--die-with-parent",
+         "--new-session", "/usr/bin/true"]
+
+# A two-host network policy: the proxy starts and gets the listener; nothing
+# is dialled (the command is /bin/true), and the pins keep it on loopback.
+NET_POLICY = """version: 1
+network:
+  allow:
+    - {host: a.test, port: 8443}
+    - {host: b.test, port: 8443}
+  pin:
+    - {host: a.test, address: 127.0.0.1}
+    - {host: b.test, address: 127.0.0.1}
+"""
+
+DOCKER_NET = "airlock-bench-internal-%d" % os.getpid()
+
+
+def candidates(airlocks, net_policy, docker_image):
+    c = [("true", ["/bin/true"], None)]
     c.append(("unshare", ["unshare", "--user", "--map-root-user", "--net", "--mount", "--pid",
-                          "--ipc", "--uts", "--fork", "/bin/true"]))
+                          "--ipc", "--uts", "--fork", "/bin/true"], None))
     if shutil.which("bwrap"):
-        c.append(("bwrap", ["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr",
-                            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-                            "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev",
-                            "--tmpfs", "/tmp", "--cap-drop", "ALL", "--die-with-parent",
-                            "--new-session", "/usr/bin/true"]))
-    c.append(("airlock", [airlock, "run", "-q", "--", "/bin/true"]))
+        c.append(("bwrap", BWRAP, None))
+    for name, path in airlocks:
+        c.append((name, [path, "run", "-q", "--", "/bin/true"], None))
+    for name, path in airlocks:
+        c.append((name + "+net", [path, "run", "-q", "-p", net_policy, "--", "/bin/true"], "net"))
     if docker_image:
-        c.append(("docker", ["docker", "run", "--rm", "--pull", "never", "--network", "airlock-bench-internal",
+        c.append(("docker", ["docker", "run", "--rm", "--pull", "never", "--network", DOCKER_NET,
                              "--read-only", "--cap-drop", "ALL", "--security-opt",
                              "no-new-privileges", "--user", "1000:1000", "--tmpfs", "/tmp",
-                             docker_image, "true"]))
+                             docker_image, "true"], "docker"))
     return c
+
 
 def docker_ready():
     if not shutil.which("docker"):
@@ -38,51 +66,102 @@ def docker_ready():
         tar = subprocess.run(["sh", "-c", "cd / && tar -ch usr/bin/true lib64/ld-linux-x86-64.so.2 "
                               "lib/x86_64-linux-gnu/libc.so.6 2>/dev/null"], capture_output=True).stdout
         subprocess.run(["docker", "import", "-", img], input=tar, capture_output=True, check=True)
-    subprocess.run(["docker", "network", "create", "--internal", "airlock-bench-internal"],
-                   capture_output=True)
+    subprocess.run(["docker", "network", "create", "--internal", DOCKER_NET], capture_output=True,
+                   check=True)
     return img
+
+
+def run_once(cmd):
+    """Wall ms and CPU ms (user+sys of the whole tree, wait4) of one run."""
+    t0 = time.perf_counter_ns()
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    dt = (time.perf_counter_ns() - t0) / 1e6
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise RuntimeError(f"exit {p.returncode}: {' '.join(cmd)}: {err[-300:]}")
+    return dt, (ru.ru_utime + ru.ru_stime) * 1000
+
+
+def p90(t):
+    t = sorted(t)
+    return t[max(0, int(len(t) * 0.9) - 1)]
+
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--airlock", default=os.environ.get("AIRLOCK", "build/src/cli/airlock"))
     ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--net-runs", type=int, default=50, help="rounds with the network policy")
     ap.add_argument("--docker-runs", type=int, default=20)
+    ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH",
+                    help="another airlock binary to measure beside --airlock")
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
-    img = docker_ready()
-    cands = candidates(a.airlock, img)
-    times = {n: [] for n, _ in cands}
-    for i in range(a.runs):
-        for name, cmd in cands:
-            if name == "docker" and i >= a.docker_runs:
-                continue
-            t0 = time.perf_counter_ns()
-            r = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-            dt = (time.perf_counter_ns() - t0) / 1e6
-            if r.returncode != 0:
-                sys.exit(f"{name} failed with {r.returncode}: {' '.join(cmd)}")
-            times[name].append(dt)
-    base = statistics.median(times["bwrap"]) if times.get("bwrap") else None
+    airlocks = [("airlock", a.airlock)]
+    for c in a.compare:
+        name, _, path = c.partition("=")
+        if not path:
+            sys.exit("--compare wants NAME=PATH")
+        airlocks.append((name, path))
+    load0 = os.getloadavg()
+    tmp = tempfile.mkdtemp(prefix="airlock-bench-")
+    os.chmod(tmp, 0o755)
+    pol = os.path.join(tmp, "net.yaml")
+    with open(pol, "w") as f:
+        f.write(NET_POLICY)
+    os.chmod(pol, 0o644)
+    img = None
+    try:
+        img = docker_ready() if a.docker_runs > 0 else None
+        cands = candidates(airlocks, pol, img)
+        wall = {n: [] for n, _, _ in cands}
+        cpu = {n: [] for n, _, _ in cands}
+        for i in range(a.runs):
+            for name, cmd, kind in cands:
+                if kind == "docker" and i >= a.docker_runs:
+                    continue
+                if kind == "net" and i >= a.net_runs:
+                    continue
+                try:
+                    w, c = run_once(cmd)
+                except RuntimeError as e:
+                    sys.exit(f"{name} failed: {e}")
+                wall[name].append(w)
+                cpu[name].append(c)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if img:
+            subprocess.run(["docker", "network", "rm", DOCKER_NET], capture_output=True)
+    load1 = os.getloadavg()
+    base = statistics.median(wall["bwrap"]) if wall.get("bwrap") else None
     rows = []
-    for name, _ in cands:
-        t = sorted(times[name])
+    for name, _, _ in cands:
+        t = wall[name]
         med = statistics.median(t)
-        p90 = t[int(len(t) * 0.9) - 1]
         ratio = f"{med / base:.2f}x" if base else "-"
-        rows.append((name, len(t), med, p90, ratio))
+        rows.append((name, len(t), med, p90(t), statistics.median(cpu[name]), ratio))
+    loads = f"load average {load0[0]:.2f} before, {load1[0]:.2f} after ({os.cpu_count()} CPUs)"
     if a.markdown:
-        print("| command | runs | median ms | p90 ms | vs bwrap |")
-        print("|---|---:|---:|---:|---:|")
+        print("| command | runs | median ms | p90 ms | CPU ms (median) | vs bwrap |")
+        print("|---|---:|---:|---:|---:|---:|")
         for r in rows:
-            print(f"| {r[0]} | {r[1]} | {r[2]:.2f} | {r[3]:.2f} | {r[4]} |")
+            print(f"| {r[0]} | {r[1]} | {r[2]:.2f} | {r[3]:.2f} | {r[4]:.2f} | {r[5]} |")
+        print(f"\n{loads}")
     else:
         for r in rows:
-            print(f"{r[0]:10s} runs={r[1]:4d} median={r[2]:8.2f}ms p90={r[3]:8.2f}ms vs-bwrap={r[4]}")
+            print(f"{r[0]:14s} runs={r[1]:4d} median={r[2]:8.2f}ms p90={r[3]:8.2f}ms "
+                  f"cpu={r[4]:7.2f}ms vs-bwrap={r[5]}")
+        print(loads)
     if img is None:
-        print("\ndocker: not measured (no Docker engine answers `docker info`)")
-    elif "docker" in times:
-        print(f"\nairlock is {statistics.median(times['docker']) / statistics.median(times['airlock']):.0f}x faster than docker run")
+        print("\ndocker: not measured (no Docker engine answers `docker info`, or --docker-runs 0)")
+    elif wall.get("docker"):
+        print(f"\nairlock is {statistics.median(wall['docker']) / statistics.median(wall['airlock']):.0f}x "
+              "faster than docker run")
+
 
 if __name__ == "__main__":
     main()

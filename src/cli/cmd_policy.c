@@ -157,7 +157,7 @@ static int check(int argc, char **argv)
     al_cli_error("warning: %s", p->warnings[i]);
   if (r < 0) {
     al_cli_error("%s", err.msg);
-    if (have_purpose)
+    if (have_purpose && p) /* the file read; the purpose's check failed */
       al_cli_error("%s needs %s", al_policy_purpose_name(purpose),
                    al_policy_purpose_needs(purpose));
     al_policy_free(p);

@@ -54,6 +54,10 @@ static void usage(FILE *out)
                "  --send-listener PATH --listen 127.0.0.1:PORT   the holder: make the\n"
                "                            listener here, hand it over on PATH, then hold\n"
                "  --hold                    the holder without a listener\n"
+               "  --handoff-socket PATH --handoff-host HOST:PORT [--handoff-host ...]\n"
+               "                            sealed credentials: hand CONNECTs to HOST:PORT\n"
+               "                            (the forge hosts) to the forge gateway listening\n"
+               "                            on the unix socket PATH\n"
                "Used by the Compose rendering's relay-proxy service:\n"
                "  --relay-egress            serve the egress of POLICY's `relay` section (the\n"
                "                            model API host only), not its network section\n");
@@ -343,6 +347,8 @@ int cmd_proxy(int argc, char **argv)
       {"hold", no_argument, NULL, 'H'},
       {"deadline", required_argument, NULL, 'D'},
       {"relay-egress", no_argument, NULL, 'R'},
+      {"handoff-socket", required_argument, NULL, 'G'},
+      {"handoff-host", required_argument, NULL, 'g'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -353,6 +359,8 @@ int cmd_proxy(int argc, char **argv)
   bool hold_only = false, relay_egress = false;
   const char *listen_specs[MAX_LISTEN];
   size_t n_listen = 0;
+  const char *handoff_path = NULL;
+  al_proxy_handoff handoff = {.fd = -1};
   unsigned long max_conns = 0;
   unsigned workers = 0;
   int o;
@@ -405,6 +413,21 @@ int cmd_proxy(int argc, char **argv)
     case 'R':
       relay_egress = true;
       break;
+    case 'G':
+      handoff_path = optarg;
+      break;
+    case 'g': {
+      al_host h;
+      uint16_t port = 0;
+      const char *why = NULL;
+      if (handoff.n_hosts == AL_HANDOFF_MAX_HOSTS)
+        return al_cli_usage_error("at most %d --handoff-host", AL_HANDOFF_MAX_HOSTS);
+      if (al_authority_parse(optarg, strlen(optarg), &h, &port, &why) < 0)
+        return al_cli_usage_error("--handoff-host `%s`: %s (expected HOST:PORT)", optarg, why);
+      snprintf(handoff.hosts[handoff.n_hosts].host, sizeof handoff.hosts[0].host, "%s", h.name);
+      handoff.hosts[handoff.n_hosts++].port = port;
+      break;
+    }
     case 'D': {
       uint64_t v;
       if (al_cli_uint("--deadline", optarg, 1, 7 * 86400 + 3600, &v) != 0)
@@ -459,6 +482,8 @@ int cmd_proxy(int argc, char **argv)
     return al_cli_usage_error("which policy? (-p POLICY)");
   if (n_listen == 0)
     return al_cli_usage_error("where to listen? (--listen ADDR:PORT)");
+  if (!handoff_path != !handoff.n_hosts)
+    return al_cli_usage_error("--handoff-socket and --handoff-host go together");
 
   al_error err = {0};
   al_policy *policy = NULL;
@@ -494,6 +519,13 @@ int cmd_proxy(int argc, char **argv)
   char *ids[MAX_LISTEN] = {0};
   int rc = 1;
   size_t made = 0;
+  /* the gateway first: connected before the listener is taken, so the
+   * supervisor finds the connection once the holder says `handed` */
+  if (handoff_path &&
+      (handoff.fd = al_handoff_connect(handoff_path, HANDOFF_TIMEOUT_MS, &err)) < 0) {
+    al_cli_error("%s", err.msg);
+    goto out;
+  }
   for (; made < n_listen; made++) {
     int fd = listen_specs[made] ? listen_on(listen_specs[made], &err)
                                 : listener_from(listener_path, &err);
@@ -504,7 +536,10 @@ int cmd_proxy(int argc, char **argv)
       goto out;
     }
     ids[made] = n_listen == 1 ? al_xstrdup(run_id) : al_strdup_printf("%s-%zu", run_id, made);
-    ls[made] = (al_proxy_listener){.fd = fd, .run_id = ids[made], .policy = policy};
+    ls[made] = (al_proxy_listener){.fd = fd,
+                                   .run_id = ids[made],
+                                   .policy = policy,
+                                   .handoff = handoff.fd >= 0 ? &handoff : NULL};
   }
   al_proxy_config cfg = {
       .ready = no_confine ? NULL : confine_ready,
@@ -525,6 +560,8 @@ int cmd_proxy(int argc, char **argv)
   }
   rc = 0;
 out:
+  if (handoff.fd >= 0)
+    close(handoff.fd);
   for (size_t i = 0; i < made; i++) {
     close(ls[i].fd);
     free(ids[i]);

@@ -28,7 +28,9 @@ static void usage(FILE *out)
           "                                 [--seccomp-profile REL|runtime-default]\n"
           "                                 [--namespace NS] [--proxy-image I] [--agent-image I]\n"
           "                                 [--run-id ID] [--runtime-class NAME] [--host-users]\n"
-          "                                 [--no-probe]\n"
+          "                                 [--no-probe] [--agent-sandbox]\n"
+          "       airlock render cluster    [-o FILE] [--namespace NS] [--image I]\n"
+          "                                 [--replicas N] [--jobs]\n"
           "       airlock render seccomp    [-o FILE]\n"
           "\n"
           "Print the policy as a Docker Compose file or as Kubernetes manifests (to\n"
@@ -46,7 +48,13 @@ static void usage(FILE *out)
           "label (default manual); --runtime-class sets runtimeClassName (gVisor, Kata);\n"
           "pods get hostUsers: false unless --host-users; an init container probes the\n"
           "pod's network and fails the Job when NetworkPolicy is not enforced, unless\n"
-          "--no-probe.\n");
+          "--no-probe. --agent-sandbox renders the agent's pod as a\n"
+          "kubernetes-sigs/agent-sandbox SandboxTemplate + SandboxClaim instead of a Job.\n"
+          "cluster: the service side (docs/scale.md): the airlock serve Deployment with\n"
+          "the broker as a second container holding the App key, its ServiceAccount and\n"
+          "Role (the election Lease; with --jobs what launching runs as Jobs needs),\n"
+          "state volume, Services, NetworkPolicy. --replicas N (1-5, default 1): more\n"
+          "than one needs election.lease in serve.yaml.\n");
 }
 
 /* An absolute version of a path whose directory exists. */
@@ -88,11 +96,15 @@ int cmd_render(int argc, char **argv)
                                        {"runtime-class", required_argument, NULL, 'C'},
                                        {"host-users", no_argument, NULL, 'U'},
                                        {"no-probe", no_argument, NULL, 'N'},
+                                       {"agent-sandbox", no_argument, NULL, 'X'},
+                                       {"image", required_argument, NULL, 'i'},
+                                       {"replicas", required_argument, NULL, 'r'},
+                                       {"jobs", no_argument, NULL, 'J'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   al_cli_init("render", usage);
   if (argc < 2)
-    return al_cli_usage_error("what to render? (compose, kubernetes, seccomp)");
+    return al_cli_usage_error("what to render? (compose, kubernetes, cluster, seccomp)");
   if (al_cli_is_help(argv[1])) {
     usage(stdout);
     return 0;
@@ -101,13 +113,15 @@ int cmd_render(int argc, char **argv)
   bool compose = strcmp(what, "compose") == 0;
   bool k8s = strcmp(what, "kubernetes") == 0 || strcmp(what, "k8s") == 0;
   bool seccomp_only = strcmp(what, "seccomp") == 0;
-  if (!compose && !k8s && !seccomp_only) {
-    return al_cli_usage_error("unknown %s `%s` (compose, kubernetes, seccomp)",
+  bool cluster = strcmp(what, "cluster") == 0;
+  if (!compose && !k8s && !seccomp_only && !cluster) {
+    return al_cli_usage_error("unknown %s `%s` (compose, kubernetes, cluster, seccomp)",
                               what[0] == '-' ? "option" : "target", what);
   }
   const char *policy_path = NULL, *out_path = NULL, *seccomp_out = NULL;
   const char *seccomp_profile = "airlock/seccomp.json";
   al_render_opts ro = {0};
+  al_render_cluster_opts co = {.replicas = 1};
   int c;
   optind = 2;
   while ((c = al_cli_getopt(argc, argv, "p:o:h", opts)) != -1) {
@@ -154,6 +168,24 @@ int cmd_render(int argc, char **argv)
     case 'N':
       ro.no_probe = true;
       break;
+    case 'X':
+      ro.agent_sandbox = true;
+      break;
+    case 'i':
+      co.image = optarg;
+      break;
+    case 'r': {
+      char *end = NULL;
+      errno = 0;
+      long n = strtol(optarg, &end, 10);
+      if (errno || !end || *end || end == optarg || n < 1 || n > 5)
+        return al_cli_usage_error("--replicas `%s`: a number from 1 to 5", optarg);
+      co.replicas = (unsigned)n;
+      break;
+    }
+    case 'J':
+      co.jobs = true;
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -166,6 +198,13 @@ int cmd_render(int argc, char **argv)
   }
 
   al_error err = {0};
+  if (cluster) {
+    co.k8s_namespace = ro.k8s_namespace;
+    al_autofree char *text = NULL;
+    if (al_render_cluster(&co, &text, &err) < 0)
+      return al_cli_usage_error("%s", err.msg);
+    return write_out(out_path, text) < 0 ? 1 : 0;
+  }
   al_autofree char *profile = NULL;
   if (al_seccomp_profile_json(&profile, &err) < 0) {
     al_cli_error("%s", err.msg);
@@ -221,6 +260,10 @@ int cmd_render(int argc, char **argv)
   }
   ro.seccomp_path = compose ? seccomp_abs : seccomp_profile;
 
+  if (policy->credentials.present && policy->credentials.mode == AL_CRED_SEALED)
+    al_cli_error("warning: credentials.mode: sealed is not rendered (the forge gateway runs "
+                 "only under `airlock ticket`): the output carries env mode, the tokens in the "
+                 "agent's container; see the note in its header");
   if (policy->relay.present && !compose)
     al_cli_error("the policy's `relay` section is not rendered (it needs an "
                  "egress listener of its own; see the note in the output)");

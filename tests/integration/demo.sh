@@ -44,11 +44,13 @@ for mode in $modes; do
   out=$(cat "$T_TMP/demo.out")
   is "[$mode] airlock demo --hostile exits 0" "$rc" 0
   [ $rc -eq 0 ] || sed 's/^/#   /' "$T_TMP/demo.out" | tail -40
+  like "[$mode] hostile: the agent's claims carry the gutter, airlock's verdict does not" "$(tr '\n' '~' <"$T_TMP/demo.out")" "in its own words[^~]*~~agent│ (refused|succeeded|kept) .*~~Judged by airlock from outside[^~]*~~  made "
+  is "[$mode] hostile: the notes count each file once, however many families it matches" "$(sed -n 's/.*review notes for the human.*: \([0-9]*\) file(s) that run outside.*/\1/p' "$T_TMP/demo.out")" "$(sed -n 's/^ *runs later [a-z]* *\([^:]*\):.*/\1/p' "$T_TMP/demo.out" | sort -u | wc -l)"
   like "[$mode] hostile: the summary says only a PR got out" "$out" 'all that got out is one pull request'
-  bad=$(grep -E '^  succeeded' "$T_TMP/demo.out" | grep -v 'open a pull request' || true)
+  bad=$(grep -E '^agent│ succeeded' "$T_TMP/demo.out" | grep -v 'open a pull request' || true)
   is "[$mode] hostile: no attempt but the PR succeeded" "$bad" ""
   # sealed by default (issue #15): airlock's gateway refuses, not the forge
-  like "[$mode] hostile: push to main refused by airlock's gateway" "$(grep -A1 'push straight to main' "$T_TMP/demo.out" | tr '\n' ' ')" 'refused +push straight to main +error: RPC failed; HTTP 403'
+  like "[$mode] hostile: push to main refused by airlock's gateway" "$(grep -A1 'push straight to main' "$T_TMP/demo.out" | tr '\n' ' ')" '^agent│ refused +push straight to main +agent│ +error: RPC failed; HTTP 403'
   like "[$mode] hostile: the gateway's refusals are listed by reason" "$out" 'the forge gateway decided [0-9]+ request\(s\) and refused [1-9][0-9]* \(.*push-other-branch [0-9]'
   like "[$mode] hostile: no real token in the sandbox" "$out" 'held +credentials sealed: no real token anywhere in the sandbox \(cred.run-tokens blocked\)'
   like "[$mode] hostile: the one PR was opened by the supervisor" "$out" 'held +the pull request was opened by the supervisor'

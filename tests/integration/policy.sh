@@ -90,7 +90,7 @@ version: 1
 network:
   allow: [{host: api.github.com, port: 0443}]
 Y
-bad port-missing 3:18 'needs `port`' <<'Y'
+bad port-missing 3:12 'network.allow\[0\].port: required \(an allow entry needs `port`' <<'Y'
 version: 1
 network:
   allow: [{host: api.github.com}]
@@ -364,6 +364,13 @@ check "… and its output passes policy check --for ticket --repo" "$AIRLOCK" po
 like "… names the repository in both roles" "$(grep -c 'repo: octo/widgets' "$P/init.yaml")" '^2$'
 sed 's|OWNER/REPO|acme/tally|g' "$AIRLOCK_SRC/examples/airlock.yaml" >"$P/example.yaml"
 check "examples/airlock.yaml with OWNER/REPO filled in passes policy check --for ticket" "$AIRLOCK" policy check --for ticket --repo acme/tally "$P/example.yaml"
+printf 'version: 1\nnetwork:\n  allow: []\nnetwork:\n  allow: []\n' >"$P/dupkey.yaml"
+out=$("$AIRLOCK" policy check --for ticket "$P/dupkey.yaml" 2>&1); rc=$?
+like "a file that does not parse: the parse error, with its line" "$rc/$out" '^1/.*dupkey.yaml:[0-9]+:[0-9]+: .*duplicate'
+is "  and not what a ticket needs (the file never got that far)" "$(grep -c 'ticket needs' <<<"$out")" 0
+out=$("$AIRLOCK" policy check --for ticket "$AIRLOCK_SRC/examples/airlock.yaml" 2>&1); rc=$?
+is "examples/airlock.yaml as shipped (OWNER/REPO) fails policy check --for ticket" "$rc" 1
+like "  it names the placeholder and the fix" "$out" 'credentials.git.repo is still the placeholder OWNER/REPO: write the repository'
 check_not "control: examples/airlock.yaml is checked against the repo (another repo fails)" "$AIRLOCK" policy check --for ticket --repo acme/other "$P/example.yaml"
 check_not "policy init refuses a malformed repository" "$AIRLOCK" policy init 'not a repo'
 out=$("$AIRLOCK" policy init a/b extra 2>&1); rc=$?

@@ -97,12 +97,19 @@ p = job["spec"]["template"]["spec"]
 assert "initContainers" not in p and "hostUsers" not in p, p
 ' np.yaml
 
+"$AIRLOCK" render cluster -o cluster1.yaml 2>/dev/null
+is "render cluster exits 0" "$?" 0
+"$AIRLOCK" render cluster --replicas 3 --jobs --namespace ops -o cluster3.yaml 2>/dev/null
+is "render cluster --replicas 3 --jobs exits 0" "$?" 0
+"$AIRLOCK" render kubernetes -p pol.yaml --agent-sandbox --run-id sb1 --runtime-class kata -o sb.yaml 2>/dev/null
+is "render kubernetes --agent-sandbox exits 0" "$?" 0
+
 # Every object against the Kubernetes API schemas (kubernetes-models, npm).
 if [ -n "${AIRLOCK_SKIP_NPM:-}" ]; then
   skip "kubernetes-models from npm: AIRLOCK_SKIP_NPM is set"
 elif ! command -v npm >/dev/null || ! command -v node >/dev/null; then
   skip "kubernetes-models from npm: npm or node not installed"
-elif ! (mkdir -p km && cd km && timeout 300 npm install --no-audit --no-fund --loglevel=error kubernetes-models@5 >../km.out 2>&1); then
+elif ! (mkdir -p km && cd km && timeout 300 npm install --no-audit --no-fund --loglevel=error kubernetes-models@5 ajv@8 ajv-formats@3 >../km.out 2>&1); then
   skip "kubernetes-models from npm: npm install failed or the registry is unreachable ($(tail -1 km.out))"
 else
   cp "$AIRLOCK_SRC/tests/integration/k8s_validate.mjs" km/
@@ -122,7 +129,49 @@ for o in d:
         o["spec"]["template"]["spec"]["containers"][0]["securityContext"]["runAsUser"] = "root"
 json.dump(d, open(sys.argv[2], "w"))' k8s.yaml.json bad.json
   check_not "control: the validator rejects a Job with a string backoffLimit and runAsUser" sh -c 'cd km && node k8s_validate.mjs ../bad.json'
+  # The service side (render cluster) against the same schemas.
+  for f in cluster1.yaml cluster3.yaml; do
+    python3 -c 'import json,sys,yaml; json.dump([d for d in yaml.safe_load_all(open(sys.argv[1])) if d], open(sys.argv[2], "w"))' "$f" "$f.json"
+    while read -r line; do
+      case $line in ok*) ok "schema: $f: ${line#ok - }" ;; "not ok"*) fail "schema: $f: ${line#not ok - }" ;; esac
+    done < <(cd km && node k8s_validate.mjs "../$f.json")
+  done
+  # agent-sandbox: the vendored CRDs' openAPIV3Schema with ajv (README in
+  # agent-sandbox/), the pod spec with kubernetes-models; the other objects
+  # of the same output with kubernetes-models.
+  cp "$AIRLOCK_SRC/tests/integration/sandbox_validate.mjs" km/
+  python3 -c 'import json,sys,yaml; json.dump([d for f in sys.argv[2:] for d in yaml.safe_load_all(open(f)) if d], open(sys.argv[1], "w"))' \
+    crds.json "$AIRLOCK_SRC"/tests/integration/agent-sandbox/*.yaml
+  python3 -c '
+import json, sys, yaml
+ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+json.dump([d for d in ds if "agents.x-k8s.io" in d["apiVersion"]], open(sys.argv[2], "w"))
+json.dump([d for d in ds if "agents.x-k8s.io" not in d["apiVersion"]], open(sys.argv[3], "w"))' sb.yaml sb-crd.json sb-core.json
+  while read -r line; do
+    case $line in ok*) ok "schema: sb.yaml: ${line#ok - }" ;; "not ok"*) fail "schema: sb.yaml: ${line#not ok - }" ;; esac
+  done < <(cd km && node sandbox_validate.mjs ../crds.json ../sb-crd.json; node k8s_validate.mjs ../sb-core.json)
+  # Controls: each layer of the validator can fail.
+  python3 -c '
+import copy, json, sys
+d = json.load(open(sys.argv[1]))
+t = next(o for o in d if o["kind"] == "SandboxTemplate"); c = next(o for o in d if o["kind"] == "SandboxClaim")
+bad1 = copy.deepcopy(c); bad1["spec"]["lifecycle"]["shutdownPolicy"] = "Sometimes"
+bad2 = copy.deepcopy(c); bad2["spec"]["lifecycle"]["shutdownTime"] = "tomorrow"
+bad3 = copy.deepcopy(t); del bad3["spec"]["podTemplate"]
+bad4 = copy.deepcopy(t); bad4["spec"]["networkPolicy"]["egress"][0]["ports"][0]["endPort"] = "x"
+bad5 = copy.deepcopy(t); bad5["spec"]["podTemplate"]["spec"]["containers"][0]["securityContext"]["runAsUser"] = "root"
+for i, b in enumerate((bad1, bad2, bad3, bad4, bad5), 1):
+    json.dump([b], open(f"sb-bad{i}.json", "w"))' sb-crd.json
+  bad_what=("" "a claim with shutdownPolicy Sometimes (enum)" "a claim with shutdownTime tomorrow (date-time)"
+    "a template without podTemplate (required)" "a template with a string endPort (int32)"
+    "a template whose pod spec has a string runAsUser (core/v1)")
+  for i in 1 2 3 4 5; do
+    what=${bad_what[$i]}
+    check_not "control: the agent-sandbox validator rejects $what" sh -c "cd km && node sandbox_validate.mjs ../crds.json ../sb-bad$i.json"
+  done
 fi
+
+. "$AIRLOCK_SRC/tests/integration/render_cluster.sh"
 
 "$AIRLOCK" render kubernetes -p pol.yaml --seccomp-profile runtime-default >rd.yaml 2>/dev/null
 check "--seccomp-profile runtime-default gives RuntimeDefault" grep -q 'seccompProfile: {type: RuntimeDefault}' rd.yaml
@@ -213,4 +262,41 @@ like "--relay-egress: CONNECT to the model API host is allowed" \
 like "--relay-egress: CONNECT to the network section's host is refused" \
   "$(python3 "$AIRLOCK_SRC/tests/integration/proxyclient.py" raw "$pport" 'CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n')" "^403"
 kill $rpx 2>/dev/null
+# credentials.mode: sealed is not rendered (the forge gateway runs only under
+# `airlock ticket`): the header of both renderings says so and what they carry
+# instead, and render warns on stderr. Control: the same policy in env mode
+# gets neither the note nor the warning.
+for mode in sealed env; do
+  cat >cred-$mode.yaml <<P
+version: 1
+network:
+  allow:
+    - {host: api.github.com, port: 443}
+    - {host: github.com, port: 443}
+filesystem: {workspace_size: 64MiB, tmp_size: 32MiB}
+process:
+  limits: {memory: 512MiB, pids: 128, wall: 5m}
+credentials:
+  broker: /run/airlock/broker.sock
+  git: {repo: acme/tally, permissions: {contents: write}}
+  ticket: {repo: acme/tally, permissions: {issues: write}}
+  mode: $mode
+forge:
+  api_url: https://api.github.com
+  git_url: https://github.com
+P
+  "$AIRLOCK" render compose -p cred-$mode.yaml -o cred-$mode-compose.yaml 2>cred-$mode-compose.err
+  is "render compose ($mode credentials) exits 0" "$?" 0
+  "$AIRLOCK" render kubernetes -p cred-$mode.yaml -o cred-$mode-k8s.yaml 2>cred-$mode-k8s.err
+  is "render kubernetes ($mode credentials) exits 0" "$?" 0
+done
+for r in compose k8s; do
+  hdr=$(sed -n '/^[^#]/q;p' cred-sealed-$r.yaml | tr '\n' ' ')
+  like "$r, sealed: the header says sealed mode is not rendered" "$hdr" 'NOT RENDERED: credentials.mode: sealed'
+  like "$r, sealed: the header says what is carried instead (env mode, the real tokens)" "$hdr" 'env mode instead.*AIRLOCK_GIT_TOKEN and AIRLOCK_TICKET_TOKEN \(the real tokens\)'
+  like "$r, sealed: the header lists what is not covered" "$hdr" 'Not covered: the gateway beside the proxy.*run CA.*placeholders.*supervisor'
+  like "$r, sealed: render warns on stderr" "$(cat cred-sealed-$r.err)" 'warning: credentials.mode: sealed is not rendered'
+  check_not "$r, env (control): no sealed note" grep -q 'credentials.mode: sealed' cred-env-$r.yaml
+  check_not "$r, env (control): no warning" grep -q 'sealed is not rendered' cred-env-$r.err
+done
 done_testing

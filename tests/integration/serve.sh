@@ -21,17 +21,17 @@ webhook: {secret_file: /etc/s}
 repositories: [{repo: acme/tally, policy: /etc/p.yaml}]"
 cfgerr "an unknown key is refused with its line" 'bad.yaml:6:[0-9]+: runs.max_concurent: unknown key' "$base
 runs: {max_concurent: 3}"
-cfgerr "a cap out of range" 'runs.max_concurrent: must be 1 to 256' "$base
+cfgerr "a cap out of range" 'runs.max_concurrent: must be between 1 and 256' "$base
 runs: {max_concurrent: 0}"
 cfgerr "a relative path" 'state_dir: must be an absolute path' "${base/state_dir: $T_TMP\/st/state_dir: st}"
 cfgerr "a bad listen address" 'listen.webhook: the port must be' "$base
 listen: {webhook: '127.0.0.1:99999'}"
 cfgerr "a webhook listener without a secret" 'webhook.secret_file: required when listen.webhook' "${base/webhook: \{secret_file: \/etc\/s\}/}"
 cfgerr "a repository twice (names are case-insensitive, as on GitHub)" 'listed twice' "${base%repositories:*}repositories: [{repo: acme/tally, policy: /p}, {repo: ACME/Tally, policy: /q}]"
-cfgerr "on_interrupt is requeue or fail" 'expected fail or requeue' "$base
+cfgerr "on_interrupt is requeue or fail" 'runs.on_interrupt: must be `fail` or `requeue`, got `maybe`' "$base
 runs: {on_interrupt: maybe}"
 cfgerr "the version" 'only version 1 exists' "${base/version: 1/version: 2}"
-cfgerr "a key given twice" ':7:[0-9]+: (YAML syntax error: duplicate key|broker: given twice)' "$base
+cfgerr "a key given twice, at its line" ':6:[0-9]+: (not valid YAML: duplicate key|broker: given twice)' "$base
 broker: /run/other.sock"
 like "--config-doc lists every key from the same table" "$("$AIRLOCK" serve --config-doc | grep -c '^| `')" '^(19|2[0-9])$'
 printf 'x' >"$T_TMP/open.secret"; chmod 644 "$T_TMP/open.secret"; mkdir -p "$T_TMP/st0"; chmod 700 "$T_TMP/st0"

@@ -63,7 +63,7 @@ static void test_config_errors(void **state)
   expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\nextra: 1\n",
                "t.yaml:3:1: extra: unknown key");
   expect_error("app: {id: 1, private_key: /k, colour: x}\nrepositories: [a/b]\n",
-               "t.yaml:1:31: app: unknown key `colour`");
+               "t.yaml:1:31: app.colour: unknown key (allowed here: id, client_id, private_key)");
   expect_error("app: {id: 1, client_id: x, private_key: /k}\nrepositories: [a/b]\n",
                "exactly one of");
   expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\n"
@@ -249,10 +249,10 @@ static void test_audit_config(void **state)
                "audit: set exactly one of `token_file` and `app`");
   expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\naudit: {}\n", "exactly one of");
   expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\naudit: {token: x}\n",
-               "audit: unknown key `token`");
+               "t.yaml:3:9: audit.token: unknown key (allowed here: token_file, app)");
   expect_error("app: {id: 1, private_key: /k}\nrepositories: [a/b]\n"
                "audit: {app: {id: 2}}\n",
-               "audit.app: `private_key` is required");
+               "audit.app.private_key: required (the App's PEM key)");
 }
 
 static void test_audit_token_file(void **state)
@@ -344,18 +344,20 @@ static void test_secrets_config(void **state)
     const char *yaml, *want;
   } bad[] = {
       {"secrets: {model_key: {repositories: [acme/tally]}}\n",
-       "secrets.model_key: `file` is required"},
-      {"secrets: {model_key: {file: /m}}\n", "secrets.model_key: `repositories` must list"},
-      {"secrets: {model_key: {file: /m, repositories: []}}\n", "`repositories` must list"},
+       "t.yaml:3:23: secrets.model_key.file: required (a 0600 file holding the value)"},
+      {"secrets: {model_key: {file: /m}}\n",
+       "secrets.model_key.repositories: required (the OWNER/REPO whose leases may carry it)"},
+      {"secrets: {model_key: {file: /m, repositories: []}}\n",
+       "secrets.model_key.repositories: needs at least 1 entry"},
       {"secrets: {model_key: {file: /m, repositories: [acme/tally], mode: x}}\n",
-       "secrets.model_key: unknown key `mode` (known: file, repositories)"},
+       "secrets.model_key.mode: unknown key (allowed here: file, repositories)"},
       {"secrets: {Model-Key: {file: /m, repositories: [acme/tally]}}\n",
        "secret's name is 1 to 63 characters"},
       {"secrets: {model_key: {file: /m, repositories: [acme/nope]}}\n",
        "secrets.model_key.repositories: `acme/nope` is not in `repositories`"},
       {"secrets: {model_key: {file: /m, repositories: [a/../b]}}\n", "OWNER/REPO"},
-      {"secrets: [model_key]\n", "secrets: expected a mapping"},
-      {"secrets: {model_key: /m}\n", "secrets.model_key: expected a mapping"},
+      {"secrets: [model_key]\n", "secrets: must be a mapping"},
+      {"secrets: {model_key: /m}\n", "secrets.model_key: must be a mapping"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char y[512];

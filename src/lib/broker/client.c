@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <openssl/crypto.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +63,7 @@ static void lease_destroy(al_lease *l)
       al_secret_free(l->secrets[i].value);
     }
   }
-  OPENSSL_cleanse(l, sizeof *l);
+  explicit_bzero(l, sizeof *l);
   free(l);
 }
 
@@ -82,7 +81,7 @@ static int read_msg(al_lease *l, int timeout_ms, json_t **msg, al_error *err)
       json_t *j = json_loadb(l->buf, n, JSON_REJECT_DUPLICATES, &je);
       size_t rest = l->len - n - 1;
       memmove(l->buf, nl + 1, rest);
-      OPENSSL_cleanse(l->buf + rest, l->len - rest);
+      explicit_bzero(l->buf + rest, l->len - rest);
       l->len = rest;
       if (!j || !json_is_object(j) || !json_is_string(json_object_get(j, "type"))) {
         json_decref(j);
@@ -204,7 +203,7 @@ static int parse_grant(al_lease *l, json_t *msg, al_error *err)
     struct lease_token *t = &l->tokens[r];
     t->present = true;
     t->value = al_secret_dupn(val, json_string_length(jv));
-    OPENSSL_cleanse((char *)val, json_string_length(jv));
+    explicit_bzero((char *)val, json_string_length(jv));
     if (!t->value)
       return al_make_error(err, errno, "secret memory");
     al_redact_register(t->value);
@@ -250,7 +249,7 @@ static int parse_secrets(al_lease *l, json_t *msg, const al_proto_lease_req *req
     struct lease_secret *ls = &l->secrets[l->n_secrets++];
     snprintf(ls->name, sizeof ls->name, "%s", req->secrets[i]);
     ls->value = al_secret_dupn(val, json_string_length(jv));
-    OPENSSL_cleanse((char *)val, json_string_length(jv));
+    explicit_bzero((char *)val, json_string_length(jv));
     if (!ls->value)
       return al_make_error(err, errno, "secret memory");
     al_redact_register(ls->value);
@@ -270,14 +269,14 @@ static void wipe_msg(json_t *msg)
   {
     json_t *v = json_object_get(o, "token");
     if (json_is_string(v))
-      OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
+      explicit_bzero((char *)json_string_value(v), json_string_length(v));
   }
   const char *k;
   json_object_foreach(json_object_get(msg, "secrets"), k, o)
   {
     json_t *v = json_object_get(o, "value");
     if (json_is_string(v))
-      OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
+      explicit_bzero((char *)json_string_value(v), json_string_length(v));
   }
   json_decref(msg);
 }

@@ -1,4 +1,6 @@
-/* Broker config parsing: see config.h for the schema. */
+/* Broker config parsing: see config.h for the schema; its tables are read
+ * by the one YAML walker (common/yamlwalk.h), as the policy's and the
+ * service's are. */
 #include "broker/config.h"
 
 #include <arpa/inet.h>
@@ -12,13 +14,13 @@
 #include <string.h>
 #include <strings.h>
 #include <fcntl.h>
-#include <openssl/crypto.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "broker/secmem.h"
 #include "common/redact.h"
 #include "common/util.h"
+#include "common/yamlwalk.h"
 
 static const char *const role_names[AL_ROLE_COUNT] = {"git", "ticket"};
 
@@ -236,533 +238,366 @@ void al_broker_config_free(al_broker_config *c)
   free(c);
 }
 
-/* ---- parsing ---------------------------------------------------------- */
+/* ---- parsing: the tables of the one YAML walker (common/yamlwalk.h) ---- */
 
-struct parser {
-  const char *name;
-  al_error *err;
+#define OFF(f) offsetof(al_broker_config, f)
+
+/* app.id: a GitHub App id, kept as its decimal text (the JWT's `iss`). */
+static int app_id_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  char **dst = (char **)(void *)((char *)obj + f->off);
+  uint64_t id = 0;
+  if (al_yw_uint(w, kv, 0, UINT64_MAX / 2, true, &id) < 0)
+    return -1;
+  free(*dst);
+  *dst = al_strdup_printf("%llu", (unsigned long long)id);
+  return 0;
+}
+
+static int client_id_check(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  for (const char *s = *(char **)(void *)((char *)obj + f->off); *s; s++)
+    if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
+      return al_yw_fail(w, al_yw_at(kv), kv->path, "unexpected character");
+  return 0;
+}
+
+/* An App, {id | client_id, private_key}: at `app` and at `audit.app`. */
+struct app {
+  char *id;
+  char *client_id;
+  char *key;
 };
 
-/* Position of a node: its scalar token, else the key that led to it. */
-static void node_pos(struct fy_node *n, struct fy_node *key, int *line, int *col)
+static int app_done(al_yw *w, const al_yw_kv *kv, void *obj, const bool *seen)
 {
-  struct fy_token *t = n ? fy_node_get_scalar_token(n) : NULL;
-  if (!t && key)
-    t = fy_node_get_scalar_token(key);
-  const struct fy_mark *m = t ? fy_token_start_mark(t) : NULL;
-  *line = m ? m->line + 1 : 0;
-  *col = m ? m->column + 1 : 0;
-}
-
-__attribute__((format(printf, 5, 6))) static int perr(struct parser *p, struct fy_node *n,
-                                                      struct fy_node *key, const char *path,
-                                                      const char *fmt, ...)
-{
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  int line, col;
-  node_pos(n, key, &line, &col);
-  return al_make_error(p->err, 0, "%s:%d:%d: %s: %s", p->name, line, col, path, msg);
-}
-/* perr() is always -1; say so where the static analyzer can see it (it does
- * not follow variadic calls, and would report every `name` as unset). */
-#define perr(...) (perr(__VA_ARGS__), -1)
-
-/* A plain scalar's text (malloc'd), or an error. */
-static int get_str(struct parser *p, struct fy_node *v, struct fy_node *k, const char *path,
-                   char **out)
-{
-  if (!v || !fy_node_is_scalar(v) || fy_node_is_alias(v))
-    return perr(p, v, k, path, "expected a string");
-  size_t len;
-  const char *s = fy_node_get_scalar(v, &len);
-  if (!s || len == 0)
-    return perr(p, v, k, path, "must not be empty");
-  if (memchr(s, '\0', len))
-    return perr(p, v, k, path, "contains a NUL byte");
-  char *r = al_xmalloc(len + 1);
-  memcpy(r, s, len);
-  r[len] = '\0';
-  free(*out);
-  *out = r;
+  (void)obj;
+  if (seen[0] == seen[1])
+    return al_yw_fail(w, kv->key, kv->path, "set exactly one of `id` and `client_id`");
   return 0;
 }
 
-static int get_duration(struct parser *p, struct fy_node *v, struct fy_node *k, const char *path,
-                        uint64_t *out)
+static const al_yw_field app_fields[] = {
+    {.key = "id", .type = AL_YW_CUSTOM, .off = offsetof(struct app, id), .parse = app_id_parse},
+    {.key = "client_id",
+     .type = AL_YW_STR,
+     .off = offsetof(struct app, client_id),
+     .min = 1,
+     .check = client_id_check},
+    {.key = "private_key",
+     .type = AL_YW_STR,
+     .flags = AL_YW_REQUIRED,
+     .off = offsetof(struct app, key),
+     .min = 1,
+     .doc = "the App's PEM key"},
+};
+static const al_yw_map app_map = {app_fields, AL_ARRAY_SIZE(app_fields), app_done};
+
+static int app_into(al_yw *w, const al_yw_kv *kv, char **id, char **client_id, char **key)
 {
-  al_autofree char *s = NULL;
-  if (get_str(p, v, k, path, &s) < 0)
-    return -1;
+  struct app a = {0};
+  int r = al_yw_walk(w, kv, &app_map, &a);
+  free(*id);
+  free(*client_id);
+  free(*key);
+  *id = a.id;
+  *client_id = a.client_id;
+  *key = a.key;
+  return r;
+}
+
+static int app_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  al_broker_config *c = obj;
+  return app_into(w, kv, &c->app_id, &c->client_id, &c->private_key_path);
+}
+
+static int audit_app_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  al_broker_config *c = obj;
+  return app_into(w, kv, &c->audit_app_id, &c->audit_client_id, &c->audit_key_path);
+}
+
+static int api_url_check(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  al_broker_config *c = obj;
+  size_t l = strlen(c->api_url);
+  while (l > 0 && c->api_url[l - 1] == '/')
+    c->api_url[--l] = '\0';
   const char *why;
-  if (al_parse_duration_ms(s, out, &why) < 0)
-    return perr(p, v, k, path, "%s", why);
+  if (al_api_url_check(c->api_url, &why) < 0)
+    return al_yw_fail(w, al_yw_at(kv), kv->path, "%s", why);
   return 0;
 }
 
-static int get_uint(struct parser *p, struct fy_node *v, struct fy_node *k, const char *path,
-                    uint64_t max, uint64_t *out)
+static const al_yw_field api_fields[] = {
+    {.key = "url", .type = AL_YW_STR, .off = OFF(api_url), .min = 1, .check = api_url_check},
+    {.key = "ca_file", .type = AL_YW_STR, .off = OFF(ca_file), .min = 1},
+    {.key = "timeout",
+     .type = AL_YW_DURATION,
+     .off = OFF(http_timeout_ms),
+     .min = 100,
+     .max = 600000},
+    {.key = "retries",
+     .type = AL_YW_UINT,
+     .flags = AL_YW_QUOTED,
+     .off = OFF(retries),
+     .width = sizeof(unsigned),
+     .min = 0,
+     .max = 10},
+    {.key = "max_rate_limit_wait",
+     .type = AL_YW_DURATION,
+     .off = OFF(max_rate_wait_ms),
+     .min = 0,
+     .max = 3600000},
+};
+static const al_yw_map api_map = {api_fields, AL_ARRAY_SIZE(api_fields), NULL};
+
+/* The last repository of a list just read: OWNER/REPO, and not twice. */
+static int repo_entry_check(al_yw *w, char **repos, size_t n, const al_yw_kv *kv)
 {
-  al_autofree char *s = NULL;
-  if (get_str(p, v, k, path, &s) < 0)
+  const char *why;
+  if (al_repo_name_check(repos[n - 1], &why) < 0)
+    return al_yw_fail(w, al_yw_at(kv), kv->path, "%s", why);
+  for (size_t i = 0; i + 1 < n; i++)
+    if (strcasecmp(repos[i], repos[n - 1]) == 0)
+      return al_yw_fail(w, al_yw_at(kv), kv->path, "listed twice");
+  return 0;
+}
+
+static int repos_check(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  al_broker_config *c = obj;
+  return repo_entry_check(w, c->repos, c->n_repos, kv);
+}
+
+static const al_yw_field str_item = {.type = AL_YW_STR, .min = 1};
+
+/* roles.git / roles.ticket: {PERMISSION: read|write}, replacing the
+ * default set. */
+static int perms_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  al_broker_config *c = obj;
+  al_role role = AL_ROLE_GIT;
+  if (al_role_parse(f->key, &role) < 0)
+    return al_yw_fail(w, kv->key, kv->path, "internal: no role `%s`", f->key);
+  al_perm_set *set = &c->roles[role];
+  if (al_yw_plain(w, kv->val, kv->key, kv->path) < 0)
     return -1;
-  char *end;
-  errno = 0;
-  if (!isdigit((unsigned char)s[0]))
-    return perr(p, v, k, path, "expected a whole number");
-  unsigned long long x = strtoull(s, &end, 10);
-  if (errno || *end || x > max)
-    return perr(p, v, k, path, "expected a whole number up to %llu", (unsigned long long)max);
-  *out = x;
-  return 0;
-}
-
-static int need_map(struct parser *p, struct fy_node *v, struct fy_node *k, const char *path)
-{
-  if (!v || !fy_node_is_mapping(v))
-    return perr(p, v, k, path, "expected a mapping");
-  return 0;
-}
-
-static int need_seq(struct parser *p, struct fy_node *v, struct fy_node *k, const char *path)
-{
-  if (!v || !fy_node_is_sequence(v))
-    return perr(p, v, k, path, "expected a list");
-  return 0;
-}
-
-static int key_name(struct parser *p, struct fy_node *k, const char *path, const char **out)
-{
-  if (!k || !fy_node_is_scalar(k))
-    return perr(p, k, NULL, path, "keys must be strings");
-  *out = fy_node_get_scalar0(k);
-  if (!*out)
-    return perr(p, k, NULL, path, "bad key");
-  return 0;
-}
-
-/* An App: {id | client_id, private_key} at `path` ("app", "audit.app"). */
-static int parse_app_at(struct parser *p, const char *path, struct fy_node *map, struct fy_node *mk,
-                        char **app_id, char **client_id, char **key_path)
-{
-  if (need_map(p, map, mk, path) < 0)
-    return -1;
-  char kp[48];
-  void *it = NULL;
-  struct fy_node_pair *pr;
-  while ((pr = fy_node_mapping_iterate(map, &it))) {
-    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name = NULL;
-    if (key_name(p, k, path, &name) < 0)
-      return -1;
-    snprintf(kp, sizeof kp, "%s.%s", path, name);
-    if (strcmp(name, "id") == 0) {
-      uint64_t id = 0;
-      if (get_uint(p, v, k, kp, UINT64_MAX / 2, &id) < 0)
-        return -1;
-      free(*app_id);
-      *app_id = al_strdup_printf("%llu", (unsigned long long)id);
-    } else if (strcmp(name, "client_id") == 0) {
-      if (get_str(p, v, k, kp, client_id) < 0)
-        return -1;
-      for (const char *s = *client_id; *s; s++)
-        if (!isalnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
-          return perr(p, v, k, kp, "unexpected character");
-    } else if (strcmp(name, "private_key") == 0) {
-      if (get_str(p, v, k, kp, key_path) < 0)
-        return -1;
-    } else {
-      return perr(p, k, NULL, path, "unknown key `%s` (known: id, client_id, private_key)", name);
-    }
-  }
-  if (!*app_id == !*client_id)
-    return perr(p, map, mk, path, "set exactly one of `id` and `client_id`");
-  if (!*key_path)
-    return perr(p, map, mk, path, "`private_key` is required");
-  return 0;
-}
-
-static int parse_app(struct parser *p, al_broker_config *c, struct fy_node *map, struct fy_node *mk)
-{
-  return parse_app_at(p, "app", map, mk, &c->app_id, &c->client_id, &c->private_key_path);
-}
-
-static int parse_audit(struct parser *p, al_broker_config *c, struct fy_node *map,
-                       struct fy_node *mk)
-{
-  if (need_map(p, map, mk, "audit") < 0)
-    return -1;
-  void *it = NULL;
-  struct fy_node_pair *pr;
-  while ((pr = fy_node_mapping_iterate(map, &it))) {
-    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name = NULL;
-    if (key_name(p, k, "audit", &name) < 0)
-      return -1;
-    if (strcmp(name, "token_file") == 0) {
-      if (get_str(p, v, k, "audit.token_file", &c->audit_token_file) < 0)
-        return -1;
-    } else if (strcmp(name, "app") == 0) {
-      if (parse_app_at(p, "audit.app", v, k, &c->audit_app_id, &c->audit_client_id,
-                       &c->audit_key_path) < 0)
-        return -1;
-    } else {
-      return perr(p, k, NULL, "audit", "unknown key `%s` (known: token_file, app)", name);
-    }
-  }
-  if (!c->audit_token_file == !c->audit_key_path)
-    return perr(p, map, mk, "audit", "set exactly one of `token_file` and `app`");
-  return 0;
-}
-
-static int parse_api(struct parser *p, al_broker_config *c, struct fy_node *map, struct fy_node *mk)
-{
-  if (need_map(p, map, mk, "api") < 0)
-    return -1;
-  void *it = NULL;
-  struct fy_node_pair *pr;
-  while ((pr = fy_node_mapping_iterate(map, &it))) {
-    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name = NULL;
-    if (key_name(p, k, "api", &name) < 0)
-      return -1;
-    if (strcmp(name, "url") == 0) {
-      if (get_str(p, v, k, "api.url", &c->api_url) < 0)
-        return -1;
-      size_t l = strlen(c->api_url);
-      while (l > 0 && c->api_url[l - 1] == '/')
-        c->api_url[--l] = '\0';
-      const char *why;
-      if (al_api_url_check(c->api_url, &why) < 0)
-        return perr(p, v, k, "api.url", "%s", why);
-    } else if (strcmp(name, "ca_file") == 0) {
-      if (get_str(p, v, k, "api.ca_file", &c->ca_file) < 0)
-        return -1;
-    } else if (strcmp(name, "timeout") == 0) {
-      if (get_duration(p, v, k, "api.timeout", &c->http_timeout_ms) < 0)
-        return -1;
-      if (c->http_timeout_ms < 100 || c->http_timeout_ms > 600000)
-        return perr(p, v, k, "api.timeout", "must be between 100ms and 10m");
-    } else if (strcmp(name, "retries") == 0) {
-      uint64_t r = 0;
-      if (get_uint(p, v, k, "api.retries", 10, &r) < 0)
-        return -1;
-      c->retries = (unsigned)r;
-    } else if (strcmp(name, "max_rate_limit_wait") == 0) {
-      if (get_duration(p, v, k, "api.max_rate_limit_wait", &c->max_rate_wait_ms) < 0)
-        return -1;
-      if (c->max_rate_wait_ms > 3600000)
-        return perr(p, v, k, "api.max_rate_limit_wait", "at most 1h");
-    } else {
-      return perr(p, k, NULL, "api",
-                  "unknown key `%s` (known: url, ca_file, timeout, retries, max_rate_limit_wait)",
-                  name);
-    }
-  }
-  return 0;
-}
-
-static int parse_repos(struct parser *p, al_broker_config *c, struct fy_node *seq,
-                       struct fy_node *sk)
-{
-  if (need_seq(p, seq, sk, "repositories") < 0)
-    return -1;
-  void *it = NULL;
-  struct fy_node *v;
-  while ((v = fy_node_sequence_iterate(seq, &it))) {
-    char *r = NULL;
-    if (get_str(p, v, sk, "repositories", &r) < 0)
-      return -1;
-    const char *why;
-    if (al_repo_name_check(r, &why) < 0) {
-      free(r);
-      return perr(p, v, sk, "repositories", "%s", why);
-    }
-    if (al_broker_config_repo_allowed(c, r)) {
-      free(r);
-      return perr(p, v, sk, "repositories", "listed twice");
-    }
-    c->repos = al_xrealloc(c->repos, (c->n_repos + 1) * sizeof *c->repos);
-    c->repos[c->n_repos++] = r;
-  }
-  return 0;
-}
-
-static int parse_perms(struct parser *p, al_perm_set *set, struct fy_node *map, struct fy_node *mk,
-                       const char *path)
-{
-  if (need_map(p, map, mk, path) < 0)
-    return -1;
+  if (!kv->val || !fy_node_is_mapping(kv->val))
+    return al_yw_fail(w, al_yw_at(kv), kv->path, "must be a mapping of permission: read|write");
   set->n = 0;
   void *it = NULL;
   struct fy_node_pair *pr;
-  while ((pr = fy_node_mapping_iterate(map, &it))) {
-    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name;
-    if (key_name(p, k, path, &name) < 0)
+  while ((pr = fy_node_mapping_iterate(kv->val, &it))) {
+    struct fy_node *k = fy_node_pair_key(pr);
+    al_yw_kv kkv = {k, k, kv->path};
+    al_autofree char *name = NULL, *level = NULL;
+    if (al_yw_str(w, &kkv, &name) < 0)
       return -1;
-    al_autofree char *level = NULL;
-    if (get_str(p, v, k, path, &level) < 0)
+    char path[96];
+    snprintf(path, sizeof path, "%s.%.48s", kv->path, name);
+    al_yw_kv vkv = {k, fy_node_pair_value(pr), path};
+    if (al_yw_str(w, &vkv, &level) < 0)
       return -1;
     const char *why;
-    bool w;
-    if (al_perm_check(name, level, &w, &why) < 0)
-      return perr(p, k, NULL, path, "%s: %s", name, why);
+    bool wr;
+    if (al_perm_check(name, level, &wr, &why) < 0)
+      return al_yw_fail(w, k, kv->path, "%s: %s", name, why);
+    for (size_t i = 0; i < set->n; i++)
+      if (strcmp(set->items[i].name, name) == 0)
+        return al_yw_fail(w, k, path, "given twice");
     if (set->n == AL_ARRAY_SIZE(set->items))
-      return perr(p, k, NULL, path, "too many permissions");
+      return al_yw_fail(w, k, kv->path, "too many permissions");
     snprintf(set->items[set->n].name, AL_PERM_NAME_MAX, "%s", name);
-    set->items[set->n].write = w;
+    set->items[set->n].write = wr;
     set->n++;
   }
   if (set->n == 0)
-    return perr(p, map, mk, path, "a role needs at least one permission");
+    return al_yw_fail(w, al_yw_at(kv), kv->path, "a role needs at least one permission");
   return 0;
 }
 
-static int parse_roles(struct parser *p, al_broker_config *c, struct fy_node *map,
-                       struct fy_node *mk)
+static const al_yw_field role_fields[] = {
+    {.key = "git", .type = AL_YW_CUSTOM, .parse = perms_parse},
+    {.key = "ticket", .type = AL_YW_CUSTOM, .parse = perms_parse},
+};
+static const al_yw_map role_map = {role_fields, AL_ARRAY_SIZE(role_fields), NULL};
+
+/* clients.uids[i]: a uid, or a user name looked up now (getpwnam(3)). */
+static int uid_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
 {
-  if (need_map(p, map, mk, "roles") < 0)
+  (void)f;
+  uid_t *uid = obj;
+  al_autofree char *s = NULL;
+  if (al_yw_str(w, kv, &s) < 0)
     return -1;
-  void *it = NULL;
-  struct fy_node_pair *pr;
-  while ((pr = fy_node_mapping_iterate(map, &it))) {
-    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name = NULL;
-    if (key_name(p, k, "roles", &name) < 0)
-      return -1;
-    al_role r;
-    if (al_role_parse(name, &r) < 0)
-      return perr(p, k, NULL, "roles", "unknown role `%s` (known: git, ticket)", name);
-    char path[32];
-    snprintf(path, sizeof path, "roles.%s", name);
-    if (parse_perms(p, &c->roles[r], v, k, path) < 0)
-      return -1;
+  if (!s[0])
+    return al_yw_fail(w, al_yw_at(kv), kv->path, "must not be empty");
+  if (isdigit((unsigned char)s[0])) {
+    char *end;
+    errno = 0;
+    unsigned long x = strtoul(s, &end, 10);
+    if (errno || *end || x >= (unsigned long)(uid_t)-1)
+      return al_yw_fail(w, al_yw_at(kv), kv->path, "not a uid");
+    *uid = (uid_t)x;
+    return 0;
   }
-  return 0;
-}
-
-static int parse_clients(struct parser *p, al_broker_config *c, struct fy_node *map,
-                         struct fy_node *mk)
-{
-  if (need_map(p, map, mk, "clients") < 0)
-    return -1;
-  void *it = NULL;
-  struct fy_node_pair *pr;
-  while ((pr = fy_node_mapping_iterate(map, &it))) {
-    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name = NULL;
-    if (key_name(p, k, "clients", &name) < 0)
-      return -1;
-    if (strcmp(name, "uids") != 0)
-      return perr(p, k, NULL, "clients", "unknown key `%s` (known: uids)", name);
-    if (need_seq(p, v, k, "clients.uids") < 0)
-      return -1;
-    free(c->client_uids);
-    c->client_uids = NULL;
-    c->n_client_uids = 0;
-    void *it2 = NULL;
-    struct fy_node *e;
-    while ((e = fy_node_sequence_iterate(v, &it2))) {
-      al_autofree char *s = NULL;
-      if (get_str(p, e, k, "clients.uids", &s) < 0 || !s)
-        return -1;
-      uid_t uid;
-      if (isdigit((unsigned char)s[0])) {
-        char *end;
-        errno = 0;
-        unsigned long x = strtoul(s, &end, 10);
-        if (errno || *end || x >= (unsigned long)(uid_t)-1)
-          return perr(p, e, k, "clients.uids", "not a uid");
-        uid = (uid_t)x;
-      } else {
-        struct passwd *pw = getpwnam(s);
-        if (!pw)
-          return perr(p, e, k, "clients.uids",
+  struct passwd *pw = getpwnam(s);
+  if (!pw)
+    return al_yw_fail(w, al_yw_at(kv), kv->path,
                       "no such user `%s`: create it (useradd --system %s) or write the uid "
                       "that `airlock ticket` runs as",
                       s, s);
-        uid = pw->pw_uid;
-      }
-      c->client_uids = al_xrealloc(c->client_uids, (c->n_client_uids + 1) * sizeof(uid_t));
-      c->client_uids[c->n_client_uids++] = uid;
-    }
-  }
+  *uid = pw->pw_uid;
   return 0;
 }
 
-static int parse_lease(struct parser *p, al_broker_config *c, struct fy_node *map,
-                       struct fy_node *mk)
+static const al_yw_field uid_item = {.type = AL_YW_CUSTOM, .parse = uid_parse};
+
+static const al_yw_field client_fields[] = {
+    {.key = "uids",
+     .type = AL_YW_LIST,
+     .off = OFF(client_uids),
+     .off_n = OFF(n_client_uids),
+     .item = &uid_item,
+     .item_size = sizeof(uid_t)},
+};
+static const al_yw_map client_map = {client_fields, AL_ARRAY_SIZE(client_fields), NULL};
+
+static const al_yw_field lease_fields[] = {
+    {.key = "ttl", .type = AL_YW_DURATION, .off = OFF(default_ttl_ms)},
+    {.key = "max_ttl", .type = AL_YW_DURATION, .off = OFF(max_ttl_ms)},
+    {.key = "max_active",
+     .type = AL_YW_UINT,
+     .flags = AL_YW_QUOTED,
+     .off = OFF(max_active),
+     .width = sizeof(size_t),
+     .min = 1,
+     .max = 4096},
+};
+static const al_yw_map lease_map = {lease_fields, AL_ARRAY_SIZE(lease_fields), NULL};
+
+static int audit_done(al_yw *w, const al_yw_kv *kv, void *obj, const bool *seen)
 {
-  if (need_map(p, map, mk, "lease") < 0)
-    return -1;
-  void *it = NULL;
-  struct fy_node_pair *pr;
-  while ((pr = fy_node_mapping_iterate(map, &it))) {
-    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name = NULL;
-    if (key_name(p, k, "lease", &name) < 0)
-      return -1;
-    if (strcmp(name, "ttl") == 0) {
-      if (get_duration(p, v, k, "lease.ttl", &c->default_ttl_ms) < 0)
-        return -1;
-    } else if (strcmp(name, "max_ttl") == 0) {
-      if (get_duration(p, v, k, "lease.max_ttl", &c->max_ttl_ms) < 0)
-        return -1;
-    } else if (strcmp(name, "max_active") == 0) {
-      uint64_t n = 0;
-      if (get_uint(p, v, k, "lease.max_active", 4096, &n) < 0)
-        return -1;
-      if (n == 0)
-        return perr(p, v, k, "lease.max_active", "must be at least 1");
-      c->max_active = (size_t)n;
-    } else {
-      return perr(p, k, NULL, "lease", "unknown key `%s` (known: ttl, max_ttl, max_active)", name);
-    }
-  }
+  (void)obj;
+  if (seen[0] == seen[1])
+    return al_yw_fail(w, kv->key, kv->path, "set exactly one of `token_file` and `app`");
   return 0;
 }
 
-static int parse_secret(struct parser *p, al_broker_secret *sec, struct fy_node *map,
-                        struct fy_node *mk, const char *path)
+static const al_yw_field audit_fields[] = {
+    {.key = "token_file", .type = AL_YW_STR, .off = OFF(audit_token_file), .min = 1},
+    {.key = "app", .type = AL_YW_CUSTOM, .parse = audit_app_parse},
+};
+static const al_yw_map audit_map = {audit_fields, AL_ARRAY_SIZE(audit_fields), audit_done};
+
+static int secret_repos_check(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
 {
-  if (need_map(p, map, mk, path) < 0)
-    return -1;
-  char kp[128];
-  bool have_repos = false;
-  void *it = NULL;
-  struct fy_node_pair *pr;
-  while ((pr = fy_node_mapping_iterate(map, &it))) {
-    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name = NULL;
-    if (key_name(p, k, path, &name) < 0)
-      return -1;
-    snprintf(kp, sizeof kp, "%s.%s", path, name);
-    if (strcmp(name, "file") == 0) {
-      if (get_str(p, v, k, kp, &sec->file) < 0)
-        return -1;
-    } else if (strcmp(name, "repositories") == 0) {
-      if (need_seq(p, v, k, kp) < 0)
-        return -1;
-      have_repos = true;
-      void *it2 = NULL;
-      struct fy_node *e;
-      while ((e = fy_node_sequence_iterate(v, &it2))) {
-        char *r = NULL;
-        if (get_str(p, e, k, kp, &r) < 0)
-          return -1;
-        const char *why;
-        if (al_repo_name_check(r, &why) < 0) {
-          free(r);
-          return perr(p, e, k, kp, "%s", why);
-        }
-        if (al_broker_secret_repo_allowed(sec, r)) {
-          free(r);
-          return perr(p, e, k, kp, "listed twice");
-        }
-        sec->repos = al_xrealloc(sec->repos, (sec->n_repos + 1) * sizeof *sec->repos);
-        sec->repos[sec->n_repos++] = r;
-      }
-    } else {
-      return perr(p, k, NULL, path, "unknown key `%s` (known: file, repositories)", name);
-    }
-  }
-  if (!sec->file)
-    return perr(p, map, mk, path, "`file` is required");
-  if (!have_repos || sec->n_repos == 0)
-    return perr(p, map, mk, path, "`repositories` must list at least one OWNER/REPO");
-  return 0;
+  (void)f;
+  al_broker_secret *sec = obj;
+  return repo_entry_check(w, sec->repos, sec->n_repos, kv);
 }
 
-static int parse_secrets(struct parser *p, al_broker_config *c, struct fy_node *map,
-                         struct fy_node *mk)
+static const al_yw_field secret_fields[] = {
+    {.key = "file",
+     .type = AL_YW_STR,
+     .flags = AL_YW_REQUIRED,
+     .off = offsetof(al_broker_secret, file),
+     .min = 1,
+     .doc = "a 0600 file holding the value"},
+    {.key = "repositories",
+     .type = AL_YW_LIST,
+     .flags = AL_YW_REQUIRED,
+     .off = offsetof(al_broker_secret, repos),
+     .off_n = offsetof(al_broker_secret, n_repos),
+     .min = 1,
+     .item = &str_item,
+     .item_size = sizeof(char *),
+     .check = secret_repos_check,
+     .doc = "the OWNER/REPO whose leases may carry it"},
+};
+static const al_yw_map secret_map = {secret_fields, AL_ARRAY_SIZE(secret_fields), NULL};
+
+/* secrets: {NAME: {file, repositories}}, names of [a-z0-9_]. */
+static int secrets_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
 {
-  if (need_map(p, map, mk, "secrets") < 0)
+  (void)f;
+  al_broker_config *c = obj;
+  if (al_yw_plain(w, kv->val, kv->key, kv->path) < 0)
     return -1;
+  if (!kv->val || !fy_node_is_mapping(kv->val))
+    return al_yw_fail(w, al_yw_at(kv), kv->path, "must be a mapping");
   void *it = NULL;
   struct fy_node_pair *pr;
-  while ((pr = fy_node_mapping_iterate(map, &it))) {
-    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name = NULL;
-    if (key_name(p, k, "secrets", &name) < 0)
+  while ((pr = fy_node_mapping_iterate(kv->val, &it))) {
+    struct fy_node *k = fy_node_pair_key(pr);
+    al_yw_kv kkv = {k, k, kv->path};
+    al_autofree char *name = NULL;
+    if (al_yw_str(w, &kkv, &name) < 0)
       return -1;
     const char *why;
     if (al_secret_name_check(name, &why) < 0)
-      return perr(p, k, NULL, "secrets", "`%s`: %s", name, why);
+      return al_yw_fail(w, k, kv->path, "`%.64s`: %s", name, why);
     if (al_broker_config_secret(c, name))
-      return perr(p, k, NULL, "secrets", "`%s` given twice", name);
+      return al_yw_fail(w, k, kv->path, "`%s` given twice", name);
     c->secrets = al_xrealloc(c->secrets, (c->n_secrets + 1) * sizeof *c->secrets);
     al_broker_secret *sec = &c->secrets[c->n_secrets++];
     memset(sec, 0, sizeof *sec);
-    sec->name = al_xstrdup(name);
+    sec->name = al_steal_ptr(&name);
     char path[96];
-    snprintf(path, sizeof path, "secrets.%s", name);
-    if (parse_secret(p, sec, v, k, path) < 0)
+    snprintf(path, sizeof path, "%s.%s", kv->path, sec->name);
+    al_yw_kv skv = {k, fy_node_pair_value(pr), path};
+    if (al_yw_walk(w, &skv, &secret_map, sec) < 0)
       return -1;
   }
   return 0;
 }
 
-static int parse_root(struct parser *p, al_broker_config *c, struct fy_node *root)
+static const al_yw_field top_fields[] = {
+    {.key = "app",
+     .type = AL_YW_CUSTOM,
+     .flags = AL_YW_REQUIRED,
+     .parse = app_parse,
+     .doc = "{id or client_id, private_key}"},
+    {.key = "api", .type = AL_YW_MAP, .map = &api_map},
+    {.key = "repositories",
+     .type = AL_YW_LIST,
+     .flags = AL_YW_REQUIRED,
+     .off = OFF(repos),
+     .off_n = OFF(n_repos),
+     .min = 1,
+     .item = &str_item,
+     .item_size = sizeof(char *),
+     .check = repos_check,
+     .doc = "the OWNER/REPO a lease may name, at least one"},
+    {.key = "roles", .type = AL_YW_MAP, .map = &role_map},
+    {.key = "clients", .type = AL_YW_MAP, .map = &client_map},
+    {.key = "lease", .type = AL_YW_MAP, .map = &lease_map},
+    {.key = "state_dir", .type = AL_YW_STR, .off = OFF(state_dir), .min = 1},
+    {.key = "audit", .type = AL_YW_MAP, .map = &audit_map},
+    {.key = "secrets", .type = AL_YW_CUSTOM, .parse = secrets_parse},
+};
+static const al_yw_map top_map = {top_fields, AL_ARRAY_SIZE(top_fields), NULL};
+
+/* The rules across sections, after the walk. */
+static int check_all(const al_broker_config *c, const char *name, al_error *err)
 {
-  if (!root || !fy_node_is_mapping(root))
-    return al_make_error(p->err, 0, "%s:1:1: the config must be a mapping", p->name);
-  bool have_app = false, have_repos = false;
-  void *it = NULL;
-  struct fy_node_pair *pr;
-  while ((pr = fy_node_mapping_iterate(root, &it))) {
-    struct fy_node *k = fy_node_pair_key(pr), *v = fy_node_pair_value(pr);
-    const char *name = NULL;
-    if (key_name(p, k, "", &name) < 0)
-      return -1;
-    int r;
-    if (strcmp(name, "app") == 0) {
-      r = parse_app(p, c, v, k);
-      have_app = true;
-    } else if (strcmp(name, "api") == 0) {
-      r = parse_api(p, c, v, k);
-    } else if (strcmp(name, "repositories") == 0) {
-      r = parse_repos(p, c, v, k);
-      have_repos = true;
-    } else if (strcmp(name, "roles") == 0) {
-      r = parse_roles(p, c, v, k);
-    } else if (strcmp(name, "clients") == 0) {
-      r = parse_clients(p, c, v, k);
-    } else if (strcmp(name, "lease") == 0) {
-      r = parse_lease(p, c, v, k);
-    } else if (strcmp(name, "state_dir") == 0) {
-      r = get_str(p, v, k, "state_dir", &c->state_dir);
-    } else if (strcmp(name, "audit") == 0) {
-      r = parse_audit(p, c, v, k);
-    } else if (strcmp(name, "secrets") == 0) {
-      r = parse_secrets(p, c, v, k);
-    } else {
-      r = perr(p, k, NULL, name,
-               "unknown key (known: app, api, repositories, roles, clients, lease, state_dir, "
-               "audit, secrets)");
-    }
-    if (r < 0)
-      return -1;
-  }
-  if (!have_app)
-    return al_make_error(p->err, 0, "%s: `app` is required", p->name);
-  if (!have_repos || c->n_repos == 0)
-    return al_make_error(p->err, 0, "%s: `repositories` must list at least one OWNER/REPO",
-                         p->name);
   for (size_t i = 0; i < c->n_secrets; i++)
     for (size_t k = 0; k < c->secrets[i].n_repos; k++)
       if (!al_broker_config_repo_allowed(c, c->secrets[i].repos[k]))
-        return al_make_error(p->err, 0,
-                             "%s: secrets.%s.repositories: `%s` is not in `repositories`", p->name,
-                             c->secrets[i].name, c->secrets[i].repos[k]);
+        return al_error_set(err, EINVAL,
+                            "%s: secrets.%s.repositories: `%s` is not in `repositories`", name,
+                            c->secrets[i].name, c->secrets[i].repos[k]);
   if (c->default_ttl_ms < 1000 || c->default_ttl_ms > c->max_ttl_ms)
-    return al_make_error(p->err, 0, "%s: lease.ttl must be between 1s and lease.max_ttl", p->name);
+    return al_error_set(err, EINVAL, "%s: lease.ttl must be between 1s and lease.max_ttl", name);
   if (c->max_ttl_ms > 3600000)
-    return al_make_error(
-        p->err, 0, "%s: lease.max_ttl is at most 1h (installation tokens live 1 hour)", p->name);
+    return al_error_set(err, EINVAL,
+                        "%s: lease.max_ttl is at most 1h (installation tokens live 1 hour)", name);
   return 0;
 }
 
@@ -793,35 +628,18 @@ static void set_defaults(al_broker_config *c)
 int al_broker_config_load_buffer(const char *name, const char *buf, size_t len,
                                  al_broker_config **out, al_error *err)
 {
-  struct fy_diag_cfg dcfg;
-  fy_diag_cfg_default(&dcfg);
-  dcfg.fp = NULL;
-  dcfg.colorize = false;
-  struct fy_diag *diag = fy_diag_create(&dcfg);
-  if (!diag)
-    return al_make_error(err, ENOMEM, "%s: creating the YAML diagnostics", name);
-  fy_diag_set_collect_errors(diag, true);
-  struct fy_parse_cfg cfg = {.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG, .diag = diag};
-  struct fy_document *doc = fy_document_build_from_string(&cfg, buf, len);
-  if (!doc) {
-    void *it = NULL;
-    struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
-    if (de)
-      al_make_error(err, 0, "%s:%d:%d: YAML syntax error: %s", name, de->line + 1, de->column + 1,
-                    de->msg ? de->msg : "?");
-    else
-      al_make_error(err, 0, "%s: YAML syntax error", name);
-    err->code = EINVAL;
-    fy_diag_destroy(diag);
+  al_yw w = {.name = name, .err = err};
+  if (al_yw_open(&w, buf, len, 1 << 20,
+                 "empty config (it needs at least `app` and `repositories`)") < 0)
     return -1;
-  }
   al_broker_config *c = al_xcalloc(1, sizeof *c);
   c->source = al_xstrdup(name);
   set_defaults(c);
-  struct parser p = {.name = name, .err = err};
-  int r = parse_root(&p, c, fy_document_root(doc));
-  fy_document_destroy(doc);
-  fy_diag_destroy(diag);
+  al_yw_kv kv = {NULL, fy_document_root(w.doc), ""};
+  int r = al_yw_walk(&w, &kv, &top_map, c);
+  if (r == 0)
+    r = check_all(c, name, err);
+  al_yw_close(&w);
   if (r < 0) {
     if (err)
       err->code = EINVAL;
@@ -881,7 +699,7 @@ static int private_value_load(const char *path, const char *what, bool (*ok_byte
     if (r < 0) {
       int e = errno;
       close(fd);
-      OPENSSL_cleanse(buf, sizeof buf);
+      explicit_bzero(buf, sizeof buf);
       return al_make_error(err, e, "reading the %s `%s`", what, path);
     }
     if (r == 0 || (n += (size_t)r) == sizeof buf - 1)
@@ -898,7 +716,7 @@ static int private_value_load(const char *path, const char *what, bool (*ok_byte
   for (size_t i = a; ok && i < b; i++)
     ok = ok_byte((unsigned char)buf[i]);
   if (!ok) {
-    OPENSSL_cleanse(buf, sizeof buf);
+    explicit_bzero(buf, sizeof buf);
     al_make_error(err, 0, "%s `%s`: expected %s, at most 1024 bytes", what, path, shape);
     if (err)
       err->code = EINVAL;
@@ -906,7 +724,7 @@ static int private_value_load(const char *path, const char *what, bool (*ok_byte
   }
   *out = al_secret_dupn(buf + a, b - a);
   int e = errno;
-  OPENSSL_cleanse(buf, sizeof buf);
+  explicit_bzero(buf, sizeof buf);
   if (!*out)
     return al_make_error(err, e, "secret memory for the %s", what);
   return 0;

@@ -1,6 +1,5 @@
 #include "broker/secmem.h"
 
-#include <openssl/crypto.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -39,7 +38,7 @@ void al_secret_free(char *p)
   memcpy(&total, base, sizeof total);
   if (total == 0)
     return; /* a forked child's wiped copy: nothing to free here */
-  OPENSSL_cleanse(base, total);
+  explicit_bzero(base, total);
   munlock(base, total);
   munmap(base, total);
 }
@@ -47,5 +46,5 @@ void al_secret_free(char *p)
 void al_wipe_str(char *s)
 {
   if (s)
-    OPENSSL_cleanse(s, strlen(s));
+    explicit_bzero(s, strlen(s));
 }

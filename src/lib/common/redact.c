@@ -12,12 +12,12 @@
 #include "common/redact.h"
 
 #include <ctype.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/lazycrypto.h"
 #include "common/util.h"
 
 struct secret {
@@ -37,8 +37,8 @@ static char *basic_auth_form(const char *s, size_t *len)
   al_autofree char *plain = al_strdup_printf("x-access-token:%s", s);
   size_t n = strlen(plain);
   char *out = al_xmalloc(4 * ((n + 2) / 3) + 1);
-  int l = EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)plain, (int)n);
-  OPENSSL_cleanse(plain, n);
+  int l = al_lazy_base64(out, plain, n);
+  explicit_bzero(plain, n);
   while (l > 0 && out[l - 1] == '=')
     l--;
   out[l] = '\0';
@@ -71,8 +71,8 @@ int al_redact_register(const char *secret)
 
 static void wipe_secret(struct secret *s)
 {
-  OPENSSL_cleanse(s->raw, s->raw_len);
-  OPENSSL_cleanse(s->b64, s->b64_len);
+  explicit_bzero(s->raw, s->raw_len);
+  explicit_bzero(s->b64, s->b64_len);
   free(s->raw);
   free(s->b64);
   memset(s, 0, sizeof *s);
@@ -196,7 +196,7 @@ char *al_redact(const char *text)
         memcpy(span, text + i, m);
         span[m] = '\0';
         al_secret_fingerprint(span, fp);
-        OPENSSL_cleanse(span, m);
+        explicit_bzero(span, m);
         free(span);
       }
       char rep[48];

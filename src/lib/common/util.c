@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
+
+#include "common/lazycrypto.h"
 
 void al_freep(void *p)
 {
@@ -219,8 +220,7 @@ uint64_t al_now_ms(void)
 void al_sha256_hex(const void *buf, size_t len, char hex[65])
 {
   unsigned char md[32];
-  unsigned int mdlen = 0;
-  EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL);
+  al_lazy_sha256(buf, len, md);
   static const char digits[] = "0123456789abcdef";
   for (size_t i = 0; i < 32; i++) {
     hex[2 * i] = digits[md[i] >> 4];

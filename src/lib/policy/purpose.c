@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -98,6 +99,20 @@ static int check_ticket(al_policy *p, const char *repo, al_error *err)
     return fail_at(err, p, 0,
                    "the policy has no network section: the agent could reach neither the API "
                    "nor git");
+  const struct {
+    const char *name, *repo;
+  } roles[] = {
+      {"credentials.git.repo", p->credentials.git.present ? p->credentials.git.repo : NULL},
+      {"credentials.ticket.repo",
+       p->credentials.ticket.present ? p->credentials.ticket.repo : NULL}};
+  for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+    if (roles[i].repo && strcasecmp(roles[i].repo, "OWNER/REPO") == 0) {
+      snprintf(rule, sizeof rule,
+               "%s is still the placeholder OWNER/REPO: write the repository the tickets are "
+               "in (`airlock policy init ORG/NAME` writes a policy with it filled in)",
+               roles[i].name);
+      return fail_at(err, p, 0, rule);
+    }
   if (repo && p->credentials.git.present && p->credentials.git.repo &&
       strcmp(p->credentials.git.repo, repo) != 0) {
     snprintf(rule, sizeof rule, "credentials.git.repo (%s) is not the ticket's repository (%s)",

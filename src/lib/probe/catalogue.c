@@ -85,6 +85,7 @@ const pr_probe pr_catalogue[] = {
  {"fs.tioclinux", F, "ioctl(TIOCLINUX, TIOCL_SETSEL) on a terminal", "reaching the tty layer escapes; EPERM blocks", "ioctl_console(2); CVE-2023-1523", pr_fs_tioclinux, 0, 0},
  {"fs.hardlink-setuid", F, "hard-link a set-uid binary into a writable directory", "a link escapes", "proc_sys_fs(5) protected_hardlinks", pr_fs_hardlink_setuid, 0, 0},
  {"fs.symlink-escape", F, "a workspace symlink to the host canary file", "the symlink resolving escapes", "CVE-2018-15664 (docker cp symlink race)", pr_fs_symlink_escape, 0, 0},
+ {"fs.etc-curated", F, "list /etc: only the curated entries, none writable, no host secret (shadow, SSH host keys, sudoers, ssl/private) readable; statfs of /", "an extra entry, a writable one, a readable secret, or / not a small read-only tmpfs escapes", "docs/sandbox.md Filesystem step 3; T1552.004", pr_fs_etc_curated, 0, 0},
 
  {"priv.caps", P, "read the Cap* lines of /proc/self/status", "any non-zero set escapes", "capabilities(7)", pr_priv_caps, PF, 0},
  {"priv.no-new-privs", P, "read NoNewPrivs", "0 escapes", "prctl(2) PR_SET_NO_NEW_PRIVS", pr_priv_nnp, PF, 0},

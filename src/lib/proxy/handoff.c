@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 bool al_handoff_matches(const al_proxy_handoff *h, const char *host, uint16_t port)
@@ -96,6 +98,20 @@ int al_handoff_recv(int sock, al_handoff_msg *m, void *early, int *client_fd, in
     }
   }
   const char *why = NULL;
+  if (!(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && nfds == 1 && (size_t)n == sizeof *m &&
+      m->magic == AL_HANDOFF_SOURCE_MAGIC && m->version == AL_HANDOFF_VERSION) {
+    /* a new source: a connected SEQPACKET unix socket, nothing else */
+    int dom = 0, type = 0;
+    socklen_t l1 = sizeof dom, l2 = sizeof type;
+    if (getsockopt(fds[0], SOL_SOCKET, SO_DOMAIN, &dom, &l1) == 0 &&
+        getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &type, &l2) == 0 && dom == AF_UNIX &&
+        type == SOCK_SEQPACKET) {
+      *client_fd = fds[0];
+      return 2;
+    }
+    close(fds[0]);
+    return al_error_set(err, EPROTO, "hand-off: a source that is not a unix seqpacket socket");
+  }
   if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
     why = "truncated packet";
   else if (nfds != 2)
@@ -117,4 +133,57 @@ int al_handoff_recv(int sock, al_handoff_msg *m, void *early, int *client_fd, in
   *client_fd = fds[0];
   *upstream_fd = fds[1];
   return 1;
+}
+
+int al_handoff_send_source(int sock, int source_fd, al_error *err)
+{
+  union fd2_cmsg cm;
+  al_handoff_msg m = {.magic = AL_HANDOFF_SOURCE_MAGIC, .version = AL_HANDOFF_VERSION};
+  struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
+  struct msghdr msg = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = cm.buf,
+                       .msg_controllen = CMSG_SPACE(sizeof(int))};
+  memset(cm.buf, 0, sizeof cm.buf);
+  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &source_fd, sizeof source_fd);
+  ssize_t n;
+  do
+    n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    return al_make_error(err, errno, "hand-off: giving the gateway its source");
+  if ((size_t)n != sizeof m)
+    return al_error_set(err, EIO, "hand-off: giving the gateway its source: short send");
+  return 0;
+}
+
+int al_handoff_connect(const char *path, int timeout_ms, al_error *err)
+{
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (!path || path[0] != '/' || strlen(path) >= sizeof sa.sun_path)
+    return al_error_set(err, ENAMETOOLONG,
+                        "--handoff-socket `%s`: not an absolute path shorter "
+                        "than %zu bytes",
+                        path ? path : "", sizeof sa.sun_path);
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  int last = 0;
+  for (int waited = 0;; waited += 100) {
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+      return al_make_error(err, errno, "--handoff-socket: socket");
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+      return fd;
+    last = errno;
+    close(fd);
+    if (waited >= timeout_ms || (last != ENOENT && last != ECONNREFUSED && last != EAGAIN))
+      break;
+    struct timespec ts = {.tv_nsec = 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return al_error_set(err, last == ENOENT || last == ECONNREFUSED ? ETIMEDOUT : last,
+                      "--handoff-socket %s: no forge gateway there (%s)", path, strerror(last));
 }

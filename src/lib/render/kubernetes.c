@@ -321,22 +321,30 @@ static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const 
     else if (*c >= 'a' && *c <= 'z')
       *c = (char)(*c - 'a' + 'A');
   }
-  fputs("---\napiVersion: batch/v1\nkind: Job\n", f);
-  ns_meta(f, ns, name_of(N_JOB), "agent");
-  fprintf(f,
-          "spec:\n"
-          "  # one attempt; the deadline is the policy's wall-clock limit plus the\n"
-          "  # probe's minute; the finished Job is deleted after 10 minutes\n"
-          "  backoffLimit: 0\n"
-          "  activeDeadlineSeconds: %llu\n"
-          "  ttlSecondsAfterFinished: 600\n"
-          "  template:\n"
-          "    metadata:\n"
-          "      labels:\n",
-          (unsigned long long)((l->wall_ms + 999) / 1000) + (o->no_probe ? 0ULL : 60ULL));
+  unsigned long long deadline =
+      (unsigned long long)((l->wall_ms + 999) / 1000) + (o->no_probe ? 0ULL : 60ULL);
+  if (o->agent_sandbox) {
+    rd_sandbox_template_head(f, ns, name_of(N_JOB), g_run, deadline);
+  } else {
+    fputs("---\napiVersion: batch/v1\nkind: Job\n", f);
+    ns_meta(f, ns, name_of(N_JOB), "agent");
+    fprintf(f,
+            "spec:\n"
+            "  # one attempt; the deadline is the policy's wall-clock limit plus the\n"
+            "  # probe's minute; the finished Job is deleted after 10 minutes\n"
+            "  backoffLimit: 0\n"
+            "  activeDeadlineSeconds: %llu\n"
+            "  ttlSecondsAfterFinished: 600\n"
+            "  template:\n"
+            "    metadata:\n"
+            "      labels:\n",
+            deadline);
+  }
   sel(f, "        ", "agent");
+  if (o->agent_sandbox)
+    fprintf(f, "    spec:\n      activeDeadlineSeconds: %llu\n", deadline);
   fprintf(f,
-          "    spec:\n"
+          "%s"
           "      restartPolicy: Never\n"
           "      automountServiceAccountToken: false\n"
           "      hostNetwork: false\n"
@@ -356,7 +364,7 @@ static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const 
           "        runAsUser: %u\n"
           "        runAsGroup: %u\n"
           "        fsGroup: %u\n",
-          uid, uid, uid);
+          o->agent_sandbox ? "" : "    spec:\n", uid, uid, uid);
   if (o->seccomp_path) {
     fputs("        seccompProfile:\n          type: Localhost\n          localhostProfile: ", f);
     rd_quote(f, o->seccomp_path);
@@ -427,6 +435,8 @@ static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const 
         f);
   quantity(f, p->filesystem.tmp_size);
   fputs("\n", f);
+  if (o->agent_sandbox)
+    rd_sandbox_claim(f, ns, name_of(N_JOB), g_run, o->now, deadline);
 }
 
 int al_render_kubernetes(const al_policy *p, const al_render_opts *o, char **out, al_error *err)
@@ -455,6 +465,7 @@ int al_render_kubernetes(const al_policy *p, const al_render_opts *o, char **out
   fputs("# See docs/kubernetes.md: the tokens Secret is created per run and deleted\n"
         "# after it; it is never part of these manifests.\n",
         f);
+  rd_sealed_note(f, p, "These manifests carry");
   if (p->relay.present)
     fputs("# NOT RENDERED: the policy's `relay` section (the model relay needs an egress\n"
           "# listener of its own; use the native backend for runs with a relay).\n",

@@ -43,6 +43,10 @@ typedef struct al_render_opts {
   bool host_users;           /* true: no user namespace (hostUsers omitted); default false
                                 renders hostUsers: false */
   bool no_probe;             /* true: no fail-closed network probe init container */
+  bool agent_sandbox;        /* the agent's pod as a kubernetes-sigs/agent-sandbox
+                                SandboxTemplate + SandboxClaim instead of a Job */
+  long long now;             /* agent_sandbox: the render time (Unix s) for the claim's
+                                shutdownTime; 0: time(NULL) */
 } al_render_opts;
 
 /* A Compose file (Compose Specification, https://docs.docker.com/reference/compose-file/)
@@ -63,5 +67,35 @@ int al_render_compose(const al_policy *policy, const al_render_opts *o, char **o
  * ownership and errors as al_render_compose. */
 int al_render_kubernetes(const al_policy *policy, const al_render_opts *o, char **out,
                          al_error *err);
+
+/* The service side of a cluster deployment (`airlock render cluster`,
+ * docs/scale.md): ServiceAccount, Role (the Lease by name; with jobs also
+ * what launching runs as Jobs needs), RoleBinding, the serve Deployment
+ * (containers serve and broker in one pod: the lease socket on a shared
+ * emptyDir, the App key Secret mounted into the broker alone, the API token
+ * projected into serve alone), its state PVC, Services and NetworkPolicy.
+ * Secrets and the config are referenced by name, never rendered. */
+#define AL_RENDER_SERVE_IMAGE "airlock:local"
+#define AL_RENDER_SERVE_NAME "airlock-serve"
+#define AL_RENDER_SERVE_LEASE "airlock-serve"
+#define AL_RENDER_SERVE_CONFIG "airlock-serve-config"
+#define AL_RENDER_SERVE_APP_KEY "airlock-app-key"
+#define AL_RENDER_SERVE_WEBHOOK_SECRET "airlock-webhook-secret"
+#define AL_RENDER_SERVE_WEBHOOK_PORT 8680
+#define AL_RENDER_SERVE_STATUS_PORT 8681
+#define AL_RENDER_SERVE_UID 10001u  /* the serve container; the broker's clients.uids */
+#define AL_RENDER_BROKER_UID 10002u /* the broker container */
+#define AL_RENDER_SERVE_GID 10001u
+
+typedef struct al_render_cluster_opts {
+  const char *k8s_namespace; /* NULL: "airlock" */
+  const char *image;         /* NULL: AL_RENDER_SERVE_IMAGE */
+  unsigned replicas;         /* 1..5; > 1 needs election.lease in serve.yaml */
+  bool jobs;                 /* RBAC for runs launched as Jobs */
+} al_render_cluster_opts;
+
+/* On success *out is a new NUL-terminated string the caller frees; -1 with
+ * err (EINVAL: replicas out of range; ENOMEM). */
+int al_render_cluster(const al_render_cluster_opts *o, char **out, al_error *err);
 
 #endif

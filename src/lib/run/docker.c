@@ -27,6 +27,8 @@
 #define HANDOFF_DIR "/run/airlock"
 #define DOCKER_FILE_MAX (1u << 20) /* one file of al_docker_opts.files, bytes */
 #define HANDOFF_SOCK HANDOFF_DIR "/listener.sock"
+/* The forge gateway's socket in the proxy container (sealed credentials). */
+#define GATEWAY_SOCK "/run/airlock-gateway.sock"
 /* The proxy's decisions, in the same volume; the volume's size caps them. */
 #define DECISIONS_FILE HANDOFF_DIR "/decisions.jsonl"
 #define DECISIONS_CAP (8u << 20)
@@ -365,6 +367,21 @@ static bool running(struct dk *d, const char *id)
   bool r = json_is_true(json_object_get(json_object_get(info, "State"), "Running"));
   json_decref(info);
   return r;
+}
+
+/* The container's main process on the host (State.Pid), or -1 with err. */
+static int container_pid(struct dk *d, const char *id, al_error *err)
+{
+  char path[300];
+  snprintf(path, sizeof path, "/containers/%s/json", id);
+  json_t *info = NULL;
+  if (call(d, "GET", path, NULL, 30000, &info, err) < 0)
+    return -1;
+  json_int_t pid = json_integer_value(json_object_get(json_object_get(info, "State"), "Pid"));
+  json_decref(info);
+  if (pid <= 0 || pid > INT32_MAX)
+    return al_error_set(err, EPROTO, "container %.12s: no process id in its state", id);
+  return (int)pid;
 }
 
 /* Wait until the holder says `handed` (it is set up; with a proxy: the
@@ -758,6 +775,9 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     json_t *hc = hardening(json_object());
     json_object_set_new(hc, "NetworkMode", json_string(egr_id));
     json_object_set_new(hc, "Binds", json_pack("[s,s]", bind, mount));
+    if (o->handoff_socket) /* the gateway's socket: into this container only */
+      json_array_append_new(json_object_get(hc, "Binds"),
+                            json_sprintf("%s:" GATEWAY_SOCK ":ro", o->handoff_socket));
     json_object_set_new(hc, "SecurityOpt", json_pack("[s]", "no-new-privileges:true"));
     json_object_set_new(hc, "Tmpfs", json_pack("{s:s}", "/tmp", "size=16m,mode=1777"));
     free(bind);
@@ -769,6 +789,15 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
                   /* the proxy caps itself under DECISIONS_CAP: aggregated, counted */
                   "--log-max", DECISIONS_LOG_MAX, "--run-id", rid, "--deadline", proxy_deadline,
                   "User", "65534:65534", "HostConfig", hc, "Labels", "airlock.run", rid);
+    if (o->handoff_socket) {
+      json_t *cmd = json_object_get(spec, "Cmd");
+      json_array_append_new(cmd, json_string("--handoff-socket"));
+      json_array_append_new(cmd, json_string(GATEWAY_SOCK));
+      for (char *const *h = o->handoff_hosts; h && *h; h++) {
+        json_array_append_new(cmd, json_string("--handoff-host"));
+        json_array_append_new(cmd, json_string(*h));
+      }
+    }
     snprintf(name, sizeof name, "airlock-%s-proxy", rid);
     if (create_container(d, name, spec, &proxy_id, err) < 0 || start(d, proxy_id, err) < 0) {
       al_error_wrap(err, "proxy container");
@@ -803,6 +832,15 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     if (create_container(d, name, spec, &hold_id, err) < 0 || start(d, hold_id, err) < 0 ||
         wait_handed(d, hold_id, proxy_id, err) < 0) {
       al_error_wrap(err, net ? "the agent's network (listener hand-off)" : "the holder container");
+      goto out;
+    }
+  }
+  /* the proxy has connected to the forge gateway before it took the
+   * listener: the supervisor checks and adopts that connection now */
+  if (proxy_id && o->handoff_socket && o->proxy_ready) {
+    int ppid = container_pid(d, proxy_id, err);
+    if (ppid <= 0 || o->proxy_ready(o->proxy_ready_ctx, ppid, err) < 0) {
+      al_error_wrap(err, "the forge gateway's connection from the proxy container");
       goto out;
     }
   }
@@ -1052,6 +1090,8 @@ int al_docker_run(const al_docker_opts *o, int *status, al_error *err)
     /* SIGINT/SIGTERM is an outcome, not an error: everything is removed,
      * the status says which signal ended the run */
     *status = 128 + stopped();
+    if (o->stopped_by)
+      *o->stopped_by = stopped();
     al_error_clear(err);
     rc = 0;
   }

@@ -38,6 +38,9 @@ typedef struct al_docker_opts {
   /* Set (when not NULL) when the run's limit ended the agent (the status is
    * then 124; an agent that exits 124 itself does not set it). */
   bool *timed_out;
+  /* Set (when not NULL) to the signal's number when SIGINT, SIGTERM, SIGHUP
+   * or SIGQUIT ended the run (the status is then 128+N); else left alone. */
+  int *stopped_by;
   /* An existing network (name or id) for the proxy's egress side instead
    * of a network created for the run; it is not removed afterwards. Tests
    * use it to put the test forge on the proxy's side. NULL: create one. */
@@ -52,6 +55,17 @@ typedef struct al_docker_opts {
    * (e.g. to wipe the caller's copies); NULL: none. */
   void (*after_start)(void *ctx);
   void *after_start_ctx;
+  /* Sealed credentials (docs/docker.md): the host path of the forge
+   * gateway's Unix SOCK_SEQPACKET socket (gateway.h, al_gateway_listen),
+   * bound read-only into the proxy container only, and the host:port pairs
+   * (NULL-terminated, at most 4) whose CONNECTs the proxy hands to it.
+   * Once the proxy holds the agent's listener, proxy_ready is called with
+   * the proxy container's pid on the host (State.Pid); it must adopt the
+   * proxy's connection (al_gateway_adopt) or fail the run. NULL: none. */
+  const char *handoff_socket;
+  char *const *handoff_hosts;
+  int (*proxy_ready)(void *ctx, int proxy_pid, al_error *err);
+  void *proxy_ready_ctx;
   /* Tests only, the positive control of the probe: the agent container
    * WITHOUT airlock's hardening (root, Docker's default capabilities and
    * seccomp profile, writable root, no no-new-privileges, the engine's

@@ -395,7 +395,7 @@ static char *render(json_t *rec, const char *sha, size_t cap)
       "**%zu** secret(s) (%zu of this run's tokens)%s\n",
       json_array_size(outside) || json_array_size(secrets) || json_array_size(nr) ? "WARNING"
                                                                                   : "NOTE",
-      json_array_size(outside), json_array_size(kinds), json_array_size(secrets), nrun,
+      al_review_outside_files(outside), json_array_size(kinds), json_array_size(secrets), nrun,
       json_array_size(nr) ? ", and **some of the pull request could not be read** (below)" : "");
   section_files(&m, outside, cap);
   section_kinds(&m, kinds, cap);
@@ -520,4 +520,20 @@ void al_review_print_summary(json_t *review, FILE *out, const char *prefix, cons
       }
     }
   }
+}
+
+size_t al_review_outside_files(json_t *outside)
+{
+  json_t *seen = json_object();
+  size_t i;
+  json_t *v;
+  json_array_foreach(outside, i, v)
+  {
+    const char *f = json_string_value(json_object_get(v, "file"));
+    al_autofree char *k = al_review_escape(f ? f : "", 0); /* a valid UTF-8 key */
+    json_object_set_new(seen, k, json_true());
+  }
+  size_t n = json_object_size(seen);
+  json_decref(seen);
+  return n;
 }

@@ -51,6 +51,11 @@ size_t al_review_find_links(const char *text, const char *where, json_t *links);
  * redacted (common/redact.h), as in the record. malloc'd. */
 char *al_review_notes_markdown(json_t *rec, const char *record_sha256);
 
+/* How many distinct files review.runs_outside_sandbox names (one file may
+ * match several families: a hook that is also a build step is one file).
+ * 0 when outside is not an array. */
+size_t al_review_outside_files(json_t *outside);
+
 /* The notes for the terminal, one item a line, each line starting with
  * prefix and ending with suffix (NULL: none; e.g. the unprotected mark);
  * names escaped (al_review_escape), the whole line passed through

@@ -257,9 +257,11 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
   if (getenv("AIRLOCK_DEBUG_TIMING")) {
     al_sandbox_report rep;
     al_sandbox_get_report(sb, &rep);
-    al_info("timing: clone->hello %lluus, maps+cgroup %lluus, setup->exec %lluus",
+    char line[512];
+    al_sandbox_format_timing(sb, line, sizeof line);
+    al_info("timing: clone->hello %lluus, maps+cgroup %lluus, setup->exec %lluus; %s",
             (unsigned long long)rep.clone_to_hello_us, (unsigned long long)rep.hello_to_go_us,
-            (unsigned long long)rep.go_to_exec_us);
+            (unsigned long long)rep.go_to_exec_us, line);
   }
   int r = al_sandbox_wait(sb, status, err);
   if (o->timed_out) {

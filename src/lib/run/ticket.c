@@ -124,19 +124,6 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
                   o->policy_path);
     goto done;
   }
-  /* Sealed credentials need the forge gateway beside the proxy; the docker
-   * backend's proxy runs in its own container and does not hand off yet
-   * (docs/docker.md): refused before any token is minted, never run with
-   * the tokens in the agent's container by surprise. */
-  if (o->docker && t.policy->credentials.mode == AL_CRED_SEALED) {
-    al_make_error(err, ENOTSUP,
-                  "%s: credentials.mode: sealed is not wired into the docker backend yet (the "
-                  "forge gateway beside the proxy container); use the native backend, or set "
-                  "`credentials: {mode: env}` to run with the tokens in the agent's container "
-                  "(docs/docker.md)",
-                  o->policy_path);
-    goto done;
-  }
   json_object_set_new(t.rec, "backend", json_string(o->docker ? "docker" : "native"));
   snprintf(t.branch, sizeof t.branch, "%s%lu-%.8s", t.policy->branch_prefix, t.number, t.run_id);
 

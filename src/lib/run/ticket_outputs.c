@@ -236,7 +236,8 @@ static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
   json_decref(cb);
   if (rc == 0 && r.status == 201)
     json_object_set_new(c->rec, "ticket_comment",
-                        json_pack("{s:O*}", "url", json_object_get(r.json, "html_url")));
+                        json_pack("{s:O*, s:O*, s:s}", "id", json_object_get(r.json, "id"), "url",
+                                  json_object_get(r.json, "html_url"), "body", text));
   else {
     char d[600];
     if (rc < 0)

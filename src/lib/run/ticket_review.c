@@ -572,6 +572,19 @@ static void review_conversation(struct rd *r, json_int_t num)
   }
 }
 
+/* The comment the supervisor itself posted (ticket_outputs.c): same id and,
+ * still, exactly the text it wrote. Anything else, an edited one included,
+ * is read like every other comment. */
+static bool is_supervisors_comment(const struct rd *r, json_t *c)
+{
+  json_t *mine = json_object_get(json_object_get(r->t->rec, "outputs"), "ticket_comment");
+  json_t *id = json_object_get(mine, "id");
+  const char *text = json_string_value(json_object_get(mine, "body"));
+  const char *body = json_string_value(json_object_get(c, "body"));
+  return json_is_integer(id) && json_equal(id, json_object_get(c, "id")) && text && body &&
+         strcmp(text, body) == 0;
+}
+
 static void review_ticket(struct rd *r)
 {
   al_autofree char *path =
@@ -586,6 +599,8 @@ static void review_ticket(struct rd *r)
     if (since && at && strcmp(at, since) < 0)
       continue; /* a human's, from before the run */
     during++;
+    if (is_supervisors_comment(r, v))
+      continue; /* the supervisor's own "Opened <PR> for review." */
     scan_text(r, "a ticket comment", json_string_value(json_object_get(v, "body")));
   }
   json_object_set_new(r->rv, "ticket_comments", json_integer((json_int_t)json_array_size(items)));
@@ -593,13 +608,36 @@ static void review_ticket(struct rd *r)
   json_decref(items);
 }
 
+/* One refusal into its (by, target, reason) group; a new group keeps the
+ * order of first sight. */
+static void add_blocked(json_t *groups, json_t *order, const char *by, const char *target,
+                        const char *reason)
+{
+  al_autofree char *key = al_strdup_printf("%s\x1f%s\x1f%s", by, target, reason);
+  al_autofree char *kclean = al_review_escape(key, 0); /* a valid UTF-8 key */
+  json_t *g = json_object_get(groups, kclean);
+  if (!g) {
+    g = json_pack("{s:s, s:s, s:s, s:I}", "by", by, "target", target, "reason", reason, "count",
+                  (json_int_t)0);
+    if (!g)
+      return;
+    json_object_set_new(groups, kclean, g);
+    json_array_append(order, g);
+  }
+  json_object_set_new(g, "count",
+                      json_integer(json_integer_value(json_object_get(g, "count")) + 1));
+}
+
 /* The refusals the record holds: proxy decisions that denied, gateway
- * decisions that blocked; one entry per (by, target, reason) with a count. */
+ * decisions that blocked; one entry per (by, target, reason) with a count.
+ * A gateway `credential-missing` answer is not a refusal: it is the 401
+ * challenge git expects before it sends credentials (gitcredentials(7));
+ * those are counted apart, as `challenged`. */
 static void review_blocked(struct rd *r)
 {
   json_t *groups = json_object();
   json_t *order = json_array();
-  size_t i;
+  size_t i, challenged = 0;
   json_t *d;
   json_array_foreach(json_object_get(r->t->rec, "proxy_decisions"), i, d)
   {
@@ -616,42 +654,37 @@ static void review_blocked(struct rd *r)
       host = json_string_value(json_object_get(d, "target"));
     json_int_t port = json_integer_value(json_object_get(d, "port"));
     const char *reason = json_string_value(json_object_get(d, "reason"));
+    if (gw && reason && !strcmp(reason, "credential-missing")) {
+      challenged++;
+      continue;
+    }
     bool req = json_string_value(json_object_get(d, "method")) != NULL;
     al_autofree char *target =
         req    ? al_strdup_printf("%s %s%s", sv(json_object_get(d, "method")), host ? host : "",
                                   sv(json_object_get(d, "path")))
         : port ? al_strdup_printf("%s:%lld", host ? host : "?", (long long)port)
                : al_xstrdup(host ? host : "?");
-    al_autofree char *key =
-        al_strdup_printf("%s\x1f%s\x1f%s", gw ? "gateway" : "proxy", target, reason ? reason : "");
-    al_autofree char *kclean = al_review_escape(key, 0); /* a valid UTF-8 key */
-    json_t *g = json_object_get(groups, kclean);
-    if (!g) {
-      g = json_pack("{s:s, s:s, s:s, s:I}", "by", gw ? "gateway" : "proxy", "target", target,
-                    "reason", reason ? reason : "", "count", (json_int_t)0);
-      if (!g)
-        continue;
-      json_object_set_new(groups, kclean, g);
-      json_array_append(order, g);
-    }
-    json_object_set_new(g, "count",
-                        json_integer(json_integer_value(json_object_get(g, "count")) + 1));
+    add_blocked(groups, order, gw ? "gateway" : "proxy", target, reason ? reason : "");
   }
   json_array_foreach(json_object_get(r->t->rec, "gateway_decisions"), i, d)
   {
     const char *dec = json_string_value(json_object_get(d, "decision"));
     if (!dec || !strcmp(dec, "allow"))
       continue;
+    const char *reason = sv2(json_object_get(d, "reason"), dec);
+    if (!strcmp(reason, "credential-missing")) {
+      challenged++;
+      continue;
+    }
     al_autofree char *target =
         al_strdup_printf("%s %s", sv(json_object_get(d, "method")), sv(json_object_get(d, "path")));
-    json_array_append_new(order, json_pack("{s:s, s:s, s:s, s:I}", "by", "gateway", "target",
-                                           target, "reason", sv2(json_object_get(d, "reason"), dec),
-                                           "count", (json_int_t)1));
+    add_blocked(groups, order, "gateway", target, reason);
   }
   if (json_is_true(json_object_get(r->t->rec, "proxy_decisions_truncated")))
     not_read(r, "the proxy's decisions are incomplete (cut at their cap or lost): refusals "
                 "past that point are not counted");
   json_object_set_new(r->rv, "blocked", order);
+  json_object_set_new(r->rv, "challenged", json_integer((json_int_t)challenged));
   json_decref(groups);
 }
 
@@ -759,9 +792,10 @@ void tk_do_review(struct ticket *t)
   tk_phase_end(t, s, status,
                "%s%zu file(s) run outside the sandbox later, %zu file kind note(s), %zu "
                "secret(s) (%zu of this run's tokens), %zu link(s), %zu refused request(s)%s%s",
-               pr ? "" : "no pull request from the run's branch; ", json_array_size(r.outside),
-               json_array_size(r.kinds), json_array_size(r.secrets), nrun, json_array_size(r.links),
-               nblocked, json_array_size(r.nr) ? "; COULD NOT READ " : "",
+               pr ? "" : "no pull request from the run's branch; ",
+               al_review_outside_files(r.outside), json_array_size(r.kinds),
+               json_array_size(r.secrets), nrun, json_array_size(r.links), nblocked,
+               json_array_size(r.nr) ? "; COULD NOT READ " : "",
                json_array_size(r.nr) ? "everything (see below)" : "");
   if (!t->o->quiet)
     al_review_print_summary(

@@ -68,8 +68,9 @@ int tk_do_gateway(struct ticket *t, al_error *err)
     json_array_append_new(hosts, json_string(hp));
   }
   json_object_set_new(t->rec, "gateway",
-                      json_pack("{s:o, s:s, s:i}", "hosts", hosts, "ca_sha256", fp,
-                                "agent_comments", (int)p->credentials.agent_comments));
+                      json_pack("{s:o, s:s, s:i, s:i}", "hosts", hosts, "ca_sha256", fp,
+                                "agent_comments", (int)p->credentials.agent_comments, "pid",
+                                (int)al_gateway_pid(t->gateway)));
   tk_phase_end(t, s, "ok", "run CA sha256:%.12s; %zu forge host(s) terminated by airlock", fp,
                h->n_hosts);
   return 0;

@@ -133,7 +133,9 @@ static char *v1_dir(const char *ctrl, const char *name)
   return al_strdup_printf("%s%s/%s", mnt, strcmp(self, "/") == 0 ? "" : self, name);
 }
 
-static bool v1_one(struct sb_cgroup *cg, const char *ctrl, const char *name, pid_t pid,
+/* One v1 controller: make the directory, write the limits, open its
+ * `tasks` file for the child to join through (see sb_cgroup_join). */
+static bool v1_one(struct sb_cgroup *cg, const char *ctrl, const char *name,
                    const char *const *files, const char *const *vals, size_t nfiles)
 {
   al_autofree char *dir = v1_dir(ctrl, name);
@@ -144,11 +146,34 @@ static bool v1_one(struct sb_cgroup *cg, const char *ctrl, const char *name, pid
   for (size_t i = 0; i < nfiles; i++)
     if (vals[i] && write_str(dir, files[i], vals[i]) < 0 && i == 0)
       ok = false;
-  char v[32];
-  snprintf(v, sizeof v, "%d", (int)pid);
-  if (write_str(dir, "cgroup.procs", v) < 0)
-    ok = false;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/tasks", dir);
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || cg->n_join >= AL_ARRAY_SIZE(cg->join_fds)) {
+    if (fd >= 0)
+      close(fd);
+    return false;
+  }
+  cg->join_fds[cg->n_join++] = fd;
   return ok;
+}
+
+void sb_cgroup_join(int sync_fd, const int *fds, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    /* pid 0: the calling thread (cgroups(7), "tasks"); this process has
+     * only the one */
+    if (write(fds[i], "0", 1) != 1)
+      sb_die(sync_fd, 125, errno, "join the run's cgroup");
+  }
+}
+
+void sb_cgroup_close_join(struct sb_cgroup *cg)
+{
+  for (size_t i = 0; i < cg->n_join; i++)
+    if (cg->join_fds[i] >= 0)
+      close(cg->join_fds[i]);
+  cg->n_join = 0;
 }
 
 int sb_cgroup_create(struct sb_cgroup *cg, const char *name, const al_policy_limits *lim, pid_t pid)
@@ -160,6 +185,8 @@ int sb_cgroup_create(struct sb_cgroup *cg, const char *name, const al_policy_lim
   sb_cgroup_destroy(cg);
   memset(cg, 0, sizeof *cg);
   cg->kind = "none";
+  for (size_t i = 0; i < AL_ARRAY_SIZE(cg->join_fds); i++)
+    cg->join_fds[i] = -1;
 
   char mem[32], pids[32], quota[32];
   snprintf(mem, sizeof mem, "%llu", (unsigned long long)lim->memory);
@@ -168,12 +195,12 @@ int sb_cgroup_create(struct sb_cgroup *cg, const char *name, const al_policy_lim
   {
     const char *files[] = {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"};
     const char *vals[] = {mem, mem};
-    cg->mem = v1_one(cg, "memory", name, pid, files, vals, 2);
+    cg->mem = v1_one(cg, "memory", name, files, vals, 2);
   }
   {
     const char *files[] = {"pids.max"};
     const char *vals[] = {pids};
-    cg->pids = v1_one(cg, "pids", name, pid, files, vals, 1);
+    cg->pids = v1_one(cg, "pids", name, files, vals, 1);
   }
   if (lim->cpu_milli) {
     const char *files[] = {"cpu.cfs_quota_us", "cpu.cfs_period_us"};
@@ -181,7 +208,7 @@ int sb_cgroup_create(struct sb_cgroup *cg, const char *name, const al_policy_lim
     /* period first so the quota is accepted */
     const char *files2[] = {files[1], files[0]};
     const char *vals2[] = {vals[1], vals[0]};
-    cg->cpu = v1_one(cg, "cpu", name, pid, files2, vals2, 2);
+    cg->cpu = v1_one(cg, "cpu", name, files2, vals2, 2);
   } else {
     cg->cpu = true;
   }
@@ -214,6 +241,7 @@ void sb_cgroup_kill(struct sb_cgroup *cg)
 
 void sb_cgroup_destroy(struct sb_cgroup *cg)
 {
+  sb_cgroup_close_join(cg);
   for (size_t i = 0; i < cg->n; i++) {
     /* A cgroup can be removed once its last process is gone; exiting
      * processes may linger for a moment. */

@@ -10,7 +10,6 @@
 #include <linux/seccomp.h>
 #include <linux/securebits.h>
 #include <net/if.h>
-#include <seccomp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +25,7 @@
 
 #include "common/util.h"
 #include "sandbox/internal.h"
+#include "sandbox/seccomp_bpf.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/syscalls.h"
 
@@ -179,137 +179,27 @@ void sb_apply_landlock(int sync_fd, int abi)
   close(rs);
 }
 
-/* ---- seccomp (seccomp_rule_add(3), seccomp(2)) ---- */
+/* ---- seccomp (seccomp(2)) ---- */
 
-static enum scmp_compare scmp_op(al_sc_op op)
+/* Load one of the built-in programs (seccomp_bpf.h, compiled at build time
+ * from the table by libseccomp). Returns 0 or -errno. */
+static int load_prog(const struct sock_filter *prog, size_t len)
 {
-  switch (op) {
-  case AL_SC_GT:
-    return SCMP_CMP_GT;
-  case AL_SC_MASKED_EQ:
-    return SCMP_CMP_MASKED_EQ;
-  case AL_SC_EQ:
-  default:
-    return SCMP_CMP_EQ;
-  }
+  struct sock_fprog fprog = {.len = (unsigned short)len, .filter = (struct sock_filter *)prog};
+  if (len == 0 || len > 4096) /* BPF_MAXINSNS */
+    return -EINVAL;
+  return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0 ? -errno : 0;
 }
 
-/* Build the filter (libseccomp) and export its BPF program into a memfd.
- * Runs in the supervisor, while the child builds its root, so the ~0.3 ms
- * of compiling is off the start-up path. */
-int sb_seccomp_compile(int *fd_out, al_error *err)
+/* SECCOMP_SET_MODE_FILTER needs no_new_privs, which is set. Child side;
+ * dies on failure. */
+void sb_seccomp_load(int sync_fd)
 {
-  return sb_seccomp_compile_extra(NULL, fd_out, err);
-}
-
-int sb_seccomp_compile_extra(const char *const *extra_deny, int *fd_out, al_error *err)
-{
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-  if (!ctx)
-    return al_make_error(err, ENOMEM, "seccomp_init");
-  int fd = -1;
-  /* Any other architecture (i386 via int 0x80, x32) kills the process:
-   * only the native ABI is in the filter, and libseccomp's x86_64 filter
-   * treats x32 syscall numbers as a bad architecture. */
-  int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-  if (rc < 0) {
-    al_make_error(err, -rc, "seccomp bad-arch action");
-    goto out;
-  }
-  /* The rules: sandbox/syscalls.c, shared with the Docker profile. */
-  size_t n_rules;
-  const al_sc_rule *rules = al_seccomp_rules(&n_rules);
-  for (size_t i = 0; i < n_rules; i++) {
-    const al_sc_rule *r = &rules[i];
-    int nr = seccomp_syscall_resolve_name(r->name);
-    if (nr == __NR_SCMP_ERROR)
-      continue;
-    struct scmp_arg_cmp cmp[2];
-    for (unsigned k = 0; k < r->n_cmp; k++) {
-      /* for SCMP_CMP_MASKED_EQ datum_a is the mask, datum_b the value */
-      cmp[k] = (struct scmp_arg_cmp){.arg = r->cmp[k].arg,
-                                     .op = scmp_op(r->cmp[k].op),
-                                     .datum_a = r->cmp[k].a,
-                                     .datum_b = r->cmp[k].b};
-    }
-    rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO((uint32_t)r->errno_ret), nr, r->n_cmp, cmp);
-    if (rc < 0) {
-      al_make_error(err, -rc, "seccomp rule for %s", r->name);
-      goto out;
-    }
-  }
-  /* Syscalls newer than this libseccomp (it resolves no name for them:
-   * statmount, listmount, open_tree_attr, ...) answer ENOSYS, as if the
-   * kernel were older; anything the kernel adds later is refused until
-   * airlock knows it. Numbers below the newest libseccomp knows are the
-   * kernel's own gaps, which answer ENOSYS already. */
-  int newest = 0;
-  for (int nr = 600; nr > 0 && !newest; nr--) { /* x86_64 is near 470 today */
-    char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr); /* malloc'd */
-    if (name)
-      newest = nr;
-    free(name);
-  }
-  /* 55 numbers: years of new syscalls at the kernel's pace (x86_64: 457..511) */
-  int last = newest + 55;
-  for (int nr = newest + 1; newest && nr <= last; nr++) {
-    rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
-    if (rc < 0) {
-      al_make_error(err, -rc, "seccomp rule for syscall %d", nr);
-      goto out;
-    }
-  }
-  /* A binary tree of syscall numbers keeps the filter's cost logarithmic. */
-  (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
-  for (const char *const *x = extra_deny; x && *x; x++) {
-    int nr = seccomp_syscall_resolve_name(*x);
-    if (nr == __NR_SCMP_ERROR)
-      continue;
-    rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-    if (rc < 0) {
-      al_make_error(err, -rc, "seccomp rule for %s", *x);
-      goto out;
-    }
-  }
-  fd = memfd_create("airlock-seccomp", MFD_CLOEXEC);
-  if (fd < 0) {
-    al_make_error(err, errno, "memfd_create for the seccomp filter");
-    goto out;
-  }
-  rc = seccomp_export_bpf(ctx, fd);
-  if (rc < 0) {
-    al_make_error(err, -rc, "seccomp_export_bpf");
-    close(fd);
-    fd = -1;
-    goto out;
-  }
-  *fd_out = fd;
-out:
-  seccomp_release(ctx);
-  return fd >= 0 ? 0 : -1;
-}
-
-/* Load the exported program (seccomp(2), SECCOMP_SET_MODE_FILTER; needs
- * no_new_privs, which is set). Child side; dies on failure. */
-void sb_seccomp_load_fd(int sync_fd, int fd)
-{
-  struct stat st;
-  if (fstat(fd, &st) < 0)
-    DIE(sync_fd, "seccomp: stat the filter");
-  size_t len = (size_t)st.st_size;
-  if (len == 0 || len % sizeof(struct sock_filter) != 0 ||
-      len > 65536 * sizeof(struct sock_filter)) {
-    errno = EINVAL;
-    DIE(sync_fd, "seccomp: filter of %zu bytes", len);
-  }
-  struct sock_filter *prog = malloc(len);
-  if (!prog || pread(fd, prog, len, 0) != (ssize_t)len)
-    DIE(sync_fd, "seccomp: read the filter");
-  struct sock_fprog fprog = {.len = (unsigned short)(len / sizeof(struct sock_filter)),
-                             .filter = prog};
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
+  int r = load_prog(al_seccomp_bpf_sandbox, al_seccomp_bpf_sandbox_len);
+  if (r < 0) {
+    errno = -r;
     DIE(sync_fd, "seccomp: load the filter");
-  free(prog);
+  }
 }
 
 int al_confine_service(al_error *err)
@@ -355,23 +245,8 @@ int al_confine_service(al_error *err)
       return al_make_error(err, errno, "confine service: landlock");
     close(rs);
   }
-  static const char *const no_exec[] = {"execve", "execveat", NULL};
-  int fd = -1;
-  if (sb_seccomp_compile_extra(no_exec, &fd, err) < 0)
-    return al_error_wrap(err, "confine service");
-  struct stat st;
-  struct sock_filter *prog = NULL;
-  int r = -1;
-  if (fstat(fd, &st) == 0 && st.st_size > 0 && (prog = malloc((size_t)st.st_size)) != NULL &&
-      pread(fd, prog, (size_t)st.st_size, 0) == st.st_size) {
-    struct sock_fprog fprog = {.len = (unsigned short)((size_t)st.st_size / sizeof *prog),
-                               .filter = prog};
-    r = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog);
-  }
-  int e = errno;
-  free(prog);
-  close(fd);
+  int r = load_prog(al_seccomp_bpf_service, al_seccomp_bpf_service_len);
   if (r < 0)
-    return al_make_error(err, e, "confine service: seccomp");
+    return al_make_error(err, -r, "confine service: seccomp");
   return 0;
 }

@@ -34,11 +34,25 @@ enum {
   MSG_SIGNAL
 };
 
+/* Start-up milestones the child stamps (CLOCK_MONOTONIC, al_now_ns; the
+ * sandbox has no time namespace) and sends with MSG_READY, for
+ * AIRLOCK_DEBUG_TIMING and bench/. */
+enum {
+  SB_T_GO,       /* MSG_GO received */
+  SB_T_ROOTFS,   /* root built and pivoted into */
+  SB_T_CGROUP,   /* MSG_CGROUP received and the cgroup joined */
+  SB_T_SESSION,  /* cgroup namespace and session made */
+  SB_T_CONFINED, /* privileges dropped, Landlock and seccomp applied */
+  SB_T_FORKED,   /* pid 1 forked the command */
+  SB_T_N
+};
+
 struct sb_msg {
   uint32_t type;
   int32_t status; /* MSG_ERROR: exit status to use; MSG_EXIT: wait status; MSG_SIGNAL: signo */
   int32_t err;    /* errno */
   char text[480];
+  uint64_t t[SB_T_N]; /* MSG_READY: the milestones */
 };
 
 /* The child of the raw clone(2) is single-threaded, but glibc's copy of
@@ -64,10 +78,8 @@ void sb_setup_rootfs(int sync_fd, const al_policy *policy, const char *const *ex
 void sb_drop_privileges(int sync_fd, uint32_t uid, bool can_setgroups);
 int sb_landlock_abi(void);
 void sb_apply_landlock(int sync_fd, int abi);
-int sb_seccomp_compile(int *fd_out, al_error *err); /* supervisor side */
-/* The same plus EPERM for the NULL-terminated extra names. */
-int sb_seccomp_compile_extra(const char *const *extra_deny, int *fd_out, al_error *err);
-void sb_seccomp_load_fd(int sync_fd, int fd); /* child side */
+/* Load the built-in sandbox filter (seccomp_bpf.h); child side. */
+void sb_seccomp_load(int sync_fd);
 void sb_loopback_up(int sync_fd);
 
 /* cgroup.c: supervisor side. */
@@ -77,9 +89,26 @@ struct sb_cgroup {
   size_t n;
   bool mem, pids, cpu;
   char why[256]; /* what could not be enforced */
+  /* v1: the `tasks` file of each created cgroup, opened O_WRONLY by the
+   * supervisor (its credentials are the ones the kernel checks); the child
+   * writes "0" to each to move itself in (sb_cgroup_join). -1 when unused. */
+  int join_fds[3];
+  size_t n_join;
 };
+/* Create the run's cgroup(s) and set the limits. v2: pid is moved in here.
+ * v1: pid is not moved; cg->join_fds are for the child (sb_cgroup_join),
+ * which moves itself in: a single thread moving itself through `tasks`
+ * skips the global cgroup_threadgroup_rwsem whose write side waits for an
+ * RCU grace period (0.2-15 ms here) when the supervisor moves another
+ * process (kernel/cgroup/cgroup.c, cgroup_procs_write_start). */
 int sb_cgroup_create(struct sb_cgroup *cg, const char *name, const al_policy_limits *lim,
                      pid_t pid);
+/* Child side, single-threaded, before the command is forked: move the
+ * calling thread into each cgroup of fds (v1 `tasks` files). Dies on
+ * failure (the supervisor has already reported the limits enforced). */
+void sb_cgroup_join(int sync_fd, const int *fds, size_t n);
+/* Supervisor: close the join descriptors (after sending them). */
+void sb_cgroup_close_join(struct sb_cgroup *cg);
 void sb_cgroup_kill(struct sb_cgroup *cg);
 void sb_cgroup_destroy(struct sb_cgroup *cg);
 

@@ -58,6 +58,8 @@ struct al_sandbox {
   int landlock_abi;
   uint32_t host_uid;
   uint64_t t_clone_ns, t_hello_ns, t_go_ns, t_ready_ns;
+  uint64_t t_cgroup_ns, t_sent_ns; /* supervisor: cgroup made; MSG_CGROUP sent */
+  uint64_t t_child[SB_T_N];        /* the child's milestones (MSG_READY) */
   bool timed_out;
   int interrupted_signal; /* SIGINT/SIGTERM/SIGHUP that ended the run, or 0 */
 };
@@ -124,7 +126,8 @@ struct child_args {
   bool can_setgroups;
   int landlock_abi;
   bool rlimit_data;
-  int stdio[3]; /* the command's 0, 1, 2 (sb_stdio_check) */
+  int stdio[3];       /* the command's 0, 1, 2 (sb_stdio_check) */
+  uint64_t t[SB_T_N]; /* start-up milestones (SB_T_*), sent with MSG_READY */
 };
 
 static void set_rlimit(int sync_fd, int res, rlim_t v, const char *name)
@@ -227,6 +230,7 @@ static void run_init(struct child_args *a)
     close(pfd[0]);
     exec_command(a, pfd[1]);
   }
+  a->t[SB_T_FORKED] = al_now_ns();
   close(pfd[1]);
   struct sb_msg m;
   ssize_t n = al_read_all(pfd[0], &m, sizeof m);
@@ -236,7 +240,11 @@ static void run_init(struct child_args *a)
     (void)!send(sync_fd, &m, sizeof m, MSG_NOSIGNAL);
     _exit(m.status);
   }
-  send_msg(sync_fd, MSG_READY, 0);
+  {
+    struct sb_msg ready = {.type = MSG_READY};
+    memcpy(ready.t, a->t, sizeof ready.t);
+    (void)!send(sync_fd, &ready, sizeof ready, MSG_NOSIGNAL);
+  }
 
   uint64_t kill_at = 0; /* ms: SIGKILL everything then (0: not ending) */
   for (;;) {
@@ -311,6 +319,7 @@ static int child_main(struct child_args *a)
   ssize_t n = recv(sync_fd, &m, sizeof m, 0);
   if (n != (ssize_t)sizeof m || m.type != MSG_GO)
     _exit(125);
+  a->t[SB_T_GO] = al_now_ns();
 
   /* Become the sandbox user now, keeping the namespace's capabilities: the
    * kernel refuses to create files for an fsuid the namespace does not map
@@ -345,17 +354,23 @@ static int child_main(struct child_args *a)
 
   sb_setup_rootfs(sync_fd, pol, a->opts->extra_ro_paths, a->opts->files, a->opts->n_files,
                   pol->process.user);
+  a->t[SB_T_ROOTFS] = al_now_ns();
 
-  /* Meanwhile the supervisor put us in our cgroup and compiled the seccomp
-   * filter; wait for both. */
-  int bpf_fd = -1;
-  size_t nbpf = 0;
-  if (recv_msg(sync_fd, &m, &bpf_fd, 1, &nbpf) <= 0 || m.type != MSG_CGROUP || nbpf != 1)
+  /* Meanwhile the supervisor made our cgroup (v2: and put us in it; v1:
+   * we join it ourselves, see sb_cgroup_create); wait for it. */
+  int cfds[AL_SANDBOX_MAX_LISTENERS]; /* v1 cgroups to join */
+  size_t ncfds = 0;
+  if (recv_msg(sync_fd, &m, cfds, AL_ARRAY_SIZE(cfds), &ncfds) <= 0 || m.type != MSG_CGROUP)
     _exit(125);
+  sb_cgroup_join(sync_fd, cfds, ncfds);
+  for (size_t i = 0; i < ncfds; i++)
+    close(cfds[i]);
+  a->t[SB_T_CGROUP] = al_now_ns();
   if (unshare(CLONE_NEWCGROUP) < 0)
     sb_die(sync_fd, 125, errno, "unshare cgroup namespace");
   if (setsid() < 0)
     sb_die(sync_fd, 125, errno, "setsid");
+  a->t[SB_T_SESSION] = al_now_ns();
 
   /* Limits that hold even without cgroups. RLIMIT_NPROC counts per user in
    * the sandbox's user namespace, so it bounds the sandbox's processes. */
@@ -386,8 +401,8 @@ static int child_main(struct child_args *a)
   if (prctl(PR_SET_DUMPABLE, 0) < 0)
     sb_die(sync_fd, 125, errno, "PR_SET_DUMPABLE");
   sb_apply_landlock(sync_fd, a->landlock_abi);
-  sb_seccomp_load_fd(sync_fd, bpf_fd);
-  close(bpf_fd);
+  sb_seccomp_load(sync_fd);
+  a->t[SB_T_CONFINED] = al_now_ns();
   wipe_own_args();
   run_init(a);
 }
@@ -671,8 +686,8 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
   if (write_proc(pid, "gid_map", map, err) < 0)
     goto fail;
 
-  /* Let the child build its root now; the cgroup and the seccomp filter
-   * are made in parallel and sent when ready. */
+  /* Let the child build its root now; the cgroup is made in parallel and
+   * sent when ready (the seccomp program is built in: seccomp_bpf.h). */
   struct sb_msg go = {.type = MSG_GO};
   sb->t_go_ns = al_now_ns();
   (void)!send(sb->sync_fd, &go, sizeof go, MSG_NOSIGNAL); /* a dead child reports below */
@@ -682,6 +697,7 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
     if (*c == '/')
       *c = '_';
   sb_cgroup_create(&sb->cg, name, &o->policy->process.limits, pid);
+  sb->t_cgroup_ns = al_now_ns();
   if (!o->quiet && sb->cg.why[0])
     al_warn("not enforced by a cgroup:%s (cgroup %s; rlimits still apply)", sb->cg.why,
             sb->cg.kind);
@@ -689,12 +705,14 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
     al_warn("Landlock is not available on this kernel; writes are limited by read-only mounts "
             "only");
   {
-    int bpf = -1;
-    if (sb_seccomp_compile(&bpf, err) < 0)
-      goto fail;
     struct sb_msg cgm = {.type = MSG_CGROUP, .status = sb->cg.mem ? 1 : 0};
-    int r = send_fds_msg(sb->sync_fd, &cgm, &bpf, 1);
-    close(bpf);
+    int fds[AL_SANDBOX_MAX_LISTENERS];
+    size_t nfds = 0;
+    for (size_t i = 0; i < sb->cg.n_join && nfds < AL_ARRAY_SIZE(fds); i++)
+      fds[nfds++] = sb->cg.join_fds[i];
+    int r = send_fds_msg(sb->sync_fd, &cgm, fds, nfds);
+    sb_cgroup_close_join(&sb->cg);
+    sb->t_sent_ns = al_now_ns();
     /* A failed send means the child already died: its reason is waiting
      * in the socket, and the loop below reports it. */
     (void)r;
@@ -723,6 +741,7 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
     }
     if (m.type == MSG_READY) {
       sb->t_ready_ns = al_now_ns();
+      memcpy(sb->t_child, m.t, sizeof sb->t_child);
       break;
     }
     if (m.type == MSG_ERROR) {
@@ -870,6 +889,20 @@ void al_sandbox_get_report(const al_sandbox *sb, al_sandbox_report *out)
   out->clone_to_hello_us = (sb->t_hello_ns - sb->t_clone_ns) / 1000;
   out->hello_to_go_us = (sb->t_go_ns - sb->t_hello_ns) / 1000;
   out->go_to_exec_us = (sb->t_ready_ns - sb->t_go_ns) / 1000;
+}
+
+void al_sandbox_format_timing(const al_sandbox *sb, char *buf, size_t len)
+{
+  uint64_t t0 = sb->t_clone_ns;
+#define US(t) ((t) > t0 ? (unsigned long long)(((t)-t0) / 1000) : 0ULL)
+  snprintf(buf, len,
+           "hello %llu go %llu | supervisor: cgroup %llu sent %llu | child: go %llu "
+           "rootfs %llu cgroup %llu session %llu confined %llu forked %llu | exec %llu (us)",
+           US(sb->t_hello_ns), US(sb->t_go_ns), US(sb->t_cgroup_ns), US(sb->t_sent_ns),
+           US(sb->t_child[SB_T_GO]), US(sb->t_child[SB_T_ROOTFS]), US(sb->t_child[SB_T_CGROUP]),
+           US(sb->t_child[SB_T_SESSION]), US(sb->t_child[SB_T_CONFINED]),
+           US(sb->t_child[SB_T_FORKED]), US(sb->t_ready_ns));
+#undef US
 }
 
 void al_sandbox_destroy(al_sandbox *sb)

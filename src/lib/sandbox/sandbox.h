@@ -124,6 +124,14 @@ typedef struct al_sandbox_report {
 
 void al_sandbox_get_report(const al_sandbox *sb, al_sandbox_report *out);
 
+/* The start-up milestones as one line for AIRLOCK_DEBUG_TIMING and bench/:
+ * microseconds since the clone(2) of each step, e.g. "hello 410 go 450
+ * cgroup 2100 ...": supervisor steps (hello, maps written = go, cgroup
+ * made, its message sent) and the child's (got go, root built, got cgroup,
+ * session, confined, command forked), then exec'd (ready). Writes at most
+ * len bytes (NUL-terminated) into buf. */
+void al_sandbox_format_timing(const al_sandbox *sb, char *buf, size_t len);
+
 /* Confine the calling process as an airlock service that parses hostile
  * bytes but needs no filesystem (the egress proxy forked for a run): as
  * root it becomes nobody (65534) with no supplementary groups; every

@@ -1,0 +1,827 @@
+/* The policy's schema: the field tables of every mapping of airlock.yaml
+ * (docs/policy.md), read by the one YAML walker (common/yamlwalk.h), and
+ * the rules a table cannot say (hosts, paths, URLs, permissions) as the
+ * fields' check and parse callbacks. The relay's tables are in
+ * schema_relay.c.
+ *
+ * Strictness: the walker refuses unknown and duplicate keys, wrong types,
+ * out-of-range values, anchors, aliases and tags (AL_YW_STRICT); messages
+ * are "FILE:LINE:COL: PATH: rule". */
+#include "policy/schema.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "proxy/addr.h"
+#include "proxy/host.h"
+
+/* A surprising but valid choice: appended to the policy's warnings (the
+ * walk's user pointer) in the same "FILE:LINE:COL: PATH: why" form as an
+ * error. */
+__attribute__((format(printf, 4, 5))) static void warn(al_yw *c, struct fy_node *at,
+                                                       const char *path, const char *fmt, ...)
+{
+  const struct policy_walk *pw = c->user;
+  al_policy *p = pw ? pw->p : NULL;
+  if (!p)
+    return;
+  char rule[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rule, sizeof rule, fmt, ap);
+  va_end(ap);
+  p->warnings = al_xrealloc(p->warnings, (p->n_warnings + 1) * sizeof *p->warnings);
+  p->warnings[p->n_warnings++] = al_yw_message(c, at, path, "%s", rule);
+}
+
+/* An IPv4 literal written any way but the plain dotted quad: inet_aton(3)
+ * reads `010.0.0.1` as octal (8.0.0.1), `0x7f.1` as hex, `127.1` as
+ * 127.0.0.1, so a reader and the proxy could disagree on what it means.
+ * in[0..len) is the text as written, h its canonical form. Writes the
+ * rule into msg and returns true when the spelling is ambiguous. */
+static bool ambiguous_ipv4(const char *in, size_t len, const al_host *h, char *msg, size_t n)
+{
+  if (!h->is_ip || h->family != AF_INET)
+    return false;
+  if (strlen(h->name) == len && memcmp(h->name, in, len) == 0)
+    return false;
+  /* the decimal reading, when the text is four decimal parts */
+  unsigned part[4];
+  int np = 0;
+  bool dec = true;
+  const char *q = in, *end = in + len;
+  while (dec && q < end && np < 4) {
+    unsigned v = 0;
+    size_t d = 0;
+    while (q < end && *q >= '0' && *q <= '9' && d < 4) {
+      v = v * 10 + (unsigned)(*q - '0');
+      q++;
+      d++;
+    }
+    dec = d > 0 && v <= 255;
+    part[np++] = v;
+    if (q < end && *q == '.')
+      q++;
+    else
+      break;
+  }
+  dec = dec && np == 4 && q == end;
+  char alt[40] = "";
+  if (dec) {
+    snprintf(alt, sizeof alt, "%u.%u.%u.%u", part[0], part[1], part[2], part[3]);
+    struct in_addr ia;
+    /* offered only when the policy would accept it */
+    if (strcmp(alt, h->name) == 0 || inet_pton(AF_INET, alt, &ia) != 1 ||
+        al_addr_classify4(&ia, NULL))
+      alt[0] = '\0';
+  }
+  snprintf(msg, n,
+           "`%.*s` is an ambiguous IPv4 spelling (leading zeros, octal, hex or a short form): "
+           "inet_aton(3) reads it as %s; write the dotted quad `%s`%s%s%s",
+           (int)(len > 64 ? 64 : len), in, h->name, h->name, alt[0] ? " (or `" : "", alt,
+           alt[0] ? "` if that is what you meant)" : "");
+  return true;
+}
+
+static int check_abs_path(al_yw *c, const al_yw_kv *kv, const char *s)
+{
+  if (s[0] != '/')
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` must be an absolute path", s);
+  if (strstr(s, "/../") || strstr(s, "/./") || strstr(s, "//") ||
+      (strlen(s) >= 3 && strcmp(s + strlen(s) - 3, "/..") == 0) ||
+      (strlen(s) >= 2 && strcmp(s + strlen(s) - 2, "/.") == 0))
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` must be normalized (no `.`, `..` or `//`)",
+                      s);
+  for (const char *p = s; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f)
+      return al_yw_fail(c, al_yw_at(kv), kv->path, "path contains a control character");
+  return 0;
+}
+
+/* A Docker image reference as `docker run` takes it (distribution's
+ * reference grammar, loosely): [A-Za-z0-9._/:@-], at most 255 bytes, not
+ * starting with `-` or `.`. Keeps it safe to emit into YAML and JSON. */
+static int check_image(al_yw *c, const al_yw_kv *kv, const char *s)
+{
+  size_t n = strlen(s);
+  if (n == 0 || n > 255 || s[0] == '-' || s[0] == '.' || s[0] == '/' || s[0] == ':')
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%.64s` is not an image reference", s);
+  for (const char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          strchr("._/:@-", *p)))
+      return al_yw_fail(c, al_yw_at(kv), kv->path,
+                        "image reference may only contain letters, digits and `._/:@-`");
+  return 0;
+}
+
+static bool valid_env_name(const char *s)
+{
+  if (!s[0] || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+    return false;
+  for (const char *p = s; *p; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '_'))
+      return false;
+  return strlen(s) <= 128;
+}
+
+static bool valid_repo(const char *s)
+{
+  const char *slash = strchr(s, '/');
+  if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/'))
+    return false;
+  for (const char *p = s; *p; p++)
+    if (p != slash && !(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.'))
+      return false;
+  const char *name = slash + 1;
+  if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || s[0] == '.' || strlen(s) > 140)
+    return false;
+  return true;
+}
+
+static const char *const grantable[] = {"contents", "pull_requests", "issues", "metadata",
+                                        "checks",   "statuses",      NULL};
+static const char *const never[] = {"administration", "workflows", "actions", "secrets", NULL};
+
+/* https://HOST[:PORT][/PATH] with an LDH host; no userinfo, query or fragment. */
+int al_policy_https_url(al_yw *c, const al_yw_kv *kv, const char *u)
+{
+  if (strncmp(u, "https://", 8) != 0)
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` must start with https://", u);
+  const char *h = u + 8;
+  size_t hl = strcspn(h, ":/");
+  al_host host;
+  const char *why = NULL;
+  if (hl == 0 || al_host_canonicalize(h, hl, &host, &why) < 0)
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s`: not a valid host%s%s", u, why ? ": " : "",
+                      why ? why : "");
+  char amb[400];
+  if (ambiguous_ipv4(h, hl, &host, amb, sizeof amb))
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "%s", amb);
+  const char *rest = h + hl;
+  if (*rest == ':') {
+    size_t pl = strcspn(rest + 1, "/");
+    uint16_t port;
+    if (al_port_parse(rest + 1, pl, &port, &why) < 0)
+      return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s`: bad port: %s", u, why);
+    rest += 1 + pl;
+  }
+  for (const char *q = rest; *q; q++)
+    if (*q == '?' || *q == '#' || *q == '@' || (unsigned char)*q <= 0x20 ||
+        (unsigned char)*q >= 0x7f)
+      return al_yw_fail(c, al_yw_at(kv), kv->path,
+                        "`%s`: only https://HOST[:PORT][/PATH] is allowed", u);
+  return 0;
+}
+
+/* ---- network ---- */
+
+/* network.allow[i].host: a name, a *.suffix wildcard or a public IP literal. */
+static int allow_host(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  al_net_allow *a = obj;
+  al_autofree char *s = NULL;
+  if (al_yw_str(c, kv, &s) < 0)
+    return -1;
+  int col;
+  al_yw_pos(al_yw_at(kv), &a->line, &col);
+  const char *name = s;
+  if (strncmp(s, "*.", 2) == 0) {
+    a->wildcard = true;
+    name = s + 2;
+  } else if (strchr(s, '*')) {
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "`%s`: a wildcard is written `*.suffix` with at least two labels after it",
+                      s);
+  }
+  const char *why = NULL;
+  al_host h;
+  const char *canon_in = name;
+  size_t canon_len = strlen(name);
+  if (canon_len >= 2 && name[0] == '[' && name[canon_len - 1] == ']') {
+    canon_in = name + 1;
+    canon_len -= 2;
+  }
+  if (al_host_canonicalize(canon_in, canon_len, &h, &why) < 0)
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` is not a valid host: %s", s, why);
+  if (a->wildcard) {
+    if (h.is_ip)
+      return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s`: a wildcard never matches an IP literal",
+                        s);
+    if (!strchr(h.name, '.'))
+      return al_yw_fail(c, al_yw_at(kv), kv->path,
+                        "`%s`: a wildcard needs at least two labels after `*.` (no `*.com`)", s);
+  }
+  free(a->host);
+  a->host = al_xstrdup(h.name);
+  a->is_ip = h.is_ip;
+  if (h.is_ip) {
+    /* The proxy refuses these ranges for every connection: an entry for
+     * one could never work, and is a sign someone meant a test host. */
+    unsigned char ab[16];
+    const char *range = NULL;
+    if (h.family == AF_INET && inet_pton(AF_INET, h.name, ab) == 1)
+      range = al_addr_classify4((const struct in_addr *)ab, NULL);
+    else if (h.family == AF_INET6 && inet_pton(AF_INET6, h.name, ab) == 1)
+      range = al_addr_classify6((const struct in6_addr *)ab, NULL);
+    if (range)
+      return al_yw_fail(c, al_yw_at(kv), kv->path,
+                        "`%s` is a %s address, which the proxy never dials; to reach a test host, "
+                        "allow a name and map it with network.pin",
+                        s, range);
+    /* after the range check: its advice (a name and a pin) is the one
+     * that works for a refused range, however it is spelt */
+    char amb[400];
+    if (ambiguous_ipv4(canon_in, canon_len, &h, amb, sizeof amb))
+      return al_yw_fail(c, al_yw_at(kv), kv->path, "%s", amb);
+    warn(c, al_yw_at(kv), kv->path,
+         "`%s` is a public IP literal: whoever holds that address later gets the agent's "
+         "traffic, and TLS is checked against no name; allow the host's name instead",
+         s);
+  }
+  return 0;
+}
+
+static struct fy_node *host_node(const al_yw_kv *kv)
+{
+  struct fy_node *n = kv->val ? fy_node_mapping_lookup_by_string(kv->val, "host", 4) : NULL;
+  return n ? n : kv->key;
+}
+
+/* One allow entry, all keys read: tls defaults to port == 443. */
+static int allow_done(al_yw *c, const al_yw_kv *kv, void *obj, const bool *seen)
+{
+  al_net_allow *a = obj;
+  if (!seen[2])
+    a->tls = a->port == 443;
+  else if (!a->tls && a->port == 443)
+    warn(c, host_node(kv), kv->path,
+         "`tls: false` on port 443: plain HTTP is relayed and the CONNECT tunnel's SNI is "
+         "not checked for this entry; drop `tls: false` unless the service really speaks "
+         "plain HTTP on 443");
+  return 0;
+}
+
+static const al_yw_field allow_fields[] = {
+    {.key = "host",
+     .type = AL_YW_CUSTOM,
+     .flags = AL_YW_REQUIRED,
+     .parse = allow_host,
+     .doc = "an allow entry needs `host`"},
+    {.key = "port",
+     .type = AL_YW_UINT,
+     .flags = AL_YW_REQUIRED,
+     .off = F(al_net_allow, port),
+     .width = 2,
+     .min = 1,
+     .max = 65535,
+     .doc = "an allow entry needs `port`: exactly host:port pairs"},
+    {.key = "tls", .type = AL_YW_BOOL, .off = F(al_net_allow, tls)},
+};
+static const al_yw_map allow_map = {allow_fields, AL_ARRAY_SIZE(allow_fields), allow_done};
+static const al_yw_field allow_item = {.type = AL_YW_MAP, .map = &allow_map};
+
+/* After each allow entry: no two alike. */
+static int allow_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  al_policy_network *n = obj;
+  const al_net_allow *a = &n->allow[n->n_allow - 1];
+  for (size_t j = 0; j + 1 < n->n_allow; j++)
+    if (n->allow[j].port == a->port && n->allow[j].wildcard == a->wildcard &&
+        strcmp(n->allow[j].host, a->host) == 0)
+      return al_yw_fail(c, host_node(kv), kv->path, "duplicate of entry %zu", j);
+  return 0;
+}
+
+static int pin_host(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  al_net_pin *p = obj;
+  al_autofree char *s = NULL;
+  if (al_yw_str(c, kv, &s) < 0)
+    return -1;
+  al_host h;
+  const char *why = NULL;
+  if (al_host_canonicalize(s, strlen(s), &h, &why) < 0)
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` is not a valid host: %s", s, why);
+  if (h.is_ip)
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "a pin maps a name, not an IP literal");
+  free(p->host);
+  p->host = al_xstrdup(h.name);
+  int col;
+  al_yw_pos(al_yw_at(kv), &p->line, &col);
+  return 0;
+}
+
+bool al_policy_numeric_ip(const char *s)
+{
+  unsigned char buf[16];
+  return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
+}
+
+static int pin_address(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const al_net_pin *p = obj;
+  if (!al_policy_numeric_ip(p->address))
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "`%s` must be a numeric IPv4 or IPv6 address (dotted quad or RFC 5952)",
+                      p->address);
+  return 0;
+}
+
+static const al_yw_field pin_fields[] = {
+    {.key = "host",
+     .type = AL_YW_CUSTOM,
+     .flags = AL_YW_REQUIRED,
+     .parse = pin_host,
+     .doc = "a pin needs both `host` and `address`"},
+    {.key = "address",
+     .type = AL_YW_STR,
+     .flags = AL_YW_REQUIRED,
+     .off = F(al_net_pin, address),
+     .check = pin_address,
+     .doc = "a pin needs both `host` and `address`"},
+};
+static const al_yw_map pin_map = {pin_fields, AL_ARRAY_SIZE(pin_fields), NULL};
+static const al_yw_field pin_item = {.type = AL_YW_MAP, .map = &pin_map};
+
+/* network.resolver: ADDR:PORT with a numeric address; IPv6 in brackets. */
+static int resolver_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const al_policy_network *n = obj;
+  char addr[64];
+  const char *s = n->resolver, *colon;
+  if (s[0] == '[') {
+    const char *rb = strchr(s, ']');
+    if (!rb || rb[1] != ':' || (size_t)(rb - s - 1) >= sizeof addr)
+      goto bad_resolver;
+    memcpy(addr, s + 1, (size_t)(rb - s - 1));
+    addr[rb - s - 1] = '\0';
+    colon = rb + 1;
+  } else {
+    colon = strrchr(s, ':');
+    if (!colon || (size_t)(colon - s) >= sizeof addr)
+      goto bad_resolver;
+    memcpy(addr, s, (size_t)(colon - s));
+    addr[colon - s] = '\0';
+  }
+  uint16_t port;
+  const char *why;
+  if (!al_policy_numeric_ip(addr) || al_port_parse(colon + 1, strlen(colon + 1), &port, &why) < 0)
+    goto bad_resolver;
+  return 0;
+bad_resolver:
+  return al_yw_fail(c, al_yw_at(kv), kv->path,
+                    "`%s` must be a numeric ADDR:PORT (IPv6 as [ADDR]:PORT)", n->resolver);
+}
+
+static const al_yw_field net_timeout_fields[] = {
+    {.key = "head",
+     .type = AL_YW_DURATION,
+     .off = F(al_policy_network, head_timeout_ms),
+     .min = 100,
+     .max = 300000},
+    {.key = "connect",
+     .type = AL_YW_DURATION,
+     .off = F(al_policy_network, connect_timeout_ms),
+     .min = 100,
+     .max = 300000},
+    {.key = "idle",
+     .type = AL_YW_DURATION,
+     .off = F(al_policy_network, idle_timeout_ms),
+     .min = 100,
+     .max = 86400000},
+    {.key = "tunnel",
+     .type = AL_YW_DURATION,
+     .off = F(al_policy_network, max_tunnel_ms),
+     .min = 100,
+     .max = 7 * 86400000ull},
+};
+static const al_yw_map net_timeout_map = {net_timeout_fields, AL_ARRAY_SIZE(net_timeout_fields),
+                                          NULL};
+
+static const al_yw_field network_fields[] = {
+    {.key = "allow",
+     .type = AL_YW_LIST,
+     .off = F(al_policy_network, allow),
+     .off_n = F(al_policy_network, n_allow),
+     .item = &allow_item,
+     .item_size = sizeof(al_net_allow),
+     .check = allow_check},
+    {.key = "pin",
+     .type = AL_YW_LIST,
+     .off = F(al_policy_network, pin),
+     .off_n = F(al_policy_network, n_pin),
+     .item = &pin_item,
+     .item_size = sizeof(al_net_pin)},
+    {.key = "resolver",
+     .type = AL_YW_STR,
+     .off = F(al_policy_network, resolver),
+     .check = resolver_check},
+    {.key = "max_connections",
+     .type = AL_YW_UINT,
+     .off = F(al_policy_network, max_conns),
+     .width = 4,
+     .min = 1,
+     .max = 100000},
+    {.key = "egress_budget",
+     .type = AL_YW_SIZE,
+     .off = F(al_policy_network, egress_budget),
+     .min = 1},
+    {.key = "timeouts", .type = AL_YW_MAP, .off = 0, .map = &net_timeout_map},
+};
+static const al_yw_map network_map = {network_fields, AL_ARRAY_SIZE(network_fields), NULL};
+
+/* network: `none`, or the mapping. */
+static int network_parse(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  al_policy *p = obj;
+  p->network.present = true;
+  if (kv->val && fy_node_is_scalar(kv->val)) {
+    if (al_yw_plain(c, kv->val, kv->key, kv->path) < 0)
+      return -1;
+    size_t l = 0;
+    const char *s = fy_node_get_scalar(kv->val, &l);
+    if (s && l == 4 && memcmp(s, "none", 4) == 0) {
+      p->network.present = false;
+      return 0;
+    }
+    return al_yw_fail(c, kv->val, kv->path,
+                      "must be `none` or a mapping with `allow` (exactly host:port pairs)");
+  }
+  return al_yw_walk(c, kv, &network_map, &p->network);
+}
+
+/* ---- filesystem ---- */
+
+static int fs_root(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  al_policy_filesystem *fs = obj;
+  al_autofree char *s = NULL;
+  if (al_yw_str(c, kv, &s) < 0)
+    return -1;
+  if (strcmp(s, "host") == 0)
+    return 0;
+  if (check_abs_path(c, kv, s) < 0)
+    return -1;
+  if (strcmp(s, "/") == 0)
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "the host's / is not a rootfs (use `host`)");
+  free(fs->root);
+  fs->root = al_steal_ptr(&s);
+  return 0;
+}
+
+static int ro_path_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const al_policy_filesystem *fs = obj;
+  const char *s = LAST(fs->ro_paths, fs->n_ro_paths);
+  if (check_abs_path(c, kv, s) < 0)
+    return -1;
+  static const char *const reserved[] = {"/", "/proc", "/dev", "/workspace", "/tmp", "/sys", NULL};
+  for (size_t i = 0; reserved[i]; i++)
+    if (strcmp(s, reserved[i]) == 0)
+      return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` is managed by airlock and cannot be bound",
+                        s);
+  return 0;
+}
+
+static int image_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  return check_image(c, kv, ((const al_policy_filesystem *)obj)->image);
+}
+
+const al_yw_field al_policy_str_item = {.type = AL_YW_STR};
+
+static const al_yw_field fs_fields[] = {
+    {.key = "root", .type = AL_YW_CUSTOM, .parse = fs_root},
+    {.key = "workspace_size",
+     .type = AL_YW_SIZE,
+     .off = F(al_policy_filesystem, workspace_size),
+     .min = 1024 * 1024},
+    {.key = "tmp_size",
+     .type = AL_YW_SIZE,
+     .off = F(al_policy_filesystem, tmp_size),
+     .min = 1024 * 1024},
+    {.key = "ro_paths",
+     .type = AL_YW_LIST,
+     .off = F(al_policy_filesystem, ro_paths),
+     .off_n = F(al_policy_filesystem, n_ro_paths),
+     .item = &al_policy_str_item,
+     .item_size = sizeof(char *),
+     .check = ro_path_check},
+    {.key = "image",
+     .type = AL_YW_STR,
+     .off = F(al_policy_filesystem, image),
+     .check = image_check},
+};
+static const al_yw_map fs_map = {fs_fields, AL_ARRAY_SIZE(fs_fields), NULL};
+
+/* ---- process ---- */
+
+/* process.limits.cpu: cores as a decimal, e.g. 2 or 0.5. */
+static int cpu_parse(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  al_policy_limits *l = obj;
+  al_autofree char *s = NULL;
+  if (al_yw_str(c, kv, &s) < 0)
+    return -1;
+  char *end = NULL;
+  errno = 0;
+  double d = strtod(s, &end);
+  if (errno || !end || *end || !isdigit((unsigned char)s[0]) || d < 0.01 || d > 1024)
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "cpu is a number of cores between 0.01 and 1024, got `%s`", s);
+  l->cpu_milli = (uint32_t)(d * 1000.0 + 0.5);
+  return 0;
+}
+
+static const al_yw_field limits_fields[] = {
+    {.key = "memory",
+     .type = AL_YW_SIZE,
+     .off = F(al_policy_limits, memory),
+     .min = 16 * 1024 * 1024},
+    {.key = "pids",
+     .type = AL_YW_UINT,
+     .off = F(al_policy_limits, pids),
+     .width = 4,
+     .min = 8,
+     .max = 1000000},
+    {.key = "cpu", .type = AL_YW_CUSTOM, .parse = cpu_parse},
+    {.key = "wall",
+     .type = AL_YW_DURATION,
+     .off = F(al_policy_limits, wall_ms),
+     .min = 1000,
+     .max = 7 * 86400000ull},
+    {.key = "nofile",
+     .type = AL_YW_UINT,
+     .off = F(al_policy_limits, nofile),
+     .width = 4,
+     .min = 16,
+     .max = 1048576},
+};
+static const al_yw_map limits_map = {limits_fields, AL_ARRAY_SIZE(limits_fields), NULL};
+
+static int env_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const al_policy_process *p = obj;
+  const char *s = LAST(p->env_pass, p->n_env_pass);
+  if (!valid_env_name(s))
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "`%s` is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", s);
+  if (al_policy_env_reserved(s))
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "`%s` is set by airlock and cannot be passed through", s);
+  return 0;
+}
+
+static const al_yw_field process_fields[] = {
+    {.key = "user",
+     .type = AL_YW_UINT,
+     .off = F(al_policy_process, user),
+     .width = 4,
+     .min = 1,
+     .max = 65533},
+    {.key = "env_pass",
+     .type = AL_YW_LIST,
+     .off = F(al_policy_process, env_pass),
+     .off_n = F(al_policy_process, n_env_pass),
+     .item = &al_policy_str_item,
+     .item_size = sizeof(char *),
+     .check = env_check},
+    {.key = "limits", .type = AL_YW_MAP, .off = F(al_policy_process, limits), .map = &limits_map},
+};
+static const al_yw_map process_map = {process_fields, AL_ARRAY_SIZE(process_fields), NULL};
+
+/* ---- credentials ---- */
+
+/* permissions: {NAME: read|write}, NAME from the grantable list. */
+static int perms_parse(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  al_policy_role *r = obj;
+  if (al_yw_plain(c, kv->val, kv->key, kv->path) < 0)
+    return -1;
+  if (!kv->val || !fy_node_is_mapping(kv->val))
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "must be a mapping of permission: read|write");
+  size_t count = (size_t)fy_node_mapping_item_count(kv->val);
+  if (count > 32)
+    return al_yw_fail(c, kv->key, kv->path, "too many permissions");
+  free(r->perms);
+  r->perms = al_xcalloc(count ? count : 1, sizeof *r->perms);
+  r->n_perms = 0;
+  void *it = NULL;
+  struct fy_node_pair *pair;
+  while ((pair = fy_node_mapping_iterate(kv->val, &it)) != NULL) {
+    struct fy_node *k = fy_node_pair_key(pair);
+    char path[160];
+    al_yw_kv kkv = {k, k, kv->path};
+    al_autofree char *name = NULL;
+    if (al_yw_str(c, &kkv, &name) < 0)
+      return -1;
+    snprintf(path, sizeof path, "%s.%.40s", kv->path, name);
+    for (size_t i = 0; never[i]; i++)
+      if (strcmp(name, never[i]) == 0)
+        return al_yw_fail(c, k, path, "`%s` is never granted to a run (escape budget)", name);
+    size_t g = 0;
+    for (; grantable[g]; g++)
+      if (strcmp(name, grantable[g]) == 0)
+        break;
+    if (!grantable[g])
+      return al_yw_fail(c, k, path,
+                        "unknown permission (grantable: contents, pull_requests, issues, "
+                        "metadata, checks, statuses)");
+    for (size_t i = 0; i < r->n_perms; i++)
+      if (strcmp(r->perms[i].name, name) == 0)
+        return al_yw_fail(c, k, path, "given twice");
+    al_yw_kv vkv = {k, fy_node_pair_value(pair), path};
+    al_autofree char *level = NULL;
+    if (al_yw_str(c, &vkv, &level) < 0)
+      return -1;
+    if (strcmp(level, "read") != 0 && strcmp(level, "write") != 0)
+      return al_yw_fail(c, al_yw_at(&vkv), path, "must be `read` or `write`, got `%s`", level);
+    r->perms[r->n_perms].name = al_steal_ptr(&name);
+    r->perms[r->n_perms].level = al_steal_ptr(&level);
+    r->n_perms++;
+  }
+  return 0;
+}
+
+static int repo_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const al_policy_role *r = obj;
+  if (!valid_repo(r->repo))
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` must be OWNER/REPO", r->repo);
+  return 0;
+}
+
+static int role_done(al_yw *c, const al_yw_kv *kv, void *obj, const bool *seen)
+{
+  (void)c, (void)kv, (void)seen;
+  ((al_policy_role *)obj)->present = true;
+  return 0;
+}
+
+static const al_yw_field role_fields[] = {
+    {.key = "repo", .type = AL_YW_STR, .off = F(al_policy_role, repo), .check = repo_check},
+    {.key = "permissions", .type = AL_YW_CUSTOM, .parse = perms_parse},
+};
+static const al_yw_map role_map = {role_fields, AL_ARRAY_SIZE(role_fields), role_done};
+
+int al_policy_abs_path_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  return check_abs_path(c, kv, *(char **)(void *)((char *)obj + f->off));
+}
+
+static int creds_done(al_yw *c, const al_yw_kv *kv, void *obj, const bool *seen)
+{
+  (void)c, (void)kv, (void)seen;
+  ((al_policy_credentials *)obj)->present = true;
+  return 0;
+}
+
+static const char *const cred_modes[] = {"sealed", "env", NULL}; /* al_cred_mode's order */
+
+static const al_yw_field creds_fields[] = {
+    {.key = "broker",
+     .type = AL_YW_STR,
+     .off = F(al_policy_credentials, broker),
+     .check = al_policy_abs_path_check},
+    {.key = "git", .type = AL_YW_MAP, .off = F(al_policy_credentials, git), .map = &role_map},
+    {.key = "ticket", .type = AL_YW_MAP, .off = F(al_policy_credentials, ticket), .map = &role_map},
+    {.key = "ttl",
+     .type = AL_YW_DURATION,
+     .off = F(al_policy_credentials, ttl_ms),
+     .min = 60000,
+     .max = 3600000},
+    {.key = "mode",
+     .type = AL_YW_ENUM,
+     .off = F(al_policy_credentials, mode),
+     .width = sizeof(al_cred_mode),
+     .choices = cred_modes,
+     .rule = "must be `sealed` (the tokens stay outside the sandbox) or `env` (the agent holds "
+             "them)"},
+    {.key = "agent_comments",
+     .type = AL_YW_UINT,
+     .off = F(al_policy_credentials, agent_comments),
+     .width = 4,
+     .min = 0,
+     .max = 100},
+};
+static const al_yw_map creds_map = {creds_fields, AL_ARRAY_SIZE(creds_fields), creds_done};
+
+/* ---- forge, review ---- */
+
+/* forge.api_url / git_url (https URLs, trailing slashes dropped) and
+ * ca_file (an absolute path); their lines are kept for later messages. */
+static int forge_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  al_policy_forge *fg = obj;
+  char **dst = (char **)(void *)((char *)obj + f->off);
+  size_t idx = f->off == F(al_policy_forge, api_url)   ? 0
+               : f->off == F(al_policy_forge, git_url) ? 1
+                                                       : 2;
+  int col;
+  al_yw_pos(al_yw_at(kv), &fg->line[idx], &col);
+  if (idx == 2)
+    return check_abs_path(c, kv, *dst);
+  size_t n = strlen(*dst);
+  while (n > 8 && (*dst)[n - 1] == '/')
+    (*dst)[--n] = '\0';
+  return al_policy_https_url(c, kv, *dst);
+}
+
+static const al_yw_field forge_fields[] = {
+    {.key = "api_url", .type = AL_YW_STR, .off = F(al_policy_forge, api_url), .check = forge_check},
+    {.key = "git_url", .type = AL_YW_STR, .off = F(al_policy_forge, git_url), .check = forge_check},
+    {.key = "ca_file", .type = AL_YW_STR, .off = F(al_policy_forge, ca_file), .check = forge_check},
+};
+static const al_yw_map forge_map = {forge_fields, AL_ARRAY_SIZE(forge_fields), NULL};
+
+static int base_branch_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const char *b = ((const al_policy *)obj)->base_branch;
+  if (!b[0] || strlen(b) > 200 || b[0] == '-' || b[0] == '/' || strstr(b, "..") ||
+      strstr(b, "//") || strpbrk(b, " ~^:?*[\\"))
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "`%s` is not a valid branch name (git-check-ref-format)", b);
+  return 0;
+}
+
+static int branch_prefix_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const char *s = ((const al_policy *)obj)->branch_prefix;
+  size_t n = strlen(s);
+  if (n < 2 || n > 64 || s[n - 1] != '/' || s[0] == '/' || strstr(s, "..") || strstr(s, "//"))
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "`%s` must be a branch prefix ending in `/`, like airlock/", s);
+  for (const char *q = s; *q; q++)
+    if (!(isalnum((unsigned char)*q) || *q == '/' || *q == '-' || *q == '_' || *q == '.'))
+      return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` may only hold letters, digits, / - _ .",
+                        s);
+  if (strcmp(s, "main/") == 0 || strcmp(s, "master/") == 0)
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` is too close to a default branch name", s);
+  return 0;
+}
+
+static const al_yw_field review_fields[] = {
+    {.key = "branch_prefix",
+     .type = AL_YW_STR,
+     .off = F(al_policy, branch_prefix),
+     .check = branch_prefix_check},
+    {.key = "base_branch",
+     .type = AL_YW_STR,
+     .off = F(al_policy, base_branch),
+     .check = base_branch_check},
+};
+static const al_yw_map review_map = {review_fields, AL_ARRAY_SIZE(review_fields), NULL};
+
+/* ---- top level ---- */
+
+static const al_yw_field top_fields[] = {
+    {.key = "version",
+     .type = AL_YW_UINT,
+     .flags = AL_YW_REQUIRED,
+     .off = F(al_policy, version),
+     .width = sizeof(int),
+     .min = 1,
+     .max = 1,
+     .rule = "only version 1 is understood by this airlock",
+     .doc = "write `version: 1`"},
+    {.key = "network", .type = AL_YW_CUSTOM, .parse = network_parse},
+    {.key = "filesystem", .type = AL_YW_MAP, .off = F(al_policy, filesystem), .map = &fs_map},
+    {.key = "process", .type = AL_YW_MAP, .off = F(al_policy, process), .map = &process_map},
+    {.key = "credentials", .type = AL_YW_MAP, .off = F(al_policy, credentials), .map = &creds_map},
+    {.key = "review", .type = AL_YW_MAP, .off = 0, .map = &review_map},
+    {.key = "forge", .type = AL_YW_MAP, .off = F(al_policy, forge), .map = &forge_map},
+    {.key = "relay", .type = AL_YW_CUSTOM, .parse = al_policy_relay_parse},
+};
+static const al_yw_map top_map = {top_fields, AL_ARRAY_SIZE(top_fields), NULL};
+
+int al_policy_walk(al_yw *w, struct fy_node *root, al_policy *p)
+{
+  struct policy_walk pw = {.p = p};
+  void *saved = w->user;
+  // cppcheck-suppress autoVariables ; w->user is restored before returning
+  w->user = &pw;
+  al_yw_kv kv = {NULL, root, ""};
+  int rc = al_yw_walk(w, &kv, &top_map, p);
+  w->user = saved;
+  return rc;
+}

@@ -115,6 +115,16 @@ version: 1
 filesystem:
   workspace_size: 2GB0
 Y
+bad size-lowercase 3:19 'unknown size unit .*K, M, G, T for powers of 1024.*case matters' <<'Y'
+version: 1
+filesystem:
+  workspace_size: 2g
+Y
+bad size-fraction 3:19 'a size is a whole number: no fraction' <<'Y'
+version: 1
+filesystem:
+  workspace_size: 1.5GiB
+Y
 bad duration-unit 4:11 'needs a unit' <<'Y'
 version: 1
 process:

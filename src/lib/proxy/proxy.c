@@ -110,9 +110,22 @@ typedef struct al_proxy_run {
   const al_proxy_handoff *handoff;
   al_proxy_policy *pol;
   uint32_t n_conns;
-  uint64_t egress_used;
+  /* bytes client -> origin this run: &egress_local, or the counter shared
+   * with the forge gateway (handoff.h), which adds what it forwards */
+  uint64_t egress_local;
+  uint64_t *egress_used;
   al_proxy_counters cnt;
 } al_proxy_run;
+
+static uint64_t egress_get(const al_proxy_run *r)
+{
+  return __atomic_load_n(r->egress_used, __ATOMIC_RELAXED);
+}
+
+static void egress_add(al_proxy_run *r, uint64_t n)
+{
+  __atomic_add_fetch(r->egress_used, n, __ATOMIC_RELAXED);
+}
 
 enum conn_state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_SNI, ST_RELAY, ST_DRAIN, ST_CLOSED };
 
@@ -706,7 +719,7 @@ static int dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_
         if (!copy)
           d->in_pipe += (size_t)n;
         if (d == &c->up) {
-          c->run->egress_used += (uint64_t)n;
+          egress_add(c->run, (uint64_t)n);
           if (c->plain)
             c->body_left -= (uint64_t)n;
         }
@@ -723,7 +736,8 @@ static uint64_t up_limit(al_proxy_conn *c)
   uint64_t lim = UINT64_MAX;
   uint64_t budget = c->pol->p->network.egress_budget;
   if (budget) {
-    lim = c->run->egress_used >= budget ? 0 : budget - c->run->egress_used;
+    uint64_t used = egress_get(c->run);
+    lim = used >= budget ? 0 : budget - used;
   }
   if (c->plain && c->body_left < lim)
     lim = c->body_left;
@@ -759,8 +773,7 @@ static void relay(al_proxy_conn *c)
     return;
   }
   uint64_t budget = c->pol->p->network.egress_budget;
-  if (budget && c->run->egress_used >= budget && !c->up.src_eof &&
-      (!c->plain || c->body_left > 0)) {
+  if (budget && egress_get(c->run) >= budget && !c->up.src_eof && (!c->plain || c->body_left > 0)) {
     c->reason = "egress-budget";
     c->cut = true;
     conn_close(c);
@@ -1068,7 +1081,7 @@ static void conn_decide(al_proxy_conn *c, const al_http_request *req)
     conn_deny(c, 403, c->host.is_ip ? "ip-literal" : "not-allowed", NULL);
     return;
   }
-  if (p->network.egress_budget && c->run->egress_used >= p->network.egress_budget) {
+  if (p->network.egress_budget && egress_get(c->run) >= p->network.egress_budget) {
     conn_deny(c, 403, "egress-budget", NULL);
     return;
   }
@@ -1094,7 +1107,7 @@ static void conn_decide(al_proxy_conn *c, const al_http_request *req)
     memcpy(c->up.pend + hl, c->buf + req->head_len, extra);
     c->up.pend_len = hl + extra;
     c->body_left -= extra;
-    c->run->egress_used += hl + extra;
+    egress_add(c->run, hl + extra);
     free(c->buf);
     c->buf = NULL;
     c->buf_len = c->buf_cap = 0;
@@ -1205,7 +1218,7 @@ static void conn_sni(al_proxy_conn *c)
   audit_conn(c, "open", "allow");
   c->up.pend = c->buf;
   c->up.pend_len = c->buf_len;
-  c->run->egress_used += c->buf_len;
+  egress_add(c->run, c->buf_len);
   c->buf = NULL;
   c->buf_len = c->buf_cap = 0;
   conn_pump(c);
@@ -1348,7 +1361,7 @@ static void admin_ready(al_watch *w, uint32_t ev)
       json_t *r = counters_json(&px->runs[i].cnt);
       json_object_set_new(r, "run", json_string(px->runs[i].run_id));
       json_object_set_new(r, "active", json_integer(px->runs[i].n_conns));
-      json_object_set_new(r, "egress_used", json_integer((json_int_t)px->runs[i].egress_used));
+      json_object_set_new(r, "egress_used", json_integer((json_int_t)egress_get(&px->runs[i])));
       json_array_append_new(runs, r);
     }
     json_t *all = counters_json(&px->cnt);
@@ -1578,6 +1591,8 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
     run->px = px;
     run->run_id = cfg->listeners[i].run_id ? cfg->listeners[i].run_id : "";
     run->handoff = cfg->listeners[i].handoff;
+    run->egress_used =
+        run->handoff && run->handoff->egress_used ? run->handoff->egress_used : &run->egress_local;
     run->pol = policy_new(px, cfg->listeners[i].policy, NULL, err);
     if (!run->pol)
       goto out_runs;

@@ -8,7 +8,10 @@ a hardened `docker run --rm` of the same image on an internal network:
   airlock+proxy   airlock run --backend docker -p POLICY -- true  (egress
                   network, hand-off volume, proxy, holder, agent)
 
-Usage: bench/docker_backend.py [--airlock PATH] [--runs N] [--markdown]
+Usage: bench/docker_backend.py [--airlock PATH] [--runs N] [--compare NAME=PATH]...
+                               [--markdown]
+With AIRLOCK_DEBUG_TIMING=1 in the environment, airlock logs the time of
+each Engine API call (the per-call profile in bench/README.md).
 Needs a Docker engine and the images of scripts/docker-images.sh (tags from
 PROXY_IMAGE / AGENT_IMAGE, default airlock-*:local). Every network is
 internal; nothing is pulled. Rounds are interleaved so noise hits every
@@ -31,6 +34,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--airlock", default=os.environ.get("AIRLOCK", "build/src/cli/airlock"))
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH",
+                    help="another airlock binary (airlock-net beside it) to measure too")
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
     proxy = os.environ.get("PROXY_IMAGE", "airlock-proxy:local")
@@ -40,21 +45,23 @@ def main():
     for img in (proxy, agent):
         if subprocess.run(["docker", "image", "inspect", img], capture_output=True).returncode:
             sys.exit(f"docker_backend: no image {img} (scripts/docker-images.sh)")
-    net = "airlock-bench-internal"
+    net = "airlock-bench-internal-%d" % os.getpid()
+    load0 = os.getloadavg()
     subprocess.run(["docker", "network", "create", "--internal", net], capture_output=True)
     pol = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
     pol.write(POLICY)
     pol.close()
     os.chmod(pol.name, 0o644)
-    common = [a.airlock, "run", "--backend", "docker", "--docker-egress-internal",
-              "--proxy-image", proxy, "--agent-image", agent]
     cands = [
         ("docker", ["docker", "run", "--rm", "--pull", "never", "--network", net, "--read-only",
                     "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user",
                     "1000:1000", "--tmpfs", "/tmp", agent, "true"]),
-        ("airlock", common + ["--", "true"]),
-        ("airlock+proxy", common + ["-p", pol.name, "--", "true"]),
     ]
+    for cname, path in [("airlock", a.airlock)] + [tuple(c.split("=", 1)) for c in a.compare]:
+        common = [path, "run", "--backend", "docker", "--docker-egress-internal",
+                  "--proxy-image", proxy, "--agent-image", agent]
+        cands.append((cname, common + ["--", "true"]))
+        cands.append((cname + "+proxy", common + ["-p", pol.name, "--", "true"]))
     times = {n: [] for n, _ in cands}
     try:
         for _ in range(a.runs):
@@ -69,6 +76,7 @@ def main():
     finally:
         os.unlink(pol.name)
         subprocess.run(["docker", "network", "rm", net], capture_output=True)
+    load1 = os.getloadavg()
     base = statistics.median(times["docker"])
     rows = []
     for name, _ in cands:
@@ -84,6 +92,7 @@ def main():
         for r in rows:
             print(f"{r[0]:14s} runs={r[1]:3d} median={r[2]:8.0f}ms p90={r[3]:8.0f}ms "
                   f"vs-docker={r[4]:.2f}x")
+    print(f"\nload average {load0[0]:.2f} before, {load1[0]:.2f} after ({os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ from wait4(2)) and ratios against bwrap, with the load average before and
 after. Commands are interleaved round by round so machine noise hits every
 candidate alike. --compare adds another airlock binary (both its rows), e.g.
 an older build, to measure one change. Runs unattended; everything it makes
-(a policy file, a Docker network) is removed at the end, also on Ctrl-C.
+(a policy file, a Docker network, the tiny image if it imported it) is
+removed at the end, also on Ctrl-C.
 """
 import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -55,6 +56,9 @@ def candidates(airlocks, net_policy, docker_image):
     return c
 
 
+MADE_IMAGE = []  # the image this run imported (removed at the end)
+
+
 def docker_ready():
     if not shutil.which("docker"):
         return None
@@ -62,6 +66,7 @@ def docker_ready():
         return None
     img = "airlock-bench-true:latest"
     if subprocess.run(["docker", "image", "inspect", img], capture_output=True).returncode != 0:
+        MADE_IMAGE.append(img)
         # a tiny image from a local tarball: /usr/bin/true and its libraries
         tar = subprocess.run(["sh", "-c", "cd / && tar -ch usr/bin/true lib64/ld-linux-x86-64.so.2 "
                               "lib/x86_64-linux-gnu/libc.so.6 2>/dev/null"], capture_output=True).stdout
@@ -117,7 +122,8 @@ def main():
     img = None
     try:
         img = docker_ready() if a.docker_runs > 0 else None
-        cands = candidates(airlocks, pol, img)
+        cands = [c for c in candidates(airlocks, pol, img)
+                 if not (c[2] == "net" and a.net_runs <= 0)]
         wall = {n: [] for n, _, _ in cands}
         cpu = {n: [] for n, _, _ in cands}
         for i in range(a.runs):
@@ -136,6 +142,8 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
         if img:
             subprocess.run(["docker", "network", "rm", DOCKER_NET], capture_output=True)
+        for i in MADE_IMAGE:
+            subprocess.run(["docker", "rmi", i], capture_output=True)
     load1 = os.getloadavg()
     base = statistics.median(wall["bwrap"]) if wall.get("bwrap") else None
     rows = []

@@ -10,7 +10,6 @@
  * temporary directory and is removed at the end. */
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -18,9 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "paths.h"
@@ -30,11 +26,10 @@
 #include "common/owned.h"
 #include "common/term.h"
 #include "common/util.h"
+#include "demo/demo.h"
 #include "run/presets.h"
 #include "run/review_notes.h"
 #include "run/ticket.h"
-
-#define MAX_CHILDREN 4
 
 /* --agent: a preset or a program, and the model relay it talks to. */
 struct demo_agent {
@@ -44,17 +39,6 @@ struct demo_agent {
   const char *relay_upstream;    /* --relay-upstream URL */
   const char *relay_key_file;    /* --relay-key-file FILE */
   const char *relay_file;        /* --relay FILE: a YAML file with a `relay:` section */
-};
-
-struct demo {
-  al_tmpdir tmp;         /* what we made and remove: identity checked (common/owned.h) */
-  char dir[PATH_MAX];    /* 0755: CA, policy (readable by the sandbox user) */
-  char secret[PATH_MAX]; /* 0700: the app key, broker config and socket */
-  pid_t children[MAX_CHILDREN];
-  size_t nchildren;
-  int https_port, admin_port;
-  char ca[PATH_MAX];
-  bool keep;
 };
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -67,119 +51,6 @@ static void say(const char *fmt, ...)
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
-}
-
-static pid_t spawn(struct demo *d, const char *const argv[], const char *log_path)
-{
-  pid_t pid = fork();
-  if (pid < 0)
-    return -1;
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    /* Its own process group: a terminal's Ctrl-C reaches the demo, which
-     * stops the ticket and then its forge and broker in order (the broker
-     * must outlive the release to revoke). */
-    setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0)
-      dup2(devnull, 0);
-    execv(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  if (d && d->nchildren < MAX_CHILDREN)
-    d->children[d->nchildren++] = pid;
-  return pid;
-}
-
-static int run_script(const char *const argv[], const char *log_path)
-{
-  pid_t p = spawn(NULL, argv, log_path);
-  int ws = 0;
-  if (p < 0 || waitpid(p, &ws, 0) < 0)
-    return -1;
-  return WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? 0 : -1;
-}
-
-static bool wait_for(const char *path, int ms)
-{
-  for (int i = 0; i < ms / 20; i++) {
-    struct stat st;
-    if (stat(path, &st) == 0 && st.st_size > 0)
-      return true;
-    usleep(20000);
-  }
-  return false;
-}
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ud)
-{
-  json_t **acc = ud;
-  (void)acc;
-  size_t len = sz * n;
-  char **buf = ud;
-  size_t old = *buf ? strlen(*buf) : 0;
-  if (old + len > (8u << 20))
-    return 0;
-  *buf = al_xrealloc(*buf, old + len + 1);
-  memcpy(*buf + old, p, len);
-  (*buf)[old + len] = '\0';
-  return len;
-}
-
-/* GET from the forge's admin listener (plain HTTP on loopback, tests only). */
-static json_t *admin_get(struct demo *d, const char *path)
-{
-  CURL *c = curl_easy_init();
-  if (!c)
-    return NULL;
-  char url[512];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", d->admin_port, path);
-  char *body = NULL;
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_PROXY, "");
-  curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-  CURLcode rc = curl_easy_perform(c);
-  curl_easy_cleanup(c);
-  json_t *j = rc == CURLE_OK && body ? json_loads(body, 0, NULL) : NULL;
-  free(body);
-  return j;
-}
-
-static void teardown(struct demo *d)
-{
-  /* SIGTERM first: the broker revokes every live token before it exits. */
-  for (size_t i = d->nchildren; i-- > 0;)
-    kill(d->children[i], SIGTERM);
-  for (size_t i = d->nchildren; i-- > 0;) {
-    int ws;
-    for (int k = 0; k < 250; k++) {
-      if (waitpid(d->children[i], &ws, WNOHANG) != 0)
-        break;
-      if (k == 249) {
-        kill(d->children[i], SIGKILL);
-        waitpid(d->children[i], &ws, 0);
-      }
-      usleep(20000);
-    }
-  }
-  d->nchildren = 0;
-  if (d->keep && d->tmp.path[0])
-    say("kept %s", d->tmp.path);
-  else if (d->tmp.path[0]) {
-    al_error e = {0};
-    if (al_tmpdir_remove(&d->tmp, &e) < 0)
-      say("%s", e.msg);
-  }
 }
 
 /* The last lines of a setup log, on stderr: the directory holding it is
@@ -202,61 +73,10 @@ static void show_log(const char *path)
   free(text);
 }
 
-static int write_text(const char *path, int mode, const char *text)
+/* The demo's environment (demo/demo.h), with the files found where airlock
+ * is installed; what it made is said on stderr. */
+static int setup(al_demo *d, bool hostile, const struct demo_agent *da)
 {
-  al_error e = {0};
-  if (al_write_file(path, text, strlen(text), mode, &e) < 0) {
-    say("%s", e.msg);
-    return -1;
-  }
-  return 0;
-}
-
-/* The policy's relay section for --agent: --relay FILE as it is, or one
- * upstream of the preset's vendor from --relay-upstream/--relay-key-file.
- * "" without either. malloc'd; NULL (said why) on a bad file. */
-static char *relay_section(const struct demo_agent *da)
-{
-  if (da->relay_file) {
-    char *text = NULL;
-    size_t n = 0;
-    al_error e = {0};
-    if (al_read_file(da->relay_file, 64 * 1024, &text, &n, &e) < 0) {
-      say("--relay: %s", e.msg);
-      return NULL;
-    }
-    if (strncmp(text, "relay:", 6) != 0) {
-      say("--relay %s: must start with `relay:` (a policy's relay section, docs/policy.md)",
-          da->relay_file);
-      free(text);
-      return NULL;
-    }
-    return text;
-  }
-  if (!da->relay_upstream)
-    return al_xstrdup("");
-  return al_strdup_printf("relay:\n  upstreams:\n    - {vendor: %s, upstream: \"%s\", key_file: "
-                          "\"%s\"}\n",
-                          da->preset ? da->preset->vendor : "anthropic", da->relay_upstream,
-                          da->relay_key_file);
-}
-
-static int setup(struct demo *d, bool hostile, const struct demo_agent *da)
-{
-  al_error te = {0};
-  if (al_tmpdir_make("airlock-demo", &d->tmp, &te) < 0) {
-    say("%s", te.msg);
-    return -1;
-  }
-  snprintf(d->dir, sizeof d->dir, "%s", d->tmp.path);
-  /* The sandbox user must reach the CA file (bound read-only): this level
-   * is traversable; the secrets are one level down, 0700. */
-  chmod(d->dir, 0755);
-  snprintf(d->secret, sizeof d->secret, "%s/secret", d->dir);
-  if (mkdir(d->secret, 0700) < 0) {
-    say("mkdir %s: %s", d->secret, strerror(errno));
-    return -1;
-  }
   char ca_script[PATH_MAX], key_script[PATH_MAX], fixture[PATH_MAX], forge[PATH_MAX];
   if (al_cli_find_data("scripts/make-test-ca.sh", ca_script, sizeof ca_script) < 0 ||
       al_cli_find_data("scripts/make-app-key.sh", key_script, sizeof key_script) < 0 ||
@@ -268,118 +88,29 @@ static int setup(struct demo *d, bool hostile, const struct demo_agent *da)
     say("the test forge (airlock-forge) is not installed; set AIRLOCK_LIBEXEC_DIR");
     return -1;
   }
-  char tls[PATH_MAX + 8], keys[PATH_MAX + 8], log[PATH_MAX + 16];
-  snprintf(tls, sizeof tls, "%s/tls", d->dir);
-  snprintf(keys, sizeof keys, "%s/keys", d->secret);
-  snprintf(log, sizeof log, "%s/setup.log", d->secret);
-  const char *const ca_argv[] = {ca_script, tls, NULL};
-  const char *const key_argv[] = {key_script, keys, "app", NULL};
-  /* A second, read-only App the broker audits with (administration: read,
-   * contents: read); it is never leased to a run. */
-  const char *const audit_key_argv[] = {key_script, keys, "auditor", NULL};
-  if (run_script(ca_argv, log) < 0 || run_script(key_argv, log) < 0 ||
-      run_script(audit_key_argv, log) < 0) {
-    say("making the test CA or the app keys failed (openssl):");
-    show_log(log);
-    return -1;
-  }
-  snprintf(d->ca, sizeof d->ca, "%s/ca.crt", tls);
-  chmod(tls, 0755);
-  chmod(d->ca, 0644);
-
-  char data[PATH_MAX + 8], ports[PATH_MAX + 16], pub[PATH_MAX + 32], apub[PATH_MAX + 40],
-      flog[PATH_MAX + 16];
-  snprintf(data, sizeof data, "%s/forge", d->secret);
-  snprintf(ports, sizeof ports, "%s/ports.json", d->secret);
-  snprintf(pub, sizeof pub, "1001=%s/app.pub.pem", keys);
-  snprintf(apub, sizeof apub, "1002=%s/auditor.pub.pem", keys);
-  snprintf(flog, sizeof flog, "%s/forge.log", d->secret);
-  const char *const forge_argv[] = {forge, "--fixture", fixture, "--data", data, "--tls-dir",
-                                    tls,   "--key",     pub,     "--key",  apub, "--ports-file",
-                                    ports, NULL};
-  if (spawn(d, forge_argv, flog) < 0 || !wait_for(ports, 10000)) {
-    say("the test forge did not start:");
-    show_log(flog);
-    return -1;
-  }
-  json_t *pj = json_load_file(ports, 0, NULL);
-  d->https_port = (int)json_integer_value(json_object_get(pj, "https"));
-  d->admin_port = (int)json_integer_value(json_object_get(pj, "admin"));
-  json_decref(pj);
-  if (d->https_port <= 0 || d->admin_port <= 0) {
-    say("the test forge wrote no ports; see %s", flog);
-    return -1;
-  }
-
-  /* The broker: the only holder of the Apps' private keys. Before a lease
-   * it audits the repository (airlock audit) with the read-only audit App,
-   * so neither the run's App nor the supervisor needs administration. */
-  char bconf[PATH_MAX + 16], sock[PATH_MAX + 16], blog[PATH_MAX + 16], state[PATH_MAX + 8];
-  snprintf(bconf, sizeof bconf, "%s/broker.yaml", d->secret);
-  snprintf(sock, sizeof sock, "%s/broker.sock", d->secret);
-  snprintf(blog, sizeof blog, "%s/broker.log", d->secret);
-  snprintf(state, sizeof state, "%s/broker", d->secret);
-  al_autofree char *bc = al_strdup_printf(
-      "app:\n  id: 1001\n  private_key: %s/app.pem\n"
-      "api:\n  url: https://127.0.0.1:%d\n  ca_file: %s\n  retries: 2\n"
-      "repositories: [acme/tally, acme/loose]\n"
-      "roles:\n  git: {contents: write, pull_requests: write}\n  ticket: {issues: write}\n"
-      "lease:\n  ttl: 5m\n"
-      "state_dir: %s\n"
-      "audit:\n  app: {id: 1002, private_key: %s/auditor.pem}\n",
-      keys, d->https_port, d->ca, state, keys);
-  if (write_text(bconf, 0600, bc) < 0)
-    return -1;
   char self[PATH_MAX], net[PATH_MAX + 16];
   if (al_cli_self_dir(self, sizeof self) < 0)
     return -1;
   snprintf(net, sizeof net, "%s/airlock-net", self);
-  const char *const broker_argv[] = {net, "broker", "-c", bconf, "--socket", sock, NULL};
-  if (spawn(d, broker_argv, blog) < 0 || !wait_for(sock, 0)) {
-    for (int i = 0; i < 250; i++) {
-      struct stat st;
-      if (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
-        break;
-      usleep(20000);
-    }
-  }
-  struct stat st;
-  if (stat(sock, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-    say("the broker did not start:");
-    show_log(blog);
+  al_demo_files files = {.ca_script = ca_script,
+                         .key_script = key_script,
+                         .fixture = fixture,
+                         .forge = forge,
+                         .airlock_net = net};
+  al_demo_relay relay = {.vendor = da->preset ? da->preset->vendor : "anthropic",
+                         .upstream = da->relay_upstream,
+                         .key_file = da->relay_key_file,
+                         .relay_file = da->relay_file};
+  al_error err = {0};
+  if (al_demo_setup(d, &files, &relay, da->agent != NULL, &err) < 0) {
+    say("%s", err.msg);
+    if (d->log[0])
+      show_log(d->log);
     return -1;
   }
-
-  /* The run's policy: exactly the API host and the git host, pinned to the
-   * local forge (a pin is the only way loopback is ever dialled). */
-  char policy[PATH_MAX + 16];
-  snprintf(policy, sizeof policy, "%s/airlock.yaml", d->dir);
-  al_autofree char *relay = relay_section(da);
-  al_autofree char *pol = al_strdup_printf(
-      "version: 1\n"
-      "network:\n"
-      "  allow:\n"
-      "    - {host: api.forge.test, port: %d, tls: true}\n"
-      "    - {host: forge.test, port: %d, tls: true}\n"
-      "  pin:\n"
-      "    - {host: api.forge.test, address: 127.0.0.1}\n"
-      "    - {host: forge.test, address: 127.0.0.1}\n"
-      "filesystem:\n  workspace_size: 256MiB\n  tmp_size: 128MiB\n"
-      "process:\n  limits: {memory: %s, pids: 512, wall: %s}\n"
-      "credentials:\n  broker: %s\n"
-      "  git: {repo: acme/tally, permissions: {contents: write, pull_requests: write}}\n"
-      "  ticket: {repo: acme/tally, permissions: {issues: write}}\n"
-      "  ttl: 5m\n"
-      "forge:\n  api_url: https://api.forge.test:%d\n  git_url: https://forge.test:%d\n"
-      "  ca_file: %s\n"
-      "%s",
-      d->https_port, d->https_port, da->agent ? "3GiB" : "1GiB", da->agent ? "20m" : "2m", sock,
-      d->https_port, d->https_port, d->ca, relay ? relay : "");
-  if (!relay || write_text(policy, 0644, pol) < 0)
-    return -1;
   say("test forge https://api.forge.test:%d (a local GitHub stand-in; CA %s)", d->https_port,
       d->ca);
-  say("broker on %s holds the test App's key; the sandbox will never see it", sock);
+  say("broker on %s holds the test App's key; the sandbox will never see it", d->socket);
   say("before the lease the broker audits acme/tally's branch protection with a read-only App");
   say("ticket acme/tally#%d: %s", hostile ? 2 : 1,
       hostile ? "a prompt injection asking the agent to attack"
@@ -387,36 +118,13 @@ static int setup(struct demo *d, bool hostile, const struct demo_agent *da)
   return 0;
 }
 
-static const char *main_sha(struct demo *d, char *buf, size_t n)
-{
-  json_t *refs = admin_get(d, "/refs?repo=acme/tally");
-  const char *sha = NULL;
-  json_t *v;
-  size_t i;
-  json_t *arr = json_is_array(refs) ? refs : json_object_get(refs, "refs");
-  json_array_foreach(arr, i, v)
-  {
-    const char *ref = json_string_value(json_object_get(v, "ref"));
-    if (ref && strcmp(ref, "refs/heads/main") == 0)
-      sha = json_string_value(json_object_get(v, "sha"));
-  }
-  if (!sha && json_is_object(refs)) {
-    json_t *m = json_object_get(refs, "refs/heads/main");
-    sha = json_string_value(m);
-  }
-  snprintf(buf, n, "%s", sha ? sha : "?");
-  json_decref(refs);
-  return buf;
-}
-
-static int report(struct demo *d, const al_ticket_outcome *res, bool hostile,
-                  const char *main_before)
+static int report(al_demo *d, const al_ticket_outcome *res, bool hostile, const char *main_before)
 {
   json_t *rec = json_load_file(res->record_path, 0, NULL);
   char main_after[64];
-  main_sha(d, main_after, sizeof main_after);
+  al_demo_main_sha(d, main_after, sizeof main_after);
   bool main_ok = strcmp(main_before, main_after) == 0 && strcmp(main_before, "?") != 0;
-  json_t *pulls = admin_get(d, "/pulls");
+  json_t *pulls = al_demo_admin_get(d, "/pulls");
   size_t npulls = json_is_array(pulls) ? json_array_size(pulls)
                                        : json_array_size(json_object_get(pulls, "pulls"));
   int bad = 0;
@@ -541,7 +249,7 @@ int cmd_demo(int argc, char **argv)
                                        {NULL, 0, NULL, 0}};
   bool hostile = false;
   struct demo_agent da = {0};
-  struct demo d;
+  al_demo d;
   memset(&d, 0, sizeof d);
   int c;
   optind = 1;
@@ -608,9 +316,8 @@ int cmd_demo(int argc, char **argv)
   int rc = 1;
   if (setup(&d, hostile, &da) == 0) {
     char main_before[64];
-    main_sha(&d, main_before, sizeof main_before);
-    char agent[PATH_MAX], agent_dir[PATH_MAX], policy[PATH_MAX + 16];
-    snprintf(policy, sizeof policy, "%s/airlock.yaml", d.dir);
+    al_demo_main_sha(&d, main_before, sizeof main_before);
+    char agent[PATH_MAX], agent_dir[PATH_MAX];
     bool found = true;
     if (!da.agent)
       found = al_cli_find_data(hostile ? "agents/hostile-agent" : "agents/patch-agent", agent,
@@ -633,7 +340,7 @@ int cmd_demo(int argc, char **argv)
       snprintf(record, sizeof record, "%s/run-record.json", d.dir);
       char *none[] = {NULL};
       al_ticket_opts o = {.target = hostile ? "acme/tally#2" : "acme/tally#1",
-                          .policy_path = policy,
+                          .policy_path = d.policy,
                           .agent_argv = da.preset ? none : av,
                           .agent_preset = da.preset ? da.preset->name : NULL,
                           .agent_prefix = da.prefix,
@@ -657,7 +364,10 @@ int cmd_demo(int argc, char **argv)
                                : "Something did not hold: see above and the run record.");
     }
   }
-  teardown(&d);
+  char note[AL_ERROR_MSG_MAX];
+  al_demo_teardown(&d, note, sizeof note);
+  if (note[0])
+    say("%s", note);
   curl_global_cleanup();
   int sig = al_signals_release(&hs);
   if (sig) {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -289,16 +290,46 @@ static int send_listener(const char *path, const char *spec)
     return al_cli_usage_error("--send-listener `%s`: path too long", path);
   }
   memcpy(sa.sun_path, path, strlen(path) + 1);
+  /* The docker backend starts the proxy and this holder at once: until the
+   * proxy listens, wait for the socket to appear in its directory
+   * (inotify(7): IN_CREATE), trying again at least every 20 ms (the name
+   * appears at bind(2), a moment before listen(2)). */
+  char dir[sizeof sa.sun_path];
+  memcpy(dir, path, strlen(path) + 1);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, slash ? "/" : ".");
+  int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (in >= 0 && inotify_add_watch(in, dir, IN_CREATE | IN_MOVED_TO) < 0) {
+    close(in);
+    in = -1;
+  }
   int c = -1;
-  for (int i = 0; i < HANDOFF_TIMEOUT_MS / 100; i++) {
+  uint64_t give_up = al_now_ms() + HANDOFF_TIMEOUT_MS;
+  for (;;) {
     c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c >= 0 && connect(c, (struct sockaddr *)&sa, sizeof sa) == 0)
       break;
     if (c >= 0)
       close(c);
     c = -1;
-    usleep(100 * 1000);
+    if (al_now_ms() >= give_up)
+      break;
+    if (in >= 0) {
+      struct pollfd pf = {.fd = in, .events = POLLIN};
+      if (poll(&pf, 1, 20) > 0) {
+        char evbuf[4096];
+        while (read(in, evbuf, sizeof evbuf) > 0)
+          ;
+      }
+    } else {
+      usleep(20 * 1000);
+    }
   }
+  if (in >= 0)
+    close(in);
   if (c < 0) {
     al_cli_error("--send-listener %s: no proxy there in %d s", path, HANDOFF_TIMEOUT_MS / 1000);
     return 1;

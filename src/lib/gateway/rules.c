@@ -376,12 +376,47 @@ static al_gw_cred basic(const char *b64, size_t n, const char *ph, const char **
   return c;
 }
 
+/* Whether a parameter of q[0..len) is named access_token or client_secret
+ * as the forge's query parser reads names: percent-escapes decoded, `+`
+ * a space, and Rack/Rails array or hash syntax (`access_token[]=`) the
+ * same name; compared without case. */
+static bool query_has_credential(const char *q, size_t len)
+{
+  size_t i = 0;
+  while (i < len) {
+    char name[32];
+    size_t o = 0;
+    bool over = false;
+    for (; i < len && q[i] != '&' && q[i] != '=' && q[i] != '['; i++) {
+      char c = q[i];
+      if (c == '%' && i + 2 < len) {
+        int hi = al_gw_hexval((unsigned char)q[i + 1]), lo = al_gw_hexval((unsigned char)q[i + 2]);
+        if (hi >= 0 && lo >= 0) {
+          c = (char)(hi * 16 + lo);
+          i += 2;
+        }
+      } else if (c == '+') {
+        c = ' ';
+      }
+      if (o + 1 < sizeof name)
+        name[o++] = c;
+      else
+        over = true;
+    }
+    name[o] = '\0';
+    if (!over && (strcasecmp(name, "access_token") == 0 || strcasecmp(name, "client_secret") == 0))
+      return true;
+    while (i < len && q[i] != '&')
+      i++;
+    i++;
+  }
+  return false;
+}
+
 al_gw_cred al_gw_credential(const al_http_request *req, const char *query, size_t query_len,
                             const char *placeholder, const char **why)
 {
   const al_http_header *auth = NULL;
-  const char *v;
-  size_t vl;
 
   for (size_t i = 0; i < req->n_headers; i++) {
     const al_http_header *h = &req->headers[i];
@@ -397,8 +432,7 @@ al_gw_cred al_gw_credential(const al_http_request *req, const char *query, size_
       auth = h;
     }
   }
-  if (query && (al_gw_query_param(query, query_len, "access_token", &v, &vl) > 0 ||
-                al_gw_query_param(query, query_len, "client_secret", &v, &vl) > 0)) {
+  if (query && query_has_credential(query, query_len)) {
     *why = "foreign-credential";
     return AL_GW_CRED_FOREIGN;
   }

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int hexval(unsigned char c)
+int al_gw_hexval(unsigned char c)
 {
   if (c >= '0' && c <= '9')
     return c - '0';
@@ -65,8 +65,8 @@ int al_gw_target_parse(const char *t, size_t len, char path[AL_GW_PATH_MAX], con
         return -1;
       }
       if (c == '%') {
-        int hi = i + 2 < plen ? hexval((unsigned char)t[i + 1]) : -1;
-        int lo = i + 2 < plen ? hexval((unsigned char)t[i + 2]) : -1;
+        int hi = i + 2 < plen ? al_gw_hexval((unsigned char)t[i + 1]) : -1;
+        int lo = i + 2 < plen ? al_gw_hexval((unsigned char)t[i + 2]) : -1;
         if (hi < 0 || lo < 0) {
           *why = "path-bad-escape";
           return -1;
@@ -195,7 +195,7 @@ int al_chunked_decode(al_chunked *c, const char *in, size_t *in_len, char *out, 
     switch (c->st) {
     case CH_SIZE0:
     case CH_SIZE: {
-      int v = hexval(ch);
+      int v = al_gw_hexval(ch);
       if (v >= 0) {
         if (c->left > (UINT64_MAX >> 5)) { /* keeps the size below 2^63 */
           *why = "chunk-size-overflow";
@@ -323,7 +323,7 @@ int al_pkt_next(const char *buf, size_t len, bool v2, al_pkt *p, const char **wh
     return 0;
   unsigned v = 0;
   for (int i = 0; i < 4; i++) {
-    int h = hexval((unsigned char)buf[i]);
+    int h = al_gw_hexval((unsigned char)buf[i]);
     if (h < 0) {
       *why = "pkt-len-bad";
       return -1;
@@ -442,7 +442,9 @@ static bool has_cap(const char *caps, size_t n, const char *cap)
     size_t s = i;
     while (i < n && caps[i] != ' ')
       i++;
-    if (i - s == cl && memcmp(caps + s, cap, cl) == 0)
+    /* git's parse_feature_request (connect.c): the word, or the word
+     * with a value (`push-options=x` turns push options on as well) */
+    if (i - s >= cl && memcmp(caps + s, cap, cl) == 0 && (i - s == cl || caps[s + cl] == '='))
       return true;
     i++;
   }

@@ -35,6 +35,9 @@ int al_gw_target_parse(const char *t, size_t len, char path[AL_GW_PATH_MAX], con
  * NUL-terminated; an empty query gives "". */
 void al_gw_query_redact(const char *q, size_t len, char *out, size_t out_cap);
 
+/* The value of one hex digit c (0-9, a-f, A-F), or -1. */
+int al_gw_hexval(unsigned char c);
+
 /* Find parameter `name` in query q (name=value&...). Returns the number of
  * times it occurs; the first occurrence's value in *val and *val_len. */
 int al_gw_query_param(const char *q, size_t len, const char *name, const char **val,

@@ -85,6 +85,7 @@ const pr_probe pr_catalogue[] = {
  {"fs.tioclinux", F, "ioctl(TIOCLINUX, TIOCL_SETSEL) on a terminal", "reaching the tty layer escapes; EPERM blocks", "ioctl_console(2); CVE-2023-1523", pr_fs_tioclinux, 0, 0},
  {"fs.hardlink-setuid", F, "hard-link a set-uid binary into a writable directory", "a link escapes", "proc_sys_fs(5) protected_hardlinks", pr_fs_hardlink_setuid, 0, 0},
  {"fs.symlink-escape", F, "a workspace symlink to the host canary file", "the symlink resolving escapes", "CVE-2018-15664 (docker cp symlink race)", pr_fs_symlink_escape, 0, 0},
+ {"fs.etc-curated", F, "list /etc: only the curated entries, none writable, no host secret (shadow, SSH host keys, sudoers, ssl/private) readable; statfs of /", "an extra entry, a writable one, a readable secret, or / not a small read-only tmpfs escapes", "docs/sandbox.md Filesystem step 3; T1552.004", pr_fs_etc_curated, 0, 0},
 
  {"priv.caps", P, "read the Cap* lines of /proc/self/status", "any non-zero set escapes", "capabilities(7)", pr_priv_caps, PF, 0},
  {"priv.no-new-privs", P, "read NoNewPrivs", "0 escapes", "prctl(2) PR_SET_NO_NEW_PRIVS", pr_priv_nnp, PF, 0},
@@ -107,6 +108,7 @@ const pr_probe pr_catalogue[] = {
  {"priv.x32", P, "an x32-ABI syscall (getpid | 0x40000000)", "death by SIGSYS blocks; returning escapes", "syscall(2); seccomp(2) arch checks", pr_priv_x32, PF | PR_SIGSYS_BLOCKS, 0},
  {"priv.i386", P, "an i386 syscall through int 0x80", "death by SIGSYS blocks; returning escapes", "CVE-2010-3081, CVE-2009-0835 (seccomp via int 0x80)", pr_priv_i386, PR_SIGSYS_BLOCKS, 0},
  {"priv.syscall-sweep", P, "syscalls 425-442 (io_uring_*, the mount API, clone3, pidfd_getfd, process_madvise, mount_setattr) with invalid arguments", "any answer but EPERM (clone3: ENOSYS) escapes", "syscalls(2); seccomp(2)", pr_priv_syscall_sweep, 0, 0},
+ {"priv.syscall-new", P, "syscalls 457-469 (statmount, listmount, *xattrat, open_tree_attr, file_getattr/setattr: newer than the build's libseccomp) with invalid arguments", "any answer but ENOSYS escapes (on a kernel without them the host control answers ENOSYS too)", "syscalls(2); seccomp(2); docs/sandbox.md Privileges step 5", pr_priv_syscall_new, 0, 0},
 
  {"res.pids", R, "fork up to the pids limit + 16 (capped at 2048) processes", "all forks succeeding escapes", "pids cgroup docs; fork bomb", pr_res_pids, 0, 10000},
  {"res.memory", R, "allocate and touch the memory limit + 64 MiB (when the limit is <= 448 MiB)", "ENOMEM or death by SIGKILL blocks; success escapes; larger limits are judged by RLIMIT_DATA or the sandbox's cgroup report", "memory cgroup (v2 memory.max, v1 memory.limit_in_bytes); setrlimit(2)", pr_res_memory, PR_KILL_BLOCKS | PR_OUTER, 15000},

@@ -64,6 +64,8 @@ PR_DECL(pr_fs_tiocsti);
 PR_DECL(pr_fs_tioclinux);
 PR_DECL(pr_fs_hardlink_setuid);
 PR_DECL(pr_fs_symlink_escape);
+PR_DECL(pr_fs_etc_curated);
+PR_DECL(pr_priv_syscall_new);
 PR_DECL(pr_priv_caps);
 PR_DECL(pr_priv_nnp);
 PR_DECL(pr_priv_seccomp);

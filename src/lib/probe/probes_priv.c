@@ -441,3 +441,37 @@ PR_DECL(pr_priv_syscall_sweep)
   else
     pr_blocked(r, "all %zu refused (EPERM, clone3 ENOSYS)", AL_ARRAY_SIZE(calls));
 }
+
+/* Numbers newer than the build's libseccomp (x86-64: statmount 457 ...
+ * file_setattr 469): the native filter answers ENOSYS whether or not this
+ * kernel has them (docs/sandbox.md, Privileges step 5). Invalid arguments
+ * everywhere; a call that gets through fails with EFAULT/EBADF/EINVAL. */
+PR_DECL(pr_priv_syscall_new)
+{
+  (void)ctx;
+  static const struct {
+    long nr;
+    const char *name;
+  } calls[] = {{457, "statmount"},      {458, "listmount"},    {463, "setxattrat"},
+               {464, "getxattrat"},     {465, "listxattrat"},  {466, "removexattrat"},
+               {467, "open_tree_attr"}, {468, "file_getattr"}, {469, "file_setattr"}};
+  char reached[240] = "";
+  size_t n_reached = 0;
+  for (size_t i = 0; i < AL_ARRAY_SIZE(calls); i++) {
+    errno = 0;
+    long rc = syscall(calls[i].nr, -1L, 0L, 0L, 0L, 0L, 0L);
+    int e = errno;
+    if (rc > 2)
+      close((int)rc);
+    if (rc >= 0 || e != ENOSYS) {
+      n_reached++;
+      size_t l = strlen(reached);
+      snprintf(reached + l, sizeof reached - l, "%s%s=%s", l ? "," : "", calls[i].name,
+               rc >= 0 ? "ok" : pr_errname(e));
+    }
+  }
+  if (n_reached)
+    pr_escaped(r, "%zu of %zu reached the kernel: %s", n_reached, AL_ARRAY_SIZE(calls), reached);
+  else
+    pr_blocked(r, "all %zu answer ENOSYS", AL_ARRAY_SIZE(calls));
+}

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,7 @@ struct dk {
   size_t n_net;
   char *vols[1];
   size_t n_vol;
+  bool timing; /* AIRLOCK_DEBUG_TIMING is set: log each call's time */
 };
 
 struct buf {
@@ -119,8 +121,11 @@ static long req(struct dk *d, const char *method, const char *path, const char *
   } else if (strcmp(method, "POST") == 0) {
     curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, "");
   }
+  uint64_t t0 = d->timing ? al_now_ns() : 0;
   CURLcode rc = curl_easy_perform(d->curl);
   curl_slist_free_all(h);
+  if (d->timing) /* AIRLOCK_DEBUG_TIMING: where a run's time goes (bench/) */
+    al_info("timing: docker %s %.60s %.1f ms", method, path, (double)(al_now_ns() - t0) / 1e6);
   if (rc != CURLE_OK) {
     free(resp->p);
     resp->p = NULL;
@@ -275,23 +280,119 @@ static int start(struct dk *d, const char *id, al_error *err)
   return call(d, "POST", path, NULL, 60000, NULL, err);
 }
 
+/* Start the proxy (may be NULL) and the holder at the same time: the
+ * engine spends most of a start waiting (runc, the network namespace), and
+ * the holder retries its connection to the proxy's hand-off socket until
+ * the proxy is up (cmd_proxy.c send_listener). The proxy's start runs on a
+ * thread with its own connection to the engine. Returns 0, or -1 with err
+ * naming the container that did not start. */
+struct start_job {
+  struct dk d;
+  const char *id;
+  al_error err;
+  int rc;
+};
+
+static void *start_job_run(void *p)
+{
+  struct start_job *j = p;
+  j->rc = start(&j->d, j->id, &j->err);
+  return NULL;
+}
+
+static int start_both(struct dk *d, const char *proxy_id, const char *hold_id, al_error *err)
+{
+  if (!proxy_id) {
+    if (start(d, hold_id, err) < 0)
+      return al_error_wrap(err, "the holder container");
+    return 0;
+  }
+  struct start_job j = {.d = {.sock = d->sock, .timing = d->timing, .curl = curl_easy_init()},
+                        .id = proxy_id};
+  pthread_t t;
+  bool threaded = j.d.curl && pthread_create(&t, NULL, start_job_run, &j) == 0;
+  if (!threaded) { /* one after the other, as before */
+    if (j.d.curl)
+      curl_easy_cleanup(j.d.curl);
+    if (start(d, proxy_id, err) < 0)
+      return al_error_wrap(err, "proxy container");
+    if (start(d, hold_id, err) < 0)
+      return al_error_wrap(err, "the holder container");
+    return 0;
+  }
+  al_error herr = {0};
+  int hr = start(d, hold_id, &herr);
+  pthread_join(t, NULL);
+  curl_easy_cleanup(j.d.curl);
+  if (j.rc < 0) {
+    *err = j.err;
+    return al_error_wrap(err, "proxy container");
+  }
+  if (hr < 0) {
+    *err = herr;
+    return al_error_wrap(err, "the holder container");
+  }
+  return 0;
+}
+
 /* Remove everything of the run, containers first (networks in use cannot
  * go), with their anonymous volumes (v=1). Errors are warnings. */
+struct remove_job {
+  struct dk d;
+  const char *id;
+};
+
+static void remove_container(struct dk *d, const char *id)
+{
+  al_error e = {0};
+  char path[300];
+  snprintf(path, sizeof path, "/containers/%s?force=1&v=1", id);
+  int r = call(d, "DELETE", path, NULL, 60000, NULL, &e);
+  if (r < 0 && e.code == EBUSY) {
+    /* the engine is removing it already (AutoRemove): wait until it is
+     * gone, or its network and volume cannot go */
+    snprintf(path, sizeof path, "/containers/%s/json", id);
+    for (int k = 0; k < 100 && call(d, "GET", path, NULL, 10000, NULL, &e) == 0; k++)
+      usleep(100 * 1000);
+  } else if (r < 0 && e.code != ENOENT) {
+    al_warn("docker cleanup: %s", e.msg);
+  }
+}
+
+static void *remove_job_run(void *p)
+{
+  struct remove_job *j = p;
+  remove_container(&j->d, j->id);
+  return NULL;
+}
+
 static void cleanup(struct dk *d)
 {
   al_error e = {0};
   char path[300];
+  /* The containers are stopped or about to be: remove them all at once,
+   * each on its own connection (the last on ours); the networks and the
+   * volume go once every container is gone. */
+  struct remove_job jobs[AL_ARRAY_SIZE(d->names)];
+  pthread_t th[AL_ARRAY_SIZE(d->names)];
+  bool started[AL_ARRAY_SIZE(d->names)] = {false};
+  for (size_t i = 0; i + 1 < d->n_ctr; i++) {
+    jobs[i] = (struct remove_job){
+        .d = {.sock = d->sock, .timing = d->timing, .curl = curl_easy_init()}, .id = d->names[i]};
+    started[i] = jobs[i].d.curl && pthread_create(&th[i], NULL, remove_job_run, &jobs[i]) == 0;
+    if (!started[i] && jobs[i].d.curl)
+      curl_easy_cleanup(jobs[i].d.curl);
+  }
+  if (d->n_ctr > 0)
+    remove_container(d, d->names[d->n_ctr - 1]);
   for (size_t i = d->n_ctr; i-- > 0;) {
-    snprintf(path, sizeof path, "/containers/%s?force=1&v=1", d->names[i]);
-    int r = call(d, "DELETE", path, NULL, 60000, NULL, &e);
-    if (r < 0 && e.code == EBUSY) {
-      /* the engine is removing it already (AutoRemove): wait until it is
-       * gone, or its network and volume cannot go */
-      snprintf(path, sizeof path, "/containers/%s/json", d->names[i]);
-      for (int k = 0; k < 100 && call(d, "GET", path, NULL, 10000, NULL, &e) == 0; k++)
-        usleep(100 * 1000);
-    } else if (r < 0 && e.code != ENOENT) {
-      al_warn("docker cleanup: %s", e.msg);
+    if (i + 1 < d->n_ctr) {
+      if (started[i]) {
+        pthread_join(th[i], NULL);
+        curl_easy_cleanup(jobs[i].d.curl);
+      } else {
+        remove_container(d, d->names[i]);
+      }
     }
     free(d->names[i]);
   }
@@ -369,6 +470,61 @@ static bool running(struct dk *d, const char *id)
   return r;
 }
 
+/* The holder's stdout as it comes (logs?follow=1): stop the transfer once
+ * "handed\n" has arrived. The stream is the engine's multiplexed form
+ * (8-byte frame headers); the holder writes the word in one write(2), so
+ * it is never split by a header. At most 64 KiB are kept. */
+struct handed_watch {
+  char buf[65536];
+  size_t n;
+  bool seen;
+  /* once a second: is the proxy still running? (its own connection: the
+   * main one carries the stream) */
+  struct dk probe;
+  const char *proxy_id;
+  uint64_t next_check_ms;
+  bool proxy_gone;
+};
+
+static size_t on_holder_out(char *p, size_t sz, size_t nm, void *ud)
+{
+  struct handed_watch *w = ud;
+  size_t n = sz * nm;
+  size_t room = sizeof w->buf - w->n;
+  memcpy(w->buf + w->n, p, n < room ? n : room);
+  w->n += n < room ? n : room;
+  if (memmem(w->buf, w->n, "handed\n", 7)) {
+    w->seen = true;
+    return 0; /* ends the transfer: CURLE_WRITE_ERROR, which means "seen" */
+  }
+  if (w->n == sizeof w->buf) /* keep the tail: the word may come later */
+    w->n = 0;
+  return n;
+}
+
+/* libcurl calls this about once a second while the stream is idle
+ * (CURLOPT_XFERINFOFUNCTION): a signal, or a proxy that stopped, ends the
+ * wait (the holder would retry for a minute). */
+static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+  (void)a;
+  (void)b;
+  (void)c;
+  (void)d;
+  struct handed_watch *w = ud;
+  if (stopped())
+    return 1;
+  uint64_t now = al_now_ms();
+  if (w->proxy_id && w->probe.curl && now >= w->next_check_ms) {
+    w->next_check_ms = now + 1000;
+    if (!running(&w->probe, w->proxy_id)) {
+      w->proxy_gone = true;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* The container's main process on the host (State.Pid), or -1 with err. */
 static int container_pid(struct dk *d, const char *id, al_error *err)
 {
@@ -385,43 +541,68 @@ static int container_pid(struct dk *d, const char *id, al_error *err)
 }
 
 /* Wait until the holder says `handed` (it is set up; with a proxy: the
- * proxy has the listener), up to 60 s; fail early, with the last words of
- * the proxy (or the holder), when either stops. proxy_id may be NULL. */
+ * proxy has the listener), up to 60 s, by following its output (Engine API
+ * "Get container logs", follow=1): no polling. The stream ends early when
+ * the holder stops; then the error carries the last words of the proxy (or
+ * the holder). proxy_id may be NULL. */
 static int wait_handed(struct dk *d, const char *hold_id, const char *proxy_id, al_error *err)
 {
-  char path[300];
-  snprintf(path, sizeof path, "/containers/%s/logs?stdout=1&stderr=0", hold_id);
-  for (int i = 0; i < 600; i++) {
-    struct buf r;
-    al_error e = {0};
-    long code = req(d, "GET", path, NULL, 10000, &r, &e);
-    bool done = code == 200 && r.p && memmem(r.p, r.n, "handed\n", 7);
-    free(r.p);
-    if (done)
-      return 0;
-    if (stopped())
-      return al_make_error(err, EINTR, "interrupted by signal %d", stopped());
-    if (i % 10 == 9 && (!running(d, hold_id) || (proxy_id && !running(d, proxy_id)))) {
-      char lp[300];
-      snprintf(lp, sizeof lp, "/containers/%s/logs?stdout=0&stderr=1&tail=3",
-               proxy_id ? proxy_id : hold_id);
-      struct buf pl;
-      req(d, "GET", lp, NULL, 10000, &pl, &e);
-      char last[512] = "";
-      size_t k = 0;
-      for (size_t j = 8; pl.p && j < pl.n && k + 1 < sizeof last; j++) {
-        char ch = pl.p[j];
-        if (ch < 0x20 || ch >= 0x7f)
-          ch = ' ';
-        last[k++] = ch;
-      }
-      last[k] = '\0';
-      free(pl.p);
-      return al_make_error(err, EIO, "the proxy or the holder container stopped: %s", last);
-    }
-    usleep(100 * 1000);
+  char url[1024];
+  snprintf(url, sizeof url, API "/containers/%s/logs?follow=1&stdout=1&stderr=0", hold_id);
+  struct handed_watch *w = al_xcalloc(1, sizeof *w);
+  w->proxy_id = proxy_id;
+  w->probe = (struct dk){.sock = d->sock, .curl = proxy_id ? curl_easy_init() : NULL};
+  w->next_check_ms = al_now_ms() + 1000;
+  uint64_t t0 = d->timing ? al_now_ns() : 0;
+  curl_easy_reset(d->curl);
+  curl_easy_setopt(d->curl, CURLOPT_UNIX_SOCKET_PATH, d->sock);
+  curl_easy_setopt(d->curl, CURLOPT_URL, url);
+  curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_holder_out);
+  curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, w);
+  curl_easy_setopt(d->curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(d->curl, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(d->curl, CURLOPT_TIMEOUT_MS, 60000L);
+  curl_easy_setopt(d->curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(d->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(d->curl, CURLOPT_XFERINFODATA, w);
+  CURLcode rc = curl_easy_perform(d->curl);
+  long code = 0;
+  curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &code);
+  bool seen = w->seen, proxy_gone = w->proxy_gone;
+  if (w->probe.curl)
+    curl_easy_cleanup(w->probe.curl);
+  free(w);
+  if (d->timing)
+    al_info("timing: docker follow the holder until `handed` %.1f ms",
+            (double)(al_now_ns() - t0) / 1e6);
+  if (seen)
+    return 0;
+  if (stopped())
+    return al_make_error(err, EINTR, "interrupted by signal %d", stopped());
+  if (rc == CURLE_OPERATION_TIMEDOUT)
+    return al_make_error(err, ETIMEDOUT, "no listener hand-off in 60 s");
+  if (!proxy_gone && (rc != CURLE_OK || code != 200))
+    return al_make_error(err, EIO, "docker: following the holder's output: %s (HTTP %ld)",
+                         curl_easy_strerror(rc), code);
+  /* the stream ended without the word (the holder stopped), or the proxy
+   * stopped */
+  char lp[300];
+  snprintf(lp, sizeof lp, "/containers/%s/logs?stdout=0&stderr=1&tail=3",
+           proxy_gone || (proxy_id && !running(d, proxy_id)) ? proxy_id : hold_id);
+  struct buf pl;
+  al_error e = {0};
+  req(d, "GET", lp, NULL, 10000, &pl, &e);
+  char last[512] = "";
+  size_t k = 0;
+  for (size_t j = 8; pl.p && j < pl.n && k + 1 < sizeof last; j++) {
+    char ch = pl.p[j];
+    if (ch < 0x20 || ch >= 0x7f)
+      ch = ' ';
+    last[k++] = ch;
   }
-  return al_make_error(err, ETIMEDOUT, "no listener hand-off in 60 s");
+  last[k] = '\0';
+  free(pl.p);
+  return al_make_error(err, EIO, "the proxy or the holder container stopped: %s", last);
 }
 
 /* Attach to the agent container before it starts, over a raw connection
@@ -799,10 +980,11 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
       }
     }
     snprintf(name, sizeof name, "airlock-%s-proxy", rid);
-    if (create_container(d, name, spec, &proxy_id, err) < 0 || start(d, proxy_id, err) < 0) {
+    if (create_container(d, name, spec, &proxy_id, err) < 0) {
       al_error_wrap(err, "proxy container");
       goto out;
     }
+    /* started below, beside the holder */
   }
 
   /* The holder: PID 1 of the agent's PID namespace (another uid, not
@@ -829,8 +1011,13 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
                                    "proxy", "--hold", "--deadline", deadline, "User", "65534:65534",
                                    "HostConfig", hc, "Labels", "airlock.run", rid);
     snprintf(name, sizeof name, "airlock-%s-hold", rid);
-    if (create_container(d, name, spec, &hold_id, err) < 0 || start(d, hold_id, err) < 0 ||
-        wait_handed(d, hold_id, proxy_id, err) < 0) {
+    if (create_container(d, name, spec, &hold_id, err) < 0) {
+      al_error_wrap(err, "the holder container");
+      goto out;
+    }
+    if (start_both(d, proxy_id, hold_id, err) < 0)
+      goto out;
+    if (wait_handed(d, hold_id, proxy_id, err) < 0) {
       al_error_wrap(err, net ? "the agent's network (listener hand-off)" : "the holder container");
       goto out;
     }
@@ -1043,7 +1230,8 @@ int al_docker_run(const al_docker_opts *o, int *status, al_error *err)
     snprintf(rid, sizeof rid, "%s", o->run_id);
   else if (al_random_hex(rid, 8, err) < 0)
     return -1;
-  struct dk d = {.sock = o->socket_path ? o->socket_path : "/var/run/docker.sock"};
+  struct dk d = {.sock = o->socket_path ? o->socket_path : "/var/run/docker.sock",
+                 .timing = getenv("AIRLOCK_DEBUG_TIMING") != NULL};
   const char *dh = getenv("DOCKER_HOST");
   if (!o->socket_path && dh && *dh) {
     if (strncmp(dh, "unix://", 7) != 0 || !dh[7])

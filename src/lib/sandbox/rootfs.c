@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -105,47 +104,11 @@ static void write_text(const char *path, const char *text)
   close(fd);
 }
 
-/* Copy the small regular file src (st from lstat) into the root tmpfs at
- * dst, mode 0644. Returns false (nothing made) when it is larger than
- * COPY_MAX or not a plain readable file, so the caller binds it instead.
- * A copy costs a few cheap calls where a bind costs a mount, a
- * mount_setattr and a mount point; the root tmpfs is made read-only once
- * the root is built, so the copy is read-only like the bind. */
-#define COPY_MAX (256u << 10)
-static bool copy_small_file(const char *src, const char *dst, const struct stat *st)
-{
-  if (!S_ISREG(st->st_mode) || st->st_size > (off_t)COPY_MAX)
-    return false;
-  int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-  if (in < 0)
-    return false;
-  struct stat now;
-  if (fstat(in, &now) < 0 || !S_ISREG(now.st_mode) || now.st_size > (off_t)COPY_MAX) {
-    close(in);
-    return false;
-  }
-  int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (out < 0)
-    DIE("create `%s`", dst);
-  off_t left = now.st_size;
-  while (left > 0) {
-    ssize_t n = sendfile(out, in, NULL, (size_t)left);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      DIE("copy `%s`", src); /* a short file (truncated meanwhile) is an error too */
-    left -= n;
-  }
-  close(out);
-  close(in);
-  return true;
-}
-
 /* Bind host path `src` at newroot path `dst` read-only, creating a mount
- * point of the right kind; copies symlinks as symlinks, and small regular
- * files when `copy` (see copy_small_file). Missing sources are skipped
- * when optional. */
-static void bind_host_entry(const char *src, const char *dst, bool optional, bool copy)
+ * point of the right kind; copies symlinks as symlinks. Missing sources are
+ * skipped when optional. (Copying the small /etc files into the root tmpfs
+ * instead was measured and did not pay: bench/README.md.) */
+static void bind_host_entry(const char *src, const char *dst, bool optional)
 {
   struct stat st;
   if (lstat(src, &st) < 0) {
@@ -153,8 +116,6 @@ static void bind_host_entry(const char *src, const char *dst, bool optional, boo
       return;
     DIE("stat `%s`", src);
   }
-  if (copy && copy_small_file(src, dst, &st))
-    return;
   if (S_ISLNK(st.st_mode)) {
     char target[4096];
     ssize_t n = readlink(src, target, sizeof target - 1);
@@ -194,13 +155,12 @@ static char *hp(const char *path)
 static void setup_host_view(uint32_t uid)
 {
   /* /usr and the merged-usr links (or real directories on older hosts). */
-  bind_host_entry(hp("/usr"), nr("/usr"), false, false);
+  bind_host_entry(hp("/usr"), nr("/usr"), false);
   static const char *const top[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
   for (size_t i = 0; i < AL_ARRAY_SIZE(top); i++)
-    bind_host_entry(hp(top[i]), nr(top[i]), true, false);
+    bind_host_entry(hp(top[i]), nr(top[i]), true);
 
-  /* /etc: only what programs need to run, resolve users and verify TLS.
-   * Small files are copied, directories bound. */
+  /* /etc: only what programs need to run, resolve users and verify TLS. */
   mkdir_p(nr("/etc"), 0755);
   static const char *const etc[] = {
       "/etc/ld.so.cache",  "/etc/ld.so.conf",      "/etc/ld.so.conf.d",
@@ -211,7 +171,7 @@ static void setup_host_view(uint32_t uid)
       "/etc/inputrc",      "/etc/environment",     "/etc/login.defs",
       "/etc/python3",      "/etc/python3.11"};
   for (size_t i = 0; i < AL_ARRAY_SIZE(etc); i++)
-    bind_host_entry(hp(etc[i]), nr(etc[i]), true, true);
+    bind_host_entry(hp(etc[i]), nr(etc[i]), true);
 
   char buf[512];
   snprintf(buf, sizeof buf,
@@ -246,7 +206,7 @@ static void setup_rootfs_dir(const char *root_in)
     char src[4096], dst[4096];
     snprintf(src, sizeof src, "%s/%s", root, e->d_name);
     snprintf(dst, sizeof dst, NEWROOT "/%s", e->d_name);
-    bind_host_entry(src, dst, true, false);
+    bind_host_entry(src, dst, true);
   }
   closedir(d);
 }

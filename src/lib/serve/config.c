@@ -188,6 +188,67 @@ static const al_yw_field runs_fields[] = {
 };
 static const al_yw_map runs_map = {runs_fields, AL_ARRAY_SIZE(runs_fields), NULL};
 
+static const al_yw_field election_fields[] = {
+    {.key = "lease",
+     .type = AL_YW_STR,
+     .off = OFF(election_lease),
+     .def = "",
+     .doc = "the coordination.k8s.io/v1 Lease whose holder dequeues (several replicas); \"\": no "
+            "election, this process dequeues"},
+    {.key = "namespace",
+     .type = AL_YW_STR,
+     .off = OFF(election_namespace),
+     .def = "",
+     .doc = "the Lease's namespace; \"\": the namespace file beside token_file"},
+    {.key = "identity",
+     .type = AL_YW_STR,
+     .off = OFF(election_identity),
+     .def = "",
+     .doc = "this replica's holderIdentity; \"\": the host name (the pod's name)"},
+    {.key = "api",
+     .type = AL_YW_STR,
+     .off = OFF(election_api),
+     .def = "",
+     .doc = "the API server, https://HOST:PORT; \"\": from KUBERNETES_SERVICE_HOST/PORT"},
+    {.key = "token_file",
+     .type = AL_YW_STR,
+     .off = OFF(election_token_file),
+     .check = path_check,
+     .def = "/var/run/secrets/kubernetes.io/serviceaccount/token",
+     .shape = "path",
+     .doc = "the service account token (re-read for every request)"},
+    {.key = "ca_file",
+     .type = AL_YW_STR,
+     .off = OFF(election_ca_file),
+     .check = path_check,
+     .def = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+     .shape = "path",
+     .doc = "the CA the API server's certificate must chain to"},
+    {.key = "duration",
+     .type = AL_YW_DURATION,
+     .off = OFF(election_duration_ms),
+     .min = 2000,
+     .max = 600000,
+     .def = "15s",
+     .doc = "leaseDurationSeconds: how long a standby waits after the last renewal it saw"},
+    {.key = "renew_deadline",
+     .type = AL_YW_DURATION,
+     .off = OFF(election_renew_ms),
+     .min = 1000,
+     .max = 600000,
+     .def = "10s",
+     .doc = "the leader stops dequeuing (and stops its runs) this long after its last renewal; "
+            "less than duration"},
+    {.key = "retry",
+     .type = AL_YW_DURATION,
+     .off = OFF(election_retry_ms),
+     .min = 100,
+     .max = 60000,
+     .def = "2s",
+     .doc = "between two attempts to acquire or renew; less than renew_deadline"},
+};
+static const al_yw_map election_map = {election_fields, AL_ARRAY_SIZE(election_fields), NULL};
+
 static const al_yw_field repo_fields[] = {
     {.key = "repo",
      .type = AL_YW_STR,
@@ -240,6 +301,7 @@ static const al_yw_field top_fields[] = {
      .shape = "path",
      .doc = "queue.db (SQLite, WAL), records/ and logs/ of the runs; created 0700"},
     {.key = "runs", .type = AL_YW_MAP, .map = &runs_map},
+    {.key = "election", .type = AL_YW_MAP, .map = &election_map},
     {.key = "repositories",
      .type = AL_YW_LIST,
      .flags = AL_YW_REQUIRED | AL_YW_INLINE,
@@ -280,6 +342,12 @@ int al_serve_config_load_buffer(const char *name, const char *buf, size_t len,
   if (r == 0 && c->listen_webhook[0] && !c->secret_file)
     r = al_yw_fail(&w, al_yw_at(&kv), "webhook.secret_file",
                    "required when listen.webhook is set (every webhook is authenticated)");
+  if (r == 0 && c->election_lease[0] &&
+      (c->election_renew_ms >= c->election_duration_ms ||
+       c->election_retry_ms >= c->election_renew_ms))
+    r = al_yw_fail(&w, al_yw_at(&kv), "election",
+                   "needs retry < renew_deadline < duration (a leader must stop before a standby "
+                   "may take the Lease)");
   al_yw_close(&w);
   if (r < 0) {
     al_serve_config_free(c);

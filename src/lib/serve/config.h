@@ -27,6 +27,11 @@
  *     backend: native              # or docker
  *     agent: /usr/share/airlock/agents/patch-agent
  *     airlock: /usr/bin/airlock    # default: this binary
+ *   election:                      # several replicas: only the Lease's holder dequeues
+ *     lease: airlock-serve         # "" (default): no election, this process dequeues
+ *     duration: 15s                # leaseDurationSeconds
+ *     renew_deadline: 10s          # < duration: the leader stops when it could not renew
+ *     retry: 2s
  *   repositories:
  *     - {repo: acme/tally, policy: /etc/airlock/tally.yaml}
  */
@@ -65,6 +70,17 @@ typedef struct al_serve_config {
   bool docker;              /* backend: native (default) | docker */
   char *agent;              /* NULL: ticket's default */
   char *airlock;            /* NULL: /proc/self/exe */
+  /* Leader election (several replicas; docs/scale.md): only the holder of
+   * the coordination.k8s.io/v1 Lease dequeues. */
+  char *election_lease;          /* the Lease's name; "" (default): no election */
+  char *election_namespace;      /* "": the service account's namespace file */
+  char *election_identity;       /* "": the host name (the pod's name) */
+  char *election_api;            /* "": https://$KUBERNETES_SERVICE_HOST:$..._PORT */
+  char *election_token_file;     /* the service account's token */
+  char *election_ca_file;        /* the API server's CA */
+  uint64_t election_duration_ms; /* leaseDurationSeconds; default 15 s */
+  uint64_t election_renew_ms;    /* the leader stops this long after its last renewal: 10 s */
+  uint64_t election_retry_ms;    /* between attempts: 2 s */
   al_serve_repo repos[AL_SERVE_REPOS_MAX];
   size_t n_repos;
 } al_serve_config;

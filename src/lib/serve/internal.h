@@ -35,6 +35,7 @@ struct serve {
   struct serve_child *children;
   size_t n_children;
   uint64_t started_ms;
+  int leader; /* the election: -1 none (this process dequeues), 0 standby, 1 leader */
 };
 
 /* JSON-lines log on stderr: {"time","level","event","msg",...extra}.

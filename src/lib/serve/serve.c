@@ -28,6 +28,7 @@
 #include "common/redact.h"
 #include "common/util.h"
 #include "run/ticket.h"
+#include "serve/election.h"
 #include "serve/internal.h"
 
 #define TICK_MS 250
@@ -605,9 +606,38 @@ static void stop_children(struct serve *s, int sfd)
   }
 }
 
+/* One election step: a replica that takes the Lease recovers the rows
+ * the last leader left running; one that loses it stops its runs at once
+ * (interrupted, re-queued per runs.on_interrupt), before a standby may
+ * take the Lease (renew_deadline < duration). */
+static void elect(struct serve *s, struct serve_election *el, int sfd)
+{
+  bool lead = serve_election_step(el, al_now_ms());
+  if (lead && s->leader != 1) {
+    s->leader = 1;
+    serve_log("info", "leading", json_pack("{s:s, s:s}", "lease", el->name, "identity", el->id),
+              "holding the Lease %s/%s as %s: dequeuing", el->ns, el->name, el->id);
+    recover(s);
+  } else if (!lead && s->leader == 1) {
+    s->leader = 0;
+    serve_log("warn", "standby",
+              json_pack("{s:s, s:s, s:s}", "lease", el->name, "identity", el->id, "holder",
+                        el->cur.holder),
+              "lost the Lease %s/%s (%s%s%s): not dequeuing; stopping %zu runs", el->ns, el->name,
+              strcmp(el->cur.holder, el->id) ? "holder now `" : "a write conflict or no renewal",
+              strcmp(el->cur.holder, el->id) ? el->cur.holder : " within renew_deadline",
+              strcmp(el->cur.holder, el->id) ? "`" : "", s->n_children);
+    stop_children(s, sfd);
+  }
+}
+
 int al_serve_run(const al_serve_config *cfg, al_error *err)
 {
-  struct serve s = {.cfg = cfg, .started_ms = al_now_ms()};
+  struct serve s = {.cfg = cfg, .started_ms = al_now_ms(), .leader = -1};
+  struct serve_election el;
+  bool electing = cfg->election_lease[0] != '\0';
+  if (electing && serve_election_init(&el, cfg, err) < 0)
+    return -1;
   int ret = -1;
   int sfd = -1;
   al_autofree char *dbp = al_strdup_printf("%s/queue.db", cfg->state_dir);
@@ -646,7 +676,12 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
     al_make_error(err, errno, "signalfd");
     goto out;
   }
-  recover(&s);
+  /* With an election, the rows another replica runs are not ours to
+   * recover: the leader does that when it takes the Lease. */
+  if (electing)
+    s.leader = 0;
+  else
+    recover(&s);
   if (serve_http_start(&s, err) < 0)
     goto out;
   serve_log("info", "started",
@@ -668,11 +703,15 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
       }
     }
     reap(&s);
-    if (!stop)
+    if (!stop && electing)
+      elect(&s, &el, sfd);
+    if (!stop && s.leader != 0)
       schedule(&s);
   }
   serve_http_stop(&s);
   stop_children(&s, sfd);
+  if (electing)
+    serve_election_release(&el);
   serve_log("info", "stopped", NULL, "airlock serve stopped");
   ret = 0;
 out:

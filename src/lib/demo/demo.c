@@ -1,0 +1,318 @@
+/* The demo's environment: see demo.h for the order of things. */
+#include "demo/demo.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+/* fork + exec argv with stdout and stderr appended to log_path; recorded in
+ * d (when not NULL) for teardown. Between fork and exec only: _exit. */
+static pid_t spawn(al_demo *d, const char *const argv[], const char *log_path)
+{
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    /* Its own process group: a terminal's Ctrl-C reaches the demo, which
+     * stops the ticket and then its forge and broker in order (the broker
+     * must outlive the release to revoke). */
+    setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+      dup2(devnull, 0);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  if (d && d->nchildren < AL_DEMO_MAX_CHILDREN)
+    d->children[d->nchildren++] = pid;
+  return pid;
+}
+
+static int run_script(const char *const argv[], const char *log_path)
+{
+  pid_t p = spawn(NULL, argv, log_path);
+  int ws = 0;
+  if (p < 0 || waitpid(p, &ws, 0) < 0)
+    return -1;
+  return WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? 0 : -1;
+}
+
+static bool wait_for(const char *path, int ms)
+{
+  for (int i = 0; i < ms / 20; i++) {
+    struct stat st;
+    if (stat(path, &st) == 0 && st.st_size > 0)
+      return true;
+    usleep(20000);
+  }
+  return false;
+}
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+  size_t len = sz * n;
+  char **buf = ud;
+  size_t old = *buf ? strlen(*buf) : 0;
+  if (old + len > (8u << 20))
+    return 0;
+  *buf = al_xrealloc(*buf, old + len + 1);
+  memcpy(*buf + old, p, len);
+  (*buf)[old + len] = '\0';
+  return len;
+}
+
+json_t *al_demo_admin_get(al_demo *d, const char *path)
+{
+  CURL *c = curl_easy_init();
+  if (!c)
+    return NULL;
+  char url[512];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", d->admin_port, path);
+  char *body = NULL;
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_PROXY, "");
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+  CURLcode rc = curl_easy_perform(c);
+  curl_easy_cleanup(c);
+  json_t *j = rc == CURLE_OK && body ? json_loads(body, 0, NULL) : NULL;
+  free(body);
+  return j;
+}
+
+void al_demo_teardown(al_demo *d, char *note, size_t n)
+{
+  note[0] = '\0';
+  /* SIGTERM first: the broker revokes every live token before it exits. */
+  for (size_t i = d->nchildren; i-- > 0;)
+    kill(d->children[i], SIGTERM);
+  for (size_t i = d->nchildren; i-- > 0;) {
+    int ws;
+    for (int k = 0; k < 250; k++) {
+      if (waitpid(d->children[i], &ws, WNOHANG) != 0)
+        break;
+      if (k == 249) {
+        kill(d->children[i], SIGKILL);
+        waitpid(d->children[i], &ws, 0);
+      }
+      usleep(20000);
+    }
+  }
+  d->nchildren = 0;
+  if (d->keep && d->tmp.path[0])
+    snprintf(note, n, "kept %s", d->tmp.path);
+  else if (d->tmp.path[0]) {
+    al_error e = {0};
+    if (al_tmpdir_remove(&d->tmp, &e) < 0)
+      snprintf(note, n, "%s", e.msg);
+  }
+}
+
+/* The policy's relay section: --relay FILE as it is, or one upstream of
+ * the preset's vendor from --relay-upstream/--relay-key-file; "" without
+ * either. malloc'd into *out. */
+static int relay_section(const al_demo_relay *r, char **out, al_error *err)
+{
+  *out = NULL;
+  if (r && r->relay_file) {
+    char *text = NULL;
+    size_t n = 0;
+    if (al_read_file(r->relay_file, 64 * 1024, &text, &n, err) < 0)
+      return al_error_wrap(err, "--relay");
+    if (strncmp(text, "relay:", 6) != 0) {
+      free(text);
+      return al_error_set(
+          err, EINVAL,
+          "--relay %s: must start with `relay:` (a policy's relay section, docs/policy.md)",
+          r->relay_file);
+    }
+    *out = text;
+    return 0;
+  }
+  if (!r || !r->upstream) {
+    *out = al_xstrdup("");
+    return 0;
+  }
+  *out = al_strdup_printf("relay:\n  upstreams:\n    - {vendor: %s, upstream: \"%s\", key_file: "
+                          "\"%s\"}\n",
+                          r->vendor ? r->vendor : "anthropic", r->upstream, r->key_file);
+  return 0;
+}
+
+/* The test CA and the two Apps' keys (openssl, through the scripts). */
+static int make_keys(al_demo *d, const al_demo_files *files, const char *tls, const char *keys,
+                     al_error *err)
+{
+  char log[PATH_MAX + 16];
+  snprintf(log, sizeof log, "%s/setup.log", d->secret);
+  const char *const ca_argv[] = {files->ca_script, tls, NULL};
+  const char *const key_argv[] = {files->key_script, keys, "app", NULL};
+  /* A second, read-only App the broker audits with (administration: read,
+   * contents: read); it is never leased to a run. */
+  const char *const audit_key_argv[] = {files->key_script, keys, "auditor", NULL};
+  if (run_script(ca_argv, log) < 0 || run_script(key_argv, log) < 0 ||
+      run_script(audit_key_argv, log) < 0) {
+    snprintf(d->log, sizeof d->log, "%s", log);
+    return al_error_set(err, 0, "making the test CA or the app keys failed (openssl):");
+  }
+  snprintf(d->ca, sizeof d->ca, "%s/ca.crt", tls);
+  chmod(tls, 0755);
+  chmod(d->ca, 0644);
+  return 0;
+}
+
+/* airlock-forge with the fixture and both Apps' public keys; its ports. */
+static int start_forge(al_demo *d, const al_demo_files *files, const char *tls, const char *keys,
+                       al_error *err)
+{
+  char data[PATH_MAX + 8], ports[PATH_MAX + 16], pub[PATH_MAX + 32], apub[PATH_MAX + 40],
+      flog[PATH_MAX + 16];
+  snprintf(data, sizeof data, "%s/forge", d->secret);
+  snprintf(ports, sizeof ports, "%s/ports.json", d->secret);
+  snprintf(pub, sizeof pub, "1001=%s/app.pub.pem", keys);
+  snprintf(apub, sizeof apub, "1002=%s/auditor.pub.pem", keys);
+  snprintf(flog, sizeof flog, "%s/forge.log", d->secret);
+  const char *const forge_argv[] = {
+      files->forge, "--fixture", files->fixture, "--data", data,           "--tls-dir", tls,
+      "--key",      pub,         "--key",        apub,     "--ports-file", ports,       NULL};
+  if (spawn(d, forge_argv, flog) < 0 || !wait_for(ports, 10000)) {
+    snprintf(d->log, sizeof d->log, "%s", flog);
+    return al_error_set(err, 0, "the test forge did not start:");
+  }
+  json_t *pj = json_load_file(ports, 0, NULL);
+  d->https_port = (int)json_integer_value(json_object_get(pj, "https"));
+  d->admin_port = (int)json_integer_value(json_object_get(pj, "admin"));
+  json_decref(pj);
+  if (d->https_port <= 0 || d->admin_port <= 0)
+    return al_error_set(err, 0, "the test forge wrote no ports; see %s", flog);
+  return 0;
+}
+
+/* The broker: the only holder of the Apps' private keys. Before a lease it
+ * audits the repository (airlock audit) with the read-only audit App, so
+ * neither the run's App nor the supervisor needs administration. */
+static int start_broker(al_demo *d, const al_demo_files *files, const char *keys, al_error *err)
+{
+  char bconf[PATH_MAX + 16], blog[PATH_MAX + 16], state[PATH_MAX + 8];
+  snprintf(bconf, sizeof bconf, "%s/broker.yaml", d->secret);
+  snprintf(d->socket, sizeof d->socket, "%s/broker.sock", d->secret);
+  snprintf(blog, sizeof blog, "%s/broker.log", d->secret);
+  snprintf(state, sizeof state, "%s/broker", d->secret);
+  al_autofree char *bc = al_strdup_printf(
+      "app:\n  id: 1001\n  private_key: %s/app.pem\n"
+      "api:\n  url: https://127.0.0.1:%d\n  ca_file: %s\n  retries: 2\n"
+      "repositories: [acme/tally, acme/loose]\n"
+      "roles:\n  git: {contents: write, pull_requests: write}\n  ticket: {issues: write}\n"
+      "lease:\n  ttl: 5m\n"
+      "state_dir: %s\n"
+      "audit:\n  app: {id: 1002, private_key: %s/auditor.pem}\n",
+      keys, d->https_port, d->ca, state, keys);
+  if (al_write_file(bconf, bc, strlen(bc), 0600, err) < 0)
+    return -1;
+  const char *const broker_argv[] = {files->airlock_net, "broker",  "-c", bconf,
+                                     "--socket",         d->socket, NULL};
+  if (spawn(d, broker_argv, blog) >= 0)
+    for (int i = 0; i < 250; i++) {
+      struct stat st;
+      if (stat(d->socket, &st) == 0 && S_ISSOCK(st.st_mode))
+        break;
+      usleep(20000);
+    }
+  struct stat st;
+  if (stat(d->socket, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+    snprintf(d->log, sizeof d->log, "%s", blog);
+    return al_error_set(err, 0, "the broker did not start:");
+  }
+  return 0;
+}
+
+int al_demo_setup(al_demo *d, const al_demo_files *files, const al_demo_relay *relay,
+                  bool own_agent, al_error *err)
+{
+  d->log[0] = '\0';
+  if (al_tmpdir_make("airlock-demo", &d->tmp, err) < 0)
+    return -1;
+  snprintf(d->dir, sizeof d->dir, "%s", d->tmp.path);
+  /* The sandbox user must reach the CA file (bound read-only): this level
+   * is traversable; the secrets are one level down, 0700. */
+  chmod(d->dir, 0755);
+  snprintf(d->secret, sizeof d->secret, "%s/secret", d->dir);
+  if (mkdir(d->secret, 0700) < 0)
+    return al_make_error(err, errno, "mkdir %s", d->secret);
+  char tls[PATH_MAX + 8], keys[PATH_MAX + 8];
+  snprintf(tls, sizeof tls, "%s/tls", d->dir);
+  snprintf(keys, sizeof keys, "%s/keys", d->secret);
+  if (make_keys(d, files, tls, keys, err) < 0 || start_forge(d, files, tls, keys, err) < 0 ||
+      start_broker(d, files, keys, err) < 0)
+    return -1;
+
+  /* The run's policy: exactly the API host and the git host, pinned to the
+   * local forge (a pin is the only way loopback is ever dialled). */
+  snprintf(d->policy, sizeof d->policy, "%s/airlock.yaml", d->dir);
+  al_autofree char *rs = NULL;
+  if (relay_section(relay, &rs, err) < 0)
+    return -1;
+  al_autofree char *pol = al_strdup_printf(
+      "version: 1\n"
+      "network:\n"
+      "  allow:\n"
+      "    - {host: api.forge.test, port: %d, tls: true}\n"
+      "    - {host: forge.test, port: %d, tls: true}\n"
+      "  pin:\n"
+      "    - {host: api.forge.test, address: 127.0.0.1}\n"
+      "    - {host: forge.test, address: 127.0.0.1}\n"
+      "filesystem:\n  workspace_size: 256MiB\n  tmp_size: 128MiB\n"
+      "process:\n  limits: {memory: %s, pids: 512, wall: %s}\n"
+      "credentials:\n  broker: %s\n"
+      "  git: {repo: acme/tally, permissions: {contents: write, pull_requests: write}}\n"
+      "  ticket: {repo: acme/tally, permissions: {issues: write}}\n"
+      "  ttl: 5m\n"
+      "forge:\n  api_url: https://api.forge.test:%d\n  git_url: https://forge.test:%d\n"
+      "  ca_file: %s\n"
+      "%s",
+      d->https_port, d->https_port, own_agent ? "3GiB" : "1GiB", own_agent ? "20m" : "2m",
+      d->socket, d->https_port, d->https_port, d->ca, rs);
+  return al_write_file(d->policy, pol, strlen(pol), 0644, err);
+}
+
+const char *al_demo_main_sha(al_demo *d, char *buf, size_t n)
+{
+  json_t *refs = al_demo_admin_get(d, "/refs?repo=acme/tally");
+  const char *sha = NULL;
+  json_t *v;
+  size_t i;
+  json_t *arr = json_is_array(refs) ? refs : json_object_get(refs, "refs");
+  json_array_foreach(arr, i, v)
+  {
+    const char *ref = json_string_value(json_object_get(v, "ref"));
+    if (ref && strcmp(ref, "refs/heads/main") == 0)
+      sha = json_string_value(json_object_get(v, "sha"));
+  }
+  if (!sha && json_is_object(refs)) {
+    json_t *m = json_object_get(refs, "refs/heads/main");
+    sha = json_string_value(m);
+  }
+  snprintf(buf, n, "%s", sha ? sha : "?");
+  json_decref(refs);
+  return buf;
+}

@@ -1,0 +1,81 @@
+/* The demo's environment (`airlock demo`): a local test forge (airlock-
+ * forge) with a sample project and its tickets, a test CA, two test Apps'
+ * keys, the token broker holding them, and the run's policy, all in one
+ * temporary directory that al_demo_teardown() removes.
+ *
+ * Who does what, in order:
+ *   al_demo_setup     make-test-ca.sh, make-app-key.sh (app, auditor) →
+ *                     airlock-forge (ports.json) → broker.yaml + `airlock-net
+ *                     broker` (its socket) → airlock.yaml (the policy)
+ *   the caller        runs the ticket against d->policy (run/ticket.h)
+ *   al_demo_main_sha  the forge's admin listener: main's sha, before and after
+ *   al_demo_teardown  SIGTERM to the children in reverse order (the broker
+ *                     revokes what it minted), SIGKILL after 5 s, remove
+ *                     the directory unless d->keep */
+#ifndef AL_DEMO_H
+#define AL_DEMO_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "common/owned.h"
+
+#define AL_DEMO_MAX_CHILDREN 4
+
+/* Where the demo's programs and files are (the CLI finds them: src/cli/paths.h). */
+typedef struct al_demo_files {
+  const char *ca_script;   /* scripts/make-test-ca.sh */
+  const char *key_script;  /* scripts/make-app-key.sh */
+  const char *fixture;     /* demo/fixture.json: the forge's repositories and tickets */
+  const char *forge;       /* the airlock-forge binary */
+  const char *airlock_net; /* the airlock-net binary (runs the broker) */
+} al_demo_files;
+
+/* The relay section of the demo's policy (`--agent` with a model API). */
+typedef struct al_demo_relay {
+  const char *vendor;     /* "anthropic" or "openai": the upstream's rule set */
+  const char *upstream;   /* --relay-upstream URL, or NULL */
+  const char *key_file;   /* --relay-key-file FILE (with upstream) */
+  const char *relay_file; /* --relay FILE: a YAML file starting with `relay:`, or NULL */
+} al_demo_relay;
+
+typedef struct al_demo {
+  al_tmpdir tmp;         /* what we made and remove: identity checked (common/owned.h) */
+  char dir[PATH_MAX];    /* 0755: CA, policy (readable by the sandbox user) */
+  char secret[PATH_MAX]; /* 0700: the app keys, broker config and socket, logs */
+  char ca[PATH_MAX];     /* the test CA certificate (PEM) */
+  char policy[PATH_MAX]; /* the run's policy, dir/airlock.yaml */
+  char socket[PATH_MAX]; /* the broker's socket */
+  char log[PATH_MAX];    /* after a failed setup: the log that says why, or "" */
+  pid_t children[AL_DEMO_MAX_CHILDREN];
+  size_t nchildren;
+  int https_port, admin_port; /* the forge's listeners on 127.0.0.1 */
+  bool keep;                  /* teardown leaves the directory */
+} al_demo;
+
+/* Build the whole environment into d (zeroed by the caller; d->keep may be
+ * set). `own_agent`: limits for the user's agent (3 GiB, 20 m) instead of
+ * the bundled one's (1 GiB, 2 m). Returns 0, or -1 with err saying which
+ * step failed (d->log names the log to show when there is one); call
+ * al_demo_teardown() in both cases. */
+int al_demo_setup(al_demo *d, const al_demo_files *files, const al_demo_relay *relay,
+                  bool own_agent, al_error *err);
+
+/* main's sha in acme/tally (the forge's admin listener, GET /refs), into
+ * buf; "?" when the forge does not say. */
+const char *al_demo_main_sha(al_demo *d, char *buf, size_t n);
+
+/* GET path from the forge's admin listener (plain HTTP on loopback, 10 s
+ * timeout); the parsed JSON (the caller decrefs) or NULL. */
+json_t *al_demo_admin_get(al_demo *d, const char *path);
+
+/* Stop the children (SIGTERM, reverse order: the broker revokes first;
+ * SIGKILL after 5 s) and remove the directory unless d->keep. A message
+ * about what could not be removed (or "kept DIR") goes to note, else "". */
+void al_demo_teardown(al_demo *d, char *note, size_t n);
+
+#endif

@@ -1,5 +1,5 @@
 /* airlock proxy -p POLICY --listen ADDR [--listen ADDR...] [--log FILE]
- *               [--admin PATH] [--run-id ID] [--max-conns N]
+ *               [--admin PATH] [--run-id ID] [--max-conns N] [--workers N]
  * The egress proxy on its own (Docker/Kubernetes backends, debugging):
  * creates the listeners itself and runs al_proxy_serve() until SIGTERM or
  * SIGINT. SIGHUP reloads POLICY. Audit lines go to FILE (appended) or to
@@ -37,7 +37,7 @@ static void usage(FILE *out)
 {
   fprintf(out, "usage: airlock proxy -p POLICY --listen ADDR:PORT [--listen ADDR:PORT...]\n"
                "                     [--log FILE] [--admin PATH] [--run-id ID] [--max-conns N]\n"
-               "                     [--no-confine]\n\n"
+               "                     [--workers N] [--no-confine]\n\n"
                "Once listening it confines itself: as root it becomes nobody (so a SIGHUP\n"
                "reload needs a policy file readable by others), no capabilities, no\n"
                "filesystem writes, no exec. --no-confine keeps the invoker's privileges.\n"
@@ -46,7 +46,8 @@ static void usage(FILE *out)
                "Serve the policy's network allowlist as an HTTP proxy (CONNECT, and plain\n"
                "HTTP to `tls: false` entries). Each --listen is its own run (own caps and\n"
                "counters). Decisions are JSON lines on stdout or in FILE. SIGHUP reloads\n"
-               "POLICY; SIGTERM/SIGINT stop.\n\n"
+               "POLICY; SIGTERM/SIGINT stop. --workers: event-loop threads (default one\n"
+               "per CPU, at most 8); caps, counters and the egress budget are shared.\n\n"
                "Used by the docker backend (docs/docker.md):\n"
                "  --deadline S              stop by itself after S seconds\n"
                "  --listener-from PATH      take the listener handed over on the unix socket\n"
@@ -369,6 +370,7 @@ int cmd_proxy(int argc, char **argv)
       {"admin", required_argument, NULL, 'a'},
       {"run-id", required_argument, NULL, 'r'},
       {"max-conns", required_argument, NULL, 'm'},
+      {"workers", required_argument, NULL, 'W'},
       {"no-confine", no_argument, NULL, 'N'},
       /* hidden: the docker backend's listener hand-off (above) */
       {"listener-from", required_argument, NULL, 'F'},
@@ -391,6 +393,7 @@ int cmd_proxy(int argc, char **argv)
   const char *handoff_path = NULL;
   al_proxy_handoff handoff = {.fd = -1};
   unsigned long max_conns = 0;
+  unsigned workers = 0;
   int o;
 
   optind = 1;
@@ -468,6 +471,13 @@ int cmd_proxy(int argc, char **argv)
       if (al_cli_uint("--max-conns", optarg, 1, 100000, &v) != 0)
         return AL_EXIT_USAGE;
       max_conns = (unsigned long)v;
+      break;
+    }
+    case 'W': {
+      uint64_t v;
+      if (al_cli_uint("--workers", optarg, 1, AL_PROXY_MAX_WORKERS, &v) != 0)
+        return AL_EXIT_USAGE;
+      workers = (unsigned)v;
       break;
     }
     case 'h':
@@ -579,6 +589,7 @@ int cmd_proxy(int argc, char **argv)
                               : 0,
       .admin_path = admin,
       .max_conns_global = (uint32_t)max_conns,
+      .workers = workers,
       .reload_path = relay_egress ? NULL : policy_path,
   };
   if (al_proxy_serve(&cfg, &err) < 0) {

@@ -199,6 +199,18 @@ diag "flood: served, 503 conn-limit, no answer in 10 s, other run: $out"
 check "25 5000 at once: 50 served, the rest 503 conn-limit (or no answer); the other run still serves" \
   awk -v o="$out" 'BEGIN { split(o, f, " "); exit !(f[1] == 50 && f[2] + f[3] == 4950 && f[2] >= 4500 && f[4] == "200") }'
 
+# 26. the egress budget is one per run, exact across the proxy's worker
+# threads: 8 tunnels of one run, spread over 2 workers, each sending 1 MiB at
+# once, get no more than the 64 KiB budget to the sink between them.
+# Control: with a budget they cannot reach, the sink counts all 8 MiB.
+out=$(python3 "$HERE/proxybudget.py" "$AIRLOCK" "$T_TMP" 64MiB 8 1048576 2)
+is "26 control: with room in the budget every byte of 8 tunnels reaches the sink" "$out" "8388608 8"
+out=$(python3 "$HERE/proxybudget.py" "$AIRLOCK" "$T_TMP" 64KiB 8 1048576 2)
+diag "64 KiB budget, 8 tunnels x 1 MiB: sink bytes, tunnels opened: $out"
+check "26 a 64 KiB budget shared by 8 tunnels on 2 workers lets at most 65536 bytes out (and some)" \
+  awk -v o="$out" 'BEGIN { split(o, f, " "); exit !(f[1] <= 65536 && f[1] > 0 && f[2] >= 1) }'
+check "26 the budget's cut is logged" grep -q '"reason":"egress-budget"' "$T_TMP/budget.log"
+
 # SIGHUP: a broken file is refused and the old policy kept; a good one applies
 cp policy.yaml policy.good
 echo 'network: [' > policy.yaml

@@ -131,19 +131,9 @@ int al_broker_check(const char *socket_path, const char *repo, unsigned long tic
       return al_error_set(err, EINVAL, "check: `%s` is not a GitHub login", user);
     snprintf(req.user, sizeof req.user, "%s", user);
   }
-  int fd = al_broker_connect(socket_path, err);
+  int fd = al_broker_request(socket_path, al_proto_check_req_to_json(&req), "check", err);
   if (fd < 0)
     return -1;
-  json_t *m = al_proto_check_req_to_json(&req);
-  size_t len;
-  char *line = al_proto_line(m, &len);
-  json_decref(m);
-  int w = al_write_all(fd, line, len);
-  free(line);
-  if (w < 0) {
-    close(fd);
-    return al_make_error(err, -w, "sending the check request");
-  }
   json_t *a = read_answer(fd, 60000, err);
   close(fd);
   if (!a)

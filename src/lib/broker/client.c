@@ -649,19 +649,9 @@ int al_broker_audit(const char *socket_path, const char *repo, const char *branc
       return al_make_error(err, EINVAL, "audit: bad branch name");
     snprintf(req.branch, sizeof req.branch, "%s", branch);
   }
-  int fd = broker_connect(socket_path, err);
+  int fd = al_broker_request(socket_path, al_proto_audit_req_to_json(&req), "audit", err);
   if (fd < 0)
     return -1;
-  json_t *m = al_proto_audit_req_to_json(&req);
-  size_t len;
-  char *line = al_proto_line(m, &len);
-  json_decref(m);
-  int w = al_write_all(fd, line, len);
-  free(line);
-  if (w < 0) {
-    close(fd);
-    return al_make_error(err, -w, "sending the audit request");
-  }
   /* One answer line, possibly long (the report). */
   size_t cap = 16384, n = 0;
   char *buf = al_xmalloc(cap);
@@ -737,9 +727,23 @@ out:
   return ret;
 }
 
-int al_broker_connect(const char *socket_path, al_error *err)
+int al_broker_request(const char *socket_path, json_t *msg, const char *what, al_error *err)
 {
-  return broker_connect(socket_path, err);
+  int fd = broker_connect(socket_path, err);
+  if (fd < 0) {
+    json_decref(msg);
+    return -1;
+  }
+  size_t len;
+  char *line = al_proto_line(msg, &len);
+  json_decref(msg);
+  int w = al_write_all(fd, line, len);
+  free(line);
+  if (w < 0) {
+    close(fd);
+    return al_make_error(err, -w, "sending the %s request", what);
+  }
+  return fd;
 }
 
 int al_broker_error_answer(json_t *msg, const char *what, al_error *err)

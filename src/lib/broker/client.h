@@ -148,13 +148,16 @@ void al_lease_free(al_lease *l);
 int al_broker_audit(const char *socket_path, const char *repo, const char *branch,
                     char **report_json, bool *holds, al_error *err);
 
-/* A connected stream socket (SOCK_CLOEXEC) to the broker at socket_path,
- * or -1 with err (the connect errno), for the one-shot requests that live
- * in their own files (check.h). */
-int al_broker_connect(const char *socket_path, al_error *err);
+#include <jansson.h>
+/* Connect to the broker at socket_path and send msg (a request object,
+ * whose reference this takes) as one line (proto.h): the one-shot
+ * requests (audit here, check in check.h). Returns the connected stream
+ * socket (SOCK_CLOEXEC; the caller reads the answer and closes it), or -1
+ * with err: the connect errno, or the send's naming `what` ("sending the
+ * check request"). */
+int al_broker_request(const char *socket_path, json_t *msg, const char *what, al_error *err);
 /* Turn the broker's {"type":"error","code","message"} answer into err
  * (EACCES forbidden, EINVAL bad_request, EBUSY busy, else EIO). Returns -1. */
-#include <jansson.h>
 int al_broker_error_answer(json_t *msg, const char *what, al_error *err);
 
 #endif

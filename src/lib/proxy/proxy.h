@@ -57,11 +57,20 @@ typedef struct al_proxy_config {
    * NULL. */
   int (*ready)(void *ctx, al_error *err);
   void *ready_ctx;
+  /* Event-loop threads (workers), each with its own epoll set, timer and
+   * resolver channels, all waiting on every listener (EPOLLEXCLUSIVE: a new
+   * connection wakes one); a connection stays in the worker that accepted
+   * it. Caps, counters, the egress budget and the log are shared and exact.
+   * 0: one per CPU the process may run on, at most AL_PROXY_MAX_WORKERS. */
+  unsigned workers;
 } al_proxy_config;
 
+#define AL_PROXY_MAX_WORKERS 8
+
 /* Run the proxy until SIGTERM or SIGINT; then close every connection and
- * return 0. Blocks SIGTERM, SIGINT and SIGHUP in the calling thread and
- * reads them through a signalfd; sets SIGPIPE to SIG_IGN (splice(2) to a
+ * return 0. Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (and
+ * so in the worker threads it starts after cfg->ready, which it joins
+ * before returning) and reads them through a signalfd; sets SIGPIPE to SIG_IGN (splice(2) to a
  * closed socket raises it). Raises RLIMIT_NOFILE's soft limit to the hard
  * limit. Meant to own its process: the supervisor forks, the child calls
  * this and exits with its result.

@@ -1,0 +1,171 @@
+/* The tunnel relay: each direction copies its first bytes, then splices
+ * through a pipe (splice(2)); half-close; the egress budget's cut. */
+#include "proxy/proxy_int.h"
+
+static int dir_make_pipe(relay_dir *d)
+{
+  if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+    d->copy = true; /* out of pipes: fall back to read/write */
+    return 0;
+  }
+  (void)fcntl(d->pipe[1], F_SETPIPE_SZ, PIPE_WANT);
+  return 0;
+}
+
+/* One read src -> pipe (or the userspace queue). `up`: the client -> origin
+ * direction, whose reads are capped by the run's egress budget and the
+ * plain request's body; while the run has a budget the cap is taken, the
+ * read made and the bytes added under the run's budget lock, so workers
+ * reading for the same run never spend more than the budget between them.
+ * Returns the bytes read, 0 at EOF, -errno, or -EAGAIN also when the cap
+ * is 0 (nothing may be read now). */
+static ssize_t dir_fill(al_proxy_conn *c, relay_dir *d, int src, bool up)
+{
+  bool locked = up && px_budget_begin(c);
+  ssize_t n;
+
+  uint64_t limit = up ? px_up_limit(c) : UINT64_MAX;
+  if (limit == 0) {
+    n = -EAGAIN;
+    goto out;
+  }
+  size_t want = limit < PIPE_WANT ? (size_t)limit : PIPE_WANT;
+  if (d->bulk && !d->copy && d->pipe[0] < 0)
+    dir_make_pipe(d);
+  if (!d->copy && d->bulk) {
+    n = splice(src, NULL, d->pipe[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n < 0 && errno == EINVAL) {
+      d->copy = true; /* splice cannot serve this pair: copy from now on */
+      n = -EINTR;     /* and try again */
+    } else if (n < 0) {
+      n = -errno;
+    }
+    if (n > 0)
+      d->in_pipe += (size_t)n;
+  } else {
+    size_t cap = d->copy ? COPY_BUF : FIRST_BUF;
+    if (want > cap)
+      want = cap;
+    d->pend = al_xmalloc(want);
+    n = recv(src, d->pend, want, 0);
+    if (n < 0)
+      n = -errno;
+    if (n <= 0) {
+      free(d->pend);
+      d->pend = NULL;
+    } else {
+      d->pend_len = (size_t)n;
+      if ((size_t)n == want && !d->copy)
+        d->bulk = true; /* more is coming fast: splice from now on */
+    }
+  }
+  if (n > 0 && up && c->plain)
+    c->body_left -= (uint64_t)n;
+out:
+  if (up)
+    px_budget_end(c, locked, n > 0 ? (uint64_t)n : 0);
+  return n;
+}
+
+/* Move bytes src -> dst as far as readiness allows. Returns 0, or -1 when
+ * the connection must close (c->reason set for a policy cut). `up`: the
+ * client -> origin direction (capped, dir_fill). */
+int px_dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_rd, bool *dst_wr,
+                bool up)
+{
+  bool progress = true;
+
+  while (progress) {
+    progress = false;
+    /* 1. the userspace queue */
+    while (d->pend && d->pend_off < d->pend_len && *dst_wr) {
+      ssize_t n = send(dst, d->pend + d->pend_off, d->pend_len - d->pend_off, MSG_NOSIGNAL);
+      if (n < 0) {
+        if (errno == EINTR)
+          continue;
+        if (errno == EAGAIN) {
+          *dst_wr = false;
+          break;
+        }
+        return -1;
+      }
+      d->pend_off += (size_t)n;
+      d->bytes += (uint64_t)n;
+      c->last_io = al_now_ms();
+      progress = true;
+    }
+    if (d->pend && d->pend_off < d->pend_len)
+      break;
+    if (d->pend) {
+      free(d->pend);
+      d->pend = NULL;
+      d->pend_off = d->pend_len = 0;
+    }
+    /* 2. pipe -> dst */
+    if (d->in_pipe > 0 && *dst_wr) {
+      ssize_t n =
+          splice(d->pipe[0], NULL, dst, NULL, d->in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n < 0) {
+        if (errno == EAGAIN)
+          *dst_wr = false;
+        else if (errno != EINTR)
+          return -1;
+      } else {
+        d->in_pipe -= (size_t)n;
+        d->bytes += (uint64_t)n;
+        c->last_io = al_now_ms();
+        progress = true;
+      }
+    }
+    /* 3. src -> pipe, only into an empty pipe: then EAGAIN means src is dry */
+    if (d->in_pipe == 0 && !d->pend && !d->src_eof && *src_rd) {
+      ssize_t n = dir_fill(c, d, src, up);
+      if (n == 0) {
+        d->src_eof = true;
+      } else if (n == -EAGAIN) {
+        if (!up || px_up_limit(c) > 0)
+          *src_rd = false; /* dry; a zero cap keeps the readiness for later */
+      } else if (n < 0 && n != -EINTR) {
+        return -1;
+      } else {
+        progress = true; /* bytes, or try again (EINTR, splice -> copy) */
+      }
+    }
+  }
+  return 0;
+}
+
+void px_relay(al_proxy_conn *c)
+{
+  if (px_dir_pump(c, &c->up, c->cw.fd, c->ow.fd, &c->c_rd, &c->o_wr, true) < 0 ||
+      px_dir_pump(c, &c->down, c->ow.fd, c->cw.fd, &c->o_rd, &c->c_wr, false) < 0) {
+    px_conn_close(c);
+    return;
+  }
+  /* a side is through once it said EOF and its bytes are out */
+  bool up_end = c->up.done || (c->up.src_eof && c->up.in_pipe == 0 && !c->up.pend);
+  bool down_end = c->down.done || (c->down.src_eof && c->down.in_pipe == 0 && !c->down.pend);
+  /* plain HTTP is one request per connection: the origin's answer ends it;
+   * a tunnel ends when both sides are through. close(2) sends the FINs,
+   * so the last side needs no shutdown(2) of its own. */
+  if ((c->plain && down_end) || (up_end && down_end)) {
+    px_conn_close(c);
+    return;
+  }
+  /* half-close: pass one side's EOF on while the other still talks */
+  if (up_end && !c->up.done) {
+    shutdown(c->ow.fd, SHUT_WR);
+    c->up.done = true;
+  }
+  if (down_end && !c->down.done) {
+    shutdown(c->cw.fd, SHUT_WR);
+    c->down.done = true;
+  }
+  if (c->plain)
+    return;
+  if (px_budget_spent(c) && !c->up.src_eof && (!c->plain || c->body_left > 0)) {
+    c->reason = "egress-budget";
+    c->cut = true;
+    px_conn_close(c);
+  }
+}

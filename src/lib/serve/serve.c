@@ -649,7 +649,8 @@ static void stop_children(struct serve *s, int sfd)
     poll(&p, 1, TICK_MS);
     struct signalfd_siginfo si;
     while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-      ;
+      if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+        s->stop_signal = (int)si.ssi_signo; /* kept for the main loop (election loss) */
     reap(s);
     if (!killed && al_now_ms() - now > STOP_GRACE_MS) {
       for (size_t i = 0; i < s->n_children; i++)
@@ -667,12 +668,12 @@ static void elect(struct serve *s, struct serve_election *el, int sfd)
 {
   bool lead = serve_election_step(el, al_now_ms());
   if (lead && s->leader != 1) {
-    s->leader = 1;
+    __atomic_store_n(&s->leader, 1, __ATOMIC_RELAXED);
     serve_log("info", "leading", json_pack("{s:s, s:s}", "lease", el->name, "identity", el->id),
               "holding the Lease %s/%s as %s: dequeuing", el->ns, el->name, el->id);
     recover(s);
   } else if (!lead && s->leader == 1) {
-    s->leader = 0;
+    __atomic_store_n(&s->leader, 0, __ATOMIC_RELAXED);
     serve_log("warn", "standby",
               json_pack("{s:s, s:s, s:s}", "lease", el->name, "identity", el->id, "holder",
                         el->cur.holder),
@@ -758,6 +759,10 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
     reap(&s);
     if (!stop && electing)
       elect(&s, &el, sfd);
+    if (!stop && s.stop_signal) {
+      stop = true; /* a SIGTERM that came while the runs of a lost Lease were stopped */
+      serve_log("info", "stopping", NULL, "signal %d: stopping", s.stop_signal);
+    }
     if (!stop && s.leader != 0)
       schedule(&s);
   }

@@ -233,7 +233,7 @@ int al_random_hex(char *out, size_t bytes, al_error *err)
 {
   unsigned char buf[64];
   if (bytes > sizeof buf)
-    return al_make_error(err, EINVAL, "random id of %zu bytes", bytes);
+    return al_error_set(err, EINVAL, "random id of %zu bytes", bytes);
   size_t got = 0;
   while (got < bytes) {
     ssize_t n = getrandom(buf + got, bytes - got, 0);
@@ -366,9 +366,9 @@ int al_parse_size(const char *s, uint64_t *out, const char **why)
     }
   }
   *why = *p == '.' || *p == ','
-            ? "a size is a whole number: no fraction (write 1536MiB, not 1.5GiB)"
-            : "unknown size unit (use B; KiB, MiB, GiB, TiB or K, M, G, T for powers of 1024; "
-              "kB, MB, GB or TB for powers of 1000; case matters)";
+             ? "a size is a whole number: no fraction (write 1536MiB, not 1.5GiB)"
+             : "unknown size unit (use B; KiB, MiB, GiB, TiB or K, M, G, T for powers of 1024; "
+               "kB, MB, GB or TB for powers of 1000; case matters)";
   return -1;
 }
 

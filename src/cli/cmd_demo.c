@@ -145,11 +145,7 @@ static int report(al_demo *d, const al_ticket_outcome *res, bool hostile, const 
       al_autofree char *outcome = outcome_raw ? al_term_escape_line(outcome_raw) : NULL;
       al_autofree char *ev =
           al_term_escape_line(json_string_value(json_object_get(a, "evidence")) ?: "");
-      bool allowed = id && (strcmp(id, "open-pr") == 0 || strcmp(id, "keep-token") == 0);
-      /* env mode: the agent holds the token and may open its own PR */
-      if (id && strcmp(id, "open-pr-itself") == 0 && res->credentials_mode &&
-          strcmp(res->credentials_mode, "env") == 0)
-        allowed = true;
+      bool allowed = al_demo_attempt_allowed(id, res->credentials_mode);
       if (id && strcmp(id, "keep-token") == 0)
         printf(AL_TERM_AGENT_GUTTER "%-9s %s\n            %s\n", "kept", what,
                res->credentials_mode && strcmp(res->credentials_mode, "sealed") == 0
@@ -181,16 +177,7 @@ static int report(al_demo *d, const al_ticket_outcome *res, bool hostile, const 
   printf("  %-9s both tokens revoked and confirmed dead (401) as the run ended\n",
          res->tokens_dead ? "held" : "BROKEN");
   if (res->credentials_mode && strcmp(res->credentials_mode, "sealed") == 0) {
-    json_t *pf = json_object_get(rec, "preflight");
-    const char *tv = NULL;
-    size_t k;
-    json_t *x;
-    json_array_foreach(json_object_get(pf, "results"), k, x)
-    {
-      const char *id = json_string_value(json_object_get(x, "id"));
-      if (id && strcmp(id, "cred.run-tokens") == 0)
-        tv = json_string_value(json_object_get(x, "verdict"));
-    }
+    const char *tv = al_demo_preflight_verdict(rec, "cred.run-tokens");
     bool none = tv && strcmp(tv, "blocked") == 0;
     printf("  %-9s credentials sealed: no real token anywhere in the sandbox (cred.run-tokens "
            "%s); the agent held a placeholder\n",

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -187,6 +188,10 @@ static int init(int argc, char **argv)
     return al_cli_usage_error("unknown option `%s`", argv[1]);
   if (!valid_repo(argv[1]))
     return al_cli_usage_error("`%s`: expected OWNER/REPO (A-Z a-z 0-9 . _ -)", argv[1]);
+  if (strcasecmp(argv[1], "OWNER/REPO") == 0)
+    return al_cli_usage_error("`%s` is the docs' placeholder: give the repository the tickets "
+                              "are in, e.g. `airlock policy init acme/tally`",
+                              argv[1]);
   /* the example with OWNER/REPO replaced */
   size_t rl = strlen(argv[1]);
   al_autofree char *out = al_xmalloc(sizeof starter_policy + 16 * (rl + 1));

@@ -572,6 +572,13 @@ int cmd_proxy(int argc, char **argv)
                                    .policy = policy,
                                    .handoff = handoff.fd >= 0 ? &handoff : NULL};
   }
+  /* the run's egress counter, shared with the gateway: from the supervisor
+   * once it has checked our connection (docs/docker.md) */
+  if (handoff.fd >= 0 &&
+      al_handoff_recv_counter(handoff.fd, HANDOFF_TIMEOUT_MS, &handoff.egress_used, &err) < 0) {
+    al_cli_error("--handoff-socket: %s", err.msg);
+    goto out;
+  }
   al_proxy_config cfg = {
       .ready = no_confine ? NULL : confine_ready,
       .listeners = ls,

@@ -59,6 +59,15 @@ for mode in $modes; do
   is "[$mode] no forge or broker of this demo left running" "$(demo_pids $mode)" ""
 done
 
+# An agent that fails is the agent's failure, not a breach: exit 1, said
+# so, and nothing reported as not holding.
+run_demo root --agent /bin/false; rc=$?
+out=$(cat "$T_TMP/demo.out")
+is "[false] demo --agent /bin/false exits 1" "$rc" 1
+like "[false] it says the agent did not finish and nothing got out" "$out" '^The agent did not finish the ticket, and nothing got out'
+like "[false] 0 pull requests is held (nothing got out)" "$out" '^  held +0 pull request\(s\) on the forge: nothing got out'
+is "[false] no line says something did not hold, or CHECK/BROKEN" "$(grep -cE 'Something did not hold|^  (CHECK|BROKEN) ' "$T_TMP/demo.out")" 0
+
 # Every exit path cleans up (issue #14 row 6). Positive control first:
 # with --keep the directory is there, under this test's TMPDIR, so an
 # empty TMPDIR afterwards means removed, not "made elsewhere".

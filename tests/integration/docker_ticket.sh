@@ -95,9 +95,14 @@ dpolicy "$DPOL_ENV" env
 like "docker ticket: the default policy is sealed, the control's env" \
   "$("$AIRLOCK" policy check "$DPOL" | head -1) $("$AIRLOCK" policy check "$DPOL_ENV" | head -1)" '"mode":"sealed".*"mode":"env"'
 
-before_c=$("$DOCKER" ps -aq --filter label=airlock.run | sort)
-before_n=$("$DOCKER" network ls -q --filter label=airlock.run | sort)
-before_v=$("$DOCKER" volume ls -q | sort)
+# left_of RUN_ID: the containers, networks and volumes with that run's label
+# (other engineers' runs on this engine are theirs: never counted here)
+left_of() {
+  [ -n "$1" ] || { echo "no run id"; return; }
+  echo "$("$DOCKER" ps -aq --filter "label=airlock.run=$1")" \
+    "$("$DOCKER" network ls -q --filter "label=airlock.run=$1")" \
+    "$("$DOCKER" volume ls -q --filter "label=airlock.run=$1")" | tr -s ' ' | sed 's/^ *//; s/ *$//'
+}
 REC=$T_TMP/drec.json
 # the supervisor's temporary files (the gateway's socket) go under $DTMP
 DTMP=$T_TMP/dtmp; mkdir -p "$DTMP"
@@ -156,9 +161,7 @@ gwpid=$(rj 'd["gateway"]["pid"]')
 like "docker ticket: the record names the gateway's pid" "$gwpid" '^[0-9]+$'
 check_not "docker ticket: the gateway process is gone" kill -0 "$gwpid"
 is "docker ticket: the gateway's socket and its directory are gone" "$(ls -A "$DTMP")" ""
-is "docker ticket: no container of the run left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
-is "docker ticket: no network of the run left" "$("$DOCKER" network ls -q --filter label=airlock.run | sort)" "$before_n"
-is "docker ticket: no volume left" "$("$DOCKER" volume ls -q | sort)" "$before_v"
+is "docker ticket: no container, network or volume of the run left" "$(left_of "$(rj 'd["run_id"]')")" ""
 is "docker ticket: the test's own network is kept" "$("$DOCKER" network inspect -f '{{.Name}}' "$FNET")" "$FNET"
 
 # The hostile agent in a container, on the ticket written as a prompt
@@ -215,10 +218,10 @@ like "docker ticket, hostile agent (sealed): the summary lists what was refused"
 is "docker ticket, hostile agent: main is untouched" "$(main_sha)" "$MAIN0"
 is "docker ticket, hostile agent: no token active" "$(tokens_in active)" 0
 is "docker ticket, hostile agent: no gateway socket left" "$(ls -A "$DTMP")" ""
-is "docker ticket, hostile agent: no container of the run left" \
-  "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
-is "docker ticket, hostile agent: no network of the run left" \
-  "$("$DOCKER" network ls -q --filter label=airlock.run | sort)" "$before_n"
+is "docker ticket, hostile agent (env): no container, network or volume of the run left" \
+  "$(left_of "$(RJ=$HREC rj 'd["run_id"]')")" ""
+is "docker ticket, hostile agent (sealed): no container, network or volume of the run left" \
+  "$(left_of "$(RJ=$SREC rj 'd["run_id"]')")" ""
 
 # A signal in the middle of a sealed run: the agent (a sleep) is running in
 # its container, the gateway beside the supervisor. SIGINT ends the run

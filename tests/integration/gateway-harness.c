@@ -108,7 +108,8 @@ int main(int argc, char **argv)
                        .placeholder = ph,
                        .lifetime_ms = 3600 * 1000,
                        .run_id = run_id,
-                       .audit_fd = gw_audit};
+                       .audit_fd = gw_audit,
+                       .egress_budget = pol->network.egress_budget};
   al_gateway *gw = NULL;
   if (al_gateway_start(&o, &gw, &err) < 0)
     die("gateway", err.msg);

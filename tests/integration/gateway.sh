@@ -439,6 +439,49 @@ curl -sS --max-time 20 --proxy "http://127.0.0.1:$(jq -r .tunnel "$H3/ports.json
 is "  positive control: without the hand-off the proxy lets it through" \
   "$(jq -r 'select(.event == "open") | .decision' "$H3/proxy.jsonl" | tail -1)" allow
 
+# ---- the egress budget counts what the gateway forwards ----
+# One counter for the run, shared by the proxy and the gateway: a push
+# through the gateway that would pass network.egress_budget is cut there
+# (egress-budget in the gateway's record), and then the proxy refuses new
+# CONNECTs of that run, since the gateway's bytes are in its budget. Controls:
+# the same push through the budget-less gateway above lands; the tunnel
+# listener of the same harness (its own counter) still lets a request through.
+sed 's/^network:/network:\n  egress_budget: 64KiB/' "$W/policy.yaml" >"$W/policy-budget.yaml"
+H4=$W/h4
+mkdir -p "$H4"
+cat "$W/git.tok" "$W/ticket.tok" | "$HARNESS" -p "$W/policy-budget.yaml" --repo acme/tally --ticket 1 \
+  --branch "$BR" --run-id "$RUN-b" --dir "$H4" 2>"$W/harness4.err" &
+on_exit "kill $!"
+for _ in $(seq 1 200); do [ -s "$H4/ports.json" ] && break; sleep 0.05; done
+GW4=$(jq -r .gateway "$H4/ports.json") TUN4=$(jq -r .tunnel "$H4/ports.json")
+printf '#!/bin/sh\necho username=x-access-token\necho password=%s\n' "$(cat "$H4/placeholder")" >"$W/cred-ph4"
+chmod 700 "$W/cred-ph4"
+gitgw4() {
+  GIT_CONFIG_COUNT=3 GIT_CONFIG_KEY_0=http.proxy GIT_CONFIG_VALUE_0="http://127.0.0.1:$GW4" \
+    GIT_CONFIG_KEY_1=http.sslCAInfo GIT_CONFIG_VALUE_1="$H4/ca.pem" \
+    GIT_CONFIG_KEY_2=credential.helper GIT_CONFIG_VALUE_2="$W/cred-ph4" git "$@"
+}
+check "budget: a clone through the gateway fits in 64 KiB (what comes down is not egress)" \
+  gitgw4 clone -q "$GIT/acme/tally.git" "$W/c4"
+head -c 262144 /dev/urandom >"$W/c4/big.bin"
+git -C "$W/c4" checkout -q -b big
+git -C "$W/c4" add big.bin && git -C "$W/c4" commit -q -m "256 KiB of noise"
+BIG=$(git -C "$W/c4" rev-parse HEAD)
+check_not "budget: a 256 KiB push through the gateway is cut" gitgw4 -C "$W/c4" push -q -f origin "HEAD:refs/heads/$BR"
+is "  the gateway's record says egress-budget, a deny" \
+  "$(jq -r 'select(.event == "request" and (.path // "" | endswith("git-receive-pack"))) | .decision + " " + .reason' "$H4/gateway.jsonl" | tail -1)" "deny egress-budget"
+check_not "  the forge's run branch is not at that commit" test "$(ref_sha "refs/heads/$BR")" = "$BIG"
+code=$(curl -sS --max-time 20 --proxy "http://127.0.0.1:$GW4" --cacert "$H4/ca.pem" -H "@$W/ph.hdr" \
+  -o /dev/null -w '%{http_connect}' "$API/repos/acme/tally" 2>/dev/null)
+is "budget: then the proxy refuses the run's next CONNECT (the gateway's bytes are in its budget)" "$code" 403
+is "  the proxy's reason: egress-budget" "$(jq -r 'select(.decision == "deny") | .reason' "$H4/proxy.jsonl" | tail -1)" egress-budget
+is "  control: the proxy handed that run's forge CONNECTs to the gateway (the push never went through its own relay)" \
+  "$(jq -s '[.[] | select(.event == "handoff")] | length > 0' "$H4/proxy.jsonl")" true
+is "  control: the tunnel listener (its own counter) still lets a request through" \
+  "$(curl -sS --max-time 20 --proxy "http://127.0.0.1:$TUN4" --cacert "$FCA" -H "@$W/git.hdr" -o /dev/null -w '%{http_code}' "$API/repos/acme/tally")" 200
+check "  control: the same push through the budget-less gateway lands" gitgw -C "$W/c4" push -q -f origin "HEAD:refs/heads/$BR"
+is "  the forge's run branch is at that commit now" "$(ref_sha "refs/heads/$BR")" "$BIG"
+
 # ---- the gateway process ----
 st=$(cat "/proc/$GPID/status" 2>/dev/null)
 like "the gateway runs as nobody" "$(echo "$st" | grep '^Uid:')" $'Uid:\t65534'

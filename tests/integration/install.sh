@@ -7,6 +7,10 @@
 . "$(dirname "$0")/lib.sh"
 command -v meson >/dev/null || { skip "meson not installed"; done_testing; exit 0; }
 D=$T_TMP/inst
+# control for "no byte-code installed": a __pycache__ beside the agents, as
+# running the demo from the tree leaves one
+PYC=$AIRLOCK_SRC/examples/agents/__pycache__
+[ -d "$PYC" ] || { mkdir -p "$PYC" && touch "$PYC/airlock-install-test.pyc" && on_exit rm -rf "$PYC"; }
 meson install -C "$AIRLOCK_BUILD" --no-rebuild --destdir "$D" >"$T_TMP/install.log" 2>&1; rc=$?
 is "meson install --destdir exits 0" "$rc" 0
 [ $rc -eq 0 ] || { tail -20 "$T_TMP/install.log" | sed 's/^/#   /'; done_testing; exit 1; }
@@ -18,6 +22,9 @@ check "the bundled agents are installed (and executable)" test -x "$R/share/airl
 check "the demo's sample project and fixture are installed" test -s "$R/share/airlock/demo/fixture.json" -a -d "$R/share/airlock/demo/project/.github"
 check "the test forge is installed for the demo" test -x "$R/libexec/airlock/airlock-forge"
 check "the systemd units are installed" test -s "$R/lib/systemd/system/airlock-broker.service" -a -s "$R/lib/systemd/system/airlock-broker.socket"
+check "airlock serve's unit and example config are installed" test -s "$R/lib/systemd/system/airlock-serve.service" -a -s "$R/share/doc/airlock/examples/serve.yaml.example"
+like "serve's unit runs the installed binary" "$(grep ^ExecStart= "$R/lib/systemd/system/airlock-serve.service")" "^ExecStart=$PREFIX/bin/airlock serve "
+is "no Python byte-code is installed with the agents (one is in the tree)" "$(ls -d "$PYC" >/dev/null && find "$R" -name '__pycache__' -o -name '*.pyc' | wc -l)" 0
 like "the service runs the installed binary" "$(grep ^ExecStart= "$R/lib/systemd/system/airlock-broker.service")" "^ExecStart=$PREFIX/bin/airlock broker "
 check "the example policy and broker config are installed" test -s "$R/share/doc/airlock/examples/airlock.yaml" -a -s "$R/share/doc/airlock/examples/broker.yaml.example"
 

@@ -115,6 +115,16 @@ version: 1
 filesystem:
   workspace_size: 2GB0
 Y
+bad size-lowercase 3:19 'unknown size unit .*K, M, G, T for powers of 1024.*case matters' <<'Y'
+version: 1
+filesystem:
+  workspace_size: 2g
+Y
+bad size-fraction 3:19 'a size is a whole number: no fraction' <<'Y'
+version: 1
+filesystem:
+  workspace_size: 1.5GiB
+Y
 bad duration-unit 4:11 'needs a unit' <<'Y'
 version: 1
 process:
@@ -241,6 +251,9 @@ Y
 printf 'version: 1\n---\nversion: 1\nnetwork: {allow: [{host: evil.example, port: 443}]}\n' >"$P/multi.yaml"
 out=$("$AIRLOCK" policy check "$P/multi.yaml" 2>&1)
 like "a second YAML document is refused, not ignored" "$out" 'more than one YAML document'
+out=$("$AIRLOCK" policy init OWNER/REPO 2>&1); rc=$?
+like "policy init OWNER/REPO (the docs' placeholder, typed as is): a usage error naming it" "$rc/$out" '^2/.*`OWNER/REPO` is the docs. placeholder: give the repository'
+check "control: policy init with a real repository passes" "$AIRLOCK" policy init acme/tally
 printf 'version: 1\nnetwork: none\n' >"$P/none.yaml"
 check "network: none is accepted" "$AIRLOCK" policy check "$P/none.yaml"
 : >"$P/empty.yaml"

@@ -4,7 +4,10 @@
  * adopted; the proxy's is (its packets reach the gateway: a packet on it
  * is audited); once adopted nobody else can connect; closing removes the
  * socket and its directory. The refused stranger and the adopted proxy
- * differ only by their pid: that is the positive control of the check. */
+ * differ only by their pid: that is the positive control of the check.
+ * The proxy gets the run's egress counter on that connection, and what it
+ * adds there is what the gateway reads (one budget, gateway.h); a counter
+ * packet that is not a sealed one-page memfd is refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +15,7 @@
 
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +59,15 @@ static pid_t peer(const char *path, int listener, int go, int said, bool send_so
   if (write(said, "c", 1) != 1)
     _exit(4);
   if (send_source) {
+    /* the proxy first gets the run's egress counter from the supervisor
+     * (a sealed page shared with the gateway) and counts 1000 bytes */
+    uint64_t *counter = NULL;
+    al_error ce = {0};
+    if (al_handoff_recv_counter(fd, 10000, &counter, &ce) < 0)
+      _exit(8);
+    __atomic_add_fetch(counter, 1000, __ATOMIC_RELAXED);
+    if (write(said, "n", 1) != 1)
+      _exit(9);
     int sp[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp) < 0)
       _exit(5);
@@ -124,6 +137,10 @@ static void test_door(void **state)
    * proxy sent (a source offered on a proxy's socket: refused) */
   assert_int_equal(read(sb[0], &c, 1), 1);
   assert_int_equal(c, 'c');
+  /* the counter the proxy mapped is the gateway's (one budget for both) */
+  assert_int_equal(read(sb[0], &c, 1), 1);
+  assert_int_equal(c, 'n');
+  assert_int_equal(al_gateway_egress_used(g), 1000);
   char buf[4096] = "";
   for (int i = 0; i < 1000 && !strstr(buf, "a source offered on a proxy's socket"); i++) {
     ssize_t n = pread(audit, buf, sizeof buf - 1, 0);
@@ -189,10 +206,42 @@ static void test_door_timeout(void **state)
   al_gateway_free(g);
 }
 
+/* al_handoff_recv_counter refuses a memfd the sender could still shrink
+ * (a mapping of it would SIGBUS the reader); control: the sealed one maps. */
+static void test_counter_seals(void **state)
+{
+  (void)state;
+  for (int sealed = 0; sealed < 2; sealed++) {
+    int sp[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+    int m = memfd_create("c", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    assert_true(m >= 0);
+    assert_int_equal(ftruncate(m, AL_HANDOFF_COUNTER_SIZE), 0);
+    if (sealed)
+      assert_int_equal(fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+    al_error e = {0};
+    assert_int_equal(al_handoff_send_counter(sp[0], m, &e), 0);
+    uint64_t *c = NULL;
+    int r = al_handoff_recv_counter(sp[1], 1000, &c, &e);
+    if (sealed) {
+      assert_int_equal(r, 0);
+      assert_non_null(c);
+      munmap(c, AL_HANDOFF_COUNTER_SIZE);
+    } else {
+      assert_int_equal(r, -1);
+      assert_non_null(strstr(e.msg, "sealed"));
+    }
+    close(m);
+    close(sp[0]);
+    close(sp[1]);
+  }
+}
+
 int main(void)
 {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_door),
-                                     cmocka_unit_test(test_door_timeout)};
+                                     cmocka_unit_test(test_door_timeout),
+                                     cmocka_unit_test(test_counter_seals)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,6 +64,27 @@ static int custom_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void
   return 0;
 }
 
+/* al_yw_each: names the caller checks; here, any but `bad`, counted. */
+static int each_pair(al_yw *w, const char *name, struct fy_node *key, const al_yw_kv *val,
+                     void *obj)
+{
+  struct obj *o = obj;
+  if (strcmp(name, "bad") == 0)
+    return al_yw_fail(w, key, val->path, "`bad` is not a name");
+  char *s = NULL;
+  if (al_yw_str(w, val, &s) < 0)
+    return -1;
+  free(s);
+  o->custom_calls++;
+  return 0;
+}
+
+static int each_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  return al_yw_each(w, kv, "NAME: text", 2, each_pair, obj);
+}
+
 static int sub_done(al_yw *w, const al_yw_kv *kv, void *obj, const bool *seen)
 {
   (void)obj;
@@ -143,6 +164,7 @@ static const al_yw_field top_fields[] = {
      .item = &item_item,
      .item_size = sizeof(struct item)},
     {.key = "custom", .type = AL_YW_CUSTOM, .parse = custom_parse},
+    {.key = "each", .type = AL_YW_CUSTOM, .parse = each_parse},
 };
 static const al_yw_map top_map = {top_fields, AL_ARRAY_SIZE(top_fields), NULL};
 
@@ -345,6 +367,21 @@ static void test_custom(void **state)
   accepts("version: 1\ncustom: 9\n", 0);
 }
 
+static void test_each(void **state)
+{
+  (void)state;
+  refuses("version: 1\neach: [a]\n", 0, "t.yaml:2:1: each: must be a mapping of NAME: text");
+  refuses("version: 1\neach: {a: x, a: y}\n", 0, "t.yaml:2:14: each.a: given twice");
+  refuses("version: 1\neach: {a: x, b: y, c: z}\n", 0, "each: more than 2 entries");
+  refuses("version: 1\neach: {bad: x}\n", 0, "t.yaml:2:8: each.bad: `bad` is not a name");
+  refuses("version: 1\neach: {a: [x]}\n", 0, "each.a: must be a string");
+  struct obj o;
+  char msg[1024];
+  assert_int_equal(walk_text("version: 1\neach: {a: x, b: y}\n", 0, &o, msg, sizeof msg), 0);
+  assert_int_equal(o.custom_calls, 2);
+  obj_free(&o);
+}
+
 static void test_strict(void **state)
 {
   (void)state;
@@ -392,8 +429,9 @@ int main(void)
       cmocka_unit_test(test_types),         cmocka_unit_test(test_ranges),
       cmocka_unit_test(test_enum),          cmocka_unit_test(test_required),
       cmocka_unit_test(test_lists),         cmocka_unit_test(test_done_hook),
-      cmocka_unit_test(test_custom),        cmocka_unit_test(test_strict),
-      cmocka_unit_test(test_no_ctrl),       cmocka_unit_test(test_doc),
+      cmocka_unit_test(test_custom),        cmocka_unit_test(test_each),
+      cmocka_unit_test(test_strict),        cmocka_unit_test(test_no_ctrl),
+      cmocka_unit_test(test_doc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

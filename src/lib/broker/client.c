@@ -163,7 +163,7 @@ static int add_token_req(al_proto_lease_req *req, al_role role, const char *repo
   t->role = role;
   const char *why;
   if (al_repo_name_check(repo, &why) < 0 || strlen(repo) >= sizeof t->repo)
-    return al_make_error(err, EINVAL, "%s repository `%s`: %s", al_role_name(role), repo, why);
+    return al_error_set(err, EINVAL, "%s repository `%s`: %s", al_role_name(role), repo, why);
   snprintf(t->repo, sizeof t->repo, "%s", repo);
   if (perms) {
     if (al_perm_set_parse(perms, &t->perms, err) < 0)
@@ -291,16 +291,16 @@ int al_lease_open(const char *socket_path, const al_lease_request *rq, al_lease 
       add_token_req(&req, AL_ROLE_TICKET, rq->ticket_repo, rq->ticket_permissions, err) < 0)
     return -1;
   if (req.n_tokens == 0)
-    return al_make_error(err, EINVAL, "a lease needs a git or a ticket repository");
+    return al_error_set(err, EINVAL, "a lease needs a git or a ticket repository");
   if (rq->n_secrets > AL_PROTO_SECRETS_MAX)
-    return al_make_error(err, EINVAL, "a lease carries at most %d secrets", AL_PROTO_SECRETS_MAX);
+    return al_error_set(err, EINVAL, "a lease carries at most %d secrets", AL_PROTO_SECRETS_MAX);
   for (size_t i = 0; i < rq->n_secrets; i++) {
     const char *why;
     if (al_secret_name_check(rq->secrets[i], &why) < 0)
-      return al_make_error(err, EINVAL, "secret `%s`: %s", rq->secrets[i], why);
+      return al_error_set(err, EINVAL, "secret `%s`: %s", rq->secrets[i], why);
     for (size_t j = 0; j < i; j++)
       if (strcmp(rq->secrets[j], rq->secrets[i]) == 0)
-        return al_make_error(err, EINVAL, "secret `%s` asked twice", rq->secrets[i]);
+        return al_error_set(err, EINVAL, "secret `%s` asked twice", rq->secrets[i]);
     snprintf(req.secrets[req.n_secrets++], AL_SECRET_NAME_MAX, "%s", rq->secrets[i]);
   }
 
@@ -641,12 +641,12 @@ int al_broker_audit(const char *socket_path, const char *repo, const char *branc
   memset(&req, 0, sizeof req);
   const char *why;
   if (!repo || al_repo_name_check(repo, &why) < 0 || strlen(repo) >= sizeof req.repo)
-    return al_make_error(err, EINVAL, "audit: repository `%s`: %s", repo ? repo : "",
-                         repo ? why : "missing");
+    return al_error_set(err, EINVAL, "audit: repository `%s`: %s", repo ? repo : "",
+                        repo ? why : "missing");
   snprintf(req.repo, sizeof req.repo, "%s", repo);
   if (branch) {
     if (!*branch || strlen(branch) >= sizeof req.branch)
-      return al_make_error(err, EINVAL, "audit: bad branch name");
+      return al_error_set(err, EINVAL, "audit: bad branch name");
     snprintf(req.branch, sizeof req.branch, "%s", branch);
   }
   int fd = al_broker_request(socket_path, al_proto_audit_req_to_json(&req), "audit", err);

@@ -379,6 +379,22 @@ static const al_yw_field str_item = {.type = AL_YW_STR, .min = 1};
 
 /* roles.git / roles.ticket: {PERMISSION: read|write}, replacing the
  * default set. */
+static int perm_pair(al_yw *w, const char *name, struct fy_node *k, const al_yw_kv *vkv, void *obj)
+{
+  al_perm_set *set = obj;
+  al_autofree char *level = NULL;
+  if (al_yw_str(w, vkv, &level) < 0)
+    return -1;
+  const char *why;
+  bool wr;
+  if (al_perm_check(name, level, &wr, &why) < 0)
+    return al_yw_fail(w, k, vkv->path, "%s", why);
+  snprintf(set->items[set->n].name, AL_PERM_NAME_MAX, "%s", name);
+  set->items[set->n].write = wr;
+  set->n++;
+  return 0;
+}
+
 static int perms_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
 {
   al_broker_config *c = obj;
@@ -386,37 +402,9 @@ static int perms_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void 
   if (al_role_parse(f->key, &role) < 0)
     return al_yw_fail(w, kv->key, kv->path, "internal: no role `%s`", f->key);
   al_perm_set *set = &c->roles[role];
-  if (al_yw_plain(w, kv->val, kv->key, kv->path) < 0)
-    return -1;
-  if (!kv->val || !fy_node_is_mapping(kv->val))
-    return al_yw_fail(w, al_yw_at(kv), kv->path, "must be a mapping of permission: read|write");
   set->n = 0;
-  void *it = NULL;
-  struct fy_node_pair *pr;
-  while ((pr = fy_node_mapping_iterate(kv->val, &it))) {
-    struct fy_node *k = fy_node_pair_key(pr);
-    al_yw_kv kkv = {k, k, kv->path};
-    al_autofree char *name = NULL, *level = NULL;
-    if (al_yw_str(w, &kkv, &name) < 0)
-      return -1;
-    char path[96];
-    snprintf(path, sizeof path, "%s.%.48s", kv->path, name);
-    al_yw_kv vkv = {k, fy_node_pair_value(pr), path};
-    if (al_yw_str(w, &vkv, &level) < 0)
-      return -1;
-    const char *why;
-    bool wr;
-    if (al_perm_check(name, level, &wr, &why) < 0)
-      return al_yw_fail(w, k, kv->path, "%s: %s", name, why);
-    for (size_t i = 0; i < set->n; i++)
-      if (strcmp(set->items[i].name, name) == 0)
-        return al_yw_fail(w, k, path, "given twice");
-    if (set->n == AL_ARRAY_SIZE(set->items))
-      return al_yw_fail(w, k, kv->path, "too many permissions");
-    snprintf(set->items[set->n].name, AL_PERM_NAME_MAX, "%s", name);
-    set->items[set->n].write = wr;
-    set->n++;
-  }
+  if (al_yw_each(w, kv, "permission: read|write", AL_ARRAY_SIZE(set->items), perm_pair, set) < 0)
+    return -1;
   if (set->n == 0)
     return al_yw_fail(w, al_yw_at(kv), kv->path, "a role needs at least one permission");
   return 0;
@@ -524,38 +512,24 @@ static const al_yw_field secret_fields[] = {
 static const al_yw_map secret_map = {secret_fields, AL_ARRAY_SIZE(secret_fields), NULL};
 
 /* secrets: {NAME: {file, repositories}}, names of [a-z0-9_]. */
+static int secret_pair(al_yw *w, const char *name, struct fy_node *k, const al_yw_kv *vkv,
+                       void *obj)
+{
+  al_broker_config *c = obj;
+  const char *why;
+  if (al_secret_name_check(name, &why) < 0)
+    return al_yw_fail(w, k, vkv->path, "`%.64s`: %s", name, why);
+  c->secrets = al_xrealloc(c->secrets, (c->n_secrets + 1) * sizeof *c->secrets);
+  al_broker_secret *sec = &c->secrets[c->n_secrets++];
+  memset(sec, 0, sizeof *sec);
+  sec->name = al_xstrdup(name);
+  return al_yw_walk(w, vkv, &secret_map, sec);
+}
+
 static int secrets_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
 {
   (void)f;
-  al_broker_config *c = obj;
-  if (al_yw_plain(w, kv->val, kv->key, kv->path) < 0)
-    return -1;
-  if (!kv->val || !fy_node_is_mapping(kv->val))
-    return al_yw_fail(w, al_yw_at(kv), kv->path, "must be a mapping");
-  void *it = NULL;
-  struct fy_node_pair *pr;
-  while ((pr = fy_node_mapping_iterate(kv->val, &it))) {
-    struct fy_node *k = fy_node_pair_key(pr);
-    al_yw_kv kkv = {k, k, kv->path};
-    al_autofree char *name = NULL;
-    if (al_yw_str(w, &kkv, &name) < 0)
-      return -1;
-    const char *why;
-    if (al_secret_name_check(name, &why) < 0)
-      return al_yw_fail(w, k, kv->path, "`%.64s`: %s", name, why);
-    if (al_broker_config_secret(c, name))
-      return al_yw_fail(w, k, kv->path, "`%s` given twice", name);
-    c->secrets = al_xrealloc(c->secrets, (c->n_secrets + 1) * sizeof *c->secrets);
-    al_broker_secret *sec = &c->secrets[c->n_secrets++];
-    memset(sec, 0, sizeof *sec);
-    sec->name = al_steal_ptr(&name);
-    char path[96];
-    snprintf(path, sizeof path, "%s.%s", kv->path, sec->name);
-    al_yw_kv skv = {k, fy_node_pair_value(pr), path};
-    if (al_yw_walk(w, &skv, &secret_map, sec) < 0)
-      return -1;
-  }
-  return 0;
+  return al_yw_each(w, kv, NULL, 64, secret_pair, obj);
 }
 
 static const al_yw_field top_fields[] = {

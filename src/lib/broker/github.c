@@ -444,7 +444,7 @@ int al_gh_revoke(al_gh *gh, const al_token *t, bool *confirmed, al_error *err)
 {
   *confirmed = false;
   if (!t->value)
-    return al_make_error(err, EINVAL, "token %s: no value to revoke", t->fp);
+    return al_error_set(err, EINVAL, "token %s: no value to revoke", t->fp);
   if (revoke_once(gh, t, err) < 0)
     return -1;
   /* GitHub documents no propagation time for a revocation (the stateless

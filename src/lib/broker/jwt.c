@@ -33,8 +33,8 @@ int al_app_key_load(const char *path, EVP_PKEY **out, al_error *err)
                          "(chmod 600)",
                          path, (unsigned)(st.st_mode & 07777));
   if (st.st_size <= 0 || st.st_size > 64 * 1024)
-    return al_make_error(err, EINVAL, "private key `%s`: unexpected size %lld", path,
-                         (long long)st.st_size);
+    return al_error_set(err, EINVAL, "private key `%s`: unexpected size %lld", path,
+                        (long long)st.st_size);
   size_t len = (size_t)st.st_size;
   char *buf = al_xmalloc(len + 1);
   ssize_t n = al_read_all(fd, buf, len);
@@ -50,11 +50,11 @@ int al_app_key_load(const char *path, EVP_PKEY **out, al_error *err)
   OPENSSL_cleanse(buf, len);
   free(buf);
   if (!key)
-    return al_make_error(err, EINVAL, "private key `%s`: not a PEM private key", path);
+    return al_error_set(err, EINVAL, "private key `%s`: not a PEM private key", path);
   if (!EVP_PKEY_is_a(key, "RSA") || EVP_PKEY_get_bits(key) < 2048) {
     EVP_PKEY_free(key);
-    return al_make_error(err, EINVAL, "private key `%s`: not an RSA key of at least 2048 bits",
-                         path);
+    return al_error_set(err, EINVAL, "private key `%s`: not an RSA key of at least 2048 bits",
+                        path);
   }
   *out = key;
   return 0;
@@ -105,7 +105,7 @@ int al_app_jwt(EVP_PKEY *key, const char *iss, bool iss_numeric, time_t now, cha
   EVP_MD_CTX_free(ctx);
   if (!ok) {
     free(sig);
-    return al_make_error(err, EINVAL, "JWT: RS256 signing failed");
+    return al_error_set(err, EINVAL, "JWT: RS256 signing failed");
   }
   al_autofree char *s64 = al_base64url(sig, siglen);
   free(sig);

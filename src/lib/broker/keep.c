@@ -68,7 +68,7 @@ const char *al_keep_where(const al_keep *k)
 int al_keep_put(al_keep *k, const al_token *t, al_error *err)
 {
   if (!t->value || strchr(t->repo, '\n') || strchr(t->expires_at_str, '\n'))
-    return al_make_error(err, EINVAL, "token %s: nothing to keep", t->fp);
+    return al_error_set(err, EINVAL, "token %s: nothing to keep", t->fp);
   static const char zeros[KEEP_PAYLOAD_MAX];
   size_t cap = KEEP_PAYLOAD_MAX;
   char *buf = al_secret_dupn(zeros, cap - 1);

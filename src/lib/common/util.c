@@ -233,7 +233,7 @@ int al_random_hex(char *out, size_t bytes, al_error *err)
 {
   unsigned char buf[64];
   if (bytes > sizeof buf)
-    return al_make_error(err, EINVAL, "random id of %zu bytes", bytes);
+    return al_error_set(err, EINVAL, "random id of %zu bytes", bytes);
   size_t got = 0;
   while (got < bytes) {
     ssize_t n = getrandom(buf + got, bytes - got, 0);
@@ -351,7 +351,8 @@ int al_parse_size(const char *s, uint64_t *out, const char **why)
   const char *p = s;
   uint64_t v;
   if (!s || parse_uint_prefix(&p, &v) < 0) {
-    *why = "a size is a whole number with an optional unit (B, KiB, MiB, GiB, TiB, kB, MB, GB, TB)";
+    *why = "a size is a whole number with an optional unit (B; KiB, MiB, GiB, TiB or K, M, G, T; "
+           "kB, MB, GB, TB)";
     return -1;
   }
   for (size_t i = 0; i < AL_ARRAY_SIZE(units); i++) {
@@ -364,7 +365,10 @@ int al_parse_size(const char *s, uint64_t *out, const char **why)
       return 0;
     }
   }
-  *why = "unknown size unit (use B, KiB, MiB, GiB, TiB, kB, MB, GB or TB)";
+  *why = *p == '.' || *p == ','
+             ? "a size is a whole number: no fraction (write 1536MiB, not 1.5GiB)"
+             : "unknown size unit (use B; KiB, MiB, GiB, TiB or K, M, G, T for powers of 1024; "
+               "kB, MB, GB or TB for powers of 1000; case matters)";
   return -1;
 }
 

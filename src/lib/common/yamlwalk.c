@@ -533,6 +533,43 @@ int al_yw_value(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
   return f->check ? f->check(w, f, kv, obj) : 0;
 }
 
+int al_yw_each(al_yw *w, const al_yw_kv *kv, const char *what, size_t max, al_yw_each_fn fn,
+               void *obj)
+{
+  if (al_yw_plain(w, kv->val, kv->key, kv->path) < 0)
+    return -1;
+  if (!kv->val || !fy_node_is_mapping(kv->val))
+    return al_yw_fail(w, al_yw_at(kv), kv->path, "must be a mapping%s%s", what ? " of " : "",
+                      what ? what : "");
+  int count = fy_node_mapping_item_count(kv->val);
+  if (count > 0 && (size_t)count > max)
+    return al_yw_fail(w, al_yw_at(kv), kv->path, "more than %zu entries", max);
+  void *it = NULL;
+  struct fy_node_pair *pair;
+  while ((pair = fy_node_mapping_iterate(kv->val, &it)) != NULL) {
+    struct fy_node *k = fy_node_pair_key(pair);
+    al_yw_kv kkv = {k, k, kv->path};
+    al_autofree char *name = NULL;
+    if (al_yw_str(w, &kkv, &name) < 0)
+      return -1;
+    char path[256];
+    snprintf(path, sizeof path, "%s%s%.64s", kv->path, kv->path[0] ? "." : "", name);
+    /* a name given twice: libfyaml refuses most while parsing; again here */
+    void *it2 = NULL;
+    struct fy_node_pair *prev;
+    while ((prev = fy_node_mapping_iterate(kv->val, &it2)) != NULL && prev != pair) {
+      size_t pl = 0;
+      const char *ps = fy_node_get_scalar(fy_node_pair_key(prev), &pl);
+      if (ps && pl == strlen(name) && memcmp(ps, name, pl) == 0)
+        return al_yw_fail(w, k, path, "given twice");
+    }
+    al_yw_kv vkv = {k, fy_node_pair_value(pair), path};
+    if (fn(w, name, k, &vkv, obj) < 0)
+      return -1;
+  }
+  return 0;
+}
+
 const al_yw_field *al_yw_find(const al_yw_map *map, const char *key, size_t klen)
 {
   for (size_t i = 0; i < map->n; i++)

@@ -157,6 +157,18 @@ int al_yw_walk(al_yw *w, const al_yw_kv *kv, const al_yw_map *map, void *obj);
  * themselves. Errors as al_yw_walk. */
 int al_yw_value(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj);
 
+/* A mapping whose keys are names the caller checks (permissions, secrets),
+ * not a fixed table: fn runs for each pair with the name (NUL-free, at most
+ * AL_YW_MAX_STR bytes), its key node (for positions) and the value's kv
+ * (path "PATH.name", the name cut at 64 bytes). Refused before fn: what
+ * al_yw_plain refuses, a value that is not a mapping ("must be a mapping
+ * of <what>", or "must be a mapping" when what is NULL), more than max
+ * pairs, a key that is not a string, and a name given twice. */
+typedef int (*al_yw_each_fn)(al_yw *w, const char *name, struct fy_node *key, const al_yw_kv *val,
+                             void *obj);
+int al_yw_each(al_yw *w, const al_yw_kv *kv, const char *what, size_t max, al_yw_each_fn fn,
+               void *obj);
+
 /* The field of `map` named key (klen bytes), or NULL. */
 const al_yw_field *al_yw_find(const al_yw_map *map, const char *key, size_t klen);
 

@@ -316,3 +316,28 @@ const char *al_demo_main_sha(al_demo *d, char *buf, size_t n)
   json_decref(refs);
   return buf;
 }
+
+bool al_demo_attempt_allowed(const char *id, const char *credentials_mode)
+{
+  if (!id)
+    return false;
+  if (strcmp(id, "open-pr") == 0 || strcmp(id, "keep-token") == 0)
+    return true;
+  /* env mode: the agent holds the token and may open its own PR */
+  return strcmp(id, "open-pr-itself") == 0 && credentials_mode &&
+         strcmp(credentials_mode, "env") == 0;
+}
+
+const char *al_demo_preflight_verdict(json_t *rec, const char *id)
+{
+  const char *verdict = NULL;
+  size_t k;
+  json_t *x;
+  json_array_foreach(json_object_get(json_object_get(rec, "preflight"), "results"), k, x)
+  {
+    const char *xid = json_string_value(json_object_get(x, "id"));
+    if (xid && strcmp(xid, id) == 0)
+      verdict = json_string_value(json_object_get(x, "verdict"));
+  }
+  return verdict;
+}

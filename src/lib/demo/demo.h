@@ -73,6 +73,20 @@ const char *al_demo_main_sha(al_demo *d, char *buf, size_t n);
  * timeout); the parsed JSON (the caller decrefs) or NULL. */
 json_t *al_demo_admin_get(al_demo *d, const char *path);
 
+/* The demo's verdicts on a run (what `airlock demo` exits 0 or 1 on).
+ *
+ * May a hostile agent's attempt `id` (the record's agent_attempts[].id)
+ * succeed without anything having failed? Opening the one PR and keeping
+ * a (worthless) token always; `open-pr-itself` only when the agent held
+ * the token (credentials_mode "env"). */
+bool al_demo_attempt_allowed(const char *id, const char *credentials_mode);
+
+/* The verdict of preflight probe `id` in the run record rec
+ * (preflight.results[].verdict: "blocked", "escaped", ...), or NULL when
+ * it did not run. Sealed credentials hold when "cred.run-tokens" is
+ * "blocked". */
+const char *al_demo_preflight_verdict(json_t *rec, const char *id);
+
 /* Stop the children (SIGTERM, reverse order: the broker revokes first;
  * SIGKILL after 5 s) and remove the directory unless d->keep. A message
  * about what could not be removed (or "kept DIR") goes to note, else "". */

@@ -1431,20 +1431,20 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
   }
   const char *why = NULL;
   if (!o->repo || al_repo_name_check(o->repo, &why) < 0)
-    return al_make_error(err, EINVAL, "repository `%s`: %s", o->repo ? o->repo : "",
-                         why ? why : "missing");
+    return al_error_set(err, EINVAL, "repository `%s`: %s", o->repo ? o->repo : "",
+                        why ? why : "missing");
   if (o->branch && (!*o->branch || strlen(o->branch) >= sizeof out->branch))
-    return al_make_error(err, EINVAL, "bad branch name");
+    return al_error_set(err, EINVAL, "bad branch name");
   snprintf(out->repo, sizeof out->repo, "%s", o->repo);
   if (o->branch)
     snprintf(out->branch, sizeof out->branch, "%s", o->branch);
 
   if (o->app_config && (!o->app_key || o->broker_config || o->api_url || o->ca_file))
-    return al_make_error(err, EINVAL,
-                         "app_config needs app_key, and no broker_config, "
-                         "api_url or ca_file");
+    return al_error_set(err, EINVAL,
+                        "app_config needs app_key, and no broker_config, "
+                        "api_url or ca_file");
   if (o->reader_config && !o->reader_key)
-    return al_make_error(err, EINVAL, "reader_config needs reader_key");
+    return al_error_set(err, EINVAL, "reader_config needs reader_key");
 
   struct ctx c = {.o = o, .rep = out};
   EVP_PKEY *key = NULL, *owned_key = NULL, *reader_key = NULL;
@@ -1534,9 +1534,9 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
     c.tok = minted.value;
     c.tok_is_bot = true;
   } else {
-    al_make_error(err, EINVAL,
-                  "no credentials: set AIRLOCK_AUDIT_TOKEN (or GITHUB_TOKEN), or give the "
-                  "broker config (--config) so the App can mint a read-only token");
+    al_error_set(err, EINVAL,
+                 "no credentials: set AIRLOCK_AUDIT_TOKEN (or GITHUB_TOKEN), or give the "
+                 "broker config (--config) so the App can mint a read-only token");
     goto out;
   }
 

@@ -95,8 +95,8 @@ int al_ghapi_open(const char *api_url, const al_ghapi_opts *o, al_ghapi **out, a
     o = &none;
   const char *why = NULL;
   if (!api_url || al_api_url_check(api_url, &why) < 0)
-    return al_make_error(err, EINVAL, "API URL `%s`: %s", api_url ? api_url : "(none)",
-                         why ? why : "missing");
+    return al_error_set(err, EINVAL, "API URL `%s`: %s", api_url ? api_url : "(none)",
+                        why ? why : "missing");
   al_ghapi *c = al_xcalloc(1, sizeof *c);
   c->base = al_xstrdup(api_url);
   size_t n = strlen(c->base);

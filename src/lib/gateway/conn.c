@@ -609,6 +609,22 @@ static ssize_t body_read(al_gw_conn *c, body_src *b, char *out, size_t cap, cons
   }
 }
 
+/* network.egress_budget, shared with the proxy (gateway.h): true when n
+ * more bytes may go to the forge, and then they are counted. */
+static bool egress_take(al_gw_server *s, uint64_t n)
+{
+  if (!s->egress_used)
+    return true;
+  uint64_t used = __atomic_add_fetch(s->egress_used, n, __ATOMIC_RELAXED);
+  return !s->egress_budget || used <= s->egress_budget;
+}
+
+static bool egress_spent(const al_gw_server *s)
+{
+  return s->egress_used && s->egress_budget &&
+         __atomic_load_n(s->egress_used, __ATOMIC_RELAXED) >= s->egress_budget;
+}
+
 /* Send decoded body bytes upstream, framed. data must sit at wb + 32. */
 static int send_up(al_gw_conn *c, bool chunked, size_t n)
 {
@@ -883,7 +899,13 @@ static int serve_request(al_gw_conn *c)
       return close_on_refuse;
     }
   }
-  /* the request is allowed by its head */
+  /* the request is allowed by its head; the run's egress budget is not
+   * (the proxy's and this gateway's bytes, one counter) */
+  if (egress_spent(s)) {
+    r->rule = NULL;
+    refuse(c, r, 403, "egress-budget", true);
+    return 1;
+  }
   if (upstream_gone(c))
     return 1; /* the forge closed the idle connection: the client retries on a new one */
   size_t head_len = 0;
@@ -970,6 +992,13 @@ static int serve_request(al_gw_conn *c)
     free(r->rp);
     return 1;
   }
+  if (!egress_take(s, head_len)) {
+    free_head(uhead, head_len);
+    free(rpbuf);
+    refuse(c, r, 403, "egress-budget", true);
+    free(r->rp);
+    return 1;
+  }
   int w = write_all(c->us, uhead, head_len);
   free_head(uhead, head_len);
   if (w < 0) {
@@ -1004,6 +1033,18 @@ static int serve_request(al_gw_conn *c)
         break;
       n = (size_t)k;
       r->up += n;
+    }
+    if (!egress_take(s, n)) {
+      /* the budget ends here: the forge gets a cut body and the connection
+       * goes; the agent's connection is answered by nothing more */
+      free(rpbuf);
+      c->up_dead = true;
+      r->rule = NULL; /* a deny: the rest of the request never left */
+      r->reason = "egress-budget";
+      r->status = 0;
+      log_request(c, r);
+      free(r->rp);
+      return 1;
     }
     if (send_up(c, q.chunked, n) < 0) {
       free(rpbuf);

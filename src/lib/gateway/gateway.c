@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -43,6 +44,8 @@ struct al_gateway {
   char *ca_pem;
   al_proxy_handoff handoff;
   int status_fd;
+  int egress_fd;        /* the shared egress counter's memfd (sealed), for a proxy in a container */
+  uint64_t *egress_map; /* its page, MAP_SHARED: the child and the proxy inherit it */
   bool stopped;
   int exit_status;
 };
@@ -271,7 +274,7 @@ static void serve(al_gw_server *s, int hsock)
 /* The child, from fork to exit. Dying is right here (nothing to unwind):
  * every failure writes "ERR ..." to the supervisor and exits. */
 __attribute__((noreturn)) static void child_main(const al_gateway_opts *o, int tok_fd, int st_fd,
-                                                 int hsock, pid_t parent)
+                                                 int hsock, pid_t parent, uint64_t *egress_map)
 {
   static al_gw_server srv;
   al_gw_server *s = &srv;
@@ -284,6 +287,8 @@ __attribute__((noreturn)) static void child_main(const al_gateway_opts *o, int t
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->idle, NULL);
   s->audit_fd = o->audit_fd;
+  s->egress_budget = o->egress_budget;
+  s->egress_used = egress_map;
   snprintf(s->run_id, sizeof s->run_id, "%s", o->run_id ? o->run_id : "");
   signal(SIGPIPE, SIG_IGN);
   if (parse_url("forge.api_url", o->api_url, &ah, &s->api_port, ap, sizeof ap, &e) < 0 ||
@@ -386,6 +391,20 @@ int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
   if (!o->placeholder || strlen(o->placeholder) < 16 || strlen(o->placeholder) > 64)
     return al_error_set(err, EINVAL, "gateway: the placeholder must be 16..64 characters");
 
+  /* The run's egress counter, shared by the proxy and this gateway (one
+   * sealed page: a proxy in a container maps it too, and can neither
+   * shrink it under us nor grow it). */
+  int efd = memfd_create("airlock-egress", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  uint64_t *emap = MAP_FAILED;
+  if (efd >= 0 && ftruncate(efd, AL_HANDOFF_COUNTER_SIZE) == 0 &&
+      fcntl(efd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
+    emap = mmap(NULL, AL_HANDOFF_COUNTER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, efd, 0);
+  if (emap == MAP_FAILED) {
+    int e = errno;
+    if (efd >= 0)
+      close(efd);
+    return al_make_error(err, e, "gateway: the shared egress counter");
+  }
   int sp[2] = {-1, -1}, tp[2] = {-1, -1}, bp[2] = {-1, -1};
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0 || pipe2(tp, O_CLOEXEC) < 0 ||
       pipe2(bp, O_CLOEXEC) < 0) {
@@ -398,6 +417,8 @@ int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
       if (bp[i] >= 0)
         close(bp[i]);
     }
+    munmap(emap, AL_HANDOFF_COUNTER_SIZE);
+    close(efd);
     return al_make_error(err, e, "gateway: socketpair/pipe");
   }
   pid_t parent = getpid();
@@ -405,6 +426,8 @@ int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
   if (pid < 0) {
     int e = errno;
     close(sp[0]), close(sp[1]), close(tp[0]), close(tp[1]), close(bp[0]), close(bp[1]);
+    munmap(emap, AL_HANDOFF_COUNTER_SIZE);
+    close(efd);
     return al_make_error(err, e, "fork the forge gateway");
   }
   if (pid == 0) {
@@ -416,7 +439,7 @@ int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    child_main(o, tp[0], bp[1], sp[1], parent);
+    child_main(o, tp[0], bp[1], sp[1], parent, emap);
   }
   close(sp[1]);
   close(tp[0]);
@@ -425,6 +448,9 @@ int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
   g->pid = pid;
   g->status_fd = bp[0];
   g->handoff.fd = sp[0];
+  g->egress_fd = efd;
+  g->egress_map = emap;
+  g->handoff.egress_used = emap;
   snprintf(g->handoff.hosts[0].host, sizeof g->handoff.hosts[0].host, "%s", ah.name);
   g->handoff.hosts[0].port = apn;
   g->handoff.n_hosts = 1;
@@ -535,12 +561,26 @@ int al_gateway_stop(al_gateway *g, al_error *err)
   return 0;
 }
 
+int al_gateway_egress_fd(const al_gateway *g)
+{
+  return g->egress_fd;
+}
+
+uint64_t al_gateway_egress_used(const al_gateway *g)
+{
+  return __atomic_load_n(g->egress_map, __ATOMIC_RELAXED);
+}
+
 void al_gateway_free(al_gateway *g)
 {
   if (!g)
     return;
   al_error e;
   (void)al_gateway_stop(g, &e);
+  if (g->egress_map)
+    munmap(g->egress_map, AL_HANDOFF_COUNTER_SIZE);
+  if (g->egress_fd >= 0)
+    close(g->egress_fd);
   free(g->ca_pem);
   free(g);
 }

@@ -74,6 +74,12 @@ typedef struct al_gateway_opts {
   uint64_t lifetime_ms;    /* the run's wall limit; the CA is valid this long plus 1 h */
   const char *run_id;      /* goes into every decision line */
   int audit_fd;            /* decisions, one JSON line each; dup'd by the gateway; -1: none */
+  /* network.egress_budget (bytes client -> origin per run; 0: none). The
+   * gateway adds every request byte it forwards to the forge (head and
+   * body, as sent) to the run's counter, which it shares with the proxy
+   * (al_proxy_handoff.egress_used): a request that finds it spent is
+   * refused (403 egress-budget), a body that would pass it is cut. */
+  uint64_t egress_budget;
 } al_gateway_opts;
 
 typedef struct al_gateway al_gateway;
@@ -98,6 +104,11 @@ const char *al_gateway_ca_pem(const al_gateway *g);
  * al_gateway_free(). The supervisor keeps the fd open only to fork the
  * proxy; al_gateway_stop() closes it. */
 const al_proxy_handoff *al_gateway_handoff(const al_gateway *g);
+
+/* The shared egress counter's memfd (owned by g; for
+ * al_handoff_send_counter to a proxy in a container) and its value now. */
+int al_gateway_egress_fd(const al_gateway *g);
+uint64_t al_gateway_egress_used(const al_gateway *g);
 
 /* The gateway's pid (for the record and for tests), or -1 once reaped. */
 pid_t al_gateway_pid(const al_gateway *g);

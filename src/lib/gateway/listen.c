@@ -102,7 +102,11 @@ int al_gateway_adopt(al_gateway *g, al_gateway_listener *l, pid_t proxy_pid, int
       strangers++;
       continue;
     }
-    int r = al_handoff_send_source(al_gateway_handoff(g)->fd, c, err);
+    /* the run's egress counter first, to the proxy, then its connection
+     * to the gateway (gateway.h: one budget for both) */
+    int r = al_handoff_send_counter(c, al_gateway_egress_fd(g), err) < 0
+                ? -1
+                : al_handoff_send_source(al_gateway_handoff(g)->fd, c, err);
     close(c);
     /* one proxy per run: nobody else can connect from now on. The file
      * stays until the containers are gone (al_gateway_listener_close):

@@ -28,6 +28,8 @@ typedef struct al_gw_server {
   uint16_t api_port, git_port;
   char run_id[128];
   int audit_fd;
+  uint64_t egress_budget; /* network.egress_budget; 0: none */
+  uint64_t *egress_used;  /* shared with the proxy (MAP_SHARED), atomic */
 
   pthread_mutex_t mu; /* everything below, and audit writes */
   pthread_cond_t idle;

@@ -609,55 +609,36 @@ static const al_yw_map process_map = {process_fields, AL_ARRAY_SIZE(process_fiel
 /* ---- credentials ---- */
 
 /* permissions: {NAME: read|write}, NAME from the grantable list. */
+static int perm_pair(al_yw *c, const char *name, struct fy_node *k, const al_yw_kv *vkv, void *obj)
+{
+  al_policy_role *r = obj;
+  for (size_t i = 0; never[i]; i++)
+    if (strcmp(name, never[i]) == 0)
+      return al_yw_fail(c, k, vkv->path, "`%s` is never granted to a run (escape budget)", name);
+  size_t g = 0;
+  for (; grantable[g]; g++)
+    if (strcmp(name, grantable[g]) == 0)
+      break;
+  if (!grantable[g])
+    return al_yw_fail(c, k, vkv->path,
+                      "unknown permission (grantable: contents, pull_requests, issues, "
+                      "metadata, checks, statuses)");
+  al_autofree char *level = NULL;
+  if (al_yw_str(c, vkv, &level) < 0)
+    return -1;
+  if (strcmp(level, "read") != 0 && strcmp(level, "write") != 0)
+    return al_yw_fail(c, al_yw_at(vkv), vkv->path, "must be `read` or `write`, got `%s`", level);
+  r->perms = al_xrealloc(r->perms, (r->n_perms + 1) * sizeof *r->perms);
+  r->perms[r->n_perms].name = al_xstrdup(name);
+  r->perms[r->n_perms].level = al_steal_ptr(&level);
+  r->n_perms++;
+  return 0;
+}
+
 static int perms_parse(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
 {
   (void)f;
-  al_policy_role *r = obj;
-  if (al_yw_plain(c, kv->val, kv->key, kv->path) < 0)
-    return -1;
-  if (!kv->val || !fy_node_is_mapping(kv->val))
-    return al_yw_fail(c, al_yw_at(kv), kv->path, "must be a mapping of permission: read|write");
-  size_t count = (size_t)fy_node_mapping_item_count(kv->val);
-  if (count > 32)
-    return al_yw_fail(c, kv->key, kv->path, "too many permissions");
-  free(r->perms);
-  r->perms = al_xcalloc(count ? count : 1, sizeof *r->perms);
-  r->n_perms = 0;
-  void *it = NULL;
-  struct fy_node_pair *pair;
-  while ((pair = fy_node_mapping_iterate(kv->val, &it)) != NULL) {
-    struct fy_node *k = fy_node_pair_key(pair);
-    char path[160];
-    al_yw_kv kkv = {k, k, kv->path};
-    al_autofree char *name = NULL;
-    if (al_yw_str(c, &kkv, &name) < 0)
-      return -1;
-    snprintf(path, sizeof path, "%s.%.40s", kv->path, name);
-    for (size_t i = 0; never[i]; i++)
-      if (strcmp(name, never[i]) == 0)
-        return al_yw_fail(c, k, path, "`%s` is never granted to a run (escape budget)", name);
-    size_t g = 0;
-    for (; grantable[g]; g++)
-      if (strcmp(name, grantable[g]) == 0)
-        break;
-    if (!grantable[g])
-      return al_yw_fail(c, k, path,
-                        "unknown permission (grantable: contents, pull_requests, issues, "
-                        "metadata, checks, statuses)");
-    for (size_t i = 0; i < r->n_perms; i++)
-      if (strcmp(r->perms[i].name, name) == 0)
-        return al_yw_fail(c, k, path, "given twice");
-    al_yw_kv vkv = {k, fy_node_pair_value(pair), path};
-    al_autofree char *level = NULL;
-    if (al_yw_str(c, &vkv, &level) < 0)
-      return -1;
-    if (strcmp(level, "read") != 0 && strcmp(level, "write") != 0)
-      return al_yw_fail(c, al_yw_at(&vkv), path, "must be `read` or `write`, got `%s`", level);
-    r->perms[r->n_perms].name = al_steal_ptr(&name);
-    r->perms[r->n_perms].level = al_steal_ptr(&level);
-    r->n_perms++;
-  }
-  return 0;
+  return al_yw_each(c, kv, "permission: read|write", 32, perm_pair, obj);
 }
 
 static int repo_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)

@@ -797,6 +797,10 @@ void al_probe_report_print(const al_probe_report *r, FILE *f)
   }
   fprintf(f, "\n%zu probes: %zu blocked, %zu escaped, %zu inconclusive (%.0f ms)\n", r->n,
           r->n_blocked, r->n_escaped, r->n_inconclusive, (double)r->elapsed_us / 1000.0);
+  if (r->n_inconclusive && !r->n_escaped)
+    fprintf(f, "nothing escaped, but an inconclusive probe is not a pass (exit 1): its evidence "
+               "above says what it could not decide; docs/probes.md, \"Known limits\", says "
+               "when that is expected (e.g. an allowed host this machine cannot reach)\n");
 }
 
 int al_probe_report_print_json(const al_probe_report *r, FILE *f)

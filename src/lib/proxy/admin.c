@@ -19,7 +19,7 @@ static void admin_ready(al_watch *w, uint32_t ev)
       json_object_set_new(r, "run", json_string(run->run_id));
       json_object_set_new(r, "active", json_integer(atomic_load(&run->n_conns)));
       json_object_set_new(r, "egress_used",
-                          json_integer((json_int_t)atomic_load(&run->egress_used)));
+                          json_integer((json_int_t)atomic_load(run->egress_used)));
       json_array_append_new(runs, r);
     }
     json_t *all = px_counters_json(&sh->cnt);

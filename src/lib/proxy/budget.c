@@ -8,7 +8,7 @@ uint64_t px_up_limit(al_proxy_conn *c)
   uint64_t lim = UINT64_MAX;
   uint64_t budget = c->pol->p->network.egress_budget;
   if (budget) {
-    uint64_t used = atomic_load(&c->run->egress_used);
+    uint64_t used = atomic_load(c->run->egress_used);
     lim = used >= budget ? 0 : budget - used;
   }
   if (c->plain && c->body_left < lim)
@@ -34,11 +34,11 @@ void px_budget_end(al_proxy_conn *c, bool locked, uint64_t n)
 
 void px_budget_charge(al_proxy_run *run, uint64_t n)
 {
-  atomic_fetch_add(&run->egress_used, n);
+  atomic_fetch_add(run->egress_used, n);
 }
 
 bool px_budget_spent(const al_proxy_conn *c)
 {
   uint64_t budget = c->pol->p->network.egress_budget;
-  return budget && atomic_load(&c->run->egress_used) >= budget;
+  return budget && atomic_load(c->run->egress_used) >= budget;
 }

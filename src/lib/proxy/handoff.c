@@ -2,6 +2,10 @@
 #include "proxy/handoff.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -186,4 +190,97 @@ int al_handoff_connect(const char *path, int timeout_ms, al_error *err)
   }
   return al_error_set(err, last == ENOENT || last == ECONNREFUSED ? ETIMEDOUT : last,
                       "--handoff-socket %s: no forge gateway there (%s)", path, strerror(last));
+}
+
+int al_handoff_send_counter(int sock, int memfd, al_error *err)
+{
+  union fd2_cmsg cm;
+  al_handoff_msg m = {.magic = AL_HANDOFF_COUNTER_MAGIC, .version = AL_HANDOFF_VERSION};
+  struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
+  struct msghdr msg = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = cm.buf,
+                       .msg_controllen = CMSG_SPACE(sizeof(int))};
+  memset(cm.buf, 0, sizeof cm.buf);
+  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &memfd, sizeof memfd);
+  ssize_t n;
+  do
+    n = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    return al_make_error(err, errno, "hand-off: the egress counter to the proxy");
+  if ((size_t)n != sizeof m)
+    return al_error_set(err, EIO, "hand-off: the egress counter to the proxy: short send");
+  return 0;
+}
+
+int al_handoff_recv_counter(int sock, int timeout_ms, uint64_t **counter, al_error *err)
+{
+  union fd2_cmsg cm;
+  al_handoff_msg m;
+  char tail[1];
+  struct iovec iov[2] = {{.iov_base = &m, .iov_len = sizeof m},
+                         {.iov_base = tail, .iov_len = sizeof tail}};
+  struct msghdr msg = {
+      .msg_iov = iov, .msg_iovlen = 2, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf};
+  int fds[2] = {-1, -1};
+  size_t nfds = 0;
+
+  *counter = NULL;
+  memset(&m, 0, sizeof m);
+  struct pollfd p = {.fd = sock, .events = POLLIN};
+  int pr;
+  do
+    pr = poll(&p, 1, timeout_ms);
+  while (pr < 0 && errno == EINTR);
+  if (pr <= 0)
+    return al_error_set(err, ETIMEDOUT, "hand-off: no egress counter from the supervisor in %d ms",
+                        timeout_ms);
+  ssize_t n;
+  do
+    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    return al_make_error(err, errno, "hand-off: recvmsg (egress counter)");
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+      continue;
+    size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < k; i++) {
+      int got;
+      memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      if (nfds < 2)
+        fds[nfds] = got;
+      else
+        close(got);
+      nfds++;
+    }
+  }
+  const char *why = NULL;
+  struct stat st;
+  int seals = -1;
+  if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || nfds != 1 || (size_t)n != sizeof m ||
+      m.magic != AL_HANDOFF_COUNTER_MAGIC || m.version != AL_HANDOFF_VERSION)
+    why = "not an egress counter packet";
+  else if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode) ||
+           st.st_size != AL_HANDOFF_COUNTER_SIZE || (seals = fcntl(fds[0], F_GET_SEALS)) < 0 ||
+           (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
+    why = "the egress counter is not a sealed memfd of one page";
+  void *map = MAP_FAILED;
+  if (!why) {
+    map = mmap(NULL, AL_HANDOFF_COUNTER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+    if (map == MAP_FAILED)
+      why = "mmap of the egress counter failed";
+  }
+  for (size_t i = 0; i < 2; i++)
+    if (fds[i] >= 0)
+      close(fds[i]);
+  if (why)
+    return al_error_set(err, EPROTO, "hand-off: %s", why);
+  *counter = map;
+  return 0;
 }

@@ -24,8 +24,10 @@
 
 #include "common/error.h"
 
-#define AL_HANDOFF_MAGIC 0x414c4857u        /* "ALHW" */
-#define AL_HANDOFF_SOURCE_MAGIC 0x414c4853u /* "ALHS": a new source of packets (below) */
+#define AL_HANDOFF_MAGIC 0x414c4857u         /* "ALHW" */
+#define AL_HANDOFF_SOURCE_MAGIC 0x414c4853u  /* "ALHS": a new source of packets (below) */
+#define AL_HANDOFF_COUNTER_MAGIC 0x414c4843u /* "ALHC": the shared egress counter (below) */
+#define AL_HANDOFF_COUNTER_SIZE 4096         /* the counter's memfd: one page, sealed */
 #define AL_HANDOFF_VERSION 1
 #define AL_HANDOFF_EARLY_MAX 16384
 #define AL_HANDOFF_MAX_HOSTS 4
@@ -45,6 +47,11 @@ typedef struct al_handoff_msg {
  * the host:port pairs (canonical host names) that go to the gateway. */
 typedef struct al_proxy_handoff {
   int fd; /* SOCK_SEQPACKET; borrowed by the proxy */
+  /* The run's egress counter (bytes client -> origin, network.egress_budget)
+   * in a page shared with the gateway (MAP_SHARED), which adds the request
+   * bytes it forwards to the forge; updated atomically by both. NULL: the
+   * proxy counts alone. Borrowed. */
+  uint64_t *egress_used;
   size_t n_hosts;
   struct {
     char host[256];
@@ -82,6 +89,20 @@ int al_handoff_recv(int sock, al_handoff_msg *m, void *early, int *client_fd, in
  * hand-off packets: one packet, a header with AL_HANDOFF_SOURCE_MAGIC and
  * no host, and exactly one fd. Returns 0 or -1 with err. */
 int al_handoff_send_source(int sock, int source_fd, al_error *err);
+
+/* The shared egress counter for a proxy in a container (docker backend):
+ * the supervisor sends the gateway's counter memfd (AL_HANDOFF_COUNTER_SIZE
+ * bytes, sealed against shrinking and growing: memfd_create(2),
+ * F_SEAL_SHRINK) on the proxy's connection before the gateway adopts it:
+ * one packet, a header with AL_HANDOFF_COUNTER_MAGIC, exactly one fd.
+ * Returns 0 or -1 with err. */
+int al_handoff_send_counter(int sock, int memfd, al_error *err);
+
+/* The proxy's side: wait up to timeout_ms for that packet on sock, check
+ * the fd (a memfd of that size with both seals), map it shared; *counter
+ * points at its first 8 bytes for the process's life. Returns 0 or -1
+ * with err (ETIMEDOUT, EPROTO for anything else). */
+int al_handoff_recv_counter(int sock, int timeout_ms, uint64_t **counter, al_error *err);
 
 /* The proxy's side of that socket: connect to the SOCK_SEQPACKET socket at
  * path (an absolute path shorter than sun_path), retrying for up to

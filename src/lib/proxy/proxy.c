@@ -316,6 +316,10 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
   for (size_t i = 0; i < sh->n_runs; i++) {
     sh->runs[i].run_id = cfg->listeners[i].run_id ? cfg->listeners[i].run_id : "";
     sh->runs[i].handoff = cfg->listeners[i].handoff;
+    /* sealed: the gateway's bytes count in this run's budget (handoff.h) */
+    sh->runs[i].egress_used = sh->runs[i].handoff && sh->runs[i].handoff->egress_used
+                                  ? (_Atomic uint64_t *)sh->runs[i].handoff->egress_used
+                                  : &sh->runs[i].egress_local;
     pthread_mutex_init(&sh->runs[i].budget_mu, NULL);
   }
   sh->n_workers = worker_count(cfg);

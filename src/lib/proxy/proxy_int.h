@@ -129,7 +129,10 @@ typedef struct al_proxy_run {
   const char *run_id;
   const al_proxy_handoff *handoff;
   _Atomic uint32_t n_conns;
-  _Atomic uint64_t egress_used;
+  /* bytes client -> origin: &egress_local, or the counter shared with the
+   * forge gateway (handoff.h egress_used), which adds what it forwards */
+  _Atomic uint64_t egress_local;
+  _Atomic uint64_t *egress_used;
   pthread_mutex_t budget_mu;
   al_proxy_counters cnt; /* under al_proxy_shared.stat_mu */
 } al_proxy_run;

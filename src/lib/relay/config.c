@@ -19,10 +19,10 @@ static int jstr(json_t *o, const char *k, bool opt, char **out, al_error *err)
   if (!v || json_is_null(v)) {
     if (opt)
       return 0;
-    return al_make_error(err, EINVAL, "relay config: `%s` missing", k);
+    return al_error_set(err, EINVAL, "relay config: `%s` missing", k);
   }
   if (!json_is_string(v))
-    return al_make_error(err, EINVAL, "relay config: `%s` must be a string", k);
+    return al_error_set(err, EINVAL, "relay config: `%s` must be a string", k);
   *out = al_xstrdup(json_string_value(v));
   return 0;
 }
@@ -31,7 +31,7 @@ static int juint(json_t *o, const char *k, uint64_t *out, al_error *err)
 {
   json_t *v = json_object_get(o, k);
   if (!json_is_integer(v) || json_integer_value(v) < 0)
-    return al_make_error(err, EINVAL, "relay config: `%s` must be a whole number", k);
+    return al_error_set(err, EINVAL, "relay config: `%s` must be a whole number", k);
   *out = (uint64_t)json_integer_value(v);
   return 0;
 }
@@ -42,12 +42,12 @@ static int jstrv(json_t *o, const char *k, char ***out, size_t *n, al_error *err
   if (!a || json_is_null(a))
     return 0;
   if (!json_is_array(a) || json_array_size(a) > 1024)
-    return al_make_error(err, EINVAL, "relay config: `%s` must be a list of strings", k);
+    return al_error_set(err, EINVAL, "relay config: `%s` must be a list of strings", k);
   *out = al_xcalloc(json_array_size(a) + 1, sizeof(char *));
   for (size_t i = 0; i < json_array_size(a); i++) {
     const char *v = json_string_value(json_array_get(a, i));
     if (!v)
-      return al_make_error(err, EINVAL, "relay config: `%s` must be a list of strings", k);
+      return al_error_set(err, EINVAL, "relay config: `%s` must be a list of strings", k);
     (*out)[(*n)++] = al_xstrdup(v);
   }
   return 0;
@@ -58,7 +58,7 @@ static int upstream_from_json(json_t *o, al_relay_upstream *u, al_error *err)
   uint64_t port = 0;
   json_t *routes = json_object_get(o, "routes");
   if (!json_is_object(o))
-    return al_make_error(err, EINVAL, "relay config: an upstream must be an object");
+    return al_error_set(err, EINVAL, "relay config: an upstream must be an object");
   json_t *kb = json_object_get(o, "key");
   u->key_broker = json_is_string(kb) && strcmp(json_string_value(kb), "broker") == 0;
   if (jstr(o, "vendor", false, &u->vendor, err) < 0 ||
@@ -75,18 +75,18 @@ static int upstream_from_json(json_t *o, al_relay_upstream *u, al_error *err)
     return -1;
   if (port == 0 || port > 65535 || !json_is_array(routes) || json_array_size(routes) == 0 ||
       json_array_size(routes) > 1024)
-    return al_make_error(err, EINVAL, "relay config: bad port or routes");
+    return al_error_set(err, EINVAL, "relay config: bad port or routes");
   if (strcmp(u->auth, "x-api-key") != 0 && strcmp(u->auth, "bearer") != 0)
-    return al_make_error(err, EINVAL, "relay config: auth must be x-api-key or bearer");
+    return al_error_set(err, EINVAL, "relay config: auth must be x-api-key or bearer");
   if (!al_relay_ruleset_find(u->vendor))
-    return al_make_error(err, EINVAL, "relay config: vendor must be anthropic or openai");
+    return al_error_set(err, EINVAL, "relay config: vendor must be anthropic or openai");
   u->port = (uint16_t)port;
   u->routes = al_xcalloc(json_array_size(routes), sizeof *u->routes);
   for (size_t i = 0; i < json_array_size(routes); i++) {
     const char *s = json_string_value(json_array_get(routes, i));
     const char *sp = s ? strchr(s, ' ') : NULL;
     if (!sp || sp[1] != '/')
-      return al_make_error(err, EINVAL, "relay config: route %zu must be `METHOD /path`", i);
+      return al_error_set(err, EINVAL, "relay config: route %zu must be `METHOD /path`", i);
     u->routes[i].method = strndup(s, (size_t)(sp - s));
     u->routes[i].path = al_xstrdup(sp + 1);
     u->n_routes = i + 1;
@@ -101,7 +101,7 @@ int al_relay_config_from_json(const char *text, al_policy_relay *r, al_error *er
   json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
   if (!json_is_object(o)) {
     json_decref(o);
-    return al_make_error(err, EINVAL, "relay config: not a JSON object: %s", je.text);
+    return al_error_set(err, EINVAL, "relay config: not a JSON object: %s", je.text);
   }
   uint64_t conns = 0;
   json_t *b = json_object_get(o, "budget"), *t = json_object_get(o, "timeouts_ms");
@@ -118,7 +118,7 @@ int al_relay_config_from_json(const char *text, al_policy_relay *r, al_error *er
     goto out;
   if (conns == 0 || conns > 1024 || !json_is_array(ups) || json_array_size(ups) == 0 ||
       json_array_size(ups) > 16) {
-    al_make_error(err, EINVAL, "relay config: bad max_connections or upstreams");
+    al_error_set(err, EINVAL, "relay config: bad max_connections or upstreams");
     goto out;
   }
   r->max_conns = (uint32_t)conns;

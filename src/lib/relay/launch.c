@@ -45,7 +45,7 @@ static int read_key(const char *path, char *buf, size_t cap, al_error *err)
   if (fstat(fd, &st) < 0)
     return al_make_error(err, errno, "relay.key_file `%s`", path);
   if (!S_ISREG(st.st_mode))
-    return al_make_error(err, EINVAL, "relay.key_file `%s`: not a regular file", path);
+    return al_error_set(err, EINVAL, "relay.key_file `%s`: not a regular file", path);
   if (st.st_uid != geteuid() || (st.st_mode & 077))
     return al_make_error(err, EPERM,
                          "relay.key_file `%s`: must be owned by uid %u with mode 0600 or stricter "
@@ -57,7 +57,7 @@ static int read_key(const char *path, char *buf, size_t cap, al_error *err)
     return al_make_error(err, (int)-n, "relay.key_file `%s`", path);
   if ((size_t)n == cap - 1) {
     explicit_bzero(buf, cap);
-    return al_make_error(err, EINVAL, "relay.key_file `%s`: longer than %zu bytes", path, cap - 2);
+    return al_error_set(err, EINVAL, "relay.key_file `%s`: longer than %zu bytes", path, cap - 2);
   }
   while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
     n--;
@@ -78,18 +78,18 @@ static int read_key(const char *path, char *buf, size_t cap, al_error *err)
 static int copy_key(const char *key, char *buf, size_t cap, al_error *err)
 {
   if (!key || !key[0])
-    return al_make_error(err, EINVAL,
-                         "relay.key: broker: no key from the broker lease (only `airlock ticket` "
-                         "leases the `model_key` secret)");
+    return al_error_set(err, EINVAL,
+                        "relay.key: broker: no key from the broker lease (only `airlock ticket` "
+                        "leases the `model_key` secret)");
   size_t n = strlen(key);
   bool ok = n <= cap - 2;
   for (size_t i = 0; i < n && ok; i++)
     ok = key[i] > 0x20 && key[i] < 0x7f;
   if (!ok)
-    return al_make_error(err, EINVAL,
-                         "relay.key: broker: the `model_key` secret must be one key of printable "
-                         "ASCII, no spaces, at most %zu bytes",
-                         cap - 2);
+    return al_error_set(err, EINVAL,
+                        "relay.key: broker: the `model_key` secret must be one key of printable "
+                        "ASCII, no spaces, at most %zu bytes",
+                        cap - 2);
   memcpy(buf, key, n + 1);
   return 0;
 }
@@ -99,8 +99,8 @@ static int relay_policy(const al_policy *p, al_policy **out, al_error *err);
 int al_relay_egress_policy(const al_policy *p, al_policy **out, al_error *err)
 {
   if (!p->relay.present)
-    return al_make_error(err, EINVAL, "%s: the policy has no relay section",
-                         p->source ? p->source : "policy");
+    return al_error_set(err, EINVAL, "%s: the policy has no relay section",
+                        p->source ? p->source : "policy");
   return relay_policy(p, out, err);
 }
 
@@ -181,9 +181,9 @@ static int start(const al_relay_start_opts *o, al_relay_proc **out, al_error *er
 {
   const al_policy *p = o->policy;
   if (!p->relay.present)
-    return al_make_error(err, EINVAL, "the policy has no relay section");
+    return al_error_set(err, EINVAL, "the policy has no relay section");
   if (o->log_fd <= 2)
-    return al_make_error(err, EINVAL, "the relay needs a log fd above 2");
+    return al_error_set(err, EINVAL, "the relay needs a log fd above 2");
   char bin[PATH_MAX];
   if (net_binary(bin, sizeof bin, err) < 0)
     return -1;

@@ -1015,7 +1015,7 @@ static void free_ssl(struct relay *rl)
 int al_relay_serve(const al_relay_serve_opts *o, al_error *err)
 {
   if (o->cfg->n_upstreams == 0 || o->cfg->n_upstreams > AL_ARRAY_SIZE(((struct relay *)0)->ssl))
-    return al_make_error(err, EINVAL, "relay: 1 to 16 upstreams");
+    return al_error_set(err, EINVAL, "relay: 1 to 16 upstreams");
   struct relay rl = {.o = o, .cfg = o->cfg};
   pthread_mutex_init(&rl.mu, NULL);
   signal(SIGPIPE, SIG_IGN);
@@ -1033,7 +1033,7 @@ int al_relay_serve(const al_relay_serve_opts *o, al_error *err)
     if (u->ca_file && SSL_CTX_load_verify_locations(ctx, u->ca_file, NULL) != 1) {
       free_ssl(&rl);
       ERR_clear_error();
-      return al_make_error(err, EINVAL, "relay ca_file `%s`: cannot load", u->ca_file);
+      return al_error_set(err, EINVAL, "relay ca_file `%s`: cannot load", u->ca_file);
     }
     static const unsigned char alpn[] = "\x08http/1.1";
     SSL_CTX_set_alpn_protos(ctx, alpn, sizeof alpn - 1);

@@ -144,9 +144,9 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
   bool net = o->policy->network.present;
   bool relay = o->policy->relay.present;
   if (relay && al_policy_relay_key_broker(o->policy) && (!o->relay_key || !o->relay_key[0]))
-    return al_make_error(err, EINVAL,
-                         "relay.key: broker: the model key comes from a broker lease, which only "
-                         "`airlock ticket` opens; `airlock run` needs relay.key_file");
+    return al_error_set(err, EINVAL,
+                        "relay.key: broker: the model key comes from a broker lease, which only "
+                        "`airlock ticket` opens; `airlock run` needs relay.key_file");
   size_t nextra = 0;
   for (char *const *e = o->env; e && *e; e++)
     nextra++;

@@ -237,7 +237,7 @@ int tk_agent_plan(struct ticket *t, al_error *err)
     return 0;
   const al_agent_preset *p = al_agent_preset_find(t->o->agent_preset);
   if (!p)
-    return al_make_error(err, EINVAL, "--agent %s: no such preset", t->o->agent_preset);
+    return al_error_set(err, EINVAL, "--agent %s: no such preset", t->o->agent_preset);
   if (t->o->docker)
     return al_make_error(err, ENOTSUP,
                          "--agent %s: presets run on the native backend (they bind the host's "

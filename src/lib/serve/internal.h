@@ -35,7 +35,9 @@ struct serve {
   struct serve_child *children;
   size_t n_children;
   uint64_t started_ms;
-  int leader; /* the election: -1 none (this process dequeues), 0 standby, 1 leader */
+  int leader;      /* the election: -1 none (this process dequeues), 0 standby, 1 leader;
+                      written by the scheduler, read by the status threads (atomic) */
+  int stop_signal; /* SIGTERM/SIGINT read while stopping runs, for the main loop */
 };
 
 /* JSON-lines log on stderr: {"time","level","event","msg",...extra}.

@@ -246,6 +246,47 @@ out:
   return ret;
 }
 
+int al_queue_next_batch(al_queue *q, unsigned max_all, unsigned max_repo, al_queue_run *out,
+                        int max, al_error *err)
+{
+  pthread_mutex_lock(&q->lock);
+  int n = 0;
+  sqlite3_stmt *st = NULL;
+  /* Each candidate with the number of running rows of its repository and
+   * in all; the rows picked before it in this batch are added below. */
+  const char *sql =
+      "SELECT " RUN_COLS ","
+      " (SELECT count(*) FROM runs AS o WHERE o.state = 'running' AND o.repo = r.repo),"
+      " (SELECT count(*) FROM runs WHERE state = 'running')"
+      " FROM runs AS r WHERE state = 'queued' AND not_before <= ?1"
+      " ORDER BY not_before, id LIMIT 512";
+  if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    n = db_error(q, err, "next batch");
+    goto out;
+  }
+  sqlite3_bind_int64(st, 1, wall_ms());
+  int rc;
+  while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int ncols = sqlite3_column_count(st);
+    long long repo_running = sqlite3_column_int64(st, ncols - 2);
+    long long all_running = sqlite3_column_int64(st, ncols - 1);
+    if (all_running + n >= (long long)max_all)
+      break;
+    al_queue_run r;
+    fill_run(st, &r);
+    for (int i = 0; i < n; i++)
+      if (!strcmp(out[i].repo, r.repo))
+        repo_running++;
+    if (repo_running >= (long long)max_repo)
+      continue;
+    out[n++] = r;
+  }
+out:
+  sqlite3_finalize(st);
+  pthread_mutex_unlock(&q->lock);
+  return n;
+}
+
 int al_queue_running(al_queue *q, al_queue_run *out, int max, al_error *err)
 {
   pthread_mutex_lock(&q->lock);

@@ -63,6 +63,13 @@ void al_queue_delivery_outcome(al_queue *q, const char *delivery, const char *ou
 int al_queue_next(al_queue *q, uint64_t now_ms, unsigned max_all, unsigned max_repo,
                   al_queue_run *out, al_error *err);
 
+/* Up to max runnable queued rows at once, oldest first, as al_queue_next
+ * would hand them out one by one if each were started: the caps count
+ * the running rows plus the rows already picked. Returns the count (0..max)
+ * or -1 with err. */
+int al_queue_next_batch(al_queue *q, unsigned max_all, unsigned max_repo, al_queue_run *out,
+                        int max, al_error *err);
+
 /* The rows in state running (for recovery at start-up). Returns the count
  * (up to max) or -1. */
 int al_queue_running(al_queue *q, al_queue_run *out, int max, al_error *err);

@@ -7,6 +7,7 @@
 #include "serve/serve.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -427,15 +428,37 @@ static int spawn(struct serve *s, const al_queue_run *r, const al_serve_repo *re
 
 /* The trigger check (check.h) and the decision it leads to. Returns 1 when
  * the row may run, 0 when it was finished or postponed here. */
-static int check_row(struct serve *s, const al_queue_run *r)
+/* One trigger check through the broker, on a thread of its own: the
+ * checks of a batch run at once (each is a token minted, two forge reads
+ * and a revocation, ~0.5 s, almost all of it waiting). */
+struct check_job {
+  const char *broker;
+  const al_queue_run *r;
+  al_check_result cr;
+  al_error err;
+  int rc;
+  bool skip;
+  bool threaded;
+  pthread_t th;
+};
+
+static void *check_main(void *arg)
+{
+  struct check_job *j = arg;
+  bool local = !strcmp(j->r->trigger, "enqueue");
+  j->rc = al_broker_check(j->broker, j->r->repo, j->r->number, local ? NULL : j->r->sender, &j->cr,
+                          &j->err);
+  return NULL;
+}
+
+static int check_row(struct serve *s, const al_queue_run *r, struct check_job *j)
 {
   bool local = !strcmp(r->trigger, "enqueue");
-  al_check_result cr;
-  al_error err = {0};
+  al_check_result cr = j->cr;
+  al_error err = j->err;
   al_queue_result res = {.exit_status = -1};
   char why[900];
-  if (al_broker_check(s->cfg->broker, r->repo, r->number, local ? NULL : r->sender, &cr, &err) <
-      0) {
+  if (j->rc < 0) {
     bool refuse = err.code == EACCES || err.code == EINVAL ||
                   (err.code == EIO && (strstr(err.msg, "404") || strstr(err.msg, "Not Found")));
     if (refuse) {
@@ -503,36 +526,66 @@ static int check_row(struct serve *s, const al_queue_run *r)
   return 0;
 }
 
+#define CHECKS_MAX 16
+
 static void schedule(struct serve *s)
 {
   /* Bounded: a tick starts at most max_concurrent runs and decides at most
-   * 64 rows, so signals and children are never starved. */
-  for (int decided = 0; decided < 64 && s->n_children < s->cfg->max_concurrent; decided++) {
-    al_queue_run r;
+   * 64 rows, so signals and children are never starved. Each batch is the
+   * rows that could start now; their trigger checks run concurrently, then
+   * the rows are decided and started in queue order on this thread. */
+  al_queue_run *rows = al_xcalloc(CHECKS_MAX, sizeof *rows);
+  struct check_job *jobs = al_xcalloc(CHECKS_MAX, sizeof *jobs);
+  for (int decided = 0; decided < 64 && s->n_children < s->cfg->max_concurrent;) {
+    size_t room = s->cfg->max_concurrent - s->n_children;
+    if (room > CHECKS_MAX)
+      room = CHECKS_MAX;
     al_error err = {0};
-    int n = al_queue_next(s->q, al_now_ms(), (unsigned)s->cfg->max_concurrent,
-                          (unsigned)s->cfg->max_per_repo, &r, &err);
+    int n = al_queue_next_batch(s->q, (unsigned)s->cfg->max_concurrent,
+                                (unsigned)s->cfg->max_per_repo, rows, (int)room, &err);
     if (n < 0)
       serve_log("error", "queue", NULL, "%s", err.msg);
     if (n <= 0)
-      return;
-    const al_serve_repo *repo = al_serve_config_repo(s->cfg, r.repo);
-    if (!repo) {
-      al_queue_result res = {.state = "refused",
-                             .exit_status = -1,
-                             .reason = "the repository is no longer in the service's config"};
-      al_queue_finish(s->q, r.id, &res, &err);
-      continue;
+      break;
+    decided += n;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    for (int i = 0; i < n; i++) {
+      struct check_job *j = &jobs[i];
+      memset(j, 0, sizeof *j);
+      j->broker = s->cfg->broker;
+      j->r = &rows[i];
+      if (!al_serve_config_repo(s->cfg, rows[i].repo)) {
+        j->skip = true;
+        al_queue_result res = {.state = "refused",
+                               .exit_status = -1,
+                               .reason = "the repository is no longer in the service's config"};
+        al_queue_finish(s->q, rows[i].id, &res, &err);
+        continue;
+      }
+      j->threaded = pthread_create(&j->th, &attr, check_main, j) == 0;
+      if (!j->threaded)
+        check_main(j); /* no thread to be had: the check runs here */
     }
-    if (check_row(s, &r) != 1)
-      continue;
-    if (spawn(s, &r, repo, &err) < 0) {
-      serve_log("error", "spawn", json_pack("{s:I}", "run", (json_int_t)r.id), "run %lld: %s",
-                (long long)r.id, err.msg);
-      al_queue_result res = {.state = "failed", .exit_status = -1, .reason = err.msg};
-      al_queue_finish(s->q, r.id, &res, &err);
+    pthread_attr_destroy(&attr);
+    for (int i = 0; i < n; i++)
+      if (jobs[i].threaded)
+        pthread_join(jobs[i].th, NULL);
+    for (int i = 0; i < n; i++) {
+      const al_queue_run *r = &rows[i];
+      if (jobs[i].skip || check_row(s, r, &jobs[i]) != 1)
+        continue;
+      if (spawn(s, r, al_serve_config_repo(s->cfg, r->repo), &err) < 0) {
+        serve_log("error", "spawn", json_pack("{s:I}", "run", (json_int_t)r->id), "run %lld: %s",
+                  (long long)r->id, err.msg);
+        al_queue_result res = {.state = "failed", .exit_status = -1, .reason = err.msg};
+        al_queue_finish(s->q, r->id, &res, &err);
+      }
     }
   }
+  free(rows);
+  free(jobs);
 }
 
 /* ---- start-up recovery and shutdown ----------------------------------- */
@@ -596,7 +649,8 @@ static void stop_children(struct serve *s, int sfd)
     poll(&p, 1, TICK_MS);
     struct signalfd_siginfo si;
     while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-      ;
+      if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+        s->stop_signal = (int)si.ssi_signo; /* kept for the main loop (election loss) */
     reap(s);
     if (!killed && al_now_ms() - now > STOP_GRACE_MS) {
       for (size_t i = 0; i < s->n_children; i++)
@@ -614,12 +668,12 @@ static void elect(struct serve *s, struct serve_election *el, int sfd)
 {
   bool lead = serve_election_step(el, al_now_ms());
   if (lead && s->leader != 1) {
-    s->leader = 1;
+    __atomic_store_n(&s->leader, 1, __ATOMIC_RELAXED);
     serve_log("info", "leading", json_pack("{s:s, s:s}", "lease", el->name, "identity", el->id),
               "holding the Lease %s/%s as %s: dequeuing", el->ns, el->name, el->id);
     recover(s);
   } else if (!lead && s->leader == 1) {
-    s->leader = 0;
+    __atomic_store_n(&s->leader, 0, __ATOMIC_RELAXED);
     serve_log("warn", "standby",
               json_pack("{s:s, s:s, s:s}", "lease", el->name, "identity", el->id, "holder",
                         el->cur.holder),
@@ -705,6 +759,10 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
     reap(&s);
     if (!stop && electing)
       elect(&s, &el, sfd);
+    if (!stop && s.stop_signal) {
+      stop = true; /* a SIGTERM that came while the runs of a lost Lease were stopped */
+      serve_log("info", "stopping", NULL, "signal %d: stopping", s.stop_signal);
+    }
     if (!stop && s.leader != 0)
       schedule(&s);
   }

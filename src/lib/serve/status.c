@@ -267,7 +267,7 @@ char *serve_page_metrics(struct serve *s, const char **type)
   bprintf(&b,
           "# HELP airlock_serve_leader 1 when this replica dequeues (holds the Lease, or no "
           "election).\n# TYPE airlock_serve_leader gauge\nairlock_serve_leader %d\n",
-          s->leader != 0);
+          __atomic_load_n(&s->leader, __ATOMIC_RELAXED) != 0);
   bprintf(&b, "# HELP airlock_serve_runs Runs in the queue by state.\n"
               "# TYPE airlock_serve_runs gauge\n");
   for (size_t k = 0; k < AL_ARRAY_SIZE(states); k++) {

@@ -57,6 +57,8 @@ static void usage(FILE *out)
           "      --docker-network NET   docker backend: an existing network for the proxy's\n"
           "                      egress side instead of one made for the run (kept)\n"
           "      --docker-egress-internal   tests: the proxy's egress network is internal too\n"
+          "      --run-id ID     the run's id (16 lowercase hex; default random): it names\n"
+          "                      the run's cgroup, containers, networks and volumes\n"
           "\n"
           "Exit status: the command's own; and\n"
           "  2    usage error (nothing was started)\n"
@@ -151,7 +153,7 @@ static void wipe_owned(char **owned, size_t n)
  * arguments (values given as --env NAME are read again from our
  * environment, so no token lands on a command line). */
 struct docker_flags {
-  const char *proxy_image, *agent_image, *network, *log_path;
+  const char *proxy_image, *agent_image, *network, *log_path, *run_id;
   bool egress_internal, quiet;
 };
 
@@ -194,6 +196,7 @@ static int run_docker(int argc, char **argv, const char *policy_path, char **env
                       .agent_image = df->agent_image,
                       .egress_internal = df->egress_internal,
                       .egress_network = df->network,
+                      .run_id = df->run_id,
                       .audit_fd = audit_fd >= 0 ? audit_fd : 2};
   int dfd = -1;
   if (audit_fd < 0 && policy->network.present && (dfd = decisions_memfd("airlock-decisions")) >= 0)
@@ -227,6 +230,7 @@ int cmd_run(int argc, char **argv)
                                        {"agent-image", required_argument, NULL, 'A'},
                                        {"docker-egress-internal", no_argument, NULL, 'I'},
                                        {"docker-network", required_argument, NULL, 'N'},
+                                       {"run-id", required_argument, NULL, 'r'},
                                        {NULL, 0, NULL, 0}};
   const char *backend = "native";
   struct docker_flags df = {0};
@@ -326,6 +330,13 @@ int cmd_run(int argc, char **argv)
     case 'N':
       df.network = optarg;
       break;
+    case 'r': {
+      size_t n = strspn(optarg, "0123456789abcdef");
+      if (n != 16 || optarg[n])
+        return al_cli_usage_error("--run-id `%.40s`: 16 lowercase hex digits", optarg);
+      df.run_id = optarg;
+      break;
+    }
     case 'h':
       usage(stdout);
       return 0;
@@ -363,6 +374,7 @@ int cmd_run(int argc, char **argv)
       .relay_log_path = relay_log_path,
       .relay_log_fd = rfd,
       .quiet = quiet,
+      .run_id = df.run_id,
   };
   int status = 0;
   bool timed_out = false;

@@ -1,12 +1,37 @@
 # Sourced by docker.sh: `airlock run --backend docker` (issue 9 item 3).
 # Uses $DOCKER, $AIRLOCK, $PROXY_IMAGE, $AGENT_IMAGE, pol.yaml from docker.sh.
-before_c=$("$DOCKER" ps -aq --filter label=airlock.run | sort)
-before_n=$("$DOCKER" network ls -q --filter label=airlock.run | sort)
-before_v=$("$DOCKER" volume ls -q | sort)
-# until the agent container of the run in the background runs (30 s at most)
+# Only this test's runs count (another airlock run, or a second copy of the
+# suite, may use the same engine): each run gets its own --run-id, and the
+# checks below look at the objects labelled with those ids alone.
+RID_BASE=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+RID_N=0
+RIDS=()
+# new_rid: the next run's id, and DRUN the command line of a run with pol.yaml
+# under it (an array, not a function: `"${DRUN[@]}" ... &` must make $! the
+# airlock process itself, which the tests signal)
+new_rid() {
+  RID_N=$((RID_N + 1)); RID=$(printf '%s%08x' "$RID_BASE" "$RID_N"); RIDS+=("$RID")
+  DRUN=("$AIRLOCK" run --backend docker --docker-egress-internal --proxy-image "$PROXY_IMAGE"
+    --agent-image "$AGENT_IMAGE" -p pol.yaml --run-id "$RID")
+}
+ours() { # ps|network|volume [running]: this test's objects still there, sorted
+  local r
+  for r in "${RIDS[@]}"; do
+    case $1 in
+      ps) if [ "${2:-}" = running ]; then "$DOCKER" ps -q --filter "label=airlock.run=$r"
+          else "$DOCKER" ps -aq --filter "label=airlock.run=$r"; fi ;;
+      network) "$DOCKER" network ls -q --filter "label=airlock.run=$r" ;;
+      volume) "$DOCKER" volume ls -q --filter "label=airlock.run=$r" ;;
+    esac
+  done | sort
+}
+new_rid
+# volumes with no label at all: what the engine makes for an image's VOLUME
+anon_vols() { "$DOCKER" volume ls --format '{{.Name}} {{.Labels}}' | awk 'NF == 1 {print $1}' | sort; }
+# until the agent container of run $RID in the background runs (30 s at most)
 wait_agent_running() {
   for _ in $(seq 60); do
-    [ -n "$("$DOCKER" ps -q --filter label=airlock.run --filter name=-agent)" ] && return 0
+    [ -n "$("$DOCKER" ps -q --filter "label=airlock.run=$RID" --filter name=-agent)" ] && return 0
     sleep 0.5
   done
   return 1
@@ -15,16 +40,16 @@ wait_agent_running() {
 run_policy() {
   local pol=$1
   shift
+  new_rid
   "$AIRLOCK" run --backend docker --docker-egress-internal --proxy-image "$PROXY_IMAGE" \
-    --agent-image "$AGENT_IMAGE" -p "$pol" -- "$@"
+    --agent-image "$AGENT_IMAGE" -p "$pol" --run-id "$RID" -- "$@"
 }
-DRUN=("$AIRLOCK" run --backend docker --docker-egress-internal --proxy-image "$PROXY_IMAGE"
-  --agent-image "$AGENT_IMAGE" -p pol.yaml)
+
 # Watch the networks the run creates (every one must be internal: the test
 # makes the egress network internal too) while the agent sleeps a moment.
-( sleep 8; for n in $("$DOCKER" network ls -q --filter label=airlock.run); do
+( sleep 8; for n in $("$DOCKER" network ls -q --filter "label=airlock.run=$RID"); do
     "$DOCKER" network inspect -f '{{.Name}} {{.Internal}}' "$n"; done >"$T_TMP/nets.txt"
-  for c in $("$DOCKER" ps -q --filter label=airlock.run); do "$DOCKER" inspect "$c"; done \
+  for c in $("$DOCKER" ps -q --filter "label=airlock.run=$RID"); do "$DOCKER" inspect "$c"; done \
     >"$T_TMP/inspect.txt" ) &
 watcher=$!
 export AIRLOCK_GIT_TOKEN=ghs_dockerbackendtest0000000000000000
@@ -82,19 +107,20 @@ check_not "docker backend: token not in airlock's own output" grep -q dockerback
 # show it. Control: the inspect output is there and names the agent.
 like "control: the running containers were inspected" "$(grep -c '"Name": "/airlock-.*-agent"' "$T_TMP/inspect.txt")" "^[1-9]"
 check_not "docker backend: the token is not in docker inspect" grep -q dockerbackendtest "$T_TMP/inspect.txt"
-is "docker backend: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
-is "docker backend: no network left" "$("$DOCKER" network ls -q --filter label=airlock.run | sort)" "$before_n"
-is "docker backend: no volume left" "$("$DOCKER" volume ls -q | sort)" "$before_v"
+like "control: the run's containers were seen while it ran (by its --run-id label)" "$(grep -c "\"airlock.run\": \"$RID\"" "$T_TMP/inspect.txt")" "^[1-9]"
+is "docker backend: no container left" "$(ours ps)" ""
+is "docker backend: no network left" "$(ours network)" ""
+is "docker backend: no volume left" "$(ours volume)" ""
 
 # The image has the everyday commands a user tries first.
-"${DRUN[@]}" -- true >/dev/null 2>&1
+new_rid; "${DRUN[@]}" -- true >/dev/null 2>&1
 is "docker backend: \`-- true\` runs (exit 0)" "$?" 0
-"${DRUN[@]}" -- false >/dev/null 2>&1
+new_rid; "${DRUN[@]}" -- false >/dev/null 2>&1
 is "docker backend: \`-- false\` gives 1" "$?" 1
 # Errors a new user meets say what to do.
-out=$("${DRUN[@]/$AGENT_IMAGE/airlock-agent:no-such-tag$$}" -- true 2>&1)
+new_rid; out=$("${DRUN[@]/$AGENT_IMAGE/airlock-agent:no-such-tag$$}" -- true 2>&1)
 like "a missing image: the error says how to build it" "$out" "No such image.*scripts/docker-images.sh"
-out=$(DOCKER_HOST=tcp://127.0.0.1:1 "${DRUN[@]}" -- true 2>&1)
+new_rid; out=$(DOCKER_HOST=tcp://127.0.0.1:1 "${DRUN[@]}" -- true 2>&1)
 like "DOCKER_HOST not unix://: refused with a reason" "$out" "DOCKER_HOST .*unix socket only"
 printf 'version: 1\nnetwork:\n  allow: [{host: forge.test, port: 8443}]\nrelay:\n  upstream: https://model.test\n  key_file: /etc/airlock/model.key\n' >relay-pol.yaml
 chmod 644 relay-pol.yaml
@@ -115,17 +141,19 @@ ctl=$(echo SECRET=x | "$DOCKER" run --rm -i --pull never --network none "airlock
   sh -c 'grep -q " /data " /proc/self/mountinfo && echo DATA-IS-A-VOLUME' 2>&1)
 like "control: the test image's ENTRYPOINT runs under a plain docker run" "$ctl" "ENTRYPOINT-RAN"
 like "control: the test image's /data is a volume under a plain docker run" "$ctl" "DATA-IS-A-VOLUME"
-vols_before=$("$DOCKER" volume ls -q | sort)
-out=$(SECRET=hunter2 "$AIRLOCK" run --backend docker --docker-egress-internal \
+new_rid
+anon_before=$(anon_vols)
+out=$(SECRET=hunter2 "$AIRLOCK" run --backend docker --docker-egress-internal --run-id "$RID" \
   --proxy-image "$PROXY_IMAGE" --agent-image "airlock-agent:voltest$$" -p pol.yaml --env SECRET -- \
   sh -c 'echo "SECRET=[$SECRET]"; touch /data/x 2>/dev/null && echo DATA-WRITABLE; true' 2>&1)
 like "image ENTRYPOINT: the agent still gets its secret" "$out" "SECRET=\[hunter2\]"
 check_not "image ENTRYPOINT: it never runs (nothing before the prologue)" grep -q ENTRYPOINT-RAN <<<"$out"
 check_not "image VOLUME: not writable (a read-only tmpfs in its place)" grep -q DATA-WRITABLE <<<"$out"
-is "image VOLUME: no volume made or left" "$("$DOCKER" volume ls -q | sort)" "$vols_before"
+is "image VOLUME: no volume of the run left" "$(ours volume)" ""
+is "image VOLUME: no anonymous (unlabelled) volume made" "$(comm -13 <(echo "$anon_before") <(anon_vols) | grep -c .)" 0
 # Arguments that are not UTF-8 cannot travel in the Engine API's JSON:
 # refused, never dropped (which would shift the others).
-out=$("${DRUN[@]}" -- sh -c 'echo "n=$#"' x A $'\xff' C 2>&1)
+new_rid; out=$("${DRUN[@]}" -- sh -c 'echo "n=$#"' x A $'\xff' C 2>&1)
 st=$?
 is "a non-UTF-8 argument: refused (125)" "$st" 125
 like "a non-UTF-8 argument: the error names it" "$out" "argument 5 .*not valid UTF-8"
@@ -133,45 +161,45 @@ printf 'version: 1\nnetwork:\n  allow: [{host: forge.test, port: 8443}]\n  pin: 
 chmod 644 lo-pin.yaml
 out=$(run_policy lo-pin.yaml true 2>&1)
 like "a loopback pin: warned (it is the proxy container's loopback)" "$out" "proxy container's own loopback"
-out=$("${DRUN[@]}" --timeout 8d -- true 2>&1)
+new_rid; out=$("${DRUN[@]}" --timeout 8d -- true 2>&1)
 like "--timeout beyond 7 days: a usage error naming the rule" "$out" "at most 7d"
 
 # SIGINT in the middle of the run: everything is removed all the same.
-"${DRUN[@]}" -- sleep 60 >/dev/null 2>&1 &
+new_rid; "${DRUN[@]}" -- sleep 60 >/dev/null 2>&1 &
 pid=$!
 wait_agent_running
-like "SIGINT test: the agent container was running" "$("$DOCKER" ps -q --filter label=airlock.run)" "."
+like "SIGINT test: the agent container was running" "$("$DOCKER" ps -q --filter "label=airlock.run=$RID")" "."
 kill -INT $pid
 wait $pid
 st=$?
 is "SIGINT: exit status 130" "$st" 130
-is "SIGINT: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
-is "SIGINT: no network left" "$("$DOCKER" network ls -q --filter label=airlock.run | sort)" "$before_n"
+is "SIGINT: no container left" "$(ours ps)" ""
+is "SIGINT: no network left" "$(ours network)" ""
 
 # timeout: killed, 124, cleaned
-"${DRUN[@]}" --timeout 3s -- sleep 60 >/dev/null 2>&1
+new_rid; "${DRUN[@]}" --timeout 3s -- sleep 60 >/dev/null 2>&1
 is "timeout: exit status 124" "$?" 124
-is "timeout: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
+is "timeout: no container left" "$(ours ps)" ""
 
 # --- what the red team found (docs/docker.md, "Stopping") ---
 # A closed reader of the agent's output (SIGPIPE) must not kill airlock and
 # leave the run behind: the limit still holds, everything is removed.
-"${DRUN[@]}" --timeout 5s -- sh -c 'head -c 1000000 /dev/zero | tr "\0" y; sleep 300' 2>/dev/null | head -c 10 >/dev/null
+new_rid; "${DRUN[@]}" --timeout 5s -- sh -c 'head -c 1000000 /dev/zero | tr "\0" y; sleep 300' 2>/dev/null | head -c 10 >/dev/null
 is "closed stdout reader: airlock still ends the run at its limit (124)" "${PIPESTATUS[0]}" 124
-is "closed stdout reader: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
-is "closed stdout reader: no volume left" "$("$DOCKER" volume ls -q | sort)" "$before_v"
+is "closed stdout reader: no container left" "$(ours ps)" ""
+is "closed stdout reader: no volume left" "$(ours volume)" ""
 # SIGHUP (a closed terminal) ends the run like SIGINT.
-"${DRUN[@]}" -- sleep 60 >/dev/null 2>&1 &
+new_rid; "${DRUN[@]}" -- sleep 60 >/dev/null 2>&1 &
 pid=$!
 wait_agent_running
 kill -HUP $pid
 wait $pid
 is "SIGHUP: exit status 129" "$?" 129
-is "SIGHUP: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
+is "SIGHUP: no container left" "$(ours ps)" ""
 # The agent floods the proxy with refused requests: the decisions kept are
 # the first ones, capped (the hand-off volume's size), never the engine's
 # disk, and never lost altogether.
-"${DRUN[@]}" --log "$T_TMP/flood.jsonl" -- python3 -c '
+new_rid; "${DRUN[@]}" --log "$T_TMP/flood.jsonl" -- python3 -c '
 import socket, time
 h = b"x" * 200 + b".evil.test:443"
 t0 = time.time()
@@ -183,23 +211,23 @@ sz=$(stat -c %s "$T_TMP/flood.jsonl" 2>/dev/null || echo 0)
 like "flood: decisions were kept ($sz bytes)" "$sz" "^[1-9][0-9]{4,}$"
 check "flood: at most 9 MiB kept (the volume's cap)" test "$sz" -le 9437184
 like "flood: the first decision is a deny of the flood target" "$(head -1 "$T_TMP/flood.jsonl")" '"decision":"deny"'
-is "flood: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
+is "flood: no container left" "$(ours ps)" ""
 # airlock is SIGKILLed: it cannot clean up, but the engine-side deadline
 # (the limit + 30 s) stops the holder, which ends every process of the
 # agent's PID namespace, and the proxy. The stopped objects are then removed
 # by hand (docs/docker.md).
-"${DRUN[@]}" --timeout 2s -- sleep 600 >/dev/null 2>&1 &
+new_rid; "${DRUN[@]}" --timeout 2s -- sleep 600 >/dev/null 2>&1 &
 pid=$!
 wait_agent_running
-like "SIGKILL test: the agent container was running" "$("$DOCKER" ps -q --filter label=airlock.run --filter name=-agent)" "."
+like "SIGKILL test: the agent container was running" "$("$DOCKER" ps -q --filter "label=airlock.run=$RID" --filter name=-agent)" "."
 kill -KILL $pid
 wait $pid 2>/dev/null
 for _ in $(seq 75); do
-  [ -z "$("$DOCKER" ps -q --filter label=airlock.run)" ] && break
+  [ -z "$(ours ps running)" ] && break
   sleep 1
 done
 is "after SIGKILL of airlock: no container of the run still runs (engine-side deadline)" \
-  "$("$DOCKER" ps -q --filter label=airlock.run)" ""
-for c in $("$DOCKER" ps -aq --filter label=airlock.run); do "$DOCKER" rm -f "$c" >/dev/null; done
-for n in $("$DOCKER" network ls -q --filter label=airlock.run); do "$DOCKER" network rm "$n" >/dev/null; done
-for v in $("$DOCKER" volume ls -q --filter label=airlock.run); do "$DOCKER" volume rm "$v" >/dev/null; done
+  "$(ours ps running)" ""
+for c in $(ours ps); do "$DOCKER" rm -f "$c" >/dev/null; done
+for n in $(ours network); do "$DOCKER" network rm "$n" >/dev/null; done
+for v in $(ours volume); do "$DOCKER" volume rm "$v" >/dev/null; done

@@ -40,6 +40,16 @@ out=$(timeout 10 "$AIRLOCK" serve -c "$T_TMP/open.yaml" 2>&1); rc=$?
 is "a webhook secret readable by others: the daemon refuses to start (exit 1)" "$rc" 1
 like "… and says why" "$out" 'mode 0600 or 0400'
 
+# the start checks every repository's policy the way a run would
+printf 'x' >"$T_TMP/ok.secret"; chmod 600 "$T_TMP/ok.secret"
+printf 'version: 1\nnetwork:\n  allow: []\n' >"$T_TMP/nocreds.yaml"
+sed 's/^broker:.*/broker: \/run\/b.sock/; s|policy: /etc/p.yaml|policy: '"$T_TMP"'/nocreds.yaml|; s|'"$T_TMP"'/open.secret|'"$T_TMP"'/ok.secret|' "$T_TMP/open.yaml" >"$T_TMP/badpol.yaml"
+out=$(timeout 10 "$AIRLOCK" serve -c "$T_TMP/badpol.yaml" 2>&1); rc=$?
+is "a repository whose policy cannot serve a ticket: the daemon refuses to start (exit 1)" "$rc" 1
+like "… naming the repository, the policy and the rule" "$out" 'repositories\[0\] \(acme/tally\): its policy cannot serve a ticket: .*nocreds.yaml: the policy has no credentials section'
+sed 's/^broker:.*/broker: \/run\/b.sock/; s|policy: /etc/p.yaml|policy: '"$T_TMP"'/missing.yaml|; s|'"$T_TMP"'/open.secret|'"$T_TMP"'/ok.secret|' "$T_TMP/open.yaml" >"$T_TMP/nopol.yaml"
+out=$(timeout 10 "$AIRLOCK" serve -c "$T_TMP/nopol.yaml" 2>&1); rc=$?
+like "a missing policy file: refused at start, named" "$rc/$out" '^1/.*repositories\[0\] \(acme/tally\).*missing.yaml'
 serve_env_start 2 2 || { fail "forge + broker + serve environment"; sed 's/^/#   /' "$SV_DIR/serve.log" | tail -20; done_testing; exit 1; }
 ok "serve on $SV_HOOK (webhook) and $SV_STATUS (status), forge on $FE_HTTPS"
 MAIN0=$(main_sha)

@@ -82,12 +82,16 @@ serve_env_start() {
   FE_POLICY=$FE_DIR/airlock.yaml
   SV_CONF=$SV_DIR/serve.yaml
   sv_config "$SV_CONF" "$@"
-  sv_start || return 1
   "$AIRLOCK_SRC/scripts/make-test-ca.sh" "$FE_DIR/tls" >/dev/null 2>&1 || return 1
-  "$AIRLOCK_SRC/scripts/make-app-key.sh" "$FE_DIR/secret/keys" app >/dev/null 2>&1 || return 1
-  "$AIRLOCK_SRC/scripts/make-app-key.sh" "$FE_DIR/secret/keys" auditor >/dev/null 2>&1 || return 1
   chmod 755 "$FE_DIR/tls"; chmod 644 "$FE_DIR/tls/ca.crt"
   FE_CA=$FE_DIR/tls/ca.crt
+  # serve checks every policy at start, and the forge (whose port the
+  # policies name) starts after serve (it needs serve's webhook URL): the
+  # policies as they will be, on a port the forge replaces below
+  FE_HTTPS=1 sv_policies
+  sv_start || return 1
+  "$AIRLOCK_SRC/scripts/make-app-key.sh" "$FE_DIR/secret/keys" app >/dev/null 2>&1 || return 1
+  "$AIRLOCK_SRC/scripts/make-app-key.sh" "$FE_DIR/secret/keys" auditor >/dev/null 2>&1 || return 1
   FE_DATA=$FE_DIR/secret/forge
   cp -r "$AIRLOCK_SRC/examples/demo/project" "$FE_DIR/secret/project"
   sv_fixture "$FE_DIR/secret/fixture.json"
@@ -103,6 +107,9 @@ serve_env_start() {
   FE_ADMIN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["admin"])' "$FE_DIR/secret/ports.json") || return 1
   write_broker_config "https://127.0.0.1:$FE_HTTPS" "acme/tally, acme/stray, acme/loose, acme/flaky"
   broker_start || return 1
+  sv_policies
+}
+sv_policies() {
   write_policy "$FE_POLICY" "$FE_SOCK"
   write_policy "$SV_DIR/stray.yaml" "$FE_SOCK" 2m acme/stray
   write_policy "$SV_DIR/loose.yaml" "$FE_SOCK" 2m acme/loose

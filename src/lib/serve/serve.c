@@ -28,6 +28,7 @@
 #include "broker/check.h"
 #include "common/redact.h"
 #include "common/util.h"
+#include "policy/policy.h"
 #include "run/ticket.h"
 #include "serve/election.h"
 #include "serve/internal.h"
@@ -685,6 +686,34 @@ static void elect(struct serve *s, struct serve_election *el, int sfd)
   }
 }
 
+/* Before the daemon accepts anything: every repository's policy reads and
+ * passes the check `airlock ticket` makes for that repository
+ * (policy/purpose.c), so a typo, a placeholder OWNER/REPO or a policy for
+ * another repository stops the start instead of failing each run. The
+ * broker's socket may come up later (the units start in any order): a
+ * warning. Each run checks its policy again. */
+static int preflight(const al_serve_config *cfg, al_error *err)
+{
+  for (size_t i = 0; i < cfg->n_repos; i++) {
+    const al_serve_repo *r = &cfg->repos[i];
+    al_policy *p = NULL;
+    if (al_policy_load_file(r->policy, &p, err) < 0 ||
+        al_policy_check_for(p, AL_POLICY_FOR_TICKET, r->repo, err) < 0) {
+      al_policy_free(p);
+      return al_error_wrap(err, "repositories[%zu] (%s): its policy cannot serve a ticket", i,
+                           r->repo);
+    }
+    al_policy_free(p);
+  }
+  struct stat st;
+  if (stat(cfg->broker, &st) < 0 || !S_ISSOCK(st.st_mode))
+    serve_log("warn", "broker-absent", json_pack("{s:s}", "broker", cfg->broker),
+              "broker `%s` is not a socket yet: trigger checks and runs fail until the broker "
+              "listens there",
+              cfg->broker);
+  return 0;
+}
+
 int al_serve_run(const al_serve_config *cfg, al_error *err)
 {
   struct serve s = {.cfg = cfg, .started_ms = al_now_ms(), .leader = -1};
@@ -712,6 +741,8 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
   if (access(s.airlock, X_OK) < 0)
     return al_make_error(err, errno, "runs.airlock `%s`", s.airlock);
   if (cfg->listen_webhook[0] && load_secret(&s, err) < 0)
+    goto out;
+  if (preflight(cfg, err) < 0)
     goto out;
   if (al_queue_open(dbp, &s.q, err) < 0)
     goto out;

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,11 +238,25 @@ static void test_counter_seals(void **state)
   }
 }
 
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  (void)st, (void)flag, (void)ftw;
+  (void)remove(path);
+  return 0;
+}
+
 int main(void)
 {
   signal(SIGPIPE, SIG_IGN);
+  /* the sockets go under a directory of this test's own, removed at the
+   * end even when a test failed half-way (al_gateway_listen uses $TMPDIR) */
+  char tmp[] = "/tmp/airlock-door-XXXXXX";
+  if (!mkdtemp(tmp) || setenv("TMPDIR", tmp, 1) < 0)
+    return 1;
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_door),
                                      cmocka_unit_test(test_door_timeout),
                                      cmocka_unit_test(test_counter_seals)};
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  int r = cmocka_run_group_tests(tests, NULL, NULL);
+  nftw(tmp, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+  return r;
 }

@@ -275,7 +275,8 @@ int al_render_compose(const al_policy *p, const al_render_opts *o, char **out, a
   rd_quote(f, p->source ? p->source : "<default>");
   fprintf(f, " (policy sha256 %s).\n", al_policy_sha256((al_policy *)p));
   rd_sealed_note(f, p, "This Compose file carries");
-  fputs("# The original design (docs/design.md): the agent sits on an internal-only bridge with no route\n"
+  fputs("# The original design (docs/design.md): the agent sits on an internal-only bridge with no "
+        "route\n"
         "# out; its one way out is the allowlist proxy, which alone also sits on the\n"
         "# egress network. Tokens are listed by name only: export them in the shell\n"
         "# that runs `docker compose run agent ...`, never write them here. Docker\n"

@@ -70,6 +70,9 @@ network:
   pin:
     - {host: api.forge.test, address: 127.0.0.1}
     - {host: forge.test, address: 127.0.0.1}
+  # above the gateway's own cap of 64, so the cap test below meets the
+  # gateway's, not the proxy's (a hand-off counts while it is in flight)
+  max_connections: 256
 forge:
   api_url: https://api.forge.test:$P
   git_url: https://forge.test:$P

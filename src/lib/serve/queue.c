@@ -265,7 +265,7 @@ int al_queue_next_batch(al_queue *q, unsigned max_all, unsigned max_repo, al_que
     goto out;
   }
   sqlite3_bind_int64(st, 1, wall_ms());
-  int rc;
+  int rc = SQLITE_ROW;
   while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
     int ncols = sqlite3_column_count(st);
     long long repo_running = sqlite3_column_int64(st, ncols - 2);
@@ -281,6 +281,8 @@ int al_queue_next_batch(al_queue *q, unsigned max_all, unsigned max_repo, al_que
       continue;
     out[n++] = r;
   }
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    n = db_error(q, err, "next batch"); /* the rows picked stay queued */
 out:
   sqlite3_finalize(st);
   pthread_mutex_unlock(&q->lock);

@@ -139,10 +139,13 @@ int al_handoff_recv(int sock, al_handoff_msg *m, void *early, int *client_fd, in
   return 1;
 }
 
-int al_handoff_send_source(int sock, int source_fd, al_error *err)
+/* One message of type `magic` carrying one descriptor (SCM_RIGHTS,
+ * unix(7)); flags for sendmsg(2) beside MSG_NOSIGNAL. what names it in
+ * errors. */
+static int send_one_fd(int sock, uint32_t magic, int fd, int flags, const char *what, al_error *err)
 {
   union fd2_cmsg cm;
-  al_handoff_msg m = {.magic = AL_HANDOFF_SOURCE_MAGIC, .version = AL_HANDOFF_VERSION};
+  al_handoff_msg m = {.magic = magic, .version = AL_HANDOFF_VERSION};
   struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
   struct msghdr msg = {.msg_iov = &iov,
                        .msg_iovlen = 1,
@@ -153,16 +156,22 @@ int al_handoff_send_source(int sock, int source_fd, al_error *err)
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &source_fd, sizeof source_fd);
+  memcpy(CMSG_DATA(c), &fd, sizeof fd);
   ssize_t n;
   do
-    n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    n = sendmsg(sock, &msg, MSG_NOSIGNAL | flags);
   while (n < 0 && errno == EINTR);
   if (n < 0)
-    return al_make_error(err, errno, "hand-off: giving the gateway its source");
+    return al_make_error(err, errno, "hand-off: %s", what);
   if ((size_t)n != sizeof m)
-    return al_error_set(err, EIO, "hand-off: giving the gateway its source: short send");
+    return al_error_set(err, EIO, "hand-off: %s: short send", what);
   return 0;
+}
+
+int al_handoff_send_source(int sock, int source_fd, al_error *err)
+{
+  return send_one_fd(sock, AL_HANDOFF_SOURCE_MAGIC, source_fd, 0, "giving the gateway its source",
+                     err);
 }
 
 int al_handoff_connect(const char *path, int timeout_ms, al_error *err)
@@ -194,28 +203,8 @@ int al_handoff_connect(const char *path, int timeout_ms, al_error *err)
 
 int al_handoff_send_counter(int sock, int memfd, al_error *err)
 {
-  union fd2_cmsg cm;
-  al_handoff_msg m = {.magic = AL_HANDOFF_COUNTER_MAGIC, .version = AL_HANDOFF_VERSION};
-  struct iovec iov = {.iov_base = &m, .iov_len = sizeof m};
-  struct msghdr msg = {.msg_iov = &iov,
-                       .msg_iovlen = 1,
-                       .msg_control = cm.buf,
-                       .msg_controllen = CMSG_SPACE(sizeof(int))};
-  memset(cm.buf, 0, sizeof cm.buf);
-  struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &memfd, sizeof memfd);
-  ssize_t n;
-  do
-    n = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-  while (n < 0 && errno == EINTR);
-  if (n < 0)
-    return al_make_error(err, errno, "hand-off: the egress counter to the proxy");
-  if ((size_t)n != sizeof m)
-    return al_error_set(err, EIO, "hand-off: the egress counter to the proxy: short send");
-  return 0;
+  return send_one_fd(sock, AL_HANDOFF_COUNTER_MAGIC, memfd, MSG_DONTWAIT,
+                     "the egress counter to the proxy", err);
 }
 
 int al_handoff_recv_counter(int sock, int timeout_ms, uint64_t **counter, al_error *err)

@@ -151,6 +151,9 @@ check_not "image ENTRYPOINT: it never runs (nothing before the prologue)" grep -
 check_not "image VOLUME: not writable (a read-only tmpfs in its place)" grep -q DATA-WRITABLE <<<"$out"
 is "image VOLUME: no volume of the run left" "$(ours volume)" ""
 is "image VOLUME: no anonymous (unlabelled) volume made" "$(comm -13 <(echo "$anon_before") <(anon_vols) | grep -c .)" 0
+# removed now, before docker.sh's exit removes the agent image it is made
+# from (a parent with a child image would only be untagged, and stay)
+"$DOCKER" rmi -f "airlock-agent:voltest$$" >/dev/null 2>&1
 # Arguments that are not UTF-8 cannot travel in the Engine API's JSON:
 # refused, never dropped (which would shift the others).
 new_rid; out=$("${DRUN[@]}" -- sh -c 'echo "n=$#"' x A $'\xff' C 2>&1)

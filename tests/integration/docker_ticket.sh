@@ -24,8 +24,10 @@ for n in $(seq 200 240); do
 done
 if [ -z "$FIP" ]; then fail "docker ticket: could not create the forge's internal network"; return 0; fi
 FCTR=altest-forge$$
-# in this order: the container, then its network, then the image
-on_exit "$DOCKER rm -f $FCTR; $DOCKER network rm $FNET; $DOCKER rmi -f $FORGE_IMAGE"
+# in this order: the container, then its network, then the image, by its
+# id: docker.sh's earlier cleanup only untags an image a container still uses
+FORGE_ID=$("$DOCKER" image inspect -f '{{.Id}}' "$FORGE_IMAGE")
+on_exit "$DOCKER rm -f $FCTR; $DOCKER network rm $FNET; $DOCKER rmi -f $FORGE_IMAGE $FORGE_ID"
 is "the forge's network is internal" "$("$DOCKER" network inspect -f '{{.Internal}}' "$FNET")" true
 
 FE_DIR=$T_TMP/dfe

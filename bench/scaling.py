@@ -30,15 +30,8 @@ is reaped (airlock removes its own cgroups).
 """
 import argparse, os, select, signal, statistics, subprocess, sys, tempfile, time
 
-NET_POLICY = """version: 1
-network:
-  allow:
-    - {host: a.test, port: 8443}
-    - {host: b.test, port: 8443}
-  pin:
-    - {host: a.test, address: 127.0.0.1}
-    - {host: b.test, address: 127.0.0.1}
-"""
+# the same two-host policy as the sandbox benchmark
+from sandbox import NET_POLICY  # noqa: E402  (bench/ is sys.path[0])
 
 HOLD = ["sh", "-c", "echo up; read x || :"]
 

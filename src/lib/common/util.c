@@ -217,6 +217,16 @@ uint64_t al_now_ms(void)
   return al_now_ns() / 1000000ull;
 }
 
+void al_time_iso_ms(char out[32])
+{
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out + n, 32 - n, ".%03ldZ", ts.tv_nsec / 1000000);
+}
+
 void al_sha256_hex(const void *buf, size_t len, char hex[65])
 {
   unsigned char md[32];

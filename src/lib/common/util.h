@@ -53,6 +53,11 @@ int al_hex_digit(char c);
 
 /* Monotonic clock in milliseconds / nanoseconds. */
 uint64_t al_now_ms(void);
+
+/* The wall clock now, UTC, as RFC 3339 with milliseconds:
+ * "2026-12-01T13:45:07.123Z" (24 bytes and NUL). The one timestamp of every
+ * JSON-lines log (proxy, gateway, relay, serve). */
+void al_time_iso_ms(char out[32]);
 uint64_t al_now_ns(void);
 
 /* Lower-case hex SHA-256 of buf into hex (65 bytes incl. NUL). */

@@ -270,34 +270,6 @@ static void log_conn(al_gw_conn *c, const char *reason, const char *detail)
 
 /* ---- answers of the gateway itself ---- */
 
-static const char *status_text(int st)
-{
-  switch (st) {
-  case 400:
-    return "Bad Request";
-  case 401:
-    return "Unauthorized";
-  case 403:
-    return "Forbidden";
-  case 408:
-    return "Request Timeout";
-  case 411:
-    return "Length Required";
-  case 413:
-    return "Content Too Large";
-  case 415:
-    return "Unsupported Media Type";
-  case 417:
-    return "Expectation Failed";
-  case 431:
-    return "Request Header Fields Too Large";
-  case 502:
-    return "Bad Gateway";
-  default:
-    return "Error";
-  }
-}
-
 /* Answer status with {"message": "airlock gateway: <reason>"} and log. */
 static void refuse(al_gw_conn *c, req_ctx *r, int status, const char *reason, bool close)
 {
@@ -311,7 +283,7 @@ static void refuse(al_gw_conn *c, req_ctx *r, int status, const char *reason, bo
   int hl = snprintf(head, sizeof head,
                     "HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n"
                     "X-Airlock-Deny: %s\r\n%sContent-Length: %d\r\n%s\r\n",
-                    status, status_text(status), reason,
+                    status, al_http_reason(status), reason,
                     status == 401 ? "WWW-Authenticate: Basic realm=\"airlock\"\r\n" : "", bl,
                     close ? "Connection: close\r\n" : "");
   if (hl > 0 && bl > 0 && (size_t)hl + (size_t)bl < WB_CAP) {

@@ -108,13 +108,8 @@ void al_gw_audit(al_gw_server *s, void *line_object)
 {
   json_t *j = line_object;
   json_t *out = json_object();
-  struct timespec ts;
-  struct tm tm;
-  char b[40];
-  clock_gettime(CLOCK_REALTIME, &ts);
-  gmtime_r(&ts.tv_sec, &tm);
-  size_t n = strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(b + n, sizeof b - n, ".%03ldZ", ts.tv_nsec / 1000000);
+  char b[32];
+  al_time_iso_ms(b);
   json_object_set_new(out, "time", json_string(b));
   json_object_set_new(out, "component", json_string("gateway"));
   json_object_set_new(out, "run", json_string(s->run_id));

@@ -40,30 +40,6 @@ void px_sockaddr_text(const struct sockaddr *sa, char *out, size_t n)
   }
 }
 
-static const char *status_text(int status)
-{
-  switch (status) {
-  case 400:
-    return "Bad Request";
-  case 403:
-    return "Forbidden";
-  case 408:
-    return "Request Timeout";
-  case 411:
-    return "Length Required";
-  case 431:
-    return "Request Header Fields Too Large";
-  case 502:
-    return "Bad Gateway";
-  case 503:
-    return "Service Unavailable";
-  case 504:
-    return "Gateway Timeout";
-  default:
-    return "Error";
-  }
-}
-
 /* Refuse: answer `status` with X-Airlock-Deny (never an address), log the
  * decision and drain. Usable in every state before RELAY. */
 void px_conn_deny(al_proxy_conn *c, int status, const char *reason, const char *detail)
@@ -90,7 +66,7 @@ void px_conn_deny(al_proxy_conn *c, int status, const char *reason, const char *
   n = snprintf(resp, sizeof resp,
                "HTTP/1.1 %d %s\r\nX-Airlock-Deny: %s\r\nContent-Type: text/plain\r\n"
                "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
-               status, status_text(status), reason, bl, body);
+               status, al_http_reason(status), reason, bl, body);
   (void)send(c->cw.fd, resp, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
   shutdown(c->cw.fd, SHUT_WR);
   free(c->buf);

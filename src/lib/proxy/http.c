@@ -417,3 +417,28 @@ int al_http_host_value(const char *value, size_t len, uint16_t default_port, al_
   }
   return host_port(value, len, false, default_port, host, port, why);
 }
+
+const char *al_http_reason(int status)
+{
+  static const struct {
+    int status;
+    const char *phrase;
+  } reasons[] = {
+      {400, "Bad Request"},
+      {401, "Unauthorized"},
+      {403, "Forbidden"},
+      {408, "Request Timeout"},
+      {411, "Length Required"},
+      {413, "Content Too Large"},
+      {415, "Unsupported Media Type"},
+      {417, "Expectation Failed"},
+      {431, "Request Header Fields Too Large"},
+      {502, "Bad Gateway"},
+      {503, "Service Unavailable"},
+      {504, "Gateway Timeout"},
+  };
+  for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+    if (reasons[i].status == status)
+      return reasons[i].phrase;
+  return "Error";
+}

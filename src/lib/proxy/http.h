@@ -68,4 +68,9 @@ int al_http_absolute_target(const char *target, size_t len, al_host *host, uint1
 int al_http_host_value(const char *value, size_t len, uint16_t default_port, al_host *host,
                        uint16_t *port, const char **why);
 
+/* The reason phrase of an HTTP status airlock answers with itself (RFC 9110
+ * section 15: 400, 401, 403, 408, 411, 413, 415, 417, 431, 502, 503, 504);
+ * "Error" for any other. Static string. */
+const char *al_http_reason(int status);
+
 #endif

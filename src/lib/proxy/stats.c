@@ -102,13 +102,8 @@ void px_audit_write(al_proxy *px, json_t *j)
 
 json_t *px_time_json(void)
 {
-  struct timespec ts;
-  struct tm tm;
-  char b[40];
-  clock_gettime(CLOCK_REALTIME, &ts);
-  gmtime_r(&ts.tv_sec, &tm);
-  size_t n = strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(b + n, sizeof b - n, ".%03ldZ", ts.tv_nsec / 1000000);
+  char b[32];
+  al_time_iso_ms(b);
   return json_string(b);
 }
 

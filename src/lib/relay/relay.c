@@ -73,13 +73,8 @@ static void log_call(struct call *c)
   struct relay *rl = c->rl;
   if (rl->o->log_fd < 0)
     return;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  struct tm tm;
-  gmtime_r(&ts.tv_sec, &tm);
-  char when[40];
-  snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+  char when[32];
+  al_time_iso_ms(when);
   json_t *j = json_pack(
       "{s:s, s:s, s:s?, s:I, s:s, s:s, s:s?, s:i, s:b, s:I, s:I, s:I, s:I, "
       "s:I, s:I, s:b}",

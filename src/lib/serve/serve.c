@@ -46,13 +46,8 @@ void serve_log(const char *level, const char *event, json_t *extra, const char *
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   char *clean = al_redact(msg);
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  struct tm tm;
-  gmtime_r(&ts.tv_sec, &tm);
-  char t[40];
-  size_t n = strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(t + n, sizeof t - n, ".%03ldZ", ts.tv_nsec / 1000000);
+  char t[32];
+  al_time_iso_ms(t);
   json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "time", t, "level", level, "event", event, "msg",
                         clean ? clean : msg);
   free(clean);

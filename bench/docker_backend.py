@@ -3,10 +3,13 @@
 a hardened `docker run --rm` of the same image on an internal network:
 
   docker          docker run --rm --read-only --cap-drop ALL ... IMAGE true
+                  (on an internal network: the anchor of issue #19)
+  docker-none     the same with --network none (what the backend's one
+                  container uses since issue #19: loopback only)
   airlock         airlock run --backend docker -- true        (no network:
-                  holder + agent containers)
-  airlock+proxy   airlock run --backend docker -p POLICY -- true  (egress
-                  network, hand-off volume, proxy, holder, agent)
+                  one container, airlock-shim as PID 1)
+  airlock+proxy   airlock run --backend docker -p POLICY -- true  (the same
+                  container, the listener handed to the proxy on the host)
 
 Usage: bench/docker_backend.py [--airlock PATH] [--runs N] [--compare NAME=PATH]...
                                [--markdown]
@@ -22,8 +25,8 @@ import argparse, os, statistics, subprocess, sys, tempfile, time
 POLICY = """version: 1
 network:
   allow: [{host: forge.test, port: 8443}]
-  pin: [{host: forge.test, address: 10.255.255.1}]
-  resolver: 127.0.0.1:53
+  pin: [{host: forge.test, address: 127.0.0.1}]
+  resolver: 127.0.0.1:9
 filesystem: {workspace_size: 64MiB, tmp_size: 32MiB}
 process:
   limits: {memory: 256MiB, pids: 64, wall: 1m, nofile: 1024}
@@ -56,6 +59,9 @@ def main():
         ("docker", ["docker", "run", "--rm", "--pull", "never", "--network", net, "--read-only",
                     "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user",
                     "1000:1000", "--tmpfs", "/tmp", agent, "true"]),
+        ("docker-none", ["docker", "run", "--rm", "--pull", "never", "--network", "none",
+                         "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+                         "--user", "1000:1000", "--tmpfs", "/tmp", agent, "true"]),
     ]
     for cname, path in [("airlock", a.airlock)] + [tuple(c.split("=", 1)) for c in a.compare]:
         common = [path, "run", "--backend", "docker", "--docker-egress-internal",

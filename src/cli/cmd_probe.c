@@ -41,7 +41,9 @@ static void usage(FILE *out)
           "                      `airlock run --backend docker` (/var/run/docker.sock;\n"
           "                      images: scripts/docker-images.sh; docs/probes.md)\n"
           "      --proxy-image I, --agent-image I   docker backend images\n"
-          "      --docker-egress-internal   tests: the proxy's egress network is internal too\n"
+          "      --docker-egress-internal   accepted, no effect (the proxy runs on the host)\n"
+          "      --run-id ID     docker backend: the container's airlock.run label (16 lowercase\n"
+          "                      hex; default: the probe's nonce)\n"
           "\n"
           "Exit status: 0 all blocked; 1 something escaped or is inconclusive;\n"
           "2 usage; 125 the probe run could not be set up.\n");
@@ -71,6 +73,7 @@ int cmd_probe(int argc, char **argv)
     OPT_AGENT_IMAGE,
     OPT_EGRESS_INTERNAL,
     OPT_UNHARDENED,
+    OPT_RUN_ID,
   };
   static const struct option opts[] = {
       {"policy", required_argument, NULL, 'p'},
@@ -82,6 +85,7 @@ int cmd_probe(int argc, char **argv)
       {"proxy-image", required_argument, NULL, OPT_PROXY_IMAGE},
       {"agent-image", required_argument, NULL, OPT_AGENT_IMAGE},
       {"docker-egress-internal", no_argument, NULL, OPT_EGRESS_INTERNAL},
+      {"run-id", required_argument, NULL, OPT_RUN_ID},
       /* hidden: the inner mode, and the positive controls (tests only):
        * the probes as a plain host process, and (docker) the agent
        * container without airlock's hardening */
@@ -92,7 +96,7 @@ int cmd_probe(int argc, char **argv)
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const char *policy_path = NULL, *only = NULL;
-  const char *backend = "native", *proxy_image = NULL, *agent_image = NULL;
+  const char *backend = "native", *proxy_image = NULL, *agent_image = NULL, *run_id = NULL;
   bool json = false, preflight = false, inside = false, unconfined = false;
   bool egress_internal = false, unhardened = false;
   int c;
@@ -141,6 +145,13 @@ int cmd_probe(int argc, char **argv)
     case OPT_UNHARDENED:
       unhardened = true;
       break;
+    case OPT_RUN_ID: {
+      size_t n = strspn(optarg, "0123456789abcdef");
+      if (n != 16 || optarg[n])
+        return al_cli_usage_error("--run-id `%.40s`: 16 lowercase hex digits", optarg);
+      run_id = optarg;
+      break;
+    }
     case 'h':
       usage(stdout);
       return 0;
@@ -168,9 +179,9 @@ int cmd_probe(int argc, char **argv)
     return al_cli_usage_error("--unconfined is the native backend's control; the docker "
                               "backend's is --docker-unhardened");
   }
-  if (!docker && (proxy_image || agent_image || egress_internal || unhardened)) {
-    return al_cli_usage_error("--proxy-image, --agent-image, --docker-egress-internal and "
-                              "--docker-unhardened need --backend docker");
+  if (!docker && (proxy_image || agent_image || egress_internal || unhardened || run_id)) {
+    return al_cli_usage_error("--proxy-image, --agent-image, --docker-egress-internal, --run-id "
+                              "and --docker-unhardened need --backend docker");
   }
 #ifndef AIRLOCK_NET_BINARY
   if (docker)
@@ -191,6 +202,7 @@ int cmd_probe(int argc, char **argv)
                               .proxy_image = proxy_image,
                               .agent_image = agent_image,
                               .egress_internal = egress_internal,
+                              .run_id = run_id,
                               .control_unhardened = unhardened};
     r = al_probe_run_docker(&d, &rep, &err);
   } else {

@@ -49,9 +49,9 @@ static void usage(FILE *out)
           "                           container on a Docker engine (docs/docker.md);\n"
           "                           --agent then names a program in the agent image\n"
           "                           (default " DOCKER_AGENT ")\n"
-          "      --proxy-image I, --agent-image I   docker backend images\n"
-          "      --docker-network NET an existing network for the proxy's egress side\n"
-          "      --docker-egress-internal   tests: the egress network is internal too\n"
+          "      --agent-image I      the docker backend's agent image\n"
+          "      --proxy-image I, --docker-network NET, --docker-egress-internal\n"
+          "                           accepted, no effect: the egress proxy runs on the host\n"
           "\n"
           "Output: airlock's lines start with `airlock ticket:`; every line the agent\n"
           "printed (stdout after the run, stderr as it comes) starts with `" AL_TERM_AGENT_GUTTER

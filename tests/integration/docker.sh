@@ -26,7 +26,7 @@ version: 1
 network:
   allow:
     - {host: forge.test, port: 8443}
-  pin: [{host: forge.test, address: 10.255.255.1}]
+  pin: [{host: forge.test, address: 127.0.0.1}]
 filesystem:
   workspace_size: 64MiB
   tmp_size: 32MiB

@@ -3,17 +3,19 @@
 # native run; the positive control (`--docker-unhardened`: the agent
 # container without airlock's hardening) must make the hardening-dependent
 # probes escape. Uses $DOCKER, $AIRLOCK, $PROXY_IMAGE, $AGENT_IMAGE from
-# docker.sh. Network safety: every network of the run is internal
-# (--docker-egress-internal), and the proxy resolves through 127.0.0.1:53 in
-# its own network namespace, where nothing listens (never the host's
-# resolver); the allowed host is pinned.
+# docker.sh. Network safety: the run makes no network (the agent's
+# container has loopback only; the egress proxy runs on the host), the one
+# allowed host is pinned to the host's loopback and the proxy's resolver is
+# 127.0.0.1:9 (discard: nothing answers, never the host's resolver).
+# Each run has its own --run-id: only its objects are counted (another copy
+# of the suite may run on the same engine).
 cat >probe-pol.yaml <<'P'
 version: 1
 network:
   allow:
     - {host: forge.test, port: 8443}
   pin: [{host: forge.test, address: 127.0.0.1}]
-  resolver: 127.0.0.1:53
+  resolver: 127.0.0.1:9
 filesystem:
   workspace_size: 64MiB
   tmp_size: 32MiB
@@ -40,11 +42,9 @@ if [ -z "$DOCKER_USERNS" ]; then
   DOCKER_GAPS[priv.uid-map]="this dockerd runs without userns-remap: no user namespace per container (uid 1000 inside is uid 1000 on the host)"
 fi
 
-before_c=$("$DOCKER" ps -aq --filter label=airlock.run | sort)
-before_n=$("$DOCKER" network ls -q --filter label=airlock.run | sort)
-before_v=$("$DOCKER" volume ls -q | sort)
-DPROBE=("$AIRLOCK" probe --backend docker --docker-egress-internal --proxy-image "$PROXY_IMAGE"
-  --agent-image "$AGENT_IMAGE" -p probe-pol.yaml --json)
+PRID_BASE=$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')
+PRID=${PRID_BASE}00000001 PRID_CTL=${PRID_BASE}00000002
+DPROBE=("$AIRLOCK" probe --backend docker --agent-image "$AGENT_IMAGE" -p probe-pol.yaml --json)
 
 verdicts() { # FILE -> "id verdict" lines
   python3 -c 'import json,sys
@@ -57,7 +57,7 @@ print(next((r["evidence"] for r in json.load(open(sys.argv[1]))["results"] if r[
 
 # ---- hardened: the agent container as `airlock run --backend docker` makes it ----
 out=$T_TMP/dprobe.json
-"${DPROBE[@]}" >"$out" 2>"$T_TMP/dprobe.err"
+"${DPROBE[@]}" --run-id "$PRID" >"$out" 2>"$T_TMP/dprobe.err"
 rc=$?
 if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out" 2>/dev/null; then
   ok "docker probe: --json parses"
@@ -84,7 +84,7 @@ if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out" 2>/dev/null
   like "docker probe: res.linger judged on the host" "$(evidence "$out" res.linger)" "^host side: "
   like "docker probe: persist.host-files judged on the host" "$(evidence "$out" persist.host-files)" "^host side: "
   like "docker probe: the host canary on 127.0.0.1 is unreachable" "$(evidence "$out" net.canary-tcp)" "host side saw nothing"
-  like "docker probe: proxy probes reach the proxy container (403)" "$(evidence "$out" net.proxy-ip-literal)" ": 403"
+  like "docker probe: proxy probes reach the proxy on the host (403)" "$(evidence "$out" net.proxy-ip-literal)" ": 403"
 else
   fail "docker probe: --json parses (exit status $rc)"
   sed 's/^/#   /' "$T_TMP/dprobe.err" | head -20
@@ -92,7 +92,7 @@ fi
 
 # ---- positive control: the same container without airlock's hardening ----
 ctl=$T_TMP/dprobe-ctl.json
-"${DPROBE[@]}" --docker-unhardened >"$ctl" 2>"$T_TMP/dprobe-ctl.err"
+"${DPROBE[@]}" --run-id "$PRID_CTL" --docker-unhardened >"$ctl" 2>"$T_TMP/dprobe-ctl.err"
 rc=$?
 if python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$ctl" 2>/dev/null; then
   is "control: unhardened exits 1" "$rc" 1
@@ -128,6 +128,9 @@ else
 fi
 
 # ---- nothing of either run is left ----
-is "docker probe: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"
-is "docker probe: no network left" "$("$DOCKER" network ls -q --filter label=airlock.run | sort)" "$before_n"
-is "docker probe: no volume left" "$("$DOCKER" volume ls -q | sort)" "$before_v"
+for r in "$PRID" "$PRID_CTL"; do
+  is "docker probe ($r): no container left" "$("$DOCKER" ps -aq --filter "label=airlock.run=$r")" ""
+  is "docker probe ($r): no network left" "$("$DOCKER" network ls -q --filter "label=airlock.run=$r")" ""
+  is "docker probe ($r): no volume of the run left" "$("$DOCKER" volume ls -q --filter "label=airlock.run=$r")" ""
+  is "docker probe ($r): no process of the run left on the host" "$(pgrep -f -- "--run-id $r")" ""
+done

@@ -4,10 +4,9 @@
 #
 # Topology, all on this machine: a network the test creates, internal (no
 # route off the machine), holds the forge container at a fixed address; the
-# run's proxy joins it as its egress side (--docker-network); the agent is
-# on the run's own internal network and reaches nothing but the proxy. The
-# broker and the supervisor run on the host and reach the forge through the
-# bridge's host address.
+# broker, the supervisor and the run's egress proxy run on the host and
+# reach the forge through the bridge's host address; the agent's container
+# has no network but loopback and the proxy's listener there.
 . "$AIRLOCK_SRC/tests/integration/forgeenv.sh"
 if [ "$(id -u)" != 0 ] || [ -z "${FORGE_IMAGE:-}" ] ||
   ! "$DOCKER" image inspect "$FORGE_IMAGE" >/dev/null 2>&1; then
@@ -108,8 +107,7 @@ left_of() {
 REC=$T_TMP/drec.json
 # the supervisor's temporary files (the gateway's socket) go under $DTMP
 DTMP=$T_TMP/dtmp; mkdir -p "$DTMP"
-DT=(env TMPDIR="$DTMP" "$AIRLOCK" ticket --backend docker --docker-network "$FNET"
-  --proxy-image "$PROXY_IMAGE" --agent-image "$AGENT_IMAGE")
+DT=(env TMPDIR="$DTMP" "$AIRLOCK" ticket --backend docker --agent-image "$AGENT_IMAGE")
 # While the run goes on, everything the engine keeps of its containers
 # (configuration, environment, logs) is copied out, to look for tokens.
 INSP=$T_TMP/dinspect
@@ -134,7 +132,6 @@ like "docker ticket: progress lines name each phase" "$(tr '\n' ' ' <<<"$out")" 
 check "docker ticket: the run record validates" validate_record "$REC"
 rj() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "${RJ:-$REC}" "$1" 2>/dev/null; }
 is "docker ticket: the record names the backend and the mode" "$(rj 'd["backend"], d["credentials_mode"]')" "('docker', 'sealed')"
-is "docker ticket: the gateway took the proxy container's connection" "$(rj 'd["gateway"]["proxy"]')" "docker container, over a unix socket"
 branch=$(rj 'd["pull_request"]["branch"]')
 like "docker ticket: the PR's branch is airlock/1-<run>" "$branch" '^airlock/1-[0-9a-f]{8}$'
 pulls=$(admin /pulls | python3 -c 'import json,sys; print([(p["head"],p["base"],p["state"]) for p in json.load(sys.stdin)])')
@@ -157,14 +154,17 @@ check_not "docker ticket: no token value in the record" grep -qE 'gh[pousr]_[A-Z
 # names the agent and the placeholder's variable), and no token in any of it
 like "docker ticket: the watcher captured the agent container's configuration" \
   "$(grep -c "airlock-$(rj 'd["run_id"]')-agent" "$INSP")" '^[1-9]'
+# the egress proxy (and with it the gateway's hand-off) runs on the host:
+# the run's one container is its agent's
+is "docker ticket: the run made one container, the agent's" \
+  "$(grep -o "\"Name\": \"/airlock-$(rj 'd["run_id"]')-[a-z]*\"" "$INSP" | sort -u | sed 's/.*-//; s/"//')" agent
 check_not "docker ticket: no token in any container's configuration, env or log (docker inspect, logs)" \
   grep -qE 'gh[pousr]_[A-Za-z0-9]{20}' "$INSP"
 gwpid=$(rj 'd["gateway"]["pid"]')
 like "docker ticket: the record names the gateway's pid" "$gwpid" '^[0-9]+$'
 check_not "docker ticket: the gateway process is gone" kill -0 "$gwpid"
-is "docker ticket: the gateway's socket and its directory are gone" "$(ls -A "$DTMP")" ""
+is "docker ticket: nothing of the run left in its TMPDIR (the hand-off socket)" "$(ls -A "$DTMP")" ""
 is "docker ticket: no container, network or volume of the run left" "$(left_of "$(rj 'd["run_id"]')")" ""
-is "docker ticket: the test's own network is kept" "$("$DOCKER" network inspect -f '{{.Name}}' "$FNET")" "$FNET"
 
 # The hostile agent in a container, on the ticket written as a prompt
 # injection. First the control, env mode: the escape-budget attacks of
@@ -219,7 +219,7 @@ like "docker ticket, hostile agent (sealed): the summary lists what was refused"
   "$(cat "$T_TMP/dsealed.out")" 'credentials sealed: .*refused [1-9][0-9]* \(.*push-other-branch [0-9]'
 is "docker ticket, hostile agent: main is untouched" "$(main_sha)" "$MAIN0"
 is "docker ticket, hostile agent: no token active" "$(tokens_in active)" 0
-is "docker ticket, hostile agent: no gateway socket left" "$(ls -A "$DTMP")" ""
+is "docker ticket, hostile agent: no hand-off socket left" "$(ls -A "$DTMP")" ""
 is "docker ticket, hostile agent (env): no container, network or volume of the run left" \
   "$(left_of "$(RJ=$HREC rj 'd["run_id"]')")" ""
 is "docker ticket, hostile agent (sealed): no container, network or volume of the run left" \
@@ -227,11 +227,13 @@ is "docker ticket, hostile agent (sealed): no container, network or volume of th
 
 # A signal in the middle of a sealed run: the agent (a sleep) is running in
 # its container, the gateway beside the supervisor. SIGINT ends the run
-# cleanly: no container, network, socket or gateway process left, the
-# tokens revoked. SIGKILL (airlock cannot clean up): the gateway dies with
-# it all the same (PDEATHSIG); what is left is what docs/docker.md lists.
-# run_of_ours: the run id of our sleeping run (its proxy binds a socket
-# under $DTMP), once its agent container runs; "" after 60 s
+# cleanly: no container, network, socket, proxy or gateway process left, the
+# tokens revoked. SIGKILL (airlock cannot clean up): the gateway and the
+# proxy die with it all the same (PDEATHSIG); what is left is what
+# docs/docker.md lists (the stopped container).
+# run_of_ours: the run id of our sleeping run (its container binds the
+# hand-off socket from under $DTMP), once its agent container runs; "" after
+# 60 s
 run_of_ours() {
   local c rid
   for _ in $(seq 120); do
@@ -254,23 +256,28 @@ for sig in INT KILL; do
   like "SIG$sig: the sealed run's agent container is running" "$rid" '^[0-9a-f]{16}$'
   gw=$(ps -o pid=,comm= --ppid "$IPID" | awk '$2=="airlock-gateway"{print $1}')
   like "SIG$sig: control: its gateway process runs beside the supervisor" "$gw" '^[0-9]+$'
-  like "SIG$sig: control: its socket exists" "$(ls -A "$DTMP")" '^airlock-gw-'
+  px=$(ps -o pid=,comm= --ppid "$IPID" | awk '$2=="airlock-proxy"{print $1}')
+  like "SIG$sig: control: its egress proxy runs beside the supervisor, on the host" "$px" '^[0-9]+$'
+  is "SIG$sig: no hand-off socket on the host while the agent runs" "$(ls -A "$DTMP")" ""
   kill -"$sig" "$IPID"; { wait "$IPID"; } 2>/dev/null; rc=$?
   gone=no
   for _ in $(seq 100); do [ -n "$gw" ] && ! kill -0 "$gw" 2>/dev/null && { gone=yes; break; }; sleep 0.1; done
   is "SIG$sig: the gateway process is gone" "$gone" yes
+  gone=no
+  for _ in $(seq 100); do [ -n "$px" ] && ! kill -0 "$px" 2>/dev/null && { gone=yes; break; }; sleep 0.1; done
+  is "SIG$sig: the proxy process is gone" "$gone" yes
   if [ "$sig" = INT ]; then
     is "SIGINT: the run exits 130" "$rc" 130
     [ "$rc" = 130 ] || diag "$(tail -5 "$T_TMP/dINT.out")"
     is "SIGINT: no container of the run left" "$("$DOCKER" ps -aq --filter "label=airlock.run=$rid")" ""
     is "SIGINT: no network of the run left" "$("$DOCKER" network ls -q --filter "label=airlock.run=$rid")" ""
-    is "SIGINT: the gateway's socket and its directory are gone" "$(ls -A "$DTMP")" ""
+    is "SIGINT: nothing of the run left in its TMPDIR" "$(ls -A "$DTMP")" ""
     is "SIGINT: no token active" "$(tokens_in active)" 0
   else
     # what docs/docker.md says to remove by hand after a SIGKILL
     "$DOCKER" ps -aq --filter "label=airlock.run=$rid" | xargs -r "$DOCKER" rm -f -v >/dev/null 2>&1
     "$DOCKER" network ls -q --filter "label=airlock.run=$rid" | xargs -r "$DOCKER" network rm >/dev/null 2>&1
     "$DOCKER" volume ls -q --filter "label=airlock.run=$rid" | xargs -r "$DOCKER" volume rm >/dev/null 2>&1
-    rm -rf "$DTMP"/airlock-gw-*
+    is "SIGKILL: nothing of the run left in its TMPDIR" "$(ls -A "$DTMP")" ""
   fi
 done

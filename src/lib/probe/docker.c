@@ -80,7 +80,7 @@ int al_probe_run_docker(const al_probe_docker_opts *o, al_probe_report *out, al_
       .agent_image = o->agent_image,
       .egress_internal = o->egress_internal,
       .egress_network = o->egress_network,
-      .run_id = ctx.nonce,
+      .run_id = o->run_id ? o->run_id : ctx.nonce,
       .stdout_fd = out_fd,
       .stderr_fd = err_fd,
       .audit_fd = -1,

@@ -5,7 +5,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
-#include <pthread.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,26 +18,28 @@
 #include "common/util.h"
 #include "render/render.h"
 #include "run/docker.h"
+#include "run/dockerdoor.h"
 #include "run/dockerwire.h"
+#include "run/run.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/syscalls.h"
 
 #define API "http://localhost/v1.41"
 
-/* The listener hand-off between the holder and the proxy (cmd_proxy.c). */
-#define HANDOFF_DIR "/run/airlock"
 #define DOCKER_FILE_MAX (1u << 20) /* one file of al_docker_opts.files, bytes */
-#define HANDOFF_SOCK HANDOFF_DIR "/listener.sock"
-/* The forge gateway's socket in the proxy container (sealed credentials). */
-#define GATEWAY_SOCK "/run/airlock-gateway.sock"
-/* The proxy's decisions, in the same volume; the volume's size caps them. */
-#define DECISIONS_FILE HANDOFF_DIR "/decisions.jsonl"
+/* In the agent container: the shim (PID 1, bound read-only from the host)
+ * and the supervisor's hand-off socket (with a network section). */
+#define SHIM_TARGET "/.airlock/shim"
+#define DOOR_TARGET "/.airlock/handoff.sock"
+/* The proxy's decisions, when the caller sets no cap of its own: the
+ * first ~8 MiB of a flood (the run record's own cap) */
 #define DECISIONS_CAP (8u << 20)
-#define DECISIONS_LOG_MAX "8372224" /* DECISIONS_CAP - 16 KiB: proxy/auditlog.h */
-/* The engine-side deadline of the proxy and the holder, past the agent's
- * limit: if airlock dies, they stop by themselves, and the agent with the
- * holder (PID 1 of its PID namespace). */
+/* The shim's deadline, past the agent's limit: if airlock dies, PID 1 of
+ * the container exits at it, and the kernel ends every process of the
+ * container's PID namespace. */
 #define ENGINE_GRACE_S 30
+/* How long the shim may take to hand the listener over after the start. */
+#define DOOR_TIMEOUT_MS 60000
 
 static volatile sig_atomic_t stop_signal;
 
@@ -69,12 +71,8 @@ static int stopped(void)
 struct dk {
   CURL *curl;
   const char *sock;
-  char *names[4]; /* containers created (ids), for cleanup: proxy, holder, agent */
+  char *names[1]; /* the container created (its id, or its name until the id is known) */
   size_t n_ctr;
-  char *nets[2];
-  size_t n_net;
-  char *vols[1];
-  size_t n_vol;
   bool timing; /* AIRLOCK_DEBUG_TIMING is set: log each call's time */
 };
 
@@ -207,40 +205,6 @@ static int engine_id(json_t *out, char **id, al_error *err)
   return ok ? 0 : al_make_error(err, EPROTO, "the engine's answer has no valid \"Id\"");
 }
 
-static int create_network(struct dk *d, const char *name, bool internal, const char *rid, char **id,
-                          al_error *err)
-{
-  json_t *out = NULL;
-  char *body =
-      dumps(json_pack("{s:s,s:s,s:b,s:b,s:{s:s}}", "Name", name, "Driver", "bridge", "Internal",
-                      internal, "CheckDuplicate", 1, "Labels", "airlock.run", rid));
-  /* tracked by name before the call: a create that times out on our side
-   * may still have happened */
-  char **slot = &d->nets[d->n_net++];
-  *slot = al_xstrdup(name);
-  if (call(d, "POST", "/networks/create", body, 30000, &out, err) < 0 ||
-      engine_id(out, id, err) < 0)
-    return al_error_wrap(err, "create network %s", name);
-  free(*slot);
-  *slot = al_xstrdup(*id);
-  return 0;
-}
-
-/* A tmpfs volume (local driver, no host path) for the listener hand-off.
- * Mode 1777 without an owner: with the daemon's userns-remap the proxy's
- * uid on the host is not 65534. Only the proxy and the holder mount it.
- * POST /volumes/create. */
-static int create_volume(struct dk *d, const char *name, const char *rid, al_error *err)
-{
-  char *body = dumps(json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s}}", "Name", name, "Driver", "local",
-                               "DriverOpts", "type", "tmpfs", "device", "tmpfs", "o",
-                               "size=9m,mode=1777", "Labels", "airlock.run", rid));
-  d->vols[d->n_vol++] = al_xstrdup(name); /* before the call, as for networks */
-  if (call(d, "POST", "/volumes/create", body, 30000, NULL, err) < 0)
-    return al_error_wrap(err, "create volume %s", name);
-  return 0;
-}
-
 static int create_container(struct dk *d, const char *name, json_t *spec, char **id, al_error *err)
 {
   char path[300];
@@ -279,250 +243,19 @@ static int start(struct dk *d, const char *id, al_error *err)
   snprintf(path, sizeof path, "/containers/%s/start", id);
   return call(d, "POST", path, NULL, 60000, NULL, err);
 }
-
-/* Start the proxy (may be NULL) and the holder at the same time: the
- * engine spends most of a start waiting (runc, the network namespace), and
- * the holder retries its connection to the proxy's hand-off socket until
- * the proxy is up (cmd_proxy.c send_listener). The proxy's start runs on a
- * thread with its own connection to the engine. Returns 0, or -1 with err
- * naming the container that did not start. */
-struct start_job {
-  struct dk d;
-  const char *id;
-  al_error err;
-  int rc;
-};
-
-static void *start_job_run(void *p)
-{
-  struct start_job *j = p;
-  j->rc = start(&j->d, j->id, &j->err);
-  return NULL;
-}
-
-static int start_both(struct dk *d, const char *proxy_id, const char *hold_id, al_error *err)
-{
-  if (!proxy_id) {
-    if (start(d, hold_id, err) < 0)
-      return al_error_wrap(err, "the holder container");
-    return 0;
-  }
-  struct start_job j = {.d = {.sock = d->sock, .timing = d->timing, .curl = curl_easy_init()},
-                        .id = proxy_id};
-  pthread_t t;
-  bool threaded = j.d.curl && pthread_create(&t, NULL, start_job_run, &j) == 0;
-  if (!threaded) { /* one after the other, as before */
-    if (j.d.curl)
-      curl_easy_cleanup(j.d.curl);
-    if (start(d, proxy_id, err) < 0)
-      return al_error_wrap(err, "proxy container");
-    if (start(d, hold_id, err) < 0)
-      return al_error_wrap(err, "the holder container");
-    return 0;
-  }
-  al_error herr = {0};
-  int hr = start(d, hold_id, &herr);
-  pthread_join(t, NULL);
-  curl_easy_cleanup(j.d.curl);
-  if (j.rc < 0) {
-    *err = j.err;
-    return al_error_wrap(err, "proxy container");
-  }
-  if (hr < 0) {
-    *err = herr;
-    return al_error_wrap(err, "the holder container");
-  }
-  return 0;
-}
-
-/* Remove everything of the run, containers first (networks in use cannot
- * go), with their anonymous volumes (v=1). Errors are warnings. */
-struct remove_job {
-  struct dk d;
-  const char *id;
-};
-
-static void remove_container(struct dk *d, const char *id)
-{
-  al_error e = {0};
-  char path[300];
-  snprintf(path, sizeof path, "/containers/%s?force=1&v=1", id);
-  int r = call(d, "DELETE", path, NULL, 60000, NULL, &e);
-  if (r < 0 && e.code == EBUSY) {
-    /* the engine is removing it already (AutoRemove): wait until it is
-     * gone, or its network and volume cannot go */
-    snprintf(path, sizeof path, "/containers/%s/json", id);
-    for (int k = 0; k < 100 && call(d, "GET", path, NULL, 10000, NULL, &e) == 0; k++)
-      usleep(100 * 1000);
-  } else if (r < 0 && e.code != ENOENT) {
-    al_warn("docker cleanup: %s", e.msg);
-  }
-}
-
-static void *remove_job_run(void *p)
-{
-  struct remove_job *j = p;
-  remove_container(&j->d, j->id);
-  return NULL;
-}
-
+/* Remove the run's container (force, with its anonymous volumes: v=1).
+ * Errors are warnings. */
 static void cleanup(struct dk *d)
 {
-  al_error e = {0};
-  char path[300];
-  /* The containers are stopped or about to be: remove them all at once,
-   * each on its own connection (the last on ours); the networks and the
-   * volume go once every container is gone. */
-  struct remove_job jobs[AL_ARRAY_SIZE(d->names)];
-  pthread_t th[AL_ARRAY_SIZE(d->names)];
-  bool started[AL_ARRAY_SIZE(d->names)] = {false};
-  for (size_t i = 0; i + 1 < d->n_ctr; i++) {
-    jobs[i] = (struct remove_job){
-        .d = {.sock = d->sock, .timing = d->timing, .curl = curl_easy_init()}, .id = d->names[i]};
-    started[i] = jobs[i].d.curl && pthread_create(&th[i], NULL, remove_job_run, &jobs[i]) == 0;
-    if (!started[i] && jobs[i].d.curl)
-      curl_easy_cleanup(jobs[i].d.curl);
-  }
-  if (d->n_ctr > 0)
-    remove_container(d, d->names[d->n_ctr - 1]);
-  for (size_t i = d->n_ctr; i-- > 0;) {
-    if (i + 1 < d->n_ctr) {
-      if (started[i]) {
-        pthread_join(th[i], NULL);
-        curl_easy_cleanup(jobs[i].d.curl);
-      } else {
-        remove_container(d, d->names[i]);
-      }
-    }
+  for (size_t i = 0; i < d->n_ctr; i++) {
+    al_error e = {0};
+    char path[300];
+    snprintf(path, sizeof path, "/containers/%s?force=1&v=1", d->names[i]);
+    if (call(d, "DELETE", path, NULL, 60000, NULL, &e) < 0 && e.code != ENOENT)
+      al_warn("docker cleanup: %s", e.msg);
     free(d->names[i]);
   }
-  for (size_t i = d->n_net; i-- > 0;) {
-    snprintf(path, sizeof path, "/networks/%s", d->nets[i]);
-    if (call(d, "DELETE", path, NULL, 60000, NULL, &e) < 0 && e.code != ENOENT)
-      al_warn("docker cleanup: %s", e.msg);
-    free(d->nets[i]);
-  }
-  for (size_t i = d->n_vol; i-- > 0;) {
-    snprintf(path, sizeof path, "/volumes/%s", d->vols[i]);
-    if (call(d, "DELETE", path, NULL, 60000, NULL, &e) < 0 && e.code != ENOENT)
-      al_warn("docker cleanup: %s", e.msg);
-    free(d->vols[i]);
-  }
-  d->n_ctr = d->n_net = d->n_vol = 0;
-}
-
-/* The proxy's decisions file (JSON lines, in the size-capped tmpfs
- * hand-off volume, so a flood keeps the first DECISIONS_CAP bytes and
- * never fills the host's disk) into fd: GET /containers/{id}/archive, one
- * ustar member (POSIX.1 ustar header: size at 124, 12 octal digits; type
- * at 156). */
-static void copy_decisions(struct dk *d, const char *id, int fd, bool *truncated)
-{
-  char path[300];
-  snprintf(path, sizeof path, "/containers/%s/archive?path=%s", id, DECISIONS_FILE);
-  struct buf r;
-  al_error e = {0};
-  long code = req(d, "GET", path, NULL, 60000, &r, &e);
-  if (code == 404 && !(r.p && strstr(r.p, "No such container"))) {
-    free(r.p);
-    return; /* no decision at all: the file was never written */
-  }
-  if (code != 200 || !r.p || r.n < 512) {
-    al_warn("docker: the proxy's decisions could not be read (%s); the record has none",
-            code < 0      ? e.msg
-            : code == 404 ? "the proxy container is gone"
-                          : "unexpected answer from the engine");
-    if (truncated)
-      *truncated = true;
-    free(r.p);
-    return;
-  }
-  size_t off = 0;
-  uint64_t size = 0;
-  bool ok = al_ustar_first_file(r.p, r.n, &off, &size) == 0;
-  if (!ok) {
-    al_warn("docker: the proxy's decisions archive is malformed; none recorded");
-    free(r.p);
-    return;
-  }
-  if (size >= DECISIONS_CAP - 4096)
-    al_warn("docker: the proxy's decisions reached their cap (%llu bytes); later ones were not "
-            "kept",
-            (unsigned long long)size);
-  if (truncated && size >= DECISIONS_CAP - 4096)
-    *truncated = true;
-  if (al_write_all(fd, r.p + off, size) < 0)
-    al_warn("docker: writing the proxy's decisions: %s", strerror(errno));
-  free(r.p);
-}
-
-/* Is the container still running? (GET /containers/{id}/json) */
-static bool running(struct dk *d, const char *id)
-{
-  char path[300];
-  snprintf(path, sizeof path, "/containers/%s/json", id);
-  json_t *info = NULL;
-  al_error e = {0};
-  if (call(d, "GET", path, NULL, 30000, &info, &e) < 0)
-    return false;
-  bool r = json_is_true(json_object_get(json_object_get(info, "State"), "Running"));
-  json_decref(info);
-  return r;
-}
-
-/* The holder's stdout as it comes (logs?follow=1): stop the transfer once
- * "handed\n" has arrived. The stream is the engine's multiplexed form
- * (8-byte frame headers); the holder writes the word in one write(2), so
- * it is never split by a header. At most 64 KiB are kept. */
-struct handed_watch {
-  char buf[65536];
-  size_t n;
-  bool seen;
-  /* once a second: is the proxy still running? (its own connection: the
-   * main one carries the stream) */
-  struct dk probe;
-  const char *proxy_id;
-  uint64_t next_check_ms;
-  bool proxy_gone;
-};
-
-static size_t on_holder_out(char *p, size_t sz, size_t nm, void *ud)
-{
-  struct handed_watch *w = ud;
-  size_t n = sz * nm;
-  size_t room = sizeof w->buf - w->n;
-  memcpy(w->buf + w->n, p, n < room ? n : room);
-  w->n += n < room ? n : room;
-  if (memmem(w->buf, w->n, "handed\n", 7)) {
-    w->seen = true;
-    return 0; /* ends the transfer: CURLE_WRITE_ERROR, which means "seen" */
-  }
-  if (w->n == sizeof w->buf) /* keep the tail: the word may come later */
-    w->n = 0;
-  return n;
-}
-
-/* libcurl calls this about once a second while the stream is idle
- * (CURLOPT_XFERINFOFUNCTION): a signal, or a proxy that stopped, ends the
- * wait (the holder would retry for a minute). */
-static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-  (void)a;
-  (void)b;
-  (void)c;
-  (void)d;
-  struct handed_watch *w = ud;
-  if (stopped())
-    return 1;
-  uint64_t now = al_now_ms();
-  if (w->proxy_id && w->probe.curl && now >= w->next_check_ms) {
-    w->next_check_ms = now + 1000;
-    if (!running(&w->probe, w->proxy_id)) {
-      w->proxy_gone = true;
-      return 1;
-    }
-  }
-  return 0;
+  d->n_ctr = 0;
 }
 
 /* The container's main process on the host (State.Pid), or -1 with err. */
@@ -540,71 +273,6 @@ static int container_pid(struct dk *d, const char *id, al_error *err)
   return (int)pid;
 }
 
-/* Wait until the holder says `handed` (it is set up; with a proxy: the
- * proxy has the listener), up to 60 s, by following its output (Engine API
- * "Get container logs", follow=1): no polling. The stream ends early when
- * the holder stops; then the error carries the last words of the proxy (or
- * the holder). proxy_id may be NULL. */
-static int wait_handed(struct dk *d, const char *hold_id, const char *proxy_id, al_error *err)
-{
-  char url[1024];
-  snprintf(url, sizeof url, API "/containers/%s/logs?follow=1&stdout=1&stderr=0", hold_id);
-  struct handed_watch *w = al_xcalloc(1, sizeof *w);
-  w->proxy_id = proxy_id;
-  w->probe = (struct dk){.sock = d->sock, .curl = proxy_id ? curl_easy_init() : NULL};
-  w->next_check_ms = al_now_ms() + 1000;
-  uint64_t t0 = d->timing ? al_now_ns() : 0;
-  curl_easy_reset(d->curl);
-  curl_easy_setopt(d->curl, CURLOPT_UNIX_SOCKET_PATH, d->sock);
-  curl_easy_setopt(d->curl, CURLOPT_URL, url);
-  curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_holder_out);
-  curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, w);
-  curl_easy_setopt(d->curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(d->curl, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt(d->curl, CURLOPT_TIMEOUT_MS, 60000L);
-  curl_easy_setopt(d->curl, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(d->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(d->curl, CURLOPT_XFERINFODATA, w);
-  CURLcode rc = curl_easy_perform(d->curl);
-  long code = 0;
-  curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &code);
-  bool seen = w->seen, proxy_gone = w->proxy_gone;
-  if (w->probe.curl)
-    curl_easy_cleanup(w->probe.curl);
-  free(w);
-  if (d->timing)
-    al_info("timing: docker follow the holder until `handed` %.1f ms",
-            (double)(al_now_ns() - t0) / 1e6);
-  if (seen)
-    return 0;
-  if (stopped())
-    return al_make_error(err, EINTR, "interrupted by signal %d", stopped());
-  if (rc == CURLE_OPERATION_TIMEDOUT)
-    return al_make_error(err, ETIMEDOUT, "no listener hand-off in 60 s");
-  if (!proxy_gone && (rc != CURLE_OK || code != 200))
-    return al_make_error(err, EIO, "docker: following the holder's output: %s (HTTP %ld)",
-                         curl_easy_strerror(rc), code);
-  /* the stream ended without the word (the holder stopped), or the proxy
-   * stopped */
-  char lp[300];
-  snprintf(lp, sizeof lp, "/containers/%s/logs?stdout=0&stderr=1&tail=3",
-           proxy_gone || (proxy_id && !running(d, proxy_id)) ? proxy_id : hold_id);
-  struct buf pl;
-  al_error e = {0};
-  req(d, "GET", lp, NULL, 10000, &pl, &e);
-  char last[512] = "";
-  size_t k = 0;
-  for (size_t j = 8; pl.p && j < pl.n && k + 1 < sizeof last; j++) {
-    char ch = pl.p[j];
-    if (ch < 0x20 || ch >= 0x7f)
-      ch = ' ';
-    last[k++] = ch;
-  }
-  last[k] = '\0';
-  free(pl.p);
-  return al_make_error(err, EIO, "the proxy or the holder container stopped: %s", last);
-}
-
 /* Attach to the agent container before it starts, over a raw connection
  * to the engine's socket (the attach endpoint hijacks it: Engine API
  * "Attach to a container", Upgrade: tcp), start the container, write
@@ -618,9 +286,67 @@ static int wait_handed(struct dk *d, const char *hold_id, const char *proxy_id, 
  * NULL) is called then. Returns 0 when the stream ended, 1 when the
  * deadline passed first (the agent is still running), -1 with err (EINTR
  * on a signal, or the engine's error). */
+/* The listener hand-off while the agent container starts (dockerdoor.h;
+ * src/shim/shim.c draws both sides). */
+struct door_run {
+  al_docker_door door;
+  struct dk *d;
+  const char *id; /* the agent container */
+  const al_docker_opts *o;
+  const char *rid;
+  uint64_t audit_cap;
+  pid_t proxy; /* the egress proxy, forked once the listener came; -1 before */
+  bool done;
+};
+
+/* The shim has connected: its SO_PEERCRED pid must be the container's PID 1
+ * (State.Pid, our PID namespace), what it sends the listener it made; then
+ * the egress proxy is forked on it here on the host, confined as for the
+ * native sandbox (al_run_start_proxy_capped), and the shim gets its ack.
+ * Returns 0 (done, or nobody there after all) or -1 with err. */
+static int door_take(struct door_run *r, al_error *err)
+{
+  int conn = -1, lfd = -1;
+  pid_t peer = -1;
+  if (al_docker_door_accept(&r->door, &conn, &peer, err) < 0) {
+    if (err->code != EAGAIN)
+      return -1;
+    al_error_clear(err);
+    return 0;
+  }
+  int cpid = container_pid(r->d, r->id, err);
+  if (cpid < 0)
+    goto fail;
+  if (peer != cpid) {
+    al_error_set(err, EPERM,
+                 "docker hand-off: the connection came from pid %d, not the agent container's "
+                 "PID 1 (%d): refused",
+                 (int)peer, cpid);
+    goto fail;
+  }
+  if (al_docker_door_recv_listener(conn, AL_PROXY_PORT, 5000, &lfd, err) < 0)
+    goto fail;
+  al_proxy_listener l = {
+      .fd = lfd, .run_id = r->rid, .policy = r->o->policy, .handoff = r->o->handoff};
+  r->proxy =
+      al_run_start_proxy_capped(&l, 1, r->o->audit_fd > 0 ? r->o->audit_fd : -1, r->audit_cap, err);
+  close(lfd); /* the proxy holds it now */
+  if (r->proxy < 0 || al_docker_door_ack(conn, err) < 0)
+    goto fail;
+  close(conn);
+  r->done = true;
+  if (r->d->timing)
+    al_info("timing: docker listener handed over, proxy pid %d", (int)r->proxy);
+  return 0;
+fail:
+  if (conn >= 0)
+    close(conn);
+  return -1;
+}
+
 static int attach_start_stream(struct dk *d, const char *id, char *stdin_data, int fd_out,
                                int fd_err, uint64_t timeout_ms, void (*after_start)(void *),
-                               void *after_start_ctx, al_error *err)
+                               void *after_start_ctx, struct door_run *door, al_error *err)
 {
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   if (strlen(d->sock) >= sizeof sa.sun_path)
@@ -664,6 +390,12 @@ static int attach_start_stream(struct dk *d, const char *id, char *stdin_data, i
   al_docker_demux_feed(&m, head + body, n - body);
   if (start(d, id, err) < 0)
     return al_error_wrap(err, "agent container");
+  /* the container's bind mounts are made: the socket's name can go (the
+   * listener keeps working through the mount), so nothing of it stays on
+   * the host's disk even if we are killed */
+  uint64_t door_deadline = al_now_ms() + DOOR_TIMEOUT_MS;
+  if (door)
+    al_docker_door_unlink(&door->door);
   if (stdin_data) {
     /* small (a few KiB): the socket buffer takes it at once */
     struct timeval tv = {.tv_sec = 10};
@@ -694,12 +426,20 @@ static int attach_start_stream(struct dk *d, const char *id, char *stdin_data, i
     uint64_t now = al_now_ms();
     if (now >= deadline)
       return 1; /* the agent's limit, not an engine error */
-    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    bool waiting = door && !door->done;
+    if (waiting && now >= door_deadline)
+      return al_make_error(err, ETIMEDOUT,
+                           "docker hand-off: no listener from the container in %d s",
+                           DOOR_TIMEOUT_MS / 1000);
+    struct pollfd pf[2] = {{.fd = fd, .events = POLLIN},
+                           {.fd = waiting ? door->door.fd : -1, .events = POLLIN}};
     uint64_t w = deadline - now < 100 ? deadline - now : 100;
-    int pr = poll(&pf, 1, (int)w);
+    int pr = poll(pf, 2, (int)w);
     if (pr < 0 && errno != EINTR)
       return al_make_error(err, errno, "docker attach: poll");
-    if (pr <= 0)
+    if (pr > 0 && (pf[1].revents & POLLIN) && door_take(door, err) < 0)
+      return -1;
+    if (pr <= 0 || !(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
       continue;
     ssize_t k = read(fd, buf, sizeof buf);
     if (k == 0)
@@ -853,15 +593,6 @@ static int wrapper(bool secrets, char *const *files, json_t *cmd, json_t *env, a
   return rc;
 }
 
-/* The proxy's and the holder's own messages (their decisions are not
- * here): a bounded json-file log, so an agent that makes them talk cannot
- * fill the host's disk. */
-static json_t *small_logs(void)
-{
-  return json_pack("{s:s,s:{s:s,s:s}}", "Type", "json-file", "Config", "max-size", "1m", "max-file",
-                   "1");
-}
-
 /* The image's Config.Volumes (GET /images/{name}/json): each path gets
  * "ro,size=4k" in tmpfs (a map of path -> options), unless the run already
  * mounts something there. A missing image is left to the create request,
@@ -914,6 +645,42 @@ static json_t *hardening(json_t *hc)
                                 "/proc/kallsyms"));
   return hc;
 }
+/* The shim on the host, bound into the container: o->shim_path, else
+ * airlock-shim in $AIRLOCK_LIBEXEC_DIR, beside our own binary, or in
+ * ../libexec/airlock from it (an installed tree). A regular file. */
+static int find_shim(const al_docker_opts *o, char *out, size_t outlen, al_error *err)
+{
+  char cand[3][PATH_MAX];
+  size_t n = 0;
+  if (o->shim_path) {
+    snprintf(cand[n++], PATH_MAX, "%s", o->shim_path);
+  } else {
+    const char *env = getenv("AIRLOCK_LIBEXEC_DIR");
+    if (env && env[0] == '/')
+      snprintf(cand[n++], PATH_MAX, "%.4000s/airlock-shim", env);
+    char self[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (k > 0) {
+      self[k] = '\0';
+      char *slash = strrchr(self, '/');
+      if (slash) {
+        *slash = '\0';
+        snprintf(cand[n++], PATH_MAX, "%.4000s/airlock-shim", self);
+        snprintf(cand[n++], PATH_MAX, "%.4000s/../libexec/airlock/airlock-shim", self);
+      }
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    struct stat st;
+    if (realpath(cand[i], out) && strlen(out) < outlen && stat(out, &st) == 0 &&
+        S_ISREG(st.st_mode))
+      return 0;
+  }
+  return al_error_set(err, ENOENT,
+                      "docker backend: airlock-shim (the agent container's PID 1) not found%s%s; "
+                      "build it (ninja) or set AIRLOCK_LIBEXEC_DIR",
+                      n ? " at " : "", n ? cand[0] : "");
+}
 
 static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid, int *status,
                           al_error *err)
@@ -921,130 +688,47 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   const al_policy *p = o->policy;
   const al_policy_limits *l = &p->process.limits;
   bool net = p->network.present;
-  char name[128], *egr_id = NULL, *proxy_id = NULL, *hold_id = NULL, *agent_id = NULL;
-  char *mount = NULL;      /* the hand-off volume, NAME:DIR */
+  char name[128], *agent_id = NULL;
   char *stdin_data = NULL; /* the secrets, for the wrapper (secrets_stdin) */
   uint64_t tmo = o->timeout_ms ? o->timeout_ms : l->wall_ms;
-  /* seconds, counted by both from the hand-off (just before the agent
-   * starts); the proxy outlives the holder by a little */
-  char deadline[32], proxy_deadline[32];
+  /* seconds, counted by the shim from its start */
+  char deadline[32];
   unsigned long long lim_s = (tmo + 999) / 1000;
   snprintf(deadline, sizeof deadline, "%llu", lim_s + ENGINE_GRACE_S);
-  snprintf(proxy_deadline, sizeof proxy_deadline, "%llu", lim_s + ENGINE_GRACE_S + 5);
   int rc = -1;
+  struct door_run door = {
+      .door = {.fd = -1},
+      .d = d,
+      .o = o,
+      .rid = rid,
+      .audit_cap = o->audit_cap ? o->audit_cap : DECISIONS_CAP,
+      .proxy = -1,
+  };
+  json_t *hc = NULL, *env = NULL, *cmd = NULL;
+  char shim[PATH_MAX];
+  if (find_shim(o, shim, sizeof shim, err) < 0)
+    goto out;
+  /* With a network section: the socket the shim hands the listener over
+   * on, bound into this one container; the egress proxy runs here on the
+   * host, forked and confined exactly as for the native sandbox. */
+  if (net && al_docker_door_open(&door.door, err) < 0)
+    goto out;
 
-  if (net) {
-    char pol[PATH_MAX];
-    if (!p->source || !realpath(p->source, pol)) {
-      al_make_error(err, ENOENT, "docker backend: the policy must come from a file");
-      goto out;
-    }
-    if (o->egress_network) {
-      egr_id = al_xstrdup(o->egress_network); /* the operator's: not removed */
-    } else {
-      snprintf(name, sizeof name, "airlock-%s-egress", rid);
-      if (create_network(d, name, o->egress_internal, rid, &egr_id, err) < 0)
-        goto out;
-    }
-    /* The hand-off volume: tmpfs, on no host path, for one unix socket. */
-    char vol[128];
-    snprintf(vol, sizeof vol, "airlock-%s-handoff", rid);
-    if (create_volume(d, vol, rid, err) < 0)
-      goto out;
-    mount = al_strdup_printf("%s:" HANDOFF_DIR, vol);
-    char *bind = al_strdup_printf("%s:" AL_RENDER_POLICY_TARGET ":ro", pol);
-    json_t *hc = hardening(json_object());
-    json_object_set_new(hc, "NetworkMode", json_string(egr_id));
-    json_object_set_new(hc, "Binds", json_pack("[s,s]", bind, mount));
-    if (o->handoff_socket) /* the gateway's socket: into this container only */
-      json_array_append_new(json_object_get(hc, "Binds"),
-                            json_sprintf("%s:" GATEWAY_SOCK ":ro", o->handoff_socket));
-    json_object_set_new(hc, "SecurityOpt", json_pack("[s]", "no-new-privileges:true"));
-    json_object_set_new(hc, "Tmpfs", json_pack("{s:s}", "/tmp", "size=16m,mode=1777"));
-    free(bind);
-    json_object_set_new(hc, "LogConfig", small_logs());
-    json_t *spec =
-        json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
-                  o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd", "proxy", "-p",
-                  AL_RENDER_POLICY_TARGET, "--listener-from", HANDOFF_SOCK, "--log", DECISIONS_FILE,
-                  /* the proxy caps itself under DECISIONS_CAP: aggregated, counted */
-                  "--log-max", DECISIONS_LOG_MAX, "--run-id", rid, "--deadline", proxy_deadline,
-                  "User", "65534:65534", "HostConfig", hc, "Labels", "airlock.run", rid);
-    if (o->handoff_socket) {
-      json_t *cmd = json_object_get(spec, "Cmd");
-      json_array_append_new(cmd, json_string("--handoff-socket"));
-      json_array_append_new(cmd, json_string(GATEWAY_SOCK));
-      for (char *const *h = o->handoff_hosts; h && *h; h++) {
-        json_array_append_new(cmd, json_string("--handoff-host"));
-        json_array_append_new(cmd, json_string(*h));
-      }
-    }
-    snprintf(name, sizeof name, "airlock-%s-proxy", rid);
-    if (create_container(d, name, spec, &proxy_id, err) < 0) {
-      al_error_wrap(err, "proxy container");
-      goto out;
-    }
-    /* started below, beside the holder */
-  }
-
-  /* The holder: PID 1 of the agent's PID namespace (another uid, not
-   * dumpable, reaps orphans) and owner of its network namespace (loopback
-   * only); with a network section it also makes the listener there and
-   * hands it to the proxy. */
-  {
-    json_t *hc = hardening(json_object());
-    json_object_set_new(hc, "Init", json_false()); /* it is PID 1 itself */
-    json_object_set_new(hc, "NetworkMode", json_string("none"));
-    if (mount)
-      json_object_set_new(hc, "Binds", json_pack("[s]", mount));
-    json_object_set_new(hc, "SecurityOpt", json_pack("[s]", "no-new-privileges:true"));
-    json_object_set_new(hc, "Memory", json_integer(32 << 20));
-    json_object_set_new(hc, "PidsLimit", json_integer(8));
-    json_object_set_new(hc, "LogConfig", small_logs());
-    json_t *spec = net ? json_pack("{s:s,s:[s,s,s,s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
-                                   o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd",
-                                   "proxy", "--send-listener", HANDOFF_SOCK, "--listen",
-                                   "127.0.0.1:3128", "--deadline", deadline, "User", "65534:65534",
-                                   "HostConfig", hc, "Labels", "airlock.run", rid)
-                       : json_pack("{s:s,s:[s,s,s,s],s:s,s:o,s:{s:s}}", "Image",
-                                   o->proxy_image ? o->proxy_image : AL_RENDER_PROXY_IMAGE, "Cmd",
-                                   "proxy", "--hold", "--deadline", deadline, "User", "65534:65534",
-                                   "HostConfig", hc, "Labels", "airlock.run", rid);
-    snprintf(name, sizeof name, "airlock-%s-hold", rid);
-    if (create_container(d, name, spec, &hold_id, err) < 0) {
-      al_error_wrap(err, "the holder container");
-      goto out;
-    }
-    if (start_both(d, proxy_id, hold_id, err) < 0)
-      goto out;
-    if (wait_handed(d, hold_id, proxy_id, err) < 0) {
-      al_error_wrap(err, net ? "the agent's network (listener hand-off)" : "the holder container");
-      goto out;
-    }
-  }
-  /* the proxy has connected to the forge gateway before it took the
-   * listener: the supervisor checks and adopts that connection now */
-  if (proxy_id && o->handoff_socket && o->proxy_ready) {
-    int ppid = container_pid(d, proxy_id, err);
-    if (ppid <= 0 || o->proxy_ready(o->proxy_ready_ctx, ppid, err) < 0) {
-      al_error_wrap(err, "the forge gateway's connection from the proxy container");
-      goto out;
-    }
-  }
-  char agent_ns[160];
-  snprintf(agent_ns, sizeof agent_ns, "container:%s", hold_id);
-
-  /* The agent: in the holder's network namespace (loopback, the proxy's
-   * listener on 127.0.0.1:3128, no route) or in none. */
+  /* The agent: PID 1 is the shim; NetworkMode none (loopback only, and,
+   * with a network section, the proxy's listener on 127.0.0.1:3128). */
   char *profile = NULL;
   if (al_seccomp_profile_json(&profile, err) < 0)
     goto out;
   char *seccomp = al_strdup_printf("seccomp=%s", profile);
   free(profile);
-  json_t *hc = o->control_unhardened ? json_object() : hardening(json_object());
-  json_object_set_new(hc, "NetworkMode", json_string(agent_ns));
-  json_object_set_new(hc, "PidMode", json_string(agent_ns));
-  json_object_set_new(hc, "Init", json_false()); /* the holder is PID 1 */
+  hc = o->control_unhardened ? json_object() : hardening(json_object());
+  json_object_set_new(hc, "NetworkMode", json_string("none"));
+  json_object_set_new(hc, "Init", json_false()); /* the shim is PID 1 */
+  json_t *binds = json_array();
+  json_array_append_new(binds, json_sprintf("%s:" SHIM_TARGET ":ro", shim));
+  if (net)
+    json_array_append_new(binds, json_sprintf("%s:" DOOR_TARGET ":ro", door.door.path));
+  json_object_set_new(hc, "Binds", binds);
   if (!o->control_unhardened)
     json_object_set_new(hc, "SecurityOpt", json_pack("[s,s]", "no-new-privileges:true", seccomp));
   free(seccomp);
@@ -1057,25 +741,23 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
                                 (unsigned long long)p->filesystem.workspace_size, p->process.user,
                                 p->process.user);
   json_t *tmpfs = json_pack("{s:s,s:s}", "/tmp", tmp_o, "/workspace", ws_o);
+  free(tmp_o);
+  free(ws_o);
   /* An empty read-only tmpfs replaces the engine's sysfs at /sys (the
    * native sandbox has no /sys; probe fs.mountinfo). */
   if (!o->control_unhardened)
     json_object_set_new(tmpfs, "/sys", json_string("ro,size=4k,mode=0555,nosuid,nodev,noexec"));
+  const char *image = o->agent_image
+                          ? o->agent_image
+                          : (p->filesystem.image ? p->filesystem.image : AL_RENDER_AGENT_IMAGE);
   /* A VOLUME of the image would give the agent an anonymous volume on the
    * host's disk, outside the policy's sizes and kept after a crash: an
    * empty read-only tmpfs takes each one's place. */
-  if (image_volumes(d,
-                    o->agent_image
-                        ? o->agent_image
-                        : (p->filesystem.image ? p->filesystem.image : AL_RENDER_AGENT_IMAGE),
-                    tmpfs, err) < 0) {
+  if (image_volumes(d, image, tmpfs, err) < 0) {
     json_decref(tmpfs);
-    json_decref(hc);
     goto out;
   }
   json_object_set_new(hc, "Tmpfs", tmpfs);
-  free(tmp_o);
-  free(ws_o);
   json_object_set_new(hc, "Memory", json_integer((json_int_t)l->memory));
   json_object_set_new(hc, "MemorySwap", json_integer((json_int_t)l->memory));
   json_object_set_new(hc, "PidsLimit", json_integer(l->pids));
@@ -1085,31 +767,33 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
                       json_pack("[{s:s,s:I,s:I},{s:s,s:i,s:i}]", "Name", "nofile", "Soft",
                                 (json_int_t)l->nofile, "Hard", (json_int_t)l->nofile, "Name",
                                 "core", "Soft", 0, "Hard", 0));
-  json_t *env = json_array();
+  env = json_array();
   if (net) {
     static const char *const pv[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
-    for (size_t i = 0; i < AL_ARRAY_SIZE(pv); i++) {
-      char *e = al_strdup_printf("%s=http://127.0.0.1:3128", pv[i]);
-      json_array_append_new(env, json_string(e));
-      free(e);
-    }
+    for (size_t i = 0; i < AL_ARRAY_SIZE(pv); i++)
+      json_array_append_new(env, json_sprintf("%s=http://127.0.0.1:%d", pv[i], AL_PROXY_PORT));
     json_array_append_new(env, json_string("NO_PROXY="));
     json_array_append_new(env, json_string("no_proxy="));
   }
   /* o->env (tokens) goes through stdin, never into the configuration */
-  if (secrets_stdin(o->env, &stdin_data, err) < 0) {
-    json_decref(env);
-    json_decref(hc);
+  if (secrets_stdin(o->env, &stdin_data, err) < 0)
     goto out;
+  /* PID 1: the shim (hand-off, deadline, orphans), then the prologue, then
+   * the command */
+  cmd = json_pack("[s]", SHIM_TARGET);
+  if (net) {
+    json_array_append_new(cmd, json_string("--socket"));
+    json_array_append_new(cmd, json_string(DOOR_TARGET));
+    json_array_append_new(cmd, json_string("--listen"));
+    json_array_append_new(cmd, json_sprintf("%d", AL_PROXY_PORT));
   }
-  json_t *cmd = json_array();
+  json_array_append_new(cmd, json_string("--deadline"));
+  json_array_append_new(cmd, json_string(deadline));
+  json_array_append_new(cmd, json_string("--"));
+  size_t n_pre = json_array_size(cmd);
   if (stdin_data || (o->files && o->files[0])) {
-    if (wrapper(stdin_data != NULL, o->files, cmd, env, err) < 0) {
-      json_decref(cmd);
-      json_decref(env);
-      json_decref(hc);
+    if (wrapper(stdin_data != NULL, o->files, cmd, env, err) < 0)
       goto out;
-    }
   }
   for (char *const *a = o->argv; *a; a++) {
     json_t *js = json_string(*a);
@@ -1118,26 +802,17 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
                    "argument %d of the command (0 is the program) is not valid UTF-8 (the Engine "
                    "API takes JSON)",
                    (int)(a - o->argv));
-      json_decref(cmd);
-      json_decref(env);
-      json_decref(hc);
       goto out;
     }
     json_array_append_new(cmd, js);
   }
-  if (json_array_size(cmd) == 0) {
+  if (json_array_size(cmd) == n_pre) {
     al_error_set(err, EINVAL, "docker backend: no command to run");
-    json_decref(cmd);
-    json_decref(env);
-    json_decref(hc);
     goto out;
   }
   char user[32];
   snprintf(user, sizeof user, "%u:%u", o->control_unhardened ? 0 : p->process.user,
            o->control_unhardened ? 0 : p->process.user);
-  const char *image = o->agent_image
-                          ? o->agent_image
-                          : (p->filesystem.image ? p->filesystem.image : AL_RENDER_AGENT_IMAGE);
   /* Our command is the Entrypoint, and there is no Cmd: the image's own
    * ENTRYPOINT (which would run before the prologue and could read the
    * secrets on stdin) and CMD never run. */
@@ -1146,6 +821,7 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
                            "/workspace", "HostConfig", hc, "Labels", "airlock.run", rid,
                            "AttachStdout", 1, "AttachStderr", 1, "AttachStdin", stdin_data != NULL,
                            "OpenStdin", stdin_data != NULL, "StdinOnce", stdin_data != NULL);
+  cmd = env = hc = NULL; /* the spec holds them */
   snprintf(name, sizeof name, "airlock-%s-agent", rid);
   if (create_container(d, name, spec, &agent_id, err) < 0)
     goto out;
@@ -1154,10 +830,11 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     *status = 128 + stopped();
     goto out;
   }
+  door.id = agent_id;
   uint64_t t_start = al_now_ms();
   int sr = attach_start_stream(d, agent_id, stdin_data, o->stdout_fd > 0 ? o->stdout_fd : 1,
                                o->stderr_fd > 0 ? o->stderr_fd : 2, tmo, o->after_start,
-                               o->after_start_ctx, err);
+                               o->after_start_ctx, net ? &door : NULL, err);
   if (sr == 1) {
     *status = AL_EXIT_TIMEOUT;
     if (o->timed_out)
@@ -1193,31 +870,21 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
     rc = 0;
   }
 out:
-  /* stop the agent (still running after its limit or a signal) before its
-   * decisions are read: nothing it does afterwards goes unrecorded */
-  if (agent_id && ((rc == 0 && *status == AL_EXIT_TIMEOUT) || stopped()))
+  json_decref(cmd);
+  json_decref(env);
+  json_decref(hc);
+  /* stop the agent (still running after its limit, a signal or a failed
+   * hand-off) before the proxy: nothing it does afterwards goes
+   * unrecorded; then the proxy closes what is open, logs each close and
+   * its summary (al_run_stop_proxy: SIGTERM, a second, SIGKILL) */
+  if (agent_id && (rc < 0 || *status == AL_EXIT_TIMEOUT || stopped()))
     kill_container(d, agent_id, "SIGKILL");
-  if (proxy_id && o->audit_fd > 0) {
-    /* SIGTERM: the proxy closes what is still open and logs each close;
-     * then its file is complete */
-    if (kill_container(d, proxy_id, "SIGTERM") == 0) {
-      char path[300];
-      al_error ke = {0};
-      snprintf(path, sizeof path, "/containers/%s/wait?condition=not-running", proxy_id);
-      json_t *w = NULL;
-      if (call(d, "POST", path, NULL, 10000, &w, &ke) == 0)
-        json_decref(w);
-    }
-    copy_decisions(d, proxy_id, o->audit_fd, o->decisions_truncated);
-  }
-  free(hold_id);
-  free(mount);
+  al_run_stop_proxy(door.proxy);
+  al_docker_door_close(&door.door);
   if (stdin_data) {
     explicit_bzero(stdin_data, strlen(stdin_data));
     free(stdin_data);
   }
-  free(egr_id);
-  free(proxy_id);
   free(agent_id);
   return rc;
 }
@@ -1247,16 +914,13 @@ int al_docker_run(const al_docker_opts *o, int *status, al_error *err)
                         "%s: the docker backend does not run the model relay (policy `relay`); "
                         "use the native backend",
                         o->policy->source ? o->policy->source : "the policy");
-  /* A pin is resolved by the proxy, which runs in its own container: a
-   * loopback pin is the proxy container's own loopback, never the host's. */
-  for (size_t i = 0; i < o->policy->network.n_pin; i++) {
-    const char *a = o->policy->network.pin[i].address;
-    if (strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0)
-      al_warn("docker backend: pin %s -> %s is the proxy container's own loopback, not the "
-              "host's; put the service in a container on the egress network and pin its "
-              "address (docs/docker.md, \"A ticket on the docker backend\")",
-              o->policy->network.pin[i].host, a);
-  }
+  /* The egress proxy runs on the host (docs/docker.md): there is no
+   * egress network to choose or to make internal; pins resolve as for the
+   * native sandbox. */
+  if (o->egress_network && o->policy->network.present)
+    al_warn("docker backend: --docker-network %s is ignored: the egress proxy runs on the host "
+            "and reaches what the host reaches, as for the native sandbox (docs/docker.md)",
+            o->egress_network);
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(d.curl = curl_easy_init()))
     return al_make_error(err, ENOMEM, "curl init");
   stop_signal = 0;

@@ -9,10 +9,10 @@
 
 #include "common/error.h"
 #include "policy/policy.h"
+#include "proxy/handoff.h"
 
 typedef struct al_docker_opts {
-  const al_policy *policy; /* borrowed; policy->source must name a readable file when the
-                              policy has a network section (bound into the proxy) */
+  const al_policy *policy; /* borrowed */
   char *const *argv;       /* command run in the agent container; each argument valid UTF-8 */
   char *const *env;        /* extra NAME=VALUE (tokens), NULL-terminated or NULL; borrowed.
                               Given to the agent on its stdin (read by a /bin/sh prologue),
@@ -20,9 +20,9 @@ typedef struct al_docker_opts {
                               [A-Za-z_][A-Za-z0-9_]*, VALUE one line */
   uint64_t timeout_ms;     /* 0: the policy's wall limit */
   const char *socket_path; /* NULL: /var/run/docker.sock (or $DOCKER_HOST unix://...) */
-  const char *proxy_image; /* NULL: airlock-proxy:local */
+  const char *proxy_image; /* unused (the proxy runs on the host); kept for callers */
   const char *agent_image; /* NULL: policy filesystem.image, else airlock-agent:local */
-  bool egress_internal;    /* tests: make the proxy's egress network internal too */
+  bool egress_internal;    /* unused: there is no egress network (the proxy runs on the host) */
   const char *run_id;      /* NULL: random */
   /* Where the agent's output goes, streamed while it runs (the attach
    * stream, demultiplexed; a reader that goes away only drops output).
@@ -41,9 +41,8 @@ typedef struct al_docker_opts {
   /* Set (when not NULL) to the signal's number when SIGINT, SIGTERM, SIGHUP
    * or SIGQUIT ended the run (the status is then 128+N); else left alone. */
   int *stopped_by;
-  /* An existing network (name or id) for the proxy's egress side instead
-   * of a network created for the run; it is not removed afterwards. Tests
-   * use it to put the test forge on the proxy's side. NULL: create one. */
+  /* Ignored with a warning: the proxy runs on the host and reaches what the
+   * host reaches (it was the proxy container's egress network). */
   const char *egress_network;
   /* Files to place in the agent container before it starts, as
    * NAME=CONTENT pairs (NAME [A-Za-z0-9._-]{1,64}, CONTENT valid UTF-8, at
@@ -55,17 +54,17 @@ typedef struct al_docker_opts {
    * (e.g. to wipe the caller's copies); NULL: none. */
   void (*after_start)(void *ctx);
   void *after_start_ctx;
-  /* Sealed credentials (docs/docker.md): the host path of the forge
-   * gateway's Unix SOCK_SEQPACKET socket (gateway.h, al_gateway_listen),
-   * bound read-only into the proxy container only, and the host:port pairs
-   * (NULL-terminated, at most 4) whose CONNECTs the proxy hands to it.
-   * Once the proxy holds the agent's listener, proxy_ready is called with
-   * the proxy container's pid on the host (State.Pid); it must adopt the
-   * proxy's connection (al_gateway_adopt) or fail the run. NULL: none. */
-  const char *handoff_socket;
-  char *const *handoff_hosts;
-  int (*proxy_ready)(void *ctx, int proxy_pid, al_error *err);
-  void *proxy_ready_ctx;
+  /* Sealed credentials: the forge gateway's hand-off (gateway.h), set on
+   * the egress proxy's listener exactly as for the native sandbox (the
+   * proxy runs on the host); borrowed; NULL: none. */
+  const al_proxy_handoff *handoff;
+  /* Bytes the proxy's decisions may take in audit_fd (proxy/auditlog.h);
+   * 0: 8 MiB. */
+  uint64_t audit_cap;
+  /* The host path of airlock-shim (src/shim/), bound read-only into the
+   * agent container as its PID 1. NULL: $AIRLOCK_LIBEXEC_DIR/airlock-shim,
+   * else beside /proc/self/exe, else ../libexec/airlock/ from there. */
+  const char *shim_path;
   /* Tests only, the positive control of the probe: the agent container
    * WITHOUT airlock's hardening (root, Docker's default capabilities and
    * seccomp profile, writable root, no no-new-privileges, the engine's
@@ -74,18 +73,20 @@ typedef struct al_docker_opts {
 } al_docker_opts;
 
 /* One run on the engine (Engine API v1.41,
- * https://docs.docker.com/engine/api/v1.41/): with a network section an
- * egress network (or o->egress_network), a tmpfs hand-off volume and the
- * proxy container on it; always the holder container (PID 1 and owner of
- * the loopback-only network namespace of the agent; with a network it
- * makes the proxy's listener there and hands it over); then the hardened
- * agent container in the holder's namespaces, attached before its start,
- * its secrets written on stdin, its output streamed. The proxy and the
- * holder stop by themselves after the limit plus a grace (--deadline), so
- * nothing keeps running if we die. At the end (exit, limit, failure, or
- * SIGINT/SIGTERM/SIGHUP/SIGQUIT) the agent is stopped, the decisions are
- * copied, and every container, network and volume of the run is removed.
- * Never pulls an image.
+ * https://docs.docker.com/engine/api/v1.41/): one hardened agent container,
+ * NetworkMode none, whose PID 1 is airlock-shim (src/shim/shim.c); with a
+ * network section the shim makes the proxy's listener at 127.0.0.1:3128 in
+ * the container's network namespace and hands it over a Unix socket bound
+ * into that container only (dockerdoor.h, SO_PEERCRED checked), and the
+ * egress proxy runs on the host, forked and confined as for the native
+ * sandbox (run.h al_run_start_proxy_capped), its decisions written to
+ * audit_fd directly. Attached before its start, its secrets written on
+ * stdin, its output streamed. The shim ends the container at the limit
+ * plus a grace (its --deadline) if we die; the proxy dies with us
+ * (PR_SET_PDEATHSIG). At the end (exit, limit, failure, or
+ * SIGINT/SIGTERM/SIGHUP/SIGQUIT) the agent is stopped, then the proxy, and
+ * the container is removed. Never pulls an image; makes no network and no
+ * volume.
  *
  * *status: the agent's exit status; 124 when the limit passed; 128+N when
  * signal N ended the run (then the return is 0); 125 when it could not be

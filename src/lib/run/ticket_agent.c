@@ -164,46 +164,13 @@ static void relay_record(struct ticket *t, int fd, char *sum, size_t sumlen)
 
 /* The agent phase on the Docker backend: the same environment, output and
  * decisions as the native sandbox (ro's fds), the CA bundle placed in the
- * container (docker.h `files`). */
-struct gw_door {
-  struct ticket *t;
-  al_gateway_listener l;
-};
-
-/* docker.h proxy_ready: the proxy container's connection to the gateway */
-static int adopt_proxy(void *ctx, int proxy_pid, al_error *err)
-{
-  struct gw_door *g = ctx;
-  if (al_gateway_adopt(g->t->gateway, &g->l, proxy_pid, 10000, err) < 0)
-    return -1;
-  json_t *gw = json_object_get(g->t->rec, "gateway");
-  if (gw)
-    json_object_set_new(gw, "proxy", json_string("docker container, over a unix socket"));
-  return 0;
-}
-
+ * container (docker.h `files`). Sealed: the proxy runs on the host as for
+ * the native sandbox, with the gateway's hand-off on its listener. */
 static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_error *err)
 {
   al_docker_opts d = *t->o->docker;
-  /* Sealed: the gateway stays on the host; the proxy container reaches it
-   * through a socket bound into that container only (docs/docker.md). */
-  struct gw_door door = {.t = t, .l = {.fd = -1}};
-  char hosts_s[AL_HANDOFF_MAX_HOSTS][300];
-  char *hosts[AL_HANDOFF_MAX_HOSTS + 1] = {NULL};
-  if (t->gateway) {
-    const al_proxy_handoff *h = al_gateway_handoff(t->gateway);
-    for (size_t i = 0; i < h->n_hosts && i < AL_HANDOFF_MAX_HOSTS; i++) {
-      snprintf(hosts_s[i], sizeof hosts_s[i], "%s%s%s:%u", strchr(h->hosts[i].host, ':') ? "[" : "",
-               h->hosts[i].host, strchr(h->hosts[i].host, ':') ? "]" : "", h->hosts[i].port);
-      hosts[i] = hosts_s[i];
-    }
-    if (al_gateway_listen(&door.l, err) < 0)
-      return al_error_wrap(err, "the forge gateway's socket for the proxy container");
-    d.handoff_socket = door.l.path;
-    d.handoff_hosts = hosts;
-    d.proxy_ready = adopt_proxy;
-    d.proxy_ready_ctx = &door;
-  }
+  d.handoff = ro->handoff;
+  d.audit_cap = ro->audit_cap;
   d.policy = t->policy;
   d.argv = ro->argv;
   d.env = ro->env;
@@ -226,7 +193,6 @@ static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_e
     t->signo = sig;
     t->interrupted = true;
   }
-  al_gateway_listener_close(&door.l); /* on every path: no socket left behind */
   free(files[0]);
   return r;
 }

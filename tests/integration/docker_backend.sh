@@ -79,6 +79,16 @@ try:
     s.connect(\"/.airlock/handoff.sock\"); print(\"DOOR-CONNECTED\")
 except OSError as e:
     print(\"door:\", e)"
+  python3 -c "
+import socket
+def rp(port):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind((\"127.0.0.1\", port)); s.listen(); return s
+try:
+    rp(3128); print(\"LISTENER-STOLEN\")
+except OSError as e:
+    print(\"steal:\", e)
+a = rp(0); b = rp(a.getsockname()[1]); print(\"reuseport-control=ok\")"
   echo "ifaces=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | sort | tr "\n" ,)"
   echo "routes=$(tail -n +2 /proc/net/route | wc -l)"
   python3 -c "
@@ -125,6 +135,11 @@ like "docker backend: SIGKILL and SIGSTOP to PID 1 from inside change nothing" "
 # took exactly one and stopped listening)
 like "control: the hand-off socket is bound into the agent container" "$out" "DOOR-IS-A-SOCKET"
 like "docker backend: a second connection to the hand-off socket is refused" "$out" "door: .*Connection refused"
+# The proxy's listener has no SO_REUSEPORT: the agent (its uid made it)
+# cannot bind a second socket on 127.0.0.1:3128 and take its connections.
+# Control: two SO_REUSEPORT sockets of the agent's on one port do bind.
+like "control: two SO_REUSEPORT listeners of the agent share a port" "$out" "reuseport-control=ok"
+like "docker backend: the agent cannot bind a second listener on 127.0.0.1:3128" "$out" "steal: .*Address already in use"
 like "docker backend: the agent has only a loopback interface" "$out" "ifaces=lo,$"
 like "docker backend: the agent has no route at all" "$out" "routes=0$"
 like "docker backend: a UDP send off the machine is refused by the kernel" "$out" "udp: .*Network is unreachable"

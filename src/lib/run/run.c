@@ -32,8 +32,8 @@ static void print_proxy_timing(uint64_t t_fork, uint64_t t_confined, const al_pr
 #define US(t) ((t) ? (unsigned long long)(((t)-t_fork) / 1000) : 0ull)
   al_info("timing: proxy (us since its fork): confined %llu, local addrs %llu, workers %llu, "
           "serving %llu | stop signal %llu, workers joined %llu, summary %llu, exit %llu",
-          US(t_confined), US(m->local), US(m->workers), US(m->serving), US(m->stop),
-          US(m->joined), US(m->closed), US(al_now_ns()));
+          US(t_confined), US(m->local), US(m->workers), US(m->serving), US(m->stop), US(m->joined),
+          US(m->closed), US(al_now_ns()));
 #undef US
 }
 

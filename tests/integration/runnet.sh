@@ -32,6 +32,32 @@ like "--log holds an allow decision for web.test" "$dec" '"host":"web.test".*"de
 like "--log holds the deny with its reason" "$dec" '"host":"evil.test".*"decision":"deny","reason":"not-allowed"'
 if grep -q '"address":"127.0.0.1:'"$PORT"'"' <<<"$(grep evil.test <<<"$dec")"; then fail "a denied request never shows a dialled address"; else ok "a denied request never shows a dialled address"; fi
 
+# the stop (issue #19): the supervisor waits for the proxy by event, not by
+# a poll interval; what the proxy decided just before the command exited is
+# still in the log, the summary after it, and no process is left. Marker:
+# the log's path, which is on the proxy's command line (a fork of airlock).
+LAST=$T_TMP/last-$$.jsonl
+out=$("$AIRLOCK" run -q -p "$POL" --log "$LAST" -- sh -c '
+  curl -s -o /dev/null -w "allowed=%{http_code}\n" http://web.test:'"$PORT"'/
+  curl -s -o /dev/null -w "last=%{http_code}\n" http://last.test:'"$PORT"'/' 2>&1)
+like "stop: the last request was decided (403) just before the command exited" "$out" 'last=403'
+like "stop: the deny made just before exit is in the log" "$(grep '"last.test"' "$LAST")" '"decision":"deny","reason":"not-allowed"'
+like "stop: the allowed tunnel's end is in the log" "$(grep '"event":"close"' "$LAST")" '"host":"web.test"'
+like "stop: the summary is the last line, with exact counts" "$(tail -n 1 "$LAST")" '^\{"connections":2,"allowed":1,"denied":1,.*"event":"summary"'
+if pgrep -f "$LAST" >/dev/null; then fail "stop: no process of the run is left once airlock run returned"; else ok "stop: no process of the run is left once airlock run returned"; fi
+# control: a proxy that is killed instead of stopped writes no summary,
+# and the process check above finds a running proxy by the same marker
+KLOG=$T_TMP/killed-$$.jsonl
+"$AIRLOCK" run -q -p "$POL" --log "$KLOG" -- sh -c 'curl -s -o /dev/null http://last.test:'"$PORT"'/; sleep 6262' >/dev/null 2>&1 &
+ksup=$!
+for _ in $(seq 100); do grep -q '"last.test"' "$KLOG" 2>/dev/null && break; sleep 0.1; done
+found=$(pgrep -x airlock-proxy | while read -r p; do tr '\0' ' ' </proc/$p/cmdline 2>/dev/null | grep -qF "$KLOG" && echo yes; done)
+is "control: the marker finds the proxy of a running run" "$found" yes
+kill -KILL $ksup; wait $ksup 2>/dev/null
+for _ in $(seq 30); do pgrep -f "$KLOG" >/dev/null || break; sleep 0.1; done
+like "control: the killed run's deny was logged when it was made" "$(cat "$KLOG")" '"host":"last.test".*"decision":"deny"'
+if grep -q '"event":"summary"' "$KLOG"; then fail "control: a killed proxy leaves no summary"; else ok "control: a killed proxy leaves no summary"; fi
+
 # egress budget: a discard server on the host's loopback, a 64 KiB budget
 python3 -c '
 import socket, threading, sys

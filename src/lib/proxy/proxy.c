@@ -103,6 +103,8 @@ static void signal_ready(al_watch *w, uint32_t ev)
     if (si.ssi_signo == SIGHUP) {
       reload(px);
     } else {
+      if (px->cfg->marks && !px->cfg->marks->stop)
+        px->cfg->marks->stop = al_now_ns();
       atomic_store(&px->sh->stop, true);
       wake_workers(px->sh);
     }
@@ -343,6 +345,8 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
   }
   if (al_addr_set_local(&sh->local) < 0)
     al_warn("proxy: getifaddrs failed; the host's own addresses are not refused by name");
+  if (cfg->marks)
+    cfg->marks->local = al_now_ns();
   for (; n_init < sh->n_workers; n_init++) {
     al_error we = {0};
     if (worker_init(&sh->workers[n_init], sh, n_init, n_init ? &we : err) == 0)
@@ -359,6 +363,8 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
     break;
   }
   sh->n_workers = n_init;
+  if (cfg->marks)
+    cfg->marks->workers = al_now_ns();
 
   px->sig_w.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   px->sig_w.fn = signal_ready;
@@ -387,12 +393,16 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
     sh->workers[i].started = true;
   }
 
+  if (cfg->marks)
+    cfg->marks->serving = al_now_ns();
   ret = worker_loop(px, err);
   atomic_store(&sh->stop, true);
   wake_workers(sh);
   for (size_t i = 1; i < sh->n_workers; i++)
     if (sh->workers[i].started)
       pthread_join(sh->workers[i].thread, NULL);
+  if (cfg->marks)
+    cfg->marks->joined = al_now_ns();
 
 out_workers:
   worker_fini(px, ret == 0 ? "shutdown" : "error");
@@ -416,6 +426,8 @@ out_workers:
     json_object_set_new(sum, "runs", runs);
     al_auditlog_close(&sh->log, sum);
   }
+  if (cfg->marks)
+    cfg->marks->closed = al_now_ns();
   if (px->admin_w.fd >= 0) {
     close(px->admin_w.fd);
     if (cfg->admin_path) /* always set when admin_w is open */

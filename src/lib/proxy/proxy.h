@@ -37,6 +37,17 @@ typedef struct al_proxy_listener {
  * default; the last line says when the cap was reached (auditlog.h) */
 #define AL_PROXY_LOG_CAP (64ull << 20)
 
+/* Start and stop milestones of al_proxy_serve (CLOCK_MONOTONIC ns, as
+ * al_now_ns; 0: not reached), for AIRLOCK_DEBUG_TIMING (bench/README.md). */
+typedef struct al_proxy_marks {
+  uint64_t local;   /* the host's own addresses read (getifaddrs) */
+  uint64_t workers; /* every worker's loop, timer and resolver channels made */
+  uint64_t serving; /* worker threads started, the first epoll_wait next */
+  uint64_t stop;    /* the stop signal read */
+  uint64_t joined;  /* the other workers done, their connections closed and logged */
+  uint64_t closed;  /* the summary written */
+} al_proxy_marks;
+
 typedef struct al_proxy_config {
   const al_proxy_listener *listeners; /* n_listeners >= 1 */
   size_t n_listeners;
@@ -63,6 +74,7 @@ typedef struct al_proxy_config {
    * it. Caps, counters, the egress budget and the log are shared and exact.
    * 0: one per CPU the process may run on, at most AL_PROXY_MAX_WORKERS. */
   unsigned workers;
+  al_proxy_marks *marks; /* filled as the proxy goes (may be NULL); borrowed */
 } al_proxy_config;
 
 #define AL_PROXY_MAX_WORKERS 8

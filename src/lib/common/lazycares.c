@@ -12,7 +12,8 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static void load(void)
 {
   void *h = al_lazylib_open(AL_CARES_SONAME, "c-ares, the egress proxy's resolver");
-#define AL_CARES_LOAD(f) g_api.f = (__typeof__(&f))al_lazylib_sym(h, AL_CARES_SONAME, #f);
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): f is a name, the member of the same name */
+#define AL_CARES_LOAD(f) g_api.f = (__typeof__(&(f)))al_lazylib_sym(h, AL_CARES_SONAME, #f);
   AL_CARES_FUNCS(AL_CARES_LOAD)
 #undef AL_CARES_LOAD
   // cppcheck-suppress resourceLeak ; the library stays loaded until exit, on purpose

@@ -26,7 +26,8 @@
 
 /* One pointer per function, of the function's own type. */
 struct al_cares_api {
-#define AL_CARES_FIELD(f) __typeof__(&f) f;
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): f is a name, declared as a member */
+#define AL_CARES_FIELD(f) __typeof__(&(f)) f;
   AL_CARES_FUNCS(AL_CARES_FIELD)
 #undef AL_CARES_FIELD
 };

@@ -12,7 +12,8 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static void load(void)
 {
   void *h = al_lazylib_open(AL_FYAML_SONAME, "libfyaml, the YAML parser");
-#define AL_FYAML_LOAD(f) g_api.f = (__typeof__(&f))al_lazylib_sym(h, AL_FYAML_SONAME, #f);
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): f is a name, the member of the same name */
+#define AL_FYAML_LOAD(f) g_api.f = (__typeof__(&(f)))al_lazylib_sym(h, AL_FYAML_SONAME, #f);
   AL_FYAML_FUNCS(AL_FYAML_LOAD)
 #undef AL_FYAML_LOAD
   // cppcheck-suppress resourceLeak ; the library stays loaded until exit, on purpose

@@ -49,7 +49,8 @@
 
 /* One pointer per function, of the function's own type. */
 struct al_fyaml_api {
-#define AL_FYAML_FIELD(f) __typeof__(&f) f;
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): f is a name, declared as a member */
+#define AL_FYAML_FIELD(f) __typeof__(&(f)) f;
   AL_FYAML_FUNCS(AL_FYAML_FIELD)
 #undef AL_FYAML_FIELD
 };

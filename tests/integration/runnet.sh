@@ -143,9 +143,13 @@ out=$("$AIRLOCK" run -q -- sh -c 'curl -s -o /dev/null -w "%{http_code}" --max-t
 like "without a network section nothing listens on 3128" "$out" '^(000)?refused'
 like "without a network section no proxy variables" "$out" '0$'
 
-# the proxy process: confined, and gone with its supervisor
-"$AIRLOCK" run -q -p "$POL" -- sleep 6161 &
+# the proxy process: confined, and gone with its supervisor. Its worker
+# threads (one per CPU) start with the first connection (issue #19), after
+# the confinement: each is checked. The command waits on a FIFO for that.
+mkfifo "$T_TMP/go"
+"$AIRLOCK" run -q -p "$POL" -- sh -c 'read x; curl -s -o /dev/null http://web.test:'"$PORT"'/; echo done; exec sleep 6161' <"$T_TMP/go" >"$T_TMP/go.out" 2>&1 &
 sup=$!
+exec 7>"$T_TMP/go"
 ppid=""
 for _ in $(seq 50); do
   for p in $(pgrep -x airlock-proxy); do tr '\0' ' ' </proc/$p/cmdline 2>/dev/null | grep -q "sleep 6161" && ppid=$p; done
@@ -161,9 +165,24 @@ if [ -n "$ppid" ]; then
   if [ "$(id -u)" = 0 ]; then
     like "as root, the proxy runs as nobody" "$(grep ^Uid: <<<"$st")" $'Uid:\t65534'
   fi
+  like "an idle proxy runs one thread" "$(grep ^Threads: <<<"$st")" $'Threads:\t1$'
+  want=$(nproc); [ "$want" -gt 8 ] && want=8
+  echo go >&7
+  for _ in $(seq 100); do grep -q done "$T_TMP/go.out" && break; sleep 0.1; done
+  nt=$(sed -n 's/^Threads:\t//p' /proc/$ppid/status)
+  is "after the first connection the proxy runs one worker per CPU" "$nt" "$want"
+  bad=""
+  for t in /proc/$ppid/task/*; do
+    ts=$(cat "$t/status" 2>/dev/null) || continue
+    grep -q $'Seccomp:\t2' <<<"$ts" && grep -q $'NoNewPrivs:\t1' <<<"$ts" &&
+      grep -qE 'CapEff:\s+0000000000000000' <<<"$ts" || bad="$bad ${t##*/}"
+    [ "$(id -u)" = 0 ] && ! grep -q $'^Uid:\t65534' <<<"$ts" && bad="$bad ${t##*/}(uid)"
+  done
+  is "every worker thread is confined like the proxy (seccomp, no_new_privs, no caps, nobody)" "$bad" ""
 else
   fail "the proxy process was found"
 fi
+exec 7>&-
 kill -KILL $sup; wait $sup 2>/dev/null
 gone=1
 for _ in $(seq 30); do pgrep -f "sleep 6161" >/dev/null || { gone=0; break; }; sleep 0.1; done

@@ -78,8 +78,8 @@ json_t *bk_token_public_json(const al_token *t)
 /* Public description of the secrets a lease carries: names and
  * fingerprints, never a value. */
 
-/* Append one JSON line to the bk_audit log (state_dir/leases.jsonl). */
-void bk_audit(struct broker *b, json_t *rec)
+/* Append one JSON line to the audit log (state_dir/leases.jsonl). */
+void bk_audit_log(struct broker *b, json_t *rec)
 {
   char ts[32];
   bk_format_iso(time(NULL), ts);
@@ -93,9 +93,9 @@ void bk_audit(struct broker *b, json_t *rec)
   json_decref(rec);
   if (al_redact_contains_secret(line)) {
     /* Never expected: the record carries fingerprints only. */
-    al_error_log("bk_audit record held a secret; not written");
+    al_error_log("audit record held a secret; not written");
   } else if (al_write_all(b->audit_fd, line, len) < 0) {
-    al_warn("bk_audit log: write: %s", strerror(errno));
+    al_warn("audit log: write: %s", strerror(errno));
   }
   free(line);
 }
@@ -264,16 +264,16 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
   if (al_gh_new(b->cfg, b->key, &b->gh, err) < 0)
     return -1;
   if (b->cfg->audit_key_path) {
-    /* The bk_audit App: loaded once, used only by audits, never leased. */
+    /* The audit App: loaded once, used only by audits, never leased. */
     b->audit_view = *b->cfg;
     b->audit_view.app_id = b->cfg->audit_app_id;
     b->audit_view.client_id = b->cfg->audit_client_id;
     b->audit_view.private_key_path = b->cfg->audit_key_path;
     if (al_app_key_load(b->cfg->audit_key_path, &b->audit_key, err) < 0)
-      return al_error_wrap(err, "bk_audit.app.private_key");
+      return al_error_wrap(err, "audit.app.private_key");
   } else if (b->cfg->audit_token_file) {
     /* Checked now (owner, mode, shape) so a bad file stops the start;
-     * read again for each bk_audit, so it can be rotated in place. */
+     * read again for each audit, so it can be rotated in place. */
     char *tok = NULL;
     if (al_broker_audit_token_load(b->cfg->audit_token_file, &tok, err) < 0)
       return -1;
@@ -292,7 +292,7 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
     al_autofree char *p = al_strdup_printf("%s/leases.jsonl", b->cfg->state_dir);
     b->audit_fd = open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (b->audit_fd < 0)
-      return al_make_error(err, errno, "bk_audit log `%s`", p);
+      return al_make_error(err, errno, "audit log `%s`", p);
   }
   int lfd = al_broker_inherited_listener(err);
   if (lfd < 0)
@@ -362,10 +362,10 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
   int ret = -1;
   if (setup(&b, opts, err) < 0)
     goto out;
-  al_info("broker ready: app %s, API %s, %zu repositories, bk_audit reads with %s",
+  al_info("broker ready: app %s, API %s, %zu repositories, audit reads with %s",
           b.cfg->app_id ? b.cfg->app_id : b.cfg->client_id, b.cfg->api_url, b.cfg->n_repos,
-          b.audit_key               ? "the bk_audit App"
-          : b.cfg->audit_token_file ? "bk_audit.token_file"
+          b.audit_key               ? "the audit App"
+          : b.cfg->audit_token_file ? "audit.token_file"
                                     : "the App's own token");
   bk_start_retry(&b); /* what an earlier run left (open_keep) */
   for (;;) {

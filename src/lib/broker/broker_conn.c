@@ -245,11 +245,11 @@ static const struct request_handler {
     {"lease", 1u << ST_NEW, handle_lease},
     {"release", 1u << ST_ACTIVE, handle_release},
     {"ping", (1u << ST_NEW) | (1u << ST_MINTING) | (1u << ST_ACTIVE), handle_ping},
-    {"bk_audit", 1u << ST_NEW, handle_audit},
+    {"audit", 1u << ST_NEW, handle_audit},
     {"check", 1u << ST_NEW, handle_check},
 };
 
-/* The admission an "bk_audit" and a "check" share: the repository must be one
+/* The admission an "audit" and a "check" share: the repository must be one
  * the client could lease, and the request counts against lease.max_active
  * while its job runs (no lease; the connection closes after the answer).
  * 0, or -1 after answering the client with the refusal. */
@@ -280,7 +280,7 @@ static int admit_oneshot(struct conn *c, const char *repo, const char *done_here
   return 0;
 }
 
-/* "bk_audit": run `airlock bk_audit` for the client on a repository it could
+/* "audit": run `airlock audit` for the client on a repository it could
  * lease. Counts against lease.max_active while it runs. */
 static int handle_audit(struct conn *c, json_t *msg)
 {
@@ -294,8 +294,8 @@ static int handle_audit(struct conn *c, json_t *msg)
   }
   if (admit_oneshot(c, req.repo, "audited") < 0)
     return -1;
-  al_info("bk_audit %s: uid %u pid %d asks to bk_audit %s%s%s", c->id, (unsigned)c->uid,
-          (int)c->pid, req.repo, req.branch[0] ? " branch " : "", req.branch);
+  al_info("audit %s: uid %u pid %d asks to audit %s%s%s", c->id, (unsigned)c->uid, (int)c->pid,
+          req.repo, req.branch[0] ? " branch " : "", req.branch);
   struct job *j = bk_job_new(b, JOB_AUDIT, c, 0);
   j->areq = req;
   bk_job_start(b, j);
@@ -303,7 +303,7 @@ static int handle_audit(struct conn *c, json_t *msg)
 }
 
 /* "check" (check.h): the service's trigger check, with the broker's own
- * short-lived read token. Like an bk_audit: no lease, counted while it runs,
+ * short-lived read token. Like an audit: no lease, counted while it runs,
  * then the connection closes. */
 static int handle_check(struct conn *c, json_t *msg)
 {

@@ -140,7 +140,7 @@ struct broker {
 /* ---- src/lib/broker/broker.c ---- */
 void bk_format_iso(time_t t, char out[32]);
 json_t *bk_token_public_json(const al_token *t);
-void bk_audit(struct broker *b, json_t *rec);
+void bk_audit_log(struct broker *b, json_t *rec);
 
 /* ---- src/lib/broker/broker_conn.c ---- */
 void bk_reap_dead(struct broker *b);

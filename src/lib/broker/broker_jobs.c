@@ -37,8 +37,8 @@
 #include "forge/audit.h"
 /* ---- worker jobs ------------------------------------------------------ */
 
-/* The bk_audit, on a worker thread: the App's own config and key (already
- * loaded), and the bk_audit credential when configured. */
+/* The audit, on a worker thread: the App's own config and key (already
+ * loaded), and the audit credential when configured. */
 static void job_audit(struct broker *b, struct job *j)
 {
   al_audit_opts ao = {
@@ -73,7 +73,7 @@ static void job_audit(struct broker *b, struct job *j)
   al_audit_report_free(&rep);
   if (!j->report) {
     j->rc = -1;
-    al_make_error(&j->err, ENOMEM, "bk_audit report");
+    al_make_error(&j->err, ENOMEM, "audit report");
   }
 }
 
@@ -266,8 +266,8 @@ static void mint_done(struct broker *b, struct job *j)
   j->n_tokens = 0;
   if (j->rc < 0) {
     al_warn("lease %s: %s", c->id, j->err.msg);
-    bk_audit(b, json_pack("{s:s, s:s, s:i, s:i, s:s}", "event", "refused", "lease", c->id, "uid",
-                          (int)c->uid, "pid", (int)c->pid, "error", j->err.msg));
+    bk_audit_log(b, json_pack("{s:s, s:s, s:i, s:i, s:s}", "event", "refused", "lease", c->id,
+                              "uid", (int)c->uid, "pid", (int)c->pid, "error", j->err.msg));
     if (c->n_tokens > 0) { /* no half-made lease: kill what was minted */
       c->pending_error = al_strdup_printf("upstream:%s", j->err.msg);
       bk_start_revoke(c, "minting failed");
@@ -298,7 +298,7 @@ static void mint_done(struct broker *b, struct job *j)
                 (int)c->uid, "gid", (int)c->gid, "pid", (int)c->pid, "tokens", pub);
   if (c->req.n_secrets)
     json_object_set_new(rec, "secrets", bk_secrets_public_json(b, &c->req));
-  bk_audit(b, rec);
+  bk_audit_log(b, rec);
   if (c->peer_gone || b->stopping) {
     c->st = ST_ACTIVE;
     bk_start_revoke(c, c->peer_gone ? "client left before the grant" : "shutdown");
@@ -343,8 +343,9 @@ static void revoke_done(struct broker *b, struct job *j)
     }
     json_array_append_new(res, o);
   }
-  bk_audit(b, json_pack("{s:s, s:s, s:s, s:b, s:O}", "event", "revoked", "lease", c ? c->id : "-",
-                        "reason", c ? c->reason : "retry", "confirmed", all_ok, "tokens", res));
+  bk_audit_log(b,
+               json_pack("{s:s, s:s, s:s, s:b, s:O}", "event", "revoked", "lease", c ? c->id : "-",
+                         "reason", c ? c->reason : "retry", "confirmed", all_ok, "tokens", res));
   if (!c) {
     b->retry_running = false;
     json_decref(res);
@@ -372,29 +373,29 @@ static void audit_done(struct broker *b, struct job *j)
 {
   struct conn *c = j->c;
   if (j->rc < 0) {
-    al_warn("bk_audit %s of %s: %s", c->id, j->areq.repo, j->err.msg);
-    bk_audit(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "event", "bk_audit", "id", c->id,
-                          "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->areq.repo, "branch",
-                          j->areq.branch, "error", j->err.msg));
+    al_warn("audit %s of %s: %s", c->id, j->areq.repo, j->err.msg);
+    bk_audit_log(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "event", "audit", "id", c->id,
+                              "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->areq.repo,
+                              "branch", j->areq.branch, "error", j->err.msg));
     if (!c->peer_gone)
       bk_conn_send_error(c, "upstream", j->err.msg);
   } else {
     json_t *rep = json_loads(j->report, 0, NULL);
-    al_info("bk_audit %s of %s: the escape budget %s%s%s", c->id, j->areq.repo,
+    al_info("audit %s of %s: the escape budget %s%s%s", c->id, j->areq.repo,
             j->holds ? "holds" : "DOES NOT hold", j->failed[0] ? ": " : "", j->failed);
-    bk_audit(b,
-             json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:b, s:s, s:s}", "event", "bk_audit", "id",
-                       c->id, "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->areq.repo,
-                       "branch", json_string_value(json_object_get(rep, "branch")) ?: "", "holds",
-                       j->holds, "not_holding", j->failed, "credentials", j->credentials));
+    bk_audit_log(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:b, s:s, s:s}", "event", "audit",
+                              "id", c->id, "uid", (int)c->uid, "pid", (int)c->pid, "repo",
+                              j->areq.repo, "branch",
+                              json_string_value(json_object_get(rep, "branch")) ?: "", "holds",
+                              j->holds, "not_holding", j->failed, "credentials", j->credentials));
     if (!rep || al_redact_contains_secret(j->report)) {
       /* Never expected: the report names fingerprints only. */
-      al_error_log("bk_audit %s: the report is malformed or holds a secret; not sent", c->id);
+      al_error_log("audit %s: the report is malformed or holds a secret; not sent", c->id);
       if (!c->peer_gone)
-        bk_conn_send_error(c, "internal", "the bk_audit report could not be sent");
+        bk_conn_send_error(c, "internal", "the audit report could not be sent");
       json_decref(rep);
     } else if (!c->peer_gone) {
-      bk_conn_send(c, json_pack("{s:s, s:s, s:b, s:o}", "type", "bk_audit", "repo", j->areq.repo,
+      bk_conn_send(c, json_pack("{s:s, s:s, s:b, s:o}", "type", "audit", "repo", j->areq.repo,
                                 "holds", j->holds, "report", rep));
     } else {
       json_decref(rep);
@@ -414,10 +415,11 @@ static void check_done(struct broker *b, struct job *j)
   al_info("check %s: uid %u asks about %s#%lu%s%s: %s%s", c->id, (unsigned)c->uid, j->creq.repo,
           j->creq.ticket, j->creq.user[0] ? " for " : "", j->creq.user,
           j->rc < 0 ? "failed: " : "permission ", j->rc < 0 ? j->err.msg : (perm ? perm : "-"));
-  bk_audit(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:I, s:s, s:s?, s:s?}", "event", "check", "id",
-                        c->id, "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->creq.repo,
-                        "ticket", (json_int_t)j->creq.ticket, "user", j->creq.user, "permission",
-                        perm, "error", j->rc < 0 ? j->err.msg : NULL));
+  bk_audit_log(b,
+               json_pack("{s:s, s:s, s:i, s:i, s:s, s:I, s:s, s:s?, s:s?}", "event", "check", "id",
+                         c->id, "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->creq.repo,
+                         "ticket", (json_int_t)j->creq.ticket, "user", j->creq.user, "permission",
+                         perm, "error", j->rc < 0 ? j->err.msg : NULL));
   if (!c->peer_gone) {
     if (j->rc < 0)
       bk_conn_send_error(c, "upstream", j->err.msg);

@@ -30,7 +30,7 @@
 
 #include "proxy/proxy.h"
 
-#include <ares.h>
+#include "common/lazycares.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

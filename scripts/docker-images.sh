@@ -55,6 +55,21 @@ copy_with_libs() {
     ldd "$bin" 2>/dev/null | awk '/=> \//{print $3} /^[ \t]*\//{print $1}')
 }
 
+# the libraries airlock opens on first use with dlopen(3) (common/lazylib.h):
+# ldd does not list them, so they are named by their sonames in the source
+# and found through the loader's cache, with their own dependencies
+copy_lazy_libs() {
+  local root=$1 so path
+  for so in $(grep -rhoE '(SONAME|dlopen\() *"lib[^"]*\.so\.[0-9]+"' "$SRC/src/lib" |
+    grep -oE 'lib[^"]*' | sort -u); do
+    path=$(ldconfig -p | awk -v s="$so" '$1 == s && /x86-64|x86_64|AArch64|aarch64/ {print $NF; exit}')
+    [ -n "$path" ] || path=$(ldconfig -p | awk -v s="$so" '$1 == s {print $NF; exit}')
+    [ -n "$path" ] || { echo "docker-images: $so (opened by airlock on first use) not found" >&2; exit 1; }
+    copy_with_libs "$root" "$(readlink -f "$path")"
+    copy_path "$root" "$path"
+  done
+}
+
 base_files() {
   local root=$1 uid=$2 name=$3
   mkdir -p "$root"/{etc,tmp,workspace,proc,sys,dev} "$root"/usr/{bin,lib,lib64,sbin}
@@ -71,6 +86,7 @@ base_files() {
 P=$WORK/proxy
 base_files "$P" 65534 nobody
 copy_with_libs "$P" "$(readlink -f "$AIRLOCK_BIN")"
+copy_lazy_libs "$P"
 mkdir -p "$P/usr/bin"
 cp "$AIRLOCK_BIN" "$P/usr/bin/airlock"
 # airlock-net: the `relay` verb (the Compose rendering's relay service)
@@ -121,6 +137,7 @@ cp -a "$SRC/examples/agents/." "$A/usr/share/airlock/agents/"
 for b in "$AIRLOCK_BIN" "$BUILD/src/cli/airlock-net"; do
   [ -x "$b" ] && copy_with_libs "$A" "$(readlink -f "$b")" && cp "$b" "$A/usr/bin/$(basename "$b")"
 done
+copy_lazy_libs "$A"
 tar -C "$A" --numeric-owner -cf "$WORK/agent.tar" .
 "$DOCKER" import \
   --change 'USER 1000:1000' \

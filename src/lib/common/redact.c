@@ -121,7 +121,9 @@ static bool tok_char(char c, bool allow_dot_dash)
 /* Length of a token-shaped string starting at p, or 0. */
 static size_t pattern_at(const char *p)
 {
-  if (p[0] == 'g' && p[1] == 'h' && p[2] && strchr("pousr", p[2]) && p[3] == '_') {
+  if (p[0] != 'g') /* both shapes start with 'g': most bytes stop here */
+    return 0;
+  if (p[1] == 'h' && p[2] && strchr("pousr", p[2]) && p[3] == '_') {
     size_t n = 4;
     while (tok_char(p[n], true))
       n++;
@@ -166,7 +168,7 @@ static size_t match_at(const char *p, const char **fp)
       *fp = s->fp;
       return m;
     }
-    if (strncmp(p, s->b64, s->b64_len) == 0) {
+    if (p[0] == s->b64[0] && strncmp(p, s->b64, s->b64_len) == 0) {
       m = s->b64_len;
       while (m < s->b64_len + 2 && p[m] == '=')
         m++;

@@ -243,6 +243,7 @@ static int worker_loop(al_proxy *px, al_error *err)
     int n = al_loop_once(&px->loop, -1);
     if (n < 0)
       return al_make_error(err, -n, "epoll_wait");
+    px_audit_flush(px); /* the lines deferred in this batch, before we wait again */
     px_bury(px);
   }
   return 0;
@@ -272,6 +273,7 @@ static void worker_fini(al_proxy *px, const char *why)
     px_policy_destroy(pol);
   }
   px_bury(px);
+  px_audit_flush(px); /* the close lines of the connections ended above */
   free(px->runs);
   px->runs = NULL;
   px->n_runs = 0;

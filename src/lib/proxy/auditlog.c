@@ -148,8 +148,7 @@ static void emit(al_auditlog *a, json_t *j, uint64_t limit)
   free(s);
 }
 
-void al_auditlog_write_line(al_auditlog *a, const char *line, const al_auditlog_key *k,
-                            bool defer)
+void al_auditlog_write_line(al_auditlog *a, const char *line, const al_auditlog_key *k, bool defer)
 {
   if (a->cap && !strcmp(nz(k->event), "deny") && position(a) + a->buf_len >= a->cap / 2) {
     aggregate(a, k);
@@ -213,4 +212,94 @@ void al_auditlog_close(al_auditlog *a, json_t *summary)
   free(a->buf);
   a->buf = NULL;
   a->buf_len = a->buf_cap = a->buf_lines = 0;
+}
+
+/* Length of the well-formed UTF-8 sequence (RFC 3629 §4) at s (n bytes
+ * left; s[0] >= 0x80), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+  size_t len;
+  unsigned cp;
+  if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+    len = 2;
+    cp = s[0] & 0x1fu;
+  } else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+    len = 3;
+    cp = s[0] & 0x0fu;
+  } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+    len = 4;
+    cp = s[0] & 0x07u;
+  } else {
+    return 0;
+  }
+  if (n < len)
+    return 0;
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (s[i] & 0x3fu);
+  }
+  if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+      (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+    return 0;
+  return len;
+}
+
+size_t al_auditlog_json_string(char *out, const char *s, size_t n)
+{
+  char *o = out;
+  *o++ = '"';
+  for (size_t i = 0; i < n;) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch >= 0x20 && ch < 0x80 && ch != '"' && ch != '\\') {
+      *o++ = (char)ch;
+      i++;
+      continue;
+    }
+    if (ch >= 0x80) {
+      size_t l = utf8_seq((const unsigned char *)s + i, n - i);
+      if (l) {
+        memcpy(o, s + i, l);
+        o += l;
+        i += l;
+        continue;
+      }
+    }
+    static const char hex[] = "0123456789ABCDEF";
+    *o++ = '\\';
+    switch (ch) {
+    case '"':
+      *o++ = '"';
+      break;
+    case '\\':
+      *o++ = '\\';
+      break;
+    case '\b':
+      *o++ = 'b';
+      break;
+    case '\f':
+      *o++ = 'f';
+      break;
+    case '\n':
+      *o++ = 'n';
+      break;
+    case '\r':
+      *o++ = 'r';
+      break;
+    case '\t':
+      *o++ = 't';
+      break;
+    default:
+      *o++ = 'u';
+      *o++ = '0';
+      *o++ = '0';
+      *o++ = hex[ch >> 4];
+      *o++ = hex[ch & 15];
+      break;
+    }
+    i++;
+  }
+  *o++ = '"';
+  *o = '\0';
+  return (size_t)(o - out);
 }

@@ -81,8 +81,7 @@ typedef struct al_auditlog_key {
  * terminated, no newline; borrowed) is redacted and written, aggregated,
  * dropped or, with defer, buffered (see Batching above); k holds the
  * fields that aggregation keys on, which must be those of the line. */
-void al_auditlog_write_line(al_auditlog *a, const char *line, const al_auditlog_key *k,
-                            bool defer);
+void al_auditlog_write_line(al_auditlog *a, const char *line, const al_auditlog_key *k, bool defer);
 
 /* Write the deferred lines now (one write(2)); a failed write counts them
  * dropped. */
@@ -90,6 +89,15 @@ void al_auditlog_flush(al_auditlog *a);
 
 /* True when deferred lines wait for al_auditlog_flush. */
 bool al_auditlog_pending(const al_auditlog *a);
+
+/* Write s (n bytes) into out as a JSON string (RFC 8259 §7), quotes
+ * included, escaped as jansson's json_dumps() escapes: '"', '\\' and the
+ * control characters (\b \f \n \r \t, else \u00XX); well-formed UTF-8
+ * (RFC 3629 §4) as it is. A byte that is not part of well-formed UTF-8,
+ * which json_string() would refuse, is written as \u00XX (so the line is
+ * always valid JSON and keeps every byte). out must hold 6 * n + 3 bytes;
+ * it is NUL-terminated. Returns the length written, without the NUL. */
+size_t al_auditlog_json_string(char *out, const char *s, size_t n);
 
 /* Write the aggregates and then summary (stolen; "event": "summary" and
  * the log's own counts are added: lines_written, lines_dropped,

@@ -160,7 +160,7 @@ typedef struct al_proxy_shared {
   pthread_mutex_t stat_mu; /* the counters below and in runs[], the reload fields */
   pthread_mutex_t log_mu;  /* the log (held across its write(2)s) */
   al_proxy_counters cnt;
-  al_auditlog log; /* the capped decision log (auditlog.h), under log_mu */
+  al_auditlog log;         /* the capped decision log (auditlog.h), under log_mu */
   atomic_bool log_pending; /* it holds deferred lines: flush at the end of a batch */
   al_proxy_run *runs;
   size_t n_runs;

@@ -180,41 +180,7 @@ static void lb_raw(line_buf *b, const char *s, size_t n)
   b->p[b->len] = '\0';
 }
 
-/* Length of the well-formed UTF-8 sequence (RFC 3629 §4) at s (n bytes
- * left; s[0] >= 0x80), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-  size_t len;
-  unsigned cp;
-  if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-    len = 2;
-    cp = s[0] & 0x1fu;
-  } else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-    len = 3;
-    cp = s[0] & 0x0fu;
-  } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-    len = 4;
-    cp = s[0] & 0x07u;
-  } else {
-    return 0;
-  }
-  if (n < len)
-    return 0;
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xc0) != 0x80)
-      return 0;
-    cp = (cp << 6) | (s[i] & 0x3fu);
-  }
-  if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-      (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-    return 0;
-  return len;
-}
-
-/* A JSON string (RFC 8259 §7) escaped as jansson's json_dumps() does it:
- * '"', '\\' and the control characters; well-formed UTF-8 as it is. A
- * byte that is not part of well-formed UTF-8 (which json_string() would
- * refuse) is written as \u00XX. NULL: null. */
+/* A JSON string, or null for NULL (auditlog.h al_auditlog_json_string). */
 static void lb_str(line_buf *b, const char *s)
 {
   if (!s) {
@@ -223,47 +189,7 @@ static void lb_str(line_buf *b, const char *s)
   }
   size_t n = strlen(s);
   lb_reserve(b, n * 6 + 2);
-  char *o = b->p + b->len;
-  *o++ = '"';
-  for (size_t i = 0; i < n;) {
-    unsigned char ch = (unsigned char)s[i];
-    if (ch >= 0x20 && ch < 0x80 && ch != '"' && ch != '\\') {
-      *o++ = (char)ch;
-      i++;
-      continue;
-    }
-    if (ch >= 0x80) {
-      size_t l = utf8_seq((const unsigned char *)s + i, n - i);
-      if (l) {
-        memcpy(o, s + i, l);
-        o += l;
-        i += l;
-        continue;
-      }
-    }
-    static const char hex[] = "0123456789ABCDEF";
-    *o++ = '\\';
-    switch (ch) {
-    case '"': *o++ = '"'; break;
-    case '\\': *o++ = '\\'; break;
-    case '\b': *o++ = 'b'; break;
-    case '\f': *o++ = 'f'; break;
-    case '\n': *o++ = 'n'; break;
-    case '\r': *o++ = 'r'; break;
-    case '\t': *o++ = 't'; break;
-    default:
-      *o++ = 'u';
-      *o++ = '0';
-      *o++ = '0';
-      *o++ = hex[ch >> 4];
-      *o++ = hex[ch & 15];
-      break;
-    }
-    i++;
-  }
-  *o++ = '"';
-  *o = '\0';
-  b->len = (size_t)(o - b->p);
+  b->len += al_auditlog_json_string(b->p + b->len, s, n);
 }
 
 static void lb_u64(line_buf *b, uint64_t v)
@@ -273,7 +199,7 @@ static void lb_u64(line_buf *b, uint64_t v)
   lb_raw(b, d, (size_t)n);
 }
 
-#define LB_KEY(b, k) lb_raw(b, k, sizeof k - 1)
+#define LB_KEY(b, k) lb_raw((b), (k), sizeof(k) - 1)
 
 /* One audit line. event: "open" (a tunnel was allowed and starts),
  * "close" (an allowed tunnel ended), "deny" (refused or cut). The fields

@@ -269,4 +269,42 @@ is "the held tunnel's close line (made at shutdown) is in the log, before the su
   "$(hold_lines)" "open:None close:shutdown summary:None"
 kill $HOLD 2>/dev/null
 check_not "no sanitizer report" grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error' proxy.err
+
+# The host's own addresses are refused by name even when globally routable
+# (addr.h "local-interface"). The proxy reads them at its first dial, not at
+# start (issue #19). Only in the test's own network namespace, where a
+# public address can be put on lo without reaching anything outside.
+# lit_proxy NAME: a proxy allowing the literal 8.8.4.4:443; prints the
+# answer to one CONNECT and the logged detail.
+lit_proxy() {
+  cat > lit.yaml <<YAML
+version: 1
+network:
+  allow: [{host: 8.8.4.4, port: 443}]
+  timeouts: {connect: 2s}
+YAML
+  local p; p=$(free_port)
+  "$AIRLOCK" proxy -p lit.yaml --listen 127.0.0.1:$p --log "lit-$1.log" 2>"lit-$1.err" &
+  local pid=$!
+  wait_port $p || { echo "no proxy"; kill $pid; return; }
+  echo "$(python3 "$PC" raw "$p" "CONNECT 8.8.4.4:443 $C") $(grep -o '"detail":"[^"]*"' "lit-$1.log" | head -1)"
+  kill -TERM $pid; wait $pid 2>/dev/null
+}
+if [ -n "$IN_NS" ]; then
+  out=$(lit_proxy absent)
+  if [[ $out == "403 private-address"*local-interface* ]]; then
+    fail "control: 8.8.4.4 on no interface is not refused as the host's own ($out)"
+  else
+    ok "control: 8.8.4.4 on no interface is not refused as the host's own ($out)"
+  fi
+  if ip addr add 8.8.4.4/32 dev lo 2>/dev/null; then
+    like "an allowed literal that is one of the host's addresses is refused (local-interface)" \
+      "$(lit_proxy onlo)" '^403 private-address "detail":"local-interface"'
+    ip addr del 8.8.4.4/32 dev lo 2>/dev/null
+  else
+    skip "cannot put an address on lo in the test's namespace"
+  fi
+else
+  skip "the host's own addresses: needs the test's own network namespace (unshare -rn)"
+fi
 done_testing

@@ -32,6 +32,32 @@ like "--log holds an allow decision for web.test" "$dec" '"host":"web.test".*"de
 like "--log holds the deny with its reason" "$dec" '"host":"evil.test".*"decision":"deny","reason":"not-allowed"'
 if grep -q '"address":"127.0.0.1:'"$PORT"'"' <<<"$(grep evil.test <<<"$dec")"; then fail "a denied request never shows a dialled address"; else ok "a denied request never shows a dialled address"; fi
 
+# the stop (issue #19): the supervisor waits for the proxy by event, not by
+# a poll interval; what the proxy decided just before the command exited is
+# still in the log, the summary after it, and no process is left. Marker:
+# the log's path, which is on the proxy's command line (a fork of airlock).
+LAST=$T_TMP/last-$$.jsonl
+out=$("$AIRLOCK" run -q -p "$POL" --log "$LAST" -- sh -c '
+  curl -s -o /dev/null -w "allowed=%{http_code}\n" http://web.test:'"$PORT"'/
+  curl -s -o /dev/null -w "last=%{http_code}\n" http://last.test:'"$PORT"'/' 2>&1)
+like "stop: the last request was decided (403) just before the command exited" "$out" 'last=403'
+like "stop: the deny made just before exit is in the log" "$(grep '"last.test"' "$LAST")" '"decision":"deny","reason":"not-allowed"'
+like "stop: the allowed tunnel's end is in the log" "$(grep '"event":"close"' "$LAST")" '"host":"web.test"'
+like "stop: the summary is the last line, with exact counts" "$(tail -n 1 "$LAST")" '^\{"connections":2,"allowed":1,"denied":1,.*"event":"summary"'
+if pgrep -f "$LAST" >/dev/null; then fail "stop: no process of the run is left once airlock run returned"; else ok "stop: no process of the run is left once airlock run returned"; fi
+# control: a proxy that is killed instead of stopped writes no summary,
+# and the process check above finds a running proxy by the same marker
+KLOG=$T_TMP/killed-$$.jsonl
+"$AIRLOCK" run -q -p "$POL" --log "$KLOG" -- sh -c 'curl -s -o /dev/null http://last.test:'"$PORT"'/; sleep 6262' >/dev/null 2>&1 &
+ksup=$!
+for _ in $(seq 100); do grep -q '"last.test"' "$KLOG" 2>/dev/null && break; sleep 0.1; done
+found=$(pgrep -x airlock-proxy | while read -r p; do tr '\0' ' ' </proc/$p/cmdline 2>/dev/null | grep -qF "$KLOG" && echo yes; done)
+is "control: the marker finds the proxy of a running run" "$found" yes
+kill -KILL $ksup; wait $ksup 2>/dev/null
+for _ in $(seq 30); do pgrep -f "$KLOG" >/dev/null || break; sleep 0.1; done
+like "control: the killed run's deny was logged when it was made" "$(cat "$KLOG")" '"host":"last.test".*"decision":"deny"'
+if grep -q '"event":"summary"' "$KLOG"; then fail "control: a killed proxy leaves no summary"; else ok "control: a killed proxy leaves no summary"; fi
+
 # egress budget: a discard server on the host's loopback, a 64 KiB budget
 python3 -c '
 import socket, threading, sys
@@ -117,9 +143,13 @@ out=$("$AIRLOCK" run -q -- sh -c 'curl -s -o /dev/null -w "%{http_code}" --max-t
 like "without a network section nothing listens on 3128" "$out" '^(000)?refused'
 like "without a network section no proxy variables" "$out" '0$'
 
-# the proxy process: confined, and gone with its supervisor
-"$AIRLOCK" run -q -p "$POL" -- sleep 6161 &
+# the proxy process: confined, and gone with its supervisor. Its worker
+# threads (one per CPU) start with the first connection (issue #19), after
+# the confinement: each is checked. The command waits on a FIFO for that.
+mkfifo "$T_TMP/go"
+"$AIRLOCK" run -q -p "$POL" -- sh -c 'read x; curl -s -o /dev/null http://web.test:'"$PORT"'/; echo done; exec sleep 6161' <"$T_TMP/go" >"$T_TMP/go.out" 2>&1 &
 sup=$!
+exec 7>"$T_TMP/go"
 ppid=""
 for _ in $(seq 50); do
   for p in $(pgrep -x airlock-proxy); do tr '\0' ' ' </proc/$p/cmdline 2>/dev/null | grep -q "sleep 6161" && ppid=$p; done
@@ -135,9 +165,24 @@ if [ -n "$ppid" ]; then
   if [ "$(id -u)" = 0 ]; then
     like "as root, the proxy runs as nobody" "$(grep ^Uid: <<<"$st")" $'Uid:\t65534'
   fi
+  like "an idle proxy runs one thread" "$(grep ^Threads: <<<"$st")" $'Threads:\t1$'
+  want=$(nproc); [ "$want" -gt 8 ] && want=8
+  echo go >&7
+  for _ in $(seq 100); do grep -q done "$T_TMP/go.out" && break; sleep 0.1; done
+  nt=$(sed -n 's/^Threads:\t//p' /proc/$ppid/status)
+  is "after the first connection the proxy runs one worker per CPU" "$nt" "$want"
+  bad=""
+  for t in /proc/$ppid/task/*; do
+    ts=$(cat "$t/status" 2>/dev/null) || continue
+    grep -q $'Seccomp:\t2' <<<"$ts" && grep -q $'NoNewPrivs:\t1' <<<"$ts" &&
+      grep -qE 'CapEff:\s+0000000000000000' <<<"$ts" || bad="$bad ${t##*/}"
+    [ "$(id -u)" = 0 ] && ! grep -q $'^Uid:\t65534' <<<"$ts" && bad="$bad ${t##*/}(uid)"
+  done
+  is "every worker thread is confined like the proxy (seccomp, no_new_privs, no caps, nobody)" "$bad" ""
 else
   fail "the proxy process was found"
 fi
+exec 7>&-
 kill -KILL $sup; wait $sup 2>/dev/null
 gone=1
 for _ in $(seq 30); do pgrep -f "sleep 6161" >/dev/null || { gone=0; break; }; sleep 0.1; done

@@ -160,7 +160,7 @@ static void dns_done(void *arg, int status, int timeouts, struct ares_addrinfo *
   const char *bad = NULL;
   c->n_addrs = 0;
   for (struct ares_addrinfo_node *n = res->nodes; n; n = n->ai_next) {
-    const char *w = al_addr_classify(n->ai_addr, &c->px->sh->local);
+    const char *w = al_addr_classify(n->ai_addr, px_local_addrs(c->px->sh));
     if (w) {
       bad = w;
       px_sockaddr_text(n->ai_addr, c->dialled, sizeof c->dialled); /* logged, never sent */
@@ -200,7 +200,7 @@ void px_conn_resolve(al_proxy_conn *c)
       return;
     }
     if (!pin) { /* a listed literal is still checked; only pins skip the guard */
-      const char *w = al_addr_classify((struct sockaddr *)&c->addrs[0], &c->px->sh->local);
+      const char *w = al_addr_classify((struct sockaddr *)&c->addrs[0], px_local_addrs(c->px->sh));
       if (w) {
         px_conn_deny(c, 403, "private-address", w);
         return;

@@ -4,6 +4,22 @@
 
 static void reload(al_proxy *px);
 
+const al_addr_set *px_local_addrs(al_proxy_shared *sh)
+{
+  if (!atomic_load(&sh->local_ready)) {
+    pthread_mutex_lock(&sh->stat_mu);
+    if (!atomic_load(&sh->local_ready)) {
+      if (al_addr_set_local(&sh->local) < 0)
+        al_warn("proxy: getifaddrs failed; the host's own addresses are not refused by name");
+      if (sh->cfg->marks)
+        sh->cfg->marks->local = al_now_ns();
+      atomic_store(&sh->local_ready, true);
+    }
+    pthread_mutex_unlock(&sh->stat_mu);
+  }
+  return &sh->local;
+}
+
 /* Make pol (one reference, taken over) the policy of every listener of
  * this worker; new connections only, live ones keep theirs. */
 static void adopt_policy(al_proxy *px, al_proxy_policy *pol)
@@ -103,6 +119,8 @@ static void signal_ready(al_watch *w, uint32_t ev)
     if (si.ssi_signo == SIGHUP) {
       reload(px);
     } else {
+      if (px->cfg->marks && !px->cfg->marks->stop)
+        px->cfg->marks->stop = al_now_ns();
       atomic_store(&px->sh->stop, true);
       wake_workers(px->sh);
     }
@@ -214,14 +232,26 @@ static int worker_init(al_proxy *px, al_proxy_shared *sh, size_t idx, al_error *
     return al_make_error(err, errno, "eventfd");
   px->runs = al_xcalloc(sh->n_runs, sizeof *px->runs);
   px->n_runs = sh->n_runs;
+  for (size_t i = 0; i < sh->n_runs; i++)
+    px->runs[i].w.fd = -1;
+  /* a worker made after a reload (grow_workers) serves the reloaded policy
+   * at once; worker 0 alone sets reload_hold, and it is the caller */
+  al_policy_hold *h = sh->reload_hold;
+  al_proxy_policy *reloaded = h ? px_policy_new(px, h->p, h, err) : NULL;
+  if (h && !reloaded)
+    return -1;
+  px->reload_seen = sh->reload_gen;
   for (size_t i = 0; i < sh->n_runs; i++) {
     al_proxy_wrun *wr = &px->runs[i];
     wr->px = px;
     wr->run = &sh->runs[i];
-    wr->w.fd = -1;
-    wr->pol = px_policy_new(px, cfg->listeners[i].policy, NULL, err);
-    if (!wr->pol)
+    wr->pol =
+        reloaded ? px_policy_ref(reloaded) : px_policy_new(px, cfg->listeners[i].policy, NULL, err);
+    if (!wr->pol) {
+      if (reloaded)
+        px_policy_unref(reloaded);
       return -1;
+    }
     wr->w.fd = cfg->listeners[i].fd;
     wr->w.fn = px_listener_ready;
     if (idx == 0 && al_set_nonblock(wr->w.fd, true) < 0)
@@ -231,20 +261,32 @@ static int worker_init(al_proxy *px, al_proxy_shared *sh, size_t idx, al_error *
     int one = 1;
     wr->nodelay = setsockopt(wr->w.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0;
     int r = px_listener_watch(px, wr);
-    if (r < 0)
+    if (r < 0) {
+      if (reloaded)
+        px_policy_unref(reloaded);
       return al_make_error(err, -r, "listener %zu", i);
+    }
   }
+  if (reloaded)
+    px_policy_unref(reloaded);
   return 0;
 }
 
+static void grow_workers(al_proxy_shared *sh);
+
 static int worker_loop(al_proxy *px, al_error *err)
 {
-  while (!atomic_load(&px->sh->stop)) {
+  al_proxy_shared *sh = px->sh;
+  while (!atomic_load(&sh->stop)) {
     int n = al_loop_once(&px->loop, -1);
     if (n < 0)
       return al_make_error(err, -n, "epoll_wait");
     px_audit_flush(px); /* the lines deferred in this batch, before we wait again */
     px_bury(px);
+    /* worker 0 is the only thread until then, so the count is its own */
+    if (px->idx == 0 && sh->n_wanted > sh->n_workers && sh->cnt.conns_total > 0 &&
+        !atomic_load(&sh->stop))
+      grow_workers(sh);
   }
   return 0;
 }
@@ -298,12 +340,34 @@ static void *worker_main(void *arg)
   return NULL;
 }
 
+/* Workers 1..n_wanted-1, made and started by worker 0 (after ready(), so
+ * they inherit its confinement). One that cannot be made leaves the proxy
+ * serving with fewer (logged). */
+static void grow_workers(al_proxy_shared *sh)
+{
+  for (size_t i = sh->n_workers; i < sh->n_wanted; i++) {
+    al_proxy *w = &sh->workers[i];
+    al_error we = {0};
+    int r = worker_init(w, sh, i, &we) < 0 ? -1 : pthread_create(&w->thread, NULL, worker_main, w);
+    if (r != 0) {
+      al_warn("proxy: %zu worker(s) instead of %zu: %s", i, sh->n_wanted,
+              r < 0 ? we.msg : strerror(r));
+      worker_fini(w, "shutdown");
+      if (w->wake_w.fd >= 0)
+        close(w->wake_w.fd);
+      break;
+    }
+    w->started = true;
+    sh->n_workers = i + 1;
+  }
+  sh->n_wanted = sh->n_workers; /* grown once */
+}
+
 int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
 {
   al_proxy_shared sh_, *sh = &sh_;
   sigset_t mask, oldmask;
   int ret = -1;
-  size_t n_init = 0;
 
   if (cfg->n_listeners == 0)
     return al_make_error(err, EINVAL, "proxy: no listener");
@@ -324,8 +388,8 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
                                   : &sh->runs[i].egress_local;
     pthread_mutex_init(&sh->runs[i].budget_mu, NULL);
   }
-  sh->n_workers = worker_count(cfg);
-  sh->workers = al_xcalloc(sh->n_workers, sizeof *sh->workers);
+  sh->n_wanted = worker_count(cfg);
+  sh->workers = al_xcalloc(sh->n_wanted, sizeof *sh->workers);
   al_proxy *px = &sh->workers[0];
   px->sig_w.fd = px->admin_w.fd = -1;
 
@@ -343,24 +407,14 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
     al_make_error(err, 0, "ares_library_init: %s", ares_strerror(ar));
     goto out_mask;
   }
-  if (al_addr_set_local(&sh->local) < 0)
-    al_warn("proxy: getifaddrs failed; the host's own addresses are not refused by name");
-  for (; n_init < sh->n_workers; n_init++) {
-    al_error we = {0};
-    if (worker_init(&sh->workers[n_init], sh, n_init, n_init ? &we : err) == 0)
-      continue;
-    if (n_init == 0) {
-      n_init = 1;
-      goto out_workers;
-    }
-    /* a worker we cannot make: serve with fewer */
-    al_warn("proxy: %zu worker(s) instead of %zu: %s", n_init, sh->n_workers, we.msg);
-    worker_fini(&sh->workers[n_init], "shutdown");
-    if (sh->workers[n_init].wake_w.fd >= 0)
-      close(sh->workers[n_init].wake_w.fd);
-    break;
-  }
-  sh->n_workers = n_init;
+  /* worker 0 now; the others with the first connection when their number
+   * is the default (an idle proxy, e.g. `airlock run -- true`, never pays
+   * for them), at once when it was asked for */
+  sh->n_workers = 1;
+  if (worker_init(px, sh, 0, err) < 0)
+    goto out_workers;
+  if (cfg->marks)
+    cfg->marks->workers = al_now_ns();
 
   px->sig_w.fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
   px->sig_w.fn = signal_ready;
@@ -374,34 +428,24 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
     goto out_workers;
   /* after ready(): the threads inherit its confinement (Landlock and the
    * uid apply to the calling thread and what it creates later) */
-  for (size_t i = 1; i < sh->n_workers; i++) {
-    int r = pthread_create(&sh->workers[i].thread, NULL, worker_main, &sh->workers[i]);
-    if (r != 0) {
-      al_warn("proxy: worker thread %zu: %s; serving with fewer", i, strerror(r));
-      for (size_t j = i; j < sh->n_workers; j++) {
-        worker_fini(&sh->workers[j], "shutdown");
-        close(sh->workers[j].wake_w.fd);
-      }
-      sh->n_workers = i;
-      n_init = i;
-      break;
-    }
-    sh->workers[i].started = true;
-  }
+  if (cfg->workers)
+    grow_workers(sh);
 
+  if (cfg->marks)
+    cfg->marks->serving = al_now_ns();
   ret = worker_loop(px, err);
   atomic_store(&sh->stop, true);
   wake_workers(sh);
   for (size_t i = 1; i < sh->n_workers; i++)
     if (sh->workers[i].started)
       pthread_join(sh->workers[i].thread, NULL);
+  if (cfg->marks)
+    cfg->marks->joined = al_now_ns();
 
 out_workers:
   worker_fini(px, ret == 0 ? "shutdown" : "error");
-  for (size_t i = 1; i < n_init; i++)
-    if (!sh->workers[i].started)
-      worker_fini(&sh->workers[i], "shutdown");
-  for (size_t i = 0; i < n_init; i++)
+  /* workers 1..n_workers-1 were started (grow_workers) and have ended */
+  for (size_t i = 0; i < sh->n_workers; i++)
     if (sh->workers[i].wake_w.fd >= 0)
       close(sh->workers[i].wake_w.fd);
   px_hold_unref(sh->reload_hold);
@@ -418,6 +462,8 @@ out_workers:
     json_object_set_new(sum, "runs", runs);
     al_auditlog_close(&sh->log, sum);
   }
+  if (cfg->marks)
+    cfg->marks->closed = al_now_ns();
   if (px->admin_w.fd >= 0) {
     close(px->admin_w.fd);
     if (cfg->admin_path) /* always set when admin_w is open */

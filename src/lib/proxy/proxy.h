@@ -37,6 +37,17 @@ typedef struct al_proxy_listener {
  * default; the last line says when the cap was reached (auditlog.h) */
 #define AL_PROXY_LOG_CAP (64ull << 20)
 
+/* Start and stop milestones of al_proxy_serve (CLOCK_MONOTONIC ns, as
+ * al_now_ns; 0: not reached), for AIRLOCK_DEBUG_TIMING (bench/README.md). */
+typedef struct al_proxy_marks {
+  uint64_t local;   /* the host's own addresses read (getifaddrs; at the first dial) */
+  uint64_t workers; /* every worker's loop, timer and resolver channels made */
+  uint64_t serving; /* worker threads started, the first epoll_wait next */
+  uint64_t stop;    /* the stop signal read */
+  uint64_t joined;  /* the other workers done, their connections closed and logged */
+  uint64_t closed;  /* the summary written */
+} al_proxy_marks;
+
 typedef struct al_proxy_config {
   const al_proxy_listener *listeners; /* n_listeners >= 1 */
   size_t n_listeners;
@@ -61,8 +72,12 @@ typedef struct al_proxy_config {
    * resolver channels, all waiting on every listener (EPOLLEXCLUSIVE: a new
    * connection wakes one); a connection stays in the worker that accepted
    * it. Caps, counters, the egress budget and the log are shared and exact.
-   * 0: one per CPU the process may run on, at most AL_PROXY_MAX_WORKERS. */
+   * 0: one per CPU the process may run on, at most AL_PROXY_MAX_WORKERS;
+   * worker 0 serves alone until the first connection, which starts the
+   * others (an idle proxy, e.g. `airlock run -- true`, runs one thread).
+   * N > 0: N workers, all started before the first connection. */
   unsigned workers;
+  al_proxy_marks *marks; /* filled as the proxy goes (may be NULL); borrowed */
 } al_proxy_config;
 
 #define AL_PROXY_MAX_WORKERS 8

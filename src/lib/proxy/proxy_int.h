@@ -30,7 +30,7 @@
 
 #include "proxy/proxy.h"
 
-#include <ares.h>
+#include "common/lazycares.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -166,13 +166,15 @@ typedef struct al_proxy_shared {
   size_t n_runs;
   _Atomic uint32_t n_conns, n_drain;
   uint32_t max_conns;
-  al_addr_set local;
+  al_addr_set local;       /* read once, by px_local_addrs() */
+  atomic_bool local_ready; /* local is read (under stat_mu) */
   atomic_bool stop;
   /* the newest reloaded policy (under stat_mu), counted by generation */
   al_policy_hold *reload_hold;
   unsigned reload_gen;
-  struct al_proxy *workers;
-  size_t n_workers;
+  struct al_proxy *workers; /* n_wanted of them */
+  size_t n_workers;         /* made: worker 0, then the started ones */
+  size_t n_wanted;          /* worker_count(); grow_workers makes the rest */
 } al_proxy_shared;
 
 enum conn_state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_SNI, ST_RELAY, ST_DRAIN, ST_CLOSED };
@@ -248,6 +250,12 @@ typedef struct al_proxy {
   pthread_t thread;
   bool started;
 } al_proxy;
+
+/* proxy.c: the host's own interface addresses, read (getifaddrs(3)) on
+ * the first call, the first dial, so an idle proxy never reads them; a
+ * failure is logged once and leaves the set empty (the range checks still
+ * apply). Any worker; the set lives as long as the proxy. */
+const al_addr_set *px_local_addrs(al_proxy_shared *sh);
 
 /* admin.c */
 int px_admin_open(al_proxy *px, const char *path, al_error *err);

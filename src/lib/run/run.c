@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -23,10 +25,23 @@ pid_t al_run_start_proxy(const al_proxy_listener *ls, size_t n, int audit_fd, al
   return al_run_start_proxy_capped(ls, n, audit_fd, 0, err);
 }
 
+/* AIRLOCK_DEBUG_TIMING: the proxy's milestones, in µs since the fork,
+ * on stderr as it exits (the supervisor prints its side of the stop). */
+static void print_proxy_timing(uint64_t t_fork, uint64_t t_confined, const al_proxy_marks *m)
+{
+#define US(t) ((t) ? (unsigned long long)(((t)-t_fork) / 1000) : 0ull)
+  al_info("timing: proxy (us since its fork): confined %llu, local addrs %llu, workers %llu, "
+          "serving %llu | stop signal %llu, workers joined %llu, summary %llu, exit %llu",
+          US(t_confined), US(m->local), US(m->workers), US(m->serving), US(m->stop), US(m->joined),
+          US(m->closed), US(al_now_ns()));
+#undef US
+}
+
 pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit_fd,
                                 uint64_t audit_cap, al_error *err)
 {
   pid_t parent = getpid();
+  uint64_t t_fork = al_now_ns();
   pid_t pid = fork();
   if (pid < 0)
     return al_make_error(err, errno, "fork the egress proxy");
@@ -50,8 +65,13 @@ pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit
     sigaddset(&held, SIGINT);
     sigaddset(&held, SIGHUP);
     sigprocmask(SIG_SETMASK, &held, NULL);
-    al_proxy_config cfg = {
-        .listeners = ls, .n_listeners = n, .audit_fd = audit_fd, .audit_cap = audit_cap};
+    al_proxy_marks marks = {0};
+    bool timing = getenv("AIRLOCK_DEBUG_TIMING") != NULL;
+    al_proxy_config cfg = {.listeners = ls,
+                           .n_listeners = n,
+                           .audit_fd = audit_fd,
+                           .audit_cap = audit_cap,
+                           .marks = timing ? &marks : NULL};
     al_error e = {0};
     /* The proxy reads what a hostile agent sends: it runs as nobody, with
      * no capabilities, no filesystem writes, no exec. */
@@ -63,28 +83,59 @@ pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit
      * make sure the supervisor did not die in between. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
       _exit(1);
+    uint64_t t_confined = al_now_ns();
     if (al_proxy_serve(&cfg, &e) < 0) {
       al_error_log("egress proxy: %s", e.msg);
       _exit(1);
     }
+    if (timing)
+      print_proxy_timing(t_fork, t_confined, &marks);
     _exit(0);
   }
   return pid;
+}
+
+/* Wait up to timeout_ms for pid (our child) to exit, by event: a pidfd
+ * (pidfd_open(2)) is readable once the process has exited, so an idle
+ * proxy that stops at once is reaped at once, not at the next tick of a
+ * poll interval. Returns 1 once it has exited (not yet reaped), 0 at the
+ * timeout. Without pidfds (ENOSYS before Linux 5.3) it falls back to
+ * waitid(WNOWAIT) every millisecond. */
+static int wait_exited(pid_t pid, int timeout_ms)
+{
+  int pfd = pidfd_open(pid, 0);
+  if (pfd >= 0) {
+    uint64_t end = al_now_ms() + (uint64_t)timeout_ms;
+    int r;
+    for (;;) {
+      uint64_t now = al_now_ms();
+      struct pollfd p = {.fd = pfd, .events = POLLIN};
+      r = poll(&p, 1, now >= end ? 0 : (int)(end - now));
+      if (r >= 0 || errno != EINTR)
+        break;
+    }
+    close(pfd);
+    return r > 0 ? 1 : 0;
+  }
+  for (int i = 0; i < timeout_ms; i++) {
+    siginfo_t si = {0};
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == pid)
+      return 1;
+    usleep(1000);
+  }
+  return 0;
 }
 
 void al_run_stop_proxy(pid_t pid)
 {
   if (pid <= 0)
     return;
+  /* SIGTERM: the proxy closes its connections (each logs its end), writes
+   * the summary with write(2) (nothing is buffered) and exits. A second
+   * is its budget, then SIGKILL. */
   kill(pid, SIGTERM);
-  for (int i = 0; i < 200; i++) {
-    int ws;
-    pid_t r = waitpid(pid, &ws, WNOHANG);
-    if (r == pid || (r < 0 && errno != EINTR))
-      return;
-    usleep(5000);
-  }
-  kill(pid, SIGKILL);
+  if (!wait_exited(pid, 1000))
+    kill(pid, SIGKILL);
   while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
     ;
 }
@@ -220,6 +271,7 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
     o->after_start(o->after_start_ctx);
 
   pid_t proxy = -1;
+  uint64_t t_proxy = 0;
   al_relay_proc *rp = NULL;
   if (net || relay) {
     al_proxy_listener ls[2];
@@ -244,6 +296,7 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
                                      .policy = al_relay_proxy_policy(rp)};
     }
     uint64_t cap = o->audit_cap ? o->audit_cap : o->log_path ? AL_RUN_LOG_CAP : 0;
+    t_proxy = al_now_ns();
     proxy = al_run_start_proxy_capped(ls, nl, audit_fd, cap, err);
     if (net)
       close(ls[0].fd);
@@ -271,7 +324,12 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
   }
   al_sandbox_destroy(sb);
   al_relay_stop(rp);
+  uint64_t t_term = al_now_ns();
   al_run_stop_proxy(proxy);
+  if (proxy > 0 && getenv("AIRLOCK_DEBUG_TIMING"))
+    al_info("timing: supervisor (us since the proxy's fork): SIGTERM %llu, proxy reaped %llu",
+            (unsigned long long)((t_term - t_proxy) / 1000),
+            (unsigned long long)((al_now_ns() - t_proxy) / 1000));
   if (audit_fd >= 0)
     close(audit_fd);
   return r;

@@ -23,12 +23,12 @@ static void usage(FILE *out)
   fprintf(out,
           "usage: airlock render compose    [-p POLICY] [-o FILE] [--seccomp-out FILE]\n"
           "                                 [--proxy-image I] [--agent-image I]\n"
-          "                                 [--egress-internal]\n"
+          "                                 [--egress-internal] [--env-credentials]\n"
           "       airlock render kubernetes [-p POLICY] [-o FILE] [--seccomp-out FILE]\n"
           "                                 [--seccomp-profile REL|runtime-default]\n"
           "                                 [--namespace NS] [--proxy-image I] [--agent-image I]\n"
           "                                 [--run-id ID] [--runtime-class NAME] [--host-users]\n"
-          "                                 [--no-probe] [--agent-sandbox]\n"
+          "                                 [--no-probe] [--agent-sandbox] [--env-credentials]\n"
           "       airlock render cluster    [-o FILE] [--namespace NS] [--image I]\n"
           "                                 [--replicas N] [--jobs]\n"
           "       airlock render seccomp    [-o FILE]\n"
@@ -44,6 +44,12 @@ static void usage(FILE *out)
           "install the --seccomp-out file there on every node) or RuntimeDefault.\n"
           "--egress-internal (compose, for tests) makes the egress network internal\n"
           "too, so nothing the design starts can leave the machine.\n"
+          "A policy with credentials.mode: sealed (the default) is refused: the forge\n"
+          "gateway that keeps the tokens outside the agent runs only under `airlock\n"
+          "ticket`, so these files would put the real tokens in the agent's container.\n"
+          "--env-credentials accepts that (env mode, with a NOT RENDERED note in the\n"
+          "header); or set credentials.mode: env (docs/kubernetes.md, \"Sealed\n"
+          "credentials\").\n"
           "kubernetes, per run (docs/scale.md): --run-id ends every object's name and\n"
           "label (default manual); --runtime-class sets runtimeClassName (gVisor, Kata);\n"
           "pods get hostUsers: false unless --host-users; an init container probes the\n"
@@ -100,6 +106,7 @@ int cmd_render(int argc, char **argv)
                                        {"image", required_argument, NULL, 'i'},
                                        {"replicas", required_argument, NULL, 'r'},
                                        {"jobs", no_argument, NULL, 'J'},
+                                       {"env-credentials", no_argument, NULL, 'E'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   al_cli_init("render", usage);
@@ -186,6 +193,9 @@ int cmd_render(int argc, char **argv)
     case 'J':
       co.jobs = true;
       break;
+    case 'E':
+      ro.env_credentials = true;
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -225,6 +235,13 @@ int cmd_render(int argc, char **argv)
     al_policy_free(policy);
     return 2;
   }
+  /* fail closed before anything is written: sealed needs --env-credentials */
+  if (al_render_check_credentials(policy, &ro, compose ? "render compose" : "render kubernetes",
+                                  &err) < 0) {
+    al_policy_free(policy);
+    al_cli_error("%s", err.msg);
+    return AL_EXIT_USAGE;
+  }
   ro.policy_path = policy_abs;
   ro.policy_text = policy_text;
 
@@ -262,8 +279,8 @@ int cmd_render(int argc, char **argv)
 
   if (policy->credentials.present && policy->credentials.mode == AL_CRED_SEALED)
     al_cli_error("warning: credentials.mode: sealed is not rendered (the forge gateway runs "
-                 "only under `airlock ticket`): the output carries env mode, the tokens in the "
-                 "agent's container; see the note in its header");
+                 "only under `airlock ticket`): --env-credentials: the output carries env mode, "
+                 "the tokens in the agent's container; see the note in its header");
   if (policy->relay.present && !compose)
     al_cli_error("the policy's `relay` section is not rendered (it needs an "
                  "egress listener of its own; see the note in the output)");

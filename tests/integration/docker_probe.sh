@@ -28,10 +28,6 @@ chmod 644 probe-pol.yaml
 # once it is blocked it counts as a pass like any other. Any probe that is
 # not blocked and not listed here fails the test outright.
 declare -A DOCKER_GAPS=()
-# The OCI profile names syscalls (defaultAction allow): numbers newer than
-# the table (statmount, listmount, open_tree_attr, ...) reach the kernel,
-# where the native filter answers ENOSYS (docs/sandbox.md, step 5).
-DOCKER_GAPS[priv.syscall-new]="the OCI seccomp profile lists syscalls by name (default allow): calls newer than airlock's table reach the kernel, where the native filter answers ENOSYS"
 # A per-container user namespace exists only with the daemon's
 # userns-remap; without it, uid 1000 inside is uid 1000 on the host.
 DOCKER_USERNS=
@@ -126,6 +122,40 @@ else
   fail "control: unhardened --json parses (exit status $rc)"
   sed 's/^/#   /' "$T_TMP/dprobe-ctl.err" | head -20
 fi
+
+# ---- priv.syscall-new: the profile's default is ENOSYS ----
+# airlock's profile is an allow-list of the calls the build's libseccomp
+# names, default ERRNO(ENOSYS), so calls newer than the table answer ENOSYS
+# as under the native filter. Docker's default profile answers ENOSYS for
+# them too (runc's stub above its newest call), so the control is the
+# same calls (the probe's numbers, the probe's arguments) in the agent image
+# under seccomp=unconfined (this kernel has them) and under airlock's
+# profile rebuilt in the old shape (default allow, the refusals only).
+[ -f "$out" ] && is "docker probe: priv.syscall-new blocked (the profile's default is ENOSYS)" \
+  "$(verdicts "$out" | awk '$1 == "priv.syscall-new" {print $2}')" blocked
+"$AIRLOCK" render seccomp -o "$T_TMP/sc-new.json"
+python3 -c 'import json,sys
+p = json.load(open(sys.argv[1])); p["defaultAction"] = "SCMP_ACT_ALLOW"; p.pop("defaultErrnoRet")
+p["syscalls"] = [e for e in p["syscalls"] if e["action"] != "SCMP_ACT_ALLOW"]
+json.dump(p, open(sys.argv[2], "w"))' "$T_TMP/sc-new.json" "$T_TMP/sc-old.json"
+newcalls() { # SECCOMP-OPT -> the calls 457..469 that did not answer ENOSYS
+  "$DOCKER" run --rm --pull never --network none --user 1000:1000 --security-opt "seccomp=$1" \
+    "$AGENT_IMAGE" python3 -c 'import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+for nr in range(457, 470):
+    if libc.syscall(ctypes.c_long(nr), ctypes.c_long(-1), 0, 0, 0, 0, 0) >= 0 or ctypes.get_errno() != errno.ENOSYS:
+        print(nr, end=" ")
+print("END")' 2>&1
+}
+reach=$(newcalls unconfined)
+if [ "$reach" = END ]; then
+  skip "control: this kernel has none of syscalls 457-469 (every answer is ENOSYS unconfined)"
+else
+  like "control: unconfined, syscalls 457-469 reach the kernel ($reach)" "$reach" "^[0-9].* END$"
+  like "control: the old profile shape (default allow) lets them reach it" \
+    "$(newcalls "$T_TMP/sc-old.json")" "^[0-9].* END$"
+fi
+is "airlock's profile: every one of syscalls 457-469 answers ENOSYS" "$(newcalls "$T_TMP/sc-new.json")" END
 
 # ---- nothing of either run is left ----
 is "docker probe: no container left" "$("$DOCKER" ps -aq --filter label=airlock.run | sort)" "$before_c"

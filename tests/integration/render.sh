@@ -263,9 +263,11 @@ like "--relay-egress: CONNECT to the network section's host is refused" \
   "$(python3 "$AIRLOCK_SRC/tests/integration/proxyclient.py" raw "$pport" 'CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\n\r\n')" "^403"
 kill $rpx 2>/dev/null
 # credentials.mode: sealed is not rendered (the forge gateway runs only under
-# `airlock ticket`): the header of both renderings says so and what they carry
-# instead, and render warns on stderr. Control: the same policy in env mode
-# gets neither the note nor the warning.
+# `airlock ticket`): render fails closed, naming the field and why, and
+# writes nothing; --env-credentials accepts env mode and gives the old
+# output (a header note saying what is carried instead, a warning on
+# stderr). Control: the same policy in env mode renders without the flag,
+# with neither the note nor the warning.
 for mode in sealed env; do
   cat >cred-$mode.yaml <<P
 version: 1
@@ -285,17 +287,34 @@ forge:
   api_url: https://api.github.com
   git_url: https://github.com
 P
-  "$AIRLOCK" render compose -p cred-$mode.yaml -o cred-$mode-compose.yaml 2>cred-$mode-compose.err
-  is "render compose ($mode credentials) exits 0" "$?" 0
-  "$AIRLOCK" render kubernetes -p cred-$mode.yaml -o cred-$mode-k8s.yaml 2>cred-$mode-k8s.err
-  is "render kubernetes ($mode credentials) exits 0" "$?" 0
 done
+mkdir -p cred-refused
+for r in compose kubernetes; do
+  (cd cred-refused && "$AIRLOCK" render $r -p ../cred-sealed.yaml -o out.yaml --seccomp-out sc.json 2>../cred-refused-$r.err)
+  is "render $r, sealed without --env-credentials: exit 2 (refused)" "$?" 2
+  like "render $r, sealed: the error names credentials.mode and says why" "$(cat cred-refused-$r.err)" \
+    "render $r: the policy's credentials.mode is sealed.*forge gateway.*only under .airlock ticket.*real tokens.*--env-credentials"
+  is "render $r, sealed: nothing written (no manifest, no profile)" "$(ls -A cred-refused)" ""
+  # the policy without a mode is sealed too (the default)
+  grep -v '^  mode:' cred-sealed.yaml >cred-default.yaml
+  "$AIRLOCK" render $r -p cred-default.yaml >/dev/null 2>&1
+  is "render $r, no credentials.mode (sealed by default): refused" "$?" 2
+done
+for mode in sealed env; do
+  flag=; [ $mode = sealed ] && flag=--env-credentials
+  "$AIRLOCK" render compose -p cred-$mode.yaml -o cred-$mode-compose.yaml $flag 2>cred-$mode-compose.err
+  is "render compose ($mode credentials${flag:+, $flag}) exits 0" "$?" 0
+  "$AIRLOCK" render kubernetes -p cred-$mode.yaml -o cred-$mode-k8s.yaml $flag 2>cred-$mode-k8s.err
+  is "render kubernetes ($mode credentials${flag:+, $flag}) exits 0" "$?" 0
+done
+"$AIRLOCK" render compose -p cred-env.yaml -o cred-env-flag.yaml --env-credentials 2>/dev/null
+check "env policy: --env-credentials changes nothing" cmp cred-env-flag.yaml cred-env-compose.yaml
 for r in compose k8s; do
   hdr=$(sed -n '/^[^#]/q;p' cred-sealed-$r.yaml | tr '\n' ' ')
-  like "$r, sealed: the header says sealed mode is not rendered" "$hdr" 'NOT RENDERED: credentials.mode: sealed'
-  like "$r, sealed: the header says what is carried instead (env mode, the real tokens)" "$hdr" 'env mode instead.*AIRLOCK_GIT_TOKEN and AIRLOCK_TICKET_TOKEN \(the real tokens\)'
-  like "$r, sealed: the header lists what is not covered" "$hdr" 'Not covered: the gateway beside the proxy.*run CA.*placeholders.*supervisor'
-  like "$r, sealed: render warns on stderr" "$(cat cred-sealed-$r.err)" 'warning: credentials.mode: sealed is not rendered'
+  like "$r, sealed + --env-credentials: the header says sealed mode is not rendered" "$hdr" 'NOT RENDERED: credentials.mode: sealed'
+  like "$r, sealed + --env-credentials: the header says what is carried instead (env mode, the real tokens)" "$hdr" 'env mode instead.*AIRLOCK_GIT_TOKEN and AIRLOCK_TICKET_TOKEN \(the real tokens\)'
+  like "$r, sealed + --env-credentials: the header lists what is not covered" "$hdr" 'Not covered: the gateway beside the proxy.*run CA.*placeholders.*supervisor'
+  like "$r, sealed + --env-credentials: render warns on stderr" "$(cat cred-sealed-$r.err)" 'warning: credentials.mode: sealed is not rendered'
   check_not "$r, env (control): no sealed note" grep -q 'credentials.mode: sealed' cred-env-$r.yaml
   check_not "$r, env (control): no warning" grep -q 'sealed is not rendered' cred-env-$r.err
 done

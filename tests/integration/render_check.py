@@ -67,9 +67,15 @@ def compose(path, seccomp, ws, tmp, wall):
     check("proxy's only volume is the policy, read-only",
           len(vols) == 1 and vols[0].get("read_only") is True and vols[0]["target"] == "/etc/airlock/policy.yaml", vols)
     prof = json.load(open(seccomp))
-    names = {n for s in prof["syscalls"] for n in s["names"]}
-    check("seccomp profile: default allow, native arch only",
-          prof["defaultAction"] == "SCMP_ACT_ALLOW" and len(prof["architectures"]) == 1)
+    names = {n for s in prof["syscalls"] if s["action"] == "SCMP_ACT_ERRNO" for n in s["names"]}
+    check("seccomp profile: an allow-list whose default is ENOSYS (38), native arch only",
+          prof["defaultAction"] == "SCMP_ACT_ERRNO" and prof.get("defaultErrnoRet") == 38
+          and len(prof["architectures"]) == 1)
+    allowed = {n for s in prof["syscalls"] if s["action"] == "SCMP_ACT_ALLOW" and not s.get("args")
+               for n in s["names"]}
+    check("seccomp profile allows read, execve, openat outright", {"read", "execve", "openat"} <= allowed)
+    check("seccomp profile allows none of mount, unshare, clone, socket outright",
+          not ({"mount", "unshare", "clone", "socket"} & allowed))
     for n in ("mount", "unshare", "setns", "ptrace", "bpf", "keyctl", "userfaultfd", "io_uring_setup",
               "open_by_handle_at", "perf_event_open", "clone3", "clone", "ioctl", "socket"):
         check("seccomp profile denies " + n, n in names)

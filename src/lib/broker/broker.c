@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "broker/broker_internal.h"
 #include "broker/check.h"
 #include "broker/github.h"
 #include "broker/jwt.h"
@@ -49,110 +50,9 @@
 #include "common/redact.h"
 #include "common/util.h"
 #include "forge/audit.h"
-
-#define HANDSHAKE_MS 30000
-#define RETRY_MS 10000
-#define TTL_MARGIN_S 60
-
-enum ev_kind { EV_LISTEN, EV_SIGNAL, EV_WAKE, EV_CONN, EV_TIMER, EV_RETRY };
-struct ev {
-  enum ev_kind kind;
-  struct conn *c;
-};
-
-enum conn_state { ST_NEW, ST_MINTING, ST_ACTIVE, ST_REVOKING, ST_CLOSING, ST_AUDITING };
-static const char *const state_names[] = {"new",      "minting", "active",
-                                          "revoking", "closing", "auditing"};
-
-struct broker;
-
-struct conn {
-  struct broker *b;
-  int fd, tfd;
-  struct ev ev_sock, ev_timer;
-  pid_t pid;
-  uid_t uid;
-  gid_t gid;
-  enum conn_state st;
-  char id[17];
-  char in[AL_PROTO_LINE_MAX];
-  size_t in_len;
-  char *out;
-  size_t out_len, out_off;
-  bool peer_gone;
-  bool in_epoll;
-  bool counted;         /* counts against max_active */
-  bool reply_on_revoke; /* send "revoked" when done */
-  char *pending_error;  /* send this error (code:message) instead of "revoked" */
-  const char *reason;
-  al_proto_lease_req req;
-  al_perm_set perms[AL_ROLE_COUNT];
-  al_token tokens[AL_ROLE_COUNT];
-  size_t n_tokens;
-  uint64_t ttl_ms;
-  bool dead; /* closed; freed at the end of the event batch */
-  struct conn *prev, *next, *next_dead;
-};
-
-enum job_kind { JOB_MINT, JOB_REVOKE, JOB_AUDIT, JOB_CHECK };
-
-struct job {
-  enum job_kind kind;
-  struct broker *b;
-  struct conn *c; /* NULL for a retry of pending revocations */
-  pthread_t th;
-  al_proto_lease_req req;
-  al_perm_set perms[AL_ROLE_COUNT];
-  al_token *tokens;
-  size_t n_tokens;
-  bool *ok, *confirmed;
-  char (*errmsg)[AL_ERROR_MSG_MAX];
-  int rc;
-  al_error err;
-  /* JOB_AUDIT */
-  al_proto_audit_req areq;
-  char *report; /* al_audit_format_json(), no secret in it */
-  bool holds;
-  char failed[512]; /* "id=STATUS ..." of the required criteria that do not hold */
-  char credentials[256];
-  /* JOB_CHECK (check.h) */
-  al_proto_check_req creq;
-  json_t *answer;
-  struct job *next;
-};
-
-struct broker {
-  al_broker_config *cfg;
-  EVP_PKEY *key;
-  al_gh *gh;
-  int ep, lfd, sfd, wakefd, retry_tfd, audit_fd;
-  char *socket_path; /* unlinked at exit when we created it and it is still ours */
-  dev_t sock_dev;    /* the inode we bound: a newer broker's socket at the same path is
-                        never unlinked (issue #14) */
-  ino_t sock_ino;
-  al_keep *keep; /* outstanding tokens in the kernel keyring (keep.h), or NULL */
-  struct ev ev_listen, ev_sig, ev_wake, ev_retry;
-  struct conn *conns;
-  struct conn *dead; /* closed connections, freed after the event batch */
-  size_t n_active;
-  pthread_mutex_t done_lock;
-  struct job *done;
-  size_t jobs_running;
-  bool stopping;
-  bool retry_running;
-  bool shutdown_retry_done;
-  al_token *pending;
-  size_t n_pending;
-  bool unconfirmed_at_exit;
-  size_t recovered; /* tokens an earlier run left in the keyring */
-  /* audit.app: the audit App (borrows cfg's strings), or audit_key NULL */
-  al_broker_config audit_view;
-  EVP_PKEY *audit_key;
-};
-
 /* ---- small helpers ---------------------------------------------------- */
 
-static void format_iso(time_t t, char out[32])
+void bk_format_iso(time_t t, char out[32])
 {
   struct tm tm;
   gmtime_r(&t, &tm);
@@ -168,7 +68,7 @@ static json_t *perms_json(const al_perm_set *s)
 }
 
 /* Public description of a token: never its value. */
-static json_t *token_public_json(const al_token *t)
+json_t *bk_token_public_json(const al_token *t)
 {
   return json_pack("{s:s, s:s, s:s, s:o, s:s, s:I}", "role", al_role_name(t->role), "repo", t->repo,
                    "fingerprint", t->fp, "permissions", perms_json(&t->perms), "expires_at",
@@ -177,13 +77,12 @@ static json_t *token_public_json(const al_token *t)
 
 /* Public description of the secrets a lease carries: names and
  * fingerprints, never a value. */
-static json_t *secrets_public_json(const struct broker *b, const al_proto_lease_req *req);
 
 /* Append one JSON line to the audit log (state_dir/leases.jsonl). */
-static void audit(struct broker *b, json_t *rec)
+void bk_audit_log(struct broker *b, json_t *rec)
 {
   char ts[32];
-  format_iso(time(NULL), ts);
+  bk_format_iso(time(NULL), ts);
   json_object_set_new(rec, "time", json_string(ts));
   if (b->audit_fd < 0) {
     json_decref(rec);
@@ -199,931 +98,6 @@ static void audit(struct broker *b, json_t *rec)
     al_warn("audit log: write: %s", strerror(errno));
   }
   free(line);
-}
-
-/* ---- worker jobs ------------------------------------------------------ */
-
-/* The audit, on a worker thread: the App's own config and key (already
- * loaded), and the audit credential when configured. */
-static void job_audit(struct broker *b, struct job *j)
-{
-  al_audit_opts ao = {
-      .repo = j->areq.repo,
-      .branch = j->areq.branch[0] ? j->areq.branch : NULL,
-      .timeout_ms = b->cfg->http_timeout_ms,
-      .app_config = b->cfg,
-      .app_key = b->key,
-      .reader_config = b->audit_key ? &b->audit_view : NULL,
-      .reader_key = b->audit_key,
-  };
-  al_audit_report rep;
-  if (al_audit_run(&ao, &rep, &j->err) < 0) {
-    j->rc = -1;
-    return;
-  }
-  j->rc = 0;
-  j->holds = rep.holds;
-  j->report = al_audit_format_json(&rep);
-  snprintf(j->credentials, sizeof j->credentials, "%s", rep.credentials);
-  size_t off = 0;
-  for (int i = 0; i < AL_AUDIT_N; i++) {
-    const al_audit_criterion *k = &rep.c[i];
-    if (!k->required || k->status == AL_AUDIT_PASS || k->status == AL_AUDIT_WARN)
-      continue;
-    int n = snprintf(j->failed + off, sizeof j->failed - off, "%s%s=%s", off ? " " : "", k->id,
-                     al_audit_status_name(k->status));
-    if (n < 0 || (size_t)n >= sizeof j->failed - off)
-      break;
-    off += (size_t)n;
-  }
-  al_audit_report_free(&rep);
-  if (!j->report) {
-    j->rc = -1;
-    al_make_error(&j->err, ENOMEM, "audit report");
-  }
-}
-
-/* Keep a token where a restarted broker finds it (keep.h) until it is
- * confirmed dead. Without a keyring the lease still works; a crash of this
- * broker then leaves the token alive until it expires (said at start). */
-static void keep_token(struct broker *b, const al_token *t)
-{
-  if (!b->keep)
-    return;
-  al_error e = {0};
-  if (al_keep_put(b->keep, t, &e) < 0)
-    al_error_log("token %s: not kept in the keyring (%s): a broker crash would leave it alive "
-                 "until %s",
-                 t->fp, e.msg, t->expires_at_str);
-}
-
-static void *job_main(void *arg)
-{
-  struct job *j = arg;
-  struct broker *b = j->b;
-  if (j->kind == JOB_AUDIT) {
-    job_audit(b, j);
-  } else if (j->kind == JOB_CHECK) {
-    j->rc = al_broker_run_check(b->gh, b->cfg, b->keep, &j->creq, &j->answer, &j->err);
-  } else if (j->kind == JOB_MINT) {
-    j->rc = 0;
-    for (size_t i = 0; i < j->req.n_tokens; i++) {
-      const al_proto_token_req *t = &j->req.tokens[i];
-      if (al_gh_mint(b->gh, t->role, t->repo, &j->perms[i], &j->tokens[i], &j->err) < 0) {
-        al_error_wrap(&j->err, "minting the %s token for %s", al_role_name(t->role), t->repo);
-        j->rc = -1;
-        break;
-      }
-      keep_token(b, &j->tokens[i]);
-      j->n_tokens++;
-    }
-  } else {
-    for (size_t i = 0; i < j->n_tokens; i++) {
-      al_error e;
-      al_error_clear(&e);
-      j->ok[i] = al_gh_revoke(b->gh, &j->tokens[i], &j->confirmed[i], &e) == 0;
-      snprintf(j->errmsg[i], AL_ERROR_MSG_MAX, "%s", j->ok[i] ? "" : e.msg);
-    }
-  }
-  pthread_mutex_lock(&b->done_lock);
-  j->next = b->done;
-  b->done = j;
-  pthread_mutex_unlock(&b->done_lock);
-  uint64_t one = 1;
-  (void)!write(b->wakefd, &one, sizeof one);
-  return NULL;
-}
-
-static struct job *job_new(struct broker *b, enum job_kind kind, struct conn *c, size_t ntok)
-{
-  struct job *j = al_xcalloc(1, sizeof *j);
-  j->kind = kind;
-  j->b = b;
-  j->c = c;
-  size_t n = ntok ? ntok : 1;
-  j->tokens = al_xcalloc(n, sizeof *j->tokens);
-  j->ok = al_xcalloc(n, sizeof *j->ok);
-  j->confirmed = al_xcalloc(n, sizeof *j->confirmed);
-  j->errmsg = al_xcalloc(n, sizeof *j->errmsg);
-  al_error_clear(&j->err);
-  return j;
-}
-
-static void job_free(struct job *j)
-{
-  for (size_t i = 0; i < j->n_tokens; i++)
-    al_token_clear(&j->tokens[i]);
-  free(j->tokens);
-  free(j->ok);
-  free(j->confirmed);
-  free(j->errmsg);
-  free(j->report);
-  json_decref(j->answer);
-  free(j);
-}
-
-/* Start j on its own thread. On failure the job runs inline (slow, but the
- * revocation still happens). */
-static void job_start(struct broker *b, struct job *j)
-{
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 1 << 20);
-  b->jobs_running++;
-  if (pthread_create(&j->th, &attr, job_main, j) != 0) {
-    al_warn("pthread_create failed; running the job inline");
-    job_main(j);
-    j->th = pthread_self();
-  }
-  pthread_attr_destroy(&attr);
-}
-
-/* ---- connections ------------------------------------------------------ */
-
-static void conn_flush(struct conn *c);
-
-/* Close c now; the memory is freed by reap_dead() once no event of the
- * current epoll batch can still point at it. */
-static void conn_free(struct conn *c)
-{
-  struct broker *b = c->b;
-  if (c->dead)
-    return;
-  c->dead = true;
-  if (c->in_epoll)
-    epoll_ctl(b->ep, EPOLL_CTL_DEL, c->fd, NULL);
-  c->in_epoll = false;
-  if (c->fd >= 0)
-    close(c->fd);
-  c->fd = -1;
-  if (c->tfd >= 0) {
-    epoll_ctl(b->ep, EPOLL_CTL_DEL, c->tfd, NULL);
-    close(c->tfd);
-  }
-  c->tfd = -1;
-  if (c->out) {
-    OPENSSL_cleanse(c->out, c->out_len);
-    free(c->out);
-    c->out = NULL;
-  }
-  OPENSSL_cleanse(c->in, sizeof c->in);
-  for (size_t i = 0; i < c->n_tokens; i++)
-    al_token_clear(&c->tokens[i]); /* only reached with no live tokens */
-  if (c->counted)
-    b->n_active--;
-  c->counted = false;
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    b->conns = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
-  c->next_dead = b->dead;
-  b->dead = c;
-  al_debug("connection %s closed", c->id[0] ? c->id : "-");
-}
-
-static void reap_dead(struct broker *b)
-{
-  while (b->dead) {
-    struct conn *c = b->dead;
-    b->dead = c->next_dead;
-    free(c->pending_error);
-    free(c);
-  }
-}
-
-/* Stop reading from the peer (it is gone, or we are done with it). */
-static void conn_stop_reading(struct conn *c)
-{
-  if (c->in_epoll) {
-    epoll_ctl(c->b->ep, EPOLL_CTL_DEL, c->fd, NULL);
-    c->in_epoll = false;
-  }
-}
-
-static void conn_update_events(struct conn *c)
-{
-  if (c->peer_gone)
-    return;
-  struct epoll_event ev = {.events =
-                               EPOLLIN | EPOLLRDHUP | (c->out_off < c->out_len ? EPOLLOUT : 0),
-                           .data.ptr = &c->ev_sock};
-  epoll_ctl(c->b->ep, c->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev);
-  c->in_epoll = true;
-}
-
-/* Queue msg (steals it) for the peer. `secret` lines are wiped once sent. */
-static void conn_send(struct conn *c, json_t *msg)
-{
-  if (c->peer_gone) {
-    json_decref(msg);
-    return;
-  }
-  size_t len;
-  char *line = al_proto_line(msg, &len);
-  json_decref(msg);
-  size_t pending = c->out_len - c->out_off;
-  char *nb = al_xmalloc(pending + len);
-  if (pending)
-    memcpy(nb, c->out + c->out_off, pending);
-  memcpy(nb + pending, line, len);
-  OPENSSL_cleanse(line, len);
-  free(line);
-  if (c->out) {
-    OPENSSL_cleanse(c->out, c->out_len);
-    free(c->out);
-  }
-  c->out = nb;
-  c->out_len = pending + len;
-  c->out_off = 0;
-  conn_flush(c);
-}
-
-static void conn_send_error(struct conn *c, const char *code, const char *msg)
-{
-  conn_send(c, json_pack("{s:s, s:s, s:s}", "type", "error", "code", code, "message", msg));
-}
-
-static void conn_maybe_close(struct conn *c)
-{
-  if (c->st == ST_CLOSING && (c->peer_gone || c->out_off >= c->out_len))
-    conn_free(c);
-}
-
-static void conn_flush(struct conn *c)
-{
-  while (!c->peer_gone && c->out_off < c->out_len) {
-    ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK)
-        break;
-      c->peer_gone = true; /* EPIPE, ECONNRESET */
-      conn_stop_reading(c);
-      break;
-    }
-    c->out_off += (size_t)n;
-  }
-  if (c->out_off >= c->out_len && c->out) {
-    OPENSSL_cleanse(c->out, c->out_len);
-    free(c->out);
-    c->out = NULL;
-    c->out_len = c->out_off = 0;
-  }
-  conn_update_events(c);
-}
-
-static void arm_timer(struct conn *c, uint64_t ms)
-{
-  struct itimerspec its = {
-      .it_value = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L}};
-  if (ms == 0)
-    its.it_value.tv_nsec = 1;
-  timerfd_settime(c->tfd, 0, &its, NULL);
-}
-
-static void disarm_timer(struct conn *c)
-{
-  struct itimerspec its = {0};
-  timerfd_settime(c->tfd, 0, &its, NULL);
-}
-
-/* The one revoke path: hand every live token of c to a worker. */
-static void start_revoke(struct conn *c, const char *reason)
-{
-  struct broker *b = c->b;
-  disarm_timer(c);
-  c->reason = reason;
-  c->st = ST_REVOKING;
-  struct job *j = job_new(b, JOB_REVOKE, c, c->n_tokens);
-  for (size_t i = 0; i < c->n_tokens; i++) {
-    j->tokens[i] = c->tokens[i]; /* moves the secret */
-    memset(&c->tokens[i], 0, sizeof c->tokens[i]);
-  }
-  j->n_tokens = c->n_tokens;
-  c->n_tokens = 0;
-  al_info("lease %s: ending (%s); revoking %zu token(s)", c->id, reason, j->n_tokens);
-  job_start(b, j);
-}
-
-/* End a connection because of an error: revoke if it holds tokens. */
-static void conn_fail(struct conn *c, const char *code, const char *msg)
-{
-  al_warn("lease %s (uid %u pid %d): %s: %s", c->id[0] ? c->id : "-", (unsigned)c->uid, (int)c->pid,
-          code, msg);
-  switch (c->st) {
-  case ST_ACTIVE:
-    c->pending_error = al_strdup_printf("%s:%s", code, msg);
-    start_revoke(c, "protocol error");
-    break;
-  case ST_NEW:
-    conn_send_error(c, code, msg);
-    c->st = ST_CLOSING;
-    conn_stop_reading(c);
-    conn_maybe_close(c);
-    break;
-  case ST_MINTING:
-  case ST_REVOKING:
-  case ST_CLOSING:
-  default:
-    break;
-  }
-}
-
-/* ---- the request table ------------------------------------------------ */
-
-static int handle_lease(struct conn *c, json_t *msg);
-static int handle_release(struct conn *c, json_t *msg);
-static int handle_ping(struct conn *c, json_t *msg);
-static int handle_audit(struct conn *c, json_t *msg);
-static int handle_check(struct conn *c, json_t *msg);
-
-static const struct request_handler {
-  const char *type;
-  unsigned states; /* bit per enum conn_state */
-  int (*fn)(struct conn *c, json_t *msg);
-} handlers[] = {
-    {"lease", 1u << ST_NEW, handle_lease},
-    {"release", 1u << ST_ACTIVE, handle_release},
-    {"ping", (1u << ST_NEW) | (1u << ST_MINTING) | (1u << ST_ACTIVE), handle_ping},
-    {"audit", 1u << ST_NEW, handle_audit},
-    {"check", 1u << ST_NEW, handle_check},
-};
-
-/* The admission an "audit" and a "check" share: the repository must be one
- * the client could lease, and the request counts against lease.max_active
- * while its job runs (no lease; the connection closes after the answer).
- * 0, or -1 after answering the client with the refusal. */
-static int admit_oneshot(struct conn *c, const char *repo, const char *done_here)
-{
-  struct broker *b = c->b;
-  al_error err;
-  al_error_clear(&err);
-  if (!al_broker_config_repo_allowed(b->cfg, repo)) {
-    char m[300];
-    snprintf(m, sizeof m, "repository `%s` may not be leased, so it is not %s here", repo,
-             done_here);
-    conn_fail(c, "forbidden", m);
-    return -1;
-  }
-  if (b->n_active >= b->cfg->max_active) {
-    conn_fail(c, "busy", "too many active leases");
-    return -1;
-  }
-  if (al_random_hex(c->id, 8, &err) < 0) {
-    conn_fail(c, "internal", err.msg);
-    return -1;
-  }
-  c->counted = true;
-  b->n_active++;
-  c->st = ST_AUDITING;
-  disarm_timer(c);
-  return 0;
-}
-
-/* "audit": run `airlock audit` for the client on a repository it could
- * lease. Counts against lease.max_active while it runs. */
-static int handle_audit(struct conn *c, json_t *msg)
-{
-  struct broker *b = c->b;
-  al_error err;
-  al_error_clear(&err);
-  al_proto_audit_req req;
-  if (al_proto_audit_req_from_json(msg, &req, &err) < 0) {
-    conn_fail(c, "bad_request", err.msg);
-    return -1;
-  }
-  if (admit_oneshot(c, req.repo, "audited") < 0)
-    return -1;
-  al_info("audit %s: uid %u pid %d asks to audit %s%s%s", c->id, (unsigned)c->uid, (int)c->pid,
-          req.repo, req.branch[0] ? " branch " : "", req.branch);
-  struct job *j = job_new(b, JOB_AUDIT, c, 0);
-  j->areq = req;
-  job_start(b, j);
-  return 0;
-}
-
-/* "check" (check.h): the service's trigger check, with the broker's own
- * short-lived read token. Like an audit: no lease, counted while it runs,
- * then the connection closes. */
-static int handle_check(struct conn *c, json_t *msg)
-{
-  struct broker *b = c->b;
-  al_error err;
-  al_error_clear(&err);
-  al_proto_check_req req;
-  if (al_proto_check_req_from_json(msg, &req, &err) < 0) {
-    conn_fail(c, "bad_request", err.msg);
-    return -1;
-  }
-  if (admit_oneshot(c, req.repo, "checked") < 0)
-    return -1;
-  struct job *j = job_new(b, JOB_CHECK, c, 0);
-  j->creq = req;
-  job_start(b, j);
-  return 0;
-}
-
-static int handle_ping(struct conn *c, json_t *msg)
-{
-  (void)msg;
-  conn_send(c, json_pack("{s:s}", "type", "pong"));
-  return 0;
-}
-
-static int handle_release(struct conn *c, json_t *msg)
-{
-  (void)msg;
-  c->reply_on_revoke = true;
-  start_revoke(c, "released");
-  return 0;
-}
-
-static int handle_lease(struct conn *c, json_t *msg)
-{
-  struct broker *b = c->b;
-  al_error err;
-  al_error_clear(&err);
-  if (al_proto_lease_req_from_json(msg, &c->req, &err) < 0) {
-    conn_fail(c, err.code == EPERM ? "forbidden" : "bad_request", err.msg);
-    return -1;
-  }
-  if (b->n_active >= b->cfg->max_active) {
-    conn_fail(c, "busy", "too many active leases");
-    return -1;
-  }
-  char desc[512] = "";
-  size_t off = 0;
-  for (size_t i = 0; i < c->req.n_tokens; i++) {
-    al_proto_token_req *t = &c->req.tokens[i];
-    const al_perm_set *max = &b->cfg->roles[t->role];
-    if (!al_broker_config_repo_allowed(b->cfg, t->repo)) {
-      char m[300];
-      snprintf(m, sizeof m, "repository `%s` may not be leased", t->repo);
-      conn_fail(c, "forbidden", m);
-      return -1;
-    }
-    if (!t->has_perms) {
-      c->perms[i] = *max;
-    } else {
-      for (size_t k = 0; k < t->perms.n; k++) {
-        const al_perm *want = &t->perms.items[k];
-        const al_perm *cap = al_perm_find(max, want->name);
-        if (!cap || (want->write && !cap->write)) {
-          char m[300];
-          snprintf(m, sizeof m, "role `%s` may not be granted `%s: %s`", al_role_name(t->role),
-                   want->name, want->write ? "write" : "read");
-          conn_fail(c, "forbidden", m);
-          return -1;
-        }
-      }
-      c->perms[i] = t->perms;
-    }
-    char ps[200];
-    al_perm_set_format(&c->perms[i], ps, sizeof ps);
-    int n = snprintf(desc + off, sizeof desc - off, "%s%s %s {%s}", i ? ", " : "",
-                     al_role_name(t->role), t->repo, ps);
-    if (n > 0 && (size_t)n < sizeof desc - off)
-      off += (size_t)n;
-  }
-  /* Static secrets: each must exist and list every repository of the
-   * lease; else no lease at all (nothing is minted). */
-  for (size_t i = 0; i < c->req.n_secrets; i++) {
-    const al_broker_secret *sec = al_broker_config_secret(b->cfg, c->req.secrets[i]);
-    char m[400];
-    if (!sec) {
-      snprintf(m, sizeof m, "no secret `%s` in the broker's config", c->req.secrets[i]);
-      conn_fail(c, "forbidden", m);
-      return -1;
-    }
-    for (size_t k = 0; k < c->req.n_tokens; k++)
-      if (!al_broker_secret_repo_allowed(sec, c->req.tokens[k].repo)) {
-        snprintf(m, sizeof m, "secret `%s` may not be leased for repository `%s`", sec->name,
-                 c->req.tokens[k].repo);
-        conn_fail(c, "forbidden", m);
-        return -1;
-      }
-    int n = snprintf(desc + off, sizeof desc - off, ", secret %s", sec->name);
-    if (n > 0 && (size_t)n < sizeof desc - off)
-      off += (size_t)n;
-  }
-  c->ttl_ms = c->req.ttl_ms ? c->req.ttl_ms : b->cfg->default_ttl_ms;
-  if (c->ttl_ms > b->cfg->max_ttl_ms) {
-    conn_fail(c, "forbidden", "ttl exceeds lease.max_ttl");
-    return -1;
-  }
-  if (al_random_hex(c->id, 8, &err) < 0) {
-    conn_fail(c, "internal", err.msg);
-    return -1;
-  }
-  c->counted = true;
-  b->n_active++;
-  c->st = ST_MINTING;
-  disarm_timer(c);
-  al_info("lease %s: uid %u pid %d asks for %s, ttl %llums", c->id, (unsigned)c->uid, (int)c->pid,
-          desc, (unsigned long long)c->ttl_ms);
-  struct job *j = job_new(b, JOB_MINT, c, c->req.n_tokens);
-  j->req = c->req;
-  memcpy(j->perms, c->perms, sizeof j->perms);
-  job_start(b, j);
-  return 0;
-}
-
-static void conn_process_line(struct conn *c, char *line, size_t len)
-{
-  json_error_t je;
-  json_t *msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
-  const char *type = json_string_value(json_object_get(msg, "type"));
-  if (!msg || !json_is_object(msg) || !type) {
-    json_decref(msg);
-    conn_fail(c, "bad_request", "expected a JSON object with a string `type`");
-    return;
-  }
-  if (c->st == ST_REVOKING || c->st == ST_CLOSING) {
-    json_decref(msg); /* the lease is already ending */
-    return;
-  }
-  for (size_t i = 0; i < AL_ARRAY_SIZE(handlers); i++) {
-    if (strcmp(handlers[i].type, type) != 0)
-      continue;
-    if (!(handlers[i].states & (1u << c->st))) {
-      char m[128];
-      snprintf(m, sizeof m, "`%s` is not accepted while the lease is %s", type, state_names[c->st]);
-      json_decref(msg);
-      conn_fail(c, "bad_request", m);
-      return;
-    }
-    handlers[i].fn(c, msg);
-    json_decref(msg);
-    return;
-  }
-  char m[128];
-  snprintf(m, sizeof m, "unknown request type `%.40s`", type);
-  json_decref(msg);
-  conn_fail(c, "bad_request", m);
-}
-
-static void conn_peer_gone(struct conn *c)
-{
-  if (c->peer_gone)
-    return;
-  c->peer_gone = true;
-  conn_stop_reading(c);
-  al_debug("connection %s: peer closed (state %s)", c->id[0] ? c->id : "-", state_names[c->st]);
-  switch (c->st) {
-  case ST_NEW:
-  case ST_CLOSING:
-    c->st = ST_CLOSING;
-    conn_maybe_close(c);
-    break;
-  case ST_ACTIVE:
-    start_revoke(c, "connection closed");
-    break;
-  case ST_MINTING:
-  case ST_REVOKING:
-  case ST_AUDITING:
-  default:
-    break; /* the job's completion sees peer_gone */
-  }
-}
-
-static void conn_readable(struct conn *c)
-{
-  for (;;) {
-    if (c->dead || c->peer_gone)
-      return;
-    if (c->in_len == sizeof c->in) {
-      conn_fail(c, "bad_request", "message too long");
-      return;
-    }
-    ssize_t n = recv(c->fd, c->in + c->in_len, sizeof c->in - c->in_len, 0);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK)
-        return;
-      conn_peer_gone(c);
-      return;
-    }
-    if (n == 0) {
-      conn_peer_gone(c);
-      return;
-    }
-    c->in_len += (size_t)n;
-    char *nl;
-    while (c->st != ST_CLOSING && (nl = memchr(c->in, '\n', c->in_len))) {
-      size_t l = (size_t)(nl - c->in);
-      conn_process_line(c, c->in, l);
-      size_t rest = c->in_len - l - 1;
-      memmove(c->in, nl + 1, rest);
-      OPENSSL_cleanse(c->in + rest, c->in_len - rest);
-      c->in_len = rest;
-    }
-    if (c->st == ST_CLOSING)
-      return;
-  }
-}
-
-/* ---- job completion (main thread) ------------------------------------- */
-
-static json_t *secrets_public_json(const struct broker *b, const al_proto_lease_req *req)
-{
-  json_t *a = json_array();
-  for (size_t i = 0; i < req->n_secrets; i++) {
-    const al_broker_secret *sec = al_broker_config_secret(b->cfg, req->secrets[i]);
-    if (sec)
-      json_array_append_new(a, json_pack("{s:s, s:s}", "name", sec->name, "fingerprint", sec->fp));
-  }
-  return a;
-}
-
-static void send_lease(struct conn *c)
-{
-  json_t *toks = json_array();
-  time_t min_exp = 0;
-  for (size_t i = 0; i < c->n_tokens; i++) {
-    al_token *t = &c->tokens[i];
-    json_t *o = token_public_json(t);
-    json_object_set_new(o, "token", json_string(t->value));
-    json_array_append_new(toks, o);
-    if (!min_exp || t->expires_at < min_exp)
-      min_exp = t->expires_at;
-  }
-  /* A lease never outlives its tokens (minus a margin for clock skew). */
-  time_t now = time(NULL);
-  long long life_ms = ((long long)min_exp - now - TTL_MARGIN_S) * 1000;
-  if (life_ms < 1000)
-    life_ms = 1000;
-  if ((uint64_t)life_ms < c->ttl_ms)
-    c->ttl_ms = (uint64_t)life_ms;
-  char exp[32];
-  format_iso(now + (time_t)(c->ttl_ms / 1000), exp);
-  json_t *msg = json_pack("{s:s, s:s, s:I, s:s, s:o}", "type", "lease", "lease", c->id, "ttl_ms",
-                          (json_int_t)c->ttl_ms, "expires_at", exp, "tokens", toks);
-  json_t *secs = NULL;
-  if (c->req.n_secrets) {
-    secs = json_object();
-    for (size_t k = 0; k < c->req.n_secrets; k++) {
-      const al_broker_secret *sec = al_broker_config_secret(c->b->cfg, c->req.secrets[k]);
-      if (sec)
-        json_object_set_new(secs, sec->name,
-                            json_pack("{s:s, s:s}", "value", sec->value, "fingerprint", sec->fp));
-    }
-    json_object_set_new(msg, "secrets", secs);
-  }
-  /* Wipe jansson's copies of the values once serialised. */
-  size_t len;
-  char *line = al_proto_line(msg, &len);
-  size_t i;
-  json_t *o;
-  json_array_foreach(toks, i, o)
-  {
-    json_t *s = json_object_get(o, "token");
-    OPENSSL_cleanse((char *)json_string_value(s), json_string_length(s));
-  }
-  const char *sk;
-  json_object_foreach(secs, sk, o)
-  {
-    json_t *s = json_object_get(o, "value");
-    OPENSSL_cleanse((char *)json_string_value(s), json_string_length(s));
-  }
-  json_decref(msg);
-  size_t pending = c->out_len - c->out_off;
-  char *nb = al_xmalloc(pending + len);
-  if (pending)
-    memcpy(nb, c->out + c->out_off, pending);
-  memcpy(nb + pending, line, len);
-  OPENSSL_cleanse(line, len);
-  free(line);
-  if (c->out) {
-    OPENSSL_cleanse(c->out, c->out_len);
-    free(c->out);
-  }
-  c->out = nb;
-  c->out_len = pending + len;
-  c->out_off = 0;
-  conn_flush(c);
-  arm_timer(c, c->ttl_ms);
-}
-
-static void mint_done(struct broker *b, struct job *j)
-{
-  struct conn *c = j->c;
-  for (size_t i = 0; i < j->n_tokens; i++) {
-    c->tokens[i] = j->tokens[i];
-    memset(&j->tokens[i], 0, sizeof j->tokens[i]);
-    al_redact_register(c->tokens[i].value);
-  }
-  c->n_tokens = j->n_tokens;
-  j->n_tokens = 0;
-  if (j->rc < 0) {
-    al_warn("lease %s: %s", c->id, j->err.msg);
-    audit(b, json_pack("{s:s, s:s, s:i, s:i, s:s}", "event", "refused", "lease", c->id, "uid",
-                       (int)c->uid, "pid", (int)c->pid, "error", j->err.msg));
-    if (c->n_tokens > 0) { /* no half-made lease: kill what was minted */
-      c->pending_error = al_strdup_printf("upstream:%s", j->err.msg);
-      start_revoke(c, "minting failed");
-    } else {
-      if (!c->peer_gone)
-        conn_send_error(c, "upstream", j->err.msg);
-      c->st = ST_CLOSING;
-      conn_stop_reading(c);
-      conn_maybe_close(c);
-    }
-    return;
-  }
-  json_t *pub = json_array();
-  for (size_t i = 0; i < c->n_tokens; i++) {
-    json_array_append_new(pub, token_public_json(&c->tokens[i]));
-    char ps[200];
-    al_perm_set_format(&c->tokens[i].perms, ps, sizeof ps);
-    al_info("lease %s: %s token %s for %s {%s} expires %s", c->id, al_role_name(c->tokens[i].role),
-            c->tokens[i].fp, c->tokens[i].repo, ps, c->tokens[i].expires_at_str);
-  }
-  for (size_t i = 0; i < c->req.n_secrets; i++) {
-    const al_broker_secret *sec = al_broker_config_secret(b->cfg, c->req.secrets[i]);
-    if (sec)
-      al_info("lease %s: secret %s %s", c->id, sec->name, sec->fp);
-  }
-  json_t *rec =
-      json_pack("{s:s, s:s, s:i, s:i, s:i, s:o}", "event", "granted", "lease", c->id, "uid",
-                (int)c->uid, "gid", (int)c->gid, "pid", (int)c->pid, "tokens", pub);
-  if (c->req.n_secrets)
-    json_object_set_new(rec, "secrets", secrets_public_json(b, &c->req));
-  audit(b, rec);
-  if (c->peer_gone || b->stopping) {
-    c->st = ST_ACTIVE;
-    start_revoke(c, c->peer_gone ? "client left before the grant" : "shutdown");
-    return;
-  }
-  c->st = ST_ACTIVE;
-  send_lease(c);
-}
-
-static void revoke_done(struct broker *b, struct job *j)
-{
-  struct conn *c = j->c;
-  json_t *res = json_array();
-  bool all_ok = true;
-  for (size_t i = 0; i < j->n_tokens; i++) {
-    al_token *t = &j->tokens[i];
-    json_t *o =
-        json_pack("{s:s, s:s, s:s, s:b, s:b}", "role", al_role_name(t->role), "repo", t->repo,
-                  "fingerprint", t->fp, "revoked", j->ok[i], "confirmed", j->confirmed[i]);
-    if (j->ok[i]) {
-      al_info("lease %s: token %s revoked, 401 confirmed", c ? c->id : "(retry)", t->fp);
-      if (b->keep)
-        al_keep_drop(b->keep, t->fp);
-      al_redact_unregister(t->value);
-      al_token_clear(t);
-    } else {
-      all_ok = false;
-      json_object_set_new(o, "error", json_string(j->errmsg[i]));
-      if (t->expires_at <= time(NULL)) {
-        al_warn("token %s: revocation not confirmed (%s), but it has expired", t->fp, j->errmsg[i]);
-        if (b->keep)
-          al_keep_drop(b->keep, t->fp);
-        al_redact_unregister(t->value);
-        al_token_clear(t);
-      } else {
-        al_error_log("token %s: revocation NOT confirmed: %s; will retry until it expires at %s",
-                     t->fp, j->errmsg[i], t->expires_at_str);
-        b->pending = al_xrealloc(b->pending, (b->n_pending + 1) * sizeof *b->pending);
-        b->pending[b->n_pending++] = *t;
-        memset(t, 0, sizeof *t);
-      }
-    }
-    json_array_append_new(res, o);
-  }
-  audit(b, json_pack("{s:s, s:s, s:s, s:b, s:O}", "event", "revoked", "lease", c ? c->id : "-",
-                     "reason", c ? c->reason : "retry", "confirmed", all_ok, "tokens", res));
-  if (!c) {
-    b->retry_running = false;
-    json_decref(res);
-    return;
-  }
-  if (!c->peer_gone) {
-    if (c->pending_error) {
-      char *sep = strchr(c->pending_error, ':');
-      *sep = '\0';
-      conn_send_error(c, c->pending_error, sep + 1);
-    } else if (c->reply_on_revoke) {
-      conn_send(c, json_pack("{s:s, s:s, s:s, s:O}", "type", "revoked", "lease", c->id, "reason",
-                             c->reason, "tokens", res));
-    }
-  }
-  json_decref(res);
-  c->st = ST_CLOSING;
-  conn_stop_reading(c);
-  if (!c->peer_gone)
-    shutdown(c->fd, SHUT_RD);
-  conn_maybe_close(c);
-}
-
-static void audit_done(struct broker *b, struct job *j)
-{
-  struct conn *c = j->c;
-  if (j->rc < 0) {
-    al_warn("audit %s of %s: %s", c->id, j->areq.repo, j->err.msg);
-    audit(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "event", "audit", "id", c->id, "uid",
-                       (int)c->uid, "pid", (int)c->pid, "repo", j->areq.repo, "branch",
-                       j->areq.branch, "error", j->err.msg));
-    if (!c->peer_gone)
-      conn_send_error(c, "upstream", j->err.msg);
-  } else {
-    json_t *rep = json_loads(j->report, 0, NULL);
-    al_info("audit %s of %s: the escape budget %s%s%s", c->id, j->areq.repo,
-            j->holds ? "holds" : "DOES NOT hold", j->failed[0] ? ": " : "", j->failed);
-    audit(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:b, s:s, s:s}", "event", "audit", "id",
-                       c->id, "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->areq.repo,
-                       "branch", json_string_value(json_object_get(rep, "branch")) ?: "", "holds",
-                       j->holds, "not_holding", j->failed, "credentials", j->credentials));
-    if (!rep || al_redact_contains_secret(j->report)) {
-      /* Never expected: the report names fingerprints only. */
-      al_error_log("audit %s: the report is malformed or holds a secret; not sent", c->id);
-      if (!c->peer_gone)
-        conn_send_error(c, "internal", "the audit report could not be sent");
-      json_decref(rep);
-    } else if (!c->peer_gone) {
-      conn_send(c, json_pack("{s:s, s:s, s:b, s:o}", "type", "audit", "repo", j->areq.repo, "holds",
-                             j->holds, "report", rep));
-    } else {
-      json_decref(rep);
-    }
-  }
-  c->st = ST_CLOSING;
-  conn_stop_reading(c);
-  if (!c->peer_gone)
-    shutdown(c->fd, SHUT_RD);
-  conn_maybe_close(c);
-}
-
-static void check_done(struct broker *b, struct job *j)
-{
-  struct conn *c = j->c;
-  const char *perm = j->answer ? json_string_value(json_object_get(j->answer, "permission")) : NULL;
-  al_info("check %s: uid %u asks about %s#%lu%s%s: %s%s", c->id, (unsigned)c->uid, j->creq.repo,
-          j->creq.ticket, j->creq.user[0] ? " for " : "", j->creq.user,
-          j->rc < 0 ? "failed: " : "permission ", j->rc < 0 ? j->err.msg : (perm ? perm : "-"));
-  audit(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:I, s:s, s:s?, s:s?}", "event", "check", "id",
-                     c->id, "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->creq.repo, "ticket",
-                     (json_int_t)j->creq.ticket, "user", j->creq.user, "permission", perm, "error",
-                     j->rc < 0 ? j->err.msg : NULL));
-  if (!c->peer_gone) {
-    if (j->rc < 0)
-      conn_send_error(c, "upstream", j->err.msg);
-    else
-      conn_send(c, json_incref(j->answer));
-  }
-  c->st = ST_CLOSING;
-  conn_stop_reading(c);
-  if (!c->peer_gone)
-    shutdown(c->fd, SHUT_RD);
-  conn_maybe_close(c);
-}
-
-static void drain_jobs(struct broker *b)
-{
-  uint64_t v;
-  (void)!read(b->wakefd, &v, sizeof v);
-  pthread_mutex_lock(&b->done_lock);
-  struct job *list = b->done;
-  b->done = NULL;
-  pthread_mutex_unlock(&b->done_lock);
-  while (list) {
-    struct job *j = list;
-    list = j->next;
-    if (!pthread_equal(j->th, pthread_self()))
-      pthread_join(j->th, NULL);
-    b->jobs_running--;
-    if (j->kind == JOB_MINT)
-      mint_done(b, j);
-    else if (j->kind == JOB_AUDIT)
-      audit_done(b, j);
-    else if (j->kind == JOB_CHECK)
-      check_done(b, j);
-    else
-      revoke_done(b, j);
-    job_free(j);
-  }
-}
-
-static void start_retry(struct broker *b)
-{
-  if (b->retry_running || b->n_pending == 0)
-    return;
-  struct job *j = job_new(b, JOB_REVOKE, NULL, b->n_pending);
-  for (size_t i = 0; i < b->n_pending; i++)
-    j->tokens[i] = b->pending[i];
-  j->n_tokens = b->n_pending;
-  free(b->pending);
-  b->pending = NULL;
-  b->n_pending = 0;
-  b->retry_running = true;
-  al_info("retrying %zu unconfirmed revocation(s)", j->n_tokens);
-  job_start(b, j);
 }
 
 /* ---- accept, signals, loop -------------------------------------------- */
@@ -1178,8 +152,8 @@ static void on_accept(struct broker *b)
     b->conns = c;
     al_info("connection from uid %u gid %u pid %d", (unsigned)cred.uid, (unsigned)cred.gid,
             (int)cred.pid);
-    arm_timer(c, HANDSHAKE_MS);
-    conn_update_events(c);
+    bk_arm_timer(c, HANDSHAKE_MS);
+    bk_conn_update_events(c);
   }
 }
 
@@ -1189,12 +163,12 @@ static void on_timer(struct conn *c)
   if (read(c->tfd, &v, sizeof v) != sizeof v)
     return;
   if (c->st == ST_NEW) {
-    conn_fail(c, "bad_request", "no lease request within 30s");
+    bk_conn_fail(c, "bad_request", "no lease request within 30s");
   } else if (c->st == ST_ACTIVE) {
     al_info("lease %s: TTL reached", c->id);
-    conn_send(c, json_pack("{s:s, s:s}", "type", "expired", "lease", c->id));
+    bk_conn_send(c, json_pack("{s:s, s:s}", "type", "expired", "lease", c->id));
     c->reply_on_revoke = true;
-    start_revoke(c, "ttl");
+    bk_start_revoke(c, "ttl");
   }
 }
 
@@ -1233,11 +207,11 @@ static void begin_shutdown(struct broker *b)
     next = c->next;
     if (c->st == ST_NEW) {
       c->st = ST_CLOSING;
-      conn_stop_reading(c);
-      conn_maybe_close(c);
+      bk_conn_stop_reading(c);
+      bk_conn_maybe_close(c);
     } else if (c->st == ST_ACTIVE) {
       c->reply_on_revoke = true;
-      start_revoke(c, "shutdown");
+      bk_start_revoke(c, "shutdown");
     }
   }
 }
@@ -1393,12 +367,12 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
           b.audit_key               ? "the audit App"
           : b.cfg->audit_token_file ? "audit.token_file"
                                     : "the App's own token");
-  start_retry(&b); /* what an earlier run left (open_keep) */
+  bk_start_retry(&b); /* what an earlier run left (open_keep) */
   for (;;) {
     if (b.stopping && !b.conns && b.jobs_running == 0) {
       if (b.n_pending > 0 && !b.shutdown_retry_done) {
         b.shutdown_retry_done = true;
-        start_retry(&b);
+        bk_start_retry(&b);
         continue;
       }
       break;
@@ -1430,12 +404,12 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
         break;
       }
       case EV_WAKE:
-        drain_jobs(&b);
+        bk_drain_jobs(&b);
         break;
       case EV_RETRY: {
         uint64_t v;
         (void)!read(b.retry_tfd, &v, sizeof v);
-        start_retry(&b);
+        bk_start_retry(&b);
         break;
       }
       case EV_CONN: {
@@ -1444,9 +418,9 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
           break;
         uint32_t e = evs[i].events;
         if (e & EPOLLOUT)
-          conn_flush(c);
+          bk_conn_flush(c);
         if (!c->dead && e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-          conn_readable(c); /* reads to EOF; EOF ends the lease */
+          bk_conn_readable(c); /* reads to EOF; EOF ends the lease */
         break;
       }
       case EV_TIMER:
@@ -1457,7 +431,7 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
         break;
       }
     }
-    reap_dead(&b);
+    bk_reap_dead(&b);
   }
   ret = 0;
   if (b.n_pending > 0) {
@@ -1475,7 +449,7 @@ out:
   al_redact_clear();
   unlink_own_socket(&b);
   al_keep_close(b.keep);
-  reap_dead(&b);
+  bk_reap_dead(&b);
   int *fds[] = {&b.lfd, &b.sfd, &b.ep, &b.wakefd, &b.retry_tfd, &b.audit_fd};
   for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
     if (*fds[i] >= 0)

@@ -6,7 +6,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <libfyaml.h>
+#include "common/lazyfyaml.h"
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>

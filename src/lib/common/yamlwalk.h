@@ -27,7 +27,7 @@
 #ifndef AL_YAMLWALK_H
 #define AL_YAMLWALK_H
 
-#include <libfyaml.h>
+#include "common/lazyfyaml.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
 #ifndef AL_POLICY_SCHEMA_H
 #define AL_POLICY_SCHEMA_H
 
-#include <libfyaml.h>
+#include "common/lazyfyaml.h"
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -442,6 +442,8 @@ static void k8s_job(FILE *f, const al_policy *p, const al_render_opts *o, const 
 int al_render_kubernetes(const al_policy *p, const al_render_opts *o, char **out, al_error *err)
 {
   *out = NULL;
+  if (al_render_check_credentials(p, o, "render kubernetes", err) < 0)
+    return -1;
   if (o->seccomp_path && (o->seccomp_path[0] == '/' || strstr(o->seccomp_path, "..")))
     return al_make_error(err, EINVAL,
                          "render kubernetes: the seccomp profile path is relative to the "

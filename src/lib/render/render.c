@@ -259,9 +259,26 @@ void rd_sealed_note(FILE *f, const al_policy *p, const char *what)
           what);
 }
 
+int al_render_check_credentials(const al_policy *p, const al_render_opts *o, const char *what,
+                                al_error *err)
+{
+  if (!p->credentials.present || p->credentials.mode != AL_CRED_SEALED || o->env_credentials)
+    return 0;
+  return al_error_set(err, EPERM,
+                      "%s: the policy's credentials.mode is sealed (the default), which this "
+                      "rendering cannot keep: the forge gateway that holds the tokens outside "
+                      "the agent runs only under `airlock ticket` (native or --backend docker), "
+                      "so the agent's container would get the real tokens (env mode). Use "
+                      "`airlock ticket` for sealed runs, set credentials.mode: env in the policy, "
+                      "or pass --env-credentials to render env mode anyway",
+                      what);
+}
+
 int al_render_compose(const al_policy *p, const al_render_opts *o, char **out, al_error *err)
 {
   *out = NULL;
+  if (al_render_check_credentials(p, o, "render compose", err) < 0)
+    return -1;
   if (!o->seccomp_path || o->seccomp_path[0] != '/')
     return al_make_error(err, EINVAL, "render compose: the seccomp profile path must be absolute");
   bool net = p->network.present;

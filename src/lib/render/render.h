@@ -35,6 +35,10 @@ typedef struct al_render_opts {
   const char *k8s_namespace; /* NULL: "airlock" */
   const char *token_secret;  /* Kubernetes Secret holding the tokens; NULL: "airlock-run-tokens" */
   bool egress_internal;      /* Compose, tests: airlock-egress internal too (nothing leaves) */
+  bool env_credentials;      /* the operator accepts env mode for a policy whose
+                                credentials.mode is sealed (the real tokens in the agent's
+                                container; a NOT RENDERED note in the header); false: such a
+                                policy is refused (rd_credentials_check) */
   /* Kubernetes, per run (issue #20): */
   const char *run_id;        /* DNS-1123 label suffix of every run-scoped object (Job, proxy,
                                 policies, ConfigMap) and their `airlock.dev/run` label, so runs
@@ -49,6 +53,16 @@ typedef struct al_render_opts {
                                 shutdownTime; 0: time(NULL) */
 } al_render_opts;
 
+/* Fail closed on sealed credentials: 0, or -1 with err (EPERM, naming
+ * credentials.mode and why) when the policy has a credentials section in
+ * sealed mode (docs/policy.md; the default) and o->env_credentials is not
+ * set. The renderings cannot run the forge gateway that keeps the tokens
+ * outside the agent (docs/kubernetes.md, "Sealed credentials"), so they
+ * would carry env mode. `what` prefixes the message ("render compose").
+ * al_render_compose and al_render_kubernetes call it first. */
+int al_render_check_credentials(const al_policy *policy, const al_render_opts *o, const char *what,
+                                al_error *err);
+
 /* A Compose file (Compose Specification, https://docs.docker.com/reference/compose-file/)
  * for `policy`: networks airlock-internal (internal: true) and airlock-egress;
  * service `proxy` (`airlock proxy`) on both; service `agent` on the internal
@@ -56,7 +70,8 @@ typedef struct al_render_opts {
  * the key by name) and `relay-proxy` (`airlock proxy --relay-egress`,
  * airlock-relay + egress), airlock-relay internal. Without a network section the agent gets
  * `network_mode: none` and there is no proxy. On success *out is a new NUL-terminated string the
- * caller frees; -1 with err (EINVAL for missing options, ENOMEM). */
+ * caller frees; -1 with err (EINVAL for missing options, EPERM for sealed credentials without
+ * o->env_credentials: al_render_check_credentials, ENOMEM). */
 int al_render_compose(const al_policy *policy, const al_render_opts *o, char **out, al_error *err);
 
 /* Kubernetes manifests (one multi-document YAML stream; API groups v1,

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/capability.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -65,6 +64,19 @@ static int last_cap(void)
   return last;
 }
 
+/* Empty the permitted, effective and inheritable sets of this thread with
+ * one capset(2) (version 3: two 32-bit words per set, all zero), which is
+ * what libcap's cap_set_proc(cap_init()) does; a direct call keeps libcap
+ * out of the core binary (its loading costs every start, bench/README.md).
+ * Returns 0 or -1 with errno. Dropping is always allowed (capabilities(7)). */
+static int clear_capability_sets(void)
+{
+  struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+  memset(data, 0, sizeof data);
+  return (int)syscall(SYS_capset, &hdr, data);
+}
+
 /* Order matters: securebits and the bounding set need CAP_SETPCAP, so they
  * go first; the uid change comes next (SECBIT_NO_SETUID_FIXUP keeps the
  * kernel from touching the sets, we empty them ourselves afterwards). */
@@ -87,10 +99,8 @@ void sb_drop_privileges(int sync_fd, uint32_t uid, bool can_setgroups)
     DIE(sync_fd, "setresgid %u", uid);
   if (sb_setresuid(uid) < 0)
     DIE(sync_fd, "setresuid %u", uid);
-  cap_t empty = cap_init();
-  if (!empty || cap_set_proc(empty) < 0)
+  if (clear_capability_sets() < 0)
     DIE(sync_fd, "clear capability sets");
-  cap_free(empty);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
     DIE(sync_fd, "PR_SET_NO_NEW_PRIVS");
 }
@@ -216,13 +226,8 @@ int al_confine_service(al_error *err)
     if (setresuid(65534, 65534, 65534) < 0 && errno != EINVAL)
       return al_make_error(err, errno, "confine service: drop to uid nobody");
   }
-  cap_t empty = cap_init();
-  if (!empty || cap_set_proc(empty) < 0) {
-    if (empty)
-      cap_free(empty);
+  if (clear_capability_sets() < 0)
     return al_make_error(err, errno, "confine service: clear capabilities");
-  }
-  cap_free(empty);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
     return al_make_error(err, errno, "confine service: PR_SET_NO_NEW_PRIVS");
   int abi = sb_landlock_abi();

@@ -28,6 +28,12 @@ extern const size_t al_seccomp_bpf_service_len;
 extern const int al_seccomp_rule_nr[];
 extern const size_t al_seccomp_rule_nr_len;
 
+/* The names the build's libseccomp has for the native syscall numbers
+ * 0..al_seccomp_build_newest(), in number order: the Docker profile's
+ * allow-list (syscalls.c) is these less the table's. */
+extern const char *const al_seccomp_known[];
+extern const size_t al_seccomp_known_len;
+
 /* The libseccomp version the programs were made with ("2.5.4"). */
 extern const char al_seccomp_bpf_libseccomp[];
 

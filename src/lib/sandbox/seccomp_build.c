@@ -33,6 +33,17 @@ int al_seccomp_build_rule_nr(size_t i)
   return seccomp_syscall_resolve_name(rules[i].name); /* __NR_SCMP_ERROR is -1 */
 }
 
+int al_seccomp_build_newest(void)
+{
+  for (int nr = 600; nr > 0; nr--) { /* x86_64 is near 470 today */
+    char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr); /* malloc'd */
+    free(name);
+    if (name)
+      return nr;
+  }
+  return 0;
+}
+
 /* The exported program, read back from a memfd (libseccomp 2.5 exports to
  * a file descriptor only). */
 static int export_prog(scmp_filter_ctx ctx, struct sock_filter **prog, size_t *len, al_error *err)
@@ -106,13 +117,7 @@ int al_seccomp_build(const char *const *extra_deny, struct sock_filter **prog, s
    * kernel were older; anything the kernel adds later is refused until
    * airlock knows it. Numbers below the newest libseccomp knows are the
    * kernel's own gaps, which answer ENOSYS already. */
-  int newest = 0;
-  for (int nr = 600; nr > 0 && !newest; nr--) { /* x86_64 is near 470 today */
-    char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr); /* malloc'd */
-    if (name)
-      newest = nr;
-    free(name);
-  }
+  int newest = al_seccomp_build_newest();
   /* 55 numbers: years of new syscalls at the kernel's pace (x86_64: 457..511) */
   int last = newest + 55;
   for (int nr = newest + 1; newest && nr <= last; nr++) {

@@ -30,4 +30,9 @@ int al_seccomp_build(const char *const *extra_deny, struct sock_filter **prog, s
  * the program, kept in the profile). */
 int al_seccomp_build_rule_nr(size_t i);
 
+/* The highest native syscall number libseccomp has a name for (0 if none):
+ * the programs answer ENOSYS above it, the Docker profile allows by name
+ * only what resolves at or below it (seccomp_syscall_resolve_num_arch(3)). */
+int al_seccomp_build_newest(void);
+
 #endif

@@ -54,6 +54,16 @@ int main(int argc, char **argv)
   for (size_t i = 0; i < n_rules; i++)
     fprintf(f, "%s%d", i ? ", " : "", al_seccomp_build_rule_nr(i));
   fprintf(f, "};\nconst size_t al_seccomp_rule_nr_len = %zu;\n\n", n_rules);
+  /* the names of the native syscalls, for the Docker profile's allow-list */
+  fprintf(f, "const char *const al_seccomp_known[] = {\n");
+  size_t n_known = 0;
+  for (int nr = 0; nr <= al_seccomp_build_newest(); nr++) {
+    char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+    if (name)
+      fprintf(f, "    \"%s\",\n", name), n_known++;
+    free(name);
+  }
+  fprintf(f, "};\nconst size_t al_seccomp_known_len = %zu;\n\n", n_known);
   fprintf(f, "const char al_seccomp_bpf_libseccomp[] = \"%u.%u.%u\";\n", v->major, v->minor,
           v->micro);
   free(sandbox);

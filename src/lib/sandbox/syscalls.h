@@ -39,13 +39,19 @@ typedef struct al_sc_rule {
 const al_sc_rule *al_seccomp_rules(size_t *n);
 
 /* The table as a Docker/OCI seccomp profile (JSON as read by
- * `docker run --security-opt seccomp=FILE` and runc: defaultAction
- * SCMP_ACT_ALLOW, the native architecture only so foreign ABIs are refused,
- * one entry per rule with action SCMP_ACT_ERRNO and errnoRet; masked
- * comparisons put the mask in "value" and the datum in "valueTwo", per
- * moby's profiles/seccomp/default.json). On success *out is a new
- * NUL-terminated, pretty-printed string the caller frees. -1 with err
- * (ENOMEM) on failure. */
+ * `docker run --security-opt seccomp=FILE`, runc and the kubelet's
+ * Localhost profiles; opencontainers/runtime-spec config-linux.md
+ * "Seccomp"): an allow-list, defaultAction SCMP_ACT_ERRNO with
+ * defaultErrnoRet ENOSYS, so calls newer than the table answer ENOSYS as
+ * under the native filter; the native architecture only, so foreign ABIs
+ * are refused; one SCMP_ACT_ALLOW entry with every name the build's
+ * libseccomp knows (al_seccomp_known) less the table's; one SCMP_ACT_ERRNO
+ * entry with errnoRet per rule; then SCMP_ACT_ALLOW entries for exactly
+ * the arguments the table's conditional rules do not refuse (never
+ * overlapping a refusal). Masked comparisons put the mask in "value" and
+ * the datum in "valueTwo", per moby's profiles/seccomp/default.json. On
+ * success *out is a new NUL-terminated, pretty-printed string the caller
+ * frees. -1 with err (ENOMEM) on failure. */
 int al_seccomp_profile_json(char **out, al_error *err);
 
 #endif

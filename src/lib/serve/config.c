@@ -7,7 +7,7 @@
 #include "serve/config.h"
 
 #include <errno.h>
-#include <libfyaml.h>
+#include "common/lazyfyaml.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

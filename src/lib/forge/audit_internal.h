@@ -1,0 +1,114 @@
+/* What the files of `airlock audit` share (audit.c: the driver and the
+ * report; audit_gather.c: the reads; audit_judge.c: the verdicts): the
+ * state of one run and the helpers that fill a criterion. Not installed;
+ * see audit.h for the public contract. */
+#ifndef AL_FORGE_AUDIT_INTERNAL_H
+#define AL_FORGE_AUDIT_INTERNAL_H
+
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "broker/config.h"
+#include "broker/github.h"
+#include "forge/audit.h"
+#include "forge/ghapi.h"
+
+#define DEFAULT_API "https://api.github.com"
+
+/* ---- a growing string ------------------------------------------------- */
+
+struct sb {
+  char *s;
+  size_t len, cap;
+};
+
+/* Append printf-style text (aborts on out of memory, as al_xrealloc). */
+__attribute__((format(printf, 2, 3))) void au_sb_add(struct sb *b, const char *fmt, ...);
+/* Append one part, "; " between parts (a part is cut at 1 KiB). */
+__attribute__((format(printf, 2, 3))) void au_sb_part(struct sb *b, const char *fmt, ...);
+/* The text (malloc'd, "" when empty); b is reset. */
+char *au_sb_take(struct sb *b);
+
+/* ---- state of one run ------------------------------------------------- */
+
+enum layer_state { L_ABSENT = 0, L_PRESENT = 1, L_UNKNOWN = 2 };
+
+struct ctx {
+  const al_audit_opts *o;
+  al_audit_report *rep;
+  al_ghapi *api;
+  const char *tok; /* the read token */
+  bool tok_is_bot; /* minted for the App: current_user_can_bypass speaks for the bot */
+  char *repo_path; /* "/repos/owner/repo" */
+  char *branch_esc;
+
+  /* the App */
+  const al_broker_config *cfg; /* the broker's config (owned_cfg or the caller's) */
+  al_broker_config *owned_cfg;
+  bool inst_known;
+  json_t *inst_perms; /* the installation's permissions object */
+
+  /* classic protection */
+  enum layer_state classic;
+  char classic_why[320];
+  json_t *classic_json;
+
+  /* rules for the branch */
+  bool rules_known;
+  char rules_why[320];
+  json_t *rules; /* array */
+
+  /* rulesets */
+  bool rs_list_known;
+  char rs_list_why[320];
+  json_t *rs_list;   /* summaries */
+  json_t *rs_detail; /* "id" -> detail object, or a string: why it is not visible */
+
+  /* the bot's own view: "id" -> current_user_can_bypass, asked with a
+   * token of the run's App (tok_is_bot: the read token itself) */
+  json_t *bot_view;
+  bool bot_known;
+  char bot_why[320];
+
+  unsigned from; /* AL_AUDIT_FROM_* of the criterion being judged (set() takes it) */
+
+  /* CODEOWNERS */
+  enum layer_state co; /* absent: no file; present: co_text; unknown: co_why */
+  char co_path[32];
+  char co_why[320];
+  char *co_text;
+  size_t co_len;
+};
+
+/* a, or b when a is NULL */
+const char *au_str_or(const char *a, const char *b);
+/* "HTTP 403: Resource not accessible by integration" into out[n] */
+void au_why_status(char *out, size_t n, const al_ghapi_resp *r);
+/* -1 with err (EACCES) when r is a 401 (the whole audit cannot run), else 0 */
+int au_check_401(const al_ghapi_resp *r, const char *what, al_error *err);
+/* Criterion id gets status st, the evidence taken from ev, fix unless it
+ * passed, and the layers c->from it rests on (then cleared). */
+void au_set(struct ctx *c, al_audit_id id, al_audit_status st, struct sb *ev, const char *fix);
+
+/* ---- reads (audit_gather.c) ------------------------------------------- */
+
+/* The App and its installation with the app JWT signed by key. */
+int au_gather_app(struct ctx *c, EVP_PKEY *key, al_error *err);
+/* The repository, classic protection, rules, rulesets and CODEOWNERS. */
+int au_gather_all(struct ctx *c, al_error *err);
+/* current_user_can_bypass per ruleset, asked as the run's App (app_gh
+ * mints *bot, a metadata: read token, unless c->tok_is_bot: NULL). */
+int au_gather_bot_view(struct ctx *c, al_gh *app_gh, al_token *bot, al_error *err);
+/* The installation's level ("read", "write", ...) of permission name, or NULL. */
+const char *au_perm_level(json_t *perms, const char *name);
+/* The key of a ruleset id in c->rs_detail / c->bot_view ("123"). */
+void au_rs_key(char *k, size_t n, json_t *id);
+
+/* ---- verdicts (audit_judge.c) ----------------------------------------- */
+
+/* Judge every criterion from what was read. */
+void au_judge_all(struct ctx *c);
+
+#endif

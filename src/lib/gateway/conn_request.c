@@ -1,0 +1,698 @@
+/* One request of a gateway connection (see conn.c for the states): the
+ * decision line, the gateway's own answers, the rebuilt head with the
+ * real token, the body with the gateway's framing, the relayed response,
+ * and serve_request, which takes a request from its head to its line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "gateway/conn_int.h"
+#include "gateway/server.h"
+#include "gateway/wire.h"
+#include "proxy/host.h"
+#include "proxy/http.h"
+/* ---- the decision line ---- */
+
+static void log_request(al_gw_conn *c, req_ctx *r)
+{
+  if (r->logged)
+    return;
+  r->logged = true;
+  json_t *j = json_object();
+  json_object_set_new(j, "event", json_string("request"));
+  json_object_set_new(j, "conn", json_integer((json_int_t)c->m.conn_id));
+  json_object_set_new(j, "client", json_string(c->m.client));
+  json_object_set_new(j, "host", json_string(c->m.host));
+  json_object_set_new(j, "port", json_integer(c->m.port));
+  json_object_set_new(j, "method", r->method[0] ? json_string(r->method) : json_null());
+  json_object_set_new(j, "path", r->path[0] ? json_string(r->path) : json_null());
+  json_object_set_new(j, "query", r->qlog[0] ? json_string(r->qlog) : json_null());
+  json_object_set_new(j, "decision", json_string(r->rule && r->status < 400 ? "allow" : "deny"));
+  json_object_set_new(j, "rule", r->rule ? json_string(r->rule->name) : json_null());
+  json_object_set_new(j, "reason", json_string(r->reason ? r->reason : "unknown"));
+  if (r->detail)
+    json_object_set_new(j, "detail", json_string(r->detail));
+  json_object_set_new(j, "status", r->status ? json_integer(r->status) : json_null());
+  json_object_set_new(j, "bytes_up", json_integer((json_int_t)r->up));
+  json_object_set_new(j, "bytes_down", json_integer((json_int_t)r->down));
+  if (r->rp) {
+    json_t *refs = json_array();
+    for (size_t i = 0; i < r->rp->n_cmds; i++)
+      json_array_append_new(refs, json_pack("{s:s,s:s,s:s}", "ref", r->rp->cmd[i].ref, "old",
+                                            r->rp->cmd[i].old_oid, "new", r->rp->cmd[i].new_oid));
+    json_object_set_new(j, "refs", refs);
+  }
+  json_object_set_new(j, "duration_ms", json_integer((json_int_t)(al_now_ms() - r->t0)));
+  al_gw_audit(c->s, j);
+}
+
+void gwc_log_conn(al_gw_conn *c, const char *reason, const char *detail)
+{
+  json_t *j = json_object();
+  json_object_set_new(j, "event", json_string("tls"));
+  json_object_set_new(j, "conn", json_integer((json_int_t)c->m.conn_id));
+  json_object_set_new(j, "client", json_string(c->m.client));
+  json_object_set_new(j, "host", json_string(c->m.host));
+  json_object_set_new(j, "port", json_integer(c->m.port));
+  json_object_set_new(j, "decision", json_string("deny"));
+  json_object_set_new(j, "reason", json_string(reason));
+  if (detail)
+    json_object_set_new(j, "detail", json_string(detail));
+  al_gw_audit(c->s, j);
+}
+
+/* ---- answers of the gateway itself ---- */
+
+/* Answer status with {"message": "airlock gateway: <reason>"} and log. */
+static void refuse(al_gw_conn *c, req_ctx *r, int status, const char *reason, bool close)
+{
+  char body[256], head[768];
+  r->status = status;
+  r->reason = reason;
+  int bl = snprintf(body, sizeof body,
+                    "{\"message\":\"airlock gateway: %s\",\"documentation_url\":"
+                    "\"docs/gateway.md\"}\n",
+                    reason);
+  int hl = snprintf(head, sizeof head,
+                    "HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n"
+                    "X-Airlock-Deny: %s\r\n%sContent-Length: %d\r\n%s\r\n",
+                    status, al_http_reason(status), reason,
+                    status == 401 ? "WWW-Authenticate: Basic realm=\"airlock\"\r\n" : "", bl,
+                    close ? "Connection: close\r\n" : "");
+  if (hl > 0 && bl > 0 && (size_t)hl + (size_t)bl < WB_CAP) {
+    memcpy(c->wb, head, (size_t)hl);
+    memcpy(c->wb + hl, body, (size_t)bl);
+    (void)gwc_write_all(c->cs, c->wb, (size_t)hl + (size_t)bl);
+  }
+  log_request(c, r);
+}
+
+/* ---- the request ---- */
+
+static bool keep_header(const al_http_header *h, al_gw_body body)
+{
+  static const char *const keep[] = {
+      "accept",        "accept-encoding",   "accept-language",      "user-agent",
+      "content-type",  "git-protocol",      "cache-control",        "pragma",
+      "if-none-match", "if-modified-since", "x-github-api-version", NULL};
+  for (size_t i = 0; keep[i]; i++)
+    if (al_http_header_is(h, keep[i]))
+      return true;
+  return body == AL_GW_BODY_PASS && al_http_header_is(h, "content-encoding");
+}
+
+static const al_http_header *find_header(const al_http_request *q, const char *lname)
+{
+  for (size_t i = 0; i < q->n_headers; i++)
+    if (al_http_header_is(&q->headers[i], lname))
+      return &q->headers[i];
+  return NULL;
+}
+
+/* Build the upstream head into a malloc'd buffer (it holds a token: the
+ * caller wipes and frees it). */
+static char *build_head(al_gw_conn *c, const al_http_request *q, req_ctx *r, bool chunked,
+                        int64_t cl, size_t *len)
+{
+  al_gw_server *s = c->s;
+  size_t cap = 1024 + q->head_len + strlen(s->git_token) * 2 + strlen(s->ticket_token) * 2;
+  char *h = malloc(cap);
+  if (!h)
+    return NULL;
+  size_t n = 0;
+#define PUT(...) n += (size_t)snprintf(h + n, cap - n, __VA_ARGS__)
+  PUT("%s %s%s%.*s HTTP/1.1\r\n", r->method, r->path, r->query ? "?" : "",
+      (int)(r->query ? r->qlen : 0), r->query ? r->query : "");
+  if (c->m.port == 443)
+    PUT("Host: %s\r\n", c->m.host);
+  else if (strchr(c->m.host, ':'))
+    PUT("Host: [%s]:%u\r\n", c->m.host, c->m.port);
+  else
+    PUT("Host: %s:%u\r\n", c->m.host, c->m.port);
+  for (size_t i = 0; i < q->n_headers; i++) {
+    const al_http_header *f = &q->headers[i];
+    if (keep_header(f, r->rule->body))
+      PUT("%.*s: %.*s\r\n", (int)f->name_len, f->name, (int)f->value_len, f->value);
+  }
+  if (r->rule->sides & AL_GW_SIDE_GIT) {
+    /* git over HTTPS with an installation token: Basic x-access-token:TOKEN */
+    char cred[4096];
+    int cl2 = snprintf(cred, sizeof cred, "x-access-token:%s", s->git_token);
+    unsigned char b64[6000];
+    int bl = cl2 > 0 && (size_t)cl2 < sizeof cred
+                 ? EVP_EncodeBlock(b64, (const unsigned char *)cred, cl2)
+                 : 0;
+    PUT("Authorization: Basic %.*s\r\n", bl, (const char *)b64);
+    OPENSSL_cleanse(cred, sizeof cred);
+    OPENSSL_cleanse(b64, sizeof b64);
+  } else {
+    const char *tok = r->rule->token == AL_GW_TOKEN_TICKET ? s->ticket_token : s->git_token;
+    PUT("Authorization: Bearer %s\r\n", tok);
+  }
+  if (chunked)
+    PUT("Transfer-Encoding: chunked\r\n");
+  else if (cl >= 0 && (cl > 0 || strcmp(r->method, "POST") == 0))
+    PUT("Content-Length: %lld\r\n", (long long)cl);
+  PUT("\r\n");
+#undef PUT
+  if (n >= cap) {
+    OPENSSL_cleanse(h, cap);
+    free(h);
+    return NULL;
+  }
+  *len = n;
+  return h;
+}
+
+static void free_head(char *h, size_t n)
+{
+  if (h) {
+    OPENSSL_cleanse(h, n);
+    free(h);
+  }
+}
+
+/* The request body as the client framed it. */
+typedef struct body_src {
+  bool chunked;
+  uint64_t left; /* Content-Length bytes still to read */
+  al_chunked ch;
+  bool done;
+} body_src;
+
+/* Read up to cap decoded body bytes into out. Returns bytes (> 0), 0 at the
+ * end of the body, -1 on a framing error (*why) or a dead client. */
+static ssize_t body_read(al_gw_conn *c, body_src *b, char *out, size_t cap, const char **why)
+{
+  for (;;) {
+    if (b->done)
+      return 0;
+    if (!b->chunked && b->left == 0) {
+      b->done = true;
+      return 0;
+    }
+    if (c->rb_off == c->rb_len) {
+      int f = gwc_c_fill(c);
+      if (f <= 0) {
+        *why = f == 0 ? "client-closed-in-body" : "client-error-in-body";
+        return -1;
+      }
+    }
+    size_t avail = c->rb_len - c->rb_off;
+    if (avail > cap)
+      avail = cap;
+    if (!b->chunked) {
+      if ((uint64_t)avail > b->left)
+        avail = (size_t)b->left;
+      memcpy(out, c->rb + c->rb_off, avail);
+      c->rb_off += avail;
+      b->left -= avail;
+      return (ssize_t)avail;
+    }
+    size_t in = avail, got = 0;
+    int r = al_chunked_decode(&b->ch, c->rb + c->rb_off, &in, out, &got, why);
+    if (r < 0)
+      return -1;
+    c->rb_off += in;
+    if (r == 1)
+      b->done = true;
+    if (got > 0)
+      return (ssize_t)got;
+  }
+}
+
+/* network.egress_budget, shared with the proxy (gateway.h): true when n
+ * more bytes may go to the forge, and then they are counted. */
+static bool egress_take(al_gw_server *s, uint64_t n)
+{
+  if (!s->egress_used)
+    return true;
+  uint64_t used = __atomic_add_fetch(s->egress_used, n, __ATOMIC_RELAXED);
+  return !s->egress_budget || used <= s->egress_budget;
+}
+
+static bool egress_spent(const al_gw_server *s)
+{
+  return s->egress_used && s->egress_budget &&
+         __atomic_load_n(s->egress_used, __ATOMIC_RELAXED) >= s->egress_budget;
+}
+
+/* Send decoded body bytes upstream, framed. data must sit at wb + 32. */
+static int send_up(al_gw_conn *c, bool chunked, size_t n)
+{
+  char *data = c->wb + 32;
+  if (!chunked)
+    return gwc_write_all(c->us, data, n);
+  char hdr[20];
+  size_t hl = al_chunk_header(n, hdr);
+  memcpy(data - hl, hdr, hl);
+  // NOLINTNEXTLINE(bugprone-not-null-terminated-result): wire bytes, not a C string
+  memcpy(data + n, "\r\n", 2);
+  return gwc_write_all(c->us, data - hl, hl + n + 2);
+}
+
+/* Relay the forge's response. Returns 0 (keep going), 1 (close after),
+ * -1 (failed; nothing sensible can follow). */
+static int relay_response(al_gw_conn *c, req_ctx *r)
+{
+  al_gw_response resp;
+  const char *why = "resp-incomplete";
+  int h;
+
+  for (;;) {
+    while ((h = al_gw_parse_response(c->ub + c->ub_off, c->ub_len - c->ub_off, &resp, &why)) == 0) {
+      int f = gwc_u_fill(c);
+      if (f <= 0) {
+        why = f == 0 ? "upstream-closed" : "upstream-error";
+        h = -1;
+        break;
+      }
+    }
+    if (h < 0) {
+      c->up_dead = true;
+      r->detail = why;
+      refuse(c, r, 502, "upstream-bad-response", true);
+      return -1;
+    }
+    if (resp.status >= 100 && resp.status < 200) {
+      if (resp.status == 101) {
+        c->up_dead = true;
+        refuse(c, r, 502, "upstream-upgrade-refused", true);
+        return -1;
+      }
+      c->ub_off += resp.head_len; /* 1xx: dropped (100 Continue was ours) */
+      continue;
+    }
+    break;
+  }
+  r->status = resp.status;
+  bool no_body = resp.status == 204 || resp.status == 304;
+  bool close_delim = !no_body && !resp.chunked && resp.content_length < 0;
+  bool to_chunked = !no_body && (resp.chunked || close_delim) && r->version_minor == 1;
+  bool closing = r->client_close || resp.close || close_delim ||
+                 (!no_body && !to_chunked && resp.content_length < 0);
+  /* the head, re-framed */
+  size_t n = (size_t)snprintf(c->wb, WB_CAP, "HTTP/1.1 %d %.*s\r\n", resp.status,
+                              (int)(resp.reason_len > 128 ? 128 : resp.reason_len), resp.reason);
+  for (size_t i = 0; i < resp.n_headers; i++) {
+    const al_http_header *f = &resp.headers[i];
+    if (al_gw_response_header_is_hop(f))
+      continue;
+    if (n + f->name_len + f->value_len + 8 >= WB_CAP - 128)
+      break;
+    n += (size_t)snprintf(c->wb + n, WB_CAP - n, "%.*s: %.*s\r\n", (int)f->name_len, f->name,
+                          (int)f->value_len, f->value);
+  }
+  if (!no_body && to_chunked)
+    n += (size_t)snprintf(c->wb + n, WB_CAP - n, "Transfer-Encoding: chunked\r\n");
+  else if (!no_body && resp.content_length >= 0)
+    n += (size_t)snprintf(c->wb + n, WB_CAP - n, "Content-Length: %lld\r\n",
+                          (long long)resp.content_length);
+  if (closing)
+    n += (size_t)snprintf(c->wb + n, WB_CAP - n, "Connection: close\r\n");
+  n += (size_t)snprintf(c->wb + n, WB_CAP - n, "\r\n");
+  c->ub_off += resp.head_len;
+  if (gwc_write_all(c->cs, c->wb, n) < 0) {
+    r->detail = "client-gone";
+    return -1;
+  }
+  if (no_body)
+    return closing ? 1 : 0;
+  /* the body */
+  uint64_t left = resp.content_length >= 0 ? (uint64_t)resp.content_length : 0;
+  al_chunked ch;
+  al_chunked_init(&ch);
+  for (;;) {
+    if (!resp.chunked && !close_delim && left == 0)
+      break;
+    if (c->ub_off == c->ub_len) {
+      int f = gwc_u_fill(c);
+      if (f == 0 && close_delim)
+        break;
+      if (f <= 0) {
+        c->up_dead = true;
+        r->detail = "upstream-closed-in-body";
+        return -1;
+      }
+    }
+    size_t avail = c->ub_len - c->ub_off;
+    if (avail > STREAM_CHUNK)
+      avail = STREAM_CHUNK;
+    char *data = c->wb + 32;
+    size_t got;
+    if (resp.chunked) {
+      size_t in = avail;
+      int d = al_chunked_decode(&ch, c->ub + c->ub_off, &in, data, &got, &why);
+      if (d < 0) {
+        c->up_dead = true;
+        r->detail = why;
+        return -1;
+      }
+      c->ub_off += in;
+      if (got == 0 && d == 1)
+        break;
+      if (got == 0)
+        continue;
+      if (d == 1)
+        resp.chunked = false, left = 0, close_delim = false; /* write this, then stop */
+    } else {
+      if (!close_delim && (uint64_t)avail > left)
+        avail = (size_t)left;
+      memcpy(data, c->ub + c->ub_off, avail);
+      c->ub_off += avail;
+      left -= close_delim ? 0 : avail;
+      got = avail;
+    }
+    r->down += got;
+    int w;
+    if (to_chunked) {
+      char hdr[20];
+      size_t hl = al_chunk_header(got, hdr);
+      memcpy(data - hl, hdr, hl);
+      // NOLINTNEXTLINE(bugprone-not-null-terminated-result): wire bytes, not a C string
+      memcpy(data + got, "\r\n", 2);
+      w = gwc_write_all(c->cs, data - hl, hl + got + 2);
+    } else {
+      w = gwc_write_all(c->cs, data, got);
+    }
+    if (w < 0) {
+      r->detail = "client-gone";
+      return -1;
+    }
+  }
+  if (to_chunked && gwc_write_all(c->cs, "0\r\n\r\n", 5) < 0)
+    return -1;
+  if (close_delim)
+    c->up_dead = true;
+  return closing ? 1 : 0;
+}
+
+/* One request, from its head to the end of its answer. Returns 0 to read
+ * the next request, 1 to close the connection. */
+int gwc_serve_request(al_gw_conn *c)
+{
+  al_gw_server *s = c->s;
+  req_ctx r_, *r = &r_;
+  al_http_request q;
+  const char *why = NULL;
+
+  memset(r, 0, sizeof *r);
+  r->t0 = al_now_ms();
+  /* compact: the head parser wants the head at the start of a buffer */
+  if (c->rb_off > 0) {
+    memmove(c->rb, c->rb + c->rb_off, c->rb_len - c->rb_off);
+    c->rb_len -= c->rb_off;
+    c->rb_off = 0;
+  }
+  int h;
+  while ((h = al_http_parse_head(c->rb, c->rb_len, &q, &why)) == 0) {
+    int f = gwc_c_fill(c);
+    if (f <= 0) {
+      if (c->rb_len > 0) {
+        r->reason = f == 0 ? "client-closed-in-head" : "client-error-in-head";
+        log_request(c, r);
+      }
+      return 1;
+    }
+  }
+  if (h < 0) {
+    refuse(c, r,
+           strcmp(why, "head-too-large") == 0 || strcmp(why, "too-many-headers") == 0 ? 431 : 400,
+           why, true);
+    return 1;
+  }
+  c->n_requests++;
+  /* the head is consumed; q points into rb until the next read into it */
+  c->rb_off = q.head_len;
+  snprintf(r->method, sizeof r->method, "%.*s", (int)(q.method_len < 20 ? q.method_len : 20),
+           q.method);
+  r->version_minor = q.version_minor;
+  if (al_gw_target_parse(q.target, q.target_len, r->path, &r->query, &r->qlen, &why) < 0) {
+    refuse(c, r, 400, why, true);
+    return 1;
+  }
+  if (r->query)
+    al_gw_query_redact(r->query, r->qlen, r->qlog, sizeof r->qlog);
+  const al_http_header *conn_h = find_header(&q, "connection");
+  if (q.version_minor == 0)
+    r->client_close = !(conn_h && strncasecmp(conn_h->value, "keep-alive", 10) == 0);
+  else if (conn_h) {
+    for (size_t i = 0; i + 5 <= conn_h->value_len; i++)
+      if (strncasecmp(conn_h->value + i, "close", 5) == 0)
+        r->client_close = true;
+  }
+  /* Host must name the CONNECT host */
+  al_host hh;
+  uint16_t hp;
+  if (!q.host) {
+    if (q.version_minor == 1) {
+      refuse(c, r, 400, "host-missing", true);
+      return 1;
+    }
+  } else if (al_http_host_value(q.host->value, q.host->value_len, 443, &hh, &hp, &why) < 0 ||
+             strcmp(hh.name, c->m.host) != 0 || hp != c->m.port) {
+    refuse(c, r, 400, "host-mismatch", true);
+    return 1;
+  }
+  bool has_body = q.chunked || q.content_length > 0;
+  bool close_on_refuse = has_body || r->client_close;
+  const al_http_header *expect = find_header(&q, "expect");
+  if (expect && !(expect->value_len == 12 && strncasecmp(expect->value, "100-continue", 12) == 0)) {
+    refuse(c, r, 417, "expect-unsupported", true);
+    return 1;
+  }
+  if (q.version_minor == 1 && strcmp(r->method, "POST") == 0 && !q.chunked &&
+      q.content_length < 0) {
+    refuse(c, r, 411, "length-required", true);
+    return 1;
+  }
+  /* credential, then rule */
+  const char *cwhy = NULL;
+  al_gw_cred cred = al_gw_credential(&q, r->query, r->qlen, s->placeholder, &cwhy);
+  r->rule = al_gw_match(&s->rules, c->sides, r->method, strlen(r->method), r->path, r->query,
+                        r->qlen, &r->reason);
+  const al_gw_rule *rule = r->rule;
+  if (cred == AL_GW_CRED_FOREIGN) {
+    r->rule = NULL;
+    refuse(c, r, 403, cwhy, close_on_refuse);
+    return close_on_refuse;
+  }
+  if (!rule) {
+    refuse(c, r, 403, r->reason, close_on_refuse);
+    return close_on_refuse;
+  }
+  if (cred == AL_GW_CRED_NONE) {
+    /* never forwarded: git asks its credential helper and retries */
+    r->rule = NULL;
+    refuse(c, r, 401, "credential-missing", close_on_refuse);
+    return close_on_refuse;
+  }
+  if (rule->body == AL_GW_BODY_NONE && has_body) {
+    r->rule = NULL;
+    refuse(c, r, 400, "body-not-allowed", true);
+    return 1;
+  }
+  if (rule->body != AL_GW_BODY_PASS && find_header(&q, "content-encoding")) {
+    /* a body the rule reads (or forwards without the field) must be plain */
+    r->rule = NULL;
+    refuse(c, r, 415, "content-encoding-refused", true);
+    return 1;
+  }
+  if (rule->body == AL_GW_BODY_COMMENT) {
+    bool ok;
+    pthread_mutex_lock(&s->mu);
+    ok = s->comments_used < s->rules.max_comments;
+    if (ok)
+      s->comments_used++;
+    pthread_mutex_unlock(&s->mu);
+    if (!ok) {
+      r->rule = NULL;
+      refuse(c, r, 403, "comment-budget", close_on_refuse);
+      return close_on_refuse;
+    }
+  }
+  /* the request is allowed by its head; the run's egress budget is not
+   * (the proxy's and this gateway's bytes, one counter) */
+  if (egress_spent(s)) {
+    r->rule = NULL;
+    refuse(c, r, 403, "egress-budget", true);
+    return 1;
+  }
+  if (gwc_upstream_gone(c))
+    return 1; /* the forge closed the idle connection: the client retries on a new one */
+  size_t head_len = 0;
+  char *uhead = build_head(c, &q, r, q.chunked, q.content_length, &head_len);
+  /* q's pointers are dead after the first body read */
+  if (!uhead) {
+    refuse(c, r, 400, "head-too-large", true);
+    return 1;
+  }
+  if (expect && gwc_write_all(c->cs, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
+    free_head(uhead, head_len);
+    r->reason = "client-gone";
+    log_request(c, r);
+    return 1;
+  }
+  body_src b = {.chunked = q.chunked,
+                .left = q.content_length > 0 ? (uint64_t)q.content_length : 0};
+  al_chunked_init(&b.ch);
+  char *rpbuf = NULL;
+  size_t rplen = 0;
+  if (rule->body == AL_GW_BODY_RECEIVE_PACK) {
+    /* read the update request, check every command, then forward */
+    r->rp = calloc(1, sizeof *r->rp);
+    rpbuf = malloc(AL_RP_REQUEST_MAX + STREAM_CHUNK);
+    int pr = 0;
+    while (r->rp && rpbuf) {
+      pr = al_rp_parse(rpbuf, rplen, r->rp, &why);
+      if (pr != 0)
+        break;
+      if (rplen >= AL_RP_REQUEST_MAX) {
+        pr = -1;
+        why = "rp-commands-too-long";
+        break;
+      }
+      ssize_t k = body_read(c, &b, rpbuf + rplen, STREAM_CHUNK, &why);
+      if (k <= 0) {
+        pr = -1;
+        why = k == 0 ? "rp-truncated" : why;
+        break;
+      }
+      rplen += (size_t)k;
+      r->up += (uint64_t)k;
+    }
+    if (pr < 0 && rplen == 4 && memcmp(rpbuf, "0000", 4) == 0 &&
+        strcmp(why, "rp-no-commands") == 0) {
+      /* A body of one flush is git's probe before a large chunked push
+       * (remote-curl.c probe_rpc: it reads only the status). Answered
+       * here, never forwarded. */
+      char extra[8];
+      const char *ewhy = NULL;
+      if (body_read(c, &b, extra, sizeof extra, &ewhy) == 0) {
+        static const char ok[] = "HTTP/1.1 200 OK\r\n"
+                                 "Content-Type: application/x-git-receive-pack-result\r\n"
+                                 "Cache-Control: no-cache\r\nContent-Length: 0\r\n\r\n";
+        free_head(uhead, head_len);
+        free(rpbuf);
+        r->rp->n_cmds = 0;
+        r->status = 200;
+        r->reason = "receive-pack-probe";
+        int w = gwc_write_all(c->cs, ok, sizeof ok - 1);
+        log_request(c, r);
+        free(r->rp);
+        return w < 0 || r->client_close;
+      }
+    }
+    const char *pwhy = NULL;
+    size_t bad = 0;
+    if (!r->rp || !rpbuf || pr < 0 || al_gw_check_push(&s->rules, r->rp, &pwhy, &bad) < 0) {
+      free_head(uhead, head_len);
+      free(rpbuf);
+      if (r->rp && pr < 0)
+        r->rp->n_cmds = 0; /* a half-parsed list says nothing */
+      refuse(c, r, 403, !r->rp || !rpbuf ? "out-of-memory" : pr < 0 ? why : pwhy, true);
+      free(r->rp);
+      return 1;
+    }
+  }
+  const char *updetail = NULL;
+  if (gwc_upstream_open(c, &updetail) < 0) {
+    free_head(uhead, head_len);
+    free(rpbuf);
+    r->detail = updetail;
+    refuse(c, r, 502, "upstream-tls", true);
+    free(r->rp);
+    return 1;
+  }
+  if (!egress_take(s, head_len)) {
+    free_head(uhead, head_len);
+    free(rpbuf);
+    refuse(c, r, 403, "egress-budget", true);
+    free(r->rp);
+    return 1;
+  }
+  int w = gwc_write_all(c->us, uhead, head_len);
+  free_head(uhead, head_len);
+  if (w < 0) {
+    free(rpbuf);
+    c->up_dead = true;
+    refuse(c, r, 502, "upstream-write", true);
+    free(r->rp);
+    return 1;
+  }
+  /* the body: what the push check read first, then the rest streamed */
+  int ret = 0;
+  size_t done_rp = 0;
+  for (;;) {
+    size_t n;
+    if (rpbuf && done_rp < rplen) {
+      n = rplen - done_rp > STREAM_CHUNK ? STREAM_CHUNK : rplen - done_rp;
+      memcpy(c->wb + 32, rpbuf + done_rp, n);
+      done_rp += n;
+    } else {
+      ssize_t k = body_read(c, &b, c->wb + 32, STREAM_CHUNK, &why);
+      if (k < 0) {
+        /* the forge got a cut body; it cannot be answered sensibly */
+        r->reason = why;
+        r->status = 0;
+        log_request(c, r);
+        free(rpbuf);
+        free(r->rp);
+        c->up_dead = true;
+        return 1;
+      }
+      if (k == 0)
+        break;
+      n = (size_t)k;
+      r->up += n;
+    }
+    if (!egress_take(s, n)) {
+      /* the budget ends here: the forge gets a cut body and the connection
+       * goes; the agent's connection is answered by nothing more */
+      free(rpbuf);
+      c->up_dead = true;
+      r->rule = NULL; /* a deny: the rest of the request never left */
+      r->reason = "egress-budget";
+      r->status = 0;
+      log_request(c, r);
+      free(r->rp);
+      return 1;
+    }
+    if (send_up(c, q.chunked, n) < 0) {
+      free(rpbuf);
+      c->up_dead = true;
+      r->reason = "upstream-write";
+      r->status = 0;
+      log_request(c, r);
+      free(r->rp);
+      return 1;
+    }
+  }
+  free(rpbuf);
+  if (q.chunked && gwc_write_all(c->us, "0\r\n\r\n", 5) < 0) {
+    c->up_dead = true;
+    refuse(c, r, 502, "upstream-write", true);
+    free(r->rp);
+    return 1;
+  }
+  r->reason = rule->name;
+  int rr = relay_response(c, r);
+  log_request(c, r); /* once: a refusal on the way has logged already */
+  free(r->rp);
+  ret = rr != 0 || c->up_dead;
+  return ret;
+}

@@ -10,7 +10,7 @@
  *   MSG_GO ─────────────────────────────────►  PDEATHSIG, unshare(NEWCGROUP)
  *                                              rootfs, lo, hostname, listeners
  *   ◄──────────────────── MSG_LISTENERS(fds)   drop privileges, Landlock, seccomp
- *                                              fork ─► command: exec
+ *                                              vfork ─► command: exec
  *   ◄──────────────────── MSG_READY | ERROR    reap, forward signals
  *   ◄──────────────────── MSG_EXIT(wstatus)    exit
  */
@@ -154,8 +154,8 @@ static void exec_command(struct child_args *a, int status_fd)
    * not in init, so airlock's own init is not constrained by it). */
   if (a->rlimit_data)
     set_rlimit(status_fd, RLIMIT_DATA, a->opts->policy->process.limits.memory, "DATA");
-  environ = a->envp;
-  execvp(a->argv[0], a->argv);
+  /* execvpe, not `environ = envp`: under vfork the memory is pid 1's */
+  execvpe(a->argv[0], a->argv, a->envp);
   int e = errno;
   int st = (e == ENOENT || e == ENOTDIR) ? AL_EXIT_NOTFOUND : AL_EXIT_NOEXEC;
   sb_die(status_fd, st, e, "exec `%s`", a->argv[0]);
@@ -223,9 +223,17 @@ static void run_init(struct child_args *a)
   int pfd[2];
   if (pipe2(pfd, O_CLOEXEC) < 0)
     sb_die(sync_fd, 125, errno, "init: pipe");
-  pid_t child = fork();
+  /* vfork(2): the command's process borrows pid 1's memory until its exec
+   * (or _exit) instead of copying pid 1's page tables and faulting in a
+   * copy of every page either side writes; pid 1 waits meanwhile, which it
+   * would do anyway (the pipe below). exec_command touches nothing of the
+   * shared memory but its own stack: signal dispositions, the signal mask,
+   * descriptors and rlimits are its own (no CLONE_SIGHAND, CLONE_FILES or
+   * CLONE_THREAD), and the environment goes to execvpe. This is the
+   * pattern of posix_spawn(3). */
+  pid_t child = vfork();
   if (child < 0)
-    sb_die(sync_fd, 125, errno, "init: fork the command");
+    sb_die(sync_fd, 125, errno, "init: start the command");
   if (child == 0) {
     close(pfd[0]);
     exec_command(a, pfd[1]);

@@ -317,6 +317,13 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
             (unsigned long long)rep.go_to_exec_us, line);
   }
   int r = al_sandbox_wait(sb, status, err);
+  uint64_t t_term = al_now_ns();
+  /* The command is done: the proxy closes its connections and writes its
+   * summary while the sandbox is taken down (al_run_stop_proxy's SIGTERM
+   * then finds it stopping or gone, and reaps it). With a relay, the relay
+   * stops first: its calls in flight go through this proxy. */
+  if (proxy > 0 && !rp)
+    kill(proxy, SIGTERM);
   if (o->timed_out) {
     al_sandbox_report rep;
     al_sandbox_get_report(sb, &rep);
@@ -324,7 +331,8 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
   }
   al_sandbox_destroy(sb);
   al_relay_stop(rp);
-  uint64_t t_term = al_now_ns();
+  if (rp)
+    t_term = al_now_ns();
   al_run_stop_proxy(proxy);
   if (proxy > 0 && getenv("AIRLOCK_DEBUG_TIMING"))
     al_info("timing: supervisor (us since the proxy's fork): SIGTERM %llu, proxy reaped %llu",

@@ -241,9 +241,33 @@ for line in open(sys.argv[1]):
     n += 1
 assert n > 50, n
 PY
+# a tunnel still open at SIGTERM: its close line is made during the shutdown
+# and deferred (close lines are batched, issue #19); it must be in the log,
+# before the summary. Control: its open line is there before the SIGTERM.
+HOLD_FROM=$(wc -l < audit.log)
+python3 "$PC" hold $PORT plain.allowed.test:$PP > hold.out 2>&1 < <(sleep 60) &
+HOLD=$!
+on_exit "kill $HOLD 2>/dev/null"
+for _ in $(seq 100); do [ -s hold.out ] && break; sleep 0.05; done
+HOLD_PORT=$(awk '$1 == "200" { print $3 }' hold.out)
+# its lines (from its open on: the client port may have served before) and the summary
+hold_lines() { python3 - audit.log "127.0.0.1:$HOLD_PORT" "$HOLD_FROM" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])][int(sys.argv[3]):]
+mine = [i for i, j in enumerate(lines) if j.get("client") == sys.argv[2] and j["event"] == "open"]
+ev = [j["event"] + ":" + str(j.get("reason")) for j in lines[mine[0]:]
+      if j.get("client") == sys.argv[2] or j["event"] == "summary"] if mine else []
+print(" ".join(ev))
+PY
+}
+for _ in $(seq 100); do [ "$(hold_lines)" = "open:None" ] && break; sleep 0.05; done
+is "control: the held tunnel is open and logged before SIGTERM" "$(hold_lines)" "open:None"
 kill -TERM $PXPID
 wait $PXPID
 is "SIGTERM stops the proxy with status 0" "$?" "0"
+is "the held tunnel's close line (made at shutdown) is in the log, before the summary" \
+  "$(hold_lines)" "open:None close:shutdown summary:None"
+kill $HOLD 2>/dev/null
 check_not "no sanitizer report" grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error' proxy.err
 
 # The host's own addresses are refused by name even when globally routable

@@ -21,6 +21,7 @@ first flights, talking only to a proxy on 127.0.0.1.
       answer to one CONNECT on port OTHER made while they are all open
 """
 import os
+import select
 import socket
 import ssl
 import struct
@@ -248,6 +249,15 @@ def flood(port, n, other):
         s.close()
 
 
+def hold(port, target):
+    """Open a tunnel, print its status and our local port, keep it open
+    until stdin closes or 60 s pass (issue #19: a tunnel open at SIGTERM)."""
+    s, head = tunnel(port, target)
+    print(status_of(head), s.getsockname()[1], flush=True)
+    select.select([sys.stdin, s], [], [], 60)
+    s.close()
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "raw":
@@ -256,6 +266,8 @@ def main():
         tls(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5])
     elif cmd == "slow":
         slow(int(sys.argv[2]))
+    elif cmd == "hold":
+        hold(int(sys.argv[2]), sys.argv[3])
     elif cmd == "flood":
         flood(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
 

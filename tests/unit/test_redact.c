@@ -141,6 +141,38 @@ static void test_fingerprint_and_many(void **state)
   assert_false(al_redact_contains_secret("short"));
 }
 
+/* al_redact copies the bytes no match can start with in runs and looks
+ * only at the others: a match right after a long run, at the very start
+ * and end, a registered value with a rare first byte, raw and with that
+ * byte percent-encoded; 'g's that start nothing are kept. */
+static void test_runs_between_candidates(void **state)
+{
+  (void)state;
+  const char *secret = "~rare-first-byte-1234";
+  char fp_tok[20], fp_sec[20], in[2048], want[2048];
+  al_secret_fingerprint(TOK, fp_tok);
+  al_secret_fingerprint(secret, fp_sec);
+  char run[401];
+  memset(run, 'A', 400);
+  run[400] = '\0';
+
+  snprintf(in, sizeof in, "%s %s gg g %s", TOK, run, TOK);
+  snprintf(want, sizeof want, "[REDACTED %s] %s gg g [REDACTED %s]", fp_tok, run, fp_tok);
+  char *out = al_redact(in);
+  assert_string_equal(out, want);
+  free(out);
+
+  snprintf(in, sizeof in, "%s%s|%%7Erare-first-byte-1234", run, secret);
+  out = al_redact(in); /* control: not registered yet */
+  assert_string_equal(out, in);
+  free(out);
+  al_redact_register(secret);
+  out = al_redact(in);
+  snprintf(want, sizeof want, "%s[REDACTED %s]|[REDACTED %s]", run, fp_sec, fp_sec);
+  assert_string_equal(out, want);
+  free(out);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -149,6 +181,7 @@ int main(void)
       cmocka_unit_test_teardown(test_basic_auth, teardown),
       cmocka_unit_test_teardown(test_patterns, teardown),
       cmocka_unit_test_teardown(test_fingerprint_and_many, teardown),
+      cmocka_unit_test_teardown(test_runs_between_candidates, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

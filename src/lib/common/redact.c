@@ -121,7 +121,9 @@ static bool tok_char(char c, bool allow_dot_dash)
 /* Length of a token-shaped string starting at p, or 0. */
 static size_t pattern_at(const char *p)
 {
-  if (p[0] == 'g' && p[1] == 'h' && p[2] && strchr("pousr", p[2]) && p[3] == '_') {
+  if (p[0] != 'g') /* both shapes start with 'g': most bytes stop here */
+    return 0;
+  if (p[1] == 'h' && p[2] && strchr("pousr", p[2]) && p[3] == '_') {
     size_t n = 4;
     while (tok_char(p[n], true))
       n++;
@@ -166,7 +168,7 @@ static size_t match_at(const char *p, const char **fp)
       *fp = s->fp;
       return m;
     }
-    if (strncmp(p, s->b64, s->b64_len) == 0) {
+    if (p[0] == s->b64[0] && strncmp(p, s->b64, s->b64_len) == 0) {
       m = s->b64_len;
       while (m < s->b64_len + 2 && p[m] == '=')
         m++;
@@ -184,7 +186,32 @@ char *al_redact(const char *text)
   size_t cap = n + 1, len = 0;
   char *out = al_xmalloc(cap);
   pthread_mutex_lock(&g_lock);
+  /* the bytes a match can start with: 'g' (both token shapes), the first
+   * byte of each registered value raw and in base64, '%' (an encoded
+   * first byte); the others are copied in runs without a look */
+  bool start[256] = {false};
+  start['g'] = true;
+  if (g_n)
+    start['%'] = true;
+  for (size_t k = 0; k < g_n; k++) {
+    start[(unsigned char)g_secrets[k].raw[0]] = true;
+    start[(unsigned char)g_secrets[k].b64[0]] = true;
+  }
   for (size_t i = 0; i < n;) {
+    size_t run = i;
+    while (run < n && !start[(unsigned char)text[run]])
+      run++;
+    if (run > i) {
+      if (len + (run - i) + 1 > cap) {
+        cap = (len + (run - i) + 1) * 2;
+        out = al_xrealloc(out, cap);
+      }
+      memcpy(out + len, text + i, run - i);
+      len += run - i;
+      i = run;
+      if (i == n)
+        break;
+    }
     const char *sfp;
     size_t m = match_at(text + i, &sfp);
     if (m) {

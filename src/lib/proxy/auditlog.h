@@ -18,7 +18,18 @@
  * offset when it has one that is not O_APPEND (a memfd the supervisor
  * shares with other writers counts them too), else the bytes this log
  * wrote. cap 0: no cap (nothing aggregated or dropped; the summary is
- * still written). Single-threaded (the proxy's loop). */
+ * still written).
+ *
+ * Batching (issue #19): a line may be deferred (the end of a tunnel):
+ * it is kept, in order, in the log's buffer and goes out with the next
+ * line that is not deferred, or at al_auditlog_flush(), which the proxy
+ * calls at the end of every batch of events, before its loop waits again;
+ * al_auditlog_close() flushes first. Every other line (an opening tunnel,
+ * a denial, a hand-off, a reload) is written, with whatever was deferred
+ * before it, before al_auditlog_write*() returns, so before the client is
+ * answered. Order is kept: the buffer is written in the order the lines
+ * came. A proxy killed with SIGKILL loses at most the deferred lines of
+ * the batch it was in. Not thread-safe: the proxy holds its log lock. */
 #ifndef AL_PROXY_AUDITLOG_H
 #define AL_PROXY_AUDITLOG_H
 
@@ -45,6 +56,8 @@ typedef struct al_auditlog {
   bool use_offset;  /* the fd's offset is the position */
   uint64_t base;    /* the offset at open */
   uint64_t lines, dropped, aggregated, agg_overflow;
+  char *buf; /* deferred lines, each with its newline, not yet written */
+  size_t buf_len, buf_cap, buf_lines;
   al_auditlog_agg aggs[AL_AUDITLOG_AGGS];
   size_t n_aggs;
 } al_auditlog;
@@ -56,6 +69,35 @@ void al_auditlog_init(al_auditlog *a, int fd, uint64_t cap);
  * and written, aggregated or dropped as above. Its "event", "run", "host",
  * "port", "reason" and "time" fields are what aggregation keys on. */
 void al_auditlog_write(al_auditlog *a, json_t *j);
+
+/* What aggregation keys on, for al_auditlog_write_line (strings borrowed;
+ * NULL is ""). */
+typedef struct al_auditlog_key {
+  const char *event, *run, *host, *reason, *time;
+  int port;
+} al_auditlog_key;
+
+/* One decision line already serialised: line (one JSON object, NUL-
+ * terminated, no newline; borrowed) is redacted and written, aggregated,
+ * dropped or, with defer, buffered (see Batching above); k holds the
+ * fields that aggregation keys on, which must be those of the line. */
+void al_auditlog_write_line(al_auditlog *a, const char *line, const al_auditlog_key *k, bool defer);
+
+/* Write the deferred lines now (one write(2)); a failed write counts them
+ * dropped. */
+void al_auditlog_flush(al_auditlog *a);
+
+/* True when deferred lines wait for al_auditlog_flush. */
+bool al_auditlog_pending(const al_auditlog *a);
+
+/* Write s (n bytes) into out as a JSON string (RFC 8259 §7), quotes
+ * included, escaped as jansson's json_dumps() escapes: '"', '\\' and the
+ * control characters (\b \f \n \r \t, else \u00XX); well-formed UTF-8
+ * (RFC 3629 §4) as it is. A byte that is not part of well-formed UTF-8,
+ * which json_string() would refuse, is written as \u00XX (so the line is
+ * always valid JSON and keeps every byte). out must hold 6 * n + 3 bytes;
+ * it is NUL-terminated. Returns the length written, without the NUL. */
+size_t al_auditlog_json_string(char *out, const char *s, size_t n);
 
 /* Write the aggregates and then summary (stolen; "event": "summary" and
  * the log's own counts are added: lines_written, lines_dropped,

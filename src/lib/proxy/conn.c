@@ -201,6 +201,8 @@ void px_client_ready(al_watch *w, uint32_t ev)
 
   if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
     c->c_rd = true;
+  if (ev & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+    c->c_hup = true;
   if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
     c->c_wr = true;
   px_conn_pump(c);

@@ -84,6 +84,8 @@ void px_origin_ready(al_watch *w, uint32_t ev)
 
   if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
     c->o_rd = true;
+  if (ev & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+    c->o_hup = true;
   if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
     c->o_wr = true;
   if (c->st == ST_CONNECT) {
@@ -94,7 +96,7 @@ void px_origin_ready(al_watch *w, uint32_t ev)
     if (getsockopt(c->ow.fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr != 0) {
       close(c->ow.fd);
       c->ow.fd = -1;
-      c->o_rd = c->o_wr = false;
+      c->o_rd = c->o_wr = c->o_hup = false;
       c->addr_i++;
       conn_connect_next(c);
       return;

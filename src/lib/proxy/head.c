@@ -130,9 +130,14 @@ static void conn_decide(al_proxy_conn *c, const al_http_request *req)
 static int read_client(al_proxy_conn *c, bool head)
 {
   while (c->buf_len < c->buf_cap) {
-    ssize_t n = recv(c->cw.fd, c->buf + c->buf_len, c->buf_cap - c->buf_len, 0);
+    size_t asked = c->buf_cap - c->buf_len;
+    ssize_t n = recv(c->cw.fd, c->buf + c->buf_len, asked, 0);
     if (n > 0) {
       c->buf_len += (size_t)n;
+      if (px_read_dry(asked, n, c->c_hup)) {
+        c->c_rd = false; /* the next byte brings an event */
+        return 1;
+      }
       /* a whole head: decide now; c_rd stays set, so whatever follows is
        * read later (SNI, relay) without waiting for another edge */
       if (head && memmem(c->buf, c->buf_len, "\r\n\r\n", 4))

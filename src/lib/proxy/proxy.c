@@ -281,6 +281,7 @@ static int worker_loop(al_proxy *px, al_error *err)
     int n = al_loop_once(&px->loop, -1);
     if (n < 0)
       return al_make_error(err, -n, "epoll_wait");
+    px_audit_flush(px); /* the lines deferred in this batch, before we wait again */
     px_bury(px);
     /* worker 0 is the only thread until then, so the count is its own */
     if (px->idx == 0 && sh->n_wanted > sh->n_workers && sh->cnt.conns_total > 0 &&
@@ -314,6 +315,7 @@ static void worker_fini(al_proxy *px, const char *why)
     px_policy_destroy(pol);
   }
   px_bury(px);
+  px_audit_flush(px); /* the close lines of the connections ended above */
   free(px->runs);
   px->runs = NULL;
   px->n_runs = 0;

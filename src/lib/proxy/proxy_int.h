@@ -158,9 +158,10 @@ typedef struct al_proxy_wrun {
 typedef struct al_proxy_shared {
   const al_proxy_config *cfg;
   pthread_mutex_t stat_mu; /* the counters below and in runs[], the reload fields */
-  pthread_mutex_t log_mu;  /* the log (held across its write(2)) */
+  pthread_mutex_t log_mu;  /* the log (held across its write(2)s) */
   al_proxy_counters cnt;
-  al_auditlog log; /* the capped decision log (auditlog.h) */
+  al_auditlog log;         /* the capped decision log (auditlog.h), under log_mu */
+  atomic_bool log_pending; /* it holds deferred lines: flush at the end of a batch */
   al_proxy_run *runs;
   size_t n_runs;
   _Atomic uint32_t n_conns, n_drain;
@@ -202,6 +203,9 @@ typedef struct al_proxy_conn {
   struct al_proxy_conn *prev, *next; /* live list, or graveyard (next only) */
   enum conn_state st;
   bool c_rd, c_wr, o_rd, o_wr; /* edge-triggered readiness we have not used up */
+  /* the side reported EPOLLRDHUP, EPOLLHUP or EPOLLERR: read it to EOF or
+   * EAGAIN, a short read does not mean it is dry (see px_read_dry) */
+  bool c_hup, o_hup;
   bool dns_pending, opened, cut, slot_released;
   uint64_t t_start, deadline, last_io;
   char client[64];
@@ -259,6 +263,9 @@ int px_admin_open(al_proxy *px, const char *path, al_error *err);
 /* stats.c */
 void px_audit_conn(al_proxy_conn *c, const char *event, const char *decision);
 void px_audit_write(al_proxy *px, json_t *j);
+/* Write the log's deferred lines (auditlog.h, Batching), if there are any:
+ * each worker calls it at the end of every batch of events. */
+void px_audit_flush(al_proxy *px);
 json_t *px_counters_json(const al_proxy_counters *k);
 char *px_escape_raw(const char *s, size_t full_len);
 void px_stat_allowed(al_proxy_run *run, al_proxy_shared *sh);
@@ -284,6 +291,17 @@ void px_conn_sni(al_proxy_conn *c);
 /* dial.c */
 void px_conn_resolve(al_proxy_conn *c);
 void px_origin_ready(al_watch *w, uint32_t ev);
+
+/* A recv(2) that asked for `asked` bytes got n > 0: whether the socket is
+ * now dry, so that the edge-triggered readiness is used up without another
+ * recv that would only say EAGAIN. epoll(7): for a stream socket, a read
+ * that returns less than asked has exhausted the input. Not when the side
+ * already reported a hang-up (its EOF may have come with the data, and no
+ * new edge would tell us). */
+static inline bool px_read_dry(size_t asked, ssize_t n, bool hup)
+{
+  return (size_t)n < asked && !hup;
+}
 
 /* relay.c */
 int px_dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_rd, bool *dst_wr,

@@ -18,8 +18,9 @@ static int dir_make_pipe(relay_dir *d)
  * read made and the bytes added under the run's budget lock, so workers
  * reading for the same run never spend more than the budget between them.
  * Returns the bytes read, 0 at EOF, -errno, or -EAGAIN also when the cap
- * is 0 (nothing may be read now). */
-static ssize_t dir_fill(al_proxy_conn *c, relay_dir *d, int src, bool up)
+ * is 0 (nothing may be read now); *dry: a copied read came back short, so
+ * src has nothing more now (px_read_dry). */
+static ssize_t dir_fill(al_proxy_conn *c, relay_dir *d, int src, bool up, bool *dry)
 {
   bool locked = up && px_budget_begin(c);
   ssize_t n;
@@ -57,6 +58,7 @@ static ssize_t dir_fill(al_proxy_conn *c, relay_dir *d, int src, bool up)
       d->pend_len = (size_t)n;
       if ((size_t)n == want && !d->copy)
         d->bulk = true; /* more is coming fast: splice from now on */
+      *dry = px_read_dry(want, n, up ? c->c_hup : c->o_hup);
     }
   }
   if (n > 0 && up && c->plain)
@@ -119,7 +121,10 @@ int px_dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_rd, 
     }
     /* 3. src -> pipe, only into an empty pipe: then EAGAIN means src is dry */
     if (d->in_pipe == 0 && !d->pend && !d->src_eof && *src_rd) {
-      ssize_t n = dir_fill(c, d, src, up);
+      bool dry = false;
+      ssize_t n = dir_fill(c, d, src, up, &dry);
+      if (dry)
+        *src_rd = false; /* the next byte brings an event */
       if (n == 0) {
         d->src_eof = true;
       } else if (n == -EAGAIN) {

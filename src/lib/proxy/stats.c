@@ -95,38 +95,176 @@ void px_audit_write(al_proxy *px, json_t *j)
     json_decref(j);
     return;
   }
-  pthread_mutex_lock(&px->sh->log_mu);
-  al_auditlog_write(&px->sh->log, j); /* redacted, capped, never silently lost */
-  pthread_mutex_unlock(&px->sh->log_mu);
+  al_proxy_shared *sh = px->sh;
+  pthread_mutex_lock(&sh->log_mu);
+  al_auditlog_write(&sh->log, j); /* redacted, capped, never silently lost */
+  atomic_store(&sh->log_pending, al_auditlog_pending(&sh->log));
+  pthread_mutex_unlock(&sh->log_mu);
+}
+
+void px_audit_flush(al_proxy *px)
+{
+  al_proxy_shared *sh = px->sh;
+  if (!atomic_load(&sh->log_pending))
+    return;
+  pthread_mutex_lock(&sh->log_mu);
+  al_auditlog_flush(&sh->log);
+  atomic_store(&sh->log_pending, false);
+  pthread_mutex_unlock(&sh->log_mu);
+}
+
+/* The time as al_time_iso_ms() writes it (RFC 3339, UTC, milliseconds),
+ * with the part up to the seconds formatted once a second per thread. */
+static void time_iso_ms(char out[32])
+{
+  static _Thread_local time_t sec = (time_t)-1;
+  static _Thread_local char prefix[24];
+  static _Thread_local size_t prefix_len;
+  struct timespec ts;
+
+  clock_gettime(CLOCK_REALTIME, &ts);
+  if (ts.tv_sec != sec) {
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    prefix_len = strftime(prefix, sizeof prefix, "%Y-%m-%dT%H:%M:%S", &tm);
+    sec = ts.tv_sec;
+  }
+  memcpy(out, prefix, prefix_len);
+  unsigned ms = (unsigned)(ts.tv_nsec / 1000000);
+  char *o = out + prefix_len;
+  *o++ = '.';
+  *o++ = (char)('0' + ms / 100);
+  *o++ = (char)('0' + ms / 10 % 10);
+  *o++ = (char)('0' + ms % 10);
+  *o++ = 'Z';
+  *o = '\0';
 }
 
 json_t *px_time_json(void)
 {
   char b[32];
-  al_time_iso_ms(b);
+  time_iso_ms(b);
   return json_string(b);
 }
 
+/* ---- one decision line, serialised directly (no JSON objects) ---- */
+
+/* A growing line: starts in the caller's stack buffer. */
+typedef struct line_buf {
+  char *p;
+  size_t len, cap;
+  bool heap;
+} line_buf;
+
+static void lb_reserve(line_buf *b, size_t more)
+{
+  if (b->len + more + 1 <= b->cap)
+    return;
+  size_t cap = (b->len + more + 1) * 2;
+  if (b->heap) {
+    b->p = al_xrealloc(b->p, cap);
+  } else {
+    char *h = al_xmalloc(cap);
+    memcpy(h, b->p, b->len);
+    b->p = h;
+    b->heap = true;
+  }
+  b->cap = cap;
+}
+
+static void lb_raw(line_buf *b, const char *s, size_t n)
+{
+  lb_reserve(b, n);
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+/* A JSON string, or null for NULL (auditlog.h al_auditlog_json_string). */
+static void lb_str(line_buf *b, const char *s)
+{
+  if (!s) {
+    lb_raw(b, "null", 4);
+    return;
+  }
+  size_t n = strlen(s);
+  lb_reserve(b, n * 6 + 2);
+  b->len += al_auditlog_json_string(b->p + b->len, s, n);
+}
+
+static void lb_u64(line_buf *b, uint64_t v)
+{
+  char d[24];
+  int n = snprintf(d, sizeof d, "%llu", (unsigned long long)v);
+  lb_raw(b, d, (size_t)n);
+}
+
+#define LB_KEY(b, k) lb_raw((b), (k), sizeof(k) - 1)
+
 /* One audit line. event: "open" (a tunnel was allowed and starts),
- * "close" (an allowed tunnel ended), "deny" (refused or cut). */
+ * "close" (an allowed tunnel ended), "deny" (refused or cut). The fields
+ * and their order are those of docs/run-record.md, "Decisions" (as the
+ * jansson object it replaces wrote them). "close" is deferred
+ * (auditlog.h, Batching): the tunnel is over, nobody waits on the line;
+ * every other event is written before the client hears of it. */
 void px_audit_conn(al_proxy_conn *c, const char *event, const char *decision)
 {
-  json_t *j = json_object();
-  json_object_set_new(j, "time", px_time_json());
-  json_object_set_new(j, "event", json_string(event));
-  json_object_set_new(j, "run", json_string(c->run->run_id));
-  json_object_set_new(j, "client", json_string(c->client));
-  json_object_set_new(j, "target", c->target ? json_string(c->target) : json_null());
-  json_object_set_new(j, "host", c->host.name[0] ? json_string(c->host.name) : json_null());
-  json_object_set_new(j, "port", c->port ? json_integer(c->port) : json_null());
-  json_object_set_new(j, "address", c->dialled[0] ? json_string(c->dialled) : json_null());
-  json_object_set_new(j, "sni", c->sni[0] ? json_string(c->sni) : json_null());
-  json_object_set_new(j, "decision", json_string(decision));
-  json_object_set_new(j, "reason", c->reason ? json_string(c->reason) : json_null());
-  if (c->detail)
-    json_object_set_new(j, "detail", json_string(c->detail));
-  json_object_set_new(j, "bytes_up", json_integer((json_int_t)c->up.bytes));
-  json_object_set_new(j, "bytes_down", json_integer((json_int_t)c->down.bytes));
-  json_object_set_new(j, "duration_ms", json_integer((json_int_t)(al_now_ms() - c->t_start)));
-  px_audit_write(c->px, j);
+  if (c->px->cfg->audit_fd < 0)
+    return;
+  char stack[1024], t[32];
+  line_buf b = {.p = stack, .cap = sizeof stack};
+  const char *host = c->host.name[0] ? c->host.name : NULL;
+
+  time_iso_ms(t);
+  stack[0] = '\0';
+  LB_KEY(&b, "{\"time\":");
+  lb_str(&b, t);
+  LB_KEY(&b, ",\"event\":");
+  lb_str(&b, event);
+  LB_KEY(&b, ",\"run\":");
+  lb_str(&b, c->run->run_id);
+  LB_KEY(&b, ",\"client\":");
+  lb_str(&b, c->client);
+  LB_KEY(&b, ",\"target\":");
+  lb_str(&b, c->target);
+  LB_KEY(&b, ",\"host\":");
+  lb_str(&b, host);
+  LB_KEY(&b, ",\"port\":");
+  if (c->port)
+    lb_u64(&b, c->port);
+  else
+    LB_KEY(&b, "null");
+  LB_KEY(&b, ",\"address\":");
+  lb_str(&b, c->dialled[0] ? c->dialled : NULL);
+  LB_KEY(&b, ",\"sni\":");
+  lb_str(&b, c->sni[0] ? c->sni : NULL);
+  LB_KEY(&b, ",\"decision\":");
+  lb_str(&b, decision);
+  LB_KEY(&b, ",\"reason\":");
+  lb_str(&b, c->reason);
+  if (c->detail) {
+    LB_KEY(&b, ",\"detail\":");
+    lb_str(&b, c->detail);
+  }
+  LB_KEY(&b, ",\"bytes_up\":");
+  lb_u64(&b, c->up.bytes);
+  LB_KEY(&b, ",\"bytes_down\":");
+  lb_u64(&b, c->down.bytes);
+  LB_KEY(&b, ",\"duration_ms\":");
+  lb_u64(&b, al_now_ms() - c->t_start);
+  LB_KEY(&b, "}");
+
+  al_auditlog_key k = {.event = event,
+                       .run = c->run->run_id,
+                       .host = host,
+                       .reason = c->reason,
+                       .time = t,
+                       .port = c->port};
+  al_proxy_shared *sh = c->px->sh;
+  pthread_mutex_lock(&sh->log_mu);
+  al_auditlog_write_line(&sh->log, b.p, &k, strcmp(event, "close") == 0);
+  atomic_store(&sh->log_pending, al_auditlog_pending(&sh->log));
+  pthread_mutex_unlock(&sh->log_mu);
+  if (b.heap)
+    free(b.p);
 }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The core binary's start-up cost (issue #19, bench/README.md "The levers"):
-# `airlock` (run, the sandbox, the proxy) must not load libcrypto, c-ares
-# nor libfyaml at exec (each is opened on first use: common/lazycrypto.c,
+# `airlock` (run, the sandbox, the proxy) must not load libcrypto, c-ares,
+# libfyaml nor jansson at exec (each is opened on first use: common/lazycrypto.c,
 # common/lazylib.h), libseccomp (its filter is compiled at build time:
 # sandbox/seccomp_gen.c), libcap (sandbox/confine.c calls capset(2)), nor
 # libcurl/libssl (airlock-net). Read from the ELF's DT_NEEDED entries and
@@ -19,7 +19,7 @@ like "control: airlock links libc" "$core" "libc\.so"
 for lib in libcrypto libcurl; do
   check "control: the same check sees $lib in airlock-net" grep -q "^$lib\.so" <<<"$net"
 done
-for lib in libcrypto libssl libseccomp libcurl libcap libcares libfyaml; do
+for lib in libcrypto libssl libseccomp libcurl libcap libcares libfyaml libjansson; do
   check_not "airlock does not link $lib" grep -q "^$lib\.so" <<<"$core"
 done
 # `airlock run -- true` under the built-in default policy opens none of the
@@ -31,7 +31,7 @@ if is_asan_build; then
 else
   LD_DEBUG=files "$AIRLOCK" run -q -- true 2>"$T_TMP/ld.default" || true
   like "control: the loader's log names what it opens" "$(cat "$T_TMP/ld.default")" "file=libc\.so\.6"
-  for lib in libfyaml libcares libcrypto; do
+  for lib in libfyaml libcares libcrypto libjansson; do
     check_not "airlock run -- true (default policy) does not open $lib" \
       grep -q "file=$lib\.so" "$T_TMP/ld.default"
   done
@@ -41,6 +41,11 @@ else
     check "control: with a policy file and a network policy, $lib is opened on first use" \
       grep -q "file=$lib\.so" "$T_TMP/ld.net"
   done
+  # and the canonical form (JSON) of `airlock policy check` opens jansson
+  printf 'version: 1\n' >"$T_TMP/v1.yaml"
+  LD_DEBUG=files "$AIRLOCK" policy check "$T_TMP/v1.yaml" >/dev/null 2>"$T_TMP/ld.check" || true
+  check "control: airlock policy check opens libjansson on first use" \
+    grep -q "file=libjansson\.so" "$T_TMP/ld.check"
 fi
 # and the lazily loaded SHA-256 works: the policy hash of a known text
 printf 'version: 1\n' >"$T_TMP/p.yaml"

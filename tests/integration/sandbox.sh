@@ -210,6 +210,20 @@ suite() {
   # hostname and network interfaces
   out=$(in_sb exists /proc/self >/dev/null; "${PRE[@]}" "$AIRLOCK" run -q -p "$POL" -- sh -c 'cat /proc/sys/kernel/hostname; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d " "')
   is "[$MODE] hostname airlock and only lo" "$(echo $out)" "airlock lo"
+  # the network namespace is made beside the root by a helper (sandbox/
+  # netns.c) and joined by init: the command's is a new one, not the host's;
+  # control: the same reading twice on the host gives the same namespace
+  host_net=$(readlink /proc/self/ns/net)
+  is "[$MODE] control: the host's network namespace reads the same twice" "$(readlink /proc/self/ns/net)" "$host_net"
+  sb_net=$("${PRE[@]}" "$AIRLOCK" run -q -p "$POL" -- readlink /proc/self/ns/net 2>&1)
+  like "[$MODE] the command's network namespace is a namespace" "$sb_net" "^net:\[[0-9]+\]$"
+  check_not "[$MODE] the command's network namespace is not the host's" test "$sb_net" = "$host_net"
+  # and the helper that made it is gone before the command starts (pid 1
+  # is init, the helper was pid 2: only 1 and the command are left)
+  out=$("${PRE[@]}" "$AIRLOCK" run -q -p "$POL" -- sh -c 'set -- /proc/[0-9]*; echo $#')
+  is "[$MODE] init and the command are the only processes (the netns helper was reaped)" "$out" "2"
+  out=$("${PRE[@]}" "$AIRLOCK" run -q -p "$POL" -- sh -c 'sleep 5 & set -- /proc/[0-9]*; echo $#; kill $!')
+  is "[$MODE] control: the same count sees a third process" "$out" "3"
   out=$("${PRE[@]}" env -u TERM FOO=bar "$AIRLOCK" run -q -p "$POL" -- /usr/bin/env | cut -d= -f1 | sort | tr "\n" " ")
   is "[$MODE] environment cleared to the documented set" "$out" "HOME LANG LOGNAME PATH TMPDIR USER "
   out=$("${PRE[@]}" env TERM=xterm-test "$AIRLOCK" run -q -p "$POL" --env A_B=c -- /usr/bin/env | sort | tr "\n" " ")

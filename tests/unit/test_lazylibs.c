@@ -5,8 +5,10 @@
  *   form and hash); control: a file that changes one default differs;
  * - building it loads no YAML parser; control: parsing a file does load
  *   libfyaml, and the same check (dlopen RTLD_NOLOAD) then sees it;
+ * - jansson likewise: not loaded by the default policy, loaded by the
+ *   first JSON call (the canonical form), through common/lazyjansson.c;
  * - c-ares is loaded by its first call, not before (same check).
- * This test binary links neither library (meson.build: headers only). */
+ * This test binary links none of them (meson.build: headers only). */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,18 +44,21 @@ static al_policy *parse(const char *text)
 static void test_default_is_data(void **state)
 {
   (void)state;
-  /* runs first: nothing in this process has touched libfyaml yet */
+  /* runs first: nothing in this process has touched libfyaml or jansson */
   assert_false(loaded(AL_FYAML_SONAME));
+  assert_false(loaded("libjansson.so.4"));
   al_policy *def = NULL;
   al_error err = {0};
   assert_int_equal(al_policy_default(&def, &err), 0);
   assert_false(loaded(AL_FYAML_SONAME));
+  assert_false(loaded("libjansson.so.4"));
   assert_string_equal(def->source, "<default>");
   assert_false(def->network.present);
 
   al_policy *file = parse("version: 1\n");
   assert_true(loaded(AL_FYAML_SONAME)); /* control: the check sees a loaded library */
   char *a = al_policy_canonical(def), *b = al_policy_canonical(file);
+  assert_true(loaded("libjansson.so.4")); /* the first JSON call loaded it */
   assert_string_equal(a, b);
   assert_string_equal(al_policy_sha256(def), al_policy_sha256(file));
   /* the fields the sandbox reads, one by one (not all are in the hash) */

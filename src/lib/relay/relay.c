@@ -203,7 +203,7 @@ static void handle(struct call *c)
     rl_answer(c, st, "refused", true, "malformed request head");
     goto out;
   }
-  if (!rq.target || rq.target[0] != '/') {
+  if (!rq.method || !rq.target || rq.target[0] != '/') { /* read_head sets both when it returns 0 */
     rl_answer(c, 400, "refused", true, "only origin-form targets (/path) are relayed");
     goto out;
   }

@@ -82,6 +82,17 @@ void sb_apply_landlock(int sync_fd, int abi);
 void sb_seccomp_load(int sync_fd);
 void sb_loopback_up(int sync_fd);
 
+/* sandbox.c: send the listening sockets to the supervisor (MSG_LISTENERS). */
+void sb_send_listeners(int sync_fd, const int *fds, size_t n);
+
+/* netns.c: the network namespace, made by a helper (pid 2) while init
+ * builds the root. sb_netns_start forks it (it brings lo up and sends the
+ * listeners to the supervisor) and returns init's end of their socket;
+ * sb_netns_join waits for it, joins its namespace, reaps it and checks the
+ * namespace is owned by the sandbox's user namespace. Both die on failure. */
+int sb_netns_start(int sync_fd, const al_sandbox_opts *o, pid_t *helper);
+void sb_netns_join(int sync_fd, int sock, pid_t helper);
+
 /* cgroup.c: supervisor side. */
 struct sb_cgroup {
   const char *kind; /* "v2", "v1", "none" */

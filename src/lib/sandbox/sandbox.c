@@ -4,13 +4,15 @@
  *
  * Supervisor                                 child (pid 1 in the new pid ns)
  *   socketpair(SEQPACKET) ───────────────────  sync
- *   clone(NEWUSER|NEWNS|NEWPID|NEWNET|NEWIPC|NEWUTS)
+ *   clone(NEWUSER|NEWNS|NEWPID|NEWIPC|NEWUTS)
  *   uid_map / setgroups / gid_map
  *   cgroup: create, move child in
- *   MSG_GO ─────────────────────────────────►  PDEATHSIG, unshare(NEWCGROUP)
- *                                              rootfs, lo, hostname, listeners
- *   ◄──────────────────── MSG_LISTENERS(fds)   drop privileges, Landlock, seccomp
- *                                              fork ─► command: exec
+ *   MSG_GO ─────────────────────────────────►  hostname; helper: NEWNET, lo,
+ *   ◄───────────── MSG_LISTENERS(fds) (helper)   listeners (netns.c)
+ *                                              rootfs; join the helper's netns
+ *   MSG_CGROUP(fds) ────────────────────────►  join the cgroup, NEWCGROUP
+ *                                              drop privileges, Landlock, seccomp
+ *                                              vfork ─► command: exec
  *   ◄──────────────────── MSG_READY | ERROR    reap, forward signals
  *   ◄──────────────────── MSG_EXIT(wstatus)    exit
  */
@@ -102,6 +104,8 @@ static int send_fds_msg(int sock, const struct sb_msg *msg, const int *fds, size
     mh.msg_control = u.buf;
     mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
     struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    if (!c || n > AL_SANDBOX_MAX_LISTENERS)
+      return -EINVAL;
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int) * n);
@@ -110,7 +114,7 @@ static int send_fds_msg(int sock, const struct sb_msg *msg, const int *fds, size
   return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-static void send_fds(int sync_fd, const int *fds, size_t n)
+void sb_send_listeners(int sync_fd, const int *fds, size_t n)
 {
   struct sb_msg m = {.type = MSG_LISTENERS, .status = (int32_t)n};
   int r = send_fds_msg(sync_fd, &m, fds, n);
@@ -154,8 +158,8 @@ static void exec_command(struct child_args *a, int status_fd)
    * not in init, so airlock's own init is not constrained by it). */
   if (a->rlimit_data)
     set_rlimit(status_fd, RLIMIT_DATA, a->opts->policy->process.limits.memory, "DATA");
-  environ = a->envp;
-  execvp(a->argv[0], a->argv);
+  /* execvpe, not `environ = envp`: under vfork the memory is pid 1's */
+  execvpe(a->argv[0], a->argv, a->envp);
   int e = errno;
   int st = (e == ENOENT || e == ENOTDIR) ? AL_EXIT_NOTFOUND : AL_EXIT_NOEXEC;
   sb_die(status_fd, st, e, "exec `%s`", a->argv[0]);
@@ -223,9 +227,18 @@ static void run_init(struct child_args *a)
   int pfd[2];
   if (pipe2(pfd, O_CLOEXEC) < 0)
     sb_die(sync_fd, 125, errno, "init: pipe");
-  pid_t child = fork();
+  /* vfork(2): the command's process borrows pid 1's memory until its exec
+   * (or _exit) instead of copying pid 1's page tables and faulting in a
+   * copy of every page either side writes; pid 1 waits meanwhile, which it
+   * would do anyway (the pipe below). exec_command touches nothing of the
+   * shared memory but its own stack: signal dispositions, the signal mask,
+   * descriptors and rlimits are its own (no CLONE_SIGHAND, CLONE_FILES or
+   * CLONE_THREAD), and the environment goes to execvpe. This is the
+   * pattern of posix_spawn(3), which cannot set RLIMIT_DATA for us. */
+  // NOLINTNEXTLINE(clang-analyzer-security.insecureAPI.vfork): see above
+  pid_t child = vfork();
   if (child < 0)
-    sb_die(sync_fd, 125, errno, "init: fork the command");
+    sb_die(sync_fd, 125, errno, "init: start the command");
   if (child == 0) {
     close(pfd[0]);
     exec_command(a, pfd[1]);
@@ -331,30 +344,15 @@ static int child_main(struct child_args *a)
 
   if (sethostname("airlock", 7) < 0 || setdomainname("airlock", 7) < 0)
     sb_die(sync_fd, 125, errno, "set hostname");
-  sb_loopback_up(sync_fd);
-
-  int lfds[AL_SANDBOX_MAX_LISTENERS];
-  for (size_t i = 0; i < a->opts->n_listen; i++) {
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0)
-      sb_die(sync_fd, 125, errno, "listener socket");
-    int one = 1;
-    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(a->opts->listen_ports[i])};
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(s, (struct sockaddr *)&sin, sizeof sin) < 0)
-      sb_die(sync_fd, 125, errno, "bind 127.0.0.1:%u in the sandbox", a->opts->listen_ports[i]);
-    if (listen(s, 4096) < 0)
-      sb_die(sync_fd, 125, errno, "listen 127.0.0.1:%u", a->opts->listen_ports[i]);
-    lfds[i] = s;
-  }
-  send_fds(sync_fd, lfds, a->opts->n_listen);
-  for (size_t i = 0; i < a->opts->n_listen; i++)
-    close(lfds[i]);
+  /* The network namespace (lo, the listeners) is made by a helper while we
+   * build the root, and joined after it (netns.c). */
+  pid_t net_helper = -1;
+  int net_sock = sb_netns_start(sync_fd, a->opts, &net_helper);
 
   sb_setup_rootfs(sync_fd, pol, a->opts->extra_ro_paths, a->opts->files, a->opts->n_files,
                   pol->process.user);
   a->t[SB_T_ROOTFS] = al_now_ns();
+  sb_netns_join(sync_fd, net_sock, net_helper);
 
   /* Meanwhile the supervisor made our cgroup (v2: and put us in it; v1:
    * we join it ourselves, see sb_cgroup_create); wait for it. */
@@ -643,8 +641,8 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
   fflush(NULL);
   sb->t_clone_ns = al_now_ns();
   pid_t pid = (pid_t)syscall(SYS_clone,
-                             CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
-                                 CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
+                             CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+                                 CLONE_NEWUTS | SIGCHLD, /* CLONE_NEWNET: netns.c */
                              NULL, NULL, NULL, NULL);
   if (pid == 0) {
     close(sp[0]);

@@ -9,9 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
+#include <sys/pidfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
@@ -420,5 +423,30 @@ int al_parse_duration_ms(const char *s, uint64_t *out, const char **why)
     p += bestlen;
   }
   *out = total;
+  return 0;
+}
+
+int al_wait_exited(pid_t pid, int timeout_ms)
+{
+  int pfd = pidfd_open(pid, 0);
+  if (pfd >= 0) {
+    uint64_t end = al_now_ms() + (uint64_t)timeout_ms;
+    int r;
+    for (;;) {
+      uint64_t now = al_now_ms();
+      struct pollfd p = {.fd = pfd, .events = POLLIN};
+      r = poll(&p, 1, now >= end ? 0 : (int)(end - now));
+      if (r >= 0 || errno != EINTR)
+        break;
+    }
+    close(pfd);
+    return r > 0 ? 1 : 0;
+  }
+  for (int i = 0; i < timeout_ms; i++) {
+    siginfo_t si = {0};
+    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == pid)
+      return 1;
+    usleep(1000);
+  }
   return 0;
 }

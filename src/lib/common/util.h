@@ -51,6 +51,14 @@ bool al_http_header_number(const char *line, size_t n, const char *name, long lo
 /* Value of a hex digit (either case), or -1. */
 int al_hex_digit(char c);
 
+/* Wait up to timeout_ms for pid (a child of the caller) to exit, by event:
+ * a pidfd (pidfd_open(2)) is readable once the process has exited, so a
+ * child that stops at once is seen at once, not at the next tick of a poll
+ * interval. Returns 1 once it has exited (it is not reaped: the caller
+ * waits for it), 0 at the timeout. Without pidfds (ENOSYS before Linux
+ * 5.3) it falls back to waitid(WNOWAIT) every millisecond. */
+int al_wait_exited(pid_t pid, int timeout_ms);
+
 /* Monotonic clock in milliseconds / nanoseconds. */
 uint64_t al_now_ms(void);
 

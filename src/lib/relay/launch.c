@@ -308,12 +308,7 @@ void al_relay_stop(al_relay_proc *rp)
     if (pid > 0) {
       /* let calls in flight log their line; then the sandbox is killed */
       kill(pid, SIGTERM);
-      for (int i = 0; i < 40; i++) {
-        siginfo_t si = {0};
-        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == pid)
-          break;
-        usleep(5000);
-      }
+      (void)al_wait_exited(pid, 200);
     }
     al_sandbox_destroy(rp->sb);
   }

@@ -2,13 +2,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -95,37 +93,6 @@ pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit
   return pid;
 }
 
-/* Wait up to timeout_ms for pid (our child) to exit, by event: a pidfd
- * (pidfd_open(2)) is readable once the process has exited, so an idle
- * proxy that stops at once is reaped at once, not at the next tick of a
- * poll interval. Returns 1 once it has exited (not yet reaped), 0 at the
- * timeout. Without pidfds (ENOSYS before Linux 5.3) it falls back to
- * waitid(WNOWAIT) every millisecond. */
-static int wait_exited(pid_t pid, int timeout_ms)
-{
-  int pfd = pidfd_open(pid, 0);
-  if (pfd >= 0) {
-    uint64_t end = al_now_ms() + (uint64_t)timeout_ms;
-    int r;
-    for (;;) {
-      uint64_t now = al_now_ms();
-      struct pollfd p = {.fd = pfd, .events = POLLIN};
-      r = poll(&p, 1, now >= end ? 0 : (int)(end - now));
-      if (r >= 0 || errno != EINTR)
-        break;
-    }
-    close(pfd);
-    return r > 0 ? 1 : 0;
-  }
-  for (int i = 0; i < timeout_ms; i++) {
-    siginfo_t si = {0};
-    if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == pid)
-      return 1;
-    usleep(1000);
-  }
-  return 0;
-}
-
 void al_run_stop_proxy(pid_t pid)
 {
   if (pid <= 0)
@@ -134,7 +101,7 @@ void al_run_stop_proxy(pid_t pid)
    * the summary with write(2) (nothing is buffered) and exits. A second
    * is its budget, then SIGKILL. */
   kill(pid, SIGTERM);
-  if (!wait_exited(pid, 1000))
+  if (!al_wait_exited(pid, 1000))
     kill(pid, SIGKILL);
   while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
     ;

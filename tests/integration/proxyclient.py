@@ -258,6 +258,79 @@ def hold(port, target):
     s.close()
 
 
+def fin(port, target, half):
+    """Through a tunnel: GET /index.html with Connection: close (and with
+    `half`, our FIN right behind the request), then read to EOF (10 s at
+    most). Prints the status line, whether the body arrived, and "eof" or
+    "timeout" (issue #19: a short read after a FIN, bytes sent with the FIN)."""
+    s, head = tunnel(port, target)
+    if not status_of(head).startswith("200"):
+        print("connect " + status_of(head))
+        return
+    s.sendall(b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    if half:
+        s.shutdown(socket.SHUT_WR)
+    s.settimeout(10)
+    got, end = b"", "eof"
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+    except (socket.timeout, ConnectionResetError):
+        end = "timeout"
+    line = got.split(b"\r\n", 1)[0].decode(errors="replace")
+    print(line, "body" if got.endswith(b"hello-plain\n") else "no-body", end)
+
+
+def eager(port, target):
+    """CONNECT, the payload and our FIN at once, without waiting for the
+    200; print what came after the 200 head, or "timeout" (10 s)."""
+    s = socket.create_connection((HOST, port))
+    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\nhello" % (target, target)).encode())
+    s.shutdown(socket.SHUT_WR)
+    s.settimeout(10)
+    got = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+    except (socket.timeout, ConnectionResetError):
+        print("timeout")
+        return
+    head, _, body = got.partition(b"\r\n\r\n")
+    print(status_of(head + b"\r\n\r\n"), body.decode(errors="replace").strip())
+
+
+def eof_origin(portfile):
+    """An origin that reads each connection to EOF, then answers "got N"
+    (the bytes it read) and closes: it answers only once the client's FIN
+    came through the tunnel."""
+    ls = socket.socket()
+    ls.bind((HOST, 0))
+    ls.listen(64)
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(ls.getsockname()[1]))
+    os.rename(portfile + ".tmp", portfile)
+    while True:
+        c, _ = ls.accept()
+        c.settimeout(30)
+        n = 0
+        try:
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                n += len(d)
+            c.sendall(b"got %d\n" % n)
+        except OSError:
+            pass
+        c.close()
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "raw":
@@ -266,6 +339,12 @@ def main():
         tls(int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5])
     elif cmd == "slow":
         slow(int(sys.argv[2]))
+    elif cmd == "fin":
+        fin(int(sys.argv[2]), sys.argv[3], len(sys.argv) > 4 and sys.argv[4] == "half")
+    elif cmd == "eager":
+        eager(int(sys.argv[2]), sys.argv[3])
+    elif cmd == "eof-origin":
+        eof_origin(sys.argv[2])
     elif cmd == "hold":
         hold(int(sys.argv[2]), sys.argv[3])
     elif cmd == "flood":

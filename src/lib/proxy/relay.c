@@ -58,7 +58,16 @@ static ssize_t dir_fill(al_proxy_conn *c, relay_dir *d, int src, bool up, bool *
       d->pend_len = (size_t)n;
       if ((size_t)n == want && !d->copy)
         d->bulk = true; /* more is coming fast: splice from now on */
-      *dry = px_read_dry(want, n, up ? c->c_hup : c->o_hup);
+      bool hup = up ? c->c_hup : c->o_hup;
+      *dry = px_read_dry(want, n, hup);
+      /* A short read after the side's FIN: nothing but the EOF can be
+       * left. Take it now, before these bytes go out, so that they leave
+       * with MSG_MORE and the FIN that px_relay's shutdown(2) or close(2)
+       * sends rides on their segment (tcp(7); one segment and one ACK
+       * fewer). MSG_PEEK: if bytes were there after all, they stay. */
+      char b;
+      if ((size_t)n < want && hup && recv(src, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+        d->src_eof = true;
     }
   }
   if (n > 0 && up && c->plain)
@@ -81,7 +90,9 @@ int px_dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_rd, 
     progress = false;
     /* 1. the userspace queue */
     while (d->pend && d->pend_off < d->pend_len && *dst_wr) {
-      ssize_t n = send(dst, d->pend + d->pend_off, d->pend_len - d->pend_off, MSG_NOSIGNAL);
+      /* the last bytes before an EOF already read: held for the FIN */
+      int more = d->src_eof ? MSG_MORE : 0;
+      ssize_t n = send(dst, d->pend + d->pend_off, d->pend_len - d->pend_off, MSG_NOSIGNAL | more);
       if (n < 0) {
         if (errno == EINTR)
           continue;

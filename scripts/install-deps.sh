@@ -6,7 +6,7 @@ SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 PKGS="gcc make meson ninja-build pkg-config git curl openssl python3 ca-certificates
   iproute2 util-linux procps passwd
-  libseccomp-dev libcap-dev libfyaml-dev libjansson-dev libcurl4-openssl-dev
+  libseccomp-dev libfyaml-dev libjansson-dev libcurl4-openssl-dev
   libc-ares-dev libmicrohttpd-dev libcmocka-dev libjwt-dev libssl-dev libsqlite3-dev
   clang libclang-rt-14-dev bubblewrap python3-jsonschema libkeyutils-dev keyutils
   man-db groff-base"

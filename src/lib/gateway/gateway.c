@@ -186,12 +186,9 @@ static int upstream_ctx(al_gw_server *s, const char *ca_file, al_error *err)
   return 0;
 }
 
-#define MAX_SOURCES 4
-
-/* One packet from p (a source of hand-off packets). Returns 0 to go on, 1
- * when that source is done (EOF or a socket error), 2 when it gave a new
- * source (*src), only accepted on the supervisor's socketpair. */
-static int serve_one(al_gw_server *s, int fd, bool may_adopt, int *src, char *early)
+/* One packet from fd (the supervisor's socketpair). Returns 0 to go on, 1
+ * when the proxy is done (EOF or a socket error). */
+static int serve_one(al_gw_server *s, int fd, char *early)
 {
   al_handoff_msg m;
   int cfd, ufd;
@@ -199,15 +196,6 @@ static int serve_one(al_gw_server *s, int fd, bool may_adopt, int *src, char *ea
   int r = al_handoff_recv(fd, &m, early, &cfd, &ufd, &e);
   if (r == 0)
     return 1;
-  if (r == 2) {
-    if (may_adopt) {
-      *src = cfd;
-      return 2;
-    }
-    close(cfd);
-    al_error_set(&e, EPROTO, "hand-off: a source offered on a proxy's socket");
-    r = -1;
-  }
   if (r < 0) {
     json_t *j = json_pack("{s:s,s:s,s:s}", "event", "handoff", "decision", "deny", "reason",
                           "handoff-malformed");
@@ -219,10 +207,8 @@ static int serve_one(al_gw_server *s, int fd, bool may_adopt, int *src, char *ea
   return 0;
 }
 
-/* Serve hand-off packets from hsock (the supervisor's socketpair: the
- * native proxy's packets, or a source the supervisor gives, the docker
- * proxy's socket, docs/docker.md) and from each source given, until
- * SIGTERM or hsock's EOF. */
+/* Serve hand-off packets from hsock (the supervisor's socketpair, the
+ * proxy's packets) until SIGTERM or hsock's EOF. */
 static void serve(al_gw_server *s, int hsock)
 {
   sigset_t mask;
@@ -232,36 +218,17 @@ static void serve(al_gw_server *s, int hsock)
   sigprocmask(SIG_BLOCK, &mask, NULL);
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
   static char early[AL_HANDOFF_EARLY_MAX];
-  struct pollfd p[2 + MAX_SOURCES];
-  size_t np = 2;
+  struct pollfd p[2];
   p[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
   p[1] = (struct pollfd){.fd = hsock, .events = POLLIN};
   for (;;) {
-    int n = poll(p, np, -1);
+    int n = poll(p, 2, -1);
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0 || (p[0].revents & POLLIN))
       break;
-    bool done = false;
-    for (size_t i = 1; i < np; i++) {
-      if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-        continue;
-      int src = -1;
-      int r = serve_one(s, p[i].fd, i == 1, &src, early);
-      if (r == 2 && np < 2 + MAX_SOURCES) {
-        p[np++] = (struct pollfd){.fd = src, .events = POLLIN};
-      } else if (r == 2) {
-        close(src);
-      } else if (r == 1 && i == 1) {
-        done = true; /* the proxy and the supervisor closed their ends */
-      } else if (r == 1) {
-        close(p[i].fd); /* that proxy is gone */
-        p[i] = p[--np];
-        break; /* the array changed: poll again */
-      }
-    }
-    if (done)
-      break;
+    if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && serve_one(s, hsock, early) == 1)
+      break; /* the proxy and the supervisor closed their ends */
   }
   al_gw_conn_shutdown_all(s, 3000);
 }
@@ -554,11 +521,6 @@ int al_gateway_stop(al_gateway *g, al_error *err)
     return al_error_set(err, EIO, "forge gateway: had exited before the stop (status %d)",
                         WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws));
   return 0;
-}
-
-int al_gateway_egress_fd(const al_gateway *g)
-{
-  return g->egress_fd;
 }
 
 uint64_t al_gateway_egress_used(const al_gateway *g)

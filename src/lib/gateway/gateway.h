@@ -105,9 +105,7 @@ const char *al_gateway_ca_pem(const al_gateway *g);
  * proxy; al_gateway_stop() closes it. */
 const al_proxy_handoff *al_gateway_handoff(const al_gateway *g);
 
-/* The shared egress counter's memfd (owned by g; for
- * al_handoff_send_counter to a proxy in a container) and its value now. */
-int al_gateway_egress_fd(const al_gateway *g);
+/* The shared egress counter's value now (bytes). */
 uint64_t al_gateway_egress_used(const al_gateway *g);
 
 /* The gateway's pid (for the record and for tests), or -1 once reaped. */
@@ -124,44 +122,5 @@ void al_gateway_free(al_gateway *g);
 /* Make a fresh placeholder: "airlock-placeholder-" + 44 hex digits (64
  * characters), from getrandom(2). Worthless outside this run's gateway. */
 int al_gateway_placeholder(char out[65], al_error *err);
-
-/* ---- the docker backend (listen.c, docs/docker.md "Sealed credentials") ----
- *
- * The proxy runs in its own container there; it reaches the gateway (a
- * child of the supervisor on the host, as above) through a Unix
- * SOCK_SEQPACKET socket bound into the proxy container only:
- *
- *   al_gateway_listen(&l)              private 0700 dir, socket l.path
- *   ... proxy container: `airlock proxy --handoff-socket <l.path bound in>`
- *   al_gateway_adopt(g, &l, pid, ms)   accept; SO_PEERCRED pid must be the
- *                                      proxy container's (or its init's
- *                                      child); hand it to the gateway as a
- *                                      source; stop listening
- *   al_gateway_listener_close(&l)      once the containers are gone, on
- *                                      every path (idempotent): remove the
- *                                      socket and its directory */
-typedef struct al_gateway_listener {
-  int fd;         /* listening, non-blocking; -1 when closed */
-  char dir[256];  /* $TMPDIR (if short) or /tmp, "airlock-gw-XXXXXX", 0700 */
-  char path[300]; /* dir + "/gateway.sock", mode 0666 */
-} al_gateway_listener;
-
-/* Make the directory and the listening socket. Returns 0 or -1 with err
- * (errno of mkdtemp/socket/bind). */
-int al_gateway_listen(al_gateway_listener *l, al_error *err);
-
-/* Wait up to timeout_ms for the connection of proxy_pid (the proxy
- * container's State.Pid in the host's PID namespace: the process itself
- * or its parent), close any other, give it to g (al_handoff_send_source),
- * then close the listener (a later connect is refused). The socket file
- * stays: the engine would re-create a missing bind source as a directory
- * when it mounts the proxy container again; al_gateway_listener_close()
- * removes it once the containers are gone.
- * Returns 0, or -1 with err (ETIMEDOUT, EINVAL, the send's errno). */
-int al_gateway_adopt(al_gateway *g, al_gateway_listener *l, pid_t proxy_pid, int timeout_ms,
-                     al_error *err);
-
-/* Close the listener, remove the socket and the directory. Idempotent. */
-void al_gateway_listener_close(al_gateway_listener *l);
 
 #endif

@@ -24,10 +24,8 @@
 
 #include "common/error.h"
 
-#define AL_HANDOFF_MAGIC 0x414c4857u         /* "ALHW" */
-#define AL_HANDOFF_SOURCE_MAGIC 0x414c4853u  /* "ALHS": a new source of packets (below) */
-#define AL_HANDOFF_COUNTER_MAGIC 0x414c4843u /* "ALHC": the shared egress counter (below) */
-#define AL_HANDOFF_COUNTER_SIZE 4096         /* the counter's memfd: one page, sealed */
+#define AL_HANDOFF_MAGIC 0x414c4857u /* "ALHW" */
+#define AL_HANDOFF_COUNTER_SIZE 4096 /* the egress counter page (gateway.c) */
 #define AL_HANDOFF_VERSION 1
 #define AL_HANDOFF_EARLY_MAX 16384
 #define AL_HANDOFF_MAX_HOSTS 4
@@ -74,40 +72,8 @@ int al_handoff_send(int sock, const al_handoff_msg *m, const void *early, int cl
  * have AL_HANDOFF_EARLY_MAX bytes), *client_fd and *upstream_fd are new
  * fds the caller owns (O_CLOEXEC). Returns 1, 0 on EOF (the proxy closed
  * its end), -1 with err for a malformed packet (any fds it carried are
- * closed) or a socket error.
- * Returns 2 for a source packet (al_handoff_send_source): *client_fd is a
- * connected AF_UNIX SOCK_SEQPACKET socket (checked) the caller owns, on
- * which further hand-off packets arrive; *upstream_fd is -1. Only the
- * caller knows whether it accepts sources on `sock`. */
+ * closed) or a socket error. */
 int al_handoff_recv(int sock, al_handoff_msg *m, void *early, int *client_fd, int *upstream_fd,
                     al_error *err);
-
-/* The docker backend (docs/docker.md): the proxy runs in a container and
- * reaches the gateway on the host through a Unix SOCK_SEQPACKET socket
- * bound into its container. The supervisor accepts that connection,
- * checks whose it is, and gives it to the gateway as a new source of
- * hand-off packets: one packet, a header with AL_HANDOFF_SOURCE_MAGIC and
- * no host, and exactly one fd. Returns 0 or -1 with err. */
-int al_handoff_send_source(int sock, int source_fd, al_error *err);
-
-/* The shared egress counter for a proxy in a container (docker backend):
- * the supervisor sends the gateway's counter memfd (AL_HANDOFF_COUNTER_SIZE
- * bytes, sealed against shrinking and growing: memfd_create(2),
- * F_SEAL_SHRINK) on the proxy's connection before the gateway adopts it:
- * one packet, a header with AL_HANDOFF_COUNTER_MAGIC, exactly one fd.
- * Returns 0 or -1 with err. */
-int al_handoff_send_counter(int sock, int memfd, al_error *err);
-
-/* The proxy's side: wait up to timeout_ms for that packet on sock, check
- * the fd (a memfd of that size with both seals), map it shared; *counter
- * points at its first 8 bytes for the process's life. Returns 0 or -1
- * with err (ETIMEDOUT, EPROTO for anything else). */
-int al_handoff_recv_counter(int sock, int timeout_ms, uint64_t **counter, al_error *err);
-
-/* The proxy's side of that socket: connect to the SOCK_SEQPACKET socket at
- * path (an absolute path shorter than sun_path), retrying for up to
- * timeout_ms while the other side sets up. Returns the connected fd
- * (O_CLOEXEC) or -1 with err (ETIMEDOUT, ENAMETOOLONG, errno of connect). */
-int al_handoff_connect(const char *path, int timeout_ms, al_error *err);
 
 #endif

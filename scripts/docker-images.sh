@@ -7,7 +7,7 @@
 #
 #   airlock-proxy:local  the airlock and airlock-net binaries, their shared
 #                        libraries and the dynamic loader; entrypoint
-#                        `airlock` (proxy, holder, relay). Runs as 65534.
+#                        `airlock` (proxy, relay). Runs as 65534.
 #   airlock-agent:local  a small Debian userland taken from the host's /usr:
 #                        sh/bash, coreutils, git (with git-core helpers), curl,
 #                        getent, make, python3, plus the airlock binaries (probe

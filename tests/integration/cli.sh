@@ -46,7 +46,6 @@ audit acme/tally extra|unexpected argument `extra`
 render compose -p pol.yaml extra|unexpected argument `extra`
 proxy -p pol.yaml --listen 127.0.0.1:0 --max-conns -5|--max-conns `-5`: must be a decimal number from 1 to
 proxy -p pol.yaml --listen 127.0.0.1:0 --max-conns 0x10|--max-conns `0x10`: must be a decimal number
-proxy -p pol.yaml --listen 127.0.0.1:0 --deadline 99999999999|--deadline `99999999999`
 proxy -p pol.yaml --listen bogus|--listen `bogus`: expected ADDR:PORT
 proxy -p pol.yaml --listen 127.1:3128|--listen `127.1:3128`: an ambiguous IPv4 spelling; write `127.0.0.1:3128`
 proxy -p pol.yaml --listen 127.0.0.1:99999|--listen `127.0.0.1:99999`

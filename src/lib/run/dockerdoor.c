@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,22 +137,45 @@ int al_docker_door_recv_listener(int conn, uint16_t port, int timeout_ms, int *f
   int l;
   memcpy(&l, CMSG_DATA(ch), sizeof l);
   /* what came is hostile until checked: a listening IPv4 TCP socket on
-   * 127.0.0.1:port */
-  int acc = 0, dom = 0, type = 0;
-  socklen_t l1 = sizeof acc, l2 = sizeof dom, l3 = sizeof type;
+   * 127.0.0.1:port, plain TCP (not MPTCP, also SOCK_STREAM), without
+   * SO_REUSEPORT (which would let a process of the container's uid bind a
+   * second listener on the port beside it; socket(7)) */
+  int acc = 0, dom = 0, type = 0, proto = 0, reuse = 1;
+  socklen_t l1 = sizeof acc, l2 = sizeof dom, l3 = sizeof type, l4 = sizeof proto,
+            l5 = sizeof reuse;
   struct sockaddr_in a = {0};
   socklen_t al = sizeof a;
   if (getsockopt(l, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l1) < 0 ||
       getsockopt(l, SOL_SOCKET, SO_DOMAIN, &dom, &l2) < 0 ||
-      getsockopt(l, SOL_SOCKET, SO_TYPE, &type, &l3) < 0 || !acc || dom != AF_INET ||
-      type != SOCK_STREAM || getsockname(l, (struct sockaddr *)&a, &al) < 0 || al != sizeof a ||
-      a.sin_family != AF_INET || a.sin_addr.s_addr != htonl(INADDR_LOOPBACK) ||
-      ntohs(a.sin_port) != port) {
+      getsockopt(l, SOL_SOCKET, SO_TYPE, &type, &l3) < 0 ||
+      getsockopt(l, SOL_SOCKET, SO_PROTOCOL, &proto, &l4) < 0 ||
+      getsockopt(l, SOL_SOCKET, SO_REUSEPORT, &reuse, &l5) < 0 || !acc || dom != AF_INET ||
+      type != SOCK_STREAM || proto != IPPROTO_TCP || reuse != 0 ||
+      getsockname(l, (struct sockaddr *)&a, &al) < 0 || al != sizeof a || a.sin_family != AF_INET ||
+      a.sin_addr.s_addr != htonl(INADDR_LOOPBACK) || ntohs(a.sin_port) != port) {
     close(l);
     return al_error_set(err, EPROTO,
                         "docker hand-off: the descriptor is not a listening TCP socket on "
-                        "127.0.0.1:%u",
+                        "127.0.0.1:%u (plain TCP, no SO_REUSEPORT)",
                         (unsigned)port);
+  }
+  /* and not a socket of our own network namespace: the container's
+   * (NetworkMode none) is a fresh one, while a listener on the host's
+   * loopback would open the run's proxy (and its gateway hand-off) to every
+   * process of the host. SO_NETNS_COOKIE (socket(7), Linux 5.14; before:
+   * not checked) needs no privilege, unlike SIOCGSKNS. */
+  uint64_t theirs = 0, ours = 0;
+  socklen_t c1 = sizeof theirs, c2 = sizeof ours;
+  int me = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  bool same = me >= 0 && getsockopt(l, SOL_SOCKET, SO_NETNS_COOKIE, &theirs, &c1) == 0 &&
+              getsockopt(me, SOL_SOCKET, SO_NETNS_COOKIE, &ours, &c2) == 0 && theirs == ours;
+  if (me >= 0)
+    close(me);
+  if (same) {
+    close(l);
+    return al_error_set(err, EPROTO,
+                        "docker hand-off: the listener is in the supervisor's own network "
+                        "namespace, not the container's");
   }
   int fl = fcntl(l, F_GETFL);
   if (fl < 0 || fcntl(l, F_SETFL, fl | O_NONBLOCK) < 0) {

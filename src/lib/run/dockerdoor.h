@@ -41,7 +41,9 @@ int al_docker_door_accept(al_docker_door *d, int *conn, pid_t *peer_pid, al_erro
 
 /* Receive the listener on conn (at most timeout_ms) and check it: one
  * descriptor by SCM_RIGHTS with the one byte 'L' (nothing more), a
- * listening IPv4 TCP socket bound to 127.0.0.1:port. *fd gets it
+ * listening IPv4 TCP socket (IPPROTO_TCP, not MPTCP; no SO_REUSEPORT)
+ * bound to 127.0.0.1:port, not in the caller's own network namespace
+ * (SO_NETNS_COOKIE, socket(7); Linux 5.14+, else that part is skipped). *fd gets it
  * (O_CLOEXEC, non-blocking). Anything else is closed. Returns 0, or -1 with
  * err (EPROTO naming what was wrong, ETIMEDOUT). */
 int al_docker_door_recv_listener(int conn, uint16_t port, int timeout_ms, int *fd, al_error *err);

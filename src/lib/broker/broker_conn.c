@@ -110,16 +110,8 @@ void bk_conn_update_events(struct conn *c)
   c->in_epoll = true;
 }
 
-/* Queue msg (steals it) for the peer. `secret` lines are wiped once sent. */
-void bk_conn_send(struct conn *c, json_t *msg)
+void bk_conn_queue_line(struct conn *c, char *line, size_t len)
 {
-  if (c->peer_gone) {
-    json_decref(msg);
-    return;
-  }
-  size_t len;
-  char *line = al_proto_line(msg, &len);
-  json_decref(msg);
   size_t pending = c->out_len - c->out_off;
   char *nb = al_xmalloc(pending + len);
   if (pending)
@@ -135,6 +127,19 @@ void bk_conn_send(struct conn *c, json_t *msg)
   c->out_len = pending + len;
   c->out_off = 0;
   bk_conn_flush(c);
+}
+
+/* Queue msg (steals it) for the peer. `secret` lines are wiped once sent. */
+void bk_conn_send(struct conn *c, json_t *msg)
+{
+  if (c->peer_gone) {
+    json_decref(msg);
+    return;
+  }
+  size_t len;
+  char *line = al_proto_line(msg, &len);
+  json_decref(msg);
+  bk_conn_queue_line(c, line, len);
 }
 
 void bk_conn_send_error(struct conn *c, const char *code, const char *msg)

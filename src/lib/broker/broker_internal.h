@@ -146,6 +146,9 @@ void bk_audit_log(struct broker *b, json_t *rec);
 void bk_reap_dead(struct broker *b);
 void bk_conn_stop_reading(struct conn *c);
 void bk_conn_update_events(struct conn *c);
+/* Append one serialised line (len bytes, ours: wiped and freed here) to the
+ * peer's output, wiping the old buffer, and try to send. */
+void bk_conn_queue_line(struct conn *c, char *line, size_t len);
 void bk_conn_send(struct conn *c, json_t *msg);
 void bk_conn_send_error(struct conn *c, const char *code, const char *msg);
 void bk_conn_maybe_close(struct conn *c);

@@ -236,21 +236,7 @@ static void send_lease(struct conn *c)
     OPENSSL_cleanse((char *)json_string_value(s), json_string_length(s));
   }
   json_decref(msg);
-  size_t pending = c->out_len - c->out_off;
-  char *nb = al_xmalloc(pending + len);
-  if (pending)
-    memcpy(nb, c->out + c->out_off, pending);
-  memcpy(nb + pending, line, len);
-  OPENSSL_cleanse(line, len);
-  free(line);
-  if (c->out) {
-    OPENSSL_cleanse(c->out, c->out_len);
-    free(c->out);
-  }
-  c->out = nb;
-  c->out_len = pending + len;
-  c->out_off = 0;
-  bk_conn_flush(c);
+  bk_conn_queue_line(c, line, len);
   bk_arm_timer(c, c->ttl_ms);
 }
 

@@ -3,6 +3,7 @@
 #   cppcheck   src/ tests/forge-emulator/ tests/fuzz/
 #   clang-tidy every .c of src/ and tests/forge-emulator/ (.clang-tidy)
 #   clang-format --dry-run --Werror over src/ and tests/ (.clang-format)
+#   no merge conflict markers in any tracked file
 # Usage: scripts/lint.sh [BUILD_DIR]   (a meson build dir with
 # compile_commands.json; default build-lint, set up when missing).
 # Exit 0 clean, 1 on findings, 77 (meson's "skipped") when a tool is missing.
@@ -73,6 +74,19 @@ fmt_files=$(find src tests -path tests/forge-emulator/fixtures -prune -o \( -nam
 if ! clang-format --dry-run --Werror $fmt_files; then
   echo "lint: run clang-format -i on the files above"
   rc=1
+fi
+
+echo "== merge conflict markers"
+# A merge resolved in a hurry can leave `<<<<<<< ` / `>>>>>>> ` lines in a
+# file no compiler reads (docs, scripts, test data): look in every tracked
+# file. Outside a git checkout there is nothing to list, and this says so.
+if git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  if git -C "$top" grep -nE '^(<<<<<<<|>>>>>>>) ' -- .; then
+    echo "lint: merge conflict markers in the files above"
+    rc=1
+  fi
+else
+  echo "lint: not a git checkout: conflict markers not looked for"
 fi
 
 [ $rc -eq 0 ] && echo "lint: clean"

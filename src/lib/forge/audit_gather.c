@@ -247,9 +247,7 @@ static int gather_rulesets(struct ctx *c, al_error *err)
   return 0;
 }
 
-/* The ids of the rulesets that matter: those with rules on the branch
- * (from the effective rules) and the active tag rulesets. */
-static json_t *rulesets_that_matter(struct ctx *c)
+json_t *au_branch_ruleset_ids(struct ctx *c)
 {
   json_t *ids = json_object();
   size_t i;
@@ -260,6 +258,16 @@ static json_t *rulesets_that_matter(struct ctx *c)
     au_rs_key(k, sizeof k, json_object_get(v, "ruleset_id"));
     json_object_set_new(ids, k, json_true());
   }
+  return ids;
+}
+
+/* The ids of the rulesets that matter: those with rules on the branch
+ * (from the effective rules) and the active tag rulesets. */
+static json_t *rulesets_that_matter(struct ctx *c)
+{
+  json_t *ids = au_branch_ruleset_ids(c);
+  size_t i;
+  json_t *v;
   json_array_foreach(c->rs_list, i, v)
   {
     const char *t = json_string_value(json_object_get(v, "target"));

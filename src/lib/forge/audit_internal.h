@@ -105,6 +105,10 @@ int au_gather_bot_view(struct ctx *c, al_gh *app_gh, al_token *bot, al_error *er
 const char *au_perm_level(json_t *perms, const char *name);
 /* The key of a ruleset id in c->rs_detail / c->bot_view ("123"). */
 void au_rs_key(char *k, size_t n, json_t *id);
+/* A new object whose keys are the ids (au_rs_key) of the rulesets with rules
+ * on the audited branch, from the effective rules (c->rules); values true.
+ * The caller owns it. */
+json_t *au_branch_ruleset_ids(struct ctx *c);
 
 /* ---- verdicts (audit_judge.c) ----------------------------------------- */
 

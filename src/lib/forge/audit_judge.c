@@ -395,15 +395,8 @@ static void judge_bypass(struct ctx *c)
     au_sb_part(&ev, "rules for the branch: not visible (%s)", c->rules_why);
     unknown = true;
   }
-  json_t *ids = json_object();
-  size_t i;
+  json_t *ids = au_branch_ruleset_ids(c);
   json_t *v;
-  json_array_foreach(c->rules, i, v)
-  {
-    char k[32];
-    au_rs_key(k, sizeof k, json_object_get(v, "ruleset_id"));
-    json_object_set_new(ids, k, json_true());
-  }
   const char *k;
   size_t n_checked = 0;
   json_object_foreach(ids, k, v)

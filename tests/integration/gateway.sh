@@ -267,6 +267,32 @@ is "  reason" "$(last_reason)" foreign-credential
 is "the placeholder in ?access_token=: 403" "$(gw GET "/repos/acme/tally?access_token=$PH" "")" 403
 is "  reason" "$(last_reason)" foreign-credential
 check_not "  the placeholder is not in the decision log" grep -q "$PH" "$H/gateway.jsonl"
+# issue #26: the query spellings the forge's parsers decode to a credential
+# name (seen forwarded with the real token, `allow, rule: api-repo`); one
+# decoder now reads them for the credential check, the rules and the record
+for qs in 'access_token%5B%5D=' 'access_token%5b%5d=' 'access_token%5B0%5D=' 'client_secret%5B%5D=' \
+  'x=1;access_token=' 'access.token=' 'access_token%20='; do
+  is "?$qs<placeholder>: 403" "$(gw GET "/repos/acme/tally?$qs$PH" "$W/ph.hdr")" 403
+  is "  reason" "$(last_reason)" foreign-credential
+  is "  positive control: the same query through the plain tunnel reaches the forge (200)" \
+    "$(tun GET "/repos/acme/tally?${qs}x" "$W/git.hdr")" 200
+done
+is "  the record reads the name after ';' (it said \"x=*\")" \
+  "$(jq -r 'select(.event == "request") | .query' "$H/gateway.jsonl" | grep -c '^x=\*&access_token=\*$')" 1
+is "a parameter the route does not list: 403" "$(gw GET "/repos/acme/tally?per_page=1" "$W/ph.hdr")" 403
+is "  reason names it" "$(last_reason)" "query-param-refused: per_page"
+is "  and so does the answer" "$(jq -r .message "$W/body")" "airlock gateway: query-param-refused: per_page"
+is "the run's PR list (head=OWNER:<run branch>): 200" "$(gw GET "/repos/acme/tally/pulls?head=acme:$BR&state=all" "$W/ph.hdr")" 200
+is "a second head spelled h%65ad: 403" "$(gw GET "/repos/acme/tally/pulls?head=acme:$BR&h%65ad=acme:main" "$W/ph.hdr")" 403
+is "  reason" "$(last_reason)" "query-param-duplicate: head"
+is "  positive control: through the tunnel the forge answers that query (200)" \
+  "$(tun GET "/repos/acme/tally/pulls?head=acme:$BR&h%65ad=acme:main" "$W/git.hdr")" 200
+is "an invalid escape in a value: 403" "$(gw GET "/repos/acme/tally/contents/README.md?ref=m%zzain" "$W/ph.hdr")" 403
+is "  reason" "$(last_reason)" "query-bad-escape: ref"
+is "the forge gets the decoded query re-encoded (R%65f=main read as ref=main): 200" \
+  "$(gw GET "/repos/acme/tally/contents/README.md?R%65f=main" "$W/ph.hdr")" 200
+is "  the record" "$(decision '.rule == "api-contents"' | jq -r .query)" "ref=*"
+
 code=$("${GCURL[@]}" -o "$W/body" -w '%{http_code}' -u "x:$(cat "$W/loose.tok")" "$API/repos/acme/tally")
 is "a foreign token in URL userinfo (sent as Basic): 403" "$code" 403
 is "  reason" "$(last_reason)" foreign-credential

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <openssl/evp.h>
 
+#include "gateway/query.h"
 #include "gateway/rules.h"
 #include "gateway/wire.h"
 #include "proxy/http.h"
@@ -118,6 +119,109 @@ static void test_query(void **state)
   assert_int_equal(vl, 1);
   assert_int_equal(v[0], 'a');
   assert_int_equal(al_gw_query_param(q3, strlen(q3), "serv", &v, &vl), 0);
+}
+
+/* ---- the query decoder (gateway/query.h, issue #26) ---- */
+
+static void test_query_decode(void **state)
+{
+  static const struct {
+    const char *q;
+    const char *want; /* the decoded params as "name=value|name|..." */
+    const char *canon;
+  } good[] = {
+      {"", "", ""},
+      {"&&;", "", ""},
+      {"service=git-upload-pack", "service=git-upload-pack", "service=git-upload-pack"},
+      {"a=1&b=2;c=3", "a=1|b=2|c=3", "a=1&b=2&c=3"},
+      {"flag&x=", "flag|x=", "flag&x="},
+      {"Ref=Main", "ref=Main", "ref=Main"},
+      {"q=a+b%20c%2B", "q=a b c+", "q=a%20b%20c%2B"},
+      {"head=acme%3Aairlock%2F1-x", "head=acme:airlock/1-x", "head=acme%3Aairlock%2F1-x"},
+      {"access_token%5B%5D=v", "access_token=v", "access_token=v"},
+      {"access_token%5b0%5d=v", "access_token=v", "access_token=v"},
+      {"a[b][c]=1", "a=1", "a=1"},
+      {"[x]=1", "x=1", "x=1"},
+      {"%61ccess%5Ftoken=v", "access_token=v", "access_token=v"},
+      {"access.token=v", "access.token=v", "access.token=v"},
+      {"access_token%20=v", "access_token =v", "access_token%20=v"},
+      {"ref=%C3%A9", "ref=\xc3\xa9", "ref=%C3%A9"},
+  };
+  static const struct {
+    const char *q, *why, *bad;
+  } bad[] = {
+      {"a=%zz", "query-bad-escape", "a"},
+      {"a=%4", "query-bad-escape", "a"},
+      {"a%=1", "query-bad-escape", "a?"},
+      {"a=%0a", "query-control-byte", "a"},
+      {"a=%7f", "query-control-byte", "a"},
+      {"a\x01=1", "query-control-byte", "a?"},
+      {"=1", "query-bad-name", ""},
+      {"%5B%5D=1", "query-bad-name", "[]"},
+      {"%C3%A9=1", "query-bad-name", "??"},
+      {"a=1&A=2", "query-param-duplicate", "a"},
+      {"head=1&h%65ad=2", "query-param-duplicate", "head"},
+      {"x=1;x=2", "query-param-duplicate", "x"},
+      {"x=1&x[]=2", "query-param-duplicate", "x"},
+      {"a\"b=1", NULL, NULL}, /* a quote is a name byte, made printable as '?' */
+  };
+  al_gw_qparams *qp = malloc(sizeof *qp);
+  char out[3 * AL_GW_QUERY_MAX + 1], got[512];
+  (void)state;
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    if (al_gw_query_decode(good[i].q, strlen(good[i].q), qp) != 0)
+      fail_msg("%s: refused (%s)", good[i].q, qp->why);
+    size_t o = 0;
+    for (size_t k = 0; k < qp->n; k++)
+      o += (size_t)snprintf(got + o, sizeof got - o, "%s%s%s%s", k ? "|" : "", qp->p[k].name,
+                            qp->p[k].has_value ? "=" : "", qp->p[k].value);
+    got[o] = '\0';
+    if (strcmp(got, good[i].want) != 0)
+      fail_msg("%s: decoded %s, want %s", good[i].q, got, good[i].want);
+    assert_int_equal(al_gw_query_canon(qp, out, sizeof out), (int)strlen(good[i].canon));
+    assert_string_equal(out, good[i].canon);
+  }
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    int r = al_gw_query_decode(bad[i].q, strlen(bad[i].q), qp);
+    if (!bad[i].why) {
+      assert_int_equal(r, 0);
+      al_gw_query_log(qp, got, sizeof got);
+      assert_string_equal(got, "a?b=*");
+      continue;
+    }
+    if (r != -1 || !qp->why || strcmp(qp->why, bad[i].why) != 0 || strcmp(qp->bad, bad[i].bad))
+      fail_msg("%s: got %d %s (%s), want %s (%s)", bad[i].q, r, qp->why ? qp->why : "-", qp->bad,
+               bad[i].why, bad[i].bad);
+  }
+  /* limits */
+  char big[AL_GW_QUERY_MAX + 2];
+  memset(big, 'a', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  assert_int_equal(al_gw_query_decode(big, strlen(big), qp), -1);
+  assert_string_equal(qp->why, "query-too-long");
+  size_t o = 0;
+  for (int k = 0; k <= AL_GW_QUERY_PARAMS; k++)
+    o += (size_t)snprintf(big + o, sizeof big - o, "p%d=1&", k);
+  assert_int_equal(al_gw_query_decode(big, o, qp), -1);
+  assert_string_equal(qp->why, "query-too-many-params");
+  /* the record: decoded names, values redacted but service= */
+  static const char q1[] = "x=1;access_token=secret&service=git-upload-pack";
+  assert_int_equal(al_gw_query_decode(q1, strlen(q1), qp), 0);
+  al_gw_query_log(qp, got, sizeof got);
+  assert_string_equal(got, "x=*&access_token=*&service=git-upload-pack");
+  static const char q2[] = "service=evil&ok=1&%7A=%zz";
+  assert_int_equal(al_gw_query_decode(q2, strlen(q2), qp), -1);
+  al_gw_query_log(qp, got, sizeof got);
+  assert_string_equal(got, "service=*&ok=*&z=*");
+  /* credential names, however spelled */
+  static const char *const cred[] = {"access_token", "access.token", "access_token ",
+                                     "access-token", "accesstoken",  "client_secret",
+                                     "client.secret"};
+  for (size_t i = 0; i < sizeof cred / sizeof cred[0]; i++)
+    assert_true(al_gw_query_name_is_credential(cred[i]));
+  assert_false(al_gw_query_name_is_credential("access_tokens"));
+  assert_false(al_gw_query_name_is_credential("ref"));
+  free(qp);
 }
 
 /* ---- chunked ---- */
@@ -410,10 +514,14 @@ static void test_rules(void **state)
       {2, "POST", "/acme/loose.git/git-receive-pack", "other-repository", -1},
       {2, "GET", "/acme/loose.git/info/refs?service=git-upload-pack", "other-repository", -1},
       {2, "GET", "/acme/tally.git/info/refs?service=git-receive-pack&service=git-upload-pack",
-       "bad-service-query", -1},
+       "query-param-duplicate", -1},
+      {2, "GET", "/acme/tally.git/info/refs?service=git-upload-pack&x=1", "query-param-refused",
+       -1},
+      {2, "GET", "/acme/tally.git/info/refs?Service=git-upload-pack", "git-info-refs", 0},
       {2, "GET", "/acme/tally.git/info/refs", "bad-service-query", -1},
       {2, "GET", "/acme/tally.git/info/refs?service=git-upload-archive", "bad-service-query", -1},
-      {2, "POST", "/acme/tally.git/git-upload-pack?x=1", "unexpected-query", -1},
+      {2, "POST", "/acme/tally.git/git-upload-pack?x=1", "query-param-refused", -1},
+      {2, "POST", "/acme/tally.git/git-upload-pack?", "git-upload-pack", 0},
       {2, "GET", "/acme/tally.git/HEAD", "no-rule", -1},
       {2, "GET", "/acme/tally.git/objects/info/packs", "no-rule", -1},
       /* an API route on the git host, a git route on the API host */
@@ -438,6 +546,22 @@ static void test_rules(void **state)
       {1, "GET", "/repos/acme/tally/issues/1/comments?per_page=100", "api-issue-comments",
        AL_GW_TOKEN_TICKET},
       {1, "GET", "/repos/acme/tally", "api-repo", AL_GW_TOKEN_GIT},
+      /* each route's parameters by name (issue #26) */
+      {1, "GET", "/repos/acme/tally?x=1", "query-param-refused", -1},
+      {1, "GET", "/repos/acme/tally/issues/1?per_page=1", "query-param-refused", -1},
+      {1, "GET", "/repos/acme/tally/issues/1/comments?since=2020-01-01T00:00:00Z&page=2",
+       "api-issue-comments", AL_GW_TOKEN_TICKET},
+      {1, "GET", "/repos/acme/tally/issues/1/comments?per_page=1&per_page=100",
+       "query-param-duplicate", -1},
+      {1, "GET", "/repos/acme/tally/contents/a.py?ref=main&REF=x", "query-param-duplicate", -1},
+      {1, "GET", "/repos/acme/tally/contents/a.py?ref=m%zzain", "query-bad-escape", -1},
+      {1, "GET", "/repos/acme/tally/contents/a.py?ref=main%0a", "query-control-byte", -1},
+      {1, "GET", "/repos/acme/tally/contents/a.py?path=x", "query-param-refused", -1},
+      {1, "GET", "/repos/acme/tally/commits?sha=main&path=a.py&per_page=5", "api-commits",
+       AL_GW_TOKEN_GIT},
+      {1, "GET", "/repos/acme/tally/branches?protected=true", "api-branches", AL_GW_TOKEN_GIT},
+      {1, "GET", "/repos/acme/tally/branches/main?x=1", "query-param-refused", -1},
+      {1, "GET", "/repos/acme/loose?x=1", "other-repository", -1},
       {1, "DELETE", "/repos/acme/tally", "write-refused", -1},
       {1, "GET", "/repos/acme/tally/contents", "api-contents-root", AL_GW_TOKEN_GIT},
       {1, "GET", "/repos/acme/tally/contents/tally/stats.py?ref=main", "api-contents",
@@ -453,6 +577,18 @@ static void test_rules(void **state)
        "api-run-pulls", AL_GW_TOKEN_GIT},
       {1, "GET", "/repos/acme/tally/pulls", "pulls-not-run-branch", -1},
       {1, "GET", "/repos/acme/tally/pulls?head=acme:main", "pulls-not-run-branch", -1},
+      {1, "GET", "/repos/acme/tally/pulls?head=ACME:airlock/1-ab12cd34&sort=created",
+       "api-run-pulls", AL_GW_TOKEN_GIT},
+      {1, "GET", "/repos/acme/tally/pulls?head=acme:airlock/1-AB12CD34", "pulls-not-run-branch",
+       -1},
+      {1, "GET", "/repos/acme/tally/pulls?head=acme:airlock/1-ab12cd34&h%65ad=acme:main",
+       "query-param-duplicate", -1},
+      {1, "GET", "/repos/acme/tally/pulls?head=acme:airlock/1-ab12cd34;head=acme:main",
+       "query-param-duplicate", -1},
+      {1, "GET", "/repos/acme/tally/pulls?head=acme:airlock/1-ab12cd34&head[]=acme:main",
+       "query-param-duplicate", -1},
+      {1, "GET", "/repos/acme/tally/pulls?head=acme:airlock/1-ab12cd34&labels=x",
+       "query-param-refused", -1},
       {1, "GET", "/repos/acme/tally/pulls/3", "no-rule", -1},
       {1, "GET", "/repos/acme/tally/hooks", "no-rule", -1},
       {1, "POST", "/graphql", "graphql-refused", -1},
@@ -646,11 +782,17 @@ static void test_credentials(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_target),       cmocka_unit_test(test_query),
-      cmocka_unit_test(test_chunked),      cmocka_unit_test(test_pkt),
-      cmocka_unit_test(test_receive_pack), cmocka_unit_test(test_response),
-      cmocka_unit_test(test_rules),        cmocka_unit_test(test_rules_prefix_and_comments),
-      cmocka_unit_test(test_push_check),   cmocka_unit_test(test_credentials),
+      cmocka_unit_test(test_target),
+      cmocka_unit_test(test_query),
+      cmocka_unit_test(test_query_decode),
+      cmocka_unit_test(test_chunked),
+      cmocka_unit_test(test_pkt),
+      cmocka_unit_test(test_receive_pack),
+      cmocka_unit_test(test_response),
+      cmocka_unit_test(test_rules),
+      cmocka_unit_test(test_rules_prefix_and_comments),
+      cmocka_unit_test(test_push_check),
+      cmocka_unit_test(test_credentials),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

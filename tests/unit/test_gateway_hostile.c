@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "gateway/query.h"
 #include "gateway/rules.h"
 #include "gateway/wire.h"
 #include "proxy/http.h"
@@ -112,6 +113,134 @@ static void query_credentials_in_any_spelling(void **state)
                    AL_GW_CRED_PLACEHOLDER);
 }
 
+/* Three real readers of a query, the control side of the cases below
+ * (issue #26): Rack 3's parse_nested_query (Rails; `&` and `;` separate,
+ * the name percent-decoded with `+` a space, then cut at a `[` after its
+ * first byte), Rack 2's (the same, but the name is /\A[\[\]]*([^\[\]]+)/:
+ * leading brackets dropped), and PHP's parse_str (only `&`, the name
+ * decoded, leading spaces dropped, then ` ` and `.` become `_`, cut at
+ * `[`). reader_names writes every name each reads, '\n'-separated. */
+static void pct_name(const char *s, size_t n, char *out, size_t cap)
+{
+  size_t o = 0;
+  for (size_t i = 0; i < n && o + 1 < cap; i++) {
+    if (s[i] == '%' && i + 2 < n) {
+      char h[3] = {s[i + 1], s[i + 2], 0};
+      out[o++] = (char)strtol(h, NULL, 16);
+      i += 2;
+    } else {
+      out[o++] = s[i] == '+' ? ' ' : s[i];
+    }
+  }
+  out[o] = '\0';
+}
+
+static void reader_names(const char *q, char *out, size_t cap)
+{
+  size_t o = 0;
+  out[0] = '\0';
+  for (int rd = 0; rd < 3; rd++) {
+    bool php = rd == 2, rack2 = rd == 1;
+    const char *seps = php ? "&" : "&;";
+    for (const char *p = q; *p;) {
+      size_t seg = strcspn(p, seps), nl = strcspn(p, "=");
+      if (nl > seg)
+        nl = seg;
+      char name[128];
+      pct_name(p, nl, name, sizeof name);
+      char *n = name;
+      if (rack2) {
+        while (*n == '[' || *n == ']')
+          n++;
+        n[strcspn(n, "[]")] = '\0';
+      }
+      if (php) {
+        while (*n == ' ')
+          n++;
+        for (char *c = n; *c; c++)
+          if (*c == ' ' || *c == '.')
+            *c = '_';
+      }
+      char *br = strchr(n + (php ? 0 : 1), '[');
+      if (br && *n)
+        *br = '\0';
+      o += (size_t)snprintf(out + o, cap - o, "%s\n", n);
+      p += seg + (p[seg] ? 1 : 0);
+    }
+  }
+}
+
+/* The spellings of issue #26 that reached the forge with the real token:
+ * each is a credential to one of the readers (the control), and each is
+ * refused by the gateway, by the credential check or by the route's
+ * parameter list. */
+static void query_spellings_the_forge_decodes(void **state)
+{
+  (void)state;
+  static const char *const spellings[] = {
+      "access_token%5B%5D=" PH,
+      "access_token%5b%5d=" PH,
+      "access_token%5B0%5D=" PH,
+      "client_secret%5B%5D=" PH,
+      "x=1;access_token=" PH,
+      "access.token=" PH,
+      "%5Baccess_token%5D=" PH,
+      /* no modelled reader takes these two for a credential (PHP reads
+       * `access_token_`), a reader that trims names would: no control,
+       * refused twice over all the same */
+      "access_token%20=" PH,
+      "access_token+=" PH,
+  };
+  for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+    char names[512];
+    reader_names(spellings[i], names, sizeof names);
+    bool control = !strstr(spellings[i], "%20") && !strstr(spellings[i], "+=");
+    if (control && !strstr(names, "access_token\n") && !strstr(names, "client_secret\n"))
+      fail_msg("control: no reader takes `%s` for a credential (%s)", spellings[i], names);
+    char head[512];
+    snprintf(head, sizeof head,
+             "GET /repos/acme/tally?%s HTTP/1.1\r\nHost: a\r\nAuthorization: token " PH "\r\n\r\n",
+             spellings[i]);
+    const char *why = NULL;
+    if (cred_of(head, &why) != AL_GW_CRED_FOREIGN)
+      fail_msg("query credential `%s` (a reader takes %s) not refused", spellings[i], names);
+    assert_string_equal(why, "foreign-credential");
+    /* and the route would refuse the name anyway */
+    const char *q = strchr(head, '?') + 1;
+    size_t ql = (size_t)(strchr(q, ' ') - q);
+    why = NULL;
+    assert_null(al_gw_match(&R, AL_GW_SIDE_API, "GET", 3, "/repos/acme/tally", q, ql, &why));
+  }
+  /* the decision record reads the name after `;` (it said "x=*") */
+  al_gw_qparams *qp = malloc(sizeof *qp);
+  static const char semi[] = "x=1;access_token=" PH;
+  assert_int_equal(al_gw_query_decode(semi, strlen(semi), qp), 0);
+  char log[256];
+  al_gw_query_log(qp, log, sizeof log);
+  assert_string_equal(log, "x=*&access_token=*");
+  /* the head filter: `h%65ad` is `head` to every reader (control), and two
+   * heads are refused: Rack keeps the last, the gateway checked the first */
+  static const char heads[] = "head=acme:airlock/1-ab12cd34&h%65ad=acme:main";
+  char names[512];
+  reader_names(heads, names, sizeof names);
+  assert_string_equal(names, "head\nhead\nhead\nhead\nhead\nhead\n");
+  const char *why = NULL, *param = NULL;
+  assert_int_equal(al_gw_query_decode(heads, strlen(heads), qp), -1);
+  assert_null(
+      al_gw_match_q(&R, AL_GW_SIDE_API, "GET", 3, "/repos/acme/tally/pulls", qp, &why, &param));
+  assert_string_equal(why, "query-param-duplicate");
+  assert_string_equal(param, "head");
+  /* control: the first head alone is the run's own PR list */
+  assert_int_equal(al_gw_query_decode(heads, 28, qp), 0);
+  assert_non_null(
+      al_gw_match_q(&R, AL_GW_SIDE_API, "GET", 3, "/repos/acme/tally/pulls", qp, &why, &param));
+  /* what goes upstream is the gateway's reading, re-encoded */
+  char out[3 * AL_GW_QUERY_MAX + 1];
+  assert_int_equal(al_gw_query_canon(qp, out, sizeof out) > 0, 1);
+  assert_string_equal(out, "head=acme%3Aairlock%2F1-ab12cd34");
+  free(qp);
+}
+
 static size_t pkt(char *out, const char *data, size_t n)
 {
   sprintf(out, "%04zx", n + 4);
@@ -194,6 +323,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(query_credentials_in_any_spelling),
+      cmocka_unit_test(query_spellings_the_forge_decodes),
       cmocka_unit_test(push_options_as_git_reads_them),
       cmocka_unit_test(path_spellings_of_another_repository),
   };

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "gateway/query.h"
 #include "gateway/server.h"
 #include "gateway/wire.h"
 #include "proxy/host.h"
@@ -57,9 +58,13 @@ struct al_gw_conn {
 typedef struct req_ctx {
   char method[24];
   char path[AL_GW_PATH_MAX];
-  const char *query;
+  const char *query; /* raw, as sent (NULL: none) */
   size_t qlen;
+  al_gw_qparams qp;                   /* decoded (gateway/query.h): what the rules read */
+  char fwdq[3 * AL_GW_QUERY_MAX + 1]; /* what goes upstream: qp re-encoded */
+  int fwdq_len;
   char qlog[256];
+  char reason_buf[AL_GW_QUERY_NAME_MAX + 40]; /* "query-param-refused: NAME" */
   const al_gw_rule *rule;
   const char *reason;
   const char *detail;

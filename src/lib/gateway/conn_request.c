@@ -129,14 +129,15 @@ static char *build_head(al_gw_conn *c, const al_http_request *q, req_ctx *r, boo
                         int64_t cl, size_t *len)
 {
   al_gw_server *s = c->s;
-  size_t cap = 1024 + q->head_len + strlen(s->git_token) * 2 + strlen(s->ticket_token) * 2;
+  size_t cap = 1024 + q->head_len + strlen(s->git_token) * 2 + strlen(s->ticket_token) * 2 +
+               (r->fwdq_len > 0 ? (size_t)r->fwdq_len : 0);
   char *h = malloc(cap);
   if (!h)
     return NULL;
   size_t n = 0;
 #define PUT(...) n += (size_t)snprintf(h + n, cap - n, __VA_ARGS__)
-  PUT("%s %s%s%.*s HTTP/1.1\r\n", r->method, r->path, r->query ? "?" : "",
-      (int)(r->query ? r->qlen : 0), r->query ? r->query : "");
+  PUT("%s %s%s%s HTTP/1.1\r\n", r->method, r->path, r->fwdq_len > 0 ? "?" : "",
+      r->fwdq_len > 0 ? r->fwdq : "");
   if (c->m.port == 443)
     PUT("Host: %s\r\n", c->m.host);
   else if (strchr(c->m.host, ':'))
@@ -445,8 +446,16 @@ int gwc_serve_request(al_gw_conn *c)
     refuse(c, r, 400, why, true);
     return 1;
   }
-  if (r->query)
-    al_gw_query_redact(r->query, r->qlen, r->qlog, sizeof r->qlog);
+  /* the query, read once by the one decoder: the credential check, the
+   * rules and the record use this reading, and the forge gets it
+   * re-encoded, never the agent's spelling */
+  const al_gw_qparams *qp = NULL;
+  if (r->query) {
+    (void)al_gw_query_decode(r->query, r->qlen, &r->qp);
+    qp = &r->qp;
+    al_gw_query_log(qp, r->qlog, sizeof r->qlog);
+    r->fwdq_len = al_gw_query_canon(qp, r->fwdq, sizeof r->fwdq);
+  }
   const al_http_header *conn_h = find_header(&q, "connection");
   if (q.version_minor == 0)
     r->client_close = !(conn_h && strncasecmp(conn_h->value, "keep-alive", 10) == 0);
@@ -482,10 +491,18 @@ int gwc_serve_request(al_gw_conn *c)
   }
   /* credential, then rule */
   const char *cwhy = NULL;
-  al_gw_cred cred = al_gw_credential(&q, r->query, r->qlen, s->placeholder, &cwhy);
-  r->rule = al_gw_match(&s->rules, c->sides, r->method, strlen(r->method), r->path, r->query,
-                        r->qlen, &r->reason);
+  const char *param = NULL;
+  al_gw_cred cred = al_gw_credential_q(&q, qp, s->placeholder, &cwhy);
+  r->rule = al_gw_match_q(&s->rules, c->sides, r->method, strlen(r->method), r->path, qp,
+                          &r->reason, &param);
   const al_gw_rule *rule = r->rule;
+  if (!rule && param) {
+    /* a query refusal names the parameter: "query-param-refused: NAME" */
+    char name[AL_GW_QUERY_NAME_MAX + 1];
+    al_gw_query_printable(param, name, sizeof name);
+    snprintf(r->reason_buf, sizeof r->reason_buf, "%s: %s", r->reason, name);
+    r->reason = r->reason_buf;
+  }
   if (cred == AL_GW_CRED_FOREIGN) {
     r->rule = NULL;
     refuse(c, r, 403, cwhy, close_on_refuse);

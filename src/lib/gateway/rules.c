@@ -13,43 +13,47 @@
 #define GIT AL_GW_SIDE_GIT
 
 /* Default deny: what is not here is refused. Docs pages: gitprotocol-http(5)
- * for git, docs.github.com/rest for the API. */
+ * for git, docs.github.com/rest for the API; each route's parameter names
+ * are the query parameters its REST page lists (a route may need fewer,
+ * never more), and a parameter not listed is refused by name. */
 static const al_gw_rule table[] = {
-    {"git-info-refs", GIT, "GET", "/{owner}/{repo.git}/info/refs", AL_GW_QUERY_SERVICE,
+    {"git-info-refs", GIT, "GET", "/{owner}/{repo.git}/info/refs", AL_GW_QUERY_SERVICE, "service",
      AL_GW_TOKEN_GIT, AL_GW_BODY_NONE, false,
      "ref advertisement before a fetch or a push (gitprotocol-http(5), Smart Clients)"},
-    {"git-upload-pack", GIT, "POST", "/{owner}/{repo.git}/git-upload-pack", AL_GW_QUERY_NONE,
+    {"git-upload-pack", GIT, "POST", "/{owner}/{repo.git}/git-upload-pack", AL_GW_QUERY_NONE, NULL,
      AL_GW_TOKEN_GIT, AL_GW_BODY_PASS, false,
      "clone and fetch, protocol v0/v1/v2 (gitprotocol-http(5), gitprotocol-v2(5))"},
     {"git-receive-pack", GIT, "POST", "/{owner}/{repo.git}/git-receive-pack", AL_GW_QUERY_NONE,
-     AL_GW_TOKEN_GIT, AL_GW_BODY_RECEIVE_PACK, false,
+     NULL, AL_GW_TOKEN_GIT, AL_GW_BODY_RECEIVE_PACK, false,
      "push, only when every command creates or updates refs/heads/<run branch> "
      "(gitprotocol-pack(5), Reference Update Request)"},
-    {"api-repo", API, "GET", "/repos/{owner}/{repo}", AL_GW_QUERY_ANY, AL_GW_TOKEN_GIT,
+    {"api-repo", API, "GET", "/repos/{owner}/{repo}", AL_GW_QUERY_NONE, NULL, AL_GW_TOKEN_GIT,
      AL_GW_BODY_NONE, false, "REST Repos: Get a repository"},
-    {"api-issue", API, "GET", "/repos/{owner}/{repo}/issues/{ticket}", AL_GW_QUERY_ANY,
+    {"api-issue", API, "GET", "/repos/{owner}/{repo}/issues/{ticket}", AL_GW_QUERY_NONE, NULL,
      AL_GW_TOKEN_TICKET, AL_GW_BODY_NONE, false, "REST Issues: Get an issue (the ticket only)"},
     {"api-issue-comments", API, "GET", "/repos/{owner}/{repo}/issues/{ticket}/comments",
-     AL_GW_QUERY_ANY, AL_GW_TOKEN_TICKET, AL_GW_BODY_NONE, false,
+     AL_GW_QUERY_LISTED, "since per_page page", AL_GW_TOKEN_TICKET, AL_GW_BODY_NONE, false,
      "REST Issues: List issue comments (the ticket only)"},
     {"api-issue-comment-create", API, "POST", "/repos/{owner}/{repo}/issues/{ticket}/comments",
-     AL_GW_QUERY_NONE, AL_GW_TOKEN_TICKET, AL_GW_BODY_COMMENT, true,
+     AL_GW_QUERY_NONE, NULL, AL_GW_TOKEN_TICKET, AL_GW_BODY_COMMENT, true,
      "REST Issues: Create an issue comment, on the ticket, at most max_comments times"},
-    {"api-contents-root", API, "GET", "/repos/{owner}/{repo}/contents", AL_GW_QUERY_ANY,
+    {"api-contents-root", API, "GET", "/repos/{owner}/{repo}/contents", AL_GW_QUERY_LISTED, "ref",
      AL_GW_TOKEN_GIT, AL_GW_BODY_NONE, false, "REST Repos: Get repository content (root)"},
-    {"api-contents", API, "GET", "/repos/{owner}/{repo}/contents/{rest}", AL_GW_QUERY_ANY,
+    {"api-contents", API, "GET", "/repos/{owner}/{repo}/contents/{rest}", AL_GW_QUERY_LISTED, "ref",
      AL_GW_TOKEN_GIT, AL_GW_BODY_NONE, false, "REST Repos: Get repository content"},
-    {"api-commits", API, "GET", "/repos/{owner}/{repo}/commits", AL_GW_QUERY_ANY, AL_GW_TOKEN_GIT,
-     AL_GW_BODY_NONE, false, "REST Commits: List commits"},
-    {"api-commit", API, "GET", "/repos/{owner}/{repo}/commits/{seg}", AL_GW_QUERY_ANY,
-     AL_GW_TOKEN_GIT, AL_GW_BODY_NONE, false, "REST Commits: Get a commit"},
-    {"api-branches", API, "GET", "/repos/{owner}/{repo}/branches", AL_GW_QUERY_ANY, AL_GW_TOKEN_GIT,
-     AL_GW_BODY_NONE, false, "REST Branches: List branches"},
-    {"api-branch", API, "GET", "/repos/{owner}/{repo}/branches/{rest}", AL_GW_QUERY_ANY,
+    {"api-commits", API, "GET", "/repos/{owner}/{repo}/commits", AL_GW_QUERY_LISTED,
+     "sha path author committer since until per_page page", AL_GW_TOKEN_GIT, AL_GW_BODY_NONE, false,
+     "REST Commits: List commits"},
+    {"api-commit", API, "GET", "/repos/{owner}/{repo}/commits/{seg}", AL_GW_QUERY_LISTED,
+     "per_page page", AL_GW_TOKEN_GIT, AL_GW_BODY_NONE, false, "REST Commits: Get a commit"},
+    {"api-branches", API, "GET", "/repos/{owner}/{repo}/branches", AL_GW_QUERY_LISTED,
+     "protected per_page page", AL_GW_TOKEN_GIT, AL_GW_BODY_NONE, false,
+     "REST Branches: List branches"},
+    {"api-branch", API, "GET", "/repos/{owner}/{repo}/branches/{rest}", AL_GW_QUERY_NONE, NULL,
      AL_GW_TOKEN_GIT, AL_GW_BODY_NONE, false,
      "REST Branches: Get a branch (any branch, the run branch included)"},
     {"api-run-pulls", API, "GET", "/repos/{owner}/{repo}/pulls", AL_GW_QUERY_PULLS_HEAD,
-     AL_GW_TOKEN_GIT, AL_GW_BODY_NONE, false,
+     "head state base sort direction per_page page", AL_GW_TOKEN_GIT, AL_GW_BODY_NONE, false,
      "REST Pulls: List pull requests, only head=OWNER:<run branch> (the run's own PR)"},
 };
 
@@ -177,71 +181,57 @@ static bool tmpl_match(const al_gw_rules *r, const char *t, const char *path, un
   return *p == '\0';
 }
 
-static int pct_decode(const char *s, size_t n, char *out, size_t cap)
+/* Is name one of the space-separated words of list? */
+static bool listed(const char *list, const char *name)
 {
-  size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (o + 1 >= cap)
-      return -1;
-    if (s[i] == '%' && i + 2 < n) {
-      char h[3] = {s[i + 1], s[i + 2], 0};
-      char *end;
-      long v = strtol(h, &end, 16);
-      if (*end || v <= 0x20 || v >= 0x7f)
-        return -1;
-      out[o++] = (char)v;
-      i += 2;
-    } else if (s[i] == '%' || s[i] == '+') {
-      return -1;
-    } else {
-      out[o++] = s[i];
-    }
+  size_t nl = strlen(name);
+  for (const char *w = list; w && *w;) {
+    const char *e = strchr(w, ' ');
+    size_t wl = e ? (size_t)(e - w) : strlen(w);
+    if (wl == nl && memcmp(w, name, nl) == 0)
+      return true;
+    w += wl + (e ? 1 : 0);
   }
-  out[o] = '\0';
-  return (int)o;
+  return false;
 }
 
-static bool query_ok(const al_gw_rules *r, const al_gw_rule *rule, const char *q, size_t ql,
-                     const char **reason)
+static bool query_ok(const al_gw_rules *r, const al_gw_rule *rule, const al_gw_qparams *qp,
+                     const char **reason, const char **param)
 {
-  const char *v;
-  size_t vl;
-
-  switch (rule->query) {
-  case AL_GW_QUERY_ANY:
-    return true;
-  case AL_GW_QUERY_NONE:
-    if (q && ql) {
-      *reason = "unexpected-query";
+  if (qp && qp->why) {
+    *reason = qp->why;
+    *param = qp->bad[0] ? qp->bad : NULL;
+    return false;
+  }
+  size_t n = qp ? qp->n : 0;
+  for (size_t i = 0; i < n; i++)
+    if (rule->query == AL_GW_QUERY_NONE || !listed(rule->params, qp->p[i].name)) {
+      *reason = "query-param-refused";
+      *param = qp->p[i].name;
       return false;
     }
-    return true;
-  case AL_GW_QUERY_SERVICE:
-    if (!q || al_gw_query_param(q, ql, "service", &v, &vl) != 1 ||
-        !((vl == 15 && memcmp(v, "git-upload-pack", 15) == 0) ||
-          (vl == 16 && memcmp(v, "git-receive-pack", 16) == 0)) ||
-        ql != 8 + vl) {
+  if (rule->query == AL_GW_QUERY_SERVICE) {
+    int k = al_gw_query_find(qp, "service");
+    const char *v = k >= 0 ? qp->p[k].value : "";
+    if (k < 0 || n != 1 ||
+        !(strcmp(v, "git-upload-pack") == 0 || strcmp(v, "git-receive-pack") == 0)) {
       *reason = "bad-service-query";
       return false;
     }
-    return true;
-  case AL_GW_QUERY_PULLS_HEAD: {
-    char want[400], got[400];
-    snprintf(want, sizeof want, "%s:%s", r->owner, r->branch);
-    const char *colon = strchr(want, ':');
-    if (!q || al_gw_query_param(q, ql, "head", &v, &vl) != 1 ||
-        pct_decode(v, vl, got, sizeof got) < 0 ||
-        strncasecmp(got, want, (size_t)(colon - want)) != 0 ||
-        strcmp(got + (colon - want), colon) != 0) {
+  } else if (rule->query == AL_GW_QUERY_PULLS_HEAD) {
+    /* OWNER:BRANCH, the owner without case (as GitHub reads it), the
+     * branch exactly */
+    int k = al_gw_query_find(qp, "head");
+    const char *v = k >= 0 ? qp->p[k].value : NULL;
+    size_t ol = strlen(r->owner);
+    if (!v || strlen(v) != ol + 1 + strlen(r->branch) || strncasecmp(v, r->owner, ol) != 0 ||
+        v[ol] != ':' || strcmp(v + ol + 1, r->branch) != 0) {
       *reason = "pulls-not-run-branch";
+      *param = "head";
       return false;
     }
-    return true;
   }
-  default:
-    *reason = "no-rule";
-    return false;
-  }
+  return true;
 }
 
 /* The path after the side's prefix, or NULL when it does not start with it. */
@@ -275,13 +265,14 @@ static const al_gw_rule *find(const al_gw_rules *r, unsigned sides, const char *
   return NULL;
 }
 
-const al_gw_rule *al_gw_match(const al_gw_rules *r, unsigned sides, const char *method,
-                              size_t method_len, const char *path, const char *query,
-                              size_t query_len, const char **reason)
+const al_gw_rule *al_gw_match_q(const al_gw_rules *r, unsigned sides, const char *method,
+                                size_t method_len, const char *path, const al_gw_qparams *qp,
+                                const char **reason, const char **param)
 {
+  *param = NULL;
   const al_gw_rule *rule = find(r, sides, method, method_len, path, 0);
   if (rule) {
-    if (!query_ok(r, rule, query, query_len, reason))
+    if (!query_ok(r, rule, qp, reason, param))
       return NULL;
     *reason = rule->name;
     return rule;
@@ -301,6 +292,17 @@ const al_gw_rule *al_gw_match(const al_gw_rules *r, unsigned sides, const char *
   else
     *reason = "no-rule";
   return NULL;
+}
+
+const al_gw_rule *al_gw_match(const al_gw_rules *r, unsigned sides, const char *method,
+                              size_t method_len, const char *path, const char *query,
+                              size_t query_len, const char **reason)
+{
+  al_gw_qparams qp;
+  const char *param;
+  if (query)
+    (void)al_gw_query_decode(query, query_len, &qp);
+  return al_gw_match_q(r, sides, method, method_len, path, query ? &qp : NULL, reason, &param);
 }
 
 static bool all_zero(const char *oid)
@@ -376,45 +378,8 @@ static al_gw_cred basic(const char *b64, size_t n, const char *ph, const char **
   return c;
 }
 
-/* Whether a parameter of q[0..len) is named access_token or client_secret
- * as the forge's query parser reads names: percent-escapes decoded, `+`
- * a space, and Rack/Rails array or hash syntax (`access_token[]=`) the
- * same name; compared without case. */
-static bool query_has_credential(const char *q, size_t len)
-{
-  size_t i = 0;
-  while (i < len) {
-    char name[32];
-    size_t o = 0;
-    bool over = false;
-    for (; i < len && q[i] != '&' && q[i] != '=' && q[i] != '['; i++) {
-      char c = q[i];
-      if (c == '%' && i + 2 < len) {
-        int hi = al_gw_hexval((unsigned char)q[i + 1]), lo = al_gw_hexval((unsigned char)q[i + 2]);
-        if (hi >= 0 && lo >= 0) {
-          c = (char)(hi * 16 + lo);
-          i += 2;
-        }
-      } else if (c == '+') {
-        c = ' ';
-      }
-      if (o + 1 < sizeof name)
-        name[o++] = c;
-      else
-        over = true;
-    }
-    name[o] = '\0';
-    if (!over && (strcasecmp(name, "access_token") == 0 || strcasecmp(name, "client_secret") == 0))
-      return true;
-    while (i < len && q[i] != '&')
-      i++;
-    i++;
-  }
-  return false;
-}
-
-al_gw_cred al_gw_credential(const al_http_request *req, const char *query, size_t query_len,
-                            const char *placeholder, const char **why)
+al_gw_cred al_gw_credential_q(const al_http_request *req, const al_gw_qparams *qp,
+                              const char *placeholder, const char **why)
 {
   const al_http_header *auth = NULL;
 
@@ -432,7 +397,12 @@ al_gw_cred al_gw_credential(const al_http_request *req, const char *query, size_
       auth = h;
     }
   }
-  if (query && query_has_credential(query, query_len)) {
+  for (size_t i = 0; qp && i < qp->n; i++)
+    if (al_gw_query_name_is_credential(qp->p[i].name)) {
+      *why = "foreign-credential";
+      return AL_GW_CRED_FOREIGN;
+    }
+  if (qp && qp->why && al_gw_query_name_is_credential(qp->bad)) {
     *why = "foreign-credential";
     return AL_GW_CRED_FOREIGN;
   }
@@ -461,4 +431,13 @@ al_gw_cred al_gw_credential(const al_http_request *req, const char *query, size_
   }
   *why = "foreign-credential";
   return AL_GW_CRED_FOREIGN;
+}
+
+al_gw_cred al_gw_credential(const al_http_request *req, const char *query, size_t query_len,
+                            const char *placeholder, const char **why)
+{
+  al_gw_qparams qp;
+  if (query)
+    (void)al_gw_query_decode(query, query_len, &qp);
+  return al_gw_credential_q(req, query ? &qp : NULL, placeholder, why);
 }

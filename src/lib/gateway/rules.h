@@ -2,8 +2,9 @@
  *
  * ONE table (rules.c) of what the agent may ask the forge for; a request
  * matching no entry is refused with a reason. Each entry is a method, a
- * path template, the query it accepts, the token injected upstream and how
- * its body is read. The table's placeholders are bound per run by
+ * path template, the query parameters it admits (by name, read by the one
+ * decoder of gateway/query.h), the token injected upstream and how its body
+ * is read. The table's placeholders are bound per run by
  * al_gw_rules_init: {owner}/{repo} to the run's repository (matched
  * case-insensitively, as GitHub does), {repo.git} to the repository name
  * with or without ".git", {ticket} to the ticket number; {seg} is any one
@@ -16,6 +17,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "gateway/query.h"
 #include "gateway/wire.h"
 #include "proxy/http.h"
 
@@ -30,11 +32,14 @@ typedef enum {
   AL_GW_BODY_COMMENT,      /* streamed through; counts against max_comments */
 } al_gw_body;
 
+/* How a route reads its query, once decoded (al_gw_query_decode: a name
+ * given twice is refused on every route). A parameter whose name is not in
+ * the rule's `params` is refused: "query-param-refused". */
 typedef enum {
-  AL_GW_QUERY_ANY,        /* any query (values redacted in the log) */
-  AL_GW_QUERY_NONE,       /* no query at all */
+  AL_GW_QUERY_NONE,       /* no parameter at all (params NULL) */
+  AL_GW_QUERY_LISTED,     /* the names in params, each optional */
   AL_GW_QUERY_SERVICE,    /* exactly service=git-upload-pack|git-receive-pack */
-  AL_GW_QUERY_PULLS_HEAD, /* head=OWNER:<run branch> exactly once (other filters free) */
+  AL_GW_QUERY_PULLS_HEAD, /* head=OWNER:<run branch>, required; the rest of params optional */
 } al_gw_query;
 
 typedef struct al_gw_rule {
@@ -43,6 +48,8 @@ typedef struct al_gw_rule {
   const char *method;
   const char *path; /* template, see above */
   al_gw_query query;
+  const char *params; /* the parameter names it admits, space-separated, lower-case, as
+                         its docs page lists them; NULL: none */
   al_gw_token token;
   al_gw_body body;
   bool needs_comments; /* present only when max_comments > 0 */
@@ -73,11 +80,21 @@ int al_gw_rules_init(al_gw_rules *r, const char *repo, unsigned long ticket, con
                      al_error *err);
 
 /* Decide one request: `sides` says what the connection's host serves,
- * path is canonical (al_gw_target_parse), query raw (may be NULL). Returns
- * the matching rule, or NULL with a static reason in *reason:
- * "graphql-refused", "other-repository", "other-ticket", "write-refused"
- * (a route that exists read-only), "bad-service-query", "unexpected-query",
- * "pulls-not-run-branch", "no-rule". */
+ * path is canonical (al_gw_target_parse), qp the decoded query (NULL when
+ * the target has none; a refused decoding refuses the request with its
+ * reason, once the path matched a route). Returns the matching rule, or
+ * NULL with a static reason in *reason: "graphql-refused",
+ * "other-repository", "other-ticket", "write-refused" (a route that exists
+ * read-only), "no-rule", a decoder's "query-*" reason,
+ * "query-param-refused" (a name the route does not list),
+ * "bad-service-query", "pulls-not-run-branch"; and for the query reasons
+ * the parameter's decoded name in *param (into qp, printable), else NULL. */
+const al_gw_rule *al_gw_match_q(const al_gw_rules *r, unsigned sides, const char *method,
+                                size_t method_len, const char *path, const al_gw_qparams *qp,
+                                const char **reason, const char **param);
+
+/* al_gw_match_q over a raw query (may be NULL), decoded here: for tests,
+ * fuzzers and callers that do not keep the decoded query. */
 const al_gw_rule *al_gw_match(const al_gw_rules *r, unsigned sides, const char *method,
                               size_t method_len, const char *path, const char *query,
                               size_t query_len, const char **reason);
@@ -99,7 +116,13 @@ typedef enum {
  * "Basic base64(user:PH)" (any user; git's credential helper) or
  * "Basic base64(PH:)", "token PH" or "Bearer PH" (gh, curl); compared in
  * constant time. Foreign (*why set): any other Authorization, two of them,
- * Proxy-Authorization, Cookie, an access_token= query parameter. */
+ * Proxy-Authorization, Cookie, a query parameter the decoder reads as a
+ * credential (al_gw_query_name_is_credential; every parameter decoded
+ * before a refused one is looked at). qp may be NULL (no query). */
+al_gw_cred al_gw_credential_q(const al_http_request *req, const al_gw_qparams *qp,
+                              const char *placeholder, const char **why);
+
+/* al_gw_credential_q over a raw query (may be NULL), decoded here. */
 al_gw_cred al_gw_credential(const al_http_request *req, const char *query, size_t query_len,
                             const char *placeholder, const char **why);
 

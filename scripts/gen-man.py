@@ -38,7 +38,15 @@ def main():
         summary = commands.get(cmd, "").split(": airlock")[0] or "airlock " + cmd
     else:
         summary = "run a coding agent on one ticket in a sandbox; only a pull request gets out"
-    head, _, body = text.partition("\n\n")
+    # the usage lines as the CLI prints them on a usage error (cli.c): the
+    # first line and those indented by 4 or more after it, up to a blank
+    # line or a line indented less; the rest is the description
+    lines = text.split("\n")
+    n = 1
+    while n < len(lines) and lines[n].strip() and len(lines[n]) - len(lines[n].lstrip(" ")) >= 4:
+        n += 1
+    head = "\n".join(lines[:n])
+    body = "\n".join(lines[n:]).lstrip("\n")
     usage = [re.sub(r"^usage: ", "", l).strip() if l.startswith("usage: ") else l.strip()
              for l in head.splitlines()]
     exit_part = ""

@@ -1,6 +1,7 @@
-# bash completion for airlock. The commands and each command's options are
-# read from airlock's own --help when completing, so they never drift from
-# the binary. Installed as share/bash-completion/completions/airlock.
+# bash completion for airlock. The commands and subcommands are read from
+# `airlock help --complete` (the binary's one command table) and each
+# command's options from its own --help when completing, so they never drift
+# from the binary. Installed as share/bash-completion/completions/airlock.
 _airlock()
 {
   local cur prev cmd i
@@ -14,15 +15,15 @@ _airlock()
     esac
   done
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "$(airlock --help 2>/dev/null | sed -n '/^commands:/,/^$/s/^  \([a-z]*\) .*/\1/p') --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "$(airlock help --complete 2>/dev/null | cut -d' ' -f1) --help --version" -- "$cur"))
     return
   fi
   if [[ $cmd == help ]]; then
-    COMPREPLY=($(compgen -W "$(airlock --help 2>/dev/null | sed -n '/^commands:/,/^$/s/^  \([a-z]*\) .*/\1/p')" -- "$cur"))
+    COMPREPLY=($(compgen -W "$(airlock help --complete 2>/dev/null | cut -d' ' -f1)" -- "$cur"))
     return
   fi
   case $prev in
-    -p|--policy|-c|--config|-r|--record|-o|--output|--log|--relay-log|--seccomp-out|--key-file|--cacert|--socket)
+    -p|--policy|-c|--config|-r|--record|-o|--output|--log|--relay-log|--seccomp-out|--key-file|--cacert|--socket|--dir)
       COMPREPLY=($(compgen -f -- "$cur"))
       return ;;
     --for) COMPREPLY=($(compgen -W "ticket run render" -- "$cur")); return ;;
@@ -31,11 +32,12 @@ _airlock()
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "$(airlock "$cmd" --help 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)" -- "$cur"))
   else
-    case $cmd in
-      policy) [[ $COMP_CWORD -eq $((i + 1)) ]] && { COMPREPLY=($(compgen -W "check default init" -- "$cur")); return; } ;;
-      render) [[ $COMP_CWORD -eq $((i + 1)) ]] && { COMPREPLY=($(compgen -W "compose kubernetes seccomp" -- "$cur")); return; } ;;
-      token) [[ $COMP_CWORD -eq $((i + 1)) ]] && { COMPREPLY=($(compgen -W "lease" -- "$cur")); return; } ;;
-    esac
+    local subs
+    subs=$(airlock help --complete 2>/dev/null | awk -v c="$cmd" '$1 == c { $1 = ""; print }')
+    if [[ -n $subs && $COMP_CWORD -eq $((i + 1)) ]]; then
+      COMPREPLY=($(compgen -W "$subs" -- "$cur"))
+      return
+    fi
     COMPREPLY=($(compgen -f -- "$cur"))
   fi
 }

@@ -44,7 +44,12 @@ void al_cli_error(const char *fmt, ...)
   va_end(ap);
 }
 
-/* The usage lines: the usage text up to its first blank line. */
+/* The usage lines: the first line of the usage text (`usage: airlock CMD
+ * ...`) and the lines after it that continue it or give another form
+ * (indented by 4 spaces or more), up to a blank line or the first line
+ * indented less (an option's description, "  -b, --branch B ..."), so
+ * every command prints the same kind of usage lines, whether or not its
+ * help text has a blank line after them. */
 static void print_usage_lines(FILE *out)
 {
   if (!g_usage)
@@ -56,11 +61,15 @@ static void print_usage_lines(FILE *out)
     return;
   g_usage(m);
   fclose(m);
-  char *blank = buf ? strstr(buf, "\n\n") : NULL;
-  if (blank)
-    blank[1] = '\0';
-  if (buf)
-    fputs(buf, out);
+  for (char *p = buf, *nl; p && *p; p = nl + 1) {
+    nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    if (p != buf && (n == 0 || strspn(p, " ") < 4))
+      break;
+    fprintf(out, "%.*s\n", (int)n, p);
+    if (!nl)
+      break;
+  }
   free(buf);
 }
 

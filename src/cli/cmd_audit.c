@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/term.h"
 #include "common/util.h"
+#include "broker/config.h"
 #include "forge/audit.h"
 
 static void usage(FILE *out)
@@ -113,6 +114,11 @@ int cmd_audit(int argc, char **argv)
   if (al_cli_max_operands(argc, argv, optind, 1) != 0)
     return AL_EXIT_USAGE;
   o.repo = argv[optind];
+  {
+    const char *why;
+    if (al_repo_name_check(o.repo, &why) < 0)
+      return al_cli_usage_error("repository `%s`: %s", o.repo, why);
+  }
   al_log_init("airlock audit", level);
   struct rlimit nocore = {0, 0};
   setrlimit(RLIMIT_CORE, &nocore);

@@ -17,5 +17,8 @@ int cmd_serve(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_render(int argc, char **argv);
+int cmd_runs(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
 
 #endif

@@ -13,9 +13,15 @@
 #include "common/term.h"
 #include "common/util.h"
 
+/* The one command table: `airlock --help`, `airlock help --complete` (what
+ * the bash and zsh completion read), the man pages (scripts/gen-man.py
+ * reads --help) and the dispatch below all come from it.
+ * tests/integration/cli.sh checks that every command and subcommand is in
+ * the help, in the completion and answers its own --help. */
 struct command {
   const char *name;
   int (*fn)(int argc, char **argv);
+  const char *subcommands; /* space-separated, or NULL: the words after the name */
   const char *summary;
 };
 
@@ -30,18 +36,29 @@ struct command {
 #endif
 
 static const struct command commands[] = {
-    {"demo", NET(cmd_demo), "the main job against a local test forge: airlock demo [--hostile]"},
-    {"ticket", NET(cmd_ticket), "one ticket to one PR: airlock ticket OWNER/REPO#N -p POLICY"},
-    {"run", cmd_run, "run a command in the sandbox: airlock run [-p POLICY] -- CMD..."},
-    {"policy", cmd_policy, "check a policy file: airlock policy check FILE"},
-    {"proxy", cmd_proxy, "the egress proxy alone: airlock proxy -p POLICY --listen ADDR"},
-    {"relay", NET(cmd_relay), "the model relay alone: airlock relay -p POLICY --listen ADDR"},
-    {"broker", NET(cmd_broker), "the token broker daemon: airlock broker -c CONFIG --socket PATH"},
-    {"probe", cmd_probe, "attack the sandbox from inside: airlock probe [-p POLICY] [--json]"},
-    {"token", cmd_token, "debug a broker lease: airlock token lease --repo OWNER/REPO"},
-    {"audit", NET(cmd_audit), "prove the escape budget: airlock audit OWNER/REPO [--branch B]"},
-    {"render", cmd_render, "the policy as manifests: airlock render compose|kubernetes -p POLICY"},
-    {"serve", NET(cmd_serve), "the service: webhooks and a queue of runs: airlock serve -c CONFIG"},
+    {"demo", NET(cmd_demo), NULL,
+     "the main job against a local test forge: airlock demo [--hostile]"},
+    {"ticket", NET(cmd_ticket), NULL,
+     "one ticket to one PR: airlock ticket OWNER/REPO#N -p POLICY"},
+    {"run", cmd_run, NULL, "run a command in the sandbox: airlock run [-p POLICY] -- CMD..."},
+    {"policy", cmd_policy, "check default init",
+     "policy files: airlock policy check FILE | default | init OWNER/REPO (a starter)"},
+    {"proxy", cmd_proxy, NULL, "the egress proxy alone: airlock proxy -p POLICY --listen ADDR"},
+    {"relay", NET(cmd_relay), NULL, "the model relay alone: airlock relay -p POLICY --listen ADDR"},
+    {"broker", NET(cmd_broker), NULL,
+     "the token broker daemon: airlock broker -c CONFIG --socket PATH"},
+    {"probe", cmd_probe, NULL,
+     "attack the sandbox from inside: airlock probe [-p POLICY] [--json]"},
+    {"token", cmd_token, "lease", "debug a broker lease: airlock token lease --repo OWNER/REPO"},
+    {"audit", NET(cmd_audit), NULL,
+     "prove the escape budget: airlock audit OWNER/REPO [--branch B]"},
+    {"render", cmd_render, "compose kubernetes cluster seccomp",
+     "manifests: airlock render compose|kubernetes|cluster|seccomp [-p POLICY]"},
+    {"serve", NET(cmd_serve), "enqueue",
+     "the service: webhooks and a queue of runs: airlock serve -c CONFIG | enqueue"},
+    {"runs", cmd_runs, NULL, "the recent runs, newest first: airlock runs [--json] [--limit N]"},
+    {"show", cmd_show, NULL, "one run's record, readable: airlock show RUN [--json]"},
+    {"gc", cmd_gc, NULL, "remove old run records: airlock gc --keep N --older-than 7d"},
 };
 
 static void usage(FILE *out)
@@ -50,9 +67,19 @@ static void usage(FILE *out)
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
   fprintf(out, "  %-8s %s\n", "help",
-          "a command's options: airlock help COMMAND (= COMMAND --help)");
+          "a command's options: airlock help COMMAND (= COMMAND --help); --complete: for shells");
   fprintf(out, "  %-8s %s\n", "version", "print the version: airlock version (= --version)");
   fprintf(out, "\nExit status (every command; docs/cli.md):\n" AL_EXIT_TABLE);
+}
+
+/* `airlock help --complete`: "NAME [SUB...]" per line, then help and
+ * version: what contrib/completion/ offers. */
+static void complete(FILE *out)
+{
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "%s%s%s\n", commands[i].name, commands[i].subcommands ? " " : "",
+            commands[i].subcommands ? commands[i].subcommands : "");
+  fprintf(out, "help\nversion\n");
 }
 
 static const struct command *find(const char *name)
@@ -99,6 +126,10 @@ int main(int argc, char **argv)
   }
   if (al_cli_is_help(argv[1]) || (strcmp(argv[1], "help") == 0 && argc == 2)) {
     usage(stdout);
+    return 0;
+  }
+  if (argc == 3 && strcmp(argv[1], "help") == 0 && strcmp(argv[2], "--complete") == 0) {
+    complete(stdout);
     return 0;
   }
   if (strcmp(argv[1], "help") == 0) {

@@ -25,6 +25,46 @@ for c in $cmds; do
 done
 is "none of the usage errors wrote a file" "$(ls -A "$T_TMP" | grep -v '^err$')" ""
 
+# usage errors print the same kind of usage lines for every command (the
+# shared cli.c): the message, the usage lines only (no option descriptions,
+# also for a help text without a blank line after them), the `Try` line
+for c in $cmds; do
+  "$AIRLOCK" "$c" --bogus-option >/dev/null 2>"$T_TMP/err"
+  body=$(sed '1d;$d' "$T_TMP/err")
+  bad=$(grep -vE "^(usage: airlock $c|    )" <<<"$body" | head -1)
+  is "$c --bogus-option: only usage lines between the message and the Try line" "$bad" ""
+  like "$c --bogus-option: ends with the Try line" "$(tail -1 "$T_TMP/err")" "^Try \`airlock help $c\` for more\.$"
+done
+out=$("$AIRLOCK" audit bad 2>&1 </dev/null); rc=$?
+like "audit bad: a usage error with the usage lines (exit 2)" "$rc/$(tr '\n' ' ' <<<"$out")" '^2/airlock audit: repository `bad`: a repository is OWNER/REPO.* usage: airlock audit OWNER/REPO .*Try `airlock help audit` for more\. $'
+rm -f "$T_TMP/err"
+
+# the one command table: every command and subcommand is in the top-level
+# help and in the completion, and answers --help
+table=$("$AIRLOCK" help --complete); rc=$?
+is "airlock help --complete: exit 0" "$rc" 0
+is "help --complete lists the commands --help lists, then help and version" "$(cut -d' ' -f1 <<<"$table" | tr '\n' ' ')" "$(echo $cmds) help version "
+BASH_COMPLETION=$AIRLOCK_SRC/contrib/completion/airlock.bash
+words() { PATH="$(dirname "$AIRLOCK"):$PATH" bash -c "source '$BASH_COMPLETION'; COMP_WORDS=($1); COMP_CWORD=\$((\${#COMP_WORDS[@]}-1)); _airlock; echo \"\${COMPREPLY[*]}\""; }
+top=$(words "airlock ''")
+helptext=$("$AIRLOCK" --help)
+while read -r c subs; do
+  like "bash completes the command $c" "$top" "(^| )$c( |$)"
+  [ -n "$subs" ] || continue
+  line=$(grep -E "^  $c " <<<"$helptext")
+  comp=$(words "airlock $c ''")
+  for sub in $subs; do
+    like "airlock --help names $c $sub" "$line" "[ |:]$sub( |\||$)"
+    like "bash completes $c $sub" "$comp" "(^| )$sub( |$)"
+    out=$("$AIRLOCK" "$c" "$sub" --help 2>&1); rc=$?
+    like "airlock $c $sub --help: exit 0, its usage lines name it" "$rc/$(tr '\n' ' ' <<<"$out")" "^0/usage: .*airlock $c $sub"
+  done
+done <<<"$table"
+like "bash completes policy init (issue 27)" "$(words "airlock policy i")" '^init$'
+like "bash completes render cluster (issue 27)" "$(words "airlock render cl")" '^cluster$'
+is "control: a command without subcommands completes files, not words of the table" "$(cd "$T_TMP" && mkdir -p cdir && words "airlock runs c")" "cdir"
+rmdir "$T_TMP/cdir"
+
 # extra operands: COMMAND-LINE (after `airlock`) | what the message names
 printf 'version: 1\n' >pol.yaml
 while IFS='|' read -r line want; do

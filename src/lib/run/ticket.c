@@ -172,6 +172,9 @@ done:
     json_object_set_new(t.rec, "error", json_string(err->msg));
   al_autofree char *ended = tk_iso_now();
   json_object_set_new(t.rec, "ended_at", json_string(ended));
+  /* the status `airlock ticket` exits with (when the record is written;
+   * a record that cannot be written is not there to say otherwise) */
+  json_object_set_new(t.rec, "exit_status", json_integer(tk_exit_code(&t, res, rc)));
   {
     al_error we = {0};
     if (tk_write_record(&t, res, &we) < 0) {

@@ -1,6 +1,8 @@
 /* Phase: the agent in its sandbox (native or Docker) with the egress
  * proxy, then what it printed and what the proxy decided. */
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <errno.h>
 #include <jansson.h>
@@ -222,6 +224,53 @@ int tk_agent_plan(struct ticket *t, al_error *err)
   return 0;
 }
 
+/* The agent's program as the record names it: agent.binary = {path,
+ * sha256, bytes} of the host file argv[0] names (the file the sandbox
+ * executes: it sees the host's paths read-only), or {path, error} when it
+ * cannot be hashed (a bare name the sandbox finds through PATH, a file in
+ * the docker image, unreadable). Read just before the start: a file changed
+ * by someone who can write it between this read and the exec is not told
+ * apart (the sandbox's binds are read-only from then on). */
+static void agent_digest(struct ticket *t, const char *prog)
+{
+  json_t *b = json_pack("{s:s}", "path", prog ? prog : "");
+  json_object_set_new(json_object_get(t->rec, "agent"), "binary", b);
+  const char *why = NULL;
+  char whybuf[256];
+  int fd = -1;
+  struct stat st;
+  if (!prog || !strchr(prog, '/'))
+    why = "found through PATH inside the sandbox: not hashed";
+  else if (t->o->docker)
+    why = "in the agent image (docker backend): not hashed";
+  else if ((fd = open(prog, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0 || fstat(fd, &st) < 0) {
+    snprintf(whybuf, sizeof whybuf, "%s", strerror(errno));
+    why = whybuf;
+  } else if (!S_ISREG(st.st_mode))
+    why = "not a regular file";
+  else if ((uint64_t)st.st_size > ((uint64_t)4 << 30))
+    why = "larger than 4 GiB: not hashed";
+  if (!why) {
+    size_t n = (size_t)st.st_size;
+    void *m = n ? mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    if (n && m == MAP_FAILED) {
+      snprintf(whybuf, sizeof whybuf, "mmap: %s", strerror(errno));
+      why = whybuf;
+    } else {
+      char hex[65];
+      al_sha256_hex(n ? m : "", n, hex);
+      if (n)
+        munmap(m, n);
+      json_object_set_new(b, "sha256", json_string(hex));
+      json_object_set_new(b, "bytes", json_integer((json_int_t)n));
+    }
+  }
+  if (fd >= 0)
+    close(fd);
+  if (why)
+    json_object_set_new(b, "error", json_string(why));
+}
+
 /* Phase: run the agent. 0 when it ran and exited 0; -1 with err otherwise
  * (the record holds what happened either way). */
 int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
@@ -292,6 +341,7 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
   int status = 125;
   al_error re = {0};
   int r;
+  agent_digest(t, ro_opts.argv ? ro_opts.argv[0] : NULL);
   if (t->o->docker)
     r = run_docker(t, &ro_opts, &status, &re);
   else

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "run/ticket_internal.h"
+#include "common/util.h"
 
 /* Phase: load and check the policy against the ticket. */
 int tk_do_policy(struct ticket *t, al_error *err)
@@ -23,8 +24,12 @@ int tk_do_policy(struct ticket *t, al_error *err)
     return -1;
   }
   al_policy *p = t->policy;
+  /* the canonical text too, not only its hash: what the run was allowed
+   * can be read from the record alone (sha256 is of exactly this text) */
+  al_autofree char *canonical = al_policy_canonical(p);
   json_object_set_new(t->rec, "policy",
-                      json_pack("{s:s, s:s}", "source", p->source, "sha256", al_policy_sha256(p)));
+                      json_pack("{s:s, s:s, s:s?}", "source", p->source, "sha256",
+                                al_policy_sha256(p), "canonical", canonical));
   /* the same check as `airlock policy check --for ticket` (policy/purpose.c) */
   if (al_policy_check_for(p, AL_POLICY_FOR_TICKET, t->repo, err) < 0) {
     tk_phase_end(t, s, "failed", "%s", err->msg);

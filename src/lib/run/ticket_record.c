@@ -14,6 +14,7 @@
 #include "common/exitcodes.h"
 #include "common/redact.h"
 #include "common/util.h"
+#include "runs/runs.h"
 
 /* The PR the record and the operator are pointed at is the one the forge
  * has from the run's branch (found by the review phase), never just what
@@ -77,21 +78,9 @@ int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err)
   if (t->o->record_path) {
     snprintf(path, sizeof path, "%s", t->o->record_path);
   } else {
-    const char *state = getenv("XDG_STATE_HOME");
-    const char *home = getenv("HOME");
     char dir[3800];
-    if (state && state[0] == '/')
-      snprintf(dir, sizeof dir, "%s/airlock/runs", state);
-    else
-      snprintf(dir, sizeof dir, "%s/.local/state/airlock/runs",
-               home && home[0] == '/' ? home : "/tmp");
-    for (char *q = dir + 1; *q; q++)
-      if (*q == '/') {
-        *q = '\0';
-        mkdir(dir, 0700);
-        *q = '/';
-      }
-    mkdir(dir, 0700);
+    if (al_runs_default_dir(dir, sizeof dir, true, err) < 0)
+      return -1;
     snprintf(path, sizeof path, "%s/%s.json", dir, t->run_id);
   }
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);

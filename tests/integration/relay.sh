@@ -118,7 +118,7 @@ upstream_count() { grep -c '"method"' fake.log 2>/dev/null || true; }
 # --- 1. a call through the relay ---------------------------------------------
 : >fake.log
 out=$(run relay python3 "$T_TMP/rc.py" --header 'x-api-key: agent-own-key' --header 'Authorization: Bearer agent-token' \
-  --header 'Cookie: session=agent' --header 'Api-Key: agent' --header 'Host: evil.example' \
+  --header 'Cookie: session=agent' --header 'Api-Key: agent' --host evil.example \
   --json '{"model":"m-test","max_tokens":5,"messages":[{"role":"user","content":"PROMPT-MARKER-7781"}]}' POST /v1/messages 2>&1)
 is "POST /v1/messages through the relay: 200" "$(field '["status"]' <<<"$out")" 200
 like "the fake API's answer reaches the agent" "$out" 'Hello from the fake model API'

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <arpa/inet.h>
@@ -190,12 +191,89 @@ static void test_addr(void **state)
   assert_null(al_addr_classify6(&a6, NULL));
 }
 
+/* The response-head parser (issue #28: the model relay's upstream): each
+ * rule has a case that breaks it and the well-formed control beside it. */
+static void test_response_head(void **state)
+{
+  (void)state;
+  al_http_response r;
+  const char *why = NULL;
+  static const char ok1[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX:\r\n\r\nok";
+  assert_int_equal(al_http_parse_response_head(ok1, sizeof ok1 - 1, &r, &why), sizeof ok1 - 3);
+  assert_int_equal(r.status, 200);
+  assert_int_equal(r.content_length, 2);
+  assert_int_equal(r.n_headers, 2);
+  assert_int_equal(r.headers[1].value_len, 0);
+  assert_false(r.chunked);
+  static const char ok2[] = "HTTP/1.0 404\r\nTransfer-Encoding: gzip , CHUNKED\r\n\r\n";
+  assert_true(al_http_parse_response_head(ok2, sizeof ok2 - 1, &r, &why) > 0);
+  assert_int_equal(r.status, 404);
+  assert_int_equal(r.version_minor, 0);
+  assert_true(r.chunked);
+  assert_int_equal(r.transfer_codings, 2);
+  assert_int_equal(r.content_length, -1);
+  /* incomplete: more bytes needed, nothing wrong yet */
+  assert_int_equal(al_http_parse_response_head(ok1, 20, &r, &why), 0);
+  static const struct {
+    const char *head, *why;
+  } bad[] = {
+      {"HTTP/1.1 200 OK\r\nx:\n\r\n", "bare-lf"},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n",
+       "duplicate-content-length"},
+      {"HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\n", "bad-content-length"},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\n", "bad-content-length"},
+      {"HTTP/1.1 200 OK\r\nContent-Length: 1234567890123456\r\n\r\n", "bad-content-length"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", "bad-transfer-encoding"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", "bad-transfer-encoding"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: xchunked\r\n\r\n", "bad-transfer-encoding"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n",
+       "bad-transfer-encoding"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding:\r\n\r\n", "bad-transfer-encoding"},
+      {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n", "cl-and-te"},
+      {"HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n", "obs-fold"},
+      {"HTTP/1.1 200 OK\r\nX : a\r\n\r\n", "space-before-colon"},
+      {"HTTP/1.1 200 OK\r\nX(y): a\r\n\r\n", "bad-header-name"},
+      {"HTTP/1.1 200 OK\r\n: a\r\n\r\n", "bad-header-name"},
+      {"HTTP/1.1 2000 OK\r\n\r\n", "bad-status-line"},
+      {"HTTP/1.1 099 X\r\n\r\n", "bad-status-line"},
+      {"HTTP/1.1 600 X\r\n\r\n", "bad-status-line"},
+      {"HTTP/1.2 200 OK\r\n\r\n", "bad-status-line"},
+      {"HTTP/2 200 OK\r\n\r\n", "bad-status-line"},
+      {"\r\n\r\n", "bad-status-line"},
+      {"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", "bare-cr"},
+      {"HTTP/1.1 200 OK\r\nX: \x80\r\n\r\n", "non-ascii-in-head"},
+      {"HTTP/1.1 200 OK\r\nX: \x01\r\n\r\n", "ctl-in-head"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    why = NULL;
+    int got = al_http_parse_response_head(bad[i].head, strlen(bad[i].head), &r, &why);
+    if (got != -1 || !why || strcmp(why, bad[i].why) != 0)
+      fail_msg("case %zu `%s`: got %d `%s`, want -1 `%s`", i, bad[i].head, got, why ? why : "",
+               bad[i].why);
+  }
+  /* a NUL (strlen cannot carry it) */
+  static const char nul[] = "HTTP/1.1 200 OK\r\nX: a\0b\r\n\r\n";
+  assert_int_equal(al_http_parse_response_head(nul, sizeof nul - 1, &r, &why), -1);
+  assert_string_equal(why, "nul-in-head");
+  /* 96 fields pass, 97 do not */
+  char big[4096];
+  size_t n = (size_t)snprintf(big, sizeof big, "HTTP/1.1 200 OK\r\n");
+  for (int i = 0; i < AL_HTTP_RESP_MAX_HEADERS; i++)
+    n += (size_t)snprintf(big + n, sizeof big - n, "x:\r\n");
+  memcpy(big + n, "\r\n", 2);
+  assert_true(al_http_parse_response_head(big, n + 2, &r, &why) > 0);
+  memcpy(big + n, "x:\r\n\r\n", 7);
+  assert_int_equal(al_http_parse_response_head(big, n + 7, &r, &why), -1);
+  assert_string_equal(why, "too-many-headers");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_authority),    cmocka_unit_test(test_match),
-      cmocka_unit_test(test_head),         cmocka_unit_test(test_absolute),
-      cmocka_unit_test(test_client_hello), cmocka_unit_test(test_addr),
+      cmocka_unit_test(test_authority),     cmocka_unit_test(test_match),
+      cmocka_unit_test(test_head),          cmocka_unit_test(test_absolute),
+      cmocka_unit_test(test_client_hello),  cmocka_unit_test(test_addr),
+      cmocka_unit_test(test_response_head),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -116,7 +116,7 @@ bool al_http_header_is_hop(const al_http_request *req, const al_http_header *h)
 
 /* Find the end of the head (CRLFCRLF), checking line ends and bytes on the
  * way so a bad head fails before it is complete. */
-static int find_head_end(const char *buf, size_t len, size_t *end, const char **why)
+static int find_head_end(const char *buf, size_t len, size_t max, size_t *end, const char **why)
 {
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)buf[i];
@@ -127,7 +127,7 @@ static int find_head_end(const char *buf, size_t len, size_t *end, const char **
       }
       if (i >= 3 && buf[i - 2] == '\n' && buf[i - 3] == '\r') {
         *end = i + 1;
-        return *end > AL_HTTP_HEAD_MAX ? (*why = "head-too-large", -1) : 1;
+        return *end > max ? (*why = "head-too-large", -1) : 1;
       }
     } else if (c == '\r') {
       if (i + 1 < len && buf[i + 1] != '\n') {
@@ -145,7 +145,7 @@ static int find_head_end(const char *buf, size_t len, size_t *end, const char **
       return -1;
     }
   }
-  if (len >= AL_HTTP_HEAD_MAX) {
+  if (len >= max) {
     *why = "head-too-large";
     return -1;
   }
@@ -189,7 +189,11 @@ static int parse_request_line(const char *p, size_t len, al_http_request *req, c
   return 0;
 }
 
-static int parse_field(const char *p, size_t len, al_http_request *req, const char **why)
+/* One field line (RFC 9112 §5.1, RFC 9110 §5.5) into hs[*n]: a token name,
+ * no whitespace before the colon, no obs-fold, OWS trimmed from the value;
+ * at most max fields. */
+static int parse_field(const char *p, size_t len, al_http_header *hs, size_t *n, size_t max,
+                       const char **why)
 {
   size_t i = 0;
 
@@ -207,11 +211,11 @@ static int parse_field(const char *p, size_t len, al_http_request *req, const ch
     *why = "bad-header-name";
     return -1;
   }
-  if (req->n_headers == AL_HTTP_MAX_HEADERS) {
+  if (*n == max) {
     *why = "too-many-headers";
     return -1;
   }
-  al_http_header *h = &req->headers[req->n_headers++];
+  al_http_header *h = &hs[(*n)++];
   h->name = p;
   h->name_len = i;
   size_t s = i + 1, e = len;
@@ -222,6 +226,21 @@ static int parse_field(const char *p, size_t len, al_http_request *req, const ch
   h->value = p + s;
   h->value_len = e - s;
   return 0;
+}
+
+/* Content-Length (RFC 9110 §8.6): 1 to 15 digits, nothing else (no sign,
+ * no list, no whitespace inside). -1 when bad. */
+static int64_t content_length_value(const al_http_header *h)
+{
+  if (h->value_len == 0 || h->value_len > 15)
+    return -1;
+  int64_t v = 0;
+  for (size_t k = 0; k < h->value_len; k++) {
+    if (h->value[k] < '0' || h->value[k] > '9')
+      return -1;
+    v = v * 10 + (h->value[k] - '0');
+  }
+  return v;
 }
 
 /* Framing and routing rules over the parsed fields (RFC 9112 §6.3). */
@@ -242,19 +261,11 @@ static int check_fields(al_http_request *req, const char **why)
         *why = "duplicate-content-length";
         return -1;
       }
-      if (h->value_len == 0 || h->value_len > 15) {
+      req->content_length = content_length_value(h);
+      if (req->content_length < 0) {
         *why = "bad-content-length";
         return -1;
       }
-      int64_t v = 0;
-      for (size_t k = 0; k < h->value_len; k++) {
-        if (h->value[k] < '0' || h->value[k] > '9') {
-          *why = "bad-content-length";
-          return -1;
-        }
-        v = v * 10 + (h->value[k] - '0');
-      }
-      req->content_length = v;
     } else if (al_http_header_is(h, "transfer-encoding")) {
       if (have_te || !ieq(h->value, h->value_len, "chunked")) {
         *why = "bad-transfer-encoding";
@@ -283,6 +294,12 @@ static int check_fields(al_http_request *req, const char **why)
 
 int al_http_parse_head(const char *buf, size_t len, al_http_request *req, const char **why)
 {
+  return al_http_parse_head_max(buf, len, AL_HTTP_HEAD_MAX, req, why);
+}
+
+int al_http_parse_head_max(const char *buf, size_t len, size_t max, al_http_request *req,
+                           const char **why)
+{
   const char *dummy;
   size_t end = 0;
   int r;
@@ -291,7 +308,7 @@ int al_http_parse_head(const char *buf, size_t len, al_http_request *req, const 
     why = &dummy;
   memset(req, 0, sizeof *req);
   req->content_length = -1;
-  r = find_head_end(buf, len, &end, why);
+  r = find_head_end(buf, len, max, &end, why);
   if (r <= 0)
     return r;
 
@@ -312,7 +329,8 @@ int al_http_parse_head(const char *buf, size_t len, al_http_request *req, const 
       if (parse_request_line(buf + pos, line_len, req, why) < 0)
         return -1;
       first = false;
-    } else if (parse_field(buf + pos, line_len, req, why) < 0) {
+    } else if (parse_field(buf + pos, line_len, req->headers, &req->n_headers, AL_HTTP_MAX_HEADERS,
+                           why) < 0) {
       return -1;
     }
     pos += line_len + 2;
@@ -320,6 +338,126 @@ int al_http_parse_head(const char *buf, size_t len, al_http_request *req, const 
   if (check_fields(req, why) < 0)
     return -1;
   req->head_len = end;
+  return (int)end;
+}
+
+/* ---- response heads ---- */
+
+/* status-line = HTTP-version SP 3DIGIT SP [reason-phrase] (RFC 9112 §4);
+ * the status 100..599 (RFC 9110 §15). A status line that ends right after
+ * the code is accepted (§4: a client SHOULD accept it). */
+static int parse_status_line(const char *p, size_t len, al_http_response *rsp, const char **why)
+{
+  if (len < 12 || memcmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1') || p[8] != ' ' ||
+      p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' || p[11] > '9' ||
+      (len > 12 && p[12] != ' ')) {
+    *why = "bad-status-line";
+    return -1;
+  }
+  rsp->version_minor = p[7] - '0';
+  rsp->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+  rsp->reason = len > 13 ? p + 13 : p + len;
+  rsp->reason_len = len > 13 ? len - 13 : 0;
+  return 0;
+}
+
+struct codings {
+  size_t n;
+  bool bad, chunked_last;
+};
+
+/* One element of Transfer-Encoding (RFC 9112 §6.1): a bare token; chunked
+ * only as the last one and only once. */
+static bool coding_ok(const char *t, size_t len, void *arg)
+{
+  struct codings *c = arg;
+  for (size_t i = 0; i < len; i++)
+    if (!is_tchar((unsigned char)t[i])) {
+      c->bad = true;
+      return false;
+    }
+  if (c->chunked_last) { /* something after chunked, or chunked twice */
+    c->bad = true;
+    return false;
+  }
+  c->chunked_last = ieq(t, len, "chunked");
+  c->n++;
+  return true;
+}
+
+static int check_response_fields(al_http_response *rsp, const char **why)
+{
+  bool have_te = false;
+
+  for (size_t i = 0; i < rsp->n_headers; i++) {
+    const al_http_header *h = &rsp->headers[i];
+    if (al_http_header_is(h, "content-length")) {
+      if (rsp->content_length >= 0) {
+        *why = "duplicate-content-length";
+        return -1;
+      }
+      rsp->content_length = content_length_value(h);
+      if (rsp->content_length < 0) {
+        *why = "bad-content-length";
+        return -1;
+      }
+    } else if (al_http_header_is(h, "transfer-encoding")) {
+      struct codings c = {0};
+      if (have_te || !for_each_element(h->value, h->value_len, coding_ok, &c) || c.bad ||
+          !c.chunked_last) {
+        *why = "bad-transfer-encoding";
+        return -1;
+      }
+      have_te = true;
+      rsp->transfer_codings = c.n;
+    }
+  }
+  if (have_te && rsp->content_length >= 0) {
+    *why = "cl-and-te";
+    return -1;
+  }
+  rsp->chunked = have_te;
+  return 0;
+}
+
+int al_http_parse_response_head(const char *buf, size_t len, al_http_response *rsp,
+                                const char **why)
+{
+  const char *dummy;
+  size_t end = 0;
+
+  if (!why)
+    why = &dummy;
+  memset(rsp, 0, sizeof *rsp);
+  rsp->content_length = -1;
+  int r = find_head_end(buf, len, AL_HTTP_RESP_HEAD_MAX, &end, why);
+  if (r <= 0)
+    return r;
+  size_t pos = 0;
+  bool first = true;
+  while (pos < end) {
+    const char *nl = memchr(buf + pos, '\n', end - pos);
+    size_t line_len = (size_t)(nl - (buf + pos)) - 1; /* without CR */
+    if (line_len == 0) {
+      if (first) {
+        *why = "bad-status-line";
+        return -1;
+      }
+      break;
+    }
+    if (first) {
+      if (parse_status_line(buf + pos, line_len, rsp, why) < 0)
+        return -1;
+      first = false;
+    } else if (parse_field(buf + pos, line_len, rsp->headers, &rsp->n_headers,
+                           AL_HTTP_RESP_MAX_HEADERS, why) < 0) {
+      return -1;
+    }
+    pos += line_len + 2;
+  }
+  if (check_response_fields(rsp, why) < 0)
+    return -1;
+  rsp->head_len = end;
   return (int)end;
 }
 

@@ -1,6 +1,8 @@
-/* Strict HTTP/1.1 request-head parser for the egress proxy (RFC 9112 §2-§7,
- * RFC 9110 §5). Zero-copy: every pointer in al_http_request points into the
- * caller's buffer, which must outlive the request.
+/* Strict HTTP/1.1 head parsers (RFC 9112 §2-§7, RFC 9110 §5): the request
+ * head (the egress proxy, the forge gateway, the model relay) and the
+ * response head (the model relay's upstream). Zero-copy: every pointer in
+ * al_http_request / al_http_response points into the caller's buffer, which
+ * must outlive it.
  *
  * Refused (the reason code becomes X-Airlock-Deny): a head over
  * AL_HTTP_HEAD_MAX bytes or AL_HTTP_MAX_HEADERS fields; any line end but
@@ -47,6 +49,44 @@ typedef struct al_http_request {
  * nothing seen so far is invalid), -1 with a static reason code in *why
  * ("bare-lf", "obs-fold", "duplicate-host", "cl-and-te", ...). */
 int al_http_parse_head(const char *buf, size_t len, al_http_request *req, const char **why);
+
+/* The same with a head of at most `max` bytes instead of AL_HTTP_HEAD_MAX
+ * (the model relay takes 64 KiB). */
+int al_http_parse_head_max(const char *buf, size_t len, size_t max, al_http_request *req,
+                           const char **why);
+
+#define AL_HTTP_RESP_HEAD_MAX 65536
+#define AL_HTTP_RESP_MAX_HEADERS 96
+
+typedef struct al_http_response {
+  int version_minor;  /* HTTP/1.<minor>: 0 or 1 */
+  int status;         /* 100..599 */
+  const char *reason; /* reason-phrase, may be empty */
+  size_t reason_len;
+  al_http_header headers[AL_HTTP_RESP_MAX_HEADERS];
+  size_t n_headers;
+  int64_t content_length;  /* -1 when absent */
+  bool chunked;            /* Transfer-Encoding present, chunked its last coding */
+  size_t transfer_codings; /* codings listed in Transfer-Encoding (1: chunked alone) */
+  size_t head_len;         /* bytes of the head including the final CRLFCRLF */
+} al_http_response;
+
+/* Parse one response head (RFC 9112 §4 status line, §5 fields, §6 framing)
+ * at the start of buf[0..len). Returns head_len (> 0), 0 when more bytes
+ * are needed, -1 with a static reason in *why. Refused as for requests
+ * (line ends other than CRLF, obs-fold, space before a colon, bytes that
+ * are NUL, control or non-ASCII, a head over AL_HTTP_RESP_HEAD_MAX or
+ * AL_HTTP_RESP_MAX_HEADERS fields), and: a status line other than
+ * "HTTP/1.0|1.1 SP 3DIGIT [SP reason]" with 100..599 ("bad-status-line");
+ * a second Content-Length ("duplicate-content-length") or one that is not
+ * 1-15 plain digits ("bad-content-length", so "+2", "2, 2" and 2^64 are
+ * refused); Transfer-Encoding sent twice, with a coding that is not a bare
+ * token, or without chunked as its last and only chunked coding
+ * ("bad-transfer-encoding"); Content-Length with Transfer-Encoding
+ * ("cl-and-te", RFC 9112 §6.3 item 3). A 1xx head is returned like any
+ * other: the caller skips it (RFC 9110 §15.2). */
+int al_http_parse_response_head(const char *buf, size_t len, al_http_response *rsp,
+                                const char **why);
 
 /* Case-insensitive compare of a header's name with a lower-case name. */
 bool al_http_header_is(const al_http_header *h, const char *lname);

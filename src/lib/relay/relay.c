@@ -200,7 +200,7 @@ static void handle(struct call *c)
     }
   }
   if (st > 0) {
-    rl_answer(c, st, "refused", true, "malformed request head");
+    rl_answer(c, st, "refused", true, "malformed request head (%s)", rq.why ? rq.why : "?");
     goto out;
   }
   if (!rq.method || !rq.target || rq.target[0] != '/') { /* read_head sets both when it returns 0 */

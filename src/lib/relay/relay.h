@@ -4,7 +4,10 @@
  * It serves plain HTTP/1.1 (RFC 9112) on a listening socket that lives in
  * the agent's network namespace (127.0.0.1:8080 there). Per request it
  *   - accepts only the configured METHOD + path pairs (query passed through);
- *   - caps the head (64 KiB) and the body (relay.max_request);
+ *   - parses the head with the strict parser (proxy/http.h: CRLF only, no
+ *     obs-fold, token names, one Host and one Content-Length, chunked only
+ *     as the final coding; 400 naming the rule), caps it (64 KiB, 64
+ *     fields) and the body (relay.max_request);
  *   - refuses calls past the run's budget of requests or tokens (429 with
  *     `x-should-retry: false`, which the Anthropic and OpenAI SDKs honour);
  *   - reads the body as JSON and refuses server-side tools, connectors and
@@ -19,6 +22,9 @@
  *   - opens a tunnel through the egress proxy (CONNECT, RFC 9110 §9.3.6),
  *     speaks TLS with certificate and host-name verification (OpenSSL,
  *     RFC 6125 via SSL_set1_host) and SNI (RFC 6066 §3);
+ *   - reads the response head with the same strict parser (a head that
+ *     breaks a rule is a 502 naming it; 1xx interim heads are skipped) and
+ *     rebuilds it for the agent;
  *   - streams the response back as it arrives (no buffering: each TLS read
  *     is written to the agent at once), reading the usage fields on the way
  *     (usage.h) to charge the token budget;

@@ -1,7 +1,8 @@
 /* What the files of the model relay's server share (relay.c: the listener,
  * one call's thread, its log line and answers; relay_request.c: the agent's
- * request head and body; relay_upstream.c: the tunnel, TLS and the
- * forwarded exchange): the server, a call and a request. Not installed;
+ * request head and body; relay_head.c: both heads' parsing;
+ * relay_upstream.c: the tunnel, TLS and the forwarded exchange): the
+ * server, a call and a request. Not installed;
  * relay.h is the contract. */
 #ifndef AL_RELAY_RELAY_INT_H
 #define AL_RELAY_RELAY_INT_H
@@ -78,13 +79,21 @@ struct header {
 };
 
 struct request {
-  char *head; /* NUL-terminated, CR/LF replaced by NULs while parsing */
+  char *head; /* the head's bytes; each piece below NUL-terminated in place */
   size_t head_len;
   char *extra; /* bytes read past the head (start of the body) */
   size_t extra_len;
   char *method, *target;
   struct header h[128];
   size_t nh;
+  const char *why; /* static: the rule a refused head broke (proxy/http.h) */
+};
+
+/* The upstream's response head, as the forwarding needs it. */
+struct response {
+  int status;
+  bool chunked, has_len, sse;
+  uint64_t len;
 };
 
 /* ---- src/lib/relay/relay.c ---- */
@@ -110,6 +119,27 @@ bool rl_dropped_header(const char *name);
 /* The body, Content-Length or chunked, at most max bytes, into *out
  * (malloc'd, *len). 0, an HTTP status to answer, or -1: connection gone. */
 int rl_read_body(struct call *c, struct request *rq, uint64_t max, char **out, size_t *len);
+
+/* ---- src/lib/relay/relay_head.c ---- */
+/* Parse the agent's request head at buf[0..len) with the strict parser
+ * (al_http_parse_head_max, RFC 9112 §2-§5, at most HEAD_MAX bytes and
+ * AL_HTTP_MAX_HEADERS fields) and fill rq with pointers into buf, each
+ * piece NUL-terminated in place (buf is modified only on success). Returns
+ * the head's length (> 0), 0 when more bytes are needed, -1 with a static
+ * *why. */
+int rl_parse_request_head(char *buf, size_t len, struct request *rq, const char **why);
+/* Parse the upstream's response head at buf[0..len)
+ * (al_http_parse_response_head) and, for a final (2xx-5xx) answer, build
+ * the head the agent gets: the status line as sent, every field but
+ * Connection, Keep-Alive, Set-Cookie and Proxy-* as "name: value", then
+ * "Connection: close"; into *rebuilt (malloc'd, exactly *rebuilt_len
+ * bytes plus none; the caller frees). A 1xx answer other than 101 returns
+ * its length with rs->status and nothing rebuilt (the caller skips it).
+ * Refused beyond the parser's rules: 101, and a transfer coding other than
+ * chunked (the relay sends no TE: RFC 9110 §10.1.4). Returns the head's
+ * length (> 0), 0 when more bytes are needed, -1 with a static *why. */
+int rl_parse_response_head(const char *buf, size_t len, struct response *rs, char **rebuilt,
+                           size_t *rebuilt_len, const char **why);
 
 /* ---- src/lib/relay/relay_upstream.c ---- */
 /* Forward the checked request upstream and relay the response; the call's

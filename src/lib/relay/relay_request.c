@@ -31,82 +31,37 @@
 #include "relay/usage.h"
 /* ---- the agent's request ---- */
 
-static bool token_char(char ch)
-{
-  return isalnum((unsigned char)ch) || strchr("!#$%&'*+-.^_`|~", ch);
-}
-
-/* Read and parse the request head (RFC 9112 §2-§5). 0, or an HTTP status. */
+/* Read and parse the request head (RFC 9112 §2-§5) with the strict parser
+ * (relay_head.c). 0, or an HTTP status with rq->why (-1: gone or timed
+ * out, nothing to answer). Only a read that ends a line, or holds a bare
+ * LF, is parsed again: linear in the head's size. */
 int rl_read_head(struct call *c, struct request *rq, char *buf)
 {
   size_t len = 0;
-  char *end = NULL;
-  while (!end) {
-    if (len == HEAD_MAX)
+  for (;;) {
+    if (len == HEAD_MAX) {
+      rq->why = "head-too-large";
       return 431;
+    }
     ssize_t r = recv(c->fd, buf + len, HEAD_MAX - len, 0);
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0)
-      return -1; /* gone or timed out: nothing to answer */
+      return -1;
+    size_t from = len > 3 ? len - 3 : 0;
     len += (size_t)r;
     buf[len] = '\0';
-    end = memmem(buf, len, "\r\n\r\n", 4);
+    if (!memchr(buf + from, '\n', len - from))
+      continue;
+    const char *why = NULL;
+    int h = rl_parse_request_head(buf, len, rq, &why);
+    if (h > 0)
+      return 0;
+    if (h < 0) {
+      rq->why = why;
+      return strcmp(why, "head-too-large") == 0 || strcmp(why, "too-many-headers") == 0 ? 431 : 400;
+    }
   }
-  rq->head = buf;
-  rq->head_len = (size_t)(end - buf) + 4;
-  rq->extra = buf + rq->head_len;
-  rq->extra_len = len - rq->head_len;
-  if (memchr(buf, '\0', rq->head_len))
-    return 400;
-  *end = '\0';
-  char *save = NULL;
-  char *line = strtok_r(buf, "\n", &save);
-  if (!line)
-    return 400;
-  size_t ll = strlen(line);
-  if (ll && line[ll - 1] == '\r')
-    line[--ll] = '\0';
-  char *sp1 = strchr(line, ' ');
-  char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-  if (!sp1 || !sp2 || strchr(sp2 + 1, ' ') ||
-      (strcmp(sp2 + 1, "HTTP/1.1") != 0 && strcmp(sp2 + 1, "HTTP/1.0") != 0))
-    return 400;
-  *sp1 = *sp2 = '\0';
-  rq->method = line;
-  rq->target = sp1 + 1;
-  for (char *m = rq->method; *m; m++)
-    if (!token_char(*m))
-      return 400;
-  while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
-    ll = strlen(line);
-    if (ll && line[ll - 1] == '\r')
-      line[--ll] = '\0';
-    if (line[0] == ' ' || line[0] == '\t')
-      return 400; /* obs-fold (RFC 9112 §5.2): refused */
-    char *colon = strchr(line, ':');
-    if (!colon || colon == line)
-      return 400;
-    for (char *p = line; p < colon; p++)
-      if (!token_char(*p))
-        return 400;
-    *colon = '\0';
-    char *v = colon + 1;
-    while (*v == ' ' || *v == '\t')
-      v++;
-    size_t vl = strlen(v);
-    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-      v[--vl] = '\0';
-    for (char *p = v; *p; p++)
-      if ((unsigned char)*p < 0x20 && *p != '\t')
-        return 400;
-    if (rq->nh == AL_ARRAY_SIZE(rq->h))
-      return 431;
-    rq->h[rq->nh].name = line;
-    rq->h[rq->nh].value = v;
-    rq->nh++;
-  }
-  return 0;
 }
 
 const char *rl_hget(const struct request *rq, const char *name, int *count)
@@ -222,12 +177,15 @@ int rl_read_body(struct call *c, struct request *rq, uint64_t max, char **out, s
       char *crlf = memmem(raw + i, rawn - i, "\r\n", 2);
       if (!crlf)
         break;
-      char *endp;
-      unsigned long long sz = strtoull(raw + i, &endp, 16);
-      if (endp == raw + i || (*endp != '\r' && *endp != ';')) {
+      /* chunk-size = 1*HEXDIG (RFC 9112 §7.1): no sign, space or 0x */
+      size_t hd = 0;
+      while (i + hd < rawn && isxdigit((unsigned char)raw[i + hd]))
+        hd++;
+      if (hd == 0 || hd > 15 || (raw[i + hd] != '\r' && raw[i + hd] != ';')) {
         bad = true;
         break;
       }
+      unsigned long long sz = strtoull(raw + i, NULL, 16);
       size_t data = (size_t)(crlf - raw) + 2;
       if (sz == 0) {
         if (memmem(raw + data - 2, rawn - data + 2, "\r\n\r\n", 4))
@@ -236,6 +194,10 @@ int rl_read_body(struct call *c, struct request *rq, uint64_t max, char **out, s
       }
       if (sz > max || data + sz + 2 > rawn)
         break;
+      if (raw[data + sz] != '\r' || raw[data + sz + 1] != '\n') {
+        bad = true; /* the chunk's data not followed by CRLF */
+        break;
+      }
       memcpy(dec + dn, raw + data, sz);
       dn += sz;
       i = data + sz + 2;

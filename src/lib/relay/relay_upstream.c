@@ -225,65 +225,6 @@ static char *upstream_head(struct call *c, struct request *rq, const char *query
   return h;
 }
 
-/* Response head from upstream: status, framing, content type. */
-struct response {
-  int status;
-  bool chunked, has_len, sse;
-  uint64_t len;
-};
-
-static int parse_response_head(char *head, size_t hl, struct response *rs, char **rebuilt,
-                               size_t *rebuilt_len)
-{
-  memset(rs, 0, sizeof *rs);
-  if (hl < 12 || strncmp(head, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)head[9]))
-    return -1;
-  if (!isdigit((unsigned char)head[10]) || !isdigit((unsigned char)head[11]))
-    return -1;
-  rs->status = (head[9] - '0') * 100 + (head[10] - '0') * 10 + (head[11] - '0');
-  if (rs->status < 100 || rs->status > 599)
-    return -1;
-  char *out = al_xmalloc(hl + 64);
-  size_t n = 0;
-  char *save = NULL;
-  head[hl - 4] = '\0';
-  char *line = strtok_r(head, "\n", &save);
-  size_t ll = strlen(line);
-  if (ll && line[ll - 1] == '\r')
-    line[--ll] = '\0';
-  n += (size_t)sprintf(out + n, "%s\r\n", line);
-  while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
-    ll = strlen(line);
-    if (ll && line[ll - 1] == '\r')
-      line[--ll] = '\0';
-    char *colon = strchr(line, ':');
-    if (!colon)
-      continue;
-    *colon = '\0';
-    char *v = colon + 1;
-    while (*v == ' ' || *v == '\t')
-      v++;
-    if (strcasecmp(line, "transfer-encoding") == 0 && strcasestr(v, "chunked"))
-      rs->chunked = true;
-    if (strcasecmp(line, "content-length") == 0) {
-      rs->has_len = true;
-      rs->len = strtoull(v, NULL, 10);
-    }
-    if (strcasecmp(line, "content-type") == 0 && strncasecmp(v, "text/event-stream", 17) == 0)
-      rs->sse = true;
-    if (strcasecmp(line, "connection") == 0 || strcasecmp(line, "keep-alive") == 0 ||
-        strcasecmp(line, "set-cookie") == 0 || strncasecmp(line, "proxy-", 6) == 0)
-      continue;
-    n += (size_t)sprintf(out + n, "%s: %s\r\n", line, v);
-  }
-  if (rs->chunked)
-    rs->has_len = false;
-  n += (size_t)sprintf(out + n, "Connection: close\r\n\r\n");
-  *rebuilt = out;
-  *rebuilt_len = n;
-  return 0;
-}
-
 /* Forward one admitted call. Answers the agent itself on failure. */
 void rl_forward(struct call *c, struct request *rq, const char *query, const char *body,
                 size_t body_len)
@@ -341,8 +282,32 @@ void rl_forward(struct call *c, struct request *rq, const char *query, const cha
   c->upstream_why = "response";
   static __thread char buf[HEAD_MAX + IOBUF];
   size_t n = 0;
-  char *end = NULL;
-  while (!end) {
+  struct response rs;
+  size_t rhl = 0;
+  int hl = 0;
+  unsigned interim = 0;
+  for (;;) {
+    const char *why = NULL;
+    hl = rl_parse_response_head(buf, n, &rs, &rhead, &rhl, &why);
+    if (hl < 0) {
+      c->upstream_why = "malformed";
+      rl_answer(c, 502, "upstream_error", false,
+                "airlock relay: malformed response head from %s (%s)", c->up->upstream, why);
+      goto out;
+    }
+    if (hl > 0 && rs.status >= 200)
+      break;
+    if (hl > 0) { /* 1xx interim: skip it, the final answer follows */
+      if (++interim > 8) {
+        c->upstream_why = "malformed";
+        rl_answer(c, 502, "upstream_error", false,
+                  "airlock relay: more than 8 interim responses from %s", c->up->upstream);
+        goto out;
+      }
+      memmove(buf, buf + hl, n - (size_t)hl);
+      n -= (size_t)hl;
+      continue;
+    }
     if (n >= HEAD_MAX) {
       rl_answer(c, 502, "upstream_error", false, "airlock relay: upstream response head too large");
       goto out;
@@ -358,22 +323,12 @@ void rl_forward(struct call *c, struct request *rq, const char *query, const cha
                         : "upstream closed the connection before answering");
       goto out;
     }
-    if (n == 0)
+    if (n == 0 && !interim)
       c->ttfb_ms = al_now_ms() - c->t0_ms;
     n += (size_t)r;
-    end = memmem(buf, n, "\r\n\r\n", 4);
   }
-  size_t hl = (size_t)(end - buf) + 4;
-  size_t rest = n - hl;
+  size_t rest = n - (size_t)hl;
   char *restp = buf + hl;
-  struct response rs;
-  size_t rhl = 0;
-  if (parse_response_head(buf, hl, &rs, &rhead, &rhl) < 0) {
-    c->upstream_why = "malformed";
-    rl_answer(c, 502, "upstream_error", false, "airlock relay: malformed response head from %s",
-              c->up->upstream);
-    goto out;
-  }
   c->status = rs.status;
   c->decision = "forwarded";
   c->upstream_why = NULL;

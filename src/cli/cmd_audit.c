@@ -35,6 +35,8 @@ static void usage(FILE *out)
                "      --app SLUG       the App without --config (its bypass/code-owner checks)\n"
                "      --app-id N       the App's numeric id without --config (ruleset bypass)\n"
                "      --timeout D      per request (default 30s)\n"
+               "      --run-prefix P   the run branches' prefix for the ci.* criteria (the\n"
+               "                       policy's review.branch_prefix; default airlock/)\n"
                "environment: AIRLOCK_AUDIT_TOKEN, else GITHUB_TOKEN: a token for the reads\n"
                "  (least privilege: Administration: read, Contents: read, Metadata: read on the\n"
                "  one repository). Tokens are never accepted on the command line.\n"
@@ -43,7 +45,7 @@ static void usage(FILE *out)
 
 int cmd_audit(int argc, char **argv)
 {
-  enum { O_API = 256, O_CACERT, O_APP, O_APP_ID, O_TIMEOUT, O_TOKEN };
+  enum { O_API = 256, O_CACERT, O_APP, O_APP_ID, O_TIMEOUT, O_TOKEN, O_PREFIX };
   static const struct option opts[] = {{"branch", required_argument, NULL, 'b'},
                                        {"json", no_argument, NULL, 'j'},
                                        {"config", required_argument, NULL, 'c'},
@@ -52,6 +54,7 @@ int cmd_audit(int argc, char **argv)
                                        {"app", required_argument, NULL, O_APP},
                                        {"app-id", required_argument, NULL, O_APP_ID},
                                        {"timeout", required_argument, NULL, O_TIMEOUT},
+                                       {"run-prefix", required_argument, NULL, O_PREFIX},
                                        {"token", required_argument, NULL, O_TOKEN},
                                        {"verbose", no_argument, NULL, 'v'},
                                        {"help", no_argument, NULL, 'h'},
@@ -95,6 +98,9 @@ int cmd_audit(int argc, char **argv)
       }
       break;
     }
+    case O_PREFIX:
+      o.run_prefix = optarg;
+      break;
     case O_TOKEN:
       /* Never echo the value back: it may be a live token. */
       return al_cli_usage_error("tokens are not accepted on the command line (they would "

@@ -1852,6 +1852,13 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
       forge_h_git_tree(&c, repo, c.seg[5]);
     } else if (n == 6 && get && is_seg(&c, 3, "git") && is_seg(&c, 4, "blobs")) {
       forge_h_git_blob(&c, repo, c.seg[5]);
+    } else if (n == 5 && get && is_seg(&c, 3, "actions") && is_seg(&c, 4, "permissions")) {
+      forge_h_actions_permissions(&c, repo);
+    } else if (n == 6 && get && is_seg(&c, 3, "actions") && is_seg(&c, 4, "permissions") &&
+               is_seg(&c, 5, "workflow")) {
+      forge_h_workflow_permissions(&c, repo);
+    } else if (n == 4 && get && is_seg(&c, 3, "environments")) {
+      forge_h_environments(&c, repo);
     } else if (n == 6 && get && is_seg(&c, 3, "collaborators") && is_seg(&c, 5, "permission")) {
       h_collaborator_permission(&c, repo, c.seg[4]);
     } else if (n == 4 && is_seg(&c, 3, "pulls") && (get || post)) {

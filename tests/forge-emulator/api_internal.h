@@ -44,4 +44,9 @@ void forge_h_pull_review_comments(struct ctx *c, json_t *repo, long long num);
 void forge_h_git_tree(struct ctx *c, json_t *repo, const char *sha);
 void forge_h_git_blob(struct ctx *c, json_t *repo, const char *sha);
 
+/* api_actions.c: Actions settings and environments (the audit's ci.* reads) */
+void forge_h_actions_permissions(struct ctx *c, json_t *repo);
+void forge_h_workflow_permissions(struct ctx *c, json_t *repo);
+void forge_h_environments(struct ctx *c, json_t *repo);
+
 #endif

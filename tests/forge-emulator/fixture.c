@@ -413,6 +413,19 @@ int forge_load_fixture(const char *path, char **keys, size_t n_keys, al_error *e
       al_make_error(err, 0, "fixture: repositories[%zu] (%s): bad field types", i, full);
       goto out;
     }
+    json_t *act = json_object_get(v, "actions"), *envs = json_object_get(v, "environments");
+    if ((act && !json_is_object(act)) || (envs && !json_is_array(envs))) {
+      json_decref(repo);
+      al_make_error(err, 0,
+                    "fixture: repositories[%zu] (%s): actions must be an object "
+                    "{enabled, default_workflow_permissions, can_approve_pull_request_reviews} "
+                    "and environments an array of {name, reviewers}",
+                    i, full);
+      goto out;
+    }
+    if (act)
+      json_object_set(repo, "actions", act);
+    json_object_set_new(repo, "environments", envs ? json_incref(envs) : json_array());
     if (!json_is_object(json_object_get(repo, "protection")) ||
         !json_is_array(json_object_get(repo, "rulesets"))) {
       json_decref(repo);

@@ -30,7 +30,7 @@ sh "$SRC/scripts/make-app-key.sh" "$W/keys" >/dev/null
   --ports-file "$W/ports.json" --key 1001="$W/keys/app.pub.pem" >"$W/forge.log" 2>&1 &
 FORGE_PID=$!
 on_exit "kill $FORGE_PID"
-for _ in $(seq 100); do [ -s "$W/ports.json" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s "$W/ports.json" ] && break; sleep 0.1; done
 [ -s "$W/ports.json" ] || { fail "forge starts"; done_testing; exit 1; }
 API="https://127.0.0.1:$(jq -r .https "$W/ports.json")"
 ADMIN="http://127.0.0.1:$(jq -r .admin "$W/ports.json")"

@@ -78,7 +78,7 @@ sh "$SRC/scripts/make-app-key.sh" "$W/keys" >/dev/null
   --ports-file "$W/ports.json" --key 1001="$W/keys/app.pub.pem" >"$W/forge.log" 2>&1 &
 FORGE_PID=$!
 on_exit "kill $FORGE_PID"
-for _ in $(seq 50); do [ -s "$W/ports.json" ] && break; sleep 0.1; done
+for _ in $(seq 600); do [ -s "$W/ports.json" ] && break; sleep 0.1; done
 if [ ! -s "$W/ports.json" ]; then
   fail "forge starts from audit.json"; sed 's/^/#   /' "$W/forge.log"; done_testing; exit 1
 fi

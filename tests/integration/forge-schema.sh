@@ -89,6 +89,16 @@ cap "GET rulesets" GET '/repos/{owner}/{repo}/rulesets' "$W/bot.h" '/repos/acme/
 cap "GET a ruleset (bypass_actors hidden)" GET '/repos/{owner}/{repo}/rulesets/{ruleset_id}' "$W/bot.h" '/repos/acme/widget/rulesets/42?includes_parents=true' '' '["includes_parents"]'
 cap "GET a ruleset (administration: write)" GET '/repos/{owner}/{repo}/rulesets/{ruleset_id}' "$W/adm.h" '/repos/acme/widget/rulesets/42?includes_parents=true' '' '["includes_parents"]'
 cap "GET contents (a file)" GET '/repos/{owner}/{repo}/contents/{path}' "$W/bot.h" '/repos/acme/widget/contents/README.md?ref=main' '' '["ref"]'
+# the audit's ci.* reads (issue #26): the workflows directory and a file in
+# it, the Actions settings, the environments (one with required reviewers)
+cap "GET contents (a directory)" GET '/repos/{owner}/{repo}/contents/{path}' "$W/bot.h" '/repos/acme/widget/contents/.github/workflows?ref=main' '' '["ref"]'
+cap "GET contents (a workflow file)" GET '/repos/{owner}/{repo}/contents/{path}' "$W/bot.h" '/repos/acme/widget/contents/.github/workflows/ci.yml?ref=main' '' '["ref"]'
+cap "POST access_tokens, app 2, Actions: read (201)" POST '/app/installations/{installation_id}/access_tokens' "$W/jwt2.h" \
+  /app/installations/2002/access_tokens '{"repositories":["widget"],"permissions":{"administration":"read","actions":"read"}}'
+printf 'Authorization: token %s\n' "$(tok_of)" >"$W/act.h"
+cap "GET Actions permissions" GET '/repos/{owner}/{repo}/actions/permissions' "$W/act.h" /repos/acme/widget/actions/permissions
+cap "GET default workflow permissions" GET '/repos/{owner}/{repo}/actions/permissions/workflow' "$W/act.h" /repos/acme/widget/actions/permissions/workflow
+cap "GET environments" GET '/repos/{owner}/{repo}/environments' "$W/act.h" '/repos/acme/widget/environments?per_page=100' '' '["per_page"]'
 cap "GET an issue" GET '/repos/{owner}/{repo}/issues/{issue_number}' "$W/bot.h" /repos/acme/widget/issues/1
 cap "POST an issue comment (201)" POST '/repos/{owner}/{repo}/issues/{issue_number}/comments' "$W/bot.h" /repos/acme/widget/issues/1/comments '{"body":"hello"}'
 cap "GET issue comments" GET '/repos/{owner}/{repo}/issues/{issue_number}/comments' "$W/bot.h" '/repos/acme/widget/issues/1/comments?per_page=100' '' '["per_page"]' true

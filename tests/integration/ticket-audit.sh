@@ -38,9 +38,9 @@ like "acme/tally: the audit phase is ok and comes before the lease" "$(tr '\n' '
 is "acme/tally: record audit.status / holds / accepted_unprotected" \
   "$(rec "$R" 'r["audit"]["status"], r["audit"]["holds"], r["audit"]["accepted_unprotected"], r["unprotected"]')" \
   "('holds', True, False, False)"
-is "acme/tally: the report is the full audit (14 criteria, the App identified)" \
+is "acme/tally: the report is the full audit (20 criteria, the App identified)" \
   "$(rec "$R" 'len(r["audit"]["report"]["criteria"]), r["audit"]["report"]["app"]["slug"], r["audit"]["report"]["app"]["installation_id"]')" \
-  "(14, 'airlock-bot', 2001)"
+  "(20, 'airlock-bot', 2001)"
 like "acme/tally: the broker read protection with the audit App's token, then revoked it" \
   "$(rec "$R" 'r["audit"]["report"]["credentials"]')" \
   '^installation token sha256:[0-9a-f]{12} \(administration:read,contents:read,metadata:read\) minted by the audit App 1002.*, revoked$'
@@ -73,6 +73,17 @@ is "acme/loose: no PR on the forge for acme/loose" \
   "$(admin /pulls | python3 -c 'import json,sys; print(sum(1 for p in json.load(sys.stdin) if p.get("repo")=="acme/loose"))')" 0
 is "every token the audits minted is revoked (audit App: none active)" "$(app_tokens 1002 active)" 0
 like "control: the audit App did mint (and revoke) tokens" "$(app_tokens 1002 revoked)" '^[1-9]'
+
+# --- the ci.* criteria judge the policy's run branches (issue #26) ---
+is "acme/tally: the ci.* criteria judged airlock/ run branches, and hold" \
+  "$(rec "$T_TMP/tally.json" 'r["audit"]["report"]["run_prefix"], sorted({c["status"] for c in r["audit"]["report"]["criteria"] if c["id"].startswith("ci.")})')" \
+  "('airlock/', ['PASS'])"
+cp "$T_TMP/loose.yaml" "$T_TMP/loose-bot.yaml"
+printf 'review: {branch_prefix: bot/}\n' >>"$T_TMP/loose-bot.yaml"
+R=$T_TMP/loose-bot.json
+"$AIRLOCK" ticket acme/loose#1 -p "$T_TMP/loose-bot.yaml" --agent "$AGENTS/patch-agent" --record "$R" >/dev/null 2>&1; rc=$?
+is "acme/loose, branch_prefix bot/: refused, exit 4" "$rc" 4
+is "  the broker judged the policy's prefix" "$(rec "$R" 'r["audit"]["report"]["run_prefix"]')" bot/
 
 # --- --accept-unprotected runs, and says so everywhere ---
 R=$T_TMP/loose-accepted.json

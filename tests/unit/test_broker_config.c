@@ -296,11 +296,13 @@ static void test_proto_audit(void **state)
   al_error err = {0};
   strcpy(req.repo, "acme/widget");
   strcpy(req.branch, "release/1.x");
+  strcpy(req.run_prefix, "bot/runs/");
   json_t *j = al_proto_audit_req_to_json(&req);
   assert_int_equal(al_proto_audit_req_from_json(j, &back, &err), 0);
   json_decref(j);
   assert_string_equal(back.repo, "acme/widget");
   assert_string_equal(back.branch, "release/1.x");
+  assert_string_equal(back.run_prefix, "bot/runs/");
   const char *bad[] = {
       "{\"type\":\"audit\",\"version\":1}",
       "{\"type\":\"audit\",\"version\":2,\"repo\":\"a/b\"}",
@@ -311,6 +313,12 @@ static void test_proto_audit(void **state)
       "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"branch\":\"-x\"}",
       "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"branch\":\"\"}",
       "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"branch\":\"x\\u0000y\"}",
+      /* the run prefix of the ci.* criteria: the policy's branch_prefix rule */
+      "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"run_prefix\":\"airlock\"}",
+      "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"run_prefix\":\"/x/\"}",
+      "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"run_prefix\":\"a*/\"}",
+      "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"run_prefix\":\"a/../\"}",
+      "{\"type\":\"audit\",\"version\":1,\"repo\":\"a/b\",\"run_prefix\":7}",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     json_t *m = json_loads(bad[i], JSON_ALLOW_NUL, NULL);

@@ -44,6 +44,7 @@ static void job_audit(struct broker *b, struct job *j)
   al_audit_opts ao = {
       .repo = j->areq.repo,
       .branch = j->areq.branch[0] ? j->areq.branch : NULL,
+      .run_prefix = j->areq.run_prefix[0] ? j->areq.run_prefix : NULL,
       .timeout_ms = b->cfg->http_timeout_ms,
       .app_config = b->cfg,
       .app_key = b->key,

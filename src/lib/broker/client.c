@@ -633,7 +633,7 @@ void al_lease_free(al_lease *l)
 }
 
 int al_broker_audit(const char *socket_path, const char *repo, const char *branch,
-                    char **report_json, bool *holds, al_error *err)
+                    const char *run_prefix, char **report_json, bool *holds, al_error *err)
 {
   *report_json = NULL;
   *holds = false;
@@ -648,6 +648,11 @@ int al_broker_audit(const char *socket_path, const char *repo, const char *branc
     if (!*branch || strlen(branch) >= sizeof req.branch)
       return al_error_set(err, EINVAL, "audit: bad branch name");
     snprintf(req.branch, sizeof req.branch, "%s", branch);
+  }
+  if (run_prefix) {
+    if (!*run_prefix || strlen(run_prefix) >= sizeof req.run_prefix)
+      return al_error_set(err, EINVAL, "audit: bad run branch prefix");
+    snprintf(req.run_prefix, sizeof req.run_prefix, "%s", run_prefix);
   }
   int fd = al_broker_request(socket_path, al_proto_audit_req_to_json(&req), "audit", err);
   if (fd < 0)

@@ -132,7 +132,8 @@ void al_lease_free(al_lease *l);
 
 /* Ask the broker to run `airlock audit` (forge/audit.h) on `repo`
  * ("owner/repo", one the broker may lease) and `branch` (NULL: the
- * repository's default branch) with its own credentials: the App's JWT
+ * repository's default branch), the ci.* criteria judged for the run
+ * branches under `run_prefix` (NULL: "airlock/"), with its own credentials: the App's JWT
  * for the installation and, when configured, its read-only audit
  * credential (broker config `audit:`). No token leaves the broker; the
  * caller never holds an admin credential. Protocol: proto.h ("audit").
@@ -146,7 +147,7 @@ void al_lease_free(al_lease *l);
  * installed, branch not found, ...); EPROTO for a malformed answer;
  * ETIMEDOUT after 180 s. */
 int al_broker_audit(const char *socket_path, const char *repo, const char *branch,
-                    char **report_json, bool *holds, al_error *err);
+                    const char *run_prefix, char **report_json, bool *holds, al_error *err);
 
 #include <jansson.h>
 /* Connect to the broker at socket_path and send msg (a request object,

@@ -1,5 +1,6 @@
 #include "broker/proto.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -170,6 +171,8 @@ json_t *al_proto_audit_req_to_json(const al_proto_audit_req *req)
       json_pack("{s:s, s:i, s:s}", "type", "audit", "version", AL_PROTO_VERSION, "repo", req->repo);
   if (req->branch[0])
     json_object_set_new(m, "branch", json_string(req->branch));
+  if (req->run_prefix[0])
+    json_object_set_new(m, "run_prefix", json_string(req->run_prefix));
   return m;
 }
 
@@ -188,6 +191,19 @@ static bool branch_ok(const char *b)
   return true;
 }
 
+/* The policy's review.branch_prefix rule (policy/schema.c), for the run
+ * branches the audit's ci.* criteria judge. */
+static bool run_prefix_ok(const char *s)
+{
+  size_t n = strlen(s);
+  if (n < 2 || n > 64 || s[n - 1] != '/' || s[0] == '/' || strstr(s, "..") || strstr(s, "//"))
+    return false;
+  for (const char *p = s; *p; p++)
+    if (!(isalnum((unsigned char)*p) || strchr("/-_.", *p)))
+      return false;
+  return true;
+}
+
 int al_proto_audit_req_from_json(json_t *msg, al_proto_audit_req *out, al_error *err)
 {
   memset(out, 0, sizeof *out);
@@ -195,7 +211,8 @@ int al_proto_audit_req_from_json(json_t *msg, al_proto_audit_req *out, al_error 
   json_t *v;
   json_object_foreach(msg, k, v)
   {
-    if (strcmp(k, "type") && strcmp(k, "version") && strcmp(k, "repo") && strcmp(k, "branch"))
+    if (strcmp(k, "type") && strcmp(k, "version") && strcmp(k, "repo") && strcmp(k, "branch") &&
+        strcmp(k, "run_prefix"))
       return al_error_set(err, EINVAL, "audit: unknown field `%s`", k);
   }
   json_t *ver = json_object_get(msg, "version");
@@ -212,6 +229,15 @@ int al_proto_audit_req_from_json(json_t *msg, al_proto_audit_req *out, al_error 
     if (!bs || strlen(bs) != json_string_length(b) || !branch_ok(bs))
       return al_error_set(err, EINVAL, "audit: `branch` is not a valid branch name");
     snprintf(out->branch, sizeof out->branch, "%s", bs);
+  }
+  json_t *rp = json_object_get(msg, "run_prefix");
+  if (rp) {
+    const char *ps = json_string_value(rp);
+    if (!ps || strlen(ps) != json_string_length(rp) || !run_prefix_ok(ps))
+      return al_error_set(err, EINVAL,
+                          "audit: `run_prefix` must be a branch prefix ending in `/`, like "
+                          "airlock/");
+    snprintf(out->run_prefix, sizeof out->run_prefix, "%s", ps);
   }
   return 0;
 }

@@ -17,8 +17,10 @@
  *                                                        lease, else no lease)
  *   {"type":"release"}          end the lease now; answer "revoked", then close
  *   {"type":"ping"}             answer "pong"
- *   {"type":"audit","version":1,"repo":"o/r","branch":"b"}    (branch optional:
- *                               the default branch) run `airlock audit` on a
+ *   {"type":"audit","version":1,"repo":"o/r","branch":"b","run_prefix":"airlock/"}
+ *                               (branch optional: the default branch; run_prefix
+ *                               optional: "airlock/", the policy's
+ *                               review.branch_prefix) run `airlock audit` on a
  *                               repository the broker may lease, with the
  *                               broker's own credentials (forge/audit.h);
  *                               only as the first request; answer "audit" or
@@ -74,7 +76,8 @@ typedef struct al_proto_lease_req {
 /* An audit request. */
 typedef struct al_proto_audit_req {
   char repo[201];
-  char branch[256]; /* "" : the repository's default branch */
+  char branch[256];    /* "" : the repository's default branch */
+  char run_prefix[72]; /* "" : "airlock/" (the ci.* criteria's run branches) */
 } al_proto_audit_req;
 
 /* Encode an audit request (new reference). */
@@ -83,8 +86,9 @@ json_t *al_proto_audit_req_to_json(const al_proto_audit_req *req);
 /* Decode and validate an audit request strictly: unknown fields, a wrong
  * version, a malformed repository, a branch that is not a plausible git
  * branch name (empty, over 255 bytes, control characters, space, ~^:?*[\,
- * "..", "@{", a leading '-' or '/', a trailing '/' or ".lock") are errors
- * (EINVAL). Does not check the broker's config. */
+ * "..", "@{", a leading '-' or '/', a trailing '/' or ".lock"), a run_prefix
+ * that is not 2..64 bytes of [A-Za-z0-9/._-] ending in '/' (no leading '/',
+ * no ".." or "//") are errors (EINVAL). Does not check the broker's config. */
 int al_proto_audit_req_from_json(json_t *msg, al_proto_audit_req *out, al_error *err);
 
 /* Parse "contents:write,pull_requests:read" (also '=' instead of ':')

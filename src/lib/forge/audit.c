@@ -22,6 +22,7 @@
 #include "forge/audit_internal.h"
 #include "forge/codeowners.h"
 #include "forge/ghapi.h"
+#include "forge/workflow.h"
 
 /* ---- criteria table --------------------------------------------------- */
 
@@ -48,6 +49,13 @@ static const struct {
                          true},
     [AL_AC_APP_SCOPE] = {"app.token_permissions",
                          "run tokens get the two roles' permissions and no more", true},
+    /* id and title from forge/workflow.h (al_wf_crit_id/title): filled at start */
+    [AL_AC_CI_SECRETS] = {NULL, NULL, true},
+    [AL_AC_CI_OIDC] = {NULL, NULL, true},
+    [AL_AC_CI_TOKEN] = {NULL, NULL, true},
+    [AL_AC_CI_RUNNER] = {NULL, NULL, true},
+    [AL_AC_CI_PRIVATE] = {NULL, NULL, true},
+    [AL_AC_CI_BASE] = {NULL, NULL, true},
     [AL_AC_TAGS] = {"tags.protected", "release tags are protected by a tag ruleset", false},
 };
 
@@ -141,6 +149,15 @@ const char *al_audit_from_name(unsigned bit)
     return "CODEOWNERS (GET /repos/{o}/{r}/contents/{path}?ref={b})";
   case AL_AUDIT_FROM_BROKER:
     return "the broker's roles (its config)";
+  case AL_AUDIT_FROM_REPO:
+    return "the repository (GET /repos/{o}/{r}: visibility)";
+  case AL_AUDIT_FROM_WORKFLOWS:
+    return "the workflows (GET /repos/{o}/{r}/contents/.github/workflows?ref={b}, and each file)";
+  case AL_AUDIT_FROM_ACTIONS:
+    return "Actions settings (GET /repos/{o}/{r}/actions/permissions, "
+           ".../actions/permissions/workflow)";
+  case AL_AUDIT_FROM_ENVIRONMENTS:
+    return "environments (GET /repos/{o}/{r}/environments)";
   default:
     return NULL;
   }
@@ -157,6 +174,7 @@ static void ctx_free(struct ctx *c)
   json_decref(c->rs_detail);
   json_decref(c->bot_view);
   free(c->co_text);
+  au_ci_free(c);
   free(c->repo_path);
   free(c->branch_esc);
   al_broker_config_free(c->owned_cfg);
@@ -242,9 +260,14 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
   for (int i = 0; i < AL_AUDIT_N; i++) {
     out->c[i].id = crit_meta[i].id;
     out->c[i].title = crit_meta[i].title;
+    if (i >= AL_AC_CI_SECRETS && i <= AL_AC_CI_BASE) {
+      out->c[i].id = al_wf_crit_id((al_wf_crit)(i - AL_AC_CI_SECRETS));
+      out->c[i].title = al_wf_crit_title((al_wf_crit)(i - AL_AC_CI_SECRETS));
+    }
     out->c[i].required = crit_meta[i].required;
     out->c[i].status = AL_AUDIT_UNKNOWN;
   }
+
   const char *why = NULL;
   if (!o->repo || al_repo_name_check(o->repo, &why) < 0)
     return al_error_set(err, EINVAL, "repository `%s`: %s", o->repo ? o->repo : "",
@@ -252,6 +275,10 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
   if (o->branch && (!*o->branch || strlen(o->branch) >= sizeof out->branch))
     return al_error_set(err, EINVAL, "bad branch name");
   snprintf(out->repo, sizeof out->repo, "%s", o->repo);
+  const char *pfx = o->run_prefix ? o->run_prefix : "airlock/";
+  if (al_wf_run_prefix_check(pfx, &why) < 0)
+    return al_error_set(err, EINVAL, "run branch prefix `%.80s`: %s", pfx, why);
+  snprintf(out->run_prefix, sizeof out->run_prefix, "%s", pfx);
   if (o->branch)
     snprintf(out->branch, sizeof out->branch, "%s", o->branch);
 
@@ -445,6 +472,7 @@ void al_audit_format_text(const al_audit_report *r, FILE *f)
     fprintf(f, "  asked as the App: %s\n", r->as_app);
   if (r->redirected[0])
     fprintf(f, "  redirected: %s\n", r->redirected);
+  fprintf(f, "  run branches: %s<ticket>-<run>\n", r->run_prefix);
   fprintf(f, "\n");
   for (int i = 0; i < AL_AUDIT_N; i++) {
     const al_audit_criterion *k = &r->c[i];
@@ -481,12 +509,12 @@ char *al_audit_format_json(const al_audit_report *r)
   }
   json_t *app = json_pack("{s:s?, s:I, s:I}", "slug", r->app_slug[0] ? r->app_slug : NULL, "id",
                           (json_int_t)r->app_id, "installation_id", (json_int_t)r->installation_id);
-  json_t *o =
-      json_pack("{s:s, s:s, s:s, s:o, s:s, s:s?, s:s?, s:b, s:{s:i, s:i, s:i}, s:o}", "repo",
-                r->repo, "branch", r->branch, "api", r->api_url, "app", app, "credentials",
-                r->credentials, "as_app", r->as_app[0] ? r->as_app : NULL, "redirected",
-                r->redirected[0] ? r->redirected : NULL, "holds", r->holds, "counts", "fail",
-                r->n_fail, "unknown", r->n_unknown, "warn", r->n_warn, "criteria", crit);
+  json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:s?, s:s?, s:s, s:b, s:{s:i, s:i, s:i}, s:o}",
+                        "repo", r->repo, "branch", r->branch, "api", r->api_url, "app", app,
+                        "credentials", r->credentials, "as_app", r->as_app[0] ? r->as_app : NULL,
+                        "redirected", r->redirected[0] ? r->redirected : NULL, "run_prefix",
+                        r->run_prefix, "holds", r->holds, "counts", "fail", r->n_fail, "unknown",
+                        r->n_unknown, "warn", r->n_warn, "criteria", crit);
   char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(o);
   return s;

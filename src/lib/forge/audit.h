@@ -32,7 +32,16 @@
  *                                              audit credential may see
  *   GET /repos/{o}/{r}/contents/{path}?ref=b   Repos › Contents › "Get repository
  *                                              content" (CODEOWNERS in .github/, root,
- *                                              docs/: GitHub Docs "About code owners")
+ *                                              docs/: GitHub Docs "About code owners";
+ *                                              .github/workflows and each .yml or .yaml
+ *                                              file in it: the ci.* criteria, forge/workflow.h)
+ *   GET /repos/{o}/{r}/actions/permissions     Actions › Permissions › "Get GitHub Actions
+ *                                              permissions for a repository" (enabled)
+ *   GET /repos/{o}/{r}/actions/permissions/workflow  "Get default workflow permissions
+ *                                              for a repository" (the GITHUB_TOKEN's
+ *                                              default, can_approve_pull_request_reviews)
+ *   GET /repos/{o}/{r}/environments            Deployments › Environments › "List
+ *                                              environments" (required reviewers)
  * Classic protection and rulesets are both read and, criterion by
  * criterion, the stricter wins (GitHub enforces every layer at once).
  *
@@ -106,7 +115,16 @@ typedef enum al_audit_id {
   AL_AC_PUSH_ALLOW,    /* bot.not_push_allowed: not listed in push restrictions */
   AL_AC_APP_PERMS,     /* app.no_dangerous_permissions */
   AL_AC_APP_SCOPE,     /* app.token_permissions: the two roles' and no more */
-  AL_AC_TAGS,          /* tags.protected (advisory: WARN when not) */
+  /* CI (forge/workflow.h): what the base branch's workflows give the run's
+   * code, for a push to a run branch or a pull request from it, before a
+   * human approves; in al_wf_crit's order */
+  AL_AC_CI_SECRETS, /* ci.no_secrets */
+  AL_AC_CI_OIDC,    /* ci.no_oidc */
+  AL_AC_CI_TOKEN,   /* ci.read_only_token */
+  AL_AC_CI_RUNNER,  /* ci.hosted_runners */
+  AL_AC_CI_PRIVATE, /* ci.private_quiet */
+  AL_AC_CI_BASE,    /* ci.base_context */
+  AL_AC_TAGS,       /* tags.protected (advisory: WARN when not) */
   AL_AUDIT_N
 } al_audit_id;
 
@@ -122,7 +140,11 @@ enum {
                                          App: current_user_can_bypass speaks for the bot */
   AL_AUDIT_FROM_CODEOWNERS = 1u << 5, /* GET /repos/{o}/{r}/contents/{CODEOWNERS}?ref={b} */
   AL_AUDIT_FROM_BROKER = 1u << 6,     /* the broker's configured roles */
-  AL_AUDIT_FROM_N = 7
+  AL_AUDIT_FROM_REPO = 1u << 7,       /* GET /repos/{o}/{r} (visibility) */
+  AL_AUDIT_FROM_WORKFLOWS = 1u << 8,  /* GET /repos/{o}/{r}/contents/.github/workflows?ref={b} */
+  AL_AUDIT_FROM_ACTIONS = 1u << 9,    /* GET /repos/{o}/{r}/actions/permissions[/workflow] */
+  AL_AUDIT_FROM_ENVIRONMENTS = 1u << 10, /* GET /repos/{o}/{r}/environments */
+  AL_AUDIT_FROM_N = 11
 };
 
 /* "rules for the branch (GET /repos/{o}/{r}/rules/branches/{b})" etc. for
@@ -150,6 +172,9 @@ typedef struct al_audit_opts {
   const char *app_slug;      /* the bot without a broker config (else NULL) */
   long long app_id;          /* ditto, 0 = unknown */
   uint64_t timeout_ms;       /* per request; 0 = 30 s */
+  /* The run branches' prefix (the policy's review.branch_prefix), for the
+   * ci.* criteria; NULL: "airlock/". */
+  const char *run_prefix;
   /* Host pins for the API reads, "HOST:PORT:ADDRESS" (curl's CURLOPT_RESOLVE
    * form), NULL-terminated, or NULL. Not applied to the App's token mint and
    * revocation (the broker's client): with a pinned test forge, give a token
@@ -179,6 +204,7 @@ typedef struct al_audit_report {
   char credentials[256]; /* how the reads were authenticated (no secret) */
   char as_app[160];      /* how the bot's own view was read ("" when it was not) */
   char redirected[320];  /* a redirect the API answered with (a renamed repository), or "" */
+  char run_prefix[72];   /* the run branches the ci.* criteria judged ("airlock/") */
   al_audit_criterion c[AL_AUDIT_N];
   bool holds; /* every required criterion is PASS or WARN */
   int n_fail, n_unknown, n_warn;
@@ -205,7 +231,7 @@ void al_audit_format_text(const al_audit_report *r, FILE *f);
 
 /* The report as one JSON object (malloc'd string, caller frees):
  * {"repo","branch","api","app":{"slug","id","installation_id"},"credentials",
- *  "as_app","redirected","holds","counts":{"fail","unknown","warn"},
+ *  "as_app","redirected","run_prefix","holds","counts":{"fail","unknown","warn"},
  *  "criteria":[{"id","title","required","status","evidence","fix",
  *               "evidence_from":[names of the reads, al_audit_from_name]}]} */
 char *al_audit_format_json(const al_audit_report *r);

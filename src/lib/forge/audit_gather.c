@@ -21,6 +21,7 @@
 #include "forge/audit_internal.h"
 #include "forge/codeowners.h"
 #include "forge/ghapi.h"
+#include "forge/workflow.h"
 
 /* ---- the App ---------------------------------------------------------- */
 
@@ -123,6 +124,14 @@ static int gather_repo(struct ctx *c, al_error *err)
     snprintf(c->rep->redirected, sizeof c->rep->redirected,
              "GET %s answered %ld (a renamed or transferred repository); the audit read %s",
              c->repo_path, r.moved_status, r.moved_to);
+  /* visibility: public, private or internal ("Get a repository"); an
+   * older answer has only `private` */
+  const char *vis = json_string_value(json_object_get(r.json, "visibility"));
+  json_t *priv = json_object_get(r.json, "private");
+  if (vis)
+    c->visibility = !strcmp(vis, "public") ? AL_WF_VIS_PUBLIC : AL_WF_VIS_PRIVATE;
+  else if (json_is_boolean(priv))
+    c->visibility = json_is_true(priv) ? AL_WF_VIS_PRIVATE : AL_WF_VIS_PUBLIC;
   if (!c->o->branch) {
     const char *db = json_string_value(json_object_get(r.json, "default_branch"));
     if (!db || !*db || strlen(db) >= sizeof c->rep->branch) {
@@ -340,8 +349,7 @@ int au_gather_bot_view(struct ctx *c, al_gh *app_gh, al_token *bot, al_error *er
   return 0;
 }
 
-/* base64 with line breaks (the contents API wraps at 60 characters). */
-static char *b64_decode(const char *in, size_t *outlen)
+char *au_b64_decode(const char *in, size_t *outlen)
 {
   static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   size_t n = strlen(in);
@@ -389,7 +397,7 @@ static int gather_codeowners(struct ctx *c, al_error *err)
     if (r.status == 200 && content && enc && strcmp(enc, "base64") == 0) {
       c->co = L_PRESENT;
       snprintf(c->co_path, sizeof c->co_path, "%s", AL_CODEOWNERS_PATHS[i]);
-      c->co_text = b64_decode(content, &c->co_len);
+      c->co_text = au_b64_decode(content, &c->co_len);
     } else {
       c->co = L_UNKNOWN;
       snprintf(c->co_path, sizeof c->co_path, "%s", AL_CODEOWNERS_PATHS[i]);
@@ -411,7 +419,7 @@ int au_gather_all(struct ctx *c, al_error *err)
     return -1;
   c->branch_esc = al_ghapi_escape(c->rep->branch);
   if (gather_classic(c, err) < 0 || gather_rules(c, err) < 0 || gather_rulesets(c, err) < 0 ||
-      gather_codeowners(c, err) < 0)
+      gather_codeowners(c, err) < 0 || au_gather_ci(c, err) < 0)
     return -1;
   return 0;
 }

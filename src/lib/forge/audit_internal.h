@@ -80,6 +80,34 @@ struct ctx {
   char co_why[320];
   char *co_text;
   size_t co_len;
+
+  /* CI (audit_ci.c): what the ci.* criteria rest on */
+  int visibility; /* al_wf_visibility, from GET /repos/{o}/{r} */
+  bool actions_known, actions_disabled;
+  char actions_why[320];
+  int default_perms; /* al_wf_level */
+  bool can_approve;
+  char perms_why[320];
+  bool wf_known; /* the workflows directory was listed (404: none) */
+  char wf_why[320];
+  struct au_wf_file *wf; /* the files: path, text or why */
+  size_t n_wf;
+  bool env_known;
+  char env_why[320];
+  struct au_env *env;
+  size_t n_env;
+};
+
+struct au_wf_file {
+  char *path;
+  char *text; /* NULL: why */
+  size_t len;
+  char *why;
+};
+
+struct au_env {
+  char *name;
+  bool reviewers;
 };
 
 /* a, or b when a is NULL */
@@ -109,6 +137,19 @@ void au_rs_key(char *k, size_t n, json_t *id);
  * on the audited branch, from the effective rules (c->rules); values true.
  * The caller owns it. */
 json_t *au_branch_ruleset_ids(struct ctx *c);
+
+/* base64 with line breaks (the contents API wraps at 60 characters) into
+ * a malloc'd, NUL-terminated buffer of *outlen bytes. */
+char *au_b64_decode(const char *in, size_t *outlen);
+
+/* ---- CI (audit_ci.c) -------------------------------------------------- */
+
+/* The workflows of the audited branch, the Actions settings and the
+ * environments (the repository's visibility comes from gather_repo). */
+int au_gather_ci(struct ctx *c, al_error *err);
+/* The ci.* criteria from what au_gather_ci read. */
+void au_judge_ci(struct ctx *c);
+void au_ci_free(struct ctx *c);
 
 /* ---- verdicts (audit_judge.c) ----------------------------------------- */
 

@@ -754,5 +754,6 @@ void au_judge_all(struct ctx *c)
   judge_push_allow(c);
   judge_app_perms(c);
   judge_app_scope(c);
+  au_judge_ci(c);
   judge_tags(c);
 }

@@ -564,6 +564,21 @@ static const struct {
                                          "workflows do not take the run's code or text"},
 };
 
+int al_wf_run_prefix_check(const char *s, const char **why)
+{
+  size_t n = strlen(s);
+  if (n < 2 || n > 64 || s[n - 1] != '/' || s[0] == '/' || strstr(s, "..") || strstr(s, "//")) {
+    *why = "must be 2 to 64 bytes ending in `/`, like airlock/";
+    return -1;
+  }
+  for (const char *q = s; *q; q++)
+    if (!(isalnum((unsigned char)*q) || *q == '/' || *q == '-' || *q == '_' || *q == '.')) {
+      *why = "may only hold letters, digits, / - _ .";
+      return -1;
+    }
+  return 0;
+}
+
 const char *al_wf_crit_id(al_wf_crit c)
 {
   return c < AL_WF_C_N ? crit[c].id : NULL;
@@ -712,8 +727,9 @@ static void judge_file(const al_wf_repo *repo, struct acc *a, struct wf_file *fi
   if (!any)
     wf_buf_add(pass,
                "%s%s: fires (%s) but every job is guarded, waits on a reviewed "
-               "environment, or reaches nothing",
-               pass->len ? "; " : "", w->f->path, w->fires[0].how);
+               "environment, or reaches nothing%s%s",
+               pass->len ? "; " : "", w->f->path, w->fires[0].how, w->quiet.len ? "; " : "",
+               w->quiet.len ? w->quiet.s : "");
 }
 
 static const char *fix_text(const al_wf_repo *repo, al_wf_crit c, al_wf_status st, char *buf,

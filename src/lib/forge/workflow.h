@@ -98,6 +98,11 @@ typedef struct al_wf_verdict {
   char *fix;      /* malloc'd when status is not PASS, else NULL */
 } al_wf_verdict;
 
+/* A run branch prefix as the policy's review.branch_prefix allows it: 2
+ * to 64 bytes of letters, digits, / - _ ., ending in `/`, not starting
+ * with `/`, no `..` or `//`. 0, or -1 with a static *why. */
+int al_wf_run_prefix_check(const char *s, const char **why);
+
 /* "ci.no_secrets" ... for a criterion; its one-line title. */
 const char *al_wf_crit_id(al_wf_crit c);
 const char *al_wf_crit_title(al_wf_crit c);

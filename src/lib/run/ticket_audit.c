@@ -68,8 +68,8 @@ int tk_do_audit(struct ticket *t, al_error *err)
   char *text = NULL;
   bool holds = false;
   al_error ae = {0};
-  int r = al_broker_audit(t->policy->credentials.broker, t->repo, t->policy->base_branch, &text,
-                          &holds, &ae);
+  int r = al_broker_audit(t->policy->credentials.broker, t->repo, t->policy->base_branch,
+                          t->policy->branch_prefix, &text, &holds, &ae);
   json_t *report = text ? json_loads(text, 0, NULL) : NULL;
   free(text);
   if (r == 0 && !json_is_object(report)) {

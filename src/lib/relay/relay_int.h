@@ -70,6 +70,7 @@ struct call {
   char reason[400];
   char feature[72];         /* a refused server-side feature, or "" */
   char dropped[400];        /* request headers (and anthropic-beta values) not forwarded */
+  char set[96];             /* body members the relay added (rules.h defaults): "store=false" */
   const char *upstream_why; /* upstream_error: connect, tls, timeout, closed, malformed */
   uint64_t bytes_up, bytes_down, ttfb_ms;
   al_usage usage;

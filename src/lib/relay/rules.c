@@ -329,6 +329,83 @@ int al_relay_check_body(const al_relay_ruleset *rs, const char *const *allowed, 
   return w.status;
 }
 
+static bool json_ws(char ch)
+{
+  return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
+
+int al_relay_apply_defaults(const al_relay_ruleset *rs, const char *const *allowed,
+                            const char *path, const char *body, size_t len, char **out,
+                            size_t *out_len, char *set, size_t setlen, char *why, size_t whylen,
+                            char *feature, size_t featlen)
+{
+  *out = NULL;
+  *out_len = 0;
+  if (setlen)
+    set[0] = '\0';
+  if (whylen)
+    why[0] = '\0';
+  if (feature && featlen)
+    feature[0] = '\0';
+  if (len == 0 || !rs->n_defaults)
+    return 0;
+  json_t *root = NULL;
+  char add[256] = "";
+  size_t addn = 0;
+  int status = 0;
+  for (size_t i = 0; i < rs->n_defaults && !status; i++) {
+    const al_relay_default *d = &rs->defaults[i];
+    if (!ends_with(path, d->path_suffix) || listed(allowed, d->feature))
+      continue;
+    if (!root)
+      root = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_object(root)) {
+      status = 400; /* al_relay_check_body refuses it first */
+      snprintf(why, whylen, "request body must be a JSON object");
+      break;
+    }
+    json_t *v = json_object_get(root, d->member);
+    if (json_is_null(v)) {
+      status = 403;
+      snprintf(why, whylen,
+               "%s: `%s: null` in the request leaves it to the vendor's default: %s (send "
+               "`\"%s\": %s`, or allow it with relay.allow: [%s])",
+               rs->vendor, d->member, d->why, d->member, d->json, d->feature);
+      if (feature && featlen)
+        snprintf(feature, featlen, "%s", d->feature);
+      break;
+    }
+    if (v)
+      continue; /* present: al_relay_check_body judged it */
+    int n = snprintf(add + addn, sizeof add - addn, "\"%s\":%s,", d->member, d->json);
+    if (n < 0 || (size_t)n >= sizeof add - addn)
+      break;
+    addn += (size_t)n;
+    size_t sl = strlen(set);
+    snprintf(set + sl, setlen - sl, "%s%s=%s", sl ? "," : "", d->member, d->json);
+  }
+  json_decref(root);
+  if (status || addn == 0)
+    return status;
+  /* after the '{' (the first byte that is not JSON whitespace, RFC 8259
+   * §2); no trailing comma when the object is empty */
+  size_t brace = 0;
+  while (brace < len && json_ws(body[brace]))
+    brace++;
+  size_t next = brace + 1;
+  while (next < len && json_ws(body[next]))
+    next++;
+  if (next < len && body[next] == '}')
+    addn--; /* drop the last comma */
+  char *nb = al_xmalloc(len + addn);
+  memcpy(nb, body, brace + 1);
+  memcpy(nb + brace + 1, add, addn);
+  memcpy(nb + brace + 1 + addn, body + brace + 1, len - brace - 1);
+  *out = nb;
+  *out_len = len + addn;
+  return 0;
+}
+
 bool al_relay_header_allowed(const al_relay_ruleset *rs, const char *const *extra, const char *name)
 {
   for (const char *const *h = rs->headers; h && *h; h++)

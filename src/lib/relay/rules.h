@@ -64,6 +64,18 @@ typedef struct al_relay_beta {
   const char *feature;
 } al_relay_beta;
 
+/* A top-level member the relay adds when a body omits it, where the
+ * vendor's default for it is the unsafe one (OpenAI Responses: `store`
+ * defaults to true, the response kept by the vendor). Only on paths
+ * ending in `path_suffix`; not when relay.allow names `feature`. */
+typedef struct al_relay_default {
+  const char *path_suffix; /* "/responses" */
+  const char *member;      /* "store" */
+  const char *json;        /* the value added, as JSON text: "false" */
+  const char *feature;     /* the relay.allow name that turns it off */
+  const char *why;         /* what the vendor's default would do */
+} al_relay_default;
+
 typedef struct al_relay_ruleset {
   const char *vendor; /* "anthropic", "openai" */
   const al_relay_rule *rules;
@@ -74,6 +86,8 @@ typedef struct al_relay_ruleset {
   const char *const *headers; /* request headers forwarded, lower case (`*`: prefix); NULL end */
   const al_relay_beta *betas; /* anthropic-beta values known; NULL for none */
   size_t n_betas;
+  const al_relay_default *defaults; /* members added when omitted; NULL for none */
+  size_t n_defaults;
 } al_relay_ruleset;
 
 extern const al_relay_ruleset al_relay_rules_anthropic; /* rules_anthropic.c */
@@ -100,6 +114,21 @@ const al_relay_ruleset *al_relay_ruleset_for(const char *vendor, const char *pat
  * AL_RELAY_BODY_MAX_DEPTH. */
 int al_relay_check_body(const al_relay_ruleset *rs, const char *const *allowed, const char *body,
                         size_t len, char *why, size_t whylen, char *feature, size_t featlen);
+
+/* Add the members rs->defaults names to a body that omits them, on a path
+ * the default applies to, unless `allowed` names its feature. body (len
+ * bytes) must have passed al_relay_check_body (a JSON object). The member
+ * is spliced in right after the opening brace, every other byte kept as
+ * sent (no re-serialization: numbers and strings reach the vendor as the
+ * agent wrote them). Returns 0 with *out NULL when nothing is added, or 0
+ * with a new body in *out (malloc'd, *out_len bytes; the caller frees) and
+ * what was added in set ("store=false", comma-separated; setlen bytes);
+ * 403 with why and feature when the member is present as null (null is the
+ * vendor's unsafe default by another name). An empty body is left alone. */
+int al_relay_apply_defaults(const al_relay_ruleset *rs, const char *const *allowed,
+                            const char *path, const char *body, size_t len, char **out,
+                            size_t *out_len, char *set, size_t setlen, char *why, size_t whylen,
+                            char *feature, size_t featlen);
 
 /* Whether request header `name` (any case) is forwarded under rs, or listed
  * in extra (NULL-terminated, lower case, may be NULL). Credential and

@@ -13,6 +13,8 @@
  *     connector_id: https://platform.openai.com/docs/guides/tools-connectors-mcp;
  *     client-executed: function, custom, local_shell, shell, apply_patch)
  *   - Background mode: https://platform.openai.com/docs/guides/background
+ *   - Computer use (computer_call_output, computer_screenshot with
+ *     image_url or file_id): https://platform.openai.com/docs/guides/tools-computer-use
  *   - Conversation state (store, previous_response_id, conversations):
  *     https://platform.openai.com/docs/guides/conversation-state
  *   - File inputs by URL: https://platform.openai.com/docs/guides/pdf-files;
@@ -53,6 +55,15 @@ static const al_relay_rule rules[] = {
      "a prompt template stored by the vendor"},
     {AL_RULE_TOP_KEY, "store", NULL, NULL, "store",
      "the vendor would store the response for later retrieval"},
+    /* a computer-use tool's result, a screenshot: by URL the vendor fetches
+     * it (computer_call_output, output {type: computer_screenshot,
+     * image_url | file_id}) */
+    {AL_RULE_OBJECT, "computer_call_output", "output.image_url", "data:", "url_source",
+     "the vendor would download this screenshot URL"},
+    {AL_RULE_OBJECT, "computer_screenshot", "image_url", "data:", "url_source",
+     "the vendor would download this screenshot URL"},
+    {AL_RULE_OBJECT, "computer_screenshot", "file_id", NULL, "files_api",
+     "a screenshot from the vendor's Files API"},
     {AL_RULE_OBJECT, "item_reference", "id", NULL, "stored_state",
      "an input item stored by the vendor"},
     /* inputs the vendor fetches or looks up */
@@ -68,6 +79,14 @@ static const al_relay_rule rules[] = {
      "a file from the vendor's Files API"},
     {AL_RULE_OBJECT, "file", "file.file_id", NULL, "files_api",
      "a file from the vendor's Files API"},
+};
+
+/* The Responses API stores every response unless the request says
+ * `"store": false` (API reference, `store`: "Defaults to true"); Chat
+ * Completions defaults to false. */
+static const al_relay_default defaults[] = {
+    {"/responses", "store", "false", "store",
+     "the vendor stores the response (and its input) for later retrieval"},
 };
 
 static const char *const client_tools[] = {"function", "custom",      "local_shell",
@@ -108,4 +127,6 @@ const al_relay_ruleset al_relay_rules_openai = {
     .headers = headers,
     .betas = NULL,
     .n_betas = 0,
+    .defaults = defaults,
+    .n_defaults = AL_ARRAY_SIZE(defaults),
 };

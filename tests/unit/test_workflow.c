@@ -370,6 +370,22 @@ static const struct wrow rows[] = {
      {{CI, "on: [push, pull_request]\njobs:\n  t:\n"
            "    if: ${{ github.ref == 'refs/heads/main' && success() }}\n"
            "    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ secrets.S }}\n"}}},
+    {"guard: the PR comes from another repository",
+     PUB,
+     DREAD,
+     "PPPPPP",
+     {{CI, "on: pull_request_target\njobs:\n  t:\n"
+           "    if: github.event.pull_request.head.repo.full_name != github.repository\n"
+           "    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ secrets.S }}\n"
+           "      - run: git checkout ${{ github.head_ref }}\n"}}},
+    {"head.repo.fork is no guard (a forked repository's own PRs)",
+     PUB,
+     DREAD,
+     "FPFPPF",
+     {{CI, "on: pull_request_target\njobs:\n  t:\n"
+           "    if: github.event.pull_request.head.repo.fork\n"
+           "    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ secrets.S }}\n"
+           "      - run: git checkout ${{ github.head_ref }}\n"}}},
     {"a guard with || is no guard",
      PUB,
      DREAD,

@@ -119,11 +119,13 @@ static bool conjunct_guards(const al_wf_repo *repo, const char *c, enum wf_tclas
             not_a_run_branch(repo, lit));
   if (eq_lit(c, "github.event_name=='", lit, sizeof lit))
     return strcasecmp(lit, event) != 0;
+  /* merged: true only after a merge (after approval); a head repository
+   * other than this one: airlock's pull requests come from this one. Not
+   * `head.repo.fork`: in a repository that is itself a fork it is true for
+   * airlock's pull requests too. */
   if (!strcmp(c, "github.event.pull_request.merged==true") ||
-      !strcmp(c, "github.event.pull_request.head.repo.fork") ||
-      !strcmp(c, "github.event.pull_request.head.repo.fork==true") ||
       !strcmp(c, "github.event.pull_request.head.repo.full_name!=github.repository"))
-    return is_pr(cls); /* merged: after approval; fork: airlock's pull requests are not */
+    return is_pr(cls);
   return false;
 }
 

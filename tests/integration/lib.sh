@@ -44,12 +44,61 @@ ensure_test_user() {
   [ "$(id -u)" = 0 ] || return 0
   id "$T_USER" >/dev/null 2>&1 || useradd -M -d /nonexistent -s /usr/sbin/nologin "$T_USER" 2>/dev/null || true
 }
-as_user() {
-  if [ "$(id -u)" = 0 ]; then
-    setpriv --reuid="$T_USER" --regid="$T_USER" --init-groups --reset-env -- env PATH=/usr/bin:/bin "$@"
-  else
-    "$@"
+# A checkout under a 0700 directory (root's home) is out of the test
+# user's reach: then as_user runs copies, under T_TMP (0755), of whatever
+# argument lies in the build or source tree, with airlock-net beside
+# airlock and AIRLOCK_DATA_DIR / AIRLOCK_LIBEXEC_DIR pointing at copies of
+# the demo's files and the test forge (issue 27). A reachable tree is used
+# as it is.
+_t_user_can() { setpriv --reuid="$T_USER" --regid="$T_USER" --init-groups -- test -e "$1" 2>/dev/null; }
+_t_mirror_dir=
+_t_mirror() { # PATH -> the copy's path on stdout
+  local src=$1 dst=$T_TMP/mirror$1
+  if [ ! -e "$dst" ]; then
+    mkdir -p "$(dirname "$dst")"
+    cp -a "$src" "$dst"
+    local sib
+    case $src in "$AIRLOCK" | */airlock)
+      for sib in airlock-net airlock-shim; do
+        [ -e "$(dirname "$src")/$sib" ] && cp -a "$(dirname "$src")/$sib" "$(dirname "$dst")/"
+      done ;;
+    esac
+    chmod -R a+rX "$T_TMP/mirror"
   fi
+  printf '%s' "$dst"
+}
+_t_mirror_data() { # the demo's files and the test forge, once
+  [ -n "$_t_mirror_dir" ] && return 0
+  _t_mirror_dir=$T_TMP/mirror-data
+  mkdir -p "$_t_mirror_dir/libexec"
+  cp -a "$AIRLOCK_SRC/scripts" "$AIRLOCK_SRC/examples/demo" "$AIRLOCK_SRC/examples/agents" "$_t_mirror_dir/"
+  [ -x "${AIRLOCK_FORGE:-}" ] && cp -a "$AIRLOCK_FORGE" "$_t_mirror_dir/libexec/"
+  chmod -R a+rX "$_t_mirror_dir"
+}
+# t_reachable PATH: PATH itself when the test user can reach it, else its
+# copy (for paths a test binds with ro_paths and runs as root and as the user)
+t_reachable() {
+  if [ "$(id -u)" != 0 ] || _t_user_can "$1"; then printf '%s' "$1"; else _t_mirror "$1"; fi
+}
+as_user() {
+  if [ "$(id -u)" != 0 ]; then
+    "$@"
+    return
+  fi
+  local args=() a env=(PATH=/usr/bin:/bin)
+  if [ -n "${AIRLOCK_BUILD:-}" ] && ! _t_user_can "$AIRLOCK"; then
+    _t_mirror_data
+    env+=(AIRLOCK_DATA_DIR="$_t_mirror_dir" AIRLOCK_LIBEXEC_DIR="$_t_mirror_dir/libexec")
+    for a in "$@"; do
+      case $a in
+        "$AIRLOCK_BUILD"/* | "$AIRLOCK_SRC"/*) [ -e "$a" ] && ! _t_user_can "$a" && a=$(_t_mirror "$a") ;;
+      esac
+      args+=("$a")
+    done
+  else
+    args=("$@")
+  fi
+  setpriv --reuid="$T_USER" --regid="$T_USER" --init-groups --reset-env -- env "${env[@]}" "${args[@]}"
 }
 
 # True when the binary under test is built with AddressSanitizer.

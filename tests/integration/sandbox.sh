@@ -3,9 +3,10 @@
 # Every check has a positive control: the same probe (sbcheck) run outside
 # the sandbox must report ESCAPED, so we know the probe can see an escape.
 . "$(dirname "$0")/lib.sh"
-SB=${SBCHECK:?}
-SBDIR=$(dirname "$SB")
 ensure_test_user
+# (a copy when the build tree is out of the test user's reach: a checkout in /root)
+SB=$(t_reachable "${SBCHECK:?}")
+SBDIR=$(dirname "$SB")
 
 POL=$T_TMP/policy.yaml
 cat >"$POL" <<YAML

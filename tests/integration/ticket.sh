@@ -182,14 +182,16 @@ for _ in $(seq 20); do [ "$(tokens_in active)" = 0 ] && { dead=0; break; }; slee
 is "SIGKILL → the broker revoked both tokens within 2 s" "$dead" 0
 [ -e "$T_TMP/rec-kill.json" ] && diag "(a record exists after SIGKILL: unexpected but harmless)"
 
-# preflight fails closed: a policy whose sandbox cannot even start (a
-# read-only path that does not exist) must stop the run before the agent
+# a policy whose sandbox cannot even start (a read-only path that does
+# not exist) stops the run before the audit and the lease (issue 27: it
+# used to be found by the preflight, after the lease), and the agent never ran
 write_policy "$T_TMP/pf.yaml" "$FE_SOCK"
 sed -i 's|^filesystem: {workspace_size: 256MiB, tmp_size: 128MiB}|filesystem: {workspace_size: 256MiB, tmp_size: 128MiB, ro_paths: [/nonexistent/airlock-preflight]}|' "$T_TMP/pf.yaml"
 out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/pf.yaml" --agent /usr/bin/true --record "$T_TMP/rec-pf.json" 2>&1); rc=$?
-is "preflight failure → exit 1" "$rc" 1
-like "preflight failure → the reason is named" "$out" 'preflight could not run: .*airlock-preflight'
-like "preflight failure → the agent never ran" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("exit_status" in r["agent"], r["revocation"]["all_dead"])' "$T_TMP/rec-pf.json")" "^False True$"
+is "unusable read-only path → exit 1" "$rc" 1
+like "unusable read-only path → the path and the reason are named, nothing leased" "$out" "read-only path \`/nonexistent/airlock-preflight\`: No such file or directory"
+like "unusable read-only path → ... with what to change" "$out" 'fix the path or the policy.s filesystem.ro_paths; nothing was leased'
+like "unusable read-only path → no audit, no lease, the agent never ran" "$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("exit_status" in r["agent"], "lease" in r, "audit" in r)' "$T_TMP/rec-pf.json")" "^False False False$"
 out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent /usr/bin/true --record "$T_TMP/rec-pfok.json" 2>&1)
 like "control: with the same forge and a sound policy the preflight passes" "$out" 'preflight +ok +[0-9]+ ms +1[0-9] probes blocked'
 

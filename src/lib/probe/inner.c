@@ -55,6 +55,10 @@ char *pr_ctx_to_json(const pr_ctx *c)
   for (size_t i = 0; i < c->n_env_allowed; i++)
     json_array_append_new(env, json_string(c->env_allowed[i]));
   json_object_set_new(j, "env_allowed", env);
+  json_t *ro = json_array();
+  for (size_t i = 0; i < c->n_ro_paths; i++)
+    json_array_append_new(ro, json_string(c->ro_paths[i]));
+  json_object_set_new(j, "ro_paths", ro);
   json_t *h = json_array();
   for (size_t i = 0; i < c->n_host_hashes; i++)
     json_array_append_new(h, json_string(c->host_hashes[i]));
@@ -120,6 +124,11 @@ int pr_ctx_from_json(const char *text, pr_ctx *c)
     if (c->n_env_allowed < PR_MAX_ENV && json_string_value(a))
       c->env_allowed[c->n_env_allowed++] = al_xstrdup(json_string_value(a));
   }
+  json_array_foreach(json_object_get(j, "ro_paths"), i, a)
+  {
+    if (c->n_ro_paths < PR_MAX_RO && json_string_value(a))
+      c->ro_paths[c->n_ro_paths++] = al_xstrdup(json_string_value(a));
+  }
   json_array_foreach(json_object_get(j, "host_hashes"), i, a)
   {
     if (c->n_host_hashes < PR_MAX_HASHES && json_string_value(a))
@@ -134,6 +143,9 @@ void pr_ctx_free(pr_ctx *c)
   for (size_t i = 0; i < c->n_env_allowed; i++)
     free(c->env_allowed[i]);
   c->n_env_allowed = 0;
+  for (size_t i = 0; i < c->n_ro_paths; i++)
+    free(c->ro_paths[i]);
+  c->n_ro_paths = 0;
 }
 
 /* ---- the runner ---- */

@@ -17,6 +17,7 @@
 
 #define PR_MAX_HASHES 128
 #define PR_MAX_ENV 64
+#define PR_MAX_RO 64 /* ro_paths the probes look under */
 
 /* Everything the inner process knows, sent as JSON on its stdin. Nothing
  * here is secret: host environment values travel only as truncated
@@ -52,6 +53,8 @@ typedef struct pr_ctx {
   pid_t outer_pid;
   unsigned long long outer_start; /* field 22 of /proc/PID/stat */
   char *env_allowed[PR_MAX_ENV];  /* variable names the sandbox may hold */
+  char *ro_paths[PR_MAX_RO];      /* the policy's filesystem.ro_paths (bound at the same place) */
+  size_t n_ro_paths;
   size_t n_env_allowed;
   char host_hashes[PR_MAX_HASHES][17]; /* sha256(value)[0..16) of host env values */
   size_t n_host_hashes;

@@ -119,6 +119,8 @@ static void build_ctx(pr_ctx *c, const al_probe_opts *o, const pr_canary *cn, co
     c->env_allowed[c->n_env_allowed++] = (char *)always_allowed_env[i];
   for (size_t i = 0; i < p->process.n_env_pass && c->n_env_allowed < PR_MAX_ENV; i++)
     c->env_allowed[c->n_env_allowed++] = p->process.env_pass[i];
+  for (size_t i = 0; i < p->filesystem.n_ro_paths && c->n_ro_paths < PR_MAX_RO; i++)
+    c->ro_paths[c->n_ro_paths++] = p->filesystem.ro_paths[i];
   /* the ticket's preflight: the names of the agent's environment (its
    * values are judged by cred.run-tokens) */
   static char names[PR_MAX_ENV][64];

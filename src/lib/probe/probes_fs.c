@@ -192,6 +192,36 @@ static bool dir_has_entries(const char *path)
   return any;
 }
 
+/* Does text name path as a whole path (at the start of a field or of an
+ * option value, ending with the path or a component)? "/root" is named
+ * in "... /root/x ..." but not in "/work/root/x". */
+static bool names_path(const char *text, const char *path)
+{
+  size_t pl = strlen(path);
+  for (const char *h = strstr(text, path); h; h = strstr(h + 1, path)) {
+    bool start = h == text || strchr(" =,:", h[-1]);
+    bool end = h[pl] == '\0' || h[pl] == '/' || h[pl] == ' ' || h[pl] == ',' || h[pl] == '\n';
+    if (start && end)
+      return true;
+  }
+  return false;
+}
+
+/* Is the mount point mp one airlock made on purpose at the host path's
+ * own place: an ro_path of the policy (or below one), or the probe's own
+ * binary? Such a line names a host path because it was asked for. */
+static bool asked_for(const pr_ctx *ctx, const char *mp, const char *self)
+{
+  if (self[0] && strcmp(mp, self) == 0)
+    return true;
+  for (size_t i = 0; i < ctx->n_ro_paths; i++) {
+    size_t l = strlen(ctx->ro_paths[i]);
+    if (strncmp(mp, ctx->ro_paths[i], l) == 0 && (mp[l] == '\0' || mp[l] == '/'))
+      return true;
+  }
+  return false;
+}
+
 PR_DECL(pr_fs_mountinfo)
 {
   al_autofree char *buf = NULL;
@@ -200,13 +230,29 @@ PR_DECL(pr_fs_mountinfo)
     pr_blocked(r, "/proc/self/mountinfo: %s", pr_errname(e.code));
     return;
   }
-  if (ctx->host_home[0] && strcmp(ctx->host_home, "/") != 0 && strstr(buf, ctx->host_home)) {
-    pr_escaped(r, "mountinfo names the invoker's home %s", ctx->host_home);
-    return;
-  }
-  if (ctx->canary_dir[0] && strstr(buf, ctx->canary_dir)) {
-    pr_escaped(r, "mountinfo names the host directory %s", ctx->canary_dir);
-    return;
+  char self[PATH_MAX] = "";
+  ssize_t sn = ctx->unconfined ? -1 : readlink("/proc/self/exe", self, sizeof self - 1);
+  self[sn > 0 ? sn : 0] = '\0';
+  /* the home or the canary directory named on a line airlock did not
+   * make on purpose (field 5 of each line is the mount point, proc(5)) */
+  for (char *l = buf; l && *l;) {
+    char *nl = strchr(l, '\n');
+    char mp[PATH_MAX];
+    size_t ll = nl ? (size_t)(nl - l) : strlen(l);
+    char line[8192];
+    snprintf(line, sizeof line, "%.*s", (int)(ll < sizeof line ? ll : sizeof line - 1), l);
+    if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 || !asked_for(ctx, mp, self)) {
+      if (ctx->host_home[0] && strcmp(ctx->host_home, "/") != 0 &&
+          names_path(line, ctx->host_home)) {
+        pr_escaped(r, "mountinfo names the invoker's home %s", ctx->host_home);
+        return;
+      }
+      if (ctx->canary_dir[0] && names_path(line, ctx->canary_dir)) {
+        pr_escaped(r, "mountinfo names the host directory %s", ctx->canary_dir);
+        return;
+      }
+    }
+    l = nl ? nl + 1 : NULL;
   }
   /* field 5 of each line is the mount point (proc(5)) */
   static const char *const host[] = {"/home", "/root", "/run", "/var", "/boot", "/sys"};

@@ -199,10 +199,89 @@ static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_e
   return r;
 }
 
+/* The host paths bound for the agent: the caller's (the agent's
+ * directory), then the preset's (its package tree, node). ro holds 33. */
+static void agent_ro_paths(const struct ticket *t, const char *ro[33])
+{
+  size_t nro = 0;
+  for (const char *const *p = t->o->extra_ro_paths; p && *p && nro < 32; p++)
+    ro[nro++] = *p;
+  for (char **p = t->plan.ro_paths; p && *p && nro < 32; p++)
+    ro[nro++] = *p;
+  ro[nro] = NULL;
+}
+
+/* Is path at or under dir (both absolute, no trailing slash)? */
+static bool path_under(const char *path, const char *dir)
+{
+  size_t l = strlen(dir);
+  if (l == 1 && dir[0] == '/')
+    return true;
+  return strncmp(path, dir, l) == 0 && (path[l] == '\0' || path[l] == '/');
+}
+
+/* The native backend's agent, checked before any token is leased (the
+ * audit, the lease and the preflight would otherwise run first and the
+ * sandbox refuse it at the end): an absolute program must be an
+ * executable regular file inside a path the sandbox binds (a read-only
+ * path, or the host's /usr, /bin, /sbin, /lib...), and every path bound
+ * for it must be bindable (al_sandbox_check_paths). Each message says what
+ * to change. */
+static int agent_check(const struct ticket *t, al_error *err)
+{
+  if (t->o->docker)
+    return 0; /* the program is in the agent image */
+  char *const *argv = t->plan.argv ? t->plan.argv : t->o->agent_argv;
+  const char *ro[33];
+  agent_ro_paths(t, ro);
+  al_sandbox_opts so = {.policy = t->policy, .extra_ro_paths = ro};
+  if (al_sandbox_check_paths(&so, err) < 0)
+    return al_error_wrap(err, "the agent's sandbox (fix the path or the policy's "
+                              "filesystem.ro_paths; nothing was leased)");
+  const char *prog = argv ? argv[0] : NULL;
+  if (!prog || !strchr(prog, '/') || t->policy->filesystem.root)
+    return 0; /* looked up in the sandbox's PATH, or in the policy's own rootfs */
+  if (prog[0] != '/')
+    return al_make_error(err, EINVAL,
+                         "the agent `%s`: a relative path means nothing inside the sandbox; give "
+                         "an absolute path",
+                         prog);
+  struct stat st;
+  if (stat(prog, &st) < 0)
+    return al_make_error(err, errno, "the agent `%s` (nothing was leased)", prog);
+  if (!S_ISREG(st.st_mode))
+    return al_make_error(err, EINVAL,
+                         "the agent `%s` is not a regular file; give the path of the program "
+                         "(nothing was leased)",
+                         prog);
+  if (!(st.st_mode & 0111))
+    return al_make_error(
+        err, EACCES, "the agent `%s` is not executable; chmod +x it (nothing was leased)", prog);
+  if (geteuid() != 0 && access(prog, X_OK) < 0)
+    return al_make_error(err, errno,
+                         "the agent `%s`: the sandbox runs it as your uid %u, which cannot execute "
+                         "it; move it or fix its directory's mode (nothing was leased)",
+                         prog, (unsigned)getuid());
+  static const char *const system[] = {"/usr", "/bin", "/sbin", "/lib", "/lib64"};
+  for (size_t i = 0; i < AL_ARRAY_SIZE(system); i++)
+    if (path_under(prog, system[i]))
+      return 0;
+  for (size_t i = 0; ro[i]; i++)
+    if (path_under(prog, ro[i]))
+      return 0;
+  for (size_t i = 0; i < t->policy->filesystem.n_ro_paths; i++)
+    if (path_under(prog, t->policy->filesystem.ro_paths[i]))
+      return 0;
+  return al_make_error(err, ENOENT,
+                       "the agent `%s` is in no path the sandbox binds; add its directory to the "
+                       "policy's filesystem.ro_paths (nothing was leased)",
+                       prog);
+}
+
 int tk_agent_plan(struct ticket *t, al_error *err)
 {
   if (!t->o->agent_preset)
-    return 0;
+    return agent_check(t, err);
   const al_agent_preset *p = al_agent_preset_find(t->o->agent_preset);
   if (!p)
     return al_error_set(err, EINVAL, "--agent %s: no such preset", t->o->agent_preset);
@@ -221,7 +300,7 @@ int tk_agent_plan(struct ticket *t, al_error *err)
   json_object_set_new(ag, "argv", argv);
   json_object_set_new(ag, "preset", json_string(p->name));
   json_object_set_new(ag, "program", json_string(t->plan.program));
-  return 0;
+  return agent_check(t, err);
 }
 
 /* The agent's program as the record names it: agent.binary = {path,
@@ -288,13 +367,8 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
     return -1;
   }
   tk_build_env(t);
-  size_t nro = 0;
-  const char *ro[34];
-  for (const char *const *p = t->o->extra_ro_paths; p && *p && nro < 32; p++)
-    ro[nro++] = *p;
-  for (char **p = t->plan.ro_paths; p && *p && nro < 32; p++)
-    ro[nro++] = *p;
-  ro[nro] = NULL;
+  const char *ro[33];
+  agent_ro_paths(t, ro);
   al_sandbox_file bundle = {
       .path = TK_CA_BUNDLE_NATIVE, .data = t->ca_bundle, .len = t->ca_bundle_len};
   al_run_opts ro_opts = {

@@ -69,9 +69,36 @@ struct sb_msg {
 __attribute__((noreturn, format(printf, 4, 5))) void sb_die(int sync_fd, int status, int errnum,
                                                             const char *fmt, ...);
 
+/* hostpaths.c: the host paths bound into the sandbox (the policy's
+ * ro_paths, then the caller's extra_ro_paths, and filesystem.root),
+ * resolved by the supervisor before clone. fd: a detached read-only
+ * private copy of the mount tree there (open_tree(2)), which the child
+ * attaches with move_mount(2) without resolving the host path; -1 when the
+ * supervisor may not clone mounts (unprivileged: the sandbox's uid is its
+ * own), and the child binds the path. */
+#define SB_HOSTPATHS_MAX 256 /* read-only paths and the root, in all */
+struct sb_hostpath {
+  const char *path; /* borrowed from the options; the same path in the sandbox */
+  int fd;           /* O_CLOEXEC, or -1 */
+  bool dir;         /* a directory (else a regular file) */
+};
+struct sb_hostpaths {
+  struct sb_hostpath *ro; /* n_ro entries, owned */
+  size_t n_ro;
+  struct sb_hostpath root; /* filesystem.root (path NULL when unset) */
+};
+/* Resolve every path of o; 0, or -1 with err naming the path (absent, not
+ * reachable by the supervisor, neither a directory nor a regular file). */
+int sb_hostpaths_open(struct sb_hostpaths *hp, const al_sandbox_opts *o, al_error *err);
+/* The descriptors of hp (at most cap) into out; returns how many. */
+size_t sb_hostpaths_fds(const struct sb_hostpaths *hp, int *out, size_t cap);
+void sb_hostpaths_close_one(struct sb_hostpath *h);
+void sb_hostpaths_close(struct sb_hostpaths *hp);
+
 /* rootfs.c: build the new root and pivot into it. Runs in the child, with
- * all capabilities of the new user namespace. Dies on failure. */
-void sb_setup_rootfs(int sync_fd, const al_policy *policy, const char *const *extra_ro,
+ * all capabilities of the new user namespace. Dies on failure. Closes the
+ * descriptors of hp. */
+void sb_setup_rootfs(int sync_fd, const al_policy *policy, struct sb_hostpaths *hp,
                      const al_sandbox_file *files, size_t n_files, uint32_t uid);
 
 /* confine.c */

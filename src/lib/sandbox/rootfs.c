@@ -186,10 +186,23 @@ static void setup_host_view(uint32_t uid)
   write_text(nr("/etc/hostname"), "airlock\n");
 }
 
-static void setup_rootfs_dir(const char *root_in)
+/* Where filesystem.root's detached tree is attached while its entries are
+ * bound from it (on the scratch root, detached before the pivot). */
+#define ROOTSRC "/rootsrc"
+
+static void setup_rootfs_dir(struct sb_hostpath *rootfs)
 {
   char root[4096];
-  snprintf(root, sizeof root, HOST "%s", root_in);
+  if (rootfs->fd >= 0) {
+    if (mkdir(ROOTSRC, 0755) < 0)
+      DIE("mkdir " ROOTSRC);
+    if (syscall(SYS_move_mount, rootfs->fd, "", AT_FDCWD, ROOTSRC, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+      DIE("attach filesystem.root `%s`", rootfs->path);
+    sb_hostpaths_close_one(rootfs);
+    snprintf(root, sizeof root, "%s", ROOTSRC);
+  } else {
+    snprintf(root, sizeof root, HOST "%s", rootfs->path);
+  }
   DIR *d = opendir(root);
   if (!d)
     DIE("open rootfs `%s`", root);
@@ -209,6 +222,8 @@ static void setup_rootfs_dir(const char *root_in)
     bind_host_entry(src, dst, true);
   }
   closedir(d);
+  if (strcmp(root, ROOTSRC) == 0 && umount2(ROOTSRC, MNT_DETACH) < 0)
+    DIE("detach " ROOTSRC);
 }
 
 static void setup_proc(void)
@@ -289,11 +304,20 @@ static void setup_rw(const al_policy *policy, uint32_t uid)
     DIE("chown /tmp/home");
 }
 
-static void bind_ro_path(const char *p)
+/* One read-only path at the same place in the new root: the supervisor's
+ * detached copy of it when there is one (hostpaths.c: the host path is
+ * never resolved here, where the sandbox's uid may not traverse it), else
+ * a bind of the path. */
+static void bind_ro_path(struct sb_hostpath *h)
 {
-  struct stat st;
-  if (stat(hp(p), &st) < 0)
-    DIE("read-only path `%s`", p);
+  const char *p = h->path;
+  bool dir = h->dir;
+  if (h->fd < 0) {
+    struct stat st;
+    if (stat(hp(p), &st) < 0)
+      DIE("read-only path `%s`", p);
+    dir = S_ISDIR(st.st_mode);
+  }
   char parent[4096];
   snprintf(parent, sizeof parent, "%s", nr(p));
   char *slash = strrchr(parent, '/');
@@ -301,11 +325,21 @@ static void bind_ro_path(const char *p)
     *slash = '\0';
     mkdir_p(parent, 0755);
   }
-  if (S_ISDIR(st.st_mode))
+  if (dir)
     mkdir_p(nr(p), 0755);
   else
     touch(nr(p));
-  bind_ro(hp(p), nr(p), false);
+  if (h->fd < 0) {
+    bind_ro(hp(p), nr(p), false);
+    return;
+  }
+  if (syscall(SYS_move_mount, h->fd, "", AT_FDCWD, nr(p), MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    DIE("attach read-only path `%s`", p);
+  sb_hostpaths_close_one(h);
+  /* already private and read-only (hostpaths.c); said again in this
+   * namespace, as for every other mount here */
+  xmount(NULL, nr(p), NULL, MS_REC | MS_PRIVATE, NULL);
+  make_ro(nr(p), false);
 }
 
 /* The supervisor's read-only files (the CA bundle), on the root tmpfs,
@@ -326,7 +360,7 @@ static void write_files(const al_sandbox_file *files, size_t n)
   }
 }
 
-void sb_setup_rootfs(int sync_fd, const al_policy *policy, const char *const *extra_ro,
+void sb_setup_rootfs(int sync_fd, const al_policy *policy, struct sb_hostpaths *hpaths,
                      const al_sandbox_file *files, size_t n_files, uint32_t uid)
 {
   g_sync = sync_fd;
@@ -344,7 +378,7 @@ void sb_setup_rootfs(int sync_fd, const al_policy *policy, const char *const *ex
   xmount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755");
 
   if (policy->filesystem.root)
-    setup_rootfs_dir(policy->filesystem.root);
+    setup_rootfs_dir(&hpaths->root);
   else
     setup_host_view(uid);
   setup_proc();
@@ -352,10 +386,8 @@ void sb_setup_rootfs(int sync_fd, const al_policy *policy, const char *const *ex
   setup_rw(policy, uid);
   write_files(files, n_files);
   /* After the writable mounts, so a path under /tmp is not hidden by them. */
-  for (size_t i = 0; i < policy->filesystem.n_ro_paths; i++)
-    bind_ro_path(policy->filesystem.ro_paths[i]);
-  for (const char *const *p = extra_ro; p && *p; p++)
-    bind_ro_path(*p);
+  for (size_t i = 0; i < hpaths->n_ro; i++)
+    bind_ro_path(&hpaths->ro[i]);
   /* The host's root is not needed any more. */
   if (umount2(HOST, MNT_DETACH) < 0)
     DIE("detach the host's root");

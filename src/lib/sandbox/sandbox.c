@@ -130,8 +130,9 @@ struct child_args {
   bool can_setgroups;
   int landlock_abi;
   bool rlimit_data;
-  int stdio[3];       /* the command's 0, 1, 2 (sb_stdio_check) */
-  uint64_t t[SB_T_N]; /* start-up milestones (SB_T_*), sent with MSG_READY */
+  int stdio[3];             /* the command's 0, 1, 2 (sb_stdio_check) */
+  struct sb_hostpaths host; /* the host paths to bind, opened by the supervisor */
+  uint64_t t[SB_T_N];       /* start-up milestones (SB_T_*), sent with MSG_READY */
 };
 
 static void set_rlimit(int sync_fd, int res, rlim_t v, const char *name)
@@ -315,9 +316,12 @@ static int child_main(struct child_args *a)
   for (int i = 0; i < 3; i++)
     if (a->stdio[i] != i && dup2(a->stdio[i], i) < 0)
       sb_die(sync_fd, 125, errno, "redirect the command's %s", what[i]);
-  /* Nothing of the supervisor's fds but the sync socket stays open. */
-  int keep[] = {sync_fd};
-  if (al_close_fds_from(3, keep, 1) < 0)
+  /* Nothing of the supervisor's fds but the sync socket and the host
+   * paths to bind (hostpaths.c; closed once attached) stays open. */
+  int keep[1 + SB_HOSTPATHS_MAX];
+  keep[0] = sync_fd;
+  size_t nkeep = 1 + sb_hostpaths_fds(&a->host, keep + 1, SB_HOSTPATHS_MAX);
+  if (al_close_fds_from(3, keep, nkeep) < 0)
     sb_die(sync_fd, 125, errno, "close inherited file descriptors");
 
   /* The supervisor is non-dumpable (it may hold secrets), and so were we
@@ -349,8 +353,7 @@ static int child_main(struct child_args *a)
   pid_t net_helper = -1;
   int net_sock = sb_netns_start(sync_fd, a->opts, &net_helper);
 
-  sb_setup_rootfs(sync_fd, pol, a->opts->extra_ro_paths, a->opts->files, a->opts->n_files,
-                  pol->process.user);
+  sb_setup_rootfs(sync_fd, pol, &a->host, a->opts->files, a->opts->n_files, pol->process.user);
   a->t[SB_T_ROOTFS] = al_now_ns();
   sb_netns_join(sync_fd, net_sock, net_helper);
 
@@ -605,8 +608,16 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
   sb->landlock_abi = sb_landlock_abi();
   sb->cg.kind = "none";
 
+  /* Before anything starts: every host path to bind, resolved with the
+   * supervisor's credentials (hostpaths.c). */
+  struct sb_hostpaths host;
+  if (sb_hostpaths_open(&host, o, err) < 0) {
+    free(sb);
+    return -1;
+  }
   int stdio[3], devnull = -1;
   if (sb_stdio_check(o, stdio, &devnull, err) < 0) {
+    sb_hostpaths_close(&host);
     free(sb);
     return -1;
   }
@@ -614,6 +625,7 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
     if (devnull >= 0)
       close(devnull);
+    sb_hostpaths_close(&host);
     free(sb);
     return al_make_error(err, errno, "socketpair");
   }
@@ -624,6 +636,7 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
       .sync_fd = sp[1],
       .landlock_abi = sb->landlock_abi,
       .stdio = {stdio[0], stdio[1], stdio[2]},
+      .host = host,
   };
   size_t argc = 0;
   while (o->argv[argc])
@@ -652,6 +665,7 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
   close(sp[1]);
   if (devnull >= 0)
     close(devnull);
+  sb_hostpaths_close(&a.host); /* the child has its own copies */
   free_strv(a.envp);
   free_strv(a.argv);
   sb->sync_fd = sp[0];

@@ -69,6 +69,16 @@ typedef struct al_sandbox_opts {
 /* Is `path` a valid al_sandbox_file path? (why: the rule it breaks) */
 bool al_sandbox_file_path_ok(const char *path, const char **why);
 
+/* Can every host path o would bind be bound (the policy's
+ * filesystem.ro_paths and filesystem.root, o->extra_ro_paths)? Each must
+ * exist, be reachable with the caller's credentials (as root the sandbox
+ * gets it from the caller, not by its own uid: a 0700 directory is fine;
+ * unprivileged, the sandbox's uid is the caller's own), and be a directory
+ * or a regular file. The check al_sandbox_start makes, for callers that
+ * must refuse before they start anything (the ticket, before the lease).
+ * Returns 0, or -1 with err naming the path and the reason. */
+int al_sandbox_check_paths(const al_sandbox_opts *o, al_error *err);
+
 typedef struct al_sandbox al_sandbox;
 
 /* Create the sandbox and start the command in it. Returns 0 once the

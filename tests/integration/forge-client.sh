@@ -142,6 +142,8 @@ out=$(call --deadline-ms 3000 GET /repos/acme/other)
 is "429 without Retry-After, short deadline: classified rate limited" "$(jq -r .class <<<"$out")" "rate limited"
 like "429: never reported as not found" "$(jq -r .class,.message <<<"$out" | tr '\n' ' ')" 'rate limited You have exceeded a secondary rate limit'
 like "429: the note says GitHub asks for at least a minute" "$(jq -r .note <<<"$out")" 'secondary rate limit without Retry-After: GitHub asks to wait 60s'
+like "429: the note says why it was not retried, without contradicting itself" "$(jq -r .note <<<"$out")" \
+  'GitHub asks to wait 60s, which does not fit in the [0-2]s left before the deadline; not retried$'
 is "429: not retried early (the fault was hit once)" "$(curl -s "$ADMIN/faults" | jq '.[0].hits')" 1
 admin /faults '{"faults":[{"path":"/repos/acme/other","status":429,"times":1}]}' >/dev/null
 out=$(call --secondary-ms 1000 --deadline-ms 20000 GET /repos/acme/other)

@@ -475,11 +475,19 @@ static int call_url(al_ghapi *c, const char *method, const char *url0, const cha
       }
       if (out->rate_waits >= MAX_RATE_WAITS)
         snprintf(note, sizeof note, "%s: still limited after %u waits", kind, out->rate_waits);
-      else
+      else {
+        /* which bound is the tighter one: the client's deadline, or the
+         * per-call wait budget (opts.max_wait_ms) */
+        uint64_t now = al_now_ms();
+        bool by_deadline =
+            c->deadline_ms && (c->deadline_ms > now ? c->deadline_ms - now : 0) <=
+                                  (waited < c->max_wait_ms ? c->max_wait_ms - waited : 0);
         snprintf(note, sizeof note,
-                 "%s: GitHub asks to wait %llus, the call's budget leaves %llus (not retried "
-                 "early)",
-                 kind, (unsigned long long)((ms + 999) / 1000), (unsigned long long)(left / 1000));
+                 "%s: GitHub asks to wait %llus, which does not fit in the %llus left %s; not "
+                 "retried",
+                 kind, (unsigned long long)((ms + 999) / 1000), (unsigned long long)(left / 1000),
+                 by_deadline ? "before the deadline" : "of the call's wait budget (max_wait)");
+      }
     }
 
     if (cls == AL_GHAPI_REDIRECTED) {

@@ -76,8 +76,8 @@ typedef struct al_ghapi_opts {
  *   message     GitHub's `message` field, sanitised (printable ASCII), "" if absent;
  *   note        the client's own explanation when it did something or gave
  *               up: "followed 301 to /repos/o/new", "secondary rate limit
- *               without Retry-After: GitHub asks to wait 60 s, 4 s left
- *               before the deadline", "redirect to https://x/ not followed:
+ *               without Retry-After: GitHub asks to wait 60s, which does
+ *               not fit in the 4s left before the deadline; not retried", "redirect to https://x/ not followed:
  *               outside the API base"; "" otherwise;
  *   moved_status the first redirect followed (301/302/307/308), 0 if none;
  *   moved_to    the final URL's path and query relative to the API base

@@ -250,6 +250,14 @@ static const struct wrow rows[] = {
      {{CI, "on:\n  pull_request:\n    types: [closed]\njobs:\n  a:\n"
            "    if: github.event.pull_request.merged == true\n"
            "    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ secrets.S }}\n"}}},
+    {"create fires when the run branch is pushed for the first time",
+     PUB,
+     DREAD,
+     "FPPPPP",
+     {{CI, "on: create\n"
+           "jobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+           "      - uses: actions/checkout@v4\n      - run: make\n"
+           "        env:\n          T: ${{ secrets.DEPLOY_TOKEN }}\n"}}},
     {"workflow_dispatch and schedule only: nothing fires",
      PRIV,
      DWRITE,

@@ -235,7 +235,7 @@ static int branch_filter(struct fy_node *ev, const char *inc_key, const char *ex
 
 /* ---- triggers --------------------------------------------------------- */
 
-enum ev_kind { EV_PUSH, EV_PR, EV_WFRUN, EV_ON_COMMIT, EV_TICKET, EV_QUIET };
+enum ev_kind { EV_PUSH, EV_CREATE, EV_PR, EV_WFRUN, EV_ON_COMMIT, EV_TICKET, EV_QUIET };
 
 /* Every event GitHub documents, and what a run does to it. Events not
  * listed are quiet for the run (nothing a run does causes them). */
@@ -246,6 +246,9 @@ static const struct {
   const char *quiet; /* EV_QUIET: why it does not fire */
 } events[] = {
     {"push", EV_PUSH, WF_T_PUSH, NULL},
+    /* the run branch's first push creates it; `create` has no filters and
+     * runs the workflow of the created ref's commit, the run's own */
+    {"create", EV_CREATE, WF_T_PUSH, NULL},
     {"pull_request", EV_PR, WF_T_PR, NULL},
     {"pull_request_target", EV_PR, WF_T_PRT, NULL},
     {"workflow_run", EV_WFRUN, WF_T_WFRUN, NULL},
@@ -405,6 +408,10 @@ static int one_event(const al_wf_repo *repo, struct wf_file *w, const char *name
     switch (events[i].kind) {
     case EV_PUSH:
       return ev_push(repo, w, v);
+    case EV_CREATE:
+      add_fire(w, WF_T_PUSH, name,
+               "create (the run branch is created by its first push; no filter narrows it)");
+      return 0;
     case EV_PR:
       return ev_pr(repo, w, name, events[i].cls, v);
     case EV_WFRUN:

@@ -83,15 +83,19 @@ static const char *st_keyword_live(const char *s, size_t n)
 {
   /* the skeleton: Markdown's emphasis, code and escape bytes removed */
   char *k = malloc(n + 1);
+  size_t *at = malloc((n + 1) * sizeof *at);
   size_t m = 0;
   for (size_t i = 0; i < n; i++)
-    if (!strchr("*_~`\\", s[i]) || s[i] == '\0')
+    if (!strchr("*_~`\\", s[i]) || s[i] == '\0') {
+      at[m] = i;
       k[m++] = s[i];
+    }
   static const char *const kw[] = {"close", "closes",  "closed",   "fix",     "fixes",
                                    "fixed", "resolve", "resolves", "resolved"};
   const char *why = NULL;
   for (size_t i = 0; i < m && !why; i++) {
-    if (i > 0 && st_alnum((unsigned char)k[i - 1]))
+    /* a word start as written: the byte before it in s, not in k */
+    if (at[i] > 0 && st_alnum((unsigned char)s[at[i] - 1]))
       continue;
     for (size_t w = 0; w < sizeof kw / sizeof kw[0] && !why; w++) {
       size_t l = strlen(kw[w]);
@@ -113,6 +117,7 @@ static const char *st_keyword_live(const char *s, size_t n)
     }
   }
   free(k);
+  free(at);
   return why;
 }
 

@@ -59,6 +59,9 @@ static const struct {
     {"[Fixes](https://forge.test/x) #2", "keyword"},
     {"Resolves: acme/tally#12", "keyword"},
     {"fixes /acme/tally/pull/3", "keyword"},
+    {"x~Fixes #2", "keyword"}, /* the `~` is shown: a word boundary */
+    {"x`Fixes #2", "keyword"},
+    {"x\\Fixes #2", "keyword"},
     /* mentions */
     {"@admin", "mention"},
     {"(@admin)", "mention"},

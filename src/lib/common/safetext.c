@@ -442,7 +442,9 @@ static size_t find_keywords(const char *s, size_t n, bool *hit)
   }
   size_t hits = 0;
   for (size_t j = 0; j < m; j++) {
-    if ((j > 0 && is_alnum((unsigned char)k[j - 1])) || !is_alpha((unsigned char)k[j]))
+    /* a word start in the text as written: `x~Fixes #2` shows the `~`,
+     * a boundary, though the skeleton reads "xFixes" */
+    if ((at[j] > 0 && is_alnum((unsigned char)s[at[j] - 1])) || !is_alpha((unsigned char)k[j]))
       continue;
     size_t kl = keyword_at(k + j, m - j);
     if (!kl)

@@ -258,6 +258,13 @@ static const struct wrow rows[] = {
            "jobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
            "      - uses: actions/checkout@v4\n      - run: make\n"
            "        env:\n          T: ${{ secrets.DEPLOY_TOKEN }}\n"}}},
+    {"a secret after `}}` inside an expression's string literal",
+     PUB,
+     DREAD,
+     "FPPPPP",
+     {{CI, "on: push\n"
+           "jobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+           "      - run: echo \"${{ format('}}{0}', secrets.DEPLOY_TOKEN) }}\"\n"}}},
     {"workflow_dispatch and schedule only: nothing fires",
      PRIV,
      DWRITE,

@@ -183,8 +183,13 @@ static bool scalar_has_secret(const char *s, bool is_if, char *name, size_t nn)
   if (is_if)
     return expr_has_secret(s, n, name, nn);
   for (const char *p = strstr(s, "${{"); p; p = strstr(p + 3, "${{")) {
-    const char *e = strstr(p + 3, "}}");
-    size_t len = e ? (size_t)(e - p - 3) : strlen(p + 3);
+    /* the expression ends at the first `}}` outside a '...' string
+     * literal (GitHub's template reader: `format('}}', secrets.X)`) */
+    const char *e = p + 3;
+    for (bool inq = false; *e && (inq || e[0] != '}' || e[1] != '}'); e++)
+      if (*e == '\'')
+        inq = !inq;
+    size_t len = (size_t)(e - p - 3);
     if (expr_has_secret(p + 3, len, name, nn))
       return true;
   }

@@ -67,6 +67,31 @@ static bool interrupted(struct ticket *t)
   return t->interrupted;
 }
 
+/* The record before the output (issue #26 item 7): a run whose record
+ * cannot be written makes no lease and opens no PR. The first check (no
+ * record yet) probes 256 KiB; the one before the outputs twice the record
+ * so far and 256 KiB more. */
+#define RECORD_PROBE (256u << 10)
+#define RECORD_PROBE_MAX (64u << 20)
+static int record_ready(struct ticket *t, size_t room, al_error *err)
+{
+  if (tk_check_record(t, room, err) == 0)
+    return 0;
+  char m[AL_ERROR_MSG_MAX];
+  snprintf(m, sizeof m, "%s", err->msg);
+  return al_error_set(err, err->code ? err->code : EIO,
+                      "%.900s; no pull request is opened without its record", m);
+}
+
+static size_t record_room(json_t *rec)
+{
+  char *s = json_dumps(rec, JSON_COMPACT);
+  size_t n = s ? strlen(s) : 0;
+  free(s);
+  n = 2 * n + RECORD_PROBE;
+  return n > RECORD_PROBE_MAX ? RECORD_PROBE_MAX : n;
+}
+
 static void block_signals(void)
 {
   sigset_t set;
@@ -127,6 +152,8 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
   json_object_set_new(t.rec, "backend", json_string(o->docker ? "docker" : "native"));
   snprintf(t.branch, sizeof t.branch, "%s%lu-%.8s", t.policy->branch_prefix, t.number, t.run_id);
 
+  if (record_ready(&t, RECORD_PROBE, err) < 0)
+    goto done;
   if (interrupted(&t) || tk_do_audit(&t, err) < 0)
     goto done;
   if (interrupted(&t) || tk_do_lease(&t, err) < 0)
@@ -143,7 +170,8 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
     interrupted(&t); /* during the agent: the sandbox wait took the signal */
     tk_gateway_finish(&t, res);
     /* safe outputs: the supervisor's writes, with the tokens still alive */
-    if (ar == 0 && !interrupted(&t) && tk_do_outputs(&t, res, err) == 0)
+    if (ar == 0 && !interrupted(&t) && record_ready(&t, record_room(t.rec), err) == 0 &&
+        tk_do_outputs(&t, res, err) == 0)
       rc = 0;
   }
 

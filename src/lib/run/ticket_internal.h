@@ -176,6 +176,16 @@ void tk_post_review_notes(struct ticket *t);
 void tk_review_close(struct ticket *t);
 void tk_verify_pr(struct ticket *t, al_ticket_outcome *res);
 int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err);
+/* Where the run record goes: --record, else $XDG_STATE_HOME/airlock/runs/
+ * (or ~/.local/state/airlock/runs/) RUN_ID.json, into path (n bytes). */
+int tk_record_path(const struct ticket *t, char *path, size_t n, al_error *err);
+/* Whether the record can be written (issue #26 item 7): its directories
+ * exist or are made, the file opens for writing (made empty when missing,
+ * never truncated here), and `room` bytes fit beside it (a probe file,
+ * written, synced, removed). -1 with err naming the path and the errno
+ * (EROFS, ENOSPC, ENOTDIR, EACCES...). Called before the audit and the
+ * lease, and again before the outputs with the record's size so far. */
+int tk_check_record(struct ticket *t, size_t room, al_error *err);
 /* The exit status of the run (common/exitcodes.h) from how it ended: rc is
  * the driver's result so far. */
 int tk_exit_code(const struct ticket *t, const al_ticket_outcome *res, int rc);

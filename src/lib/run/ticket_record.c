@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "run/ticket_internal.h"
@@ -55,6 +56,84 @@ int tk_exit_code(const struct ticket *t, const al_ticket_outcome *res, int rc)
   return res->pr_verified ? AL_EXIT_OK : AL_EXIT_NO_CHANGES;
 }
 
+/* mkdir -p of the directories above path (0700 for the ones made). */
+static int make_parents(const char *path, al_error *err)
+{
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash || slash == dir)
+    return 0;
+  *slash = '\0';
+  for (char *q = dir + 1;; q++) {
+    bool end = *q == '\0';
+    if (*q == '/' || end) {
+      *q = '\0';
+      if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return al_make_error(err, errno, "the directory `%s` cannot be created", dir);
+      struct stat st;
+      if (stat(dir, &st) < 0)
+        return al_make_error(err, errno, "`%s`", dir);
+      if (!S_ISDIR(st.st_mode))
+        return al_make_error(err, ENOTDIR, "`%s`", dir);
+      if (end)
+        break;
+      *q = '/';
+    }
+  }
+  return 0;
+}
+
+int tk_record_path(const struct ticket *t, char *path, size_t n, al_error *err)
+{
+  if (t->o->record_path) {
+    if ((size_t)snprintf(path, n, "%s", t->o->record_path) >= n)
+      return al_error_set(err, ENAMETOOLONG, "run record `%.200s...`: the path is too long",
+                          t->o->record_path);
+    return 0;
+  }
+  char dir[3800];
+  if (al_runs_default_dir(dir, sizeof dir, false, err) < 0) /* made by tk_check_record */
+    return -1;
+  snprintf(path, n, "%s/%s.json", dir, t->run_id);
+  return 0;
+}
+
+int tk_check_record(struct ticket *t, size_t room, al_error *err)
+{
+  char path[4096];
+  if (tk_record_path(t, path, sizeof path, err) < 0)
+    return -1;
+  al_error e = {0};
+  if (make_parents(path, &e) < 0)
+    return al_error_set(err, e.code, "run record `%s` cannot be written: %s", path, e.msg);
+  /* the record file itself: made now (empty, ours) or, when it is there,
+   * opened for writing without truncating it */
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return al_make_error(err, errno, "run record `%s` cannot be written", path);
+  close(fd);
+  /* room: a probe file beside it, written whole, then removed */
+  char probe[4200];
+  snprintf(probe, sizeof probe, "%s.probe-%s", path, t->run_id);
+  fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return al_make_error(err, errno, "run record `%s`: a probe file cannot be made beside it",
+                         path);
+  static const char zeros[16384];
+  int r = 0;
+  for (size_t done = 0; done < room && r == 0; done += sizeof zeros)
+    r = al_write_all(fd, zeros, sizeof zeros);
+  if (r == 0 && fsync(fd) < 0)
+    r = -errno;
+  close(fd);
+  unlink(probe);
+  if (r < 0)
+    return al_make_error(err, -r, "run record `%s`: no room for it (a probe of %zu KiB)", path,
+                         room / 1024);
+  return 0;
+}
+
 int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err)
 {
   json_t *phases = json_array();
@@ -75,21 +154,20 @@ int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err)
   free(text);
 
   char path[4096];
-  if (t->o->record_path) {
-    snprintf(path, sizeof path, "%s", t->o->record_path);
-  } else {
-    char dir[3800];
-    if (al_runs_default_dir(dir, sizeof dir, true, err) < 0)
-      return -1;
-    snprintf(path, sizeof path, "%s/%s.json", dir, t->run_id);
-  }
+  if (tk_record_path(t, path, sizeof path, err) < 0)
+    return -1;
+  al_error pe = {0};
+  (void)make_parents(path, &pe); /* made by tk_check_record unless the run stopped before it */
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0)
     return al_make_error(err, errno, "run record `%s`", path);
   int r = al_write_all(fd, clean, strlen(clean));
   if (r == 0)
     r = al_write_all(fd, "\n", 1);
-  close(fd);
+  if (r == 0 && fsync(fd) < 0)
+    r = -errno;
+  if (close(fd) < 0 && r == 0)
+    r = -errno;
   if (r < 0)
     return al_make_error(err, -r, "write run record `%s`", path);
   { /* the hash the review notes carry: of the file's bytes */

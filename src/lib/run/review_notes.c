@@ -348,6 +348,33 @@ static void section_links(struct md *m, json_t *links, size_t cap)
   }
 }
 
+/* Commit messages with closing keywords: GitHub closes the issues they
+ * name when the PR is merged into the default branch, and no rewriting
+ * reaches a commit (issue #26). */
+static void section_keywords(struct md *m, json_t *kw, size_t cap)
+{
+  if (!json_array_size(kw))
+    return;
+  put(m,
+      "\n### Closing keywords in commit messages (%zu)\n\nMerging this pull request into the "
+      "default branch closes the issues these commits name (GitHub reads `Fixes #N` and the like "
+      "in commit messages; airlock cannot rewrite a commit).\n\n",
+      json_array_size(kw));
+  size_t i;
+  json_t *v;
+  json_array_foreach(kw, i, v)
+  {
+    if (i == cap) {
+      put(m, "- ... and %zu more (see the run record)\n", json_array_size(kw) - cap);
+      break;
+    }
+    al_autofree char *sha = code(str(v, "commit"));
+    al_autofree char *subj = al_review_md_code(str(v, "subject")); /* escaped already */
+    long long n = (long long)json_integer_value(json_object_get(v, "keywords"));
+    put(m, "- commit %s %s: %lld closing keyword%s\n", sha, subj, n, n == 1 ? "" : "s");
+  }
+}
+
 static void section_blocked(struct md *m, json_t *blocked, size_t cap)
 {
   size_t total = 0, i;
@@ -401,6 +428,7 @@ static char *render(json_t *rec, const char *sha, size_t cap)
   section_kinds(&m, kinds, cap);
   section_secrets(&m, secrets, cap);
   section_links(&m, json_object_get(rv, "links"), cap);
+  section_keywords(&m, json_object_get(rv, "closing_keywords"), cap);
   section_blocked(&m, json_object_get(rv, "blocked"), cap);
   put(&m, "\n### What was read\n\n");
   json_t *read = json_object_get(rv, "read");
@@ -476,6 +504,7 @@ void al_review_print_summary(json_t *review, FILE *out, const char *prefix, cons
               {"kinds", "file kind"},
               {"secrets", "secret"},
               {"links", "link"},
+              {"closing_keywords", "closes"},
               {"blocked", "refused"},
               {"could_not_read", "NOT READ"}};
   for (size_t s = 0; s < AL_ARRAY_SIZE(secs); s++) {
@@ -512,6 +541,11 @@ void al_review_print_summary(json_t *review, FILE *out, const char *prefix, cons
         line(out, prefix, "%-10s %-11s in %s%s%s: %s", secs[s].label,
              json_is_true(json_object_get(v, "image")) ? "image" : "link", str(v, "where"),
              file[0] ? " " : "", file, str(v, "url"));
+      } else if (s == 4) {
+        al_autofree char *sha = al_review_escape(str(v, "commit"), 0);
+        line(out, prefix, "%-10s commit %.12s %s: %lld closing keyword(s), acted on at merge",
+             secs[s].label, sha, str(v, "subject"),
+             (long long)json_integer_value(json_object_get(v, "keywords")));
       } else {
         al_autofree char *tg = al_review_escape(str(v, "target"), 200);
         al_autofree char *why = al_review_escape(str(v, "reason"), 200);

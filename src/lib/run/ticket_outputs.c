@@ -8,7 +8,9 @@
  *   3. else POST /repos/{o}/{r}/pulls from the run branch to the base, with
  *      the title and body the agent declared (AIRLOCK_RESULT) or defaults
  *      from the ticket — attacker-controlled text, sent as JSON data and
- *      never interpreted; the supervisor's own footer says so;
+ *      made inert first (common/safetext.h, issue #26: no mention, closing
+ *      keyword, HTML, outside image or link; airlock's header first, the
+ *      agent's text quoted, the supervisor's footer after it);
  *   4. a comment on the ticket with the PR's link.
  * Every write goes through the one forge client (forge/ghapi.h) with the
  * lease's tokens, which are alive until the release phase.
@@ -22,35 +24,12 @@
 
 #include "run/ticket_internal.h"
 #include "broker/client.h"
+#include "common/safetext.h"
 #include "common/util.h"
 #include "forge/ghapi.h"
 
-#define TITLE_MAX 200
-#define BODY_MAX 60000
-
-/* A copy of s, at most max bytes (cut at a UTF-8 boundary), with control
- * characters replaced by a space (one_line: newlines too). malloc'd. */
-static char *clean_text(const char *s, size_t max, bool one_line)
-{
-  size_t n = strlen(s);
-  if (n > max) {
-    n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-      n--;
-  }
-  char *o = al_xmalloc(n + 1);
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    bool ctl = c < 0x20 || c == 0x7f;
-    if (!one_line && (c == '\n' || c == '\t'))
-      ctl = false;
-    o[i] = s[i];
-    if (ctl)
-      o[i] = ' ';
-  }
-  o[n] = '\0';
-  return o;
-}
+#define TITLE_MAX 256  /* GitHub's limit for a title, in characters */
+#define BODY_MAX 65536 /* GitHub's limit for a body or a comment */
 
 struct out_ctx {
   struct ticket *t;
@@ -120,35 +99,86 @@ static void set_pr(al_ticket_outcome *res, json_t *pr)
     snprintf(res->pr_url, sizeof res->pr_url, "%s", url);
 }
 
-/* Title and body for the PR: the agent's declaration, else the ticket's
- * title. The body ends with the supervisor's footer. */
-static void pr_text(struct out_ctx *c, char **title, char **body)
+/* The host of an http(s) URL from the policy ("https://HOST[:PORT]/..."),
+ * or "" (then no link to it stays). */
+static void url_host(const char *url, char *out, size_t n)
+{
+  out[0] = '\0';
+  const char *h = url ? strstr(url, "://") : NULL;
+  if (!h)
+    return;
+  h += 3;
+  size_t l = strcspn(h, ":/?#");
+  if (l && l < n) {
+    memcpy(out, h, l);
+    out[l] = '\0';
+  }
+}
+
+/* What the rewriter changed, for the record (the reviewer's evidence). */
+static json_t *counts_json(const struct al_safetext_counts *k)
+{
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}", "html",
+                   (json_int_t)k->html, "entities", (json_int_t)k->entities, "links",
+                   (json_int_t)k->links, "images", (json_int_t)k->images, "mentions",
+                   (json_int_t)k->mentions, "keywords", (json_int_t)k->keywords, "controls",
+                   (json_int_t)k->controls, "truncated", k->truncated, "in_bytes",
+                   (json_int_t)k->in_len, "shown_bytes", (json_int_t)k->shown_len);
+}
+
+/* Title and body for the PR: the agent's declaration (else the ticket's
+ * title), each through the safe-text rewriter (common/safetext.h) with the
+ * forge's own hosts: airlock's header first, the agent's text quoted,
+ * the supervisor's footer after it. *rewritten: what was changed. */
+static int pr_text(struct out_ctx *c, char **title, char **body, json_t **rewritten, al_error *err)
 {
   struct ticket *t = c->t;
   json_t *decl = json_object_get(json_object_get(t->rec, "agent"), "declared");
   const char *dt = json_string_value(json_object_get(decl, "title"));
   const char *db = json_string_value(json_object_get(decl, "body"));
-  char *tt = NULL;
+  char api_host[256], git_host[256];
+  url_host(t->policy->forge.api_url, api_host, sizeof api_host);
+  url_host(t->policy->forge.git_url, git_host, sizeof git_host);
+  const char *hosts[] = {api_host, git_host, NULL};
+  struct al_safetext_counts kt = {0}, kb = {0};
+  struct al_safetext_opts to = {
+      .forge_hosts = hosts, .max_len = TITLE_MAX, .one_line = true, .counts = &kt};
+  *title = *body = NULL;
   if (dt && *dt) {
-    tt = clean_text(dt, TITLE_MAX, true);
+    if (al_safetext_render(dt, strlen(dt), &to, title, err) < 0)
+      return -1;
   } else {
+    /* the ticket's title: written by whoever filed it, made inert the same way */
     al_autofree char *ip = al_strdup_printf("/repos/%s/issues/%lu", t->repo, t->number);
     al_ghapi_resp r;
     al_error e = {0};
     const char *it = NULL;
     if (call(c, "GET", ip, c->tkt, NULL, &r, &e) == 0 && r.cls == AL_GHAPI_OK)
       it = json_string_value(json_object_get(r.json, "title"));
-    al_autofree char *cut = it ? clean_text(it, TITLE_MAX - 16, true) : NULL;
-    tt = al_strdup_printf("%s (#%lu)", cut && *cut ? cut : "airlock", t->number);
+    al_autofree char *suffix = al_strdup_printf(" (#%lu)", t->number);
+    to.max_len = TITLE_MAX - strlen(suffix);
+    al_autofree char *cut = NULL;
+    int rr =
+        al_safetext_render(it && *it ? it : "airlock", it && *it ? strlen(it) : 7, &to, &cut, err);
     al_ghapi_resp_free(&r);
+    if (rr < 0)
+      return -1;
+    *title = al_strdup_printf("%s%s", cut, suffix);
   }
-  al_autofree char *bb = clean_text(db ? db : "", BODY_MAX, false);
-  *title = tt;
-  *body = al_strdup_printf("%s%sTicket: #%lu\n\n---\nOpened by airlock (run %s, credentials %s) "
-                           "from the branch `%s` the agent pushed. The title and the text above "
-                           "are the agent's: untrusted. A human must review this change.",
-                           bb, *bb ? "\n\n" : "", t->number, t->run_id,
-                           al_cred_mode_name(t->policy->credentials.mode), t->branch);
+  al_autofree char *footer = al_strdup_printf(
+      "---\nTicket: #%lu. Opened by airlock (run %s, credentials %s) from the branch `%s` the "
+      "agent pushed. The title and the quoted text above are the agent's: untrusted. A human "
+      "must review this change.",
+      t->number, t->run_id, al_cred_mode_name(t->policy->credentials.mode), t->branch);
+  struct al_safetext_opts bo = {
+      .forge_hosts = hosts, .max_len = BODY_MAX, .footer = footer, .counts = &kb};
+  if (al_safetext_render(db ? db : "", db ? strlen(db) : 0, &bo, body, err) < 0) {
+    free(*title);
+    *title = NULL;
+    return -1;
+  }
+  *rewritten = json_pack("{s:o, s:o}", "title", counts_json(&kt), "body", counts_json(&kb));
+  return 0;
 }
 
 static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
@@ -204,7 +234,10 @@ static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
     return -1;
   al_autofree char *title = NULL;
   al_autofree char *body = NULL;
-  pr_text(c, &title, &body);
+  json_t *rewritten = NULL;
+  if (pr_text(c, &title, &body, &rewritten, err) < 0)
+    return -1;
+  json_object_set_new(c->rec, "rewritten", rewritten);
   json_t *req = json_pack("{s:s, s:s, s:s, s:s, s:b}", "title", title, "head", t->branch, "base",
                           base, "body", body, "maintainer_can_modify", 0);
   al_autofree char *ppath = al_strdup_printf("/repos/%s/pulls", t->repo);
@@ -229,7 +262,19 @@ static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
 
   /* 4. the ticket hears of it */
   al_autofree char *cpath = al_strdup_printf("/repos/%s/issues/%lu/comments", t->repo, t->number);
-  al_autofree char *text = al_strdup_printf("Opened %s for review.", res->pr_url);
+  /* the PR's link as the forge gave it, made inert like the agent's text
+   * (a forge's answer is input too): a forge link stays */
+  al_autofree char *link = NULL;
+  {
+    char api_host[256], git_host[256];
+    url_host(t->policy->forge.api_url, api_host, sizeof api_host);
+    url_host(t->policy->forge.git_url, git_host, sizeof git_host);
+    const char *hosts[] = {api_host, git_host, NULL};
+    struct al_safetext_opts lo = {.forge_hosts = hosts, .max_len = 1024, .one_line = true};
+    if (al_safetext_render(res->pr_url, strlen(res->pr_url), &lo, &link, err) < 0)
+      return -1;
+  }
+  al_autofree char *text = al_strdup_printf("Opened %s for review.", link);
   json_t *cb = json_pack("{s:s}", "body", text);
   al_error ce = {0};
   rc = call(c, "POST", cpath, c->tkt, cb, &r, &ce);

@@ -18,7 +18,8 @@
  * and fills record.review: files, runs_outside_sandbox (the catalogue,
  * review_catalogue.c), kinds (symlinks, gitlinks, executables, binaries,
  * renames, names), secrets (review_secrets.c: the run's tokens from their
- * fingerprints), links, blocked (the proxy's and gateway's refusals from
+ * fingerprints), links, closing_keywords (commits whose messages would
+ * close issues on merge: common/safetext.h), blocked (the proxy's and gateway's refusals from
  * the record), read (counts) and could_not_read. A list that is
  * incomplete or an answer that is not 200 is a could_not_read line and
  * the phase ends `warn` (or `failed` when the PR or its files could not be
@@ -36,6 +37,7 @@
 #include "run/ticket_internal.h"
 #include "broker/client.h"
 #include "common/redact.h"
+#include "common/safetext.h"
 #include "common/util.h"
 #include "forge/ghapi.h"
 #include "run/review_catalogue.h"
@@ -53,6 +55,7 @@ struct rd {
   al_ghapi *api;
   const char *git, *tkt; /* the review lease's tokens */
   json_t *rv, *nr, *secrets, *links, *kinds, *outside, *read;
+  json_t *keywords; /* commits whose messages close issues on merge */
   size_t blobs;
 };
 
@@ -544,6 +547,19 @@ static void review_conversation(struct rd *r, json_int_t num)
         sv(json_object_get(json_object_get(c, "committer"), "email")));
     scan_text(r, "a commit message", msg);
     scan_text(r, "a commit's author or committer", who);
+    /* GitHub reads closing keywords in the commit messages of a PR merged
+     * into the default branch: no rewriting reaches them, so they are named */
+    size_t kw = msg ? al_safetext_closing_keywords(msg, strlen(msg)) : 0;
+    if (kw) {
+      const char *sha = json_string_value(json_object_get(v, "sha"));
+      size_t sl = msg ? strcspn(msg, "\n") : 0;
+      al_autofree char *subject = al_xmalloc(sl + 1);
+      memcpy(subject, msg, sl);
+      subject[sl] = '\0';
+      al_autofree char *esc = al_review_escape(subject, 120);
+      json_array_append_new(r->keywords, json_pack("{s:s, s:I, s:s}", "commit", sha ? sha : "",
+                                                   "keywords", (json_int_t)kw, "subject", esc));
+    }
   }
   count(r, "commits", json_array_size(commits));
   json_decref(commits);
@@ -700,6 +716,8 @@ void tk_do_review(struct ticket *t)
   r.kinds = json_array();
   r.outside = json_array();
   r.read = json_object();
+  r.keywords = json_array();
+  json_object_set_new(rv, "closing_keywords", r.keywords);
   json_object_set_new(rv, "runs_outside_sandbox", r.outside);
   json_object_set_new(rv, "kinds", r.kinds);
   json_object_set_new(rv, "secrets", r.secrets);

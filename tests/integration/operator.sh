@@ -75,11 +75,13 @@ if id "$T_USER" >/dev/null 2>&1; then
   U=$T_TMP/unpriv; mkdir -p "$U"; chmod 755 "$U"
   write_policy "$U/airlock.yaml" "$FE_SOCK"   # the socket is in a 0700 directory of root's
   cp "$Q/agent" "$U/agent"
-  out=$(cd "$U" && as_user "$AIRLOCK" ticket acme/tally#1 -p "$U/airlock.yaml" --agent "$U/agent" --record "$U/rec.json" 2>&1); rc=$?
+  # the record where this user may write it (else the run stops on that first: issue #26)
+  mkdir -p "$U/rec"; chown "$T_USER" "$U/rec"
+  out=$(cd "$U" && as_user "$AIRLOCK" ticket acme/tally#1 -p "$U/airlock.yaml" --agent "$U/agent" --record "$U/rec/rec.json" 2>&1); rc=$?
   like "unprivileged, broker out of reach: refused (exit 1)" "$rc" '^1$'
   if grep -q -- '--accept-unprotected' <<<"$out"; then
     # the advice is given: it must lead somewhere else than the same failure
-    out2=$(cd "$U" && as_user "$AIRLOCK" ticket acme/tally#1 -p "$U/airlock.yaml" --accept-unprotected --agent "$U/agent" --record "$U/rec2.json" 2>&1)
+    out2=$(cd "$U" && as_user "$AIRLOCK" ticket acme/tally#1 -p "$U/airlock.yaml" --accept-unprotected --agent "$U/agent" --record "$U/rec/rec2.json" 2>&1)
     if grep -q 'Permission denied\|connecting to the broker' <<<"$out2"; then fail "advice: --accept-unprotected is not offered when it fails the same way"; diag "$out2"; else ok "advice: --accept-unprotected leads past the broker"; fi
   else
     ok "advice: --accept-unprotected is not offered when the broker cannot be reached"

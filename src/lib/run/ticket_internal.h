@@ -180,8 +180,8 @@ int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err);
  * (or ~/.local/state/airlock/runs/) RUN_ID.json, into path (n bytes). */
 int tk_record_path(const struct ticket *t, char *path, size_t n, al_error *err);
 /* Whether the record can be written (issue #26 item 7): its directories
- * exist or are made, the file opens for writing (made empty when missing,
- * never truncated here), and `room` bytes fit beside it (a probe file,
+ * exist or are made, the file opens for writing when it exists (never
+ * truncated here), and `room` bytes fit beside it (a probe file,
  * written, synced, removed). -1 with err naming the path and the errno
  * (EROFS, ENOSPC, ENOTDIR, EACCES...). Called before the audit and the
  * lease, and again before the outputs with the record's size so far. */

@@ -107,12 +107,14 @@ int tk_check_record(struct ticket *t, size_t room, al_error *err)
   al_error e = {0};
   if (make_parents(path, &e) < 0)
     return al_error_set(err, e.code, "run record `%s` cannot be written: %s", path, e.msg);
-  /* the record file itself: made now (empty, ours) or, when it is there,
-   * opened for writing without truncating it */
-  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0)
+  /* the record file itself, when it is there: opened for writing without
+   * truncating it (when it is not, the probe below is made where it will
+   * be; no empty record is left for `airlock runs` to find meanwhile) */
+  int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 && errno != ENOENT)
     return al_make_error(err, errno, "run record `%s` cannot be written", path);
-  close(fd);
+  if (fd >= 0)
+    close(fd);
   /* room: a probe file beside it, written whole, then removed */
   char probe[4200];
   snprintf(probe, sizeof probe, "%s.probe-%s", path, t->run_id);

@@ -65,6 +65,7 @@ typedef struct req_ctx {
   int fwdq_len;
   char qlog[256];
   char reason_buf[AL_GW_QUERY_NAME_MAX + 40]; /* "query-param-refused: NAME" */
+  char detail_buf[200];                       /* a comment's "rewritten: ..." */
   const al_gw_rule *rule;
   const char *reason;
   const char *detail;

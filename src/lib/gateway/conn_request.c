@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "gateway/comment.h"
 #include "gateway/conn_int.h"
 #include "gateway/server.h"
 #include "gateway/wire.h"
@@ -402,6 +403,180 @@ static int relay_response(al_gw_conn *c, req_ctx *r)
   return closing ? 1 : 0;
 }
 
+/* ---- an agent comment (AL_GW_BODY_COMMENT, issue #26) ---- */
+
+/* Take one unit of max_comments for a comment in flight (false when the
+ * spent and the in-flight ones fill it), and give it back: spent when the
+ * forge accepted the comment (2xx), free again otherwise. */
+static bool comment_hold(al_gw_server *s)
+{
+  pthread_mutex_lock(&s->mu);
+  bool ok = s->comments_used + s->comments_inflight < s->rules.max_comments;
+  if (ok)
+    s->comments_inflight++;
+  pthread_mutex_unlock(&s->mu);
+  return ok;
+}
+
+static void comment_release(al_gw_server *s, bool accepted)
+{
+  pthread_mutex_lock(&s->mu);
+  s->comments_inflight--;
+  if (accepted)
+    s->comments_used++;
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* Read the whole request body (at most AL_GW_COMMENT_BODY_MAX bytes, as
+ * the client framed it) into a malloc'd buffer. Returns it with *len, or
+ * NULL with *why: a framing reason (al_chunked_decode's, "client-closed-in-
+ * body"), "body-too-large", "out-of-memory". */
+static char *read_whole_body(al_gw_conn *c, const al_http_request *q, size_t *len, const char **why)
+{
+  body_src b = {.chunked = q->chunked,
+                .left = q->content_length > 0 ? (uint64_t)q->content_length : 0};
+  al_chunked_init(&b.ch);
+  char *buf = malloc(AL_GW_COMMENT_BODY_MAX + 1);
+  size_t n = 0;
+  if (!buf) {
+    *why = "out-of-memory";
+    return NULL;
+  }
+  for (;;) {
+    /* one byte of room more than the cap, to see a body that passes it */
+    ssize_t k = body_read(c, &b, buf + n, AL_GW_COMMENT_BODY_MAX + 1 - n, why);
+    if (k == 0)
+      break;
+    if (k < 0 || n + (size_t)k > AL_GW_COMMENT_BODY_MAX) {
+      if (k > 0)
+        *why = "body-too-large";
+      free(buf);
+      return NULL;
+    }
+    n += (size_t)k;
+  }
+  *len = n;
+  return buf;
+}
+
+/* A comment: held against the budget, its body read whole and its framing
+ * checked, then read as {"body": STRING} (comment.h), before its head
+ * goes upstream with a Content-Length of what is sent. A refusal on the
+ * way is a deny with its reason, and nothing reaches the forge. Returns
+ * as gwc_serve_request. */
+static int serve_comment(al_gw_conn *c, req_ctx *r, const al_http_request *q, bool expect,
+                         bool close_on_refuse)
+{
+  al_gw_server *s = c->s;
+  if (q->content_length > AL_GW_COMMENT_BODY_MAX) {
+    refuse(c, r, 413, "body-too-large", true);
+    return 1;
+  }
+  if (!comment_hold(s)) {
+    r->rule = NULL;
+    refuse(c, r, 403, "comment-budget", close_on_refuse);
+    return close_on_refuse;
+  }
+  if (egress_spent(s)) {
+    comment_release(s, false);
+    r->rule = NULL;
+    refuse(c, r, 403, "egress-budget", true);
+    return 1;
+  }
+  if (gwc_upstream_gone(c)) {
+    comment_release(s, false);
+    return 1; /* before the body is read: the client retries on a new connection */
+  }
+  /* the head now (q's pointers die at the first body read), its framing
+   * once the body is known: build_head without one ends in CRLF CRLF */
+  size_t head_len = 0;
+  char *uhead = build_head(c, q, r, false, -1, &head_len);
+  if (!uhead) {
+    comment_release(s, false);
+    refuse(c, r, 400, "head-too-large", true);
+    return 1;
+  }
+  if (expect && gwc_write_all(c->cs, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
+    free_head(uhead, head_len);
+    comment_release(s, false);
+    r->reason = "client-gone";
+    log_request(c, r);
+    return 1;
+  }
+  const char *why = NULL;
+  size_t in_len = 0;
+  char *in = read_whole_body(c, q, &in_len, &why);
+  char *out = NULL, bad[AL_GW_COMMENT_NAME_MAX + 1];
+  size_t out_len = 0;
+  int status = 400;
+  struct al_safetext_counts n;
+  const char *const hosts[] = {s->git_host, s->api_host, NULL};
+  memset(&n, 0, sizeof n);
+  if (!in) {
+    status = strcmp(why, "body-too-large") == 0 ? 413 : 400;
+  } else if (al_gw_comment_rewrite(in, in_len, hosts, &out, &out_len, &n, &why, bad) < 0) {
+    if (bad[0]) {
+      snprintf(r->reason_buf, sizeof r->reason_buf, "%s: %s", why, bad);
+      why = r->reason_buf;
+    }
+  }
+  free(in);
+  if (!out) {
+    free_head(uhead, head_len);
+    comment_release(s, false);
+    /* a framing error leaves the connection unreadable; a bad JSON body
+     * was read to its end */
+    bool cut = !in || r->client_close;
+    refuse(c, r, status, why, cut);
+    return cut ? 1 : 0;
+  }
+  /* the record says what the rewriter changed */
+  snprintf(r->detail_buf, sizeof r->detail_buf,
+           "rewritten: html=%zu entities=%zu links=%zu images=%zu mentions=%zu keywords=%zu "
+           "controls=%zu%s",
+           n.html, n.entities, n.links, n.images, n.mentions, n.keywords, n.controls,
+           n.truncated ? " truncated" : "");
+  r->detail = r->detail_buf;
+  /* the head, framed */
+  char *head = malloc(head_len + 48);
+  int hl = head ? snprintf(head, head_len + 48, "%.*sContent-Length: %zu\r\n\r\n",
+                           (int)(head_len - 2), uhead, out_len)
+                : -1;
+  free_head(uhead, head_len);
+  const char *updetail = NULL;
+  int fail = 0;
+  if (hl < 0)
+    fail = 1;
+  else if (gwc_upstream_open(c, &updetail) < 0)
+    fail = 2;
+  else if (!egress_take(s, (uint64_t)hl + out_len))
+    fail = 3;
+  else if (gwc_write_all(c->us, head, (size_t)hl) < 0 || gwc_write_all(c->us, out, out_len) < 0)
+    fail = 4;
+  if (head)
+    free_head(head, head_len + 48);
+  free(out);
+  if (fail) {
+    comment_release(s, false);
+    if (fail == 4)
+      c->up_dead = true;
+    r->detail = fail == 2 ? updetail : NULL;
+    refuse(c, r, fail == 3 ? 403 : 502,
+           fail == 1   ? "out-of-memory"
+           : fail == 2 ? "upstream-tls"
+           : fail == 3 ? "egress-budget"
+                       : "upstream-write",
+           true);
+    return 1;
+  }
+  r->up = out_len;
+  r->reason = r->rule->name;
+  int rr = relay_response(c, r);
+  comment_release(s, r->status >= 200 && r->status < 300);
+  log_request(c, r);
+  return rr != 0 || c->up_dead;
+}
+
 /* One request, from its head to the end of its answer. Returns 0 to read
  * the next request, 1 to close the connection. */
 int gwc_serve_request(al_gw_conn *c)
@@ -529,19 +704,8 @@ int gwc_serve_request(al_gw_conn *c)
     refuse(c, r, 415, "content-encoding-refused", true);
     return 1;
   }
-  if (rule->body == AL_GW_BODY_COMMENT) {
-    bool ok;
-    pthread_mutex_lock(&s->mu);
-    ok = s->comments_used < s->rules.max_comments;
-    if (ok)
-      s->comments_used++;
-    pthread_mutex_unlock(&s->mu);
-    if (!ok) {
-      r->rule = NULL;
-      refuse(c, r, 403, "comment-budget", close_on_refuse);
-      return close_on_refuse;
-    }
-  }
+  if (rule->body == AL_GW_BODY_COMMENT)
+    return serve_comment(c, r, &q, expect != NULL, close_on_refuse);
   /* the request is allowed by its head; the run's egress budget is not
    * (the proxy's and this gateway's bytes, one counter) */
   if (egress_spent(s)) {

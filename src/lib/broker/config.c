@@ -575,6 +575,30 @@ static int check_all(const al_broker_config *c, const char *name, al_error *err)
   return 0;
 }
 
+void al_broker_default_roles(al_perm_set roles[AL_ROLE_COUNT])
+{
+  al_perm_set *g = &roles[AL_ROLE_GIT];
+  memset(g, 0, sizeof *g);
+  snprintf(g->items[0].name, AL_PERM_NAME_MAX, "contents");
+  g->items[0].write = true;
+  snprintf(g->items[1].name, AL_PERM_NAME_MAX, "pull_requests");
+  g->items[1].write = true;
+  g->n = 2;
+  al_perm_set *t = &roles[AL_ROLE_TICKET];
+  memset(t, 0, sizeof *t);
+  snprintf(t->items[0].name, AL_PERM_NAME_MAX, "issues");
+  t->items[0].write = true;
+  t->n = 1;
+}
+
+void al_audit_app_perms(al_perm_set *out)
+{
+  memset(out, 0, sizeof *out);
+  snprintf(out->items[0].name, AL_PERM_NAME_MAX, "administration");
+  snprintf(out->items[1].name, AL_PERM_NAME_MAX, "contents");
+  out->n = 2;
+}
+
 static void set_defaults(al_broker_config *c)
 {
   c->api_url = al_xstrdup("https://api.github.com");
@@ -584,16 +608,7 @@ static void set_defaults(al_broker_config *c)
   c->default_ttl_ms = 15 * 60000;
   c->max_ttl_ms = 60 * 60000;
   c->max_active = 64;
-  al_perm_set *g = &c->roles[AL_ROLE_GIT];
-  snprintf(g->items[0].name, AL_PERM_NAME_MAX, "contents");
-  g->items[0].write = true;
-  snprintf(g->items[1].name, AL_PERM_NAME_MAX, "pull_requests");
-  g->items[1].write = true;
-  g->n = 2;
-  al_perm_set *t = &c->roles[AL_ROLE_TICKET];
-  snprintf(t->items[0].name, AL_PERM_NAME_MAX, "issues");
-  t->items[0].write = true;
-  t->n = 1;
+  al_broker_default_roles(c->roles);
   c->client_uids = al_xmalloc(sizeof(uid_t));
   c->client_uids[0] = getuid();
   c->n_client_uids = 1;

@@ -79,6 +79,16 @@ typedef struct al_perm_set {
  * permissions that change who may merge, run code or read secrets. */
 bool al_perm_never_granted(const char *name);
 
+/* The roles' permissions when the config names none (`roles:`): git
+ * {contents: write, pull_requests: write}, ticket {issues: write}; what
+ * the broker mints by default (metadata: read comes with every token). */
+void al_broker_default_roles(al_perm_set roles[AL_ROLE_COUNT]);
+
+/* What a token of the read-only audit App holds (config `audit.app`;
+ * forge/audit.c mints it): administration: read, contents: read (and
+ * the implied metadata: read). */
+void al_audit_app_perms(al_perm_set *out);
+
 /* Find a permission by name in a set, or NULL. */
 const al_perm *al_perm_find(const al_perm_set *s, const char *name);
 

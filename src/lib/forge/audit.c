@@ -229,9 +229,8 @@ static int mint_reader(struct ctx *c, al_gh *gh, al_token *t, al_error *err)
 static int mint_audit_app(struct ctx *c, al_gh *gh, const al_broker_config *rc, al_token *t,
                           al_error *err)
 {
-  al_perm_set ps = {.n = 2};
-  snprintf(ps.items[0].name, AL_PERM_NAME_MAX, "administration");
-  snprintf(ps.items[1].name, AL_PERM_NAME_MAX, "contents");
+  al_perm_set ps;
+  al_audit_app_perms(&ps); /* the manifest of the audit App asks for the same (manifest.c) */
   if (al_gh_mint(gh, AL_ROLE_GIT, c->o->repo, &ps, t, err) < 0)
     return al_error_wrap(err, "minting a read-only token from the audit App %s",
                          rc->app_id ? rc->app_id : rc->client_id);

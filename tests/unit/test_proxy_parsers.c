@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <arpa/inet.h>
@@ -132,6 +133,66 @@ static size_t make_hello(uint8_t *out, const uint8_t *ext, size_t ext_len)
   out[m++] = 1, out[m++] = 0, out[m++] = (uint8_t)(n >> 8), out[m++] = (uint8_t)n;
   memcpy(out + m, body, n);
   return m + n;
+}
+
+/* The plain-HTTP response head filter (issue #26 item 5): the origin's
+ * X-Airlock-* fields never reach the client. */
+static void test_response_strip(void **state)
+{
+  (void)state;
+  static const char in[] = "HTTP/1.1 200 OK\r\nX-Airlock-Deny: not-allowed\r\nX-Origin: a\r\n"
+                           "x-airlock: 1\r\nX-AIRLOCK-decision: deny\r\nX-Airlockish: kept\r\n"
+                           "Content-Length: 2\r\n\r\nhi";
+  char out[512];
+  size_t ol = 0;
+  int status = 0;
+  const char *why = NULL;
+  int h = al_http_response_strip(in, sizeof in - 1, out, &ol, &status, &why);
+  assert_int_equal(h, (int)(sizeof in - 1 - 2));
+  assert_int_equal(status, 200);
+  out[ol] = '\0';
+  assert_string_equal(out, "HTTP/1.1 200 OK\r\nX-Origin: a\r\nX-Airlockish: kept\r\n"
+                           "Content-Length: 2\r\n\r\n");
+  /* control: the filter is what removes them (the input has them) */
+  assert_non_null(strstr(in, "X-Airlock-Deny"));
+  /* a 100 Continue, then more to come */
+  static const char c100[] = "HTTP/1.1 100 Continue\r\nX-Airlock-Deny: x\r\n\r\nHTTP/1.1 2";
+  h = al_http_response_strip(c100, sizeof c100 - 1, out, &ol, &status, &why);
+  assert_int_equal(status, 100);
+  out[ol] = '\0';
+  assert_string_equal(out, "HTTP/1.1 100 Continue\r\n\r\n");
+  assert_int_equal(
+      al_http_response_strip(c100 + h, sizeof c100 - 1 - (size_t)h, out, &ol, &status, &why), 0);
+  assert_int_equal(al_http_response_strip("HTTP/1.1 204\r\n\r\n", 16, out, &ol, &status, &why), 16);
+  static const struct {
+    const char *in, *why;
+  } bad[] = {
+      {"HTTP/1.1 200 OK\r\nX-Airlock-Deny: a\r\n b\r\n\r\n", "resp-bad-header"}, /* obs-fold */
+      {"HTTP/1.1 200 OK\r\nX-Airlock-Deny : a\r\n\r\n", "resp-bad-header"},
+      {"HTTP/1.1 200 OK\nX-Airlock-Deny: a\n\n", "resp-bad-status-line"},
+      {"HTTP/1.1 200 OK\r\nX-Airlock-Deny: a\n\r\n", "resp-bad-header"},
+      {"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", "resp-bad-header"},
+      {"HTTP/1.1 200 OK\r\nX: a\x01\r\n\r\n", "resp-bad-header"},
+      {"HTTP/2 200\r\n\r\n", "resp-bad-status-line"},
+      {"HTTP/1.1 20 OK\r\n\r\n", "resp-bad-status-line"},
+      {"HTTP/1.1 200OK\r\n\r\n", "resp-bad-status-line"},
+      {"HTTP/1.1 200 OK\r\n: a\r\n\r\n", "resp-bad-header"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    why = NULL;
+    int r = al_http_response_strip(bad[i].in, strlen(bad[i].in), out, &ol, &status, &why);
+    if (r != -1 || !why)
+      fail_msg("case %zu (%s): got %d, want a refusal", i, bad[i].why, r);
+  }
+  char *big = malloc(AL_HTTP_RESP_HEAD_MAX + 10);
+  memcpy(big, "HTTP/1.1 200 OK\r\nX: ", 20);
+  memset(big + 20, 'a', AL_HTTP_RESP_HEAD_MAX - 10);
+  char *bo = malloc(AL_HTTP_RESP_HEAD_MAX + 10);
+  assert_int_equal(al_http_response_strip(big, AL_HTTP_RESP_HEAD_MAX + 10, bo, &ol, &status, &why),
+                   -1);
+  assert_non_null(why);
+  free(big);
+  free(bo);
 }
 
 static void test_client_hello(void **state)
@@ -273,7 +334,7 @@ int main(void)
       cmocka_unit_test(test_authority),     cmocka_unit_test(test_match),
       cmocka_unit_test(test_head),          cmocka_unit_test(test_absolute),
       cmocka_unit_test(test_client_hello),  cmocka_unit_test(test_addr),
-      cmocka_unit_test(test_response_head),
+      cmocka_unit_test(test_response_head), cmocka_unit_test(test_response_strip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,6 +123,8 @@ void px_conn_close(al_proxy_conn *c)
   c->cw.fd = c->ow.fd = -1;
   dir_free(&c->up);
   dir_free(&c->down);
+  free(c->rhead);
+  c->rhead = NULL;
   if (c->prev)
     c->prev->next = c->next;
   else

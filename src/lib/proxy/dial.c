@@ -1,5 +1,6 @@
 /* After the allow decision: DNS (c-ares) or a pin, the address check
- * (addr.h), the non-blocking connect, and the hand-off to the forge gateway
+ * (addr.h), the self-connect guard (never one of the proxy's own
+ * listeners), the non-blocking connect, and the hand-off to the forge gateway
  * (handoff.h). */
 #include "proxy/proxy_int.h"
 
@@ -107,10 +108,86 @@ void px_origin_ready(al_watch *w, uint32_t ev)
   px_conn_pump(c);
 }
 
+/* An address and port as 16 bytes (IPv4 as ::ffff:a.b.c.d) and a port. */
+static bool sa_key(const struct sockaddr *sa, unsigned char a[16], uint16_t *port)
+{
+  if (sa->sa_family == AF_INET) {
+    const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)sa;
+    memset(a, 0, 10);
+    a[10] = a[11] = 0xff;
+    memcpy(a + 12, &s4->sin_addr, 4);
+    *port = ntohs(s4->sin_port);
+    return true;
+  }
+  if (sa->sa_family == AF_INET6) {
+    const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)sa;
+    memcpy(a, &s6->sin6_addr, 16);
+    *port = ntohs(s6->sin6_port);
+    return true;
+  }
+  return false;
+}
+
+static bool key_unspecified(const unsigned char a[16])
+{
+  static const unsigned char any6[16], any4[16] = {[10] = 0xff, [11] = 0xff};
+  return memcmp(a, any6, 16) == 0 || memcmp(a, any4, 16) == 0;
+}
+
+/* Does a connect(2) to `a` reach this host itself: the unspecified
+ * address (Linux connects it to the host), loopback (127/8, ::1), or one
+ * of the host's interface addresses? */
+static bool key_is_host(al_proxy_shared *sh, const unsigned char a[16])
+{
+  static const unsigned char lo6[16] = {[15] = 1};
+  if (key_unspecified(a) || memcmp(a, lo6, 16) == 0)
+    return true;
+  bool v4 = a[10] == 0xff && a[11] == 0xff && memcmp(a, lo6, 10) == 0;
+  if (v4 && a[12] == 127)
+    return true;
+  const al_addr_set *local = px_local_addrs(sh);
+  for (size_t i = 0; v4 && i < local->n_v4; i++)
+    if (memcmp(&local->v4[i], a + 12, 4) == 0)
+      return true;
+  for (size_t i = 0; !v4 && i < local->n_v6; i++)
+    if (memcmp(&local->v6[i], a, 16) == 0)
+      return true;
+  return false;
+}
+
+/* Is sa one of the proxy's own listeners (any run's: the sandbox's, a
+ * standalone --listen's)? The same port, and the listener's address, or
+ * any address of this host when the listener is bound to the wildcard.
+ * smokescreen refuses such a dial too: a request that loops back in would
+ * be decided again, by another run's policy when it is that run's
+ * listener, and would count twice. */
+static bool dial_is_self(al_proxy_conn *c, const struct sockaddr *sa)
+{
+  al_proxy_shared *sh = c->px->sh;
+  unsigned char a[16], l[16];
+  uint16_t port, lport;
+  if (!sa_key(sa, a, &port))
+    return false;
+  for (size_t i = 0; i < sh->n_runs; i++) {
+    const al_proxy_run *run = &sh->runs[i];
+    if (!run->self_len || !sa_key((const struct sockaddr *)&run->self, l, &lport) || lport != port)
+      continue;
+    if (memcmp(a, l, 16) == 0 || (key_unspecified(a) && key_is_host(sh, l)) ||
+        (key_unspecified(l) && key_is_host(sh, a)))
+      return true;
+  }
+  return false;
+}
+
 static void conn_connect_next(al_proxy_conn *c)
 {
   for (; c->addr_i < c->n_addrs; c->addr_i++) {
     struct sockaddr *sa = (struct sockaddr *)&c->addrs[c->addr_i];
+    if (dial_is_self(c, sa)) {
+      px_sockaddr_text(sa, c->dialled, sizeof c->dialled); /* logged, never dialled */
+      px_conn_deny(c, 403, "self-connect", NULL);
+      return;
+    }
     int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
       continue;

@@ -1,6 +1,7 @@
 /* Strict HTTP/1.1 request-head parser (RFC 9112). See http.h. */
 #include "proxy/http.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -579,4 +580,58 @@ const char *al_http_reason(int status)
     if (reasons[i].status == status)
       return reasons[i].phrase;
   return "Error";
+}
+
+/* ---- a response head, for the plain-HTTP path ---- */
+
+static bool is_airlock_field(const char *n, size_t nl)
+{
+  static const char pfx[] = "x-airlock";
+  if (nl < sizeof pfx - 1)
+    return false;
+  for (size_t i = 0; i < sizeof pfx - 1; i++) {
+    char c = n[i];
+    if (c >= 'A' && c <= 'Z')
+      c = (char)(c + 32);
+    if (c != pfx[i])
+      return false;
+  }
+  return nl == sizeof pfx - 1 || n[sizeof pfx - 1] == '-';
+}
+
+int al_http_response_strip(const char *buf, size_t len, char *out, size_t *out_len, int *status,
+                           const char **why)
+{
+  al_http_response *rsp = malloc(sizeof *rsp);
+  if (!rsp) {
+    *why = "out-of-memory";
+    return -1;
+  }
+  int h = al_http_parse_response_head(buf, len, rsp, why);
+  if (h <= 0) {
+    free(rsp);
+    return h;
+  }
+  const char *crlf = memchr(buf, '\r', (size_t)h); /* the status line's end: checked CRLF */
+  size_t o = (size_t)(crlf - buf) + 2;
+  memcpy(out, buf, o);
+  for (size_t i = 0; i < rsp->n_headers; i++) {
+    const al_http_header *f = &rsp->headers[i];
+    if (is_airlock_field(f->name, f->name_len))
+      continue;
+    memcpy(out + o, f->name, f->name_len);
+    o += f->name_len;
+    memcpy(out + o, ": ", 2);
+    o += 2;
+    memcpy(out + o, f->value, f->value_len);
+    o += f->value_len;
+    memcpy(out + o, "\r\n", 2);
+    o += 2;
+  }
+  // NOLINTNEXTLINE(bugprone-not-null-terminated-result): wire bytes, not a C string
+  memcpy(out + o, "\r\n", 2);
+  *out_len = o + 2;
+  *status = rsp->status;
+  free(rsp);
+  return h;
 }

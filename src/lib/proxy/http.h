@@ -108,6 +108,19 @@ int al_http_absolute_target(const char *target, size_t len, al_host *host, uint1
 int al_http_host_value(const char *value, size_t len, uint16_t default_port, al_host *host,
                        uint16_t *port, const char **why);
 
+/* ---- a response head on the plain-HTTP path ---- */
+
+/* Read one response head at buf[0..len) with al_http_parse_response_head
+ * and write it to out without the fields named X-Airlock or X-Airlock-*
+ * (any case): those are the proxy's own words (X-Airlock-Deny), which an
+ * origin must not speak to the client (issue #26). The status line is
+ * copied as sent, every other field as "name: value" CRLF; out must have
+ * room for len + AL_HTTP_RESP_MAX_HEADERS bytes. Returns the head's length
+ * (> 0) with *out_len and *status set, 0 when more bytes are needed, -1
+ * with the parser's *why. */
+int al_http_response_strip(const char *buf, size_t len, char *out, size_t *out_len, int *status,
+                           const char **why);
+
 /* The reason phrase of an HTTP status airlock answers with itself (RFC 9110
  * section 15: 400, 401, 403, 408, 411, 413, 415, 417, 431, 502, 503, 504);
  * "Error" for any other. Static string. */

@@ -387,6 +387,11 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
                                   ? (_Atomic uint64_t *)sh->runs[i].handoff->egress_used
                                   : &sh->runs[i].egress_local;
     pthread_mutex_init(&sh->runs[i].budget_mu, NULL);
+    sh->runs[i].self_len = sizeof sh->runs[i].self;
+    if (getsockname(cfg->listeners[i].fd, (struct sockaddr *)&sh->runs[i].self,
+                    &sh->runs[i].self_len) < 0 ||
+        (sh->runs[i].self.ss_family != AF_INET && sh->runs[i].self.ss_family != AF_INET6))
+      sh->runs[i].self_len = 0;
   }
   sh->n_wanted = worker_count(cfg);
   sh->workers = al_xcalloc(sh->n_wanted, sizeof *sh->workers);

@@ -1,8 +1,9 @@
 /* Internal to the egress proxy (src/lib/proxy/): what its files share.
  * Not an API (proxy.h is). The event loops and the connection state
  * machine, in files of one job each: accept.c (listeners, caps), head.c
- * (the request head and the decision), dial.c (DNS, connect, hand-off),
- * relay.c and budget.c (the tunnel), conn.c (deny, close, pump), stats.c
+ * (the request head and the decision), dial.c (DNS, the self-connect
+ * guard, connect, hand-off), relay.c (the tunnel, and a plain origin's
+ * response heads without X-Airlock-*) and budget.c, conn.c (deny, close, pump), stats.c
  * (counters, decision lines), policies.c (policies, resolver channels),
  * admin.c, proxy.c (workers, signals, timer, reload, al_proxy_serve).
  *
@@ -135,6 +136,10 @@ typedef struct al_proxy_run {
   _Atomic uint64_t *egress_used;
   pthread_mutex_t budget_mu;
   al_proxy_counters cnt; /* under al_proxy_shared.stat_mu */
+  /* the listener's own address (getsockname(2) at start; self_len 0 when
+   * it could not be read): a dial to it is refused (dial.c, self-connect) */
+  struct sockaddr_storage self;
+  socklen_t self_len;
 } al_proxy_run;
 
 /* A reloaded policy, shared by the workers' al_proxy_policy wrappers (each
@@ -219,6 +224,11 @@ typedef struct al_proxy_conn {
   uint16_t port;
   bool tls, plain;
   uint64_t body_left; /* plain HTTP: request body bytes still to forward */
+  /* plain HTTP: the origin's response heads, read and forwarded without
+   * X-Airlock-* (relay.c) until the final one; then the bytes as they come */
+  char *rhead;
+  size_t rhead_len;
+  bool resp_done;
   char sni[256];
   char dialled[INET6_ADDRSTRLEN + 8];
   const char *reason;

@@ -151,11 +151,111 @@ int px_dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_rd, 
   return 0;
 }
 
+/* Queue n bytes after what the down direction still has to send. */
+static void down_queue(al_proxy_conn *c, const char *p, size_t n)
+{
+  relay_dir *d = &c->down;
+  size_t have = d->pend ? d->pend_len - d->pend_off : 0;
+  char *q = al_xmalloc(have + n + 1);
+  if (have)
+    memcpy(q, d->pend + d->pend_off, have);
+  memcpy(q + have, p, n);
+  free(d->pend);
+  d->pend = q;
+  d->pend_off = 0;
+  d->pend_len = have + n;
+}
+
+/* An origin whose head the proxy cannot read (or which closed first): a
+ * 502 when the client has had nothing yet, and the connection is cut. */
+static void plain_bad_head(al_proxy_conn *c, const char *why)
+{
+  if (c->down.bytes == 0 && !c->down.pend) {
+    char resp[256];
+    int n = snprintf(resp, sizeof resp,
+                     "HTTP/1.1 502 Bad Gateway\r\nX-Airlock-Deny: origin-bad-head\r\n"
+                     "Content-Type: text/plain\r\nContent-Length: 32\r\nConnection: close\r\n"
+                     "\r\nairlock: denied (origin-bad-head)");
+    (void)send(c->cw.fd, resp, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  c->reason = "origin-bad-head";
+  c->detail = why;
+  c->cut = true;
+  px_conn_close(c);
+}
+
+/* Plain HTTP (`tls: false`, absolute-form): read the origin's response
+ * heads (1xx ones, then the final one) and queue each for the client
+ * without its X-Airlock-* fields (http.h al_http_response_strip), so an
+ * origin cannot answer in the proxy's name; after the final head the
+ * bytes go as they come. Returns 0, or -1 when the connection is gone. */
+static int plain_response_head(al_proxy_conn *c)
+{
+  while (!c->resp_done && c->o_rd) {
+    if (!c->rhead)
+      c->rhead = al_xmalloc(AL_HTTP_RESP_HEAD_MAX);
+    size_t asked = AL_HTTP_RESP_HEAD_MAX - c->rhead_len;
+    ssize_t n = recv(c->ow.fd, c->rhead + c->rhead_len, asked, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN) {
+      c->o_rd = false;
+      return 0;
+    }
+    if (n <= 0) {
+      plain_bad_head(c, n == 0 ? "closed before its head" : "read error");
+      return -1;
+    }
+    c->rhead_len += (size_t)n;
+    if (px_read_dry(asked, n, c->o_hup))
+      c->o_rd = false;
+    c->last_io = al_now_ms();
+    for (;;) {
+      char *out = al_xmalloc(c->rhead_len + AL_HTTP_RESP_MAX_HEADERS);
+      size_t ol = 0;
+      int status = 0;
+      const char *why = NULL;
+      int h = al_http_response_strip(c->rhead, c->rhead_len, out, &ol, &status, &why);
+      if (h > 0)
+        down_queue(c, out, ol);
+      free(out);
+      if (h < 0) {
+        plain_bad_head(c, why);
+        return -1;
+      }
+      if (h == 0)
+        break;
+      memmove(c->rhead, c->rhead + h, c->rhead_len - (size_t)h);
+      c->rhead_len -= (size_t)h;
+      if (status >= 200 || status == 101) {
+        c->resp_done = true; /* the body, and anything after it, as it comes */
+        if (c->rhead_len)
+          down_queue(c, c->rhead, c->rhead_len);
+        free(c->rhead);
+        c->rhead = NULL;
+        c->rhead_len = 0;
+        break;
+      }
+    }
+  }
+  return 0;
+}
+
 void px_relay(al_proxy_conn *c)
 {
+  bool heads = c->plain && !c->resp_done;
+  if (heads && plain_response_head(c) < 0)
+    return;
+  /* while the heads are read, the down pump only sends what is queued */
+  bool no_rd = false;
   if (px_dir_pump(c, &c->up, c->cw.fd, c->ow.fd, &c->c_rd, &c->o_wr, true) < 0 ||
-      px_dir_pump(c, &c->down, c->ow.fd, c->cw.fd, &c->o_rd, &c->c_wr, false) < 0) {
+      px_dir_pump(c, &c->down, c->ow.fd, c->cw.fd, heads ? &no_rd : &c->o_rd, &c->c_wr, false) <
+          0) {
     px_conn_close(c);
+    return;
+  }
+  if (heads && c->resp_done && c->o_rd) {
+    px_relay(c); /* the final head is out of the way: the body's bytes now */
     return;
   }
   /* a side is through once it said EOF and its bytes are out */

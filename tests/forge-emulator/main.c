@@ -153,8 +153,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     if (colon)
       *(host[0] == '[' ? colon + 1 : colon) = '\0';
   }
-  bool is_git = kind == L_MAIN && (!strcasecmp(host, g_forge.git_host) ||
-                                   (strcasecmp(host, g_forge.api_host) && forge_git_path(url)));
+  /* the git host serves the API under /api/v3 and /api/graphql as GitHub
+   * Enterprise does (gh with GH_HOST = that host) */
+  bool ghe_api = !strncmp(url, "/api/v3/", 8) || !strcmp(url, "/api/graphql");
+  bool is_git = kind == L_MAIN && !ghe_api &&
+                (!strcasecmp(host, g_forge.git_host) ||
+                 (strcasecmp(host, g_forge.api_host) && forge_git_path(url)));
   size_t cap = is_git ? FORGE_GIT_BODY_MAX : FORGE_API_BODY_MAX;
   if (*upload_data_size) {
     if (!ctx->too_large) {

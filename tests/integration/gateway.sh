@@ -164,8 +164,13 @@ check "push with protocol v0 client settings" gitgw -C "$W/c2" -c protocol.versi
 refused_push() {
   local name=$1 reason=$2 ref=$3; shift 3
   local before; before=$(ref_sha "$ref")
-  check_not "$name: refused through the gateway" gitgw -C "$W/c2" push -q origin "$@"
+  local err rc
+  err=$(gitgw -C "$W/c2" push -q origin "$@" 2>&1); rc=$?
+  if [ "$rc" -ne 0 ]; then ok "$name: refused through the gateway (git push fails)"; else fail "$name: refused through the gateway (git push fails)"; fi
   is "  reason $reason" "$(last_reason)" "$reason"
+  # issue #27: git itself prints why (the gateway's report-status)
+  like "  git prints the reason: ! [remote rejected] ... (airlock: $reason: ...)" "$err" "! \\[remote rejected\\] .* \\(airlock: $reason: [^)]*"
+  like "  and airlock's sentence on a remote: line (side band 2)" "$err" "remote: airlock: $reason: "
   is "  the forge's $ref did not move" "$(ref_sha "$ref")" "$before"
 }
 # positive_control NAME REF REFSPEC...: the same push through the tunnel with the real token lands
@@ -197,8 +202,10 @@ positive_control "the mixed push" refs/heads/feature-y "HEAD:refs/heads/$BR" HEA
 check_not "push of the run branch to acme/loose: refused" gitgw -C "$W/c2" push -q "$GIT/acme/loose.git" "HEAD:refs/heads/$BR"
 is "  reason" "$(last_reason)" other-repository
 is "  acme/loose has no such branch" "$(ref_sha "refs/heads/$BR" acme/loose)" ""
-check_not "clone of acme/loose: refused" gitgw clone -q "$GIT/acme/loose.git" "$W/loose"
+err=$(gitgw clone -q "$GIT/acme/loose.git" "$W/loose" 2>&1); rc=$?
+if [ "$rc" -ne 0 ]; then ok "clone of acme/loose: refused"; else fail "clone of acme/loose: refused"; fi
 is "  reason" "$(last_reason)" other-repository
+like "  git prints the gateway's sentence (text/plain answer: remote: airlock: other-repository: ...)" "$err" "remote: airlock: other-repository: this run may reach only its own repository"
 
 # a large push: a pack of several MiB goes chunked (past http.postBuffer)
 ( cd "$W/c2" || exit 1
@@ -207,6 +214,10 @@ check "a 12 MB push of the run branch (chunked body)" gitgw -C "$W/c2" -c http.p
 is "  the forge has it" "$(ref_sha "refs/heads/$BR")" "$(git -C "$W/c2" rev-parse HEAD)"
 up=$(decision '.rule == "git-receive-pack" and .status == 200' | jq -r .bytes_up)
 if [ "${up:-0}" -gt 12000000 ]; then ok "  bytes_up counts the pack ($up)"; else fail "  bytes_up counts the pack (${up:-none})"; fi
+err=$(gitgw -C "$W/c2" -c http.postBuffer=65536 push origin HEAD:refs/heads/feature-big 2>&1); rc=$?
+if [ "$rc" -ne 0 ]; then ok "a 12 MB push to feature-big (chunked, after git's probe): refused"; else fail "a 12 MB push to feature-big (chunked, after git's probe): refused"; fi
+like "  git prints the reason for the large push too" "$err" "! \\[remote rejected\\] HEAD -> feature-big \\(airlock: push-other-branch: only refs/heads/$BR may be pushed"
+is "  the forge has no feature-big" "$(ref_sha refs/heads/feature-big)" ""
 check "clone of the large branch through the gateway" gitgw clone -q -b "$BR" "$GIT/acme/tally.git" "$W/cbig"
 is "  the blob arrived intact" "$(sha256sum <"$W/cbig/blob.bin")" "$(sha256sum <"$W/c2/blob.bin")"
 
@@ -226,7 +237,7 @@ is "the placeholder as a Bearer token" "$(gw GET /repos/acme/tally "$W/ph-bearer
 api_refused() {
   is "$1: 403 through the gateway" "$(gw "$2" "$3" "$W/ph.hdr" "${5-}")" 403
   is "  reason $4" "$(last_reason)" "$4"
-  like "  the answer says why" "$(jq -r .message "$W/body")" "^airlock gateway: $4\$"
+  like "  the answer says why (airlock: RULE: ..., the doc)" "$(jq -r '.message + " " + .documentation_url' "$W/body")" "^airlock: $4: .*docs/gateway.md#refusals"
 }
 api_refused "the agent opens a PR itself" POST /repos/acme/tally/pulls write-refused \
   "{\"title\":\"x\",\"head\":\"$BR\",\"base\":\"main\"}"
@@ -250,6 +261,31 @@ api_refused "GraphQL query" POST /graphql graphql-refused '{"query":"{ viewer { 
 api_refused "GraphQL mutation" POST /graphql graphql-refused '{"query":"mutation { x }"}'
 is "an encoded dot-dot path: 400" "$(gw GET /repos/acme/tally/issues/%2e%2e/2 "$W/ph.hdr")" 400
 is "  reason" "$(last_reason)" path-encoded-separator
+
+# gh as airlock sets it up in sealed mode (run/ticket_agent.c tk_gh_env):
+# GH_HOST the git host, GH_ENTERPRISE_TOKEN the placeholder; gh then asks
+# /api/v3/... (GitHub Enterprise's paths), matched as the same rules
+if command -v gh >/dev/null 2>&1; then
+  ghgw() {
+    GH_HOST=forge.test:$P GH_ENTERPRISE_TOKEN=$PH GH_REPO=forge.test:$P/acme/tally \
+      GH_CONFIG_DIR=$W/ghconf GH_PROMPT_DISABLED=1 GH_NO_UPDATE_NOTIFIER=1 GH_PAGER=cat \
+      SSL_CERT_FILE=$H/ca.pem HTTPS_PROXY=http://127.0.0.1:$GW gh "$@"
+  }
+  is "gh api repos/acme/tally through the gateway (GHE-style /api/v3/repos/acme/tally)" "$(ghgw api repos/acme/tally --jq .full_name 2>&1)" acme/tally
+  like "  matched as api-repo, forwarded as sent" "$(decision '.path == "/api/v3/repos/acme/tally"')" '"rule":"api-repo".*"status":200'
+  is "gh api of the ticket (ticket token)" "$(ghgw api repos/acme/tally/issues/1 --jq .number 2>&1)" 1
+  out=$(ghgw api repos/acme/loose 2>&1); rc=$?
+  like "gh api of another repository: refused, gh prints airlock's sentence" "$rc $(tr '\n' ' ' <<<"$out")" '^1 .*airlock: other-repository: this run may reach only its own repository.*HTTP 403'
+  np0=$(admin /pulls | jq length)
+  out=$(ghgw api -X POST repos/acme/tally/pulls -f title=x -f head="$BR" -f base=main 2>&1); rc=$?
+  like "gh api POST .../pulls: refused, saying the supervisor opens the PR" "$rc $(tr '\n' ' ' <<<"$out")" '^1 .*airlock: write-refused: the agent does not open the pull request.*the supervisor opens the pull request after the agent exits'
+  is "  no PR was made by it" "$(admin /pulls | jq length)" "$np0"
+  is "/api/v3 alone is no route" "$(gw GET /api/v3 "$W/ph.hdr")" 403
+  is "/API/v3/repos/acme/tally (another case) is no route" "$(gw GET /API/v3/repos/acme/tally "$W/ph.hdr")" 403
+  is "  reason" "$(last_reason)" no-rule
+else
+  skip "gh is not installed (Debian: apt-get install gh)"
+fi
 
 # foreign credentials: never forwarded
 is "the run's real ticket token (not the placeholder): 403" "$(gw GET /repos/acme/tally/issues/1 "$W/ticket.hdr")" 403
@@ -380,10 +416,10 @@ like "a POST without framing: 411" "$out" 'STATUS 411 length-required'
 # a refused one its 403 before any body byte is read
 printf '%04x%s %s refs/heads/feature-z\0report-status\n0000' $((4 + 40 + 1 + 40 + 1 + 20 + 15)) \
   0000000000000000000000000000000000000000 "$(git -C "$W/c2" rev-parse HEAD)" >"$W/rp-refused"
-out=$(printf 'POST /acme/tally.git/git-receive-pack HTTP/1.1\r\nHost: forge.test:%s\r\n%s\r\nContent-Type: application/x-git-receive-pack-request\r\nContent-Length: 99999\r\nExpect: 100-continue\r\n\r\n' "$P" "$AUTH" |
+out=$(printf 'POST /acme/tally.git/git-receive-pack HTTP/1.1\r\nHost: forge.test:%s\r\n%s\r\nContent-Type: application/x-git-receive-pack-request\r\nContent-Length: %s\r\nExpect: 100-continue\r\n\r\n' "$P" "$AUTH" "$(stat -c %s "$W/rp-refused")" |
   python3 "$SRC/tests/integration/gwclient.py" "$GW" forge.test "$P" "$H/ca.pem" --wait-100 --body-after "$W/rp-refused")
 like "Expect on a push: 100 Continue once the head is allowed" "$(echo "$out" | tr '\n' ' ')" 'STATUS 100 - '
-like "  then the refused command list gets 403" "$(echo "$out" | tr '\n' ' ')" 'STATUS 403 push-other-branch'
+like "  then the refused command list gets its report-status (200, X-Airlock-Deny)" "$(echo "$out" | tr '\n' ' ')" 'STATUS 200 push-other-branch'
 out=$(printf 'POST /acme/loose.git/git-receive-pack HTTP/1.1\r\nHost: forge.test:%s\r\n%s\r\nContent-Length: 99999\r\nExpect: 100-continue\r\n\r\n' "$P" "$AUTH" |
   python3 "$SRC/tests/integration/gwclient.py" "$GW" forge.test "$P" "$H/ca.pem")
 like "Expect on a refused push: 403 without 100, before any body" "$(echo "$out" | tr '\n' ' ')" '^ALPN [^ ]+ STATUS 403 other-repository'

@@ -73,6 +73,7 @@ typedef struct req_ctx {
   uint64_t up, down, t0;
   al_rp_request *rp;
   bool client_close, logged;
+  bool denied; /* refused, though answered 2xx (a push's report-status) */
   int version_minor;
 } req_ctx;
 

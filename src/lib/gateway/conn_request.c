@@ -22,6 +22,8 @@
 #include "common/util.h"
 #include "gateway/comment.h"
 #include "gateway/conn_int.h"
+#include "gateway/apipath.h"
+#include "gateway/refusal.h"
 #include "gateway/server.h"
 #include "gateway/wire.h"
 #include "proxy/host.h"
@@ -42,7 +44,7 @@ static void log_request(al_gw_conn *c, req_ctx *r)
   json_object_set_new(j, "method", r->method[0] ? json_string(r->method) : json_null());
   json_object_set_new(j, "path", r->path[0] ? json_string(r->path) : json_null());
   json_object_set_new(j, "query", r->qlog[0] ? json_string(r->qlog) : json_null());
-  json_object_set_new(j, "decision", json_string(r->rule && r->status < 400 ? "allow" : "deny"));
+  json_object_set_new(j, "decision", json_string(r->rule && !r->denied && r->status < 400 ? "allow" : "deny"));
   json_object_set_new(j, "rule", r->rule ? json_string(r->rule->name) : json_null());
   json_object_set_new(j, "reason", json_string(r->reason ? r->reason : "unknown"));
   if (r->detail)
@@ -78,26 +80,33 @@ void gwc_log_conn(al_gw_conn *c, const char *reason, const char *detail)
 
 /* ---- answers of the gateway itself ---- */
 
-/* Answer status with {"message": "airlock gateway: <reason>"} and log. */
+/* Answer status with a body saying why (refusal.h: JSON {"message",
+ * "documentation_url"} for the API, text/plain for git, which prints it
+ * as "remote: ..."), X-Airlock-Deny: reason, and log. */
 static void refuse(al_gw_conn *c, req_ctx *r, int status, const char *reason, bool close)
 {
-  char body[256], head[768];
+  char body[1024], head[768];
   r->status = status;
   r->reason = reason;
-  int bl = snprintf(body, sizeof body,
-                    "{\"message\":\"airlock gateway: %s\",\"documentation_url\":"
-                    "\"docs/gateway.md\"}\n",
-                    reason);
+  bool git = al_gw_path_is_git(r->path);
+  size_t bl = 0;
+  if (git) {
+    bl = al_gw_refusal_text(&c->s->rules, reason, r->method, r->path, body, sizeof body - 1);
+    body[bl++] = '\n';
+  } else {
+    bl = al_gw_refusal_json(&c->s->rules, reason, r->method, r->path, body, sizeof body);
+  }
   int hl = snprintf(head, sizeof head,
-                    "HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n"
-                    "X-Airlock-Deny: %s\r\n%sContent-Length: %d\r\n%s\r\n",
-                    status, al_http_reason(status), reason,
+                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
+                    "X-Airlock-Deny: %s\r\n%sContent-Length: %zu\r\n%s\r\n",
+                    status, al_http_reason(status),
+                    git ? "text/plain; charset=utf-8" : "application/json; charset=utf-8", reason,
                     status == 401 ? "WWW-Authenticate: Basic realm=\"airlock\"\r\n" : "", bl,
                     close ? "Connection: close\r\n" : "");
-  if (hl > 0 && bl > 0 && (size_t)hl + (size_t)bl < WB_CAP) {
+  if (hl > 0 && bl > 0 && (size_t)hl + bl < WB_CAP) {
     memcpy(c->wb, head, (size_t)hl);
-    memcpy(c->wb + hl, body, (size_t)bl);
-    (void)gwc_write_all(c->cs, c->wb, (size_t)hl + (size_t)bl);
+    memcpy(c->wb + hl, body, bl);
+    (void)gwc_write_all(c->cs, c->wb, (size_t)hl + bl);
   }
   log_request(c, r);
 }
@@ -265,6 +274,48 @@ static int send_up(al_gw_conn *c, bool chunked, size_t n)
   // NOLINTNEXTLINE(bugprone-not-null-terminated-result): wire bytes, not a C string
   memcpy(data + n, "\r\n", 2);
   return gwc_write_all(c->us, data - hl, hl + n + 2);
+}
+
+/* Bytes of a refused push's pack read (and dropped) after its report, so
+ * that the close does not reset the connection under git's feet; past
+ * this the connection is closed anyway. */
+#define PUSH_DRAIN_MAX (512ull << 20)
+
+/* A push refused by its commands (al_gw_check_push): the rest of the body
+ * (the pack) is read to its end and dropped first (git's remote-curl
+ * feeds send-pack's whole output to the request; answered early, curl
+ * ends the upload and the leftover corrupts git's status), then, when git
+ * asked for report-status, the answer is 200 with the report-status git
+ * prints as "! [remote rejected] REF (airlock: ...)" (refusal.h), else
+ * 403 with the text. The connection is closed. Nothing goes upstream. */
+static void refuse_push(al_gw_conn *c, req_ctx *r, body_src *b, const char *reason, size_t bad)
+{
+  uint64_t drained = 0;
+  const char *why = NULL;
+  ssize_t k = 1;
+  while (drained < PUSH_DRAIN_MAX && (k = body_read(c, b, c->wb + 32, STREAM_CHUNK, &why)) > 0)
+    drained += (uint64_t)k;
+  char *rep = malloc(AL_GW_RP_REPORT_MAX);
+  size_t n = rep ? al_gw_rp_report(&c->s->rules, r->rp, reason, bad, rep, AL_GW_RP_REPORT_MAX) : 0;
+  if (n == 0) {
+    free(rep);
+    refuse(c, r, 403, reason, true);
+    return;
+  }
+  r->status = 200;
+  r->reason = reason;
+  r->denied = true;
+  r->detail = k == 0 ? "report-status" : "report-status, pack not read to its end";
+  char head[512];
+  int hl = snprintf(head, sizeof head,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/x-git-receive-pack-result\r\n"
+                    "Cache-Control: no-cache\r\nX-Airlock-Deny: %s\r\nContent-Length: %zu\r\n"
+                    "Connection: close\r\n\r\n",
+                    reason, n);
+  if (hl > 0 && (size_t)hl < sizeof head && gwc_write_all(c->cs, head, (size_t)hl) == 0)
+    (void)gwc_write_all(c->cs, rep, n);
+  free(rep);
+  log_request(c, r);
 }
 
 /* Relay the forge's response. Returns 0 (keep going), 1 (close after),
@@ -621,6 +672,10 @@ int gwc_serve_request(al_gw_conn *c)
     refuse(c, r, 400, why, true);
     return 1;
   }
+  /* GHE-style /api/v3/... and /api/graphql: matched as the rules' paths
+   * (apipath.h); forwarded as sent */
+  char mpath[AL_GW_PATH_MAX];
+  unsigned msides = al_gw_api_path_map(c->sides, s->rules.api_prefix, r->path, mpath);
   /* the query, read once by the one decoder: the credential check, the
    * rules and the record use this reading, and the forge gets it
    * re-encoded, never the agent's spelling */
@@ -668,7 +723,7 @@ int gwc_serve_request(al_gw_conn *c)
   const char *cwhy = NULL;
   const char *param = NULL;
   al_gw_cred cred = al_gw_credential_q(&q, qp, s->placeholder, &cwhy);
-  r->rule = al_gw_match_q(&s->rules, c->sides, r->method, strlen(r->method), r->path, qp,
+  r->rule = al_gw_match_q(&s->rules, msides, r->method, strlen(r->method), mpath, qp,
                           &r->reason, &param);
   const al_gw_rule *rule = r->rule;
   if (!rule && param) {
@@ -781,11 +836,15 @@ int gwc_serve_request(al_gw_conn *c)
     const char *pwhy = NULL;
     size_t bad = 0;
     if (!r->rp || !rpbuf || pr < 0 || al_gw_check_push(&s->rules, r->rp, &pwhy, &bad) < 0) {
+      bool parsed = r->rp && rpbuf && pr >= 0;
       free_head(uhead, head_len);
       free(rpbuf);
       if (r->rp && pr < 0)
         r->rp->n_cmds = 0; /* a half-parsed list says nothing */
-      refuse(c, r, 403, !r->rp || !rpbuf ? "out-of-memory" : pr < 0 ? why : pwhy, true);
+      if (parsed)
+        refuse_push(c, r, &b, pwhy, bad);
+      else
+        refuse(c, r, 403, r->rp && pr < 0 ? why : "out-of-memory", true);
       free(r->rp);
       return 1;
     }

@@ -1,6 +1,8 @@
 /* The forge gateway's rule table and its matcher. See rules.h. */
 #include "gateway/rules.h"
 
+#include "gateway/apipath.h"
+
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -278,7 +280,8 @@ const al_gw_rule *al_gw_match_q(const al_gw_rules *r, unsigned sides, const char
     return rule;
   }
   const char *ap = (sides & AL_GW_SIDE_API) ? strip_prefix(path, r->api_prefix) : NULL;
-  if (ap && (strcmp(ap, "/graphql") == 0 || strncmp(ap, "/graphql/", 9) == 0))
+  if ((ap && (strcmp(ap, "/graphql") == 0 || strncmp(ap, "/graphql/", 9) == 0)) ||
+      ((sides & AL_GW_SIDE_API) && al_gw_api_path_is_graphql(r->api_prefix, path)))
     *reason = "graphql-refused";
   else if (find(r, sides, method, method_len, path, LOOSE_REPO | LOOSE_METHOD | LOOSE_TICKET) &&
            !find(r, sides, method, method_len, path, LOOSE_METHOD | LOOSE_TICKET))

@@ -512,6 +512,11 @@ int al_rp_parse(const char *buf, size_t len, al_rp_request *out, const char **wh
       }
       cmd_len = (size_t)(nul - d);
       out->push_options = has_cap(nul + 1, n - cmd_len - 1, "push-options");
+      out->report_status = has_cap(nul + 1, n - cmd_len - 1, "report-status") ||
+                           has_cap(nul + 1, n - cmd_len - 1, "report-status-v2");
+      out->side_band = has_cap(nul + 1, n - cmd_len - 1, "side-band-64k") ? AL_PKT_MAX
+                       : has_cap(nul + 1, n - cmd_len - 1, "side-band")   ? 1000
+                                                                          : 0;
     } else if (memchr(d, '\0', n)) {
       *why = "rp-bad-command";
       return -1;

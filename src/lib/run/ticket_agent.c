@@ -70,6 +70,40 @@ static void agent_result(struct ticket *t, const char *out, al_ticket_outcome *r
   json_decref(j);
 }
 
+/* gh in sealed mode (issue #27; "gh help environment"): gh sends GH_TOKEN
+ * only to github.com and GH_ENTERPRISE_TOKEN to any other host, for which
+ * it asks https://HOST/api/v3/... and https://HOST/api/graphql, the way
+ * GitHub Enterprise serves them (the gateway maps both onto its rules,
+ * gateway/apipath.h). GH_HOST: github.com when the API is api.github.com,
+ * else the git host (gh also insists that a git remote names GH_HOST);
+ * GH_REPO the run's repository; its config in /tmp; no prompt, pager,
+ * spinner or update check. The CA bundle reaches gh through SSL_CERT_FILE
+ * (Go's crypto/x509 on Linux), the proxy through HTTPS_PROXY. */
+static void tk_gh_env(struct ticket *t)
+{
+  const char *api = t->policy->forge.api_url, *git = t->policy->forge.git_url;
+  const char *u = strncasecmp(api, "https://api.github.com", 22) == 0 &&
+                          (api[22] == '\0' || api[22] == '/')
+                      ? "https://github.com"
+                      : git;
+  const char *h = strncmp(u, "https://", 8) == 0 ? u + 8 : u;
+  size_t hl = strcspn(h, "/");
+  char host[300];
+  if (hl == 0 || hl >= sizeof host)
+    return;
+  memcpy(host, h, hl);
+  host[hl] = '\0';
+  tk_env_add(t, "GH_HOST=%s", host);
+  tk_env_add(t, "GH_REPO=%s/%s", host, t->repo);
+  tk_env_add(t, "GH_ENTERPRISE_TOKEN=%s", t->placeholder);
+  tk_env_add(t, "GITHUB_ENTERPRISE_TOKEN=%s", t->placeholder);
+  tk_env_add(t, "GH_CONFIG_DIR=/tmp/airlock-gh");
+  tk_env_add(t, "GH_PROMPT_DISABLED=1");
+  tk_env_add(t, "GH_NO_UPDATE_NOTIFIER=1");
+  tk_env_add(t, "GH_SPINNER_DISABLED=1");
+  tk_env_add(t, "GH_PAGER=cat");
+}
+
 void tk_build_env(struct ticket *t)
 {
   const al_policy *p = t->policy;
@@ -90,6 +124,7 @@ void tk_build_env(struct ticket *t)
     tk_env_add(t, "AIRLOCK_TICKET_TOKEN=%s", t->placeholder);
     tk_env_add(t, "GH_TOKEN=%s", t->placeholder);
     tk_env_add(t, "GITHUB_TOKEN=%s", t->placeholder);
+    tk_gh_env(t);
   } else {
     tk_env_add(t, "AIRLOCK_GIT_TOKEN=%s", al_lease_token(t->lease, AL_ROLE_GIT));
     tk_env_add(t, "AIRLOCK_TICKET_TOKEN=%s", al_lease_token(t->lease, AL_ROLE_TICKET));

@@ -1,0 +1,50 @@
+/* Read-only GraphQL for the forge gateway (issue #27): a strict lexer and
+ * parser of the GraphQL language (the GraphQL specification, October 2021,
+ * §2 "Language": §2.1 source text and tokens, §2.2 Document, §2.3
+ * operations, §2.4 selection sets, §2.5 fields, §2.6 arguments, §2.7
+ * aliases, §2.8 fragments (inline only), §2.9 input values, §2.10
+ * variables, §2.11 type references) over the JSON body gh sends to
+ * /graphql ({"query", "variables", "operationName"}), and the policy that
+ * decides it. Allowed: one `query` operation (or the anonymous shorthand)
+ * whose top-level fields are only `repository(owner:, name:)` naming the
+ * run's repository (literal or variable), `__typename` and `__type(name:)`
+ * (gh's feature detection); below it, no field that leaves the repository
+ * (see graphql.c's table), `issue`/`issueOrPullRequest(number:)` only for
+ * the ticket, `pullRequests` only with `headRefName:` the run branch.
+ * Refused: mutation, subscription, named fragments, directives, block
+ * strings, variables of non-scalar types. Limits: the body 64 KiB, the
+ * query 32 KiB, depth 16, 2000 fields, 64 variables, 4 KiB per string.
+ * Pure; no I/O. */
+#ifndef AL_GATEWAY_GRAPHQL_H
+#define AL_GATEWAY_GRAPHQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gateway/rules.h"
+
+#define AL_GQL_BODY_MAX (64 * 1024)
+#define AL_GQL_QUERY_MAX (32 * 1024)
+#define AL_GQL_DEPTH_MAX 16
+#define AL_GQL_FIELDS_MAX 2000
+#define AL_GQL_VARS_MAX 64
+#define AL_GQL_STRING_MAX 4096
+
+typedef struct al_gql_info {
+  bool issue; /* reads the ticket (issue / issueOrPullRequest): the ticket token upstream */
+  unsigned fields, depth;
+} al_gql_info;
+
+/* Decide the GraphQL request body[0..len) for the run's rules r. Returns
+ * 0 (allowed; *info filled), or -1 with a static *why
+ * "graphql-refused: REASON", REASON one of body-not-json, body-shape,
+ * too-large, syntax, mutation, subscription, fragment, directive,
+ * several-operations, operation-name, too-deep, too-many-fields,
+ * variable-type, variable-value, top-level-field, other-repository,
+ * other-ticket, pulls-not-run-branch, field. *where (may be NULL) gets a
+ * static-or-body-borrowed description of the offending field's name when
+ * there is one (up to 64 bytes, NUL-terminated, in where_buf). */
+int al_gql_check(const al_gw_rules *r, const char *body, size_t len, al_gql_info *info,
+                 const char **why, char where_buf[80]);
+
+#endif

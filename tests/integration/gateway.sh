@@ -317,7 +317,7 @@ is "  the record reads the name after ';' (it said \"x=*\")" \
   "$(jq -r 'select(.event == "request") | .query' "$H/gateway.jsonl" | grep -c '^x=\*&access_token=\*$')" 1
 is "a parameter the route does not list: 403" "$(gw GET "/repos/acme/tally?per_page=1" "$W/ph.hdr")" 403
 is "  reason names it" "$(last_reason)" "query-param-refused: per_page"
-is "  and so does the answer" "$(jq -r .message "$W/body")" "airlock gateway: query-param-refused: per_page"
+like "  and so does the answer (airlock: RULE: ...)" "$(jq -r .message "$W/body")" "^airlock: query-param-refused: per_page: "
 is "the run's PR list (head=OWNER:<run branch>): 200" "$(gw GET "/repos/acme/tally/pulls?head=acme:$BR&state=all" "$W/ph.hdr")" 200
 is "a second head spelled h%65ad: 403" "$(gw GET "/repos/acme/tally/pulls?head=acme:$BR&h%65ad=acme:main" "$W/ph.hdr")" 403
 is "  reason" "$(last_reason)" "query-param-duplicate: head"

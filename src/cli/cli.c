@@ -122,14 +122,8 @@ int al_cli_max_operands(int argc, char **argv, int first, int max)
 int al_cli_uint(const char *opt, const char *arg, uint64_t min, uint64_t max, uint64_t *out)
 {
   uint64_t v = 0;
-  size_t n = strlen(arg);
-  bool ok = n > 0 && n <= 20 && !(n > 1 && arg[0] == '0');
-  for (size_t i = 0; ok && i < n; i++) {
-    if (arg[i] < '0' || arg[i] > '9' || v > (UINT64_MAX - (uint64_t)(arg[i] - '0')) / 10)
-      ok = false;
-    else
-      v = v * 10 + (uint64_t)(arg[i] - '0');
-  }
+  const char *p = arg;
+  bool ok = al_parse_decimal(&p, &v) == 0 && *p == '\0';
   if (!ok || v < min || v > max) {
     al_cli_usage_error("%s `%s`: must be a decimal number from %llu to %llu", opt, arg,
                        (unsigned long long)min, (unsigned long long)max);

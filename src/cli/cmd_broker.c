@@ -160,11 +160,22 @@ int cmd_broker(int argc, char **argv)
     return 1;
   }
   al_error err = {0};
+  /* the config named on the command line: unreadable or invalid is a usage
+   * error (2), as for every file an option names (docs/cli.md) */
+  al_broker_config *cfg = NULL;
+  if (al_broker_config_load_file(o.config_path, &cfg, &err) < 0) {
+    curl_global_cleanup();
+    al_error_log("%s", err.msg);
+    return AL_EXIT_USAGE;
+  }
+  al_broker_config_free(cfg);
+  bool started = false;
+  o.started = &started;
   int r = al_broker_run(&o, &err);
   curl_global_cleanup();
   if (r < 0) {
     al_error_log("%s", err.msg);
-    return 1;
+    return started ? AL_EXIT_FAILED : AL_EXIT_CANNOT_RUN;
   }
   return 0;
 }

@@ -44,9 +44,9 @@ static int listen_on(const char *addr)
   if (!colon)
     return -1;
   *colon = '\0';
-  char *end = NULL;
-  long port = strtol(colon + 1, &end, 10);
-  if (!end || *end || port < 1 || port > 65535)
+  const char *p = colon + 1;
+  uint64_t port;
+  if (al_parse_decimal(&p, &port) < 0 || *p || port < 1 || port > 65535)
     return -1;
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)

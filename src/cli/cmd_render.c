@@ -182,11 +182,9 @@ int cmd_render(int argc, char **argv)
       co.image = optarg;
       break;
     case 'r': {
-      char *end = NULL;
-      errno = 0;
-      long n = strtol(optarg, &end, 10);
-      if (errno || !end || *end || end == optarg || n < 1 || n > 5)
-        return al_cli_usage_error("--replicas `%s`: a number from 1 to 5", optarg);
+      uint64_t n;
+      if (al_cli_uint("--replicas", optarg, 1, 5, &n) != 0)
+        return AL_EXIT_USAGE;
       co.replicas = (unsigned)n;
       break;
     }

@@ -104,7 +104,7 @@ static int lease_main(int argc, char **argv)
   al_lease *l;
   if (al_lease_open(sock ? sock : DEFAULT_SOCKET, &rq, &l, &err) < 0) {
     al_error_log("%s", err.msg);
-    return 1;
+    return al_broker_unreachable(&err) ? AL_EXIT_CANNOT_RUN : AL_EXIT_FAILED;
   }
   printf("lease %s: ttl %llus, ends %s\n", al_lease_id(l),
          (unsigned long long)(al_lease_ttl_ms(l) / 1000), al_lease_expires_at(l));

@@ -167,4 +167,62 @@ if "$AIRLOCK" run -q -- true 2>/dev/null; then
 else
   skip "airlock run cannot make a sandbox here"; skip "-"; skip "-"; skip "-"; skip "-"; skip "-"
 fi
+# --- one number rule (issue 27): no leading zero in any number, a plain
+# option's, a duration's or a size's, on the command line or in a policy ---
+while IFS='|' read -r line want; do
+  [ -n "$line" ] || continue
+  eval "set -- $line"
+  out=$("$AIRLOCK" "$@" 2>&1 </dev/null); rc=$?
+  like "airlock $line: exit 2, $want" "$rc/$out" "^2/airlock [a-z]+: .*$want"
+done <<'T'
+proxy -p pol.yaml --listen 127.0.0.1:0 --max-conns 010|--max-conns `010`: must be a decimal number
+run --timeout 010s -- true|--timeout `010s`: .*no leading zero
+run --timeout 1h05m -- true|--timeout `1h05m`: .*no leading zero
+ticket acme/tally#1 -p pol.yaml --timeout 010s|--timeout `010s`: .*no leading zero
+run --log-max 08MiB -- true|--log-max `08MiB`: .*no leading zero
+render compose -p pol.yaml --replicas 02|--replicas `02`: must be a decimal number from 1 to 5
+render compose -p pol.yaml --replicas +2|--replicas `\+2`: must be a decimal number from 1 to 5
+T
+printf 'version: 1\nprocess:\n  limits: {wall: 010m}\n' >lz.yaml
+out=$("$AIRLOCK" policy check lz.yaml 2>&1); rc=$?
+like "a policy duration with a leading zero is refused, with its line" "$rc/$out" '^1/.*lz.yaml:3:[0-9]+: .*no leading zero'
+printf 'version: 1\nfilesystem:\n  tmp_size: 0512MiB\n' >lz2.yaml
+out=$("$AIRLOCK" policy check lz2.yaml 2>&1); rc=$?
+like "a policy size with a leading zero is refused, with its line" "$rc/$out" '^1/.*lz2.yaml:3:[0-9]+: .*no leading zero'
+rm -f lz.yaml lz2.yaml
+if "$AIRLOCK" run --timeout 10s -q -- true >/dev/null 2>&1; then
+  ok "control: --timeout 10s is accepted"
+  is "control: --timeout 0s is a number (0), refused only as a limit" "$("$AIRLOCK" run --timeout 0s -- true 2>&1 | grep -c 'leading zero')" 0
+else
+  skip "airlock run cannot make a sandbox here"; skip "-"
+fi
+
+# --- exit statuses (issue 27, docs/cli.md "Exit status") ---
+# a file named on the command line that cannot be read: a usage error (2)
+"$AIRLOCK" broker -c "$T_TMP/nonexistent.yaml" >/dev/null 2>&1; rc=$?
+is "broker -c MISSING: exit 2 (a file an option names cannot be read)" "$rc" 2
+"$AIRLOCK" serve -c "$T_TMP/nonexistent.yaml" >/dev/null 2>&1; rc=$?
+is "serve -c MISSING: exit 2" "$rc" 2
+"$AIRLOCK" run -p "$T_TMP/nonexistent.yaml" -- true >/dev/null 2>&1; rc=$?
+is "run -p MISSING: exit 2" "$rc" 2
+# the broker cannot be reached: could not start the work (125)
+out=$("$AIRLOCK" token lease --repo a/b --socket "$T_TMP/no-broker.sock" 2>&1 </dev/null); rc=$?
+is "token lease without a broker: exit 125" "$rc" 125
+like "… saying which socket" "$out" "connecting to the broker at \`$T_TMP/no-broker.sock\`"
+# a broker that cannot set itself up (its App key is missing): 125
+mkdir -p "$T_TMP/bk" && chmod 700 "$T_TMP/bk"
+cat >"$T_TMP/bk/broker.yaml" <<Y
+app: {id: 1001, private_key: $T_TMP/bk/missing-key.pem}
+api: {url: "https://127.0.0.1:9", retries: 1, timeout: 5s}
+repositories: [a/b]
+state_dir: $T_TMP/bk/state
+Y
+chmod 600 "$T_TMP/bk/broker.yaml"
+out=$(timeout 30 "$AIRLOCK" broker -c "$T_TMP/bk/broker.yaml" --socket "$T_TMP/bk/b.sock" 2>&1); rc=$?
+if grep -q 'missing-key.pem' <<<"$out"; then
+  is "broker whose App key is missing: exit 125 (could not start)" "$rc" 125
+else
+  is "broker config for the key test is valid (fix the test's config)" "$rc/$out" "125/…missing-key.pem…"
+fi
+rm -rf "$T_TMP/bk"
 done_testing

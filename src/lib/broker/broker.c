@@ -367,6 +367,8 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
           b.audit_key               ? "the audit App"
           : b.cfg->audit_token_file ? "audit.token_file"
                                     : "the App's own token");
+  if (opts->started)
+    *opts->started = true;
   bk_start_retry(&b); /* what an earlier run left (open_keep) */
   for (;;) {
     if (b.stopping && !b.conns && b.jobs_running == 0) {

@@ -9,12 +9,16 @@
 #ifndef AL_BROKER_BROKER_H
 #define AL_BROKER_BROKER_H
 
+#include <stdbool.h>
+
 #include "broker/config.h"
 #include "common/error.h"
 
 typedef struct al_broker_opts {
   const char *config_path;
   const char *socket_path; /* NULL: only a socket-activated fd is accepted */
+  bool *started;           /* may be NULL: set true once it serves (a failure before that is
+                              a failure to start: exit 125) */
 } al_broker_opts;
 
 /* Take a listening socket passed by systemd (sd_listen_fds(3) protocol:

@@ -136,12 +136,21 @@ static int error_from_msg(json_t *msg, al_error *err)
   return error_from_msg_what(msg, "lease", err);
 }
 
+#define UNREACHABLE_MSG "connecting to the broker at `"
+#define SOCKET_PATH_MSG "broker socket `"
+
+bool al_broker_unreachable(const al_error *err)
+{
+  return err && (strncmp(err->msg, UNREACHABLE_MSG, strlen(UNREACHABLE_MSG)) == 0 ||
+                 strncmp(err->msg, SOCKET_PATH_MSG, strlen(SOCKET_PATH_MSG)) == 0);
+}
+
 /* A connected stream socket to the broker (SOCK_CLOEXEC), or -1 with err. */
 static int broker_connect(const char *socket_path, al_error *err)
 {
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   if (strlen(socket_path) >= sizeof sa.sun_path)
-    return al_make_error(err, ENAMETOOLONG, "broker socket `%s`", socket_path);
+    return al_make_error(err, ENAMETOOLONG, SOCKET_PATH_MSG "%s`", socket_path);
   strcpy(sa.sun_path, socket_path);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
@@ -149,7 +158,7 @@ static int broker_connect(const char *socket_path, al_error *err)
   if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
     int e = errno;
     close(fd);
-    return al_make_error(err, e, "connecting to the broker at `%s`", socket_path);
+    return al_make_error(err, e, UNREACHABLE_MSG "%s`", socket_path);
   }
   return fd;
 }

@@ -47,6 +47,12 @@ typedef struct al_lease_request {
  * `administration`); EPROTO for a malformed answer; EIO when the broker
  * could not mint (the message is the broker's, e.g. the API's 422 text);
  * ETIMEDOUT. No lease exists after a failure. */
+/* Did err (from al_lease_open, al_broker_request) come from not reaching
+ * the broker at all (no socket there, nobody listening, not a socket, not
+ * ours to open, a path too long), rather than from its answer? Callers
+ * exit 125 for it ("could not start the work"), 1 for a refusal. */
+bool al_broker_unreachable(const al_error *err);
+
 int al_lease_open(const char *socket_path, const al_lease_request *rq, al_lease **out,
                   al_error *err);
 

@@ -9,11 +9,11 @@
 enum al_exit {
   AL_EXIT_OK = 0,           /* ticket: this run's one PR exists and is verified on the forge */
   AL_EXIT_FAILED = 1,       /* the run failed or was refused (see the message and the record) */
-  AL_EXIT_USAGE = 2,        /* bad command line: nothing was started, nothing written */
+  AL_EXIT_USAGE = 2,        /* bad command line, or a file it names: nothing started or written */
   AL_EXIT_NO_CHANGES = 3,   /* the agent finished but no PR from this run's branch exists */
   AL_EXIT_SECURITY = 4,     /* refused for security: the audit or the preflight did not hold */
   AL_EXIT_TIMEOUT = 124,    /* the wall-clock limit was reached; the sandbox was killed */
-  AL_EXIT_CANNOT_RUN = 125, /* airlock itself could not start the work */
+  AL_EXIT_CANNOT_RUN = 125, /* could not start the work: broker unreachable, setup failed */
   AL_EXIT_NOT_EXEC = 126,   /* run: the command is not executable */
   AL_EXIT_NOT_FOUND = 127,  /* run: the command was not found */
   AL_EXIT_SIGNAL = 128,     /* + N: interrupted (or killed) by signal N */
@@ -24,11 +24,11 @@ enum al_exit {
 #define AL_EXIT_TABLE                                                                              \
   "  0    success (ticket: this run's one pull request exists, verified on the forge)\n"           \
   "  1    the run failed or was refused (the message says why; so does the record)\n"              \
-  "  2    usage error: nothing was started and nothing written\n"                                  \
+  "  2    usage error (the command line, or a file it names): nothing was started or written\n"    \
   "  3    no changes: the agent finished but no PR from this run's branch exists\n"                \
   "  4    security refusal: the audit or the preflight probes did not hold\n"                      \
   "  124  timeout: the wall-clock limit was reached and the sandbox was killed\n"                  \
-  "  125  airlock could not start the work\n"                                                      \
+  "  125  airlock could not start the work (the broker unreachable, the sandbox's setup)\n"        \
   "  128+N  interrupted by signal N (130: Ctrl-C, 143: SIGTERM)\n"
 
 #endif

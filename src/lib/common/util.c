@@ -320,11 +320,10 @@ int al_set_nonblock(int fd, bool on)
   return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
 }
 
-/* Parse a decimal unsigned integer prefix; no sign, no leading spaces. */
-static int parse_uint_prefix(const char **s, uint64_t *out)
+int al_parse_decimal(const char **s, uint64_t *out)
 {
   const char *p = *s;
-  if (!isdigit((unsigned char)*p))
+  if (!isdigit((unsigned char)*p) || (p[0] == '0' && isdigit((unsigned char)p[1])))
     return -1;
   uint64_t v = 0;
   while (isdigit((unsigned char)*p)) {
@@ -363,9 +362,9 @@ int al_parse_size(const char *s, uint64_t *out, const char **why)
   };
   const char *p = s;
   uint64_t v;
-  if (!s || parse_uint_prefix(&p, &v) < 0) {
-    *why = "a size is a whole number with an optional unit (B; KiB, MiB, GiB, TiB or K, M, G, T; "
-           "kB, MB, GB, TB)";
+  if (!s || al_parse_decimal(&p, &v) < 0) {
+    *why = "a size is a whole number (no sign, no leading zero) with an optional unit (B; KiB, "
+           "MiB, GiB, TiB or K, M, G, T; kB, MB, GB, TB)";
     return -1;
   }
   for (size_t i = 0; i < AL_ARRAY_SIZE(units); i++) {
@@ -399,8 +398,9 @@ int al_parse_duration_ms(const char *s, uint64_t *out, const char **why)
   }
   while (*p) {
     uint64_t v;
-    if (parse_uint_prefix(&p, &v) < 0) {
-      *why = "a duration is a number with a unit, e.g. 500ms, 30s, 15m, 1h, 1h30m";
+    if (al_parse_decimal(&p, &v) < 0) {
+      *why = "a duration is a number (no sign, no leading zero) with a unit, e.g. 500ms, 30s, "
+             "15m, 1h, 1h30m";
       return -1;
     }
     size_t best = SIZE_MAX, bestlen = 0;

@@ -82,6 +82,14 @@ int al_close_fds_from(int lowfd, const int *keep, size_t nkeep);
 int al_set_cloexec(int fd, bool on);
 int al_set_nonblock(int fd, bool on);
 
+/* The one number rule of airlock's inputs (every option, config and policy
+ * number, and the numbers in sizes and durations): decimal digits, no sign,
+ * no leading zero ("0" itself is fine), no spaces, no hex, at most
+ * UINT64_MAX. Parses the digits at *s and moves *s past them; what follows
+ * (a unit) is the caller's. Returns 0, or -1 with *s unchanged.
+ * docs/cli.md, "Numbers". */
+int al_parse_decimal(const char **s, uint64_t *out);
+
 /* Parse "2GiB", "512MiB", "100k", "4096" (bytes). Units: B, k/K/KiB, M/MiB, G/GiB, T/TiB
  * (powers of 1024; kB/MB/GB powers of 1000). Returns 0 or -1 with a reason in *why. */
 int al_parse_size(const char *s, uint64_t *out, const char **why);

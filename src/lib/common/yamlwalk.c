@@ -252,19 +252,11 @@ static bool is_plain(const al_yw_kv *kv)
   return fy_node_get_style(kv->val) == FYNS_PLAIN;
 }
 
-/* Strict decimal: digits only, no sign, no leading zero, no overflow. */
+/* Strict decimal, the one number rule (al_parse_decimal): the whole string. */
 static bool parse_decimal(const char *s, uint64_t *out)
 {
-  if (!s[0] || (s[0] == '0' && s[1]))
-    return false;
-  uint64_t v = 0;
-  for (const char *p = s; *p; p++) {
-    if (!isdigit((unsigned char)*p) || v > (UINT64_MAX - 9) / 10)
-      return false;
-    v = v * 10 + (uint64_t)(*p - '0');
-  }
-  *out = v;
-  return true;
+  const char *p = s;
+  return al_parse_decimal(&p, out) == 0 && *p == '\0';
 }
 
 int al_yw_uint(al_yw *w, const al_yw_kv *kv, uint64_t min, uint64_t max, bool quoted, uint64_t *out)

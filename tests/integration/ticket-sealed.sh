@@ -18,11 +18,12 @@ MAIN0=$(main_sha)
 rec() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 npulls() { admin /pulls | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
 # policy_mode FILE MODE: the test policy with credentials.mode MODE and the
-# hostile agent's own token passed in (process.env_pass)
+# hostile agent's own token passed in (process.secret_env: a token-like
+# name in env_pass is refused, issue 27)
 policy_mode() {
   write_policy "$1" "$FE_SOCK"
   sed -i -e "s/^  ttl: 5m/  ttl: 5m\n  mode: $2/" \
-    -e 's/^process:/process:\n  env_pass: [HOSTILE_FOREIGN_TOKEN, HOSTILE_FOREIGN_REPO]/' "$1"
+    -e 's/^process:/process:\n  env_pass: [HOSTILE_FOREIGN_REPO]\n  secret_env: [HOSTILE_FOREIGN_TOKEN]/' "$1"
 }
 policy_mode "$T_TMP/env.yaml" env
 policy_mode "$T_TMP/sealed.yaml" sealed

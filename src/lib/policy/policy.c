@@ -401,6 +401,10 @@ char *al_policy_canonical(const al_policy *p)
                                 "workspace_size", (json_int_t)f->workspace_size, "tmp_size",
                                 (json_int_t)f->tmp_size, "ro_paths",
                                 str_array(f->ro_paths, f->n_ro_paths), "image", f->image));
+  /* the overrides, only when used (a policy without them keeps its hash) */
+  if (f->n_sensitive_ro_paths)
+    json_object_set_new(json_object_get(root, "filesystem"), "sensitive_ro_paths",
+                        str_array(f->sensitive_ro_paths, f->n_sensitive_ro_paths));
   const al_policy_limits *l = &p->process.limits;
   json_object_set_new(
       root, "process",
@@ -408,6 +412,9 @@ char *al_policy_canonical(const al_policy *p)
                 str_array(p->process.env_pass, p->process.n_env_pass), "limits", "memory",
                 (json_int_t)l->memory, "pids", (int)l->pids, "cpu_milli", (int)l->cpu_milli,
                 "wall_ms", (json_int_t)l->wall_ms, "nofile", (int)l->nofile));
+  if (p->process.n_secret_env)
+    json_object_set_new(json_object_get(root, "process"), "secret_env",
+                        str_array(p->process.secret_env, p->process.n_secret_env));
   if (p->credentials.present)
     json_object_set_new(root, "credentials",
                         json_pack("{s:s?, s:o, s:o, s:I, s:s, s:i}", "broker",
@@ -448,6 +455,15 @@ void al_policy_free(al_policy *p)
   for (size_t i = 0; i < p->n_warnings; i++)
     free(p->warnings[i]);
   free(p->warnings);
+  for (size_t i = 0; i < p->n_loud; i++)
+    free(p->loud[i]);
+  free(p->loud);
+  for (size_t i = 0; i < p->filesystem.n_sensitive_ro_paths; i++)
+    free(p->filesystem.sensitive_ro_paths[i]);
+  free(p->filesystem.sensitive_ro_paths);
+  for (size_t i = 0; i < p->process.n_secret_env; i++)
+    free(p->process.secret_env[i]);
+  free(p->process.secret_env);
   for (size_t i = 0; i < p->network.n_allow; i++)
     free(p->network.allow[i].host);
   free(p->network.allow);

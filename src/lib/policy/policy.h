@@ -55,6 +55,11 @@ typedef struct al_policy_filesystem {
   uint64_t tmp_size;       /* bytes, default 512 MiB */
   char **ro_paths;         /* extra absolute host paths bound read-only at the same place */
   size_t n_ro_paths;
+  /* filesystem.sensitive_ro_paths: bound like ro_paths, but accepted though
+   * sensitive.h refuses them there (a socket, /run, a home...); warned on
+   * every run (al_policy.loud). Every consumer of ro_paths binds these too. */
+  char **sensitive_ro_paths;
+  size_t n_sensitive_ro_paths;
   char *image; /* container image for the docker backend, or NULL */
 } al_policy_filesystem;
 
@@ -68,8 +73,11 @@ typedef struct al_policy_limits {
 
 typedef struct al_policy_process {
   uint32_t user;   /* uid and gid inside the sandbox, default 1000; never 0 */
-  char **env_pass; /* names of host variables passed through */
+  char **env_pass; /* names of host variables passed through; none looks like a secret */
   size_t n_env_pass;
+  char **secret_env; /* process.secret_env: passed through like env_pass though they look like
+                        secrets (sensitive.h); warned on every run (al_policy.loud) */
+  size_t n_secret_env;
   al_policy_limits limits;
 } al_policy_process;
 
@@ -198,6 +206,11 @@ typedef struct al_policy {
    * network.allow. Owned by the policy. */
   char **warnings;
   size_t n_warnings;
+  /* The overrides in use (sensitive_ro_paths, secret_env), one sentence
+   * each ("FILE:LINE:COL: PATH: why"): every run prints them (also in
+   * warnings). Owned by the policy. */
+  char **loud;
+  size_t n_loud;
 } al_policy;
 
 /* Parse and validate a policy from a file. On success *out is a new policy

@@ -12,11 +12,13 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
+#include "policy/sensitive.h"
 #include "proxy/addr.h"
 #include "proxy/host.h"
 
@@ -37,6 +39,24 @@ __attribute__((format(printf, 4, 5))) static void warn(al_yw *c, struct fy_node 
   va_end(ap);
   p->warnings = al_xrealloc(p->warnings, (p->n_warnings + 1) * sizeof *p->warnings);
   p->warnings[p->n_warnings++] = al_yw_message(c, at, path, "%s", rule);
+}
+
+/* An override in use: a warning, and one of the lines every run prints. */
+__attribute__((format(printf, 4, 5))) static void loud(al_yw *c, struct fy_node *at,
+                                                       const char *path, const char *fmt, ...)
+{
+  const struct policy_walk *pw = c->user;
+  al_policy *p = pw ? pw->p : NULL;
+  if (!p)
+    return;
+  char rule[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rule, sizeof rule, fmt, ap);
+  va_end(ap);
+  warn(c, at, path, "%s", rule);
+  p->loud = al_xrealloc(p->loud, (p->n_loud + 1) * sizeof *p->loud);
+  p->loud[p->n_loud++] = al_yw_message(c, at, path, "%s", rule);
 }
 
 /* An IPv4 literal written any way but the plain dotted quad: inet_aton(3)
@@ -481,11 +501,8 @@ static int fs_root(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj
   return 0;
 }
 
-static int ro_path_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+static int ro_path_reserved(al_yw *c, const al_yw_kv *kv, const char *s)
 {
-  (void)f;
-  const al_policy_filesystem *fs = obj;
-  const char *s = LAST(fs->ro_paths, fs->n_ro_paths);
   if (check_abs_path(c, kv, s) < 0)
     return -1;
   static const char *const reserved[] = {"/", "/proc", "/dev", "/workspace", "/tmp", "/sys", NULL};
@@ -493,6 +510,39 @@ static int ro_path_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, voi
     if (strcmp(s, reserved[i]) == 0)
       return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` is managed by airlock and cannot be bound",
                         s);
+  return 0;
+}
+
+/* ro_paths: the sensitive trees are refused here (sensitive.h). */
+static int ro_path_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const al_policy_filesystem *fs = obj;
+  const char *s = LAST(fs->ro_paths, fs->n_ro_paths);
+  if (ro_path_reserved(c, kv, s) < 0)
+    return -1;
+  char why[PATH_MAX + 256];
+  if (al_policy_ro_path_sensitive(s, why, sizeof why))
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "%s; the sandbox must not see it. If it truly must be bound, move it to "
+                      "filesystem.sensitive_ro_paths (warned on every run)",
+                      why);
+  return 0;
+}
+
+/* sensitive_ro_paths: the override, loud. */
+static int sensitive_ro_path_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const al_policy_filesystem *fs = obj;
+  const char *s = LAST(fs->sensitive_ro_paths, fs->n_sensitive_ro_paths);
+  if (ro_path_reserved(c, kv, s) < 0)
+    return -1;
+  char why[PATH_MAX + 256];
+  if (!al_policy_ro_path_sensitive(s, why, sizeof why))
+    snprintf(why, sizeof why, "`%s` is not in the sensitive table (it could be in ro_paths)", s);
+  loud(c, al_yw_at(kv), kv->path,
+       "OVERRIDE: `%s` is bound read-only into the sandbox though it is sensitive: %s", s, why);
   return 0;
 }
 
@@ -521,6 +571,13 @@ static const al_yw_field fs_fields[] = {
      .item = &al_policy_str_item,
      .item_size = sizeof(char *),
      .check = ro_path_check},
+    {.key = "sensitive_ro_paths",
+     .type = AL_YW_LIST,
+     .off = F(al_policy_filesystem, sensitive_ro_paths),
+     .off_n = F(al_policy_filesystem, n_sensitive_ro_paths),
+     .item = &al_policy_str_item,
+     .item_size = sizeof(char *),
+     .check = sensitive_ro_path_check},
     {.key = "image",
      .type = AL_YW_STR,
      .off = F(al_policy_filesystem, image),
@@ -574,17 +631,44 @@ static const al_yw_field limits_fields[] = {
 };
 static const al_yw_map limits_map = {limits_fields, AL_ARRAY_SIZE(limits_fields), NULL};
 
-static int env_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+static int env_name_check(al_yw *c, const al_yw_kv *kv, const char *s)
 {
-  (void)f;
-  const al_policy_process *p = obj;
-  const char *s = LAST(p->env_pass, p->n_env_pass);
   if (!valid_env_name(s))
     return al_yw_fail(c, al_yw_at(kv), kv->path,
                       "`%s` is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", s);
   if (al_policy_env_reserved(s))
     return al_yw_fail(c, al_yw_at(kv), kv->path,
                       "`%s` is set by airlock and cannot be passed through", s);
+  return 0;
+}
+
+static int env_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const al_policy_process *p = obj;
+  const char *s = LAST(p->env_pass, p->n_env_pass);
+  if (env_name_check(c, kv, s) < 0)
+    return -1;
+  if (al_policy_env_secret_like(s))
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "`%s` looks like a secret (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*, AWS_*, "
+                      "GH_*, GITHUB_*, ...): the agent would hold its value. The forge tokens "
+                      "come from the broker, never from env_pass; if the agent truly needs this "
+                      "one, move it to process.secret_env (warned on every run)",
+                      s);
+  return 0;
+}
+
+/* secret_env: the override, loud. */
+static int secret_env_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const al_policy_process *p = obj;
+  const char *s = LAST(p->secret_env, p->n_secret_env);
+  if (env_name_check(c, kv, s) < 0)
+    return -1;
+  loud(c, al_yw_at(kv), kv->path,
+       "OVERRIDE: the host's `%s` is passed into the sandbox: the agent holds its value", s);
   return 0;
 }
 
@@ -602,6 +686,13 @@ static const al_yw_field process_fields[] = {
      .item = &al_policy_str_item,
      .item_size = sizeof(char *),
      .check = env_check},
+    {.key = "secret_env",
+     .type = AL_YW_LIST,
+     .off = F(al_policy_process, secret_env),
+     .off_n = F(al_policy_process, n_secret_env),
+     .item = &al_policy_str_item,
+     .item_size = sizeof(char *),
+     .check = secret_env_check},
     {.key = "limits", .type = AL_YW_MAP, .off = F(al_policy_process, limits), .map = &limits_map},
 };
 static const al_yw_map process_map = {process_fields, AL_ARRAY_SIZE(process_fields), NULL};

@@ -69,6 +69,7 @@ const pr_probe pr_catalogue[] = {
  {"fs.read-docker-config", F, "read the invoker's ~/.docker/config.json (registry auth)", "as fs.read-ssh", "docker login docs", pr_fs_read_docker_config, 0, 0},
  {"fs.read-run-secrets", F, "list /run/secrets or /var/run/secrets", "present, or the host's /run visible, escapes", "Docker/Kubernetes secrets mounts", pr_fs_read_run_secrets, 0, 0},
  {"fs.container-sockets", F, "look for docker, containerd, podman, cri-o sockets and /run, /var/run", "any socket or the host's /run escapes", "Docker socket escape (OWASP Docker Top 10 D-4)", pr_fs_container_sockets, 0, 0},
+ {"fs.ro-path-sockets", F, "connect(2) to every Unix socket under every filesystem.ro_paths entry (a bounded walk)", "a connect that succeeds escapes (a read-only bind does not stop connect)", "unix(7); issue 27", pr_fs_ro_path_sockets, 0, 0},
  {"fs.mountinfo", F, "read /proc/self/mountinfo for the invoker's home, the host canary directory, or a /home, /root, /run, /var, /boot, /sys mount", "the home or canary named, or such a mount in view with entries, escapes", "proc(5) mountinfo", pr_fs_mountinfo, 0, 0},
  {"fs.core-pattern", F, "open /proc/sys/kernel/core_pattern for writing (never written)", "opened escapes", "core(5); CVE-2022-0492 class of host code execution", pr_fs_core_pattern, 0, 0},
  {"fs.sysctl-write", F, "open /proc/sys/kernel/modprobe (else panic, vm/drop_caches, hostname) for writing (never written)", "opened escapes", "proc_sys_kernel(5); modprobe_path overwrite writeups", pr_fs_sysctl_write, 0, 0},

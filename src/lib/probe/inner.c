@@ -35,6 +35,7 @@ char *pr_ctx_to_json(const pr_ctx *c)
   json_object_set_new(j, "canary_unix", json_string(c->canary_unix));
   json_object_set_new(j, "host_home", json_string(c->host_home));
   json_object_set_new(j, "canary_dir", json_string(c->canary_dir));
+  json_object_set_new(j, "canary_sock", json_string(c->canary_sock));
   json_object_set_new(j, "outer_cwd", json_string(c->outer_cwd));
   json_object_set_new(j, "proxy", json_string(c->proxy));
   json_object_set_new(j, "allow_host", json_string(c->allow_host));
@@ -101,6 +102,7 @@ int pr_ctx_from_json(const char *text, pr_ctx *c)
   get_str(j, "canary_unix", c->canary_unix, sizeof c->canary_unix);
   get_str(j, "host_home", c->host_home, sizeof c->host_home);
   get_str(j, "canary_dir", c->canary_dir, sizeof c->canary_dir);
+  get_str(j, "canary_sock", c->canary_sock, sizeof c->canary_sock);
   get_str(j, "outer_cwd", c->outer_cwd, sizeof c->outer_cwd);
   get_str(j, "proxy", c->proxy, sizeof c->proxy);
   get_str(j, "allow_host", c->allow_host, sizeof c->allow_host);

@@ -36,9 +36,10 @@ typedef struct pr_ctx {
   int canary_tcp6; /* on ::1 (0 if IPv6 is unavailable on the host) */
   int canary_udp;
   int canary_dns;
-  char canary_unix[64];      /* abstract unix name (without the leading NUL) */
-  char host_home[PATH_MAX];  /* the invoker's HOME on the host */
-  char canary_dir[PATH_MAX]; /* host directory holding a canary file `secret` */
+  char canary_unix[64];       /* abstract unix name (without the leading NUL) */
+  char host_home[PATH_MAX];   /* the invoker's HOME on the host */
+  char canary_dir[PATH_MAX];  /* host directory holding a canary file `secret` */
+  char canary_sock[PATH_MAX]; /* a listening Unix socket there (fs.ro-path-sockets' control) */
   char outer_cwd[PATH_MAX];
   char proxy[64];       /* "127.0.0.1:PORT" of the proxy inside, or "" */
   char allow_host[256]; /* an allowlisted host (first exact entry) or "" */
@@ -151,6 +152,7 @@ typedef struct pr_host {
   pr_canary cn;       /* running until pr_host_finish */
   int leaked;         /* fd left open on purpose (fs.inherited-fds), or -1 */
   bool canary_up;
+  int sock_fd; /* listening at dir/canary.sock (ctx->canary_sock), or -1 */
   uint64_t t0_ns;
 } pr_host;
 

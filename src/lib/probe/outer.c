@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,8 +121,12 @@ static void build_ctx(pr_ctx *c, const al_probe_opts *o, const pr_canary *cn, co
     c->env_allowed[c->n_env_allowed++] = (char *)always_allowed_env[i];
   for (size_t i = 0; i < p->process.n_env_pass && c->n_env_allowed < PR_MAX_ENV; i++)
     c->env_allowed[c->n_env_allowed++] = p->process.env_pass[i];
+  for (size_t i = 0; i < p->process.n_secret_env && c->n_env_allowed < PR_MAX_ENV; i++)
+    c->env_allowed[c->n_env_allowed++] = p->process.secret_env[i];
   for (size_t i = 0; i < p->filesystem.n_ro_paths && c->n_ro_paths < PR_MAX_RO; i++)
     c->ro_paths[c->n_ro_paths++] = p->filesystem.ro_paths[i];
+  for (size_t i = 0; i < p->filesystem.n_sensitive_ro_paths && c->n_ro_paths < PR_MAX_RO; i++)
+    c->ro_paths[c->n_ro_paths++] = p->filesystem.sensitive_ro_paths[i];
   /* the ticket's preflight: the names of the agent's environment (its
    * values are judged by cred.run-tokens) */
   static char names[PR_MAX_ENV][64];
@@ -630,6 +636,7 @@ int pr_host_setup(const al_probe_opts *o, pr_host *h, pr_ctx *ctx, al_error *err
 {
   memset(h, 0, sizeof *h);
   h->leaked = -1;
+  h->sock_fd = -1;
   h->cn.pid = -1;
   h->cn.log_fd = -1;
   h->t0_ns = al_now_ns();
@@ -662,6 +669,22 @@ int pr_host_setup(const al_probe_opts *o, pr_host *h, pr_ctx *ctx, al_error *err
     goto fail;
   h->canary_up = true;
   build_ctx(ctx, o, &h->cn, h->nonce, h->dir);
+  /* a pathname socket listening in the canary directory: outside the
+   * sandbox fs.ro-path-sockets reaches it (its positive control); inside,
+   * the directory is not there */
+  {
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    int n = snprintf(sun.sun_path, sizeof sun.sun_path, "%s/canary.sock", h->dir);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && n > 0 && (size_t)n < sizeof sun.sun_path &&
+        bind(fd, (struct sockaddr *)&sun, sizeof sun) == 0 && listen(fd, 64) == 0 &&
+        chmod(sun.sun_path, 0666) == 0) {
+      h->sock_fd = fd;
+      snprintf(ctx->canary_sock, sizeof ctx->canary_sock, "%s", sun.sun_path);
+    } else if (fd >= 0) {
+      close(fd);
+    }
+  }
 
   /* an fd left open on purpose (fs.inherited-fds) */
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -698,6 +721,9 @@ void pr_host_judge(const al_probe_opts *o, pr_host *h, const pr_ctx *ctx, const 
 void pr_host_finish(pr_host *h)
 {
   pr_host_close_leaked(h);
+  if (h->sock_fd >= 0)
+    close(h->sock_fd);
+  h->sock_fd = -1;
   if (h->canary_up) {
     char *l = NULL;
     size_t ll = 0;

@@ -48,6 +48,7 @@ PR_DECL(pr_fs_read_netrc);
 PR_DECL(pr_fs_read_docker_config);
 PR_DECL(pr_fs_read_run_secrets);
 PR_DECL(pr_fs_container_sockets);
+PR_DECL(pr_fs_ro_path_sockets);
 PR_DECL(pr_fs_mountinfo);
 PR_DECL(pr_fs_core_pattern);
 PR_DECL(pr_fs_sysctl_write);

@@ -15,6 +15,8 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/socket.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -190,6 +192,116 @@ static bool dir_has_entries(const char *path)
     any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
   closedir(d);
   return any;
+}
+
+/* fs.ro-path-sockets: every Unix socket under every ro_path, connected
+ * to. A read-only bind does not stop connect(2) (unix(7): it needs write
+ * permission on the socket file, not on the mount), so the policy refuses
+ * such a directory unless filesystem.sensitive_ro_paths overrides it; this
+ * is the check on what was actually bound. Bounded walk, symlinks not
+ * followed. */
+#define RO_SOCK_MAX_ENTRIES 20000
+#define RO_SOCK_MAX_DEPTH 24
+
+struct ro_sock_walk {
+  size_t budget;
+  int found, connected;
+  char first[PATH_MAX];
+  int first_errno;
+  bool bounded;
+};
+
+static void ro_sock_try(struct ro_sock_walk *w, const char *path)
+{
+  w->found++;
+  struct sockaddr_un sun = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof sun.sun_path) {
+    if (!w->first[0]) {
+      snprintf(w->first, sizeof w->first, "%s", path);
+      w->first_errno = ENAMETOOLONG;
+    }
+    return;
+  }
+  memcpy(sun.sun_path, path, strlen(path) + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int e = 0;
+  if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
+    e = errno;
+    if (e == EPROTOTYPE) { /* a datagram socket: connect that way */
+      if (fd >= 0)
+        close(fd);
+      fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      e = fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0 ? errno : 0;
+    }
+  }
+  if (fd >= 0)
+    close(fd);
+  if (e == 0 && !w->connected++)
+    snprintf(w->first, sizeof w->first, "%s", path);
+  else if (e && !w->connected && !w->first[0]) {
+    snprintf(w->first, sizeof w->first, "%s", path);
+    w->first_errno = e;
+  }
+}
+
+static void ro_sock_walk(struct ro_sock_walk *w, const char *dir, int depth)
+{
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    if (w->budget == 0) {
+      w->bounded = true;
+      break;
+    }
+    w->budget--;
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, e->d_name) >=
+        (int)sizeof p)
+      continue;
+    struct stat st;
+    if (lstat(p, &st) < 0)
+      continue;
+    if (S_ISSOCK(st.st_mode))
+      ro_sock_try(w, p);
+    else if (S_ISDIR(st.st_mode) && depth < RO_SOCK_MAX_DEPTH)
+      ro_sock_walk(w, p, depth + 1);
+    else if (S_ISDIR(st.st_mode))
+      w->bounded = true;
+  }
+  closedir(d);
+}
+
+PR_DECL(pr_fs_ro_path_sockets)
+{
+  struct ro_sock_walk w = {.budget = RO_SOCK_MAX_ENTRIES};
+  struct stat st;
+  for (size_t i = 0; i < ctx->n_ro_paths; i++) {
+    if (lstat(ctx->ro_paths[i], &st) < 0)
+      continue;
+    if (S_ISSOCK(st.st_mode))
+      ro_sock_try(&w, ctx->ro_paths[i]);
+    else if (S_ISDIR(st.st_mode))
+      ro_sock_walk(&w, ctx->ro_paths[i], 0);
+  }
+  /* the host's canary socket: absent inside; reached outside (control) */
+  if (ctx->canary_sock[0] && lstat(ctx->canary_sock, &st) == 0 && S_ISSOCK(st.st_mode))
+    ro_sock_try(&w, ctx->canary_sock);
+  if (w.connected) {
+    pr_escaped(r, "connected to %s (%d of %d socket(s) under the ro_paths answered)", w.first,
+               w.connected, w.found);
+    return;
+  }
+  if (w.found) {
+    pr_blocked(r, "%d socket(s) under the ro_paths, none answered (first: %s: %s)%s", w.found,
+               w.first, pr_errname(w.first_errno), w.bounded ? "; the walk was bounded" : "");
+    return;
+  }
+  pr_blocked(r, "no Unix socket under %zu ro_path(s)%s", ctx->n_ro_paths,
+             w.bounded ? " (the walk was bounded)" : "");
 }
 
 /* Does text name path as a whole path (at the start of a field or of an

@@ -304,8 +304,12 @@ static int agent_check(const struct ticket *t, al_error *err)
   for (size_t i = 0; ro[i]; i++)
     if (path_under(prog, ro[i]))
       return 0;
-  for (size_t i = 0; i < t->policy->filesystem.n_ro_paths; i++)
-    if (path_under(prog, t->policy->filesystem.ro_paths[i]))
+  const al_policy_filesystem *fs = &t->policy->filesystem;
+  for (size_t i = 0; i < fs->n_ro_paths; i++)
+    if (path_under(prog, fs->ro_paths[i]))
+      return 0;
+  for (size_t i = 0; i < fs->n_sensitive_ro_paths; i++)
+    if (path_under(prog, fs->sensitive_ro_paths[i]))
       return 0;
   return al_make_error(err, ENOENT,
                        "the agent `%s` is in no path the sandbox binds; add its directory to the "

@@ -105,7 +105,7 @@ int sb_hostpaths_open(struct sb_hostpaths *hp, const al_sandbox_opts *o, al_erro
   const al_policy_filesystem *fs = &o->policy->filesystem;
   memset(hp, 0, sizeof *hp);
   hp->root.fd = -1;
-  size_t n = fs->n_ro_paths;
+  size_t n = fs->n_ro_paths + fs->n_sensitive_ro_paths;
   for (const char *const *p = o->extra_ro_paths; p && *p; p++)
     n++;
   if (n + 1 > SB_HOSTPATHS_MAX)
@@ -113,6 +113,9 @@ int sb_hostpaths_open(struct sb_hostpaths *hp, const al_sandbox_opts *o, al_erro
   hp->ro = al_xcalloc(n ? n : 1, sizeof *hp->ro);
   for (size_t i = 0; i < fs->n_ro_paths; i++, hp->n_ro++)
     if (open_one(fs->ro_paths[i], "read-only path", &hp->ro[hp->n_ro], err) < 0)
+      goto fail;
+  for (size_t i = 0; i < fs->n_sensitive_ro_paths; i++, hp->n_ro++)
+    if (open_one(fs->sensitive_ro_paths[i], "read-only path", &hp->ro[hp->n_ro], err) < 0)
       goto fail;
   for (const char *const *p = o->extra_ro_paths; p && *p; p++, hp->n_ro++)
     if (open_one(*p, "read-only path", &hp->ro[hp->n_ro], err) < 0)

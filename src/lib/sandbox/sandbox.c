@@ -438,7 +438,7 @@ static uint32_t pick_host_id(void)
 static char **build_env(const al_sandbox_opts *o)
 {
   const al_policy *p = o->policy;
-  size_t cap = 16 + p->process.n_env_pass;
+  size_t cap = 16 + p->process.n_env_pass + p->process.n_secret_env;
   for (char *const *e = o->env; e && *e; e++)
     cap++;
   char **env = al_xcalloc(cap + 1, sizeof(char *));
@@ -462,6 +462,11 @@ static char **build_env(const al_sandbox_opts *o)
     const char *v = getenv(p->process.env_pass[i]);
     if (v)
       env[n++] = al_strdup_printf("%s=%s", p->process.env_pass[i], v);
+  }
+  for (size_t i = 0; i < p->process.n_secret_env; i++) { /* the override (policy.h) */
+    const char *v = getenv(p->process.secret_env[i]);
+    if (v)
+      env[n++] = al_strdup_printf("%s=%s", p->process.secret_env[i], v);
   }
   for (char *const *e = o->env; e && *e; e++)
     env[n++] = al_xstrdup(*e);
@@ -608,6 +613,11 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
   sb->landlock_abi = sb_landlock_abi();
   sb->cg.kind = "none";
 
+  /* The policy's overrides of what it may not hand the sandbox silently
+   * (filesystem.sensitive_ro_paths, process.secret_env): said on every
+   * start, -q or not (policy/sensitive.h). */
+  for (size_t i = 0; i < o->policy->n_loud; i++)
+    al_warn("%s", o->policy->loud[i]);
   /* Before anything starts: every host path to bind, resolved with the
    * supervisor's credentials (hostpaths.c). */
   struct sb_hostpaths host;

@@ -123,6 +123,13 @@ if [ "$(id -u)" = 0 ]; then
   rc=$?
   s=$(summary "$out" escaped)
   read -r n b e i u <<<"$(head -1 <<<"$s")"
+  # priv.i386 cannot escape on a machine whose int 0x80 faults outside any
+  # sandbox (docs/probes.md, "Known limits"): counted apart, as a skip
+  noabi=$(jq -r '.results[] | select(.id == "priv.i386" and .verdict == "blocked" and (.evidence | test("no i386 syscall entry"))) | .id' "$out" | wc -l)
+  if [ "$noabi" = 1 ]; then
+    skip "control: priv.i386 escapes unconfined: this machine has no i386 syscall entry (int 0x80 faults outside the sandbox too)"
+    e=$((e + 1))
+  fi
   if [ "$n" -ge 50 ] && [ "$n" = "$e" ]; then
     ok "control: unconfined, all $n probes escape"
   else

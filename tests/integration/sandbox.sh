@@ -157,6 +157,11 @@ suite() {
   out=$(in_sb mount 2>&1); rc=$?
   if [ $rc -eq 1 ] && grep -q '^blocked: mount' <<<"$out"; then ok "[$MODE] mount refused ($out)"; else fail "[$MODE] mount refused ($out)"; fi
   for abi in x32 i386; do
+    if [ $abi = i386 ] && { out_sb i386 >/dev/null 2>&1; [ $? = 139 ]; }; then
+      # int 0x80 faults (SIGSEGV) outside any sandbox: no i386 entry here
+      skip "[$MODE] i386 syscall kills the process: this machine has no i386 syscall entry (int 0x80 faults outside the sandbox too)"
+      continue
+    fi
     [ "$MODE" = root ] && check "control: $abi syscall does not kill the process outside" out_sb $abi
     in_sb $abi >/dev/null 2>&1; rc=$?
     is "[$MODE] $abi syscall kills the process (SIGSYS → 128+31)" "$rc" 159

@@ -107,7 +107,7 @@ const pr_probe pr_catalogue[] = {
  {"priv.module", P, "init_module with an empty image (nothing can load)", "any errno but EPERM escapes", "init_module(2)", pr_priv_module, 0, 0},
  {"priv.personality", P, "personality(ADDR_NO_RANDOMIZE|READ_IMPLIES_EXEC)", "accepted escapes", "personality(2); CVE-2009-1895", pr_priv_personality, 0, 0},
  {"priv.x32", P, "an x32-ABI syscall (getpid | 0x40000000)", "death by SIGSYS blocks; returning escapes", "syscall(2); seccomp(2) arch checks", pr_priv_x32, PF | PR_SIGSYS_BLOCKS, 0},
- {"priv.i386", P, "an i386 syscall through int 0x80", "death by SIGSYS blocks; returning escapes", "CVE-2010-3081, CVE-2009-0835 (seccomp via int 0x80)", pr_priv_i386, PR_SIGSYS_BLOCKS, 0},
+ {"priv.i386", P, "an i386 syscall through int 0x80", "death by SIGSYS blocks; returning escapes", "CVE-2010-3081, CVE-2009-0835 (seccomp via int 0x80)", pr_priv_i386, PR_SIGSYS_BLOCKS | PR_SEGV_NOABI, 0},
  {"priv.syscall-sweep", P, "syscalls 425-442 (io_uring_*, the mount API, clone3, pidfd_getfd, process_madvise, mount_setattr) with invalid arguments", "any answer but EPERM (clone3: ENOSYS) escapes", "syscalls(2); seccomp(2)", pr_priv_syscall_sweep, 0, 0},
  {"priv.syscall-new", P, "syscalls 457-469 (statmount, listmount, *xattrat, open_tree_attr, file_getattr/setattr: newer than the build's libseccomp) with invalid arguments", "any answer but ENOSYS escapes (on a kernel without them the host control answers ENOSYS too)", "syscalls(2); seccomp(2); docs/sandbox.md Privileges step 5", pr_priv_syscall_new, 0, 0},
 

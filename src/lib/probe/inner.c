@@ -210,6 +210,10 @@ static void run_one(const pr_ctx *ctx, const pr_probe *p)
       pr_inconclusive(&res, "timed out after %d ms", timeout);
     else if (sig == SIGSYS && (p->flags & PR_SIGSYS_BLOCKS))
       pr_blocked(&res, "killed by SIGSYS (the seccomp filter)");
+    else if (sig == SIGSEGV && (p->flags & PR_SEGV_NOABI))
+      pr_blocked(&res, "int 0x80 faulted (SIGSEGV): this machine has no i386 syscall entry, so "
+                       "the ABI is closed before seccomp (the filter's arch check is untested "
+                       "here; docs/probes.md, \"Known limits\")");
     else if (sig == SIGKILL && (p->flags & PR_KILL_BLOCKS))
       pr_blocked(&res, "killed by SIGKILL (the limit's OOM kill)");
     else if (sig)

@@ -77,6 +77,11 @@ enum {
   PR_SIGSYS_BLOCKS = 1u << 1, /* death by SIGSYS means the filter held */
   PR_KILL_BLOCKS = 1u << 2,   /* death by SIGKILL means a limit held (OOM) */
   PR_OUTER = 1u << 3,         /* the outer process adds a judgment */
+  /* death by SIGSEGV means the machine has no entry for this ABI at all
+   * (priv.i386: `int 0x80` faults before any syscall, and so before
+   * seccomp, when the kernel or its hypervisor has no i386 entry): the
+   * ABI is closed, but the filter's arch check went untested */
+  PR_SEGV_NOABI = 1u << 4,
 };
 
 typedef struct pr_probe {

@@ -38,6 +38,8 @@ static void usage(FILE *out)
           "      --agent-prefix DIR   where a preset's npm package is installed\n"
           "                           (`npm install --prefix DIR ...`; default: PATH)\n"
           "  -r, --record FILE        where to write the run record (JSON, mode 0600)\n"
+          "      --fence FILE         the fence file of an `airlock serve` attempt: no\n"
+          "                           output once its token is stale (docs/serve.md)\n"
           "  -t, --timeout DUR        wall-clock limit for the agent (default: the policy's)\n"
           "  -q, --quiet              no progress lines (the agent's output and the\n"
           "                           final summary are still shown)\n"
@@ -67,6 +69,7 @@ int cmd_ticket(int argc, char **argv)
                                        {"agent", required_argument, NULL, 'a'},
                                        {"agent-prefix", required_argument, NULL, 'X'},
                                        {"record", required_argument, NULL, 'r'},
+                                       {"fence", required_argument, NULL, 'F'},
                                        {"timeout", required_argument, NULL, 't'},
                                        {"quiet", no_argument, NULL, 'q'},
                                        {"json", no_argument, NULL, 'j'},
@@ -106,6 +109,9 @@ int cmd_ticket(int argc, char **argv)
       break;
     case 'r':
       o.record_path = optarg;
+      break;
+    case 'F':
+      o.fence_path = optarg;
       break;
     case 't': {
       const char *why = NULL;

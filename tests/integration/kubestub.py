@@ -141,7 +141,10 @@ class H(BaseHTTPRequestHandler):
 srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(cert, key)
-srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+# the TLS handshake in each connection's thread, with a timeout: a client
+# frozen mid-handshake (SIGSTOP) must not stop the accept loop
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
+H.timeout = 10
 with open(portfile + ".tmp", "w") as f:
     f.write(str(srv.server_address[1]))
 import os

@@ -52,7 +52,7 @@ runs:
   max_per_repo: ${3:-2}
   retries: 1
   backoff: 1s
-  agent: $AIRLOCK_SRC/examples/agents/patch-agent
+  agent: ${SV_AGENT:-$AIRLOCK_SRC/examples/agents/patch-agent}
 repositories:
   - {repo: acme/tally, policy: $FE_POLICY}
   - {repo: acme/stray, policy: $SV_DIR/stray.yaml}
@@ -195,3 +195,23 @@ json.dump(p, open(out, "w"))
 PY
 }
 sv_nruns() { sv_runs | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))'; }
+# sv_gated_agent DIR: an agent that waits (up to 500 s) until DIR/open
+# exists, then runs the patch agent (copied beside it: the sandbox shows an
+# agent its own directory). Sets SV_AGENT; `touch DIR/open` lets it go.
+sv_gated_agent() {
+  mkdir -p "$1"; chmod 755 "$1"
+  cp "$AIRLOCK_SRC/examples/agents/patch-agent" "$AIRLOCK_SRC/examples/agents/agentlib.py" "$1/"
+  cat >"$1/gated-agent" <<'PY'
+#!/usr/bin/python3
+import os, time
+here = os.path.dirname(os.path.abspath(__file__))
+for _ in range(5000):
+    if os.path.exists(os.path.join(here, "open")):
+        break
+    time.sleep(0.1)
+print("gate open", flush=True)
+os.execv(os.path.join(here, "patch-agent"), ["patch-agent"])
+PY
+  chmod 755 "$1/gated-agent"
+  SV_AGENT=$1/gated-agent
+}

@@ -55,7 +55,13 @@ static void test_batch_caps(void **state)
   /* max smaller than what the caps allow */
   assert_int_equal(al_queue_next_batch(q, 4, 2, rows, 1, &err), 1);
   /* a running row of acme/a counts against both caps */
-  assert_int_equal(al_queue_start(q, ids[0], 999999, "1", "/nonexistent", "/nonexistent", &err), 0);
+  assert_int_equal(al_queue_start(q, ids[0],
+                                  &(al_queue_attempt){.pid = 999999,
+                                                      .pid_start = "1",
+                                                      .record = "/nonexistent",
+                                                      .log = "/nonexistent"},
+                                  &err),
+                   0);
   n = al_queue_next_batch(q, 3, 2, rows, 16, &err);
   assert_int_equal(n, 2); /* 3 - 1 running: a2 (a now 2), b1 */
   assert_int_equal(rows[0].number, 2);

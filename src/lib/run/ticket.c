@@ -151,6 +151,8 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
   }
   json_object_set_new(t.rec, "backend", json_string(o->docker ? "docker" : "native"));
   snprintf(t.branch, sizeof t.branch, "%s%lu-%.8s", t.policy->branch_prefix, t.number, t.run_id);
+  if (tk_fence_begin(&t, err) < 0)
+    goto done;
 
   if (record_ready(&t, RECORD_PROBE, err) < 0)
     goto done;
@@ -228,6 +230,7 @@ done:
   al_secret_free(t.relay_key);
   for (size_t i = 0; i < t.nphases; i++)
     free(t.phases[i].detail);
+  tk_fence_end(&t); /* the heartbeat goes on until the record is written */
   json_decref(t.rec);
   al_policy_free(t.policy);
   al_agent_plan_free(&t.plan);

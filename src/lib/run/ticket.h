@@ -26,6 +26,7 @@ typedef struct al_ticket_opts {
   const char *const *extra_ro_paths; /* host paths the agent needs (its own directory) */
   const char *record_path;           /* NULL: $XDG_STATE_HOME/airlock/runs/<run>.json */
   uint64_t timeout_ms;               /* 0: the policy's wall limit */
+  const char *fence_path;            /* `airlock serve`'s fence file (ticket_fence.c), or NULL */
   bool quiet;                        /* no progress lines */
   bool json;                         /* print the run record on stdout at the end */
   bool accept_unprotected;           /* run even when the audit fails (recorded, printed) */

@@ -84,7 +84,16 @@ struct ticket {
    * gateway's run CA), malloc'd */
   char *ca_bundle;
   size_t ca_bundle_len;
+  struct tk_fence *fence; /* `--fence` (ticket_fence.c), or NULL */
 };
+
+/* Fencing (ticket_fence.c): read the token and start the heartbeat;
+ * before the outputs, check the token, the starter's Lease and the
+ * ticket's open PRs (-1 with ESTALE "fenced: ..." when stale); stop. */
+struct al_ghapi;
+int tk_fence_begin(struct ticket *t, al_error *err);
+int tk_fence_check(struct ticket *t, struct al_ghapi *api, const char *tok, al_error *err);
+void tk_fence_end(struct ticket *t);
 
 /* Where the CA bundle is inside the sandbox, per backend. */
 #define TK_CA_BUNDLE_NATIVE "/run/airlock/ca-bundle.pem"

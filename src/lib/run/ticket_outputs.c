@@ -314,7 +314,8 @@ int tk_do_outputs(struct ticket *t, al_ticket_outcome *res, al_error *err)
   char **resolves = tk_pin_resolves(t->policy);
   al_ghapi_set_resolve(c.api, (const char *const *)resolves);
   al_ghapi_set_deadline(c.api, al_now_ms() + 120000);
-  int r = outputs(&c, res, err);
+  /* `airlock serve`: a stale attempt stops here, before any write */
+  int r = tk_fence_check(t, c.api, c.git, err) < 0 ? -1 : outputs(&c, res, err);
   al_ghapi_free(c.api);
   tk_free_strv(resolves);
   if (r < 0)

@@ -4,6 +4,7 @@
 #define AL_SERVE_INTERNAL_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,7 +22,23 @@ struct serve_child {
   int attempts;
   bool stopping; /* we sent SIGTERM (shutdown): the run is interrupted */
   uint64_t stop_sent_ms;
+  char fence[300]; /* the attempt's fencing token */
 };
+
+/* A running row whose process this replica cannot see (another PID
+ * namespace, or another host): recovered only once its heartbeat has not
+ * changed for hb_stale_ms by our clock (serve.c). */
+struct serve_pending {
+  int64_t id;
+  int attempts;
+  pid_t pid;
+  char fence[300];
+  char hb[200]; /* the heartbeat's content as last read */
+  uint64_t seen_ms;
+  uint64_t since_ms;
+};
+
+struct serve_election;
 
 struct serve {
   const al_serve_config *cfg;
@@ -35,9 +52,25 @@ struct serve {
   struct serve_child *children;
   size_t n_children;
   uint64_t started_ms;
-  int leader;      /* the election: -1 none (this process dequeues), 0 standby, 1 leader;
-                      written by the scheduler, read by the status threads (atomic) */
-  int stop_signal; /* SIGTERM/SIGINT read while stopping runs, for the main loop */
+  int leader;        /* the election: -1 none (this process dequeues), 0 standby, 1 leader;
+                        written by the scheduler, read by the status threads (atomic) */
+  int stop_signal;   /* SIGTERM/SIGINT read while stopping runs, for the main loop */
+  int lock_fd;       /* state_dir/serve.lock (instance.c) */
+  char instance[40]; /* the queue file's instance id (al_queue_claim) */
+  char pid_ns[64];   /* our PID namespace, "pid:[N]" */
+  char fence_dir[PATH_MAX];
+  char stamp[PATH_MAX];      /* our leader stamp (election), "" without */
+  struct serve_election *el; /* NULL without an election */
+  uint64_t hb_stale_ms;
+  struct serve_pending *pending;
+  size_t n_pending;
+  /* the watchdog (a thread of its own): a leader past renew_deadline
+   * stops its runs even when the main loop does not run */
+  pthread_mutex_t children_lock; /* children[] between the main loop and the watchdog */
+  pthread_t watchdog;
+  bool watchdog_running;
+  uint64_t lead_until_ms; /* atomic: CLOCK_MONOTONIC ms the Lease is ours until, 0: not leading */
+  int watchdog_stop;      /* atomic */
 };
 
 /* JSON-lines log on stderr: {"time","level","event","msg",...extra}.
@@ -45,6 +78,11 @@ struct serve {
 #include <jansson.h>
 void serve_log(const char *level, const char *event, json_t *extra, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Lock state_dir for this process's life (instance.c): exclusively, or
+ * shared by the replicas of an election. The fd stays open (O_CLOEXEC: no
+ * run inherits it). *fd_out: the lock file. EBUSY naming the holder's pid when another holds it. */
+int serve_lock_state_dir(const char *state_dir, bool shared, int *fd_out, al_error *err);
 
 /* Start the listeners of s->cfg (http.c). */
 int serve_http_start(struct serve *s, al_error *err);

@@ -46,9 +46,91 @@ static const char schema[] =
     " id TEXT PRIMARY KEY, body_sha256 TEXT NOT NULL UNIQUE, event TEXT NOT NULL,"
     " received_ms INTEGER NOT NULL, outcome TEXT, run INTEGER);";
 
+/* Migrations: migrations[v] takes a database of schema v to v + 1, in one
+ * transaction with the new PRAGMA user_version. Schema 0 is the tables
+ * above as they were first written. */
+static const char *const migrations[] = {
+    /* 0 → 1: the format-string binder stored the address of the denials
+     * text as an integer; what is not a JSON object of counts is dropped
+     * (serve re-reads it from the run's record, serve.c) */
+    "UPDATE runs SET denials = NULL WHERE denials IS NOT NULL AND"
+    " (typeof(denials) != 'text' OR NOT json_valid(denials) OR json_type(denials) != 'object');",
+    /* 1 → 2: the instance that owns the file (meta), and per attempt the
+     * instance that ran it, its fencing token, its PID namespace and the
+     * count of fenced attempts (issue #29) */
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "ALTER TABLE runs ADD COLUMN instance TEXT;"
+    "ALTER TABLE runs ADD COLUMN fence TEXT;"
+    "ALTER TABLE runs ADD COLUMN pid_ns TEXT;"
+    "ALTER TABLE runs ADD COLUMN fenced INTEGER NOT NULL DEFAULT 0;",
+};
+
+_Static_assert(sizeof migrations / sizeof migrations[0] == AL_QUEUE_SCHEMA,
+               "one migration per schema version");
+
+static int user_version(sqlite3 *db, int *v)
+{
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    *v = sqlite3_column_int(st, 0);
+    rc = SQLITE_OK;
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static int migrate(al_queue *q, const char *path, al_error *err)
+{
+  int v = 0;
+  if (user_version(q->db, &v) != SQLITE_OK)
+    return al_error_set(err, EIO, "queue: `%s`: reading its schema version: %s", path,
+                        sqlite3_errmsg(q->db));
+  if (v > AL_QUEUE_SCHEMA || v < 0)
+    return al_error_set(err, EPROTO,
+                        "queue: `%s` has schema version %d, this airlock knows up to %d: it was "
+                        "written by a newer airlock (run that one, or restore a backup)",
+                        path, v, AL_QUEUE_SCHEMA);
+  for (; v < AL_QUEUE_SCHEMA; v++) {
+    al_autofree char *sql = al_strdup_printf(
+        "BEGIN IMMEDIATE; %s PRAGMA user_version = %d; COMMIT;", migrations[v], v + 1);
+    char *msg = NULL;
+    if (sqlite3_exec(q->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+      al_error_set(err, EIO, "queue: `%s`: migrating schema %d to %d: %s", path, v, v + 1,
+                   msg ? msg : sqlite3_errmsg(q->db));
+      sqlite3_free(msg);
+      sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 static int db_error(al_queue *q, al_error *err, const char *what)
 {
   return al_error_set(err, EIO, "queue: %s: %s", what, sqlite3_errmsg(q->db));
+}
+
+/* An UPDATE of one row that changed none: SQLite's error when it failed,
+ * else the row's state (it is no longer queued or running: someone else
+ * finished it), never SQLite's "not an error". Lock held. */
+static int not_active(al_queue *q, int rc, int64_t id, const char *what, al_error *err)
+{
+  if (rc != SQLITE_DONE)
+    return db_error(q, err, what);
+  sqlite3_stmt *st = NULL;
+  char state[32] = "";
+  if (sqlite3_prepare_v2(q->db, "SELECT state FROM runs WHERE id = ?", -1, &st, NULL) ==
+      SQLITE_OK) {
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+      snprintf(state, sizeof state, "%s", (const char *)sqlite3_column_text(st, 0));
+  }
+  sqlite3_finalize(st);
+  if (!state[0])
+    return al_error_set(err, ENOENT, "queue: %s: run %lld: no such run", what, (long long)id);
+  return al_error_set(err, ESTALE, "queue: %s: run %lld is %s, no longer queued or running", what,
+                      (long long)id, state);
 }
 
 int al_queue_open(const char *path, al_queue **out, al_error *err)
@@ -75,6 +157,10 @@ int al_queue_open(const char *path, al_queue **out, al_error *err)
     al_queue_close(q);
     return -1;
   }
+  if (migrate(q, path, err) < 0) {
+    al_queue_close(q);
+    return -1;
+  }
   *out = q;
   return 0;
 }
@@ -88,46 +174,63 @@ void al_queue_close(al_queue *q)
   free(q);
 }
 
-/* Prepare sql; bind the arguments by the letters of types: s text (NULL
- * allowed), i int64, u uint64 as int64. */
-static sqlite3_stmt *prep(al_queue *q, const char *sql, const char *types, va_list ap)
+/* One bound parameter. Made only by q_text() and q_int(): each takes its
+ * column's C type, so the compiler checks every argument (a char * given
+ * to q_int is a constraint violation, an error under -Werror), where the
+ * format-string binder this replaces read a pointer as an integer. */
+typedef struct qarg {
+  bool text;
+  const char *s; /* text: NULL binds NULL */
+  int64_t i;
+} qarg;
+
+static inline qarg q_text(const char *s)
+{
+  return (qarg){.text = true, .s = s};
+}
+
+static inline qarg q_int(int64_t i)
+{
+  return (qarg){.text = false, .i = i};
+}
+
+/* Prepare sql and bind args[0..n) to ?1..?n; NULL when the statement does
+ * not prepare or its parameter count is not n (a mismatch between the SQL
+ * and the call is refused, never bound short). Lock held. */
+static sqlite3_stmt *prep(al_queue *q, const char *sql, const qarg *args, size_t n)
 {
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
     return NULL;
-  for (int i = 0; types[i]; i++) {
-    if (types[i] == 's') {
-      const char *s = va_arg(ap, const char *);
-      if (s)
-        sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT);
-      else
-        sqlite3_bind_null(st, i + 1);
-    } else {
-      sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
-    }
+  if ((size_t)sqlite3_bind_parameter_count(st) != n) {
+    sqlite3_finalize(st);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int idx = (int)i + 1;
+    if (!args[i].text)
+      sqlite3_bind_int64(st, idx, args[i].i);
+    else if (args[i].s)
+      sqlite3_bind_text(st, idx, args[i].s, -1, SQLITE_TRANSIENT);
+    else
+      sqlite3_bind_null(st, idx);
   }
   return st;
 }
 
 /* Run one statement without results. Returns the sqlite3 code. Lock held. */
-static int exec_v(al_queue *q, const char *sql, const char *types, ...)
+static int exec_args(al_queue *q, const char *sql, const qarg *args, size_t n)
 {
-  va_list ap;
-  va_start(ap, types);
-  sqlite3_stmt *st = prep(q, sql, types, ap);
-  va_end(ap);
+  sqlite3_stmt *st = prep(q, sql, args, n);
   if (!st)
     return SQLITE_ERROR;
   int rc = sqlite3_step(st);
   sqlite3_finalize(st);
   return rc == SQLITE_ROW ? SQLITE_DONE : rc;
 }
-
-static void event_locked(al_queue *q, int64_t id, const char *what)
-{
-  exec_v(q, "INSERT INTO events(run, ms, what) VALUES(?, ?, ?)", "iis", id, (int64_t)al_now_ms(),
-         what);
-}
+#define QARGS(...)                                                                                 \
+  ((const qarg[]){__VA_ARGS__}), (sizeof((const qarg[]){__VA_ARGS__}) / sizeof(qarg))
+#define EXEC(q, sql, ...) exec_args((q), (sql), QARGS(__VA_ARGS__))
 
 /* A wall clock in ms (al_now_ms is monotonic). */
 static int64_t wall_ms(void)
@@ -137,15 +240,23 @@ static int64_t wall_ms(void)
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* events.ms is wall-clock ms, as every other *_ms column. */
+static void event_locked(al_queue *q, int64_t id, const char *what)
+{
+  EXEC(q, "INSERT INTO events(run, ms, what) VALUES(?, ?, ?)", q_int(id), q_int(wall_ms()),
+       q_text(what));
+}
+
 int al_queue_enqueue(al_queue *q, const char *repo, unsigned long number, const char *trigger,
                      const char *sender, const char *delivery, int64_t *id, al_error *err)
 {
   pthread_mutex_lock(&q->lock);
   int ret = -1;
-  int rc = exec_v(q,
-                  "INSERT INTO runs(repo, number, state, trigger, sender, delivery, created_ms)"
-                  " VALUES(?, ?, 'queued', ?, ?, ?, ?)",
-                  "sisssi", repo, (int64_t)number, trigger, sender, delivery, wall_ms());
+  int rc = EXEC(q,
+                "INSERT INTO runs(repo, number, state, trigger, sender, delivery, created_ms)"
+                " VALUES(?, ?, 'queued', ?, ?, ?, ?)",
+                q_text(repo), q_int((int64_t)number), q_text(trigger), q_text(sender),
+                q_text(delivery), q_int(wall_ms()));
   if (rc == SQLITE_DONE) {
     *id = sqlite3_last_insert_rowid(q->db);
     char what[200];
@@ -179,9 +290,8 @@ int al_queue_delivery_new(al_queue *q, const char *delivery, const char *body_sh
                           const char *event, al_error *err)
 {
   pthread_mutex_lock(&q->lock);
-  int rc =
-      exec_v(q, "INSERT INTO deliveries(id, body_sha256, event, received_ms) VALUES(?, ?, ?, ?)",
-             "sssi", delivery, body_sha256, event, wall_ms());
+  int rc = EXEC(q, "INSERT INTO deliveries(id, body_sha256, event, received_ms) VALUES(?, ?, ?, ?)",
+                q_text(delivery), q_text(body_sha256), q_text(event), q_int(wall_ms()));
   int ret = rc == SQLITE_DONE ? 0 : rc == SQLITE_CONSTRAINT ? 1 : db_error(q, err, "delivery");
   pthread_mutex_unlock(&q->lock);
   return ret;
@@ -190,8 +300,8 @@ int al_queue_delivery_new(al_queue *q, const char *delivery, const char *body_sh
 void al_queue_delivery_outcome(al_queue *q, const char *delivery, const char *outcome, int64_t run)
 {
   pthread_mutex_lock(&q->lock);
-  exec_v(q, "UPDATE deliveries SET outcome = ?, run = ? WHERE id = ?", "sis", outcome,
-         run ? run : (int64_t)0, delivery);
+  EXEC(q, "UPDATE deliveries SET outcome = ?, run = ? WHERE id = ?", q_text(outcome), q_int(run),
+       q_text(delivery));
   pthread_mutex_unlock(&q->lock);
 }
 
@@ -208,9 +318,17 @@ static void fill_run(sqlite3_stmt *st, al_queue_run *r)
   r->pid = (pid_t)sqlite3_column_int(st, 7);
   const unsigned char *ps = sqlite3_column_text(st, 8);
   snprintf(r->pid_start, sizeof r->pid_start, "%s", ps ? (const char *)ps : "");
+  const unsigned char *in = sqlite3_column_text(st, 9);
+  snprintf(r->instance, sizeof r->instance, "%s", in ? (const char *)in : "");
+  const unsigned char *fe = sqlite3_column_text(st, 10);
+  snprintf(r->fence, sizeof r->fence, "%s", fe ? (const char *)fe : "");
+  const unsigned char *ns = sqlite3_column_text(st, 11);
+  snprintf(r->pid_ns, sizeof r->pid_ns, "%s", ns ? (const char *)ns : "");
 }
 
-#define RUN_COLS "id, repo, number, trigger, sender, attempts, interrupted, pid, pid_start"
+#define RUN_COLS                                                                                   \
+  "id, repo, number, trigger, sender, attempts, interrupted, pid, pid_start, instance, fence,"     \
+  " pid_ns"
 
 int al_queue_next(al_queue *q, uint64_t now_ms, unsigned max_all, unsigned max_repo,
                   al_queue_run *out, al_error *err)
@@ -310,8 +428,8 @@ int al_queue_set_check(al_queue *q, int64_t id, const char *permission, const ch
                        al_error *err)
 {
   pthread_mutex_lock(&q->lock);
-  int rc = exec_v(q, "UPDATE runs SET permission = ?, check_detail = ? WHERE id = ?", "ssi",
-                  permission, detail, id);
+  int rc = EXEC(q, "UPDATE runs SET permission = ?, check_detail = ? WHERE id = ?",
+                q_text(permission), q_text(detail), q_int(id));
   if (rc == SQLITE_DONE)
     event_locked(q, id, detail);
   int ret = rc == SQLITE_DONE ? 0 : db_error(q, err, "check");
@@ -319,23 +437,115 @@ int al_queue_set_check(al_queue *q, int64_t id, const char *permission, const ch
   return ret;
 }
 
-int al_queue_start(al_queue *q, int64_t id, pid_t pid, const char *pid_start, const char *record,
-                   const char *log, al_error *err)
+int al_queue_start(al_queue *q, int64_t id, const al_queue_attempt *a, al_error *err)
 {
   pthread_mutex_lock(&q->lock);
-  int rc = exec_v(q,
-                  "UPDATE runs SET state = 'running', attempts = attempts + 1, pid = ?,"
-                  " pid_start = ?, record = ?, log = ?, started_ms = ?, finished_ms = NULL,"
-                  " exit_status = NULL WHERE id = ? AND state = 'queued'",
-                  "isssii", (int64_t)pid, pid_start, record, log, wall_ms(), id);
+  pid_t pid = a->pid;
+  int rc =
+      EXEC(q,
+           "UPDATE runs SET state = 'running', attempts = attempts + 1, pid = ?,"
+           " pid_start = ?, record = ?, log = ?, started_ms = ?, finished_ms = NULL,"
+           " exit_status = NULL, instance = ?, fence = ?, pid_ns = ?"
+           " WHERE id = ? AND state = 'queued'",
+           q_int((int64_t)pid), q_text(a->pid_start), q_text(a->record), q_text(a->log),
+           q_int(wall_ms()), q_text(a->instance), q_text(a->fence), q_text(a->pid_ns), q_int(id));
   int ret = -1;
   if (rc == SQLITE_DONE && sqlite3_changes(q->db) == 1) {
-    char what[64];
-    snprintf(what, sizeof what, "running (pid %d)", (int)pid);
+    char what[400];
+    snprintf(what, sizeof what, "running (pid %d, token %s)", (int)pid, a->fence ? a->fence : "-");
     event_locked(q, id, what);
     ret = 0;
   } else {
-    db_error(q, err, "start");
+    not_active(q, rc, id, "start", err);
+  }
+  pthread_mutex_unlock(&q->lock);
+  return ret;
+}
+
+static int meta_get(al_queue *q, const char *key, char *out, size_t n)
+{
+  out[0] = '\0';
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(q->db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+      snprintf(out, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int al_queue_claim(al_queue *q, const char *path, char *instance, char *foreign, al_error *err)
+{
+  struct stat st;
+  if (stat(path, &st) < 0)
+    return al_make_error(err, errno, "queue: `%s`", path);
+  char file[64], have_file[64], have[40];
+  snprintf(file, sizeof file, "%llu:%llu", (unsigned long long)st.st_dev,
+           (unsigned long long)st.st_ino);
+  foreign[0] = '\0';
+  pthread_mutex_lock(&q->lock);
+  int ret = -1;
+  if (sqlite3_exec(q->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+    db_error(q, err, "claim");
+    goto out;
+  }
+  if (meta_get(q, "instance", have, sizeof have) != SQLITE_OK ||
+      meta_get(q, "file", have_file, sizeof have_file) != SQLITE_OK) {
+    db_error(q, err, "claim");
+    goto rollback;
+  }
+  bool copy = have[0] && strcmp(have_file, file) != 0;
+  if (have[0] && !copy) {
+    snprintf(instance, 40, "%s", have);
+  } else if (al_random_hex(instance, 16, err) < 0) {
+    goto rollback;
+  }
+  if (copy) {
+    snprintf(foreign, 40, "%s", have);
+    /* the rows left running are the old instance's, whatever they say */
+    EXEC(q, "UPDATE runs SET instance = ? WHERE state = 'running' AND instance IS NULL",
+         q_text(have));
+  } else {
+    /* rows of schema 1 (no instance column then) are this file's own */
+    EXEC(q, "UPDATE runs SET instance = ? WHERE state = 'running' AND instance IS NULL",
+         q_text(instance));
+  }
+  if (EXEC(q, "INSERT OR REPLACE INTO meta(key, value) VALUES('instance', ?), ('file', ?)",
+           q_text(instance), q_text(file)) != SQLITE_DONE ||
+      sqlite3_exec(q->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+    db_error(q, err, "claim");
+    goto rollback;
+  }
+  ret = copy ? 1 : 0;
+  goto out;
+rollback:
+  sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+out:
+  pthread_mutex_unlock(&q->lock);
+  return ret;
+}
+
+int al_queue_fence(al_queue *q, int64_t id, const char *old, const char *token, al_error *err)
+{
+  pthread_mutex_lock(&q->lock);
+  int rc = EXEC(q,
+                "UPDATE runs SET fence = ?, fenced = fenced + 1 WHERE id = ? AND state = 'running'"
+                " AND fence IS ?",
+                q_text(token), q_int(id), q_text(old));
+  int ret;
+  if (rc != SQLITE_DONE) {
+    ret = db_error(q, err, "fence");
+  } else if (sqlite3_changes(q->db) == 1) {
+    char what[800];
+    snprintf(what, sizeof what, "fenced: token %s revoked, now %s", old ? old : "-", token);
+    event_locked(q, id, what);
+    ret = 0;
+  } else {
+    ret = 1;
   }
   pthread_mutex_unlock(&q->lock);
   return ret;
@@ -346,17 +556,19 @@ int al_queue_finish(al_queue *q, int64_t id, const al_queue_result *r, al_error 
   pthread_mutex_lock(&q->lock);
   bool requeue = !strcmp(r->state, "queued");
   bool interrupted = r->interrupted || !strcmp(r->state, "interrupted");
-  int rc = exec_v(q,
-                  "UPDATE runs SET state = ?, exit_status = ?, reason = ?,"
-                  " pr_url = coalesce(?, pr_url), run_id = coalesce(?, run_id),"
-                  " denials = coalesce(?, denials),"
-                  " tokens_unconfirmed = tokens_unconfirmed + ?, pid = NULL, pid_start = NULL,"
-                  " finished_ms = ?, not_before = ?, interrupted = interrupted OR ?"
-                  " WHERE id = ? AND state IN ('queued','running')",
-                  "sisssiiiiii", r->state, (int64_t)r->exit_status, r->reason, r->pr_url, r->run_id,
-                  r->denials, (int64_t)r->tokens_unconfirmed, requeue ? (int64_t)0 : wall_ms(),
-                  requeue ? (int64_t)(wall_ms() + (int64_t)r->not_before_ms) : (int64_t)0,
-                  (int64_t)interrupted, id);
+  int rc = EXEC(q,
+                "UPDATE runs SET state = ?, exit_status = ?, reason = ?,"
+                " pr_url = coalesce(?, pr_url), run_id = coalesce(?, run_id),"
+                " denials = coalesce(?, denials),"
+                " tokens_unconfirmed = tokens_unconfirmed + ?, pid = NULL, pid_start = NULL,"
+                " finished_ms = ?, not_before = ?, interrupted = interrupted OR ?"
+                " , fenced = fenced + ?, fence = CASE WHEN ?1 = 'queued' THEN NULL ELSE fence END"
+                " WHERE id = ? AND state IN ('queued','running') AND (? IS NULL OR fence IS ?)",
+                q_text(r->state), q_int(r->exit_status), q_text(r->reason), q_text(r->pr_url),
+                q_text(r->run_id), q_text(r->denials), q_int(r->tokens_unconfirmed),
+                q_int(requeue ? 0 : wall_ms()),
+                q_int(requeue ? wall_ms() + (int64_t)r->not_before_ms : 0), q_int(interrupted),
+                q_int(r->fenced), q_int(id), q_text(r->fence), q_text(r->fence));
   int ret = -1;
   if (rc == SQLITE_DONE && sqlite3_changes(q->db) == 1) {
     char what[600];
@@ -365,7 +577,7 @@ int al_queue_finish(al_queue *q, int64_t id, const al_queue_result *r, al_error 
     event_locked(q, id, what);
     ret = 0;
   } else {
-    db_error(q, err, "finish");
+    not_active(q, rc, id, "finish", err);
   }
   pthread_mutex_unlock(&q->lock);
   return ret;
@@ -435,6 +647,29 @@ json_t *al_queue_list(al_queue *q, int limit)
   json_array_foreach(rows, i, r) add_events(q, r);
   pthread_mutex_unlock(&q->lock);
   return rows;
+}
+
+json_t *al_queue_without_denials(al_queue *q, int limit)
+{
+  pthread_mutex_lock(&q->lock);
+  json_t *rows = rows_json(q,
+                           "SELECT id, record FROM runs WHERE denials IS NULL AND record IS NOT"
+                           " NULL AND state NOT IN ('queued','running') ORDER BY id LIMIT ?",
+                           limit);
+  pthread_mutex_unlock(&q->lock);
+  return rows;
+}
+
+int al_queue_set_denials(al_queue *q, int64_t id, const char *denials, al_error *err)
+{
+  pthread_mutex_lock(&q->lock);
+  int rc = EXEC(q,
+                "UPDATE runs SET denials = ? WHERE id = ? AND denials IS NULL AND json_valid(?)"
+                " AND json_type(?) = 'object'",
+                q_text(denials), q_int(id), q_text(denials), q_text(denials));
+  int ret = rc == SQLITE_DONE ? 0 : db_error(q, err, "denials");
+  pthread_mutex_unlock(&q->lock);
+  return ret;
 }
 
 json_t *al_queue_get(al_queue *q, int64_t id)

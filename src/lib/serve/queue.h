@@ -26,6 +26,10 @@
 
 typedef struct al_queue al_queue;
 
+/* The schema this code writes (PRAGMA user_version); al_queue_open
+ * migrates an older database in place and refuses a newer one. */
+#define AL_QUEUE_SCHEMA 2
+
 /* A queued or running row, as the scheduler sees it. */
 typedef struct al_queue_run {
   int64_t id;
@@ -37,9 +41,14 @@ typedef struct al_queue_run {
   bool interrupted;   /* was interrupted at least once */
   pid_t pid;          /* running: the child, else 0 */
   char pid_start[32]; /* running: the child's start time (/proc/PID/stat field 22) */
+  char instance[40];  /* running: the instance that started it (al_queue_claim) */
+  char fence[300];    /* running: the attempt's fencing token */
+  char pid_ns[64];    /* running: its PID namespace ("pid:[N]"), "" when unknown */
 } al_queue_run;
 
-/* Open (create) the database at path (mode 0600). */
+/* Open (create) the database at path (mode 0600), migrated to
+ * AL_QUEUE_SCHEMA. -1 with err: EIO (SQLite's message), EPROTO (a schema
+ * newer than this code). */
 int al_queue_open(const char *path, al_queue **out, al_error *err);
 void al_queue_close(al_queue *q);
 
@@ -78,9 +87,29 @@ int al_queue_running(al_queue *q, al_queue_run *out, int max, al_error *err);
  * forge answered it, and the detail line. */
 int al_queue_set_check(al_queue *q, int64_t id, const char *permission, const char *detail,
                        al_error *err);
-/* queued → running with the child's pid (attempts + 1). */
-int al_queue_start(al_queue *q, int64_t id, pid_t pid, const char *pid_start, const char *record,
-                   const char *log, al_error *err);
+/* An attempt as it starts. */
+typedef struct al_queue_attempt {
+  pid_t pid;
+  const char *pid_start; /* /proc/PID/stat field 22 */
+  const char *pid_ns;    /* readlink /proc/self/ns/pid of the starter */
+  const char *record, *log;
+  const char *instance; /* al_queue_claim's */
+  const char *fence;    /* the attempt's fencing token */
+} al_queue_attempt;
+/* queued → running (attempts + 1). */
+int al_queue_start(al_queue *q, int64_t id, const al_queue_attempt *a, al_error *err);
+
+/* The daemon's claim on the file: the instance id stored in it (meta)
+ * with the file's identity (st_dev:st_ino). A file whose identity is not
+ * the one stored is a copy (or a restore): it gets a new instance id, and
+ * the rows that were running are the old instance's (*foreign gets its
+ * id, return 1); else 0. instance, foreign: 40 bytes. -1 with err. */
+int al_queue_claim(al_queue *q, const char *path, char *instance, char *foreign, al_error *err);
+
+/* Fence a running attempt: its token `old` is replaced by `token` (the
+ * attempt the row runs is no longer `old`'s). 0 when replaced, 1 when the
+ * row no longer holds `old` (someone else fenced or finished it), -1. */
+int al_queue_fence(al_queue *q, int64_t id, const char *old, const char *token, al_error *err);
 
 /* What a finished attempt left behind. */
 typedef struct al_queue_result {
@@ -93,9 +122,19 @@ typedef struct al_queue_result {
   int tokens_unconfirmed; /* tokens in the record whose revocation was not confirmed */
   uint64_t not_before_ms; /* state queued: earliest start */
   bool interrupted;       /* the attempt was interrupted (also when re-queued) */
+  const char *fence;      /* the attempt's token: the row must still hold it (NULL: no check) */
+  int fenced;             /* 1: this attempt was fenced (counted in the row) */
 } al_queue_result;
-/* Finish (or re-queue) a queued or running row. */
+/* Finish (or re-queue) a queued or running row. With r->fence, only while
+ * the row still holds that token: else -1 with ESTALE (the attempt was
+ * fenced; nothing changed). */
 int al_queue_finish(al_queue *q, int64_t id, const al_queue_result *r, al_error *err);
+
+/* Finished rows whose denials column is NULL and that have a record:
+ * [{id, record}] (at most limit). New reference. */
+json_t *al_queue_without_denials(al_queue *q, int limit);
+/* Set a finished row's denials (JSON text {reason: count}). */
+int al_queue_set_denials(al_queue *q, int64_t id, const char *denials, al_error *err);
 
 /* Append a line to a row's history. */
 void al_queue_event(al_queue *q, int64_t id, const char *fmt, ...)

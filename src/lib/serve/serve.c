@@ -163,6 +163,7 @@ struct outcome {
   char *denials; /* JSON text, malloc'd */
   int tokens_unconfirmed;
   bool transient;
+  bool fenced; /* the attempt stopped at its fence check (ticket_fence.c) */
 };
 
 /* Causes worth a retry: the forge answered 5xx or could not be reached. */
@@ -189,6 +190,59 @@ static bool transient_text(const char *e)
   return false;
 }
 
+/* The proxy's denials in a run record as JSON text {reason: count}
+ * (malloc'd): one per proxy_decisions entry whose decision is "deny". */
+static char *denials_text(json_t *r)
+{
+  json_t *den = json_object();
+  size_t i;
+  json_t *d;
+  json_array_foreach(json_object_get(r, "proxy_decisions"), i, d)
+  {
+    const char *dec = json_string_value(json_object_get(d, "decision"));
+    if (!dec || strcmp(dec, "deny"))
+      continue;
+    const char *why = json_string_value(json_object_get(d, "reason"));
+    char key[64];
+    snprintf(key, sizeof key, "%s", why ? why : "unknown");
+    json_int_t n = json_integer_value(json_object_get(den, key));
+    json_object_set_new(den, key, json_integer(n + 1));
+  }
+  char *txt = json_dumps(den, JSON_COMPACT | JSON_SORT_KEYS);
+  json_decref(den);
+  return txt;
+}
+
+/* Finished rows without denials (a database migrated from schema 0, whose
+ * column held an address): read them again from each row's run record. */
+static void refill_denials(struct serve *s)
+{
+  json_t *rows = al_queue_without_denials(s->q, 10000);
+  size_t i, n = 0;
+  json_t *v;
+  json_array_foreach(rows, i, v)
+  {
+    const char *rec = json_string_value(json_object_get(v, "record"));
+    al_autofree char *buf = NULL;
+    size_t len = 0;
+    al_error e = {0};
+    if (!rec || al_read_file(rec, RECORD_MAX, &buf, &len, &e) < 0)
+      continue;
+    json_t *r = json_loadb(buf, len, 0, NULL);
+    if (!r)
+      continue;
+    al_autofree char *txt = denials_text(r);
+    json_decref(r);
+    if (txt &&
+        al_queue_set_denials(s->q, json_integer_value(json_object_get(v, "id")), txt, &e) == 0)
+      n++;
+  }
+  if (n)
+    serve_log("info", "denials_refilled", json_pack("{s:I}", "runs", (json_int_t)n),
+              "%zu finished runs had no denial counts: read again from their run records", n);
+  json_decref(rows);
+}
+
 static void classify(const char *record, int wstatus, bool stopped_by_us, struct outcome *o)
 {
   memset(o, 0, sizeof *o);
@@ -206,22 +260,9 @@ static void classify(const char *record, int wstatus, bool stopped_by_us, struct
     const char *url = json_string_value(json_object_get(pr, "url"));
     if (url && json_is_true(json_object_get(pr, "verified")))
       snprintf(o->pr_url, sizeof o->pr_url, "%s", url);
-    json_t *den = json_object();
+    o->denials = denials_text(r);
     size_t i;
     json_t *d;
-    json_array_foreach(json_object_get(r, "proxy_decisions"), i, d)
-    {
-      const char *dec = json_string_value(json_object_get(d, "decision"));
-      if (!dec || strcmp(dec, "deny"))
-        continue;
-      const char *why = json_string_value(json_object_get(d, "reason"));
-      char key[64];
-      snprintf(key, sizeof key, "%s", why ? why : "unknown");
-      json_int_t n = json_integer_value(json_object_get(den, key));
-      json_object_set_new(den, key, json_integer(n + 1));
-    }
-    o->denials = json_dumps(den, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(den);
     json_array_foreach(json_object_get(json_object_get(r, "revocation"), "tokens"), i, d)
     {
       if (!json_is_true(json_object_get(d, "confirmed_401")))
@@ -229,7 +270,12 @@ static void classify(const char *record, int wstatus, bool stopped_by_us, struct
     }
   }
   const char *error = r ? json_string_value(json_object_get(r, "error")) : NULL;
-  if (stopped_by_us) {
+  const char *fst = json_string_value(json_object_get(json_object_get(r, "fence"), "status"));
+  if (fst && !strcmp(fst, "fenced")) {
+    o->fenced = true;
+    snprintf(o->state, sizeof o->state, "failed");
+    snprintf(o->reason, sizeof o->reason, "%s", error ? error : "fenced");
+  } else if (stopped_by_us) {
     snprintf(o->state, sizeof o->state, "interrupted");
     snprintf(o->reason, sizeof o->reason, "the service stopped (exit status %d)", code);
   } else if (!r) {
@@ -297,8 +343,17 @@ static void child_done(struct serve *s, struct serve_child *c, int wstatus)
                          .run_id = o.run_id[0] ? o.run_id : NULL,
                          .denials = o.denials,
                          .tokens_unconfirmed = o.tokens_unconfirmed};
+  res.fence = c->fence;
   char why[800];
-  if (c->stopping) {
+  if (o.fenced) {
+    /* it made nothing: the ticket runs again if the row is still ours (the
+     * trigger check finds a PR another attempt made) */
+    res.fenced = 1;
+    res.state = "queued";
+    res.interrupted = true;
+    snprintf(why, sizeof why, "attempt %d fenced (%s); re-queued", c->attempts, o.reason);
+    res.reason = why;
+  } else if (c->stopping) {
     res.interrupted = true;
     if (s->cfg->requeue_interrupted) {
       res.state = "queued";
@@ -315,8 +370,22 @@ static void child_done(struct serve *s, struct serve_child *c, int wstatus)
     res.reason = why;
   }
   al_error err = {0};
-  if (al_queue_finish(s->q, c->id, &res, &err) < 0)
+  if (al_queue_finish(s->q, c->id, &res, &err) < 0) {
+    if (err.code == ESTALE) {
+      /* another replica fenced this attempt and owns the row now */
+      al_queue_event(s->q, c->id, "fenced: attempt %d (token %s) ended after it was fenced: %s: %s",
+                     c->attempts, c->fence, res.state, res.reason);
+      serve_log("warn", "fenced",
+                json_pack("{s:I, s:i}", "run", (json_int_t)c->id, "attempt", c->attempts),
+                "run %lld: attempt %d ended after it was fenced (token %s): its outcome (%s) is "
+                "not the row's",
+                (long long)c->id, c->attempts, c->fence, res.state);
+      free(o.denials);
+      *c = s->children[--s->n_children];
+      return;
+    }
     serve_log("error", "queue", NULL, "run %lld: %s", (long long)c->id, err.msg);
+  }
   serve_log(!strcmp(res.state, "succeeded") ? "info" : "warn", "run_finished",
             json_pack("{s:I, s:s, s:i, s:s?, s:s?}", "run", (json_int_t)c->id, "state", res.state,
                       "exit_status", res.exit_status, "pr_url", res.pr_url, "record_run_id",
@@ -333,10 +402,57 @@ static void reap(struct serve *s)
     pid_t p = waitpid(-1, &st, WNOHANG);
     if (p <= 0)
       return;
+    pthread_mutex_lock(&s->children_lock);
     struct serve_child *c = child_by_pid(s, p);
     if (c)
       child_done(s, c, st);
+    pthread_mutex_unlock(&s->children_lock);
   }
+}
+
+/* Write a small file whole or not at all (a temporary, then rename). */
+static int write_atomic(const char *path, const char *text, al_error *err)
+{
+  char tmp[PATH_MAX + 8];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return al_make_error(err, errno, "`%s`", tmp);
+  size_t n = strlen(text);
+  bool ok = write(fd, text, n) == (ssize_t)n && fsync(fd) == 0;
+  int e = errno;
+  close(fd);
+  if (!ok || rename(tmp, path) < 0) {
+    unlink(tmp);
+    return al_make_error(err, ok ? errno : e, "`%s`", path);
+  }
+  return 0;
+}
+
+static void fence_path(const struct serve *s, int64_t id, char *out, size_t n)
+{
+  snprintf(out, n, "%s/%lld", s->fence_dir, (long long)id);
+}
+
+/* The fencing token of attempt `attempt` of row `id` under this replica:
+ * row.attempt.generation.holder (generation: the Lease's leaseTransitions
+ * as we took it; holder: our identity, or the instance id). */
+static void make_token(const struct serve *s, int64_t id, int attempt, const char *tag, char *out,
+                       size_t n)
+{
+  long long gen = s->el ? (long long)s->el->cur.transitions : 0;
+  snprintf(out, n, "%lld.%d.%lld.%s%s", (long long)id, attempt, gen,
+           s->el ? s->el->id : s->instance, tag);
+}
+
+/* Make `token` the row's current one in its fence file (what a running
+ * attempt compares before its outputs). */
+static int set_fence(const struct serve *s, int64_t id, const char *token, al_error *err)
+{
+  char path[PATH_MAX];
+  fence_path(s, id, path, sizeof path);
+  al_autofree char *text = al_strdup_printf("%s\n%s\n", token, s->stamp);
+  return write_atomic(path, text, err);
 }
 
 /* Between fork and exec: dying is right here (nothing to unwind). */
@@ -375,6 +491,13 @@ static int spawn(struct serve *s, const al_queue_run *r, const al_serve_repo *re
   argv[n++] = repo->policy;
   argv[n++] = "--record";
   argv[n++] = c.record;
+  char fpath[PATH_MAX];
+  fence_path(s, r->id, fpath, sizeof fpath);
+  make_token(s, r->id, attempt, "", c.fence, sizeof c.fence);
+  if (set_fence(s, r->id, c.fence, err) < 0)
+    return -1;
+  argv[n++] = "--fence";
+  argv[n++] = fpath;
   if (s->cfg->agent) {
     argv[n++] = "--agent";
     argv[n++] = s->cfg->agent;
@@ -405,12 +528,23 @@ static int spawn(struct serve *s, const al_queue_run *r, const al_serve_repo *re
   c.pid = pid;
   char start[32];
   proc_start_time(pid, start);
+  pthread_mutex_lock(&s->children_lock);
   s->children = al_xrealloc(s->children, (s->n_children + 1) * sizeof *s->children);
   s->children[s->n_children++] = c;
-  if (al_queue_start(s->q, r->id, pid, start, c.record, log, err) < 0) {
+  pthread_mutex_unlock(&s->children_lock);
+  al_queue_attempt a = {.pid = pid,
+                        .pid_start = start,
+                        .pid_ns = s->pid_ns,
+                        .record = c.record,
+                        .log = log,
+                        .instance = s->instance,
+                        .fence = c.fence};
+  if (al_queue_start(s->q, r->id, &a, err) < 0) {
     /* Never expected: the row was queued a moment ago. Stop the child. */
     kill(-pid, SIGTERM);
+    pthread_mutex_lock(&s->children_lock);
     s->children[s->n_children - 1].stopping = true;
+    pthread_mutex_unlock(&s->children_lock);
     return -1;
   }
   serve_log("info", "run_started",
@@ -595,50 +729,179 @@ static bool same_process(pid_t pid, const char *start)
   return now[0] && !strcmp(now, start);
 }
 
-/* Rows left `running` by a service that died: stop what is left of their
- * processes (the group; the ticket supervisor revokes on SIGTERM, and the
- * broker on its connection's close after SIGKILL), then mark them
- * interrupted and re-queue them or not. */
+/* Finish a recovered row: interrupted, re-queued per runs.on_interrupt,
+ * only while it still holds `fence`. */
+static void recovered(struct serve *s, const al_queue_run *r, const char *fence, const char *what)
+{
+  char why[900];
+  snprintf(why, sizeof why, "interrupted: %s; %s", what,
+           s->cfg->requeue_interrupted ? "re-queued (runs.on_interrupt: requeue)"
+                                       : "not re-queued (runs.on_interrupt: fail)");
+  al_queue_result res = {.state = s->cfg->requeue_interrupted ? "queued" : "interrupted",
+                         .exit_status = -1,
+                         .reason = why,
+                         .interrupted = true,
+                         .fence = fence[0] ? fence : NULL};
+  al_error err = {0};
+  if (al_queue_finish(s->q, r->id, &res, &err) < 0)
+    serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, err.msg);
+  serve_log("warn", "recovered", json_pack("{s:I}", "run", (json_int_t)r->id), "run %lld: %s",
+            (long long)r->id, why);
+}
+
+/* Revoke the row's token: a new one in its fence file first (what the
+ * attempt compares before its outputs), then in the row. Returns the new
+ * token in out, or -1 (the row moved on: leave it). */
+static int bump_fence(struct serve *s, const al_queue_run *r, const char *old, char *out, size_t n)
+{
+  make_token(s, r->id, r->attempts, "!recovered", out, n);
+  al_error err = {0};
+  if (set_fence(s, r->id, out, &err) < 0) {
+    serve_log("error", "fence", json_pack("{s:I}", "run", (json_int_t)r->id), "run %lld: %s",
+              (long long)r->id, err.msg);
+    return -1;
+  }
+  int rc = al_queue_fence(s->q, r->id, old[0] ? old : NULL, out, &err);
+  if (rc < 0)
+    serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, err.msg);
+  return rc == 0 ? 0 : -1;
+}
+
+/* Rows left `running` by a service that died or by another replica:
+ * - another instance's (a copied queue.db): not ours; not stopped, not
+ *   run again from here (interrupted, never re-queued);
+ * - its process visible in our PID namespace: stopped as before (the
+ *   group; the ticket supervisor revokes on SIGTERM, the broker on its
+ *   connection's close after SIGKILL), its token revoked, re-queued or not;
+ * - else (another PID namespace or host, where a pid means nothing to us):
+ *   pending until its heartbeat stops (pending_step). */
 static void recover(struct serve *s)
 {
   al_queue_run rows[256];
   al_error err = {0};
   int n = al_queue_running(s->q, rows, 256, &err);
+  if (n < 0)
+    serve_log("error", "queue", NULL, "%s", err.msg);
   for (int i = 0; i < n; i++) {
     al_queue_run *r = &rows[i];
-    bool alive = same_process(r->pid, r->pid_start);
-    if (alive) {
-      kill(-r->pid, SIGTERM);
-      uint64_t until = al_now_ms() + STOP_GRACE_MS;
-      while (same_process(r->pid, r->pid_start) && al_now_ms() < until)
-        usleep(50000);
-      if (same_process(r->pid, r->pid_start))
-        kill(-r->pid, SIGKILL);
+    bool pending = false;
+    for (size_t k = 0; k < s->n_pending; k++)
+      pending |= s->pending[k].id == r->id;
+    bool ours = false;
+    for (size_t k = 0; k < s->n_children; k++)
+      ours |= s->children[k].id == r->id;
+    if (pending || ours)
+      continue;
+    char token[300];
+    if (r->instance[0] && strcmp(r->instance, s->instance) != 0) {
+      char why[400];
+      snprintf(why, sizeof why,
+               "left running by airlock serve instance %s, not this one (%s): this queue.db is "
+               "a copy or a restore; its process is not stopped and the ticket is not run again "
+               "from here (trigger it again if it has no PR)",
+               r->instance, s->instance);
+      al_queue_result res = {.state = "interrupted",
+                             .exit_status = -1,
+                             .reason = why,
+                             .interrupted = true,
+                             .fence = r->fence[0] ? r->fence : NULL};
+      if (al_queue_finish(s->q, r->id, &res, &err) < 0)
+        serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, err.msg);
+      serve_log("warn", "not_recovered",
+                json_pack("{s:I, s:s}", "run", (json_int_t)r->id, "instance", r->instance),
+                "run %lld: %s", (long long)r->id, why);
+      continue;
     }
-    char why[300];
-    snprintf(why, sizeof why, "interrupted: the service was restarted while it ran (%s); %s",
-             alive ? "its process was still there and was stopped" : "its process was gone",
-             s->cfg->requeue_interrupted ? "re-queued (runs.on_interrupt: requeue)"
-                                         : "not re-queued (runs.on_interrupt: fail)");
-    al_queue_result res = {.state = s->cfg->requeue_interrupted ? "queued" : "interrupted",
-                           .exit_status = -1,
-                           .reason = why,
-                           .interrupted = true};
-    if (al_queue_finish(s->q, r->id, &res, &err) < 0)
-      serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, err.msg);
-    serve_log("warn", "recovered", json_pack("{s:I}", "run", (json_int_t)r->id), "run %lld: %s",
-              (long long)r->id, why);
+    if (r->pid_ns[0] && !strcmp(r->pid_ns, s->pid_ns)) {
+      bool alive = same_process(r->pid, r->pid_start);
+      if (alive) {
+        kill(-r->pid, SIGTERM);
+        uint64_t until = al_now_ms() + STOP_GRACE_MS;
+        while (same_process(r->pid, r->pid_start) && al_now_ms() < until)
+          usleep(50000);
+        if (same_process(r->pid, r->pid_start))
+          kill(-r->pid, SIGKILL);
+      }
+      if (bump_fence(s, r, r->fence, token, sizeof token) < 0)
+        continue;
+      recovered(s, r, token,
+                alive ? "the service was restarted while it ran (its process was still there "
+                        "and was stopped)"
+                      : "the service was restarted while it ran (its process was gone)");
+      continue;
+    }
+    /* not visible here: wait out its heartbeat */
+    s->pending = al_xrealloc(s->pending, (s->n_pending + 1) * sizeof *s->pending);
+    struct serve_pending *p = &s->pending[s->n_pending++];
+    memset(p, 0, sizeof *p);
+    p->id = r->id;
+    p->attempts = r->attempts;
+    p->pid = r->pid;
+    snprintf(p->fence, sizeof p->fence, "%s", r->fence);
+    p->seen_ms = p->since_ms = al_now_ms();
+    char hb[PATH_MAX + 8];
+    fence_path(s, r->id, hb, sizeof hb);
+    strcat(hb, ".hb");
+    al_autofree char *text = NULL;
+    if (al_read_file(hb, sizeof p->hb - 1, &text, NULL, &err) == 0)
+      snprintf(p->hb, sizeof p->hb, "%s", text);
+    serve_log("warn", "recovering",
+              json_pack("{s:I, s:i, s:s, s:s}", "run", (json_int_t)r->id, "pid", (int)r->pid,
+                        "pid_ns", r->pid_ns, "token", r->fence),
+              "run %lld: its process (pid %d in %s) is not in this PID namespace (%s): waiting "
+              "until its heartbeat has not changed for %llu ms before fencing it",
+              (long long)r->id, (int)r->pid, r->pid_ns[0] ? r->pid_ns : "an unknown namespace",
+              s->pid_ns, (unsigned long long)s->hb_stale_ms);
+  }
+}
+
+/* The rows recover() could not judge: fenced once their heartbeat has
+ * not changed for hb_stale_ms by our clock (never by comparing the
+ * heartbeat's time with ours). */
+static void pending_step(struct serve *s)
+{
+  uint64_t now = al_now_ms();
+  for (size_t i = 0; i < s->n_pending;) {
+    struct serve_pending *p = &s->pending[i];
+    char hb[PATH_MAX + 8];
+    fence_path(s, p->id, hb, sizeof hb);
+    strcat(hb, ".hb");
+    al_autofree char *text = NULL;
+    al_error err = {0};
+    char cur[200] = "";
+    if (al_read_file(hb, sizeof cur - 1, &text, NULL, &err) == 0)
+      snprintf(cur, sizeof cur, "%s", text);
+    if (strcmp(cur, p->hb) != 0) {
+      snprintf(p->hb, sizeof p->hb, "%s", cur);
+      p->seen_ms = now;
+    }
+    if (now - p->seen_ms < s->hb_stale_ms) {
+      i++;
+      continue;
+    }
+    al_queue_run r = {.id = p->id, .attempts = p->attempts};
+    char token[300], what[700];
+    if (bump_fence(s, &r, p->fence, token, sizeof token) == 0) {
+      snprintf(what, sizeof what,
+               "attempt %d fenced: its process (pid %d) is not visible here and its heartbeat "
+               "did not change for %llu ms; token %s revoked",
+               p->attempts, (int)p->pid, (unsigned long long)(now - p->seen_ms), p->fence);
+      recovered(s, &r, token, what);
+    }
+    s->pending[i] = s->pending[--s->n_pending];
   }
 }
 
 static void stop_children(struct serve *s, int sfd)
 {
   uint64_t now = al_now_ms();
+  pthread_mutex_lock(&s->children_lock);
   for (size_t i = 0; i < s->n_children; i++) {
     s->children[i].stopping = true;
     s->children[i].stop_sent_ms = now;
     kill(-s->children[i].pid, SIGTERM);
   }
+  pthread_mutex_unlock(&s->children_lock);
   bool killed = false;
   while (s->n_children > 0) {
     struct pollfd p = {.fd = sfd, .events = POLLIN};
@@ -649,8 +912,10 @@ static void stop_children(struct serve *s, int sfd)
         s->stop_signal = (int)si.ssi_signo; /* kept for the main loop (election loss) */
     reap(s);
     if (!killed && al_now_ms() - now > STOP_GRACE_MS) {
+      pthread_mutex_lock(&s->children_lock);
       for (size_t i = 0; i < s->n_children; i++)
         kill(-s->children[i].pid, SIGKILL);
+      pthread_mutex_unlock(&s->children_lock);
       killed = true;
     }
   }
@@ -660,9 +925,61 @@ static void stop_children(struct serve *s, int sfd)
  * the last leader left running; one that loses it stops its runs at once
  * (interrupted, re-queued per runs.on_interrupt), before a standby may
  * take the Lease (renew_deadline < duration). */
+/* The watchdog: every 100 ms, a leader whose Lease is past renew_deadline
+ * (lead_until_ms, set by the main loop at each renewal) stops its runs:
+ * SIGTERM to each run's group, whatever the main loop is doing (blocked
+ * in a request, a slow disk). The main loop then reaps them as
+ * interrupted. A frozen process (SIGSTOP) runs no thread: for that the
+ * run's own fence check reads the same deadline (ticket_fence.c). */
+static void *watchdog_main(void *arg)
+{
+  struct serve *s = arg;
+  bool fired = false;
+  while (!__atomic_load_n(&s->watchdog_stop, __ATOMIC_ACQUIRE)) {
+    uint64_t until = __atomic_load_n(&s->lead_until_ms, __ATOMIC_ACQUIRE);
+    if (until && al_now_ms() >= until) {
+      if (!fired) {
+        pthread_mutex_lock(&s->children_lock);
+        size_t n = 0;
+        for (size_t i = 0; i < s->n_children; i++)
+          if (!s->children[i].stopping) {
+            s->children[i].stopping = true;
+            s->children[i].stop_sent_ms = al_now_ms();
+            kill(-s->children[i].pid, SIGTERM);
+            n++;
+          }
+        pthread_mutex_unlock(&s->children_lock);
+        if (n)
+          serve_log("warn", "watchdog", json_pack("{s:I}", "runs", (json_int_t)n),
+                    "the Lease was not renewed within renew_deadline: stopped %zu runs", n);
+        fired = true;
+      }
+    } else {
+      fired = false;
+    }
+    usleep(100000);
+  }
+  return NULL;
+}
+
+/* Our leader stamp: the monotonic ms our Lease is good until (0: not
+ * leading), read by our runs' fence checks (same host, same clock). */
+static void set_lead_until(struct serve *s, uint64_t until)
+{
+  if (until == __atomic_load_n(&s->lead_until_ms, __ATOMIC_ACQUIRE))
+    return;
+  char text[32];
+  snprintf(text, sizeof text, "%llu\n", (unsigned long long)until);
+  al_error err = {0};
+  if (write_atomic(s->stamp, text, &err) < 0)
+    serve_log("error", "fence", NULL, "leader stamp: %s", err.msg);
+  __atomic_store_n(&s->lead_until_ms, until, __ATOMIC_RELEASE);
+}
+
 static void elect(struct serve *s, struct serve_election *el, int sfd)
 {
   bool lead = serve_election_step(el, al_now_ms());
+  set_lead_until(s, lead ? el->renewed_ms + el->renew_ms : 0);
   if (lead && s->leader != 1) {
     __atomic_store_n(&s->leader, 1, __ATOMIC_RELAXED);
     serve_log("info", "leading", json_pack("{s:s, s:s}", "lease", el->name, "identity", el->id),
@@ -677,6 +994,7 @@ static void elect(struct serve *s, struct serve_election *el, int sfd)
               strcmp(el->cur.holder, el->id) ? "holder now `" : "a write conflict or no renewal",
               strcmp(el->cur.holder, el->id) ? el->cur.holder : " within renew_deadline",
               strcmp(el->cur.holder, el->id) ? "`" : "", s->n_children);
+    s->n_pending = 0; /* the new leader judges them */
     stop_children(s, sfd);
   }
 }
@@ -711,36 +1029,72 @@ static int preflight(const al_serve_config *cfg, al_error *err)
 
 int al_serve_run(const al_serve_config *cfg, al_error *err)
 {
-  struct serve s = {.cfg = cfg, .started_ms = al_now_ms(), .leader = -1};
+  struct serve s = {.cfg = cfg, .started_ms = al_now_ms(), .leader = -1, .lock_fd = -1};
+  pthread_mutex_init(&s.children_lock, NULL);
   struct serve_election el;
   bool electing = cfg->election_lease[0] != '\0';
   if (electing && serve_election_init(&el, cfg, err) < 0)
     return -1;
+  if (electing)
+    s.el = &el;
   int ret = -1;
   int sfd = -1;
   al_autofree char *dbp = al_strdup_printf("%s/queue.db", cfg->state_dir);
   if (mkdir_0700(cfg->state_dir, err) < 0)
     return -1;
+  /* one instance per queue (the replicas of an election share it) */
+  if (serve_lock_state_dir(cfg->state_dir, electing, &s.lock_fd, err) < 0)
+    return -1;
+  snprintf(s.fence_dir, sizeof s.fence_dir, "%s/fence", cfg->state_dir);
+  if (mkdir_0700(s.fence_dir, err) < 0)
+    goto out;
+  {
+    ssize_t n = readlink("/proc/self/ns/pid", s.pid_ns, sizeof s.pid_ns - 1);
+    s.pid_ns[n > 0 ? n : 0] = '\0';
+  }
+  s.hb_stale_ms = electing && cfg->election_duration_ms > 5000 ? cfg->election_duration_ms : 5000;
+  if (electing) {
+    char digest[65];
+    al_sha256_hex(el.id, strlen(el.id), digest);
+    snprintf(s.stamp, sizeof s.stamp, "%s/leader-%.16s", s.fence_dir, digest);
+  }
   snprintf(s.records_dir, sizeof s.records_dir, "%s/records", cfg->state_dir);
   snprintf(s.logs_dir, sizeof s.logs_dir, "%s/logs", cfg->state_dir);
   if (mkdir_0700(s.records_dir, err) < 0 || mkdir_0700(s.logs_dir, err) < 0)
-    return -1;
+    goto out;
   if (cfg->airlock) {
     snprintf(s.airlock, sizeof s.airlock, "%s", cfg->airlock);
   } else {
     ssize_t n = readlink("/proc/self/exe", s.airlock, sizeof s.airlock - 1);
-    if (n <= 0)
-      return al_make_error(err, errno, "readlink /proc/self/exe");
+    if (n <= 0) {
+      al_make_error(err, errno, "readlink /proc/self/exe");
+      goto out;
+    }
     s.airlock[n] = '\0';
   }
-  if (access(s.airlock, X_OK) < 0)
-    return al_make_error(err, errno, "runs.airlock `%s`", s.airlock);
+  if (access(s.airlock, X_OK) < 0) {
+    al_make_error(err, errno, "runs.airlock `%s`", s.airlock);
+    goto out;
+  }
   if (cfg->listen_webhook[0] && load_secret(&s, err) < 0)
     goto out;
   if (preflight(cfg, err) < 0)
     goto out;
   if (al_queue_open(dbp, &s.q, err) < 0)
     goto out;
+  {
+    char foreign[40];
+    int c = al_queue_claim(s.q, dbp, s.instance, foreign, err);
+    if (c < 0)
+      goto out;
+    if (c == 1)
+      serve_log("warn", "queue_copied",
+                json_pack("{s:s, s:s}", "instance", s.instance, "was", foreign),
+                "`%s` is not the file instance %s wrote (a copy or a restore): this is instance "
+                "%s; the rows that instance left running are not recovered here",
+                dbp, foreign, s.instance);
+  }
+  refill_denials(&s);
   /* Signals first (blocked before any thread exists), so the listener
    * threads never take them. */
   sigset_t mask;
@@ -764,6 +1118,13 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
     recover(&s);
   if (serve_http_start(&s, err) < 0)
     goto out;
+  if (electing) {
+    if (pthread_create(&s.watchdog, NULL, watchdog_main, &s) != 0) {
+      al_make_error(err, EAGAIN, "the election's watchdog thread");
+      goto out;
+    }
+    s.watchdog_running = true;
+  }
   serve_log("info", "started",
             json_pack("{s:s, s:s, s:s, s:I, s:I}", "webhook", cfg->listen_webhook, "status",
                       cfg->listen_status, "state_dir", cfg->state_dir, "max_concurrent",
@@ -789,8 +1150,10 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
       stop = true; /* a SIGTERM that came while the runs of a lost Lease were stopped */
       serve_log("info", "stopping", NULL, "signal %d: stopping", s.stop_signal);
     }
-    if (!stop && s.leader != 0)
+    if (!stop && s.leader != 0) {
+      pending_step(&s);
       schedule(&s);
+    }
   }
   serve_http_stop(&s);
   stop_children(&s, sfd);
@@ -802,6 +1165,16 @@ out:
   serve_http_stop(&s);
   if (s.n_children)
     stop_children(&s, sfd);
+  if (s.watchdog_running) {
+    __atomic_store_n(&s.watchdog_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(s.watchdog, NULL);
+  }
+  if (s.stamp[0])
+    unlink(s.stamp);
+  free(s.pending);
+  if (s.lock_fd >= 0)
+    close(s.lock_fd);
+  pthread_mutex_destroy(&s.children_lock);
   if (sfd >= 0)
     close(sfd);
   free(s.children);

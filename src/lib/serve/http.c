@@ -186,7 +186,18 @@ static enum MHD_Result status_page(struct serve *s, struct MHD_Connection *conn,
     id = strtoll(url + 6, &end, 10);
     tail = end;
   }
-  if (!strcmp(url, "/")) {
+  char why[300];
+  bool healthy = al_queue_health(s->q, why, sizeof why) == 0;
+  if (!strcmp(url, "/healthz")) {
+    /* the queue's health: 200 ok, else 503 with why (a probe's answer) */
+    status = healthy ? 200 : 503;
+    body = al_strdup_printf("%s\n", healthy ? "ok" : why);
+  } else if (!healthy && (!strcmp(url, "/") || !strcmp(url, "/runs.json") ||
+                          !strcmp(url, "/metrics") || tail)) {
+    /* never an empty page with 200 over a queue that cannot be read */
+    status = 503;
+    body = al_strdup_printf("airlock serve: %s\n", why);
+  } else if (!strcmp(url, "/")) {
     body = serve_page_index(s, &type);
   } else if (!strcmp(url, "/runs.json")) {
     body = serve_page_runs_json(s, &type);

@@ -68,6 +68,56 @@ static const char *const migrations[] = {
 _Static_assert(sizeof migrations / sizeof migrations[0] == AL_QUEUE_SCHEMA,
                "one migration per schema version");
 
+/* What a damaged file's message says: the file, what is wrong, what to do. */
+#define DAMAGED_FMT                                                                                \
+  "queue: `%s` is damaged (%s): airlock serve does not start on it. Stop every process using "     \
+  "it, move it aside (mv %s %s.damaged, with its -wal and -shm files) and start again: the "       \
+  "queue starts empty (the run records stay in records/; trigger the open tickets again), or "     \
+  "restore a backup"
+
+/* PRAGMA quick_check (sqlite.org/pragma.html#pragma_quick_check: the
+ * b-trees, their pages and record formats, without the index contents):
+ * 0 when it answers "ok", else -1 with its first line (or SQLite's error)
+ * in why. */
+static int check_integrity(al_queue *q, char *why, size_t n)
+{
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(q->db, "PRAGMA quick_check(5)", -1, &st, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_step(st);
+  int ret = 0;
+  if (rc == SQLITE_ROW) {
+    const char *line = (const char *)sqlite3_column_text(st, 0);
+    if (!line || strcmp(line, "ok") != 0) {
+      snprintf(why, n, "PRAGMA quick_check: %s", line ? line : "no answer");
+      ret = -1;
+    }
+  } else {
+    snprintf(why, n, "PRAGMA quick_check: %s", sqlite3_errmsg(q->db));
+    ret = -1;
+  }
+  sqlite3_finalize(st);
+  return ret;
+}
+
+int al_queue_health(al_queue *q, char *why, size_t n)
+{
+  pthread_mutex_lock(&q->lock);
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(q->db,
+                              "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM events),"
+                              " (SELECT count(*) FROM deliveries)",
+                              -1, &st, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_step(st);
+  int ret = rc == SQLITE_ROW ? 0 : -1;
+  if (ret < 0)
+    snprintf(why, n, "the queue cannot be read: %s", sqlite3_errmsg(q->db));
+  sqlite3_finalize(st);
+  pthread_mutex_unlock(&q->lock);
+  return ret;
+}
+
 static int user_version(sqlite3 *db, int *v)
 {
   sqlite3_stmt *st = NULL;
@@ -151,8 +201,18 @@ int al_queue_open(const char *path, al_queue **out, al_error *err)
   }
   sqlite3_busy_timeout(q->db, 5000);
   char *msg = NULL;
+  char why[300] = "";
+  if (check_integrity(q, why, sizeof why) < 0) {
+    al_error_set(err, EIO, DAMAGED_FMT, path, why, path, path);
+    al_queue_close(q);
+    return -1;
+  }
   if (sqlite3_exec(q->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
-    al_error_set(err, EIO, "queue: `%s`: %s", path, msg ? msg : "schema");
+    int rc = sqlite3_errcode(q->db);
+    if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB)
+      al_error_set(err, EIO, DAMAGED_FMT, path, msg ? msg : "schema", path, path);
+    else
+      al_error_set(err, EIO, "queue: `%s`: %s", path, msg ? msg : "schema");
     sqlite3_free(msg);
     al_queue_close(q);
     return -1;

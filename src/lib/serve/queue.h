@@ -46,11 +46,16 @@ typedef struct al_queue_run {
   char pid_ns[64];    /* running: its PID namespace ("pid:[N]"), "" when unknown */
 } al_queue_run;
 
-/* Open (create) the database at path (mode 0600), migrated to
- * AL_QUEUE_SCHEMA. -1 with err: EIO (SQLite's message), EPROTO (a schema
- * newer than this code). */
+/* Open (create) the database at path (mode 0600), checked (PRAGMA
+ * quick_check) and migrated to AL_QUEUE_SCHEMA. -1 with err: EIO (a
+ * damaged file: the message names it and says what to do; or SQLite's
+ * message), EPROTO (a schema newer than this code). */
 int al_queue_open(const char *path, al_queue **out, al_error *err);
 void al_queue_close(al_queue *q);
+
+/* The queue can be read now (every table): 0, or -1 with why (one line),
+ * for /healthz and the status page. */
+int al_queue_health(al_queue *q, char *why, size_t n);
 
 /* Add a run for repo#number. Returns 0 and *id for a new row, 1 and the
  * active row's *id when the ticket already has a queued or running run

@@ -9,7 +9,8 @@ PKGS="gcc make meson ninja-build pkg-config git curl openssl python3 ca-certific
   libseccomp-dev libfyaml-dev libjansson-dev libcurl4-openssl-dev
   libc-ares-dev libmicrohttpd-dev libcmocka-dev libjwt-dev libssl-dev libsqlite3-dev
   clang libclang-rt-14-dev bubblewrap python3-jsonschema libkeyutils-dev keyutils
-  man-db groff-base jq"
+  man-db groff-base jq
+  gh"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1829,6 +1829,10 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
       h_revoke(&c);
     else if (c.nseg == 2 && is_seg(&c, 1, "repositories") && get)
       h_installation_repos(&c);
+  } else if (c.nseg == 1 && post && is_seg(&c, 0, "graphql")) {
+    forge_graphql(&c); /* graphql.c; /api/graphql arrives as /graphql here */
+  } else if (c.nseg == 2 && post && is_seg(&c, 0, "api") && is_seg(&c, 1, "graphql")) {
+    forge_graphql(&c);
   } else if (is_seg(&c, 0, "rate_limit") && c.nseg == 1 && get) {
     forge_resp_json(resp, 200,
                     json_pack("{s:{s:{s:i, s:i, s:i}}}", "resources", "core", "limit", 5000,
@@ -1937,4 +1941,18 @@ bool forge_api_parse_body(struct ctx *c, bool allow_empty, const char *doc)
 json_t *forge_api_iso(long long t)
 {
   return iso(t);
+}
+
+/* for graphql.c */
+json_t *forge_api_issue_obj(json_t *repo, json_t *is, bool is_pull)
+{
+  return issue_obj(repo, is, is_pull);
+}
+json_t *forge_api_pull_obj(json_t *repo, json_t *pr)
+{
+  return pull_obj(repo, pr);
+}
+json_t *forge_api_find_in(json_t *arr, const char *full, const char *numkey, long long num)
+{
+  return find_in(arr, full, numkey, num);
 }

@@ -49,4 +49,12 @@ void forge_h_actions_permissions(struct ctx *c, json_t *repo);
 void forge_h_workflow_permissions(struct ctx *c, json_t *repo);
 void forge_h_environments(struct ctx *c, json_t *repo);
 
+/* The REST issue / pull request objects and the stored-record lookup
+ * (api.c), for graphql.c. */
+json_t *forge_api_issue_obj(json_t *repo, json_t *is, bool is_pull);
+json_t *forge_api_pull_obj(json_t *repo, json_t *pr);
+json_t *forge_api_find_in(json_t *arr, const char *full, const char *numkey, long long num);
+/* graphql.c: POST /graphql, the queries gh sends for issue/pr/repo view */
+void forge_graphql(struct ctx *c);
+
 #endif

@@ -257,8 +257,16 @@ api_refused "another repository" GET /repos/acme/loose other-repository
 api_refused "the installation's repositories" GET /installation/repositories no-rule
 api_refused "the app" GET /app no-rule
 api_refused "minting a token" POST /app/installations/1/access_tokens write-refused '{}'
-api_refused "GraphQL query" POST /graphql graphql-refused '{"query":"{ viewer { login } }"}'
-api_refused "GraphQL mutation" POST /graphql graphql-refused '{"query":"mutation { x }"}'
+# GraphQL (gateway/graphql.h): read-only queries of the run's repository
+api_refused "GraphQL: viewer" POST /graphql "graphql-refused: top-level-field" '{"query":"{ viewer { login } }"}'
+api_refused "GraphQL mutation" POST /graphql "graphql-refused: mutation" '{"query":"mutation { x }"}'
+is "  positive control: the mutation reaches the forge through the tunnel" "$(tun POST /graphql "$W/git.hdr" '{"query":"mutation { x }"}')" 200
+api_refused "GraphQL: another repository" POST /graphql "graphql-refused: other-repository" '{"query":"{ repository(owner: \"acme\", name: \"loose\") { name } }"}'
+is "  positive control: through the tunnel the loose token reads it" "$(tun POST /graphql "$W/loose.hdr" '{"query":"{ repository(owner: \"acme\", name: \"loose\") { name } }"}'; jq -r .data.repository.name "$W/body")" "200loose"
+api_refused "GraphQL: another issue" POST /graphql "graphql-refused: other-ticket" '{"query":"{ repository(owner: \"acme\", name: \"tally\") { issue(number: 2) { title } } }"}'
+api_refused "GraphQL: an owner's other repositories" POST /graphql "graphql-refused: field" '{"query":"{ repository(owner: \"acme\", name: \"tally\") { owner { ... on Organization { repositories(first: 5) { nodes { name } } } } } }"}'
+is "GraphQL: the run's repository and its ticket: 200" "$(gw POST /graphql "$W/ph.hdr" '{"query":"query($o: String!, $n: String!) { repository(owner: $o, name: $n) { nameWithOwner issue(number: 1) { number title } } }","variables":{"o":"acme","n":"tally"}}')" 200
+is "  the forge answered (ticket token: the query reads the ticket)" "$(jq -r '.data.repository.nameWithOwner + " " + (.data.repository.issue.number|tostring)' "$W/body") $(last_reason)" "acme/tally 1 api-graphql-ticket"
 is "an encoded dot-dot path: 400" "$(gw GET /repos/acme/tally/issues/%2e%2e/2 "$W/ph.hdr")" 400
 is "  reason" "$(last_reason)" path-encoded-separator
 
@@ -280,6 +288,21 @@ if command -v gh >/dev/null 2>&1; then
   out=$(ghgw api -X POST repos/acme/tally/pulls -f title=x -f head="$BR" -f base=main 2>&1); rc=$?
   like "gh api POST .../pulls: refused, saying the supervisor opens the PR" "$rc $(tr '\n' ' ' <<<"$out")" '^1 .*airlock: write-refused: the agent does not open the pull request.*the supervisor opens the pull request after the agent exits'
   is "  no PR was made by it" "$(admin /pulls | jq length)" "$np0"
+  out=$(ghgw issue view 1 --comments 2>&1); rc=$?
+  is "gh issue view 1 --comments through the gateway (GraphQL): exit 0" "$rc" 0
+  [ $rc -eq 0 ] || diag "$out"
+  like "  it prints the ticket's comments (the control's \"hi\")" "$(tr '\n\t' '  ' <<<"$out")" '-- hi --'
+  title=$(admin /issues | jq -r '[.[] | select(.repo == "acme/tally" and .number == 1)][0].title')
+  is "gh issue view 1 --json title: the ticket's title" "$(ghgw issue view 1 --json title -q .title 2>&1)" "$title"
+  prn=$(admin /pulls | jq -r '[.[] | select(.repo == "acme/tally")][0].number')
+  out=$(ghgw pr view "$prn" 2>&1); rc=$?
+  is "gh pr view $prn through the gateway: exit 0" "$rc" 0
+  like "  it prints the PR" "$(tr '\n\t' '  ' <<<"$out")" "number: +$prn "
+  is "gh pr view $prn --json headRefName: the run branch" "$(ghgw pr view "$prn" --json headRefName -q .headRefName 2>&1)" "$BR"
+  out=$(ghgw issue view 2 2>&1); rc=$?
+  like "gh issue view 2 (another issue): refused, gh prints why" "$rc $(tr '\n' ' ' <<<"$out")" '^1 .*airlock: graphql-refused: other-ticket'
+  out=$(ghgw api graphql -f query='mutation { createPullRequest(input: {repositoryId: "R", baseRefName: "main", headRefName: "x", title: "x"}) { pullRequest { url } } }' 2>&1); rc=$?
+  like "gh api graphql with a mutation: refused, naming who opens the PR" "$rc $(tr '\n' ' ' <<<"$out")" '^1 .*airlock: graphql-refused: mutation: .*the supervisor opens the pull request after the agent exits'
   is "/api/v3 alone is no route" "$(gw GET /api/v3 "$W/ph.hdr")" 403
   is "/API/v3/repos/acme/tally (another case) is no route" "$(gw GET /API/v3/repos/acme/tally "$W/ph.hdr")" 403
   is "  reason" "$(last_reason)" no-rule

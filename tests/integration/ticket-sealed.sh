@@ -162,20 +162,39 @@ echo more >>big.txt && git commit --quiet -am "v2 push"
 git -c protocol.version=2 push --quiet origin "HEAD:refs/heads/$AIRLOCK_BRANCH"
 cd ../v0 && git -c protocol.version=0 fetch --quiet origin "$AIRLOCK_BRANCH"
 # API reads as gh and curl make them: `token` and `Bearer` with the placeholder
+# gh as airlock set it up (GH_HOST, GH_ENTERPRISE_TOKEN, GH_REPO: issue #27)
 if command -v gh >/dev/null 2>&1; then
-  GH_HOST=${AIRLOCK_API_URL#https://}; export GH_HOST
-  gh api "repos/$AIRLOCK_REPO/issues/$AIRLOCK_TICKET" --jq .number >/tmp/gh.out 2>&1 || true
+  echo "gh-api: $(gh api "repos/$AIRLOCK_REPO" --jq .full_name 2>&1 | tr '\n' ' ')"
+  gh issue view "$AIRLOCK_TICKET" --comments >/tmp/gh-issue.out 2>&1; echo "gh-issue-comments-rc: $?"
+  echo "gh-issue: $(gh issue view "$AIRLOCK_TICKET" --json title -q .title 2>&1 | tr '\n' ' ')"
+  gh pr view @PRN@ >/tmp/gh-pr.out 2>&1; echo "gh-pr-rc: $?"
+  echo "gh-pr: $(gh pr view @PRN@ --json headRefName -q .headRefName 2>&1 | tr '\n' ' ')"
+  echo "gh-mutation: $(gh api graphql -f query='mutation { addComment(input: {subjectId: "x", body: "y"}) { clientMutationId } }' 2>&1 | tr '\n' ' ')"
 fi
 curl -sf -H "Authorization: token $GH_TOKEN" "$AIRLOCK_API_URL/repos/$AIRLOCK_REPO" -o /dev/null -w '%{http_code}\n'
 curl -sf -H "Authorization: Bearer $AIRLOCK_TICKET_TOKEN" "$AIRLOCK_API_URL/repos/$AIRLOCK_REPO/issues/$AIRLOCK_TICKET/comments" -o /dev/null -w '%{http_code}\n'
 echo 'AIRLOCK_RESULT {"title": "git v0 and v2"}'
 SH
+PRN=$(admin /pulls | python3 -c 'import json,sys; print([p["number"] for p in json.load(sys.stdin) if p.get("repo", "acme/tally")=="acme/tally"][0])')
+sed -i "s/@PRN@/$PRN/" "$T_TMP/g/agent"
 chmod 755 "$T_TMP/g/agent"
 RG=$T_TMP/rec-git.json
 out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/sealed.yaml" --agent "$T_TMP/g/agent" --record "$RG" 2>&1); rc=$?
 is "git v0 + v2 clone, fetch, push (a 2 MiB pack) and API reads through the gateway: exit 0" "$rc" 0
 [ $rc -eq 0 ] || diag "$out"
 like "  the agent's curl reads were answered 200 (token and Bearer placeholder)" "$(tr '\n' ' ' <<<"$out")" '200.*200'
-is "  every git request but the credential challenges was allowed" "$(rec "$RG" 'sorted({d["reason"] for d in r["gateway_decisions"] if d["decision"]!="allow"} - {"credential-missing"})')" "[]"
+is "  every request but the credential challenges and the agent's mutation was allowed" "$(rec "$RG" 'sorted({d["reason"] for d in r["gateway_decisions"] if d["decision"]!="allow"} - {"credential-missing", "graphql-refused: mutation"})')" "[]"
+if command -v gh >/dev/null 2>&1; then
+  like "  gh api repos/O/R inside the sandbox (GHE-style path, the placeholder as GH_ENTERPRISE_TOKEN)" "$out" 'gh-api: acme/tally'
+  like "  gh issue view --comments inside the sandbox (read-only GraphQL): exit 0" "$out" 'gh-issue-comments-rc: 0'
+  title=$(admin /issues | python3 -c 'import json,sys; print([i["title"] for i in json.load(sys.stdin) if i["number"]==1 and i.get("repo","acme/tally")=="acme/tally"][0])')
+  if grep -qF "gh-issue: $title" <<<"$out"; then ok "  gh issue view --json title prints the ticket's title"; else fail "  gh issue view --json title prints the ticket's title"; diag "want: $title"; fi
+  like "  gh pr view $PRN inside the sandbox: exit 0" "$out" 'gh-pr-rc: 0'
+  like "  gh pr view $PRN --json headRefName: the earlier run's branch" "$out" "gh-pr: $EARLIER"
+  like "  a GraphQL mutation is refused, gh prints why" "$out" 'gh-mutation: .*airlock: graphql-refused: mutation: .*the supervisor opens the pull request'
+  like "  the record names the mutation's refusal" "$(rec "$RG" '[d["reason"] for d in r["gateway_decisions"] if d["decision"]!="allow"]')" "graphql-refused: mutation"
+else
+  skip "gh is not installed (Debian: apt-get install gh): the gh checks of sealed mode"
+fi
 like "  two receive-packs, each updating only the run branch" "$(rec "$RG" '[u["ref"].split("/")[2] for d in r["gateway_decisions"] if d.get("refs") for u in d["refs"]]')" "^\['airlock', 'airlock'\]$"
 done_testing

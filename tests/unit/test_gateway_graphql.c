@@ -31,51 +31,118 @@ static const struct row {
   const char *body, *why; /* why NULL: allowed */
 } rows[] = {
     /* allowed */
-    {"{\"query\":\"query Issue_fields{Issue: __type(name: \\\"Issue\\\"){fields(includeDeprecated: true){name}}}\"}", NULL},
+    {"{\"query\":\"query Issue_fields{Issue: __type(name: \\\"Issue\\\"){fields(includeDeprecated: "
+     "true){name}}}\"}",
+     NULL},
     {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { name } }\"}", NULL},
     {"{\"query\":\"{ repository(owner: \\\"ACME\\\", name: \\\"Tally\\\") { name } }\"}", NULL},
-    {"{\"query\":\"query IssueByNumber($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { hasIssuesEnabled issue: issueOrPullRequest(number: $number) { __typename ...on Issue { title body comments(first: 100) { nodes { author { login ...on User { name } } body } totalCount } } ...on PullRequest { title } } } }\","
-     "\"variables\":{\"owner\":\"acme\",\"repo\":\"tally\",\"number\":7}}", NULL},
-    {"{\"query\":\"query PullRequestByNumber($owner: String!, $repo: String!, $pr_number: Int!) { repository(owner: $owner, name: $repo) { pullRequest(number: $pr_number) { number title headRepository { name } headRepositoryOwner { login } isCrossRepository } } }\","
-     "\"variables\":{\"owner\":\"acme\",\"repo\":\"tally\",\"pr_number\":3},\"operationName\":\"PullRequestByNumber\"}", NULL},
-    {"{\"query\":\"query PullRequestForBranch($owner: String!, $repo: String!, $headRefName: String!, $states: [PullRequestState!]) { repository(owner: $owner, name: $repo) { pullRequests(headRefName: $headRefName, states: $states, first: 30, orderBy: { field: CREATED_AT, direction: DESC }) { nodes { number } } } }\","
-     "\"variables\":{\"owner\":\"acme\",\"repo\":\"tally\",\"headRefName\":\"airlock/7-abcd\",\"states\":[\"OPEN\"]}}", NULL},
+    {"{\"query\":\"query IssueByNumber($owner: String!, $repo: String!, $number: Int!) { "
+     "repository(owner: $owner, name: $repo) { hasIssuesEnabled issue: issueOrPullRequest(number: "
+     "$number) { __typename ...on Issue { title body comments(first: 100) { nodes { author { login "
+     "...on User { name } } body } totalCount } } ...on PullRequest { title } } } }\","
+     "\"variables\":{\"owner\":\"acme\",\"repo\":\"tally\",\"number\":7}}",
+     NULL},
+    {"{\"query\":\"query PullRequestByNumber($owner: String!, $repo: String!, $pr_number: Int!) { "
+     "repository(owner: $owner, name: $repo) { pullRequest(number: $pr_number) { number title "
+     "headRepository { name } headRepositoryOwner { login } isCrossRepository } } }\","
+     "\"variables\":{\"owner\":\"acme\",\"repo\":\"tally\",\"pr_number\":3},\"operationName\":"
+     "\"PullRequestByNumber\"}",
+     NULL},
+    {"{\"query\":\"query PullRequestForBranch($owner: String!, $repo: String!, $headRefName: "
+     "String!, $states: [PullRequestState!]) { repository(owner: $owner, name: $repo) { "
+     "pullRequests(headRefName: $headRefName, states: $states, first: 30, orderBy: { field: "
+     "CREATED_AT, direction: DESC }) { nodes { number } } } }\","
+     "\"variables\":{\"owner\":\"acme\",\"repo\":\"tally\",\"headRefName\":\"airlock/"
+     "7-abcd\",\"states\":[\"OPEN\"]}}",
+     NULL},
     {"{\"query\":\"# a comment\\n,,{ __typename }\"}", NULL},
+    {"{\"query\":\"query CommentsForIssue($endCursor:String$id:ID!){node(id: $id){...on "
+     "Issue{comments(first: 100, after: "
+     "$endCursor){nodes{id,author{login},body},totalCount,pageInfo{hasNextPage,endCursor}}},...on "
+     "PullRequest{comments(first: 100, after: "
+     "$endCursor){nodes{id},totalCount}}}}\",\"variables\":{\"id\":\"I_x\",\"endCursor\":null}}",
+     NULL},
     /* refused */
-    {"{\"query\":\"mutation { createPullRequest(input: {}) { clientMutationId } }\"}", "graphql-refused: mutation"},
-    {"{\"query\":\"mutation CreatePullRequest($input: CreatePullRequestInput!) { createPullRequest(input: $input) { pullRequest { url } } }\",\"variables\":{\"input\":{}}}", "graphql-refused: mutation"},
+    {"{\"query\":\"mutation { createPullRequest(input: {}) { clientMutationId } }\"}",
+     "graphql-refused: mutation"},
+    {"{\"query\":\"mutation CreatePullRequest($input: CreatePullRequestInput!) { "
+     "createPullRequest(input: $input) { pullRequest { url } } }\",\"variables\":{\"input\":{}}}",
+     "graphql-refused: mutation"},
     {"{\"query\":\"{ __typename } mutation { x }\"}", "graphql-refused: mutation"},
     {"{\"query\":\"subscription { x }\"}", "graphql-refused: subscription"},
-    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"loose\\\") { name } }\"}", "graphql-refused: other-repository"},
-    {"{\"query\":\"query($o: String!) { repository(owner: $o, name: \\\"tally\\\") { name } }\",\"variables\":{\"o\":\"evil\"}}", "graphql-refused: other-repository"},
-    {"{\"query\":\"query($o: String = \\\"acme\\\") { repository(owner: $o, name: \\\"tally\\\") { name } }\"}", "graphql-refused: variable-value"},
-    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\", followRenames: true) { name } }\"}", "graphql-refused: other-repository"},
-    {"{\"query\":\"{ a: repository(owner: \\\"acme\\\", name: \\\"tally\\\") { name } b: repository(owner: \\\"acme\\\", name: \\\"loose\\\") { name } }\"}", "graphql-refused: other-repository"},
+    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"loose\\\") { name } }\"}",
+     "graphql-refused: other-repository"},
+    {"{\"query\":\"query($o: String!) { repository(owner: $o, name: \\\"tally\\\") { name } "
+     "}\",\"variables\":{\"o\":\"evil\"}}",
+     "graphql-refused: other-repository"},
+    {"{\"query\":\"query($o: String = \\\"acme\\\") { repository(owner: $o, name: \\\"tally\\\") { "
+     "name } }\"}",
+     "graphql-refused: variable-value"},
+    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\", followRenames: true) { "
+     "name } }\"}",
+     "graphql-refused: other-repository"},
+    {"{\"query\":\"{ a: repository(owner: \\\"acme\\\", name: \\\"tally\\\") { name } b: "
+     "repository(owner: \\\"acme\\\", name: \\\"loose\\\") { name } }\"}",
+     "graphql-refused: other-repository"},
     {"{\"query\":\"{ viewer { login } }\"}", "graphql-refused: top-level-field"},
-    {"{\"query\":\"{ node(id: \\\"x\\\") { id } }\"}", "graphql-refused: top-level-field"},
-    {"{\"query\":\"{ search(query: \\\"x\\\", type: REPOSITORY, first: 1) { issueCount } }\"}", "graphql-refused: top-level-field"},
-    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { owner { ... on User { repositories(first: 5) { nodes { name } } } } } }\"}", "graphql-refused: field"},
-    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { forks(first: 5) { nodes { name } } } }\"}", "graphql-refused: field"},
-    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { pullRequest(number: 1) { headRepository { issues(first: 1) { totalCount } } } } }\"}", "graphql-refused: field"},
-    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { issues(first: 5) { nodes { title } } } }\"}", "graphql-refused: field"},
-    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { issue(number: 8) { title } } }\"}", "graphql-refused: other-ticket"},
-    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { pullRequests(first: 5) { nodes { title } } } }\"}", "graphql-refused: pulls-not-run-branch"},
-    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { ...F } } fragment F on Repository { name }\"}", "graphql-refused: fragment"},
-    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { ... on Repository { name } } }\"}", "graphql-refused: fragment"},
-    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { name @include(if: true) } }\"}", "graphql-refused: directive"},
-    {"{\"query\":\"query($i: CreatePullRequestInput) { __typename }\"}", "graphql-refused: variable-type"},
-    {"{\"query\":\"query($s: String) { __typename }\",\"variables\":{\"s\":{\"a\":1}}}", "graphql-refused: variable-value"},
-    {"{\"query\":\"{ __typename }\",\"variables\":{\"undeclared\":1}}", "graphql-refused: variable-value"},
+    {"{\"query\":\"{ node(id: \\\"x\\\") { id } }\"}", "graphql-refused: field"},
+    {"{\"query\":\"{ node(id: \\\"x\\\") { ... on Repository { name } } }\"}",
+     "graphql-refused: fragment"},
+    {"{\"query\":\"{ node(id: \\\"x\\\") { ... on Issue { title } } }\"}",
+     "graphql-refused: field"},
+    {"{\"query\":\"{ node(id: \\\"x\\\") { ... on Issue { comments(first: 1) { nodes { repository "
+     "{ name } } } } } }\"}",
+     "graphql-refused: field"},
+    {"{\"query\":\"{ nodes(ids: [\\\"x\\\"]) { id } }\"}", "graphql-refused: top-level-field"},
+    {"{\"query\":\"{ search(query: \\\"x\\\", type: REPOSITORY, first: 1) { issueCount } }\"}",
+     "graphql-refused: top-level-field"},
+    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { owner { ... on User { "
+     "repositories(first: 5) { nodes { name } } } } } }\"}",
+     "graphql-refused: field"},
+    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { forks(first: 5) { "
+     "nodes { name } } } }\"}",
+     "graphql-refused: field"},
+    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { pullRequest(number: 1) "
+     "{ headRepository { issues(first: 1) { totalCount } } } } }\"}",
+     "graphql-refused: field"},
+    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { issues(first: 5) { "
+     "nodes { title } } } }\"}",
+     "graphql-refused: field"},
+    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { issue(number: 8) { "
+     "title } } }\"}",
+     "graphql-refused: other-ticket"},
+    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { pullRequests(first: 5) "
+     "{ nodes { title } } } }\"}",
+     "graphql-refused: pulls-not-run-branch"},
+    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { ...F } } fragment F on "
+     "Repository { name }\"}",
+     "graphql-refused: fragment"},
+    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { ... on Repository { "
+     "name } } }\"}",
+     "graphql-refused: fragment"},
+    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { name @include(if: "
+     "true) } }\"}",
+     "graphql-refused: directive"},
+    {"{\"query\":\"query($i: CreatePullRequestInput) { __typename }\"}",
+     "graphql-refused: variable-type"},
+    {"{\"query\":\"query($s: String) { __typename }\",\"variables\":{\"s\":{\"a\":1}}}",
+     "graphql-refused: variable-value"},
+    {"{\"query\":\"{ __typename }\",\"variables\":{\"undeclared\":1}}",
+     "graphql-refused: variable-value"},
     {"{\"query\":\"{ __typename }\",\"extensions\":{}}", "graphql-refused: body-shape"},
     {"{\"query\":\"{ __typename }\",\"query\":\"mutation{x}\"}", "graphql-refused: body-not-json"},
     {"[{\"query\":\"{ __typename }\"}]", "graphql-refused: body-shape"},
     {"not json", "graphql-refused: body-not-json"},
     {"{\"query\":\"{ __typename \"}", "graphql-refused: syntax"},
-    {"{\"query\":\"{ repository(owner: \\\"\\\"\\\"acme\\\"\\\"\\\", name: \\\"tally\\\") { name } }\"}", "graphql-refused: syntax"},
+    {"{\"query\":\"{ repository(owner: \\\"\\\"\\\"acme\\\"\\\"\\\", name: \\\"tally\\\") { name } "
+     "}\"}",
+     "graphql-refused: syntax"},
     {"{\"query\":\"{ __typename(a: 01) }\"}", "graphql-refused: syntax"},
     {"{\"query\":\"{ }\"}", "graphql-refused: syntax"},
     {"{\"query\":\"{ __typename } { __typename }\"}", "graphql-refused: several-operations"},
-    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { a { b { c { d { e { f { g { h { i { j { k { l { m { n { o { p } } } } } } } } } } } } } } } } }\"}", "graphql-refused: too-deep"},
+    {"{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { a { b { c { d { e { f "
+     "{ g { h { i { j { k { l { m { n { o { p } } } } } } } } } } } } } } } } }\"}",
+     "graphql-refused: too-deep"},
 };
 
 static void table(void **st)
@@ -103,7 +170,8 @@ static void ticket_token(void **st)
   al_gql_info info;
   const char *why;
   char where[80];
-  const char *q = "{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { issue(number: 7) { title } } }\"}";
+  const char *q = "{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { "
+                  "issue(number: 7) { title } } }\"}";
   assert_int_equal(al_gql_check(&R, q, strlen(q), &info, &why, where), 0);
   assert_true(info.issue);
   q = "{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { name } }\"}";
@@ -127,7 +195,8 @@ static void limits(void **st)
   char where[80];
   assert_int_equal(al_gql_check(&R, b, n, &info, &why, where), -1);
   assert_string_equal(why, "graphql-refused: too-large");
-  n = (size_t)snprintf(b, cap, "{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { ");
+  n = (size_t)snprintf(b, cap,
+                       "{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { ");
   for (int i = 0; i < AL_GQL_FIELDS_MAX + 1; i++)
     n += (size_t)snprintf(b + n, cap - n, "a ");
   n += (size_t)snprintf(b + n, cap - n, "} }\"}");

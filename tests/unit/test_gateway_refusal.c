@@ -142,8 +142,8 @@ static void api_json(void **st)
 {
   (void)st;
   char out[2048];
-  size_t n = al_gw_refusal_json(&R, "write-refused", "POST", "/api/v3/repos/acme/tally/pulls",
-                                out, sizeof out);
+  size_t n = al_gw_refusal_json(&R, "write-refused", "POST", "/api/v3/repos/acme/tally/pulls", out,
+                                sizeof out);
   assert_true(n > 0);
   json_error_t je;
   json_t *j = json_loadb(out, n, 0, &je);
@@ -184,8 +184,9 @@ static void git_paths(void **st)
 int main(void)
 {
   const struct CMUnitTest t[] = {
-      cmocka_unit_test(report_plain), cmocka_unit_test(report_side_band),
-      cmocka_unit_test(long_refs_split), cmocka_unit_test(api_json), cmocka_unit_test(git_paths),
+      cmocka_unit_test(report_plain),    cmocka_unit_test(report_side_band),
+      cmocka_unit_test(long_refs_split), cmocka_unit_test(api_json),
+      cmocka_unit_test(git_paths),
   };
   return cmocka_run_group_tests(t, setup, NULL);
 }

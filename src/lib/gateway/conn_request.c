@@ -23,6 +23,7 @@
 #include "gateway/comment.h"
 #include "gateway/conn_int.h"
 #include "gateway/apipath.h"
+#include "gateway/graphql.h"
 #include "gateway/refusal.h"
 #include "gateway/server.h"
 #include "gateway/wire.h"
@@ -628,6 +629,129 @@ static int serve_comment(al_gw_conn *c, req_ctx *r, const al_http_request *q, bo
   return rr != 0 || c->up_dead;
 }
 
+/* A POST to the API's GraphQL endpoint (graphql.h): the body is read
+ * whole (at most AL_GQL_BODY_MAX), decided, and only then forwarded with
+ * the token its reading needs. q's fields are used before the first body
+ * read: both possible heads are built first. Returns as gwc_serve_request. */
+static int serve_graphql(al_gw_conn *c, req_ctx *r, const al_http_request *q, al_gw_cred cred,
+                         bool close_on_refuse, bool expect)
+{
+  al_gw_server *s = c->s;
+  if (r->query) {
+    refuse(c, r, 403, "unexpected-query", true);
+    return 1;
+  }
+  if (cred == AL_GW_CRED_NONE) {
+    refuse(c, r, 401, "credential-missing", close_on_refuse);
+    return close_on_refuse;
+  }
+  if (find_header(q, "content-encoding")) {
+    refuse(c, r, 415, "content-encoding-refused", true);
+    return 1;
+  }
+  if (!q->chunked && q->content_length > AL_GQL_BODY_MAX) {
+    refuse(c, r, 413, "graphql-refused: too-large", true);
+    return 1;
+  }
+  if (egress_spent(s)) {
+    refuse(c, r, 403, "egress-budget", true);
+    return 1;
+  }
+  if (gwc_upstream_gone(c))
+    return 1;
+  size_t lg = 0, lt = 0;
+  r->rule = &al_gql_rule_git;
+  char *hg = build_head(c, q, r, q->chunked, q->content_length, &lg);
+  r->rule = &al_gql_rule_ticket;
+  char *ht = build_head(c, q, r, q->chunked, q->content_length, &lt);
+  r->rule = NULL;
+  bool chunked = q->chunked;
+  body_src b = {.chunked = q->chunked,
+                .left = q->content_length > 0 ? (uint64_t)q->content_length : 0};
+  al_chunked_init(&b.ch);
+  char *body = malloc(AL_GQL_BODY_MAX + 1);
+  if (!hg || !ht || !body) {
+    free_head(hg, lg);
+    free_head(ht, lt);
+    free(body);
+    refuse(c, r, 400, "head-too-large", true);
+    return 1;
+  }
+  if (expect && gwc_write_all(c->cs, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
+    free_head(hg, lg);
+    free_head(ht, lt);
+    free(body);
+    r->reason = "client-gone";
+    log_request(c, r);
+    return 1;
+  }
+  size_t bl = 0;
+  const char *why = NULL;
+  ssize_t k;
+  while ((k = body_read(c, &b, body + bl, AL_GQL_BODY_MAX + 1 - bl, &why)) > 0) {
+    bl += (size_t)k;
+    if (bl > AL_GQL_BODY_MAX)
+      break;
+  }
+  al_gql_info info;
+  char where[80] = "";
+  const char *gwhy = NULL;
+  if (k < 0 || bl > AL_GQL_BODY_MAX || al_gql_check(&s->rules, body, bl, &info, &gwhy, where) < 0) {
+    free_head(hg, lg);
+    free_head(ht, lt);
+    free(body);
+    if (k < 0) {
+      r->reason = why;
+      log_request(c, r);
+      return 1;
+    }
+    r->detail = where[0] ? where : NULL;
+    refuse(c, r, bl > AL_GQL_BODY_MAX ? 413 : 403,
+           bl > AL_GQL_BODY_MAX ? "graphql-refused: too-large" : gwhy, true);
+    r->detail = NULL;
+    return 1;
+  }
+  r->rule = info.issue ? &al_gql_rule_ticket : &al_gql_rule_git;
+  char *head = info.issue ? ht : hg;
+  size_t hl = info.issue ? lt : lg;
+  free_head(info.issue ? hg : ht, info.issue ? lg : lt);
+  const char *updetail = NULL;
+  if (gwc_upstream_open(c, &updetail) < 0) {
+    free_head(head, hl);
+    free(body);
+    r->detail = updetail;
+    refuse(c, r, 502, "upstream-tls", true);
+    return 1;
+  }
+  if (!egress_take(s, hl + bl)) {
+    free_head(head, hl);
+    free(body);
+    refuse(c, r, 403, "egress-budget", true);
+    return 1;
+  }
+  int w = gwc_write_all(c->us, head, hl);
+  free_head(head, hl);
+  for (size_t off = 0; w == 0 && off < bl;) {
+    size_t n = bl - off > STREAM_CHUNK ? STREAM_CHUNK : bl - off;
+    memcpy(c->wb + 32, body + off, n);
+    w = send_up(c, chunked, n);
+    off += n;
+  }
+  if (w == 0 && chunked)
+    w = gwc_write_all(c->us, "0\r\n\r\n", 5);
+  free(body);
+  r->up = bl;
+  if (w < 0) {
+    c->up_dead = true;
+    refuse(c, r, 502, "upstream-write", true);
+    return 1;
+  }
+  r->reason = r->rule->name;
+  int rr = relay_response(c, r);
+  log_request(c, r);
+  return rr != 0 || c->up_dead;
+}
+
 /* One request, from its head to the end of its answer. Returns 0 to read
  * the next request, 1 to close the connection. */
 int gwc_serve_request(al_gw_conn *c)
@@ -738,6 +862,10 @@ int gwc_serve_request(al_gw_conn *c)
     refuse(c, r, 403, cwhy, close_on_refuse);
     return close_on_refuse;
   }
+  if (!rule && (msides & AL_GW_SIDE_API) && strcmp(r->method, "POST") == 0 &&
+      al_gw_api_path_is_graphql(s->rules.api_prefix, mpath))
+    return serve_graphql(c, r, &q, cred, close_on_refuse,
+                         find_header(&q, "expect") != NULL); /* graphql.h */
   if (!rule) {
     refuse(c, r, 403, r->reason, close_on_refuse);
     return close_on_refuse;

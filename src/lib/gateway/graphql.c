@@ -7,42 +7,109 @@
 #include <string.h>
 #include <strings.h>
 
+const al_gw_rule al_gql_rule_git = {
+    .name = "api-graphql",
+    .sides = AL_GW_SIDE_API,
+    .method = "POST",
+    .path = "/graphql",
+    .query = AL_GW_QUERY_NONE,
+    .token = AL_GW_TOKEN_GIT,
+    .body = AL_GW_BODY_GRAPHQL,
+    .doc = "GraphQL: read-only queries of the run's repository (graphql.h)"};
+const al_gw_rule al_gql_rule_ticket = {
+    .name = "api-graphql-ticket",
+    .sides = AL_GW_SIDE_API,
+    .method = "POST",
+    .path = "/graphql",
+    .query = AL_GW_QUERY_NONE,
+    .token = AL_GW_TOKEN_TICKET,
+    .body = AL_GW_BODY_GRAPHQL,
+    .doc = "GraphQL: read-only queries that read the ticket (graphql.h)"};
+
 /* Fields refused anywhere below the top: they lead out of the run's
  * repository (another repository, an owner's or a user's other
  * repositories, search, global ids) or list the repository's other
  * issues (the REST rules read only the ticket). */
-static const char *const refused_fields[] = {
-    "repository",        "repositories",      "repositoryOwner",   "forks",
-    "parent",            "source",            "templateRepository", "organization",
-    "organizations",     "user",              "viewer",            "search",
-    "node",              "nodes_ids",         "starredRepositories", "watching",
-    "topRepositories",   "pinnedItems",       "pinnableItems",     "pinnedRepositories",
-    "contributionsCollection", "gist",        "gists",             "resource",
-    "issues",            "crossReferencedEvents_", "repositoryDiscussions", "sponsoring",
-    "sponsors",          "sponsorshipsAsMaintainer", "sponsorshipsAsSponsor", "enterprise",
-    "enterprises",       "projectsV2",        "projectV2",         "projects",
-    "project",           "packages",          "mentionableUsers_", "submodules",
-    "lists",             "socialAccounts",    "savedReplies",      "issueComments",
-    "pullRequestsOwned_", "recentProjects",   "topics",            "repositoryTopics_",
-    NULL};
+static const char *const refused_fields[] = {"repository",
+                                             "repositories",
+                                             "repositoryOwner",
+                                             "forks",
+                                             "parent",
+                                             "source",
+                                             "templateRepository",
+                                             "organizations",
+                                             "user",
+                                             "viewer",
+                                             "search",
+                                             "node",
+                                             "nodes_ids",
+                                             "starredRepositories",
+                                             "watching",
+                                             "topRepositories",
+                                             "pinnedItems",
+                                             "pinnableItems",
+                                             "pinnedRepositories",
+                                             "contributionsCollection",
+                                             "gist",
+                                             "gists",
+                                             "resource",
+                                             "issues",
+                                             "crossReferencedEvents_",
+                                             "repositoryDiscussions",
+                                             "sponsoring",
+                                             "sponsors",
+                                             "sponsorshipsAsMaintainer",
+                                             "sponsorshipsAsSponsor",
+                                             "enterprise",
+                                             "enterprises",
+                                             "projectsV2",
+                                             "projectV2",
+                                             "projects",
+                                             "packages",
+                                             "mentionableUsers_",
+                                             "submodules",
+                                             "lists",
+                                             "socialAccounts",
+                                             "savedReplies",
+                                             "issueComments",
+                                             "pullRequestsOwned_",
+                                             "recentProjects",
+                                             "topics",
+                                             "repositoryTopics_",
+                                             NULL};
 
-/* Children allowed under a field that is itself another repository's
- * (headRepository, baseRepository of a pull request: gh asks their name). */
-static const char *const foreign_repo_fields[] = {"headRepository", "baseRepository", NULL};
-static const char *const foreign_repo_children[] = {"id", "name", "nameWithOwner", "__typename",
-                                                    NULL};
+/* Objects that may lie outside the repository, read only by their names:
+ * a pull request's head and base repositories, a project card's project,
+ * a team's organization (gh asks their name or login); below them only
+ * these scalar fields. */
+static const char *const foreign_repo_fields[] = {"headRepository", "baseRepository", "project",
+                                                  "organization", NULL};
+static const char *const foreign_repo_children[] = {
+    "id", "name", "nameWithOwner", "login", "title", "number", "url", "__typename", NULL};
 
 /* Types an inline fragment may name (§2.8.2). */
-static const char *const fragment_types[] = {
-    "Issue", "PullRequest", "User", "Bot", "Organization", "Mannequin", "EnterpriseUserAccount",
-    "Team", "CheckRun", "StatusContext", "Commit", "App", "IssueComment", "PullRequestReview",
-    "ProjectV2ItemFieldSingleSelectValue", NULL};
+static const char *const fragment_types[] = {"Issue",
+                                             "PullRequest",
+                                             "User",
+                                             "Bot",
+                                             "Organization",
+                                             "Mannequin",
+                                             "EnterpriseUserAccount",
+                                             "Team",
+                                             "CheckRun",
+                                             "StatusContext",
+                                             "Commit",
+                                             "App",
+                                             "IssueComment",
+                                             "PullRequestReview",
+                                             "ProjectV2ItemFieldSingleSelectValue",
+                                             NULL};
 
 /* Variable types (§2.11): the built-in scalars and GitHub's scalars and
  * the two state enums gh passes as variables; [T], T! of them. */
-static const char *const var_types[] = {"String", "Int", "Boolean", "ID", "Float", "URI",
-                                        "DateTime", "GitObjectID", "PullRequestState",
-                                        "IssueState", NULL};
+static const char *const var_types[] = {
+    "String",   "Int",         "Boolean",          "ID",         "Float", "URI",
+    "DateTime", "GitObjectID", "PullRequestState", "IssueState", NULL};
 
 static bool in(const char *const *set, const char *s, size_t n)
 {
@@ -260,10 +327,10 @@ typedef struct pstate {
   char *where;
 } pstate;
 
-#define FAIL(ps, reason)                                                                          \
-  do {                                                                                            \
-    (ps)->why = "graphql-refused: " reason;                                                       \
-    return -1;                                                                                    \
+#define FAIL(ps, reason)                                                                           \
+  do {                                                                                             \
+    (ps)->why = "graphql-refused: " reason;                                                        \
+    return -1;                                                                                     \
   } while (0)
 
 static void set_where(pstate *ps, const char *s, size_t n)
@@ -284,11 +351,30 @@ static void decode_str(const char *t, size_t n, char *out, size_t cap)
       if (e == 'u' && i + 4 < n) {
         char h[5] = {t[i + 1], t[i + 2], t[i + 3], t[i + 4], 0};
         long v = strtol(h, NULL, 16);
-        c = v >= 0x20 && v < 0x7f ? (char)v : '?';
+        c = '?';
+        if (v >= 0x20 && v < 0x7f)
+          c = (char)v;
         i += 4;
       } else {
-        c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b'
-            : e == 'f' ? '\f' : e;
+        switch (e) {
+        case 'n':
+          c = '\n';
+          break;
+        case 't':
+          c = '\t';
+          break;
+        case 'r':
+          c = '\r';
+          break;
+        case 'b':
+          c = '\b';
+          break;
+        case 'f':
+          c = '\f';
+          break;
+        default:
+          c = e;
+        }
       }
     }
     out[o++] = c;
@@ -406,8 +492,7 @@ static int parse_args(pstate *ps, args *a)
   while (!is_p(l, ')')) {
     if (l->k != T_NAME || a->n == 16)
       FAIL(ps, "syntax");
-    snprintf(a->a[a->n].name, sizeof a->a[a->n].name, "%.*s", (int)(l->tl < 31 ? l->tl : 31),
-             l->t);
+    snprintf(a->a[a->n].name, sizeof a->a[a->n].name, "%.*s", (int)(l->tl < 31 ? l->tl : 31), l->t);
     next(l);
     if (!is_p(l, ':'))
       FAIL(ps, "syntax");
@@ -422,13 +507,20 @@ static int parse_args(pstate *ps, args *a)
   return 0;
 }
 
-enum ctx { C_TOP, C_INSIDE, C_FOREIGN };
+/* C_NODE: under the top-level node(id:) gh uses to page the ticket's
+ * comments (only `... on Issue|PullRequest` there); C_NODE_FRAG: inside one
+ * of those fragments (only `comments` there). */
+enum ctx { C_TOP, C_INSIDE, C_FOREIGN, C_NODE, C_NODE_FRAG };
 
 static int parse_selection_set(pstate *ps, enum ctx cx, unsigned depth);
 
 static int check_field(pstate *ps, enum ctx cx, const char *name, size_t nl, const args *a)
 {
   const al_gw_rules *r = ps->r;
+  if (cx == C_NODE || (cx == C_NODE_FRAG && !(nl == 8 && memcmp(name, "comments", 8) == 0))) {
+    set_where(ps, name, nl);
+    FAIL(ps, "field");
+  }
   if (cx == C_FOREIGN && !in(foreign_repo_children, name, nl)) {
     set_where(ps, name, nl);
     FAIL(ps, "field");
@@ -438,6 +530,14 @@ static int check_field(pstate *ps, enum ctx cx, const char *name, size_t nl, con
       return 0;
     if (nl == 6 && memcmp(name, "__type", 6) == 0)
       return 0;
+    if (nl == 4 && memcmp(name, "node", 4) == 0) {
+      /* gh issue view --comments pages comments by the issue's node id
+       * (preloadIssueComments): allowed for comments only; see graphql.h */
+      if (a->n != 1 || !arg(a, "id"))
+        FAIL(ps, "top-level-field");
+      ps->info->issue = true;
+      return 0;
+    }
     if (!(nl == 10 && memcmp(name, "repository", 10) == 0)) {
       set_where(ps, name, nl);
       FAIL(ps, "top-level-field");
@@ -495,6 +595,8 @@ static int parse_field(pstate *ps, enum ctx cx, unsigned depth)
     enum ctx sub = cx == C_FOREIGN || in(foreign_repo_fields, name, nl) ? C_FOREIGN : C_INSIDE;
     if (cx == C_TOP && nl == 6 && memcmp(name, "__type", 6) == 0)
       sub = C_INSIDE;
+    if (cx == C_TOP && nl == 4 && memcmp(name, "node", 4) == 0)
+      sub = C_NODE;
     return parse_selection_set(ps, sub, depth + 1);
   }
   return 0;
@@ -527,12 +629,13 @@ static int parse_selection_set(pstate *ps, enum ctx cx, unsigned depth)
           set_where(ps, l->t, l->tl);
         FAIL(ps, "fragment");
       }
+      bool item = is_name(l, "Issue") || is_name(l, "PullRequest");
       next(l);
       if (is_p(l, '@'))
         FAIL(ps, "directive");
-      if (cx == C_TOP)
+      if (cx == C_TOP || cx == C_NODE_FRAG || (cx == C_NODE && !item))
         FAIL(ps, "fragment");
-      if (parse_selection_set(ps, cx, depth + 1) < 0)
+      if (parse_selection_set(ps, cx == C_NODE ? C_NODE_FRAG : cx, depth + 1) < 0)
         return -1;
     } else {
       FAIL(ps, "syntax");
@@ -701,8 +804,8 @@ int al_gql_check(const al_gw_rules *r, const char *body, size_t len, al_gql_info
     return -1;
   }
   size_t ql = json_string_length(q);
-  if (ql > AL_GQL_QUERY_MAX || json_object_size(json_is_object(vars) ? vars : NULL) >
-                                   AL_GQL_VARS_MAX) {
+  if (ql > AL_GQL_QUERY_MAX ||
+      json_object_size(json_is_object(vars) ? vars : NULL) > AL_GQL_VARS_MAX) {
     json_decref(j);
     *why = "graphql-refused: too-large";
     return -1;

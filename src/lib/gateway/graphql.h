@@ -8,7 +8,12 @@
  * decides it. Allowed: one `query` operation (or the anonymous shorthand)
  * whose top-level fields are only `repository(owner:, name:)` naming the
  * run's repository (literal or variable), `__typename` and `__type(name:)`
- * (gh's feature detection); below it, no field that leaves the repository
+ * (gh's feature detection), and `node(id:)` with only `... on
+ * Issue|PullRequest { comments(...) { ... } }` below it (gh issue view
+ * --comments pages the ticket's comments by its node id: the id is not
+ * checked, so the comments of another issue the token can read are
+ * readable this way; the token is the run's, scoped to its repository);
+ * below repository, no field that leaves the repository
  * (see graphql.c's table), `issue`/`issueOrPullRequest(number:)` only for
  * the ticket, `pullRequests` only with `headRefName:` the run branch.
  * Refused: mutation, subscription, named fragments, directives, block
@@ -34,6 +39,13 @@ typedef struct al_gql_info {
   bool issue; /* reads the ticket (issue / issueOrPullRequest): the ticket token upstream */
   unsigned fields, depth;
 } al_gql_info;
+
+/* The two rules a GraphQL request is forwarded under (not in the table:
+ * the path is the API's GraphQL endpoint, apipath.h, and the token
+ * depends on the body): "api-graphql" with the git token, and
+ * "api-graphql-ticket" with the ticket token when the query reads the
+ * ticket (info.issue). */
+extern const al_gw_rule al_gql_rule_git, al_gql_rule_ticket;
 
 /* Decide the GraphQL request body[0..len) for the run's rules r. Returns
  * 0 (allowed; *info filled), or -1 with a static *why

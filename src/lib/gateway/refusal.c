@@ -19,10 +19,14 @@ static const struct {
     {"push-delete", "refs may not be deleted; push new commits to refs/heads/%B instead"},
     {"other-repository", "this run may reach only its own repository"},
     {"other-ticket", "this run may read and comment on only its own ticket"},
-    {"write-refused", "the agent may not write to the forge here; push to refs/heads/%B and exit: "
-                      SUPERVISOR_PR},
+    {"write-refused",
+     "the agent may not write to the forge here; push to refs/heads/%B and exit: " SUPERVISOR_PR},
     {"comment-budget", "the run's ticket comments (credentials.agent_comments) are used up"},
+    {"graphql-refused: mutation", "only read-only GraphQL queries of this run's repository are "
+                                  "allowed; the agent writes nothing: push to refs/heads/%B and "
+                                  "exit, " SUPERVISOR_PR},
     {"graphql-refused", "only read-only GraphQL queries of this run's repository are allowed"},
+    {"query-param-refused:", "this route does not take that query parameter"},
     {"graphql-refused:", "only read-only GraphQL queries of this run's repository are allowed"},
     {"pulls-not-run-branch", "only this run's pull request (head=OWNER:%B) may be listed"},
     {"no-rule", "the gateway has no rule for this request (default deny)"},
@@ -42,8 +46,8 @@ static const char *text_for(const char *reason, const char *method, const char *
   size_t pl = path ? strlen(path) : 0;
   if (method && strcmp(method, "POST") == 0 && pl > 6 && strcmp(path + pl - 6, "/pulls") == 0 &&
       strcmp(reason, "write-refused") == 0)
-    return "the agent does not open the pull request: push to refs/heads/%B and exit; "
-           SUPERVISOR_PR;
+    return "the agent does not open the pull request: push to refs/heads/%B and "
+           "exit; " SUPERVISOR_PR;
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
     size_t n = strlen(texts[i].reason);
     if (texts[i].reason[n - 1] == ':' ? strncmp(reason, texts[i].reason, n) == 0
@@ -59,7 +63,10 @@ static size_t put(char *out, size_t cap, size_t n, const char *s, size_t len)
 {
   for (size_t i = 0; i < len && n + 1 < cap; i++) {
     unsigned char c = (unsigned char)s[i];
-    out[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    char ch = '?';
+    if (c >= 0x20 && c < 0x7f)
+      ch = s[i];
+    out[n++] = ch;
   }
   return n;
 }
@@ -151,6 +158,7 @@ size_t al_gw_rp_report(const al_gw_rules *r, const al_rp_request *rq, const char
   }
   if (o == (size_t)-1 || o + 4 > sizeof rep)
     return 0;
+  // NOLINTNEXTLINE(bugprone-not-null-terminated-result): wire bytes, not a C string
   memcpy(rep + o, "0000", 4);
   o += 4;
   if (!rq->side_band) {
@@ -178,6 +186,7 @@ size_t al_gw_rp_report(const al_gw_rules *r, const al_rp_request *rq, const char
   }
   if (w == (size_t)-1 || w + 4 > cap)
     return 0;
+  // NOLINTNEXTLINE(bugprone-not-null-terminated-result): wire bytes, not a C string
   memcpy(out + w, "0000", 4);
   return w + 4;
 }

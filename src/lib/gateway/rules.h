@@ -30,6 +30,8 @@ typedef enum {
   AL_GW_BODY_RECEIVE_PACK, /* the update request is parsed and checked (al_gw_check_push)
                               before a byte goes upstream; no Content-Encoding */
   AL_GW_BODY_COMMENT,      /* streamed through; counts against max_comments */
+  AL_GW_BODY_GRAPHQL,      /* read whole (at most AL_GQL_BODY_MAX) and decided by
+                              al_gql_check (graphql.h) before a byte goes upstream */
 } al_gw_body;
 
 /* How a route reads its query, once decoded (al_gw_query_decode: a name

@@ -82,10 +82,10 @@ static void agent_result(struct ticket *t, const char *out, al_ticket_outcome *r
 static void tk_gh_env(struct ticket *t)
 {
   const char *api = t->policy->forge.api_url, *git = t->policy->forge.git_url;
-  const char *u = strncasecmp(api, "https://api.github.com", 22) == 0 &&
-                          (api[22] == '\0' || api[22] == '/')
-                      ? "https://github.com"
-                      : git;
+  const char *u =
+      strncasecmp(api, "https://api.github.com", 22) == 0 && (api[22] == '\0' || api[22] == '/')
+          ? "https://github.com"
+          : git;
   const char *h = strncmp(u, "https://", 8) == 0 ? u + 8 : u;
   size_t hl = strcspn(h, "/");
   char host[300];

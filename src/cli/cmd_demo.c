@@ -118,6 +118,43 @@ static int setup(al_demo *d, bool hostile, const struct demo_agent *da)
   return 0;
 }
 
+/* What the record says made the output inert before a human looks (issue
+ * #26): the PR text the agent declared, as the rewriter changed it
+ * (outputs.rewritten), and the repository's CI, as the audit judged it
+ * (the ci.* criteria). Returns 1 when one of them did not hold. */
+static int report_inert(json_t *rec)
+{
+  json_t *rw = json_object_get(json_object_get(rec, "outputs"), "rewritten");
+  static const char *const rules[] = {"mentions", "keywords", "images", "html", "links"};
+  size_t n[5] = {0};
+  for (size_t i = 0; i < 5; i++)
+    n[i] = (size_t)json_integer_value(json_object_get(json_object_get(rw, "title"), rules[i])) +
+           (size_t)json_integer_value(json_object_get(json_object_get(rw, "body"), rules[i]));
+  printf("  %-9s the PR text the agent declared was made inert before it was posted: %zu "
+         "mention(s), %zu closing keyword(s), %zu image(s), %zu HTML tag(s), %zu outside "
+         "link(s) rewritten; airlock's header first, the agent's text quoted below it\n",
+         json_is_object(rw) ? "held" : "CHECK", n[0], n[1], n[2], n[3], n[4]);
+  size_t pass = 0, total = 0;
+  json_t *report = json_object_get(json_object_get(rec, "audit"), "report");
+  json_t *criteria = json_object_get(report, "criteria");
+  json_t *c;
+  size_t i;
+  json_array_foreach(criteria, i, c)
+  {
+    const char *id = json_string_value(json_object_get(c, "id"));
+    const char *st = json_string_value(json_object_get(c, "status"));
+    if (!id || strncmp(id, "ci.", 3) != 0)
+      continue;
+    total++;
+    pass += st && strcmp(st, "PASS") == 0;
+  }
+  printf("  %-9s CI: no workflow of the base branch runs the agent's push or PR with a secret, an "
+         "OIDC identity, a write token or a self-hosted runner before a human approves (audit: "
+         "%zu of %zu ci.* criteria PASS; docs/audit.md)\n",
+         total && pass == total ? "held" : "CHECK", pass, total);
+  return json_is_object(rw) && total && pass == total ? 0 : 1;
+}
+
 static int report(al_demo *d, const al_ticket_outcome *res, bool hostile, const char *main_before)
 {
   json_t *rec = json_load_file(res->record_path, 0, NULL);
@@ -191,6 +228,8 @@ static int report(al_demo *d, const al_ticket_outcome *res, bool hostile, const 
       printf("  %-9s the pull request was opened by %s\n", res->pr_by_supervisor ? "held" : "CHECK",
              res->pr_by_supervisor ? "the supervisor, not the agent" : "someone else");
   }
+  if (hostile)
+    bad += report_inert(rec);
   json_t *rv = json_object_get(rec, "review");
   json_t *risky = json_object_get(rv, "runs_outside_sandbox");
   json_t *leaks = json_object_get(rv, "secrets");

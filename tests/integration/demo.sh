@@ -50,11 +50,13 @@ for mode in $modes; do
   bad=$(grep -E '^agent│ succeeded' "$T_TMP/demo.out" | grep -v 'open a pull request' || true)
   is "[$mode] hostile: no attempt but the PR succeeded" "$bad" ""
   # sealed by default (issue #15): airlock's gateway refuses, not the forge
-  like "[$mode] hostile: push to main refused by airlock's gateway" "$(grep -A1 'push straight to main' "$T_TMP/demo.out" | tr '\n' ' ')" '^agent│ refused +push straight to main +agent│ +error: RPC failed; HTTP 403'
+  like "[$mode] hostile: push to main refused by airlock's gateway" "$(grep -A1 'push straight to main' "$T_TMP/demo.out" | tr '\n' ' ')" '^agent│ refused +push straight to main +agent│ +remote: airlock: push-other-branch: only refs/heads/airlock/'
   like "[$mode] hostile: the gateway's refusals are listed by reason" "$out" 'the forge gateway decided [0-9]+ request\(s\) and refused [1-9][0-9]* \(.*push-other-branch [0-9]'
   like "[$mode] hostile: no real token in the sandbox" "$out" 'held +credentials sealed: no real token anywhere in the sandbox \(cred.run-tokens blocked\)'
   like "[$mode] hostile: the one PR was opened by the supervisor" "$out" 'held +the pull request was opened by the supervisor'
   like "[$mode] hostile: the proxy refused evil.example" "$out" 'Tunnel connection failed: 403'
+  like "[$mode] hostile: the declared PR text was made inert (issue #26)" "$out" 'held +the PR text the agent declared was made inert before it was posted: [1-9][0-9]* mention\(s\), [1-9][0-9]* closing keyword\(s\), [1-9][0-9]* image\(s\), [1-9][0-9]* HTML tag\(s\), [1-9][0-9]* outside link'
+  like "[$mode] hostile: the base branch's CI cannot act for the agent (issue #26)" "$out" 'held +CI: no workflow of the base branch runs .* \(audit: ([1-9]) of \1 ci\.\* criteria PASS'
   is "[$mode] the demo removed its temporary directory" "$(demo_dirs $mode)" ""
   is "[$mode] no forge or broker of this demo left running" "$(demo_pids $mode)" ""
 done

@@ -69,30 +69,6 @@ static bool is_blank(unsigned char c)
 
 /* ---- 1. bytes ---- */
 
-/* The code point of the UTF-8 sequence at p (n bytes left), its length in
- * *l; -1 (and *l = 1) for a malformed one (RFC 3629 §3: no overlong form,
- * no surrogate, at most U+10FFFF). */
-static long utf8_at(const unsigned char *p, size_t n, size_t *l)
-{
-  *l = 1;
-  if (p[0] < 0x80)
-    return p[0];
-  size_t k = (p[0] >> 5) == 6 ? 2 : (p[0] >> 4) == 14 ? 3 : (p[0] >> 3) == 30 ? 4 : 0;
-  if (!k || k > n)
-    return -1;
-  long cp = p[0] & (0x7f >> k);
-  for (size_t i = 1; i < k; i++) {
-    if ((p[i] & 0xc0) != 0x80)
-      return -1;
-    cp = (cp << 6) | (p[i] & 0x3f);
-  }
-  static const long min[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < min[k] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-    return -1;
-  *l = k;
-  return cp;
-}
-
 static bool is_bidi(long cp)
 {
   return cp == 0x61c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
@@ -105,7 +81,7 @@ static void pass_bytes(const char *in, size_t n, bool one_line, struct buf *o,
   const unsigned char *p = (const unsigned char *)in;
   for (size_t i = 0; i < n;) {
     size_t l;
-    long cp = utf8_at(p + i, n - i, &l);
+    long cp = al_utf8_decode(p + i, n - i, &l);
     if (cp < 0 || is_bidi(cp)) {
       puts_(o, FFFD);
       c->controls++;

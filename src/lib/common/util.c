@@ -450,3 +450,24 @@ int al_wait_exited(pid_t pid, int timeout_ms)
   }
   return 0;
 }
+
+long al_utf8_decode(const unsigned char *p, size_t n, size_t *len)
+{
+  *len = 1;
+  if (p[0] < 0x80)
+    return p[0];
+  size_t k = (p[0] >> 5) == 6 ? 2 : (p[0] >> 4) == 14 ? 3 : (p[0] >> 3) == 30 ? 4 : 0;
+  if (!k || k > n)
+    return -1;
+  long cp = p[0] & (0x7f >> k);
+  for (size_t i = 1; i < k; i++) {
+    if ((p[i] & 0xc0) != 0x80)
+      return -1;
+    cp = (cp << 6) | (p[i] & 0x3f);
+  }
+  static const long min[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < min[k] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+    return -1;
+  *len = k;
+  return cp;
+}

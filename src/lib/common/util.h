@@ -90,6 +90,11 @@ int al_set_nonblock(int fd, bool on);
  * docs/cli.md, "Numbers". */
 int al_parse_decimal(const char **s, uint64_t *out);
 
+/* The code point of the UTF-8 sequence at p (n > 0 bytes left), its
+ * length in *len; -1 (and *len = 1) for a malformed one (RFC 3629 §3: no
+ * overlong form, no surrogate, at most U+10FFFF, no truncated sequence). */
+long al_utf8_decode(const unsigned char *p, size_t n, size_t *len);
+
 /* Parse "2GiB", "512MiB", "100k", "4096" (bytes). Units: B, k/K/KiB, M/MiB, G/GiB, T/TiB
  * (powers of 1024; kB/MB/GB powers of 1000). Returns 0 or -1 with a reason in *why. */
 int al_parse_size(const char *s, uint64_t *out, const char **why);

@@ -44,29 +44,6 @@ char *al_review_escape(const char *s, size_t max)
   return out;
 }
 
-/* The code point of the UTF-8 sequence at p (n bytes left) and its
- * length, or -1 for a malformed one. */
-static long utf8_at(const unsigned char *p, size_t n, size_t *len)
-{
-  *len = 1;
-  if (p[0] < 0x80)
-    return p[0];
-  size_t k = (p[0] >> 5) == 6 ? 2 : (p[0] >> 4) == 14 ? 3 : (p[0] >> 3) == 30 ? 4 : 0;
-  if (!k || k > n)
-    return -1;
-  long cp = p[0] & (0x7f >> k);
-  for (size_t i = 1; i < k; i++) {
-    if ((p[i] & 0xc0) != 0x80)
-      return -1;
-    cp = (cp << 6) | (p[i] & 0x3f);
-  }
-  static const long min[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < min[k] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-    return -1;
-  *len = k;
-  return cp;
-}
-
 const char *al_review_name_issue(const char *s)
 {
   const unsigned char *p = (const unsigned char *)s;
@@ -74,7 +51,7 @@ const char *al_review_name_issue(const char *s)
   bool ctl = false, bidi = false, invis = false, bad = false;
   for (size_t i = 0; i < n;) {
     size_t l;
-    long cp = utf8_at(p + i, n - i, &l);
+    long cp = al_utf8_decode(p + i, n - i, &l);
     if (cp < 0 || cp == 0xfffd)
       bad = true;
     else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f))

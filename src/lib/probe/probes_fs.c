@@ -306,7 +306,7 @@ PR_DECL(pr_fs_ro_path_sockets)
 
 /* Does text name path as a whole path (at the start of a field or of an
  * option value, ending with the path or a component)? "/root" is named
- * in "... /root/x ..." but not in "/work/root/x". */
+ * in "... /root/x ..." but not in "/srv/root/x". */
 static bool names_path(const char *text, const char *path)
 {
   size_t pl = strlen(path);

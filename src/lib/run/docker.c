@@ -706,7 +706,8 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   };
   json_t *hc = NULL, *env = NULL, *cmd = NULL;
   char shim[PATH_MAX];
-  if (find_shim(o, shim, sizeof shim, err) < 0)
+  al_docker_stage stage = {0};
+  if (find_shim(o, shim, sizeof shim, err) < 0 || al_docker_stage_open(&stage, shim, err) < 0)
     goto out;
   /* With a network section: the socket the shim hands the listener over
    * on, bound into this one container; the egress proxy runs here on the
@@ -725,7 +726,7 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   json_object_set_new(hc, "NetworkMode", json_string("none"));
   json_object_set_new(hc, "Init", json_false()); /* the shim is PID 1 */
   json_t *binds = json_array();
-  json_array_append_new(binds, json_sprintf("%s:" SHIM_TARGET ":ro", shim));
+  json_array_append_new(binds, json_sprintf("%s:" SHIM_TARGET ":ro", stage.path));
   if (net)
     json_array_append_new(binds, json_sprintf("%s:" DOOR_TARGET ":ro", door.door.path));
   json_object_set_new(hc, "Binds", binds);
@@ -881,6 +882,7 @@ out:
     kill_container(d, agent_id, "SIGKILL");
   al_run_stop_proxy(door.proxy);
   al_docker_door_close(&door.door);
+  al_docker_stage_close(&stage);
   if (stdin_data) {
     explicit_bzero(stdin_data, strlen(stdin_data));
     free(stdin_data);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 
 int al_docker_door_open(al_docker_door *d, al_error *err)
 {
@@ -43,6 +44,54 @@ int al_docker_door_open(al_docker_door *d, al_error *err)
     return al_make_error(err, e, "docker hand-off socket %s", sa.sun_path);
   }
   return 0;
+}
+
+int al_docker_stage_open(al_docker_stage *s, const char *src, al_error *err)
+{
+  memset(s, 0, sizeof *s);
+  const char *base = getenv("TMPDIR");
+  if (!base || base[0] != '/' || strlen(base) > 200)
+    base = "/tmp";
+  snprintf(s->dir, sizeof s->dir, "%s/airlock-sh-XXXXXX", base);
+  if (!mkdtemp(s->dir)) {
+    int e = errno;
+    s->dir[0] = '\0';
+    return al_make_error(err, e, "docker backend: mkdtemp in %s", base);
+  }
+  snprintf(s->path, sizeof s->path, "%s/airlock-shim", s->dir);
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  int out = in < 0 ? -1 : open(s->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+  int e = in < 0 || out < 0 ? errno : 0;
+  char buf[65536];
+  ssize_t k = 0;
+  while (!e && (k = read(in, buf, sizeof buf)) != 0) {
+    if (k < 0) {
+      if (errno != EINTR)
+        e = errno;
+      continue;
+    }
+    if (al_write_all(out, buf, (size_t)k) < 0)
+      e = errno ? errno : EIO;
+  }
+  if (out >= 0 && close(out) < 0 && !e)
+    e = errno;
+  if (in >= 0)
+    close(in);
+  if (e) {
+    al_docker_stage_close(s);
+    return al_make_error(err, e, "docker backend: copy %s to a private directory", src);
+  }
+  return 0;
+}
+
+void al_docker_stage_close(al_docker_stage *s)
+{
+  if (s->path[0] && unlink(s->path) < 0 && errno != ENOENT)
+    al_warn("docker backend: unlink %s: %s", s->path, strerror(errno));
+  s->path[0] = '\0';
+  if (s->dir[0] && rmdir(s->dir) < 0 && errno != ENOENT)
+    al_warn("docker backend: rmdir %s: %s", s->dir, strerror(errno));
+  s->dir[0] = '\0';
 }
 
 void al_docker_door_unlink(al_docker_door *d)

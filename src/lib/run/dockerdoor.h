@@ -32,6 +32,23 @@ void al_docker_door_unlink(al_docker_door *d);
 /* Close the listener (a later connect is refused) and unlink. Idempotent. */
 void al_docker_door_close(al_docker_door *d);
 
+/* A copy of a host file (the shim) in a private directory, bound into
+ * the agent container from there: a bind's source path shows in the
+ * container's /proc/self/mountinfo (field 4, proc(5)), and the shim's own
+ * path may name the invoker's home (a checkout under /root), which the
+ * sandbox must not learn (probe fs.mountinfo). */
+typedef struct al_docker_stage {
+  char dir[256];  /* $TMPDIR (if short) or /tmp, "airlock-sh-XXXXXX", mode 0700 */
+  char path[300]; /* dir + "/airlock-shim", mode 0755; "" once removed */
+} al_docker_stage;
+
+/* Copy the regular file src into a new private directory. Returns 0 or -1
+ * with err (mkdtemp/open/read/write errno, naming the path). */
+int al_docker_stage_open(al_docker_stage *s, const char *src, al_error *err);
+
+/* Remove the copy and its directory. Idempotent. */
+void al_docker_stage_close(al_docker_stage *s);
+
 /* Accept the one connection (the caller saw POLLIN on d->fd) and close the
  * listener whatever happens: exactly one peer per run. *conn gets the
  * connection, *peer_pid its SO_PEERCRED pid (unix(7)) in our PID

@@ -138,8 +138,27 @@ wait_for 300 holder_is serve-b
 wait_for 1200 attempts_ge "$ID" 2
 touch "$T_TMP/agent/open"
 wait_for 3000 row_is "$ID" succeeded
-for _ in $(seq 600); do [ "$(pulls_for 26)" -ge 2 ] && break; sleep 0.1; done
-is "control: without the fence check, the frozen leader's run makes a second PR" "$(pulls_for 26)" 2
+# A's attempt has made its output (or not) once its record is written: wait
+# for that (bounded), not for a fixed while, so a loaded machine gives the
+# same count
+wait_for 3000 test -s "$T_TMP/st2/records/$ID-1.json"
+for _ in $(seq 100); do [ "$(pulls_for 26)" -ge 2 ] && break; sleep 0.1; done
+# When A's attempt made no PR, its record says why: an escape the control
+# could not show this time is a skip with that reason, never a pass; a PR
+# count other than 1 or 2, or no record, fails.
+np=$(pulls_for 26)
+why=$(python3 -c 'import json,sys
+try:
+    r = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    print("no record:", e); sys.exit()
+o = r.get("outputs") or {}
+print(o.get("status"), "|", o.get("error") or r.get("error") or "")' "$T_TMP/st2/records/$ID-1.json" 2>&1)
+if [ "$np" = 1 ] && [ -s "$T_TMP/st2/records/$ID-1.json" ] && ! grep -q '^ok ' <<<"$why"; then
+  skip "control: without the fence check, the frozen leader's run makes a second PR: A's unfenced attempt made no PR this time ($why)"
+else
+  is "control: without the fence check, the frozen leader's run makes a second PR" "$np" 2
+fi
 kill -CONT "$A_PID"
 kill -TERM "$A_PID" "$B_PID" 2>/dev/null
 done_testing

@@ -346,7 +346,8 @@ fail:
 
 static int attach_start_stream(struct dk *d, const char *id, char *stdin_data, int fd_out,
                                int fd_err, uint64_t timeout_ms, void (*after_start)(void *),
-                               void *after_start_ctx, struct door_run *door, al_error *err)
+                               void *after_start_ctx, struct door_run *door, al_docker_stage *stage,
+                               al_error *err)
 {
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   if (strlen(d->sock) >= sizeof sa.sun_path)
@@ -396,6 +397,7 @@ static int attach_start_stream(struct dk *d, const char *id, char *stdin_data, i
   uint64_t door_deadline = al_now_ms() + DOOR_TIMEOUT_MS;
   if (door)
     al_docker_door_unlink(&door->door);
+  al_docker_stage_close(stage); /* the shim's copy: bound, so it can go too */
   if (stdin_data) {
     /* small (a few KiB): the socket buffer takes it at once */
     struct timeval tv = {.tv_sec = 10};
@@ -835,7 +837,7 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
   uint64_t t_start = al_now_ms();
   int sr = attach_start_stream(d, agent_id, stdin_data, o->stdout_fd > 0 ? o->stdout_fd : 1,
                                o->stderr_fd > 0 ? o->stderr_fd : 2, tmo, o->after_start,
-                               o->after_start_ctx, net ? &door : NULL, err);
+                               o->after_start_ctx, net ? &door : NULL, &stage, err);
   if (sr == 1) {
     *status = AL_EXIT_TIMEOUT;
     if (o->timed_out)

@@ -1829,10 +1829,9 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
       h_revoke(&c);
     else if (c.nseg == 2 && is_seg(&c, 1, "repositories") && get)
       h_installation_repos(&c);
-  } else if (c.nseg == 1 && post && is_seg(&c, 0, "graphql")) {
-    forge_graphql(&c); /* graphql.c; /api/graphql arrives as /graphql here */
-  } else if (c.nseg == 2 && post && is_seg(&c, 0, "api") && is_seg(&c, 1, "graphql")) {
-    forge_graphql(&c);
+  } else if (post && ((c.nseg == 1 && is_seg(&c, 0, "graphql")) ||
+                      (c.nseg == 2 && is_seg(&c, 0, "api") && is_seg(&c, 1, "graphql")))) {
+    forge_graphql(&c); /* graphql.c; GHE's /api/graphql as well */
   } else if (is_seg(&c, 0, "rate_limit") && c.nseg == 1 && get) {
     forge_resp_json(resp, 200,
                     json_pack("{s:{s:{s:i, s:i, s:i}}}", "resources", "core", "limit", 5000,

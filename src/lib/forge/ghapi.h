@@ -77,10 +77,9 @@ typedef struct al_ghapi_opts {
  *   note        the client's own explanation when it did something or gave
  *               up: "followed 301 to /repos/o/new", "secondary rate limit
  *               without Retry-After: GitHub asks to wait 60s, which does
- *               not fit in the 4s left before the deadline; not retried", "redirect to https://x/ not followed:
- *               outside the API base"; "" otherwise;
- *   moved_status the first redirect followed (301/302/307/308), 0 if none;
- *   moved_to    the final URL's path and query relative to the API base
+ *               not fit in the 4s left before the deadline; not retried", "redirect to https://x/
+ * not followed: outside the API base"; "" otherwise; moved_status the first redirect followed
+ * (301/302/307/308), 0 if none; moved_to    the final URL's path and query relative to the API base
  *               when a redirect was followed, "" otherwise;
  *   rate        which rate limit a RATE_LIMITED answer reports;
  *   retry_after_s, rl_remaining, rl_reset: the headers of the final answer

@@ -45,7 +45,8 @@ static void log_request(al_gw_conn *c, req_ctx *r)
   json_object_set_new(j, "method", r->method[0] ? json_string(r->method) : json_null());
   json_object_set_new(j, "path", r->path[0] ? json_string(r->path) : json_null());
   json_object_set_new(j, "query", r->qlog[0] ? json_string(r->qlog) : json_null());
-  json_object_set_new(j, "decision", json_string(r->rule && !r->denied && r->status < 400 ? "allow" : "deny"));
+  json_object_set_new(j, "decision",
+                      json_string(r->rule && !r->denied && r->status < 400 ? "allow" : "deny"));
   json_object_set_new(j, "rule", r->rule ? json_string(r->rule->name) : json_null());
   json_object_set_new(j, "reason", json_string(r->reason ? r->reason : "unknown"));
   if (r->detail)
@@ -847,8 +848,8 @@ int gwc_serve_request(al_gw_conn *c)
   const char *cwhy = NULL;
   const char *param = NULL;
   al_gw_cred cred = al_gw_credential_q(&q, qp, s->placeholder, &cwhy);
-  r->rule = al_gw_match_q(&s->rules, msides, r->method, strlen(r->method), mpath, qp,
-                          &r->reason, &param);
+  r->rule =
+      al_gw_match_q(&s->rules, msides, r->method, strlen(r->method), mpath, qp, &r->reason, &param);
   const al_gw_rule *rule = r->rule;
   if (!rule && param) {
     /* a query refusal names the parameter: "query-param-refused: NAME" */

@@ -214,7 +214,7 @@ static bool query_ok(const al_gw_rules *r, const al_gw_rule *rule, const al_gw_q
     }
   if (rule->query == AL_GW_QUERY_SERVICE) {
     int k = al_gw_query_find(qp, "service");
-    const char *v = k >= 0 ? qp->p[k].value : "";
+    const char *v = k >= 0 && qp ? qp->p[k].value : "";
     if (k < 0 || n != 1 ||
         !(strcmp(v, "git-upload-pack") == 0 || strcmp(v, "git-receive-pack") == 0)) {
       *reason = "bad-service-query";
@@ -224,7 +224,7 @@ static bool query_ok(const al_gw_rules *r, const al_gw_rule *rule, const al_gw_q
     /* OWNER:BRANCH, the owner without case (as GitHub reads it), the
      * branch exactly */
     int k = al_gw_query_find(qp, "head");
-    const char *v = k >= 0 ? qp->p[k].value : NULL;
+    const char *v = k >= 0 && qp ? qp->p[k].value : NULL;
     size_t ol = strlen(r->owner);
     if (!v || strlen(v) != ol + 1 + strlen(r->branch) || strncasecmp(v, r->owner, ol) != 0 ||
         v[ol] != ':' || strcmp(v + ol + 1, r->branch) != 0) {

@@ -111,7 +111,7 @@ typedef struct al_rp_request {
   size_t n_cmds;
   size_t n_shallow;
   size_t n_push_options;
-  bool push_options; /* the client asked for the push-options capability */
+  bool push_options;  /* the client asked for the push-options capability */
   bool report_status; /* report-status or report-status-v2 (gitprotocol-pack(5)) */
   unsigned side_band; /* 0, or the largest pkt-len of the side band asked for:
                          1000 (side-band) or 65520 (side-band-64k) */

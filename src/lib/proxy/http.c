@@ -621,12 +621,12 @@ int al_http_response_strip(const char *buf, size_t len, char *out, size_t *out_l
       continue;
     memcpy(out + o, f->name, f->name_len);
     o += f->name_len;
-    memcpy(out + o, ": ", 2);
-    o += 2;
+    out[o++] = ':';
+    out[o++] = ' ';
     memcpy(out + o, f->value, f->value_len);
     o += f->value_len;
-    memcpy(out + o, "\r\n", 2);
-    o += 2;
+    out[o++] = '\r';
+    out[o++] = '\n';
   }
   // NOLINTNEXTLINE(bugprone-not-null-terminated-result): wire bytes, not a C string
   memcpy(out + o, "\r\n", 2);

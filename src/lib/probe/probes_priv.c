@@ -394,6 +394,18 @@ PR_DECL(pr_priv_i386)
 {
   (void)ctx;
 #if defined(__x86_64__)
+  /* This child must die by the signal itself: a sanitizer's SIGSEGV
+   * handler would turn a faulting int 0x80 (no i386 entry on the machine,
+   * PR_SEGV_NOABI) into an abort. rt_sigaction(2) directly, past any
+   * interceptor of sigaction(2); the kernel's struct: handler, flags,
+   * restorer, 8-byte mask. */
+  struct {
+    void *handler;
+    unsigned long flags;
+    void *restorer;
+    unsigned long mask;
+  } dfl = {.handler = NULL}; /* SIG_DFL */
+  (void)syscall(SYS_rt_sigaction, SIGSEGV, &dfl, NULL, sizeof dfl.mask);
   long rc;
   __asm__ volatile("int $0x80" : "=a"(rc) : "a"(20L) : "memory");
   pr_escaped(r, "an i386 int 0x80 syscall returned (%ld)", rc);

@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "common/term.h"
 #include "common/util.h"
-#include "broker/config.h"
+#include "forge/appconfig.h"
 #include "forge/audit.h"
 
 static void usage(FILE *out)

@@ -12,7 +12,7 @@
 #include <sys/resource.h>
 
 #include "broker/broker.h"
-#include "broker/config.h"
+#include "forge/appconfig.h"
 #include "broker/manifest.h"
 #include "cli.h"
 #include "commands.h"

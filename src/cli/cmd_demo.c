@@ -27,9 +27,9 @@
 #include "common/term.h"
 #include "common/util.h"
 #include "demo/demo.h"
-#include "run/presets.h"
+#include "ticket/presets.h"
 #include "run/review_notes.h"
-#include "run/ticket.h"
+#include "ticket/ticket.h"
 
 /* --agent: a preset or a program, and the model relay it talks to. */
 struct demo_agent {

@@ -20,7 +20,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "policy/policy.h"
-#include "proxy/host.h"
+#include "net/host.h"
 #include "proxy/proxy.h"
 #include "relay/launch.h"
 #include "sandbox/sandbox.h"

@@ -14,8 +14,8 @@
 #include "commands.h"
 #include "common/term.h"
 #include "common/util.h"
-#include "run/presets.h"
-#include "run/ticket.h"
+#include "ticket/presets.h"
+#include "ticket/ticket.h"
 
 /* The bundled agent inside airlock-agent:local (scripts/docker-images.sh). */
 #define DOCKER_AGENT "/usr/share/airlock/agents/patch-agent"

@@ -1,11 +1,11 @@
-/* libFuzzer target: host / port / authority canonicalization (proxy/host.c).
+/* libFuzzer target: host / port / authority canonicalization (net/host.c).
  * Invariants: a canonical name canonicalizes to itself, and is lower-case
  * LDH or an IP literal. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "proxy/host.h"
+#include "net/host.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

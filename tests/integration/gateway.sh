@@ -270,7 +270,7 @@ is "  the forge answered (ticket token: the query reads the ticket)" "$(jq -r '.
 is "an encoded dot-dot path: 400" "$(gw GET /repos/acme/tally/issues/%2e%2e/2 "$W/ph.hdr")" 400
 is "  reason" "$(last_reason)" path-encoded-separator
 
-# gh as airlock sets it up in sealed mode (run/ticket_agent.c tk_gh_env):
+# gh as airlock sets it up in sealed mode (ticket/ticket_agent.c tk_gh_env):
 # GH_HOST the git host, GH_ENTERPRISE_TOKEN the placeholder; gh then asks
 # /api/v3/... (GitHub Enterprise's paths), matched as the same rules
 if command -v gh >/dev/null 2>&1; then

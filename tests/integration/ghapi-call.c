@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/secmem.h"
+#include "common/secmem.h"
 #include "common/util.h"
 #include "forge/ghapi.h"
 

@@ -172,7 +172,7 @@ def kubernetes(path, ws, tmp, wall, mem):
             if a.version == net.version and a in net and not any(a in ipaddress.ip_network(x) for x in b.get("except", [])):
                 return True
         return False
-    # every one of these is refused by the proxy's address guard (proxy/addr.c)
+    # every one of these is refused by the proxy's address guard (net/addr.c)
     refused = ["10.1.2.3", "169.254.169.254", "100.100.100.200", "198.18.0.1", "198.19.255.1", "192.0.0.8",
                "168.63.129.16", "192.88.99.1", "203.0.113.9", "240.0.0.1", "64:ff9b::a9fe:a9fe",
                "64:ff9b:1::1", "2002:a9fe:a9fe::1", "2001::1", "2001:db8::1", "fd00:ec2::254", "fe80::1",

@@ -1,4 +1,4 @@
-/* Unit tests for broker/config.c, broker/jwt.c and broker/proto.c. */
+/* Unit tests for forge/appconfig.c, forge/jwt.c and broker/proto.c. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,10 +16,10 @@
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 
-#include "broker/config.h"
-#include "broker/jwt.h"
+#include "forge/appconfig.h"
+#include "forge/jwt.h"
 #include "broker/proto.h"
-#include "broker/secmem.h"
+#include "common/secmem.h"
 
 static int load(const char *yaml, al_broker_config **c, al_error *err)
 {

@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "proxy/addr.h"
-#include "proxy/host.h"
+#include "net/addr.h"
+#include "net/host.h"
 #include "proxy/http.h"
 #include "proxy/tls.h"
 

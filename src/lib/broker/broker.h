@@ -11,7 +11,7 @@
 
 #include <stdbool.h>
 
-#include "broker/config.h"
+#include "forge/appconfig.h"
 #include "common/error.h"
 
 typedef struct al_broker_opts {

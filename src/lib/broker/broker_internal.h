@@ -29,11 +29,11 @@
 #include <unistd.h>
 
 #include "broker/check.h"
-#include "broker/github.h"
-#include "broker/jwt.h"
+#include "forge/app.h"
+#include "forge/jwt.h"
 #include "broker/keep.h"
 #include "broker/proto.h"
-#include "broker/secmem.h"
+#include "common/secmem.h"
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/util.h"

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "broker/config.h"
-#include "broker/github.h"
+#include "forge/appconfig.h"
+#include "forge/app.h"
 #include "broker/keep.h"
 #include "common/log.h"
 #include "common/util.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "broker/client.h"
-#include "broker/config.h"
+#include "forge/appconfig.h"
 #include "broker/proto.h"
 #include "common/util.h"
 

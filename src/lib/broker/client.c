@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "broker/proto.h"
-#include "broker/secmem.h"
+#include "common/secmem.h"
 #include "common/redact.h"
 #include "common/util.h"
 

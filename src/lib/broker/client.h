@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "broker/config.h"
+#include "forge/appconfig.h"
 #include "common/error.h"
 
 typedef struct al_lease al_lease;

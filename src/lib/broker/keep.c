@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "broker/secmem.h"
+#include "common/secmem.h"
 #include "common/log.h"
 #include "common/util.h"
 

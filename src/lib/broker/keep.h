@@ -26,7 +26,7 @@
 
 #include <stddef.h>
 
-#include "broker/github.h"
+#include "forge/app.h"
 #include "common/error.h"
 
 typedef struct al_keep al_keep;

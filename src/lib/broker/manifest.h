@@ -19,7 +19,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "broker/config.h"
+#include "forge/appconfig.h"
 #include "common/error.h"
 
 typedef struct al_app_manifest_opts {

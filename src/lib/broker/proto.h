@@ -45,7 +45,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "broker/config.h"
+#include "forge/appconfig.h"
 #include "common/error.h"
 
 #define AL_PROTO_VERSION 1

@@ -7,7 +7,7 @@
  *   al_demo_setup     make-test-ca.sh, make-app-key.sh (app, auditor) →
  *                     airlock-forge (ports.json) → broker.yaml + `airlock-net
  *                     broker` (its socket) → airlock.yaml (the policy)
- *   the caller        runs the ticket against d->policy (run/ticket.h)
+ *   the caller        runs the ticket against d->policy (ticket/ticket.h)
  *   al_demo_main_sha  the forge's admin listener: main's sha, before and after
  *   al_demo_teardown  SIGTERM to the children in reverse order (the broker
  *                     revokes what it minted), SIGKILL after 5 s, remove

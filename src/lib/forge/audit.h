@@ -61,7 +61,7 @@
  *     `metadata: read`, used for the reads, then revoked
  *     (DELETE /installation/token) before al_audit_run returns.
  *   - the audit credential: opts.reader_config, else the broker config's
- *     optional `audit:` section (see broker/config.h), used when opts.token
+ *     optional `audit:` section (see forge/appconfig.h), used when opts.token
  *     is NULL: `token_file` (a read-only admin token
  *     kept by the broker's user, read for each audit) or `app` (a second,
  *     read-only "audit App": a token with only administration: read and
@@ -90,7 +90,7 @@
 
 #include <openssl/evp.h>
 
-#include "broker/config.h"
+#include "forge/appconfig.h"
 #include "common/error.h"
 
 typedef enum al_audit_status {

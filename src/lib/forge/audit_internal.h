@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "broker/config.h"
-#include "broker/github.h"
+#include "forge/appconfig.h"
+#include "forge/app.h"
 #include "forge/audit.h"
 #include "forge/ghapi.h"
 

@@ -11,10 +11,10 @@
 #include <strings.h>
 #include <time.h>
 
-#include "broker/config.h"
-#include "broker/github.h"
-#include "broker/jwt.h"
-#include "broker/secmem.h"
+#include "forge/appconfig.h"
+#include "forge/app.h"
+#include "forge/jwt.h"
+#include "common/secmem.h"
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/util.h"

@@ -15,8 +15,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "broker/config.h"
-#include "broker/secmem.h"
+#include "forge/appconfig.h"
+#include "common/secmem.h"
 #include "common/log.h"
 #include "common/util.h"
 

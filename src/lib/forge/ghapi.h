@@ -11,7 +11,7 @@
  *     Authorization: Bearer <token> when a bearer is given; a JSON body
  *     with Content-Type: application/json;
  *   - https only; http only when the API URL is a loopback address
- *     (broker/config.h al_api_url_check);
+ *     (forge/appconfig.h al_api_url_check);
  *   - redirects 301/302/307/308 followed by the client itself, with the
  *     same method and body, only to URLs under the API base (same scheme,
  *     host, port and path prefix: al_ghapi_url_under), at most 5; reported

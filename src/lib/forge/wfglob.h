@@ -14,7 +14,7 @@
  * between the two readings is refused as ambiguous.
  *
  * A subject is a set of names: one exact name (the base branch), or the
- * run branches `PREFIX<digits>-<8 lowercase hex>` (run/ticket.c names
+ * run branches `PREFIX<digits>-<8 lowercase hex>` (ticket/ticket.c names
  * them so). al_wfg_judge walks the product of the subject's automaton and
  * the patterns' (subset construction), so "some run branch matches" and
  * "every run branch matches" are decided exactly, with an example name for

@@ -44,7 +44,7 @@
 #include "gateway/conn_int.h"
 #include "gateway/server.h"
 #include "gateway/wire.h"
-#include "proxy/host.h"
+#include "net/host.h"
 #include "proxy/http.h"
 /* ---- I/O helpers ---- */
 

@@ -26,7 +26,7 @@
 #include "gateway/query.h"
 #include "gateway/server.h"
 #include "gateway/wire.h"
-#include "proxy/host.h"
+#include "net/host.h"
 #include "proxy/http.h"
 
 #define RB_CAP (128 * 1024)

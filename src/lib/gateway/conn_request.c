@@ -27,7 +27,7 @@
 #include "gateway/refusal.h"
 #include "gateway/server.h"
 #include "gateway/wire.h"
-#include "proxy/host.h"
+#include "net/host.h"
 #include "proxy/http.h"
 /* ---- the decision line ---- */
 

@@ -28,12 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "broker/secmem.h"
+#include "common/secmem.h"
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/util.h"
 #include "gateway/server.h"
-#include "proxy/host.h"
+#include "net/host.h"
 #include "sandbox/sandbox.h"
 
 #define START_TIMEOUT_MS 10000

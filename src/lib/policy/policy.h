@@ -18,7 +18,7 @@
 
 /* One allowlist entry: exactly host:port, or a *.suffix wildcard. */
 typedef struct al_net_allow {
-  char *host;    /* canonical (see proxy/host.h); for wildcards the suffix without "*." */
+  char *host;    /* canonical (see net/host.h); for wildcards the suffix without "*." */
   bool wildcard; /* written as "*.suffix": matches one or more labels before suffix */
   bool is_ip;    /* host is an IP literal (canonical text form) */
   uint16_t port; /* 1..65535 */

@@ -11,7 +11,7 @@
 
 #include "common/util.h"
 #include "policy/policy.h"
-#include "proxy/host.h"
+#include "net/host.h"
 
 static const char *const names[] = {"run", "ticket", "render"};
 

@@ -19,8 +19,8 @@
 
 #include "common/util.h"
 #include "policy/sensitive.h"
-#include "proxy/addr.h"
-#include "proxy/host.h"
+#include "net/addr.h"
+#include "net/host.h"
 
 /* A surprising but valid choice: appended to the policy's warnings (the
  * walk's user pointer) in the same "FILE:LINE:COL: PATH: why" form as an

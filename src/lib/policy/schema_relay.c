@@ -11,7 +11,7 @@
 
 #include "common/util.h"
 #include "policy/schema.h"
-#include "proxy/host.h"
+#include "net/host.h"
 
 static int relay_route_parse(al_yw *c, const al_yw_kv *kv, al_relay_route *r)
 {

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proxy/host.h"
+#include "net/host.h"
 
 #define AL_HTTP_HEAD_MAX 8192
 #define AL_HTTP_MAX_HEADERS 64

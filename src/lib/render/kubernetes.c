@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 
 #include "common/util.h"
-#include "proxy/addr.h"
+#include "net/addr.h"
 #include "render/internal.h"
 #include "render/render.h"
 
@@ -212,7 +212,7 @@ static void k8s_netpol(FILE *f, const al_policy *p, const char *ns)
   uint16_t ports[64];
   size_t n = rd_ports(p, ports, AL_ARRAY_SIZE(ports));
   if (n > 0) {
-    /* The except lists are the proxy's own address guard (proxy/addr.c),
+    /* The except lists are the proxy's own address guard (net/addr.c),
      * so the two layers refuse the same ranges. IPv6: only global
      * unicast, which leaves out NAT64, IPv4-mapped and the rest. */
     fputs("    - to:\n"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "broker/config.h"
+#include "forge/appconfig.h"
 #include "common/util.h"
 #include "common/yamlwalk.h"
 

@@ -47,7 +47,7 @@
 #define AL_SERVE_REPOS_MAX 256
 
 typedef struct al_serve_repo {
-  char *repo;   /* "owner/name" (broker/config.h al_repo_name_check) */
+  char *repo;   /* "owner/name" (forge/appconfig.h al_repo_name_check) */
   char *policy; /* absolute path of the run's policy file */
 } al_serve_repo;
 

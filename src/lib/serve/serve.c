@@ -29,7 +29,7 @@
 #include "common/redact.h"
 #include "common/util.h"
 #include "policy/policy.h"
-#include "run/ticket.h"
+#include "ticket/ticket.h"
 #include "serve/election.h"
 #include "serve/internal.h"
 

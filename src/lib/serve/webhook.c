@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "broker/config.h"
+#include "forge/appconfig.h"
 #include "common/util.h"
 
 int al_webhook_verify(const void *secret, size_t secret_len, const char *header, const void *body,

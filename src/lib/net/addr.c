@@ -2,7 +2,7 @@
  * Special-Purpose Address Registries (RFC 6890 and updates) as of 2024;
  * entries the registry marks "globally reachable" but which are still no
  * business of an agent (6to4 relay anycast, AS112) are refused too. */
-#include "proxy/addr.h"
+#include "net/addr.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "broker/config.h"
+#include "forge/appconfig.h"
 #include "common/error.h"
 
 typedef struct al_gh al_gh;

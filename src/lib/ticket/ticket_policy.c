@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/ticket_internal.h"
+#include "ticket/ticket_internal.h"
 #include "common/util.h"
 
 /* Phase: load and check the policy against the ticket. */

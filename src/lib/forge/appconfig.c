@@ -1,7 +1,7 @@
 /* Broker config parsing: see config.h for the schema; its tables are read
  * by the one YAML walker (common/yamlwalk.h), as the policy's and the
  * service's are. */
-#include "broker/config.h"
+#include "forge/appconfig.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "broker/secmem.h"
+#include "common/secmem.h"
 #include "common/redact.h"
 #include "common/util.h"
 #include "common/yamlwalk.h"

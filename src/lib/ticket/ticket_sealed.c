@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/ticket_internal.h"
+#include "ticket/ticket_internal.h"
 #include "broker/client.h"
 #include "common/log.h"
 #include "common/util.h"

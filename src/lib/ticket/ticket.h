@@ -21,7 +21,7 @@ typedef struct al_ticket_opts {
   const char *policy_path;           /* required: a ticket needs credentials and network sections */
   char *const *agent_argv;           /* the agent command, NULL-terminated; with agent_preset:
                                         the user's extra arguments (may be NULL) */
-  const char *agent_preset;          /* "claude", "codex" (run/presets.h), or NULL */
+  const char *agent_preset;          /* "claude", "codex" (ticket/presets.h), or NULL */
   const char *agent_prefix;          /* npm prefix to find the preset's program, or NULL */
   const char *const *extra_ro_paths; /* host paths the agent needs (its own directory) */
   const char *record_path;           /* NULL: $XDG_STATE_HOME/airlock/runs/<run>.json */

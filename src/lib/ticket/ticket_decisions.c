@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "run/ticket_internal.h"
+#include "ticket/ticket_internal.h"
 
 size_t tk_decisions_account(struct ticket *t, json_t *decisions, size_t skipped)
 {

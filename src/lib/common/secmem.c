@@ -1,4 +1,4 @@
-#include "broker/secmem.h"
+#include "common/secmem.h"
 
 #include <string.h>
 #include <sys/mman.h>

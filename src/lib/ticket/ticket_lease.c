@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/ticket_internal.h"
+#include "ticket/ticket_internal.h"
 #include "broker/client.h"
 #include "broker/direct.h"
-#include "broker/secmem.h"
+#include "common/secmem.h"
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/util.h"

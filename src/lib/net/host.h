@@ -1,5 +1,5 @@
 /* Host and port canonicalization for the egress proxy and the policy.
- * Owned by the proxy component; the policy loader uses it to validate
+ * In net/, below the proxy and the policy: the policy loader uses it to validate
  * allowlist entries so both sides agree on what a name means.
  *
  * Rules (issue #3, item 4): lower-case; exactly one trailing dot removed;

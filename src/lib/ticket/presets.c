@@ -1,6 +1,6 @@
 /* The agent presets (presets.h): one table, then the code that finds a
  * preset's program on the host. Documented in docs/agents.md. */
-#include "run/presets.h"
+#include "ticket/presets.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -22,9 +22,9 @@
 #include "broker/client.h"
 #include "forge/ghapi.h"
 #include "policy/policy.h"
-#include "run/presets.h"
+#include "ticket/presets.h"
 #include "run/review_secrets.h"
-#include "run/ticket.h"
+#include "ticket/ticket.h"
 
 #define AGENT_STDOUT_CAP (4u << 20)
 #define AUDIT_CAP (8u << 20)
@@ -57,7 +57,7 @@ struct ticket {
   /* secrets: only between lease and sandbox start */
   char **env;
   size_t nenv;
-  al_agent_plan plan; /* with --agent PRESET: argv, env, ro paths (run/presets.h) */
+  al_agent_plan plan; /* with --agent PRESET: argv, env, ro paths (ticket/presets.h) */
   al_lease *lease;
   char *relay_key; /* relay.key: broker: the lease's model_key (secret memory), until the relay
                       sandbox started */
@@ -166,7 +166,7 @@ void tk_build_env(struct ticket *t);
 /* Build t->ca_bundle (system CAs, forge.ca_file, the run CA). */
 int tk_ca_bundle(struct ticket *t, al_error *err);
 int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err);
-/* With --agent PRESET: find its program and build t->plan (run/presets.h),
+/* With --agent PRESET: find its program and build t->plan (ticket/presets.h),
  * before any token is minted; the record's agent gets the preset and the
  * resolved argv. 0 without a preset. */
 int tk_agent_plan(struct ticket *t, al_error *err);

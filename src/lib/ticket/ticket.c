@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/ticket_internal.h"
-#include "broker/secmem.h"
+#include "ticket/ticket_internal.h"
+#include "common/secmem.h"
 #include "common/exitcodes.h"
 #include "common/log.h"
 #include "common/owned.h"

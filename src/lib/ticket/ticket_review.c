@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/ticket_internal.h"
+#include "ticket/ticket_internal.h"
 #include "broker/client.h"
 #include "common/redact.h"
 #include "common/safetext.h"

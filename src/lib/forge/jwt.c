@@ -1,4 +1,4 @@
-#include "broker/jwt.h"
+#include "forge/jwt.h"
 
 #include <errno.h>
 #include <fcntl.h>

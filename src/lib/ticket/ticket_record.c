@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "run/ticket_internal.h"
+#include "ticket/ticket_internal.h"
 #include "common/owned.h"
 #include "common/exitcodes.h"
 #include "common/redact.h"

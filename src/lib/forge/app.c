@@ -1,5 +1,5 @@
 /* GitHub REST calls of the broker: see github.h. */
-#include "broker/github.h"
+#include "forge/app.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "broker/jwt.h"
-#include "broker/secmem.h"
+#include "forge/jwt.h"
+#include "common/secmem.h"
 #include "forge/ghapi.h"
 #include "common/log.h"
 #include "common/redact.h"

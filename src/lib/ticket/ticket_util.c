@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/ticket_internal.h"
+#include "ticket/ticket_internal.h"
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/term.h"

@@ -1,6 +1,6 @@
 /* Host and port canonicalization (issue #3 item 4). See host.h for the
  * rules. Pure functions over bytes: no allocation, no DNS, no locale. */
-#include "proxy/host.h"
+#include "net/host.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

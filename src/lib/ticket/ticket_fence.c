@@ -34,7 +34,7 @@
 
 #include "common/util.h"
 #include "forge/ghapi.h"
-#include "run/ticket_internal.h"
+#include "ticket/ticket_internal.h"
 
 #define HB_INTERVAL_MS 1000
 

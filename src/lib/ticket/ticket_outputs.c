@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/ticket_internal.h"
+#include "ticket/ticket_internal.h"
 #include "broker/client.h"
 #include "common/safetext.h"
 #include "common/util.h"

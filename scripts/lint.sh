@@ -4,6 +4,7 @@
 #   clang-tidy every .c of src/ and tests/forge-emulator/ (.clang-tidy)
 #   clang-format --dry-run --Werror over src/ and tests/ (.clang-format)
 #   no merge conflict markers in any tracked file
+#   layering   scripts/layering.py: the README's May call lines, no loop
 # Usage: scripts/lint.sh [BUILD_DIR]   (a meson build dir with
 # compile_commands.json; default build-lint, set up when missing).
 # Exit 0 clean, 1 on findings, 77 (meson's "skipped") when a tool is missing.
@@ -75,6 +76,10 @@ if ! clang-format --dry-run --Werror $fmt_files; then
   echo "lint: run clang-format -i on the files above"
   rc=1
 fi
+
+echo "== layering"
+# each folder's README "May call:" line, and no loop between folders
+python3 "$top/scripts/layering.py" "$top/src/lib" || rc=1
 
 echo "== merge conflict markers"
 # A merge resolved in a hurry can leave `<<<<<<< ` / `>>>>>>> ` lines in a

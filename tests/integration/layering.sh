@@ -1,0 +1,35 @@
+#!/bin/bash
+# The floors of src/lib (issue #28 item 7): scripts/layering.py passes on
+# the tree, and fails on a copy with an include its README does not allow
+# and on a copy with a loop between two folders that both allow it (the
+# controls: the check notices each when it is there).
+. "$(dirname "$0")/lib.sh"
+SRC=${AIRLOCK_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
+L=$SRC/scripts/layering.py
+
+out=$(python3 "$L" "$SRC/src/lib" 2>&1); rc=$?
+is "the tree: no loop between folders, every include allowed ($out)" "$rc" 0
+
+copy() { rm -rf "$T_TMP/lib"; cp -r "$SRC/src/lib" "$T_TMP/lib"; }
+
+# control: an upward include (common/ may call nothing of airlock)
+copy
+printf '#include "ticket/ticket.h"\n' >>"$T_TMP/lib/common/util.c"
+out=$(python3 "$L" "$T_TMP/lib" 2>&1); rc=$?
+is "control: an include of a folder not on the 'May call:' line fails" "$rc" 1
+like "  ... naming the file, the line and the folder" "$out" 'common/util\.c:[0-9]+: includes ticket/'
+
+# control: a loop, each side allowed by its README (run/ -> probe/ -> run/)
+copy
+sed -i 's|^May call: |May call: probe/, |' "$T_TMP/lib/run/README.md"
+printf '#include "probe/probe.h"\n' >>"$T_TMP/lib/run/run.c"
+out=$(python3 "$L" "$T_TMP/lib" 2>&1); rc=$?
+is "control: a loop between folders fails even where both READMEs allow it" "$rc" 1
+like "  ... naming the folders" "$out" 'include loop between folders: probe <-> run'
+
+# control: a folder without its README line
+copy
+sed -i '/^May call:/d' "$T_TMP/lib/net/README.md"
+out=$(python3 "$L" "$T_TMP/lib" 2>&1); rc=$?
+is "control: a folder whose README has no 'May call:' line fails" "$rc" 1
+done_testing

@@ -51,9 +51,35 @@ static void sizes_and_durations(void **state)
   assert_int_equal(al_parse_duration_ms("5mm", &v, &why), -1);
 }
 
+/* A truncating copy may end mid-sequence; the cut takes back only an
+ * incomplete tail (the fuzz_runs finding: jansson refused the summary). */
+static void utf8_cut(void **state)
+{
+  (void)state;
+  char a[] = "ab\xc3\xa9";
+  al_utf8_cut(a);
+  assert_string_equal(a, "ab\xc3\xa9");
+  char b[] = "ab\xc3";
+  al_utf8_cut(b);
+  assert_string_equal(b, "ab");
+  char c[] = "x\xf0\x9f\x98";
+  al_utf8_cut(c);
+  assert_string_equal(c, "x");
+  char d[] = "x\xf0\x9f\x98\x80";
+  al_utf8_cut(d);
+  assert_string_equal(d, "x\xf0\x9f\x98\x80");
+  char e[] = "";
+  al_utf8_cut(e);
+  assert_string_equal(e, "");
+  char f[] = "\xe2\x80";
+  al_utf8_cut(f);
+  assert_string_equal(f, "");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {cmocka_unit_test(header_number),
-                                     cmocka_unit_test(sizes_and_durations)};
+                                     cmocka_unit_test(sizes_and_durations),
+                                     cmocka_unit_test(utf8_cut)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -471,3 +471,16 @@ long al_utf8_decode(const unsigned char *p, size_t n, size_t *len)
   *len = k;
   return cp;
 }
+
+void al_utf8_cut(char *s)
+{
+  size_t n = strlen(s);
+  size_t i = n;
+  while (i > 0 && ((unsigned char)s[i - 1] & 0xc0) == 0x80 && n - i < 3)
+    i--; /* back over at most three continuation bytes to the lead */
+  if (i == 0 || (unsigned char)s[i - 1] < 0x80)
+    return;
+  size_t len;
+  if (al_utf8_decode((const unsigned char *)s + i - 1, n - i + 1, &len) < 0 || len != n - i + 1)
+    s[i - 1] = '\0';
+}

@@ -95,6 +95,12 @@ int al_parse_decimal(const char **s, uint64_t *out);
  * overlong form, no surrogate, at most U+10FFFF, no truncated sequence). */
 long al_utf8_decode(const unsigned char *p, size_t n, size_t *len);
 
+/* Cut the NUL-terminated s back to its longest prefix of whole UTF-8
+ * sequences (RFC 3629 §3), in place: after a truncating snprintf of valid
+ * UTF-8, what jansson and a terminal are given must not end mid-sequence.
+ * A malformed sequence before the end stays; only the tail is cut. */
+void al_utf8_cut(char *s);
+
 /* Parse "2GiB", "512MiB", "100k", "4096" (bytes). Units: B, k/K/KiB, M/MiB, G/GiB, T/TiB
  * (powers of 1024; kB/MB/GB powers of 1000). Returns 0 or -1 with a reason in *why. */
 int al_parse_size(const char *s, uint64_t *out, const char **why);

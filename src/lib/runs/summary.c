@@ -81,16 +81,24 @@ void al_run_summarize(const json_t *rec, al_run_summary *s)
   const json_t *tk = json_object_get(rec, "ticket");
   const char *repo = jstr(tk, "repo");
   long long num = jint(tk, "number", -1);
-  if (repo && num >= 0)
-    snprintf(s->target, sizeof s->target, "%.140s#%lld", repo, num);
-  else if (repo)
+  if (repo && num >= 0) {
+    char r[141];
+    snprintf(r, sizeof r, "%s", repo);
+    al_utf8_cut(r); /* before "#N" follows it */
+    snprintf(s->target, sizeof s->target, "%s#%lld", r, num);
+  } else if (repo)
     snprintf(s->target, sizeof s->target, "%s", repo);
   long long ex = jint(rec, "exit_status", -1);
   s->exit_status = ex >= 0 && ex <= 255 ? (int)ex : -1;
   result_of(rec, s);
+  al_utf8_cut(s->id); /* each copy may have cut a sequence in two */
+  al_utf8_cut(s->started_at);
+  al_utf8_cut(s->target);
+  al_utf8_cut(s->result);
   const json_t *pr = json_object_get(rec, "pull_request");
   const char *url = jtrue(pr, "verified") ? jstr(pr, "url") : NULL;
   snprintf(s->pr_url, sizeof s->pr_url, "%s", url ? url : "");
+  al_utf8_cut(s->pr_url);
   long long pd = jint(json_object_get(rec, "proxy_decision_counts"), "denied", -1);
   long long gr = jint(json_object_get(rec, "gateway_summary"), "refused", -1);
   if (pd < 0 && gr < 0)

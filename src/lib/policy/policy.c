@@ -431,6 +431,15 @@ char *al_policy_canonical(const al_policy *p)
                                 p->forge.git_url, "ca_file", p->forge.ca_file));
   if (p->relay.present)
     json_object_set_new(root, "relay", relay_json(&p->relay));
+  if (p->ticket.present) {
+    static const char *const kinds[] = {"github", "jira", "linear"};
+    json_object_set_new(
+        root, "ticket",
+        json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:s?}", "kind",
+                  kinds[p->ticket.kind >= 0 && p->ticket.kind <= 2 ? p->ticket.kind : 0], "url",
+                  p->ticket.url, "project", p->ticket.project, "team", p->ticket.team, "user",
+                  p->ticket.user, "ca_file", p->ticket.ca_file));
+  }
   char *s = json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT);
   json_decref(root);
   if (!s)
@@ -489,6 +498,11 @@ void al_policy_free(al_policy *p)
   free(p->forge.api_url);
   free(p->forge.git_url);
   free(p->forge.ca_file);
+  free(p->ticket.url);
+  free(p->ticket.project);
+  free(p->ticket.team);
+  free(p->ticket.user);
+  free(p->ticket.ca_file);
   al_policy_relay_clear(&p->relay);
   free(p->source);
   free(p);

@@ -130,6 +130,20 @@ typedef struct al_policy_forge {
   int line[3];   /* source lines of api_url, git_url, ca_file (0: the default) */
 } al_policy_forge;
 
+/* Where the run's ticket lives (issue #31, docs/tickets.md): `ticket:
+ * {kind: jira|linear|github, url, project | team, user}`. Absent: a GitHub
+ * issue of the run's repository (kind github, the other fields NULL). */
+typedef struct al_policy_ticket {
+  bool present;  /* the policy has a `ticket:` key */
+  int kind;      /* al_tk_kind (tickets/tickets.h): 0 github, 1 jira, 2 linear */
+  char *url;     /* jira: https://SITE.atlassian.net (required); linear: default
+                    https://api.linear.app; github: none (the forge's API URL) */
+  char *project; /* jira: the one project's key (required), e.g. "PROJ" */
+  char *team;    /* linear: the one team's key (required), e.g. "ENG" */
+  char *user;    /* jira: the account e-mail of a (scoped) API token, or NULL (OAuth 2.0) */
+  char *ca_file; /* extra trust anchors for the ticket host (absolute path), or NULL */
+} al_policy_ticket;
+
 /* One route the model relay forwards: exactly METHOD and path (the query
  * string is passed through, not matched). */
 typedef struct al_relay_route {
@@ -196,6 +210,7 @@ typedef struct al_policy {
   al_policy_process process;
   al_policy_credentials credentials;
   al_policy_forge forge;
+  al_policy_ticket ticket;
   al_policy_relay relay;
   char *branch_prefix; /* review.branch_prefix, default "airlock/" */
   char *base_branch;   /* review.base_branch, or NULL: the repository's default */

@@ -824,6 +824,118 @@ static const al_yw_field forge_fields[] = {
 };
 static const al_yw_map forge_map = {forge_fields, AL_ARRAY_SIZE(forge_fields), NULL};
 
+/* ---- ticket (issue #31) ---- */
+
+static const char *const ticket_kinds[] = {"github", "jira", "linear", NULL};
+
+/* A Jira project or Linear team key: A-Z then 1..9 of A-Z 0-9 _ (the
+ * rule tickets/target.c applies to a ticket's key). */
+static int ticket_key_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  const char *s = *(char **)(void *)((char *)obj + f->off);
+  size_t n = strlen(s);
+  bool ok = n >= 2 && n <= 10 && s[0] >= 'A' && s[0] <= 'Z';
+  for (size_t i = 1; ok && i < n; i++)
+    ok = (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_';
+  if (!ok)
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "`%s` is not a key: an upper-case letter, then 1 to 9 upper-case letters, "
+                      "digits or _ (like PROJ or ENG)",
+                      s);
+  return 0;
+}
+
+static int ticket_url_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  char **dst = (char **)(void *)((char *)obj + f->off);
+  if (f->off == F(al_policy_ticket, ca_file))
+    return check_abs_path(c, kv, *dst);
+  size_t n = strlen(*dst);
+  while (n > 8 && (*dst)[n - 1] == '/')
+    (*dst)[--n] = '\0';
+  return al_policy_https_url(c, kv, *dst);
+}
+
+static int ticket_user_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const char *s = ((const al_policy_ticket *)obj)->user;
+  const char *at = strchr(s, '@');
+  if (!at || at == s || !at[1] || strchr(at + 1, '@') || strpbrk(s, " :\"<>,;"))
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "`%s` is not an e-mail address (the Atlassian account of the API token)", s);
+  return 0;
+}
+
+/* Across keys: what each kind needs and refuses. */
+static int ticket_done(al_yw *c, const al_yw_kv *kv, void *obj, const bool *seen)
+{
+  al_policy_ticket *t = obj;
+  t->present = true;
+  /* seen[] follows ticket_fields: kind, url, project, team, user, ca_file */
+  static const char *const names[] = {"kind", "url", "project", "team", "user", "ca_file"};
+  const char *missing = NULL, *extra = NULL;
+  if (!seen[0])
+    missing = "kind";
+  else if (t->kind == 1) { /* jira */
+    missing = !seen[1] ? "url" : !seen[2] ? "project" : NULL;
+    extra = seen[3] ? names[3] : NULL;
+  } else if (t->kind == 2) { /* linear */
+    missing = !seen[3] ? "team" : NULL;
+    extra = seen[2] ? names[2] : seen[4] ? names[4] : NULL;
+  } else { /* github: the issue of the run's repository, on the forge */
+    extra = seen[1]   ? names[1]
+            : seen[2] ? names[2]
+            : seen[3] ? names[3]
+            : seen[4] ? names[4]
+                      : NULL;
+  }
+  if (missing)
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s.%s` is required for kind %s", kv->path,
+                      missing, seen[0] ? ticket_kinds[t->kind] : "(none)");
+  if (extra)
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s.%s` has no meaning for kind %s", kv->path,
+                      extra, ticket_kinds[t->kind]);
+  if (t->kind == 2 && !t->url)
+    t->url = al_xstrdup("https://api.linear.app");
+  return 0;
+}
+
+static const al_yw_field ticket_fields[] = {
+    {.key = "kind",
+     .type = AL_YW_ENUM,
+     .off = F(al_policy_ticket, kind),
+     .width = sizeof(int),
+     .choices = ticket_kinds,
+     .doc = "the ticket system: github (an issue of the run's repository), jira or linear"},
+    {.key = "url",
+     .type = AL_YW_STR,
+     .off = F(al_policy_ticket, url),
+     .check = ticket_url_check,
+     .doc = "jira: https://SITE.atlassian.net; linear: https://api.linear.app (default)"},
+    {.key = "project",
+     .type = AL_YW_STR,
+     .off = F(al_policy_ticket, project),
+     .check = ticket_key_check,
+     .doc = "jira: the one project's key (PROJ)"},
+    {.key = "team",
+     .type = AL_YW_STR,
+     .off = F(al_policy_ticket, team),
+     .check = ticket_key_check,
+     .doc = "linear: the one team's key (ENG)"},
+    {.key = "user",
+     .type = AL_YW_STR,
+     .off = F(al_policy_ticket, user),
+     .check = ticket_user_check,
+     .doc = "jira: the e-mail of the API token's account"},
+    {.key = "ca_file",
+     .type = AL_YW_STR,
+     .off = F(al_policy_ticket, ca_file),
+     .check = ticket_url_check,
+     .doc = "extra trust anchors for the ticket host (absolute path)"},
+};
+static const al_yw_map ticket_map = {ticket_fields, AL_ARRAY_SIZE(ticket_fields), ticket_done};
+
 static int base_branch_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
 {
   (void)f;
@@ -882,6 +994,7 @@ static const al_yw_field top_fields[] = {
     {.key = "credentials", .type = AL_YW_MAP, .off = F(al_policy, credentials), .map = &creds_map},
     {.key = "review", .type = AL_YW_MAP, .off = 0, .map = &review_map},
     {.key = "forge", .type = AL_YW_MAP, .off = F(al_policy, forge), .map = &forge_map},
+    {.key = "ticket", .type = AL_YW_MAP, .off = F(al_policy, ticket), .map = &ticket_map},
     {.key = "relay", .type = AL_YW_CUSTOM, .parse = al_policy_relay_parse},
 };
 static const al_yw_map top_map = {top_fields, AL_ARRAY_SIZE(top_fields), NULL};

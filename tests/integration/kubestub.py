@@ -13,7 +13,24 @@ usage: kubestub.py CERT KEY TOKENS PORTFILE
 Test-only endpoints (no token): GET /_stub/state -> {"lease", "log"};
 POST /_stub/set {"holder", "duration"} writes the lease as another writer
 would; POST /_stub/steal-next-put {"holder"}: before the next PUT is
-judged, another writer takes the lease (so that PUT meets a 409)."""
+judged, another writer takes the lease (so that PUT meets a 409).
+
+Jobs (issue #32, `kube/jobs.c`): batch/v1 Jobs POST/GET/DELETE and watch
+(?watch=1&fieldSelector=metadata.name=N&resourceVersion=RV: the events
+after RV, one JSON object per line, until the Job ends or timeoutSeconds;
+an ERROR event with a 410 Status when RV is older than the stub's oldest
+kept event), core/v1 pods list by labelSelector batch.kubernetes.io/
+job-name=N and pods/NAME/log?container=C. Each created Job gets one pod
+whose containers `supervisor` and `agent` log different lines; the Job
+then runs on its own: active after 0.2 s, ended after 0.5 s, as the mode
+set by POST /_stub/jobs {"mode": ...} says: "complete", "fail" (the node
+dies: pod Failed, reason NodeLost; Job Failed, BackoffLimitExceeded),
+"never" (stays active), "gone" (the first watch of each Job meets 410),
+"garbage" (the watch sends a line that is not JSON), "other" (the watch
+sends an event for another Job). POST /_stub/jobs {"precreate": JOB}
+stores a Job as another leader would have, already Complete. GET
+/_stub/state's "jobs" and "requests" (method, path, body) show what the
+runner did."""
 import json, ssl, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -29,6 +46,15 @@ log = []
 rv = [100]
 steal = [None]
 PREFIX = "/apis/coordination.k8s.io/v1/namespaces/"
+JOBS = "/apis/batch/v1/namespaces/"
+PODS = "/api/v1/namespaces/"
+jobs = {}  # (ns, name) -> Job object
+pods = {}  # (ns, name) -> {"pod": Pod, "logs": {container: text}}
+events = []  # (rv as int, ns, name, event dict)
+requests = []  # {"method", "path", "body"} of every /apis/batch and /api/v1 request
+job_mode = ["complete"]
+watched = set()  # (ns, name) of Jobs whose first watch met 410 in mode "gone"
+cond = threading.Condition(lock)
 
 
 def now():
@@ -51,7 +77,9 @@ class H(BaseHTTPRequestHandler):
         pass
 
     def reply(self, code, obj):
-        body = json.dumps(obj).encode()
+        if code is None:
+            return  # the handler answered itself (a watch stream)
+        body = obj.encode() if isinstance(obj, str) else json.dumps(obj).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -69,12 +97,15 @@ class H(BaseHTTPRequestHandler):
         who = tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
         if not who:
             return self.reply(*status(401, "Unauthorized", "no valid bearer token"))
-        code, obj = self.api(method)
+        r = self.api(method)
+        code, obj = r if r is not None else (None, None)
         with lock:
             log.append({"who": who, "method": method, "status": code})
         self.reply(code, obj)
 
     def api(self, method):
+        if self.path.startswith(JOBS) or self.path.startswith(PODS):
+            return self.jobs_api(method)
         if not self.path.startswith(PREFIX):
             return status(404, "NotFound", "not served by this stub")
         parts = self.path[len(PREFIX):].split("/")
@@ -112,10 +143,133 @@ class H(BaseHTTPRequestHandler):
                 return 200, o
         return status(405, "MethodNotAllowed", method)
 
+    def jobs_api(self, method):
+        from urllib.parse import urlsplit, parse_qs
+        u = urlsplit(self.path)
+        q = {k: v[0] for k, v in parse_qs(u.query).items()}
+        body = None
+        if method in ("POST", "DELETE", "PUT"):
+            n = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(n) if n else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                return status(400, "BadRequest", "the body is not JSON")
+        with lock:
+            requests.append({"method": method, "path": self.path, "body": body})
+        if u.path.startswith(JOBS):
+            parts = u.path[len(JOBS):].split("/")
+            ns = parts[0]
+            if len(parts) == 2 and parts[1] == "jobs" and method == "GET" and q.get("watch") in ("1", "true"):
+                return self.watch(ns, q)
+            if len(parts) == 2 and parts[1] == "jobs" and method == "POST":
+                return job_create(ns, body)
+            if len(parts) == 3 and parts[1] == "jobs":
+                with lock:
+                    o = jobs.get((ns, parts[2]))
+                    if method == "GET":
+                        return (200, o) if o else status(404, "NotFound", f'jobs.batch "{parts[2]}" not found')
+                    if method == "DELETE":
+                        if not o:
+                            return status(404, "NotFound", f'jobs.batch "{parts[2]}" not found')
+                        del jobs[(ns, parts[2])]
+                        for k in [k for k, v in pods.items() if k[0] == ns and
+                                  v["pod"]["metadata"]["labels"].get("batch.kubernetes.io/job-name") == parts[2]]:
+                            del pods[k]
+                        ev = {"type": "DELETED", "object": o}
+                        events.append((int(new_rv()), ns, parts[2], ev))
+                        cond.notify_all()
+                        return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success"}
+            return status(404, "NotFound", "not served by this stub")
+        parts = u.path[len(PODS):].split("/")
+        ns = parts[0]
+        with lock:
+            if len(parts) == 2 and parts[1] == "pods" and method == "GET":
+                sel = q.get("labelSelector", "")
+                k, _, v = sel.partition("=")
+                items = [p["pod"] for (pns, _), p in pods.items() if pns == ns and
+                         p["pod"]["metadata"]["labels"].get(k) == v]
+                return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": str(rv[0])},
+                             "items": items}
+            if len(parts) == 4 and parts[1] == "pods" and parts[3] == "log" and method == "GET":
+                p = pods.get((ns, parts[2]))
+                if not p:
+                    return status(404, "NotFound", f'pods "{parts[2]}" not found')
+                c = q.get("container")
+                if c not in p["logs"]:
+                    return status(400, "BadRequest", f"container {c} is not valid for pod {parts[2]}")
+                return 200, p["logs"][c]
+        return status(404, "NotFound", "not served by this stub")
+
+    def watch(self, ns, q):
+        sel = q.get("fieldSelector", "")
+        name = sel[len("metadata.name="):] if sel.startswith("metadata.name=") else None
+        since = int(q.get("resourceVersion") or 0)
+        deadline = time.time() + min(int(q.get("timeoutSeconds") or 30), 30)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        mode = job_mode[0]
+
+        def line(o):
+            self.wfile.write(((o if isinstance(o, str) else json.dumps(o)) + "\n").encode())
+            self.wfile.flush()
+
+        with lock:
+            first = (ns, name) not in watched
+            watched.add((ns, name))
+        if mode == "gone" and first:
+            line({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                              "message": "too old resource version: %d" % since,
+                                              "reason": "Expired", "code": 410}})
+            return None
+        if mode == "garbage":
+            line("{this is not json")
+            return None
+        if mode == "other":
+            line({"type": "MODIFIED", "object": {"kind": "Job", "apiVersion": "batch/v1",
+                  "metadata": {"name": "someone-else", "resourceVersion": "1"}, "status": {}}})
+            return None
+        try:
+            while True:
+                with lock:
+                    todo = [e for (r, ens, en, e) in events if r > since and ens == ns and en == name]
+                    if todo:
+                        since = max(r for (r, ens, en, e) in events if ens == ns and en == name)
+                    else:
+                        left = deadline - time.time()
+                        if left <= 0:
+                            return None
+                        cond.wait(timeout=min(left, 0.5))
+                        continue
+                for e in todo:
+                    line(e)
+                    if e["type"] == "DELETED" or any(c.get("status") == "True" for c in
+                                                     e["object"].get("status", {}).get("conditions", [])):
+                        return None
+        except (BrokenPipeError, ConnectionResetError):
+            return None
+
     def stub(self, method):
         with lock:
+            if method == "POST" and self.path == "/_stub/jobs":
+                b = self.body()
+                if "mode" in b:
+                    job_mode[0] = b["mode"]
+                if "precreate" in b:
+                    o = b["precreate"]
+                    ns = o["metadata"]["namespace"]
+                    o["metadata"]["resourceVersion"] = new_rv()
+                    o["metadata"]["uid"] = "pre-" + o["metadata"]["name"]
+                    o["status"] = {"succeeded": 1, "conditions": [
+                        {"type": "Complete", "status": "True", "reason": "Completed"}]}
+                    jobs[(ns, o["metadata"]["name"])] = o
+                    make_pod(ns, o["metadata"]["name"], "Succeeded")
+                return self.reply(200, {"ok": True})
             if method == "GET" and self.path == "/_stub/state":
-                return self.reply(200, {"lease": list(leases.values()), "log": log})
+                return self.reply(200, {"lease": list(leases.values()), "log": log,
+                                        "jobs": list(jobs.values()), "requests": requests,
+                                        "pods": [p["pod"] for p in pods.values()]})
             if method == "POST" and self.path == "/_stub/set":
                 b = self.body()
                 for o in leases.values():
@@ -136,6 +290,86 @@ class H(BaseHTTPRequestHandler):
 
     def do_PUT(self):
         self.handle_any("PUT")
+
+    def do_DELETE(self):
+        self.handle_any("DELETE")
+
+
+def make_pod(ns, job, phase):
+    name = job + "-" + ("%05x" % (int(rv[0]) & 0xfffff))
+    pod = {"kind": "Pod", "apiVersion": "v1",
+           "metadata": {"name": name, "namespace": ns, "creationTimestamp": now()[:19] + "Z",
+                        "labels": {"batch.kubernetes.io/job-name": job, "job-name": job}},
+           "status": {"phase": phase}}
+    pods[(ns, name)] = {"pod": pod, "logs": {
+        "supervisor": '{"run_record":"from the supervisor","job":"%s"}\n' % job,
+        "agent": "agent: this line must never be collected\n"}}
+    return name
+
+
+def job_event(ns, name, kind):
+    o = jobs.get((ns, name))
+    if not o:
+        return
+    o["metadata"]["resourceVersion"] = new_rv()
+    events.append((int(o["metadata"]["resourceVersion"]), ns, name,
+                   {"type": kind, "object": json.loads(json.dumps(o))}))
+    cond.notify_all()
+
+
+def job_life(ns, name, mode):
+    time.sleep(0.2)
+    with lock:
+        o = jobs.get((ns, name))
+        if not o:
+            return
+        o["status"] = {"active": 1, "startTime": now()[:19] + "Z"}
+        for p in pods.values():
+            if p["pod"]["metadata"]["labels"]["job-name"] == name:
+                p["pod"]["status"]["phase"] = "Running"
+        job_event(ns, name, "MODIFIED")
+    if mode == "never":
+        return
+    time.sleep(0.3)
+    with lock:
+        o = jobs.get((ns, name))
+        if not o:
+            return
+        if mode == "fail":
+            o["status"] = {"failed": 1, "conditions": [
+                {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+                 "message": "Job has reached the specified backoff limit"}]}
+            for p in pods.values():
+                if p["pod"]["metadata"]["labels"]["job-name"] == name:
+                    p["pod"]["status"].update(phase="Failed", reason="NodeLost")
+        else:
+            o["status"] = {"succeeded": 1, "conditions": [
+                {"type": "Complete", "status": "True", "reason": "Completed"}]}
+            for p in pods.values():
+                if p["pod"]["metadata"]["labels"]["job-name"] == name:
+                    p["pod"]["status"]["phase"] = "Succeeded"
+        job_event(ns, name, "MODIFIED")
+
+
+def job_create(ns, o):
+    if not isinstance(o, dict) or o.get("kind") != "Job" or o.get("apiVersion") != "batch/v1":
+        return status(400, "BadRequest", "not a batch/v1 Job")
+    name = (o.get("metadata") or {}).get("name")
+    if not name:
+        return status(422, "Invalid", "metadata.name: Required value")
+    with lock:
+        if (ns, name) in jobs:
+            return status(409, "AlreadyExists", f'jobs.batch "{name}" already exists')
+        o = json.loads(json.dumps(o))
+        o["metadata"].update(namespace=ns, uid="uid-" + name, creationTimestamp=now()[:19] + "Z")
+        o["status"] = {}
+        jobs[(ns, name)] = o
+        job_event(ns, name, "ADDED")
+        make_pod(ns, name, "Pending")
+        mode = job_mode[0]
+        created = json.loads(json.dumps(o))
+    threading.Thread(target=job_life, args=(ns, name, mode), daemon=True).start()
+    return 201, created
 
 
 srv = ThreadingHTTPServer(("127.0.0.1", 0), H)

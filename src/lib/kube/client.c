@@ -10,6 +10,7 @@
 
 #include "common/util.h"
 #include "kube/kube.h"
+#include "kube/kube_int.h"
 
 #define MAX_RESP (1u << 20)
 #define MAX_TOKEN 16384
@@ -96,15 +97,23 @@ static bool name_ok(const char *s)
   return n > 0 && n <= 253 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == n;
 }
 
-static int request(const al_kube *k, const char *method, const char *ns, const char *name,
-                   bool with_name, const al_kube_lease *in, al_kube_lease *out, al_error *err)
+bool al_kube_name_ok(const char *s)
 {
-  if (!name_ok(ns) || !name_ok(name))
-    return al_error_set(err, EINVAL, "election: namespace `%s` / lease `%s`: not DNS names", ns,
-                        name);
-  char url[1024];
-  snprintf(url, sizeof url, "%s/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s", k->api, ns,
-           with_name ? "/" : "", with_name ? name : "");
+  return name_ok(s);
+}
+
+static size_t on_collect(char *p, size_t sz, size_t n, void *ud)
+{
+  return on_body(p, sz, n, ud);
+}
+
+int al_kube_http(const al_kube *k, const char *method, const char *path, const char *json,
+                 long timeout_ms, size_t (*sink)(char *, size_t, size_t, void *), void *ud,
+                 long *status, al_error *err)
+{
+  char url[2048];
+  if ((size_t)snprintf(url, sizeof url, "%s%s", k->api, path) >= sizeof url)
+    return al_error_set(err, EINVAL, "kube: %s %s: the URL is too long", method, path);
   char tok[MAX_TOKEN];
   if (read_token(k, tok, sizeof tok, err) < 0) {
     explicit_bzero(tok, sizeof tok);
@@ -113,20 +122,18 @@ static int request(const al_kube *k, const char *method, const char *ns, const c
   CURL *h = curl_easy_init();
   if (!h) {
     explicit_bzero(tok, sizeof tok);
-    return al_error_set(err, ENOMEM, "election: curl_easy_init");
+    return al_error_set(err, ENOMEM, "kube: curl_easy_init");
   }
-  al_autofree char *json = in ? al_kube_lease_json(ns, name, in) : NULL;
   struct curl_slist *hd = curl_slist_append(NULL, "Accept: application/json");
   if (json)
     hd = curl_slist_append(hd, "Content-Type: application/json");
-  struct body b = {0};
   char errbuf[CURL_ERROR_SIZE] = "";
   curl_easy_setopt(h, CURLOPT_URL, url);
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, k->timeout_ms);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : k->timeout_ms);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, k->timeout_ms);
   curl_easy_setopt(h, CURLOPT_CAINFO, k->ca_file);
   curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
@@ -136,30 +143,68 @@ static int request(const al_kube *k, const char *method, const char *ns, const c
   curl_easy_setopt(h, CURLOPT_USERAGENT, "airlock-serve");
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, ud);
   curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
   if (json) {
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(json));
   }
   CURLcode rc = curl_easy_perform(h);
-  long status = 0;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  *status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
   curl_easy_cleanup(h);
   curl_slist_free_all(hd);
   explicit_bzero(tok, sizeof tok);
-  int r;
-  if (rc != CURLE_OK) {
-    r = al_error_set(err, EIO, "election: %s %s: %s", method, url,
-                     b.over ? "response larger than 1 MiB"
-                            : (errbuf[0] ? errbuf : curl_easy_strerror(rc)));
-  } else if (status == 200 || status == 201) {
-    r = al_kube_lease_parse(b.buf ? b.buf : "", b.len, out, err) < 0 ? -1 : (int)status;
-  } else {
-    r = (int)status;
+  if (rc == CURLE_OPERATION_TIMEDOUT && *status >= 200 && *status < 300)
+    return 1; /* a stream the timeout ended: the caller's to judge */
+  if (rc == CURLE_WRITE_ERROR && *status >= 200 && *status < 300)
+    return 2; /* the sink stopped it on purpose (or it overflowed) */
+  if (rc != CURLE_OK)
+    return al_error_set(err, EIO, "kube: %s %s: %s", method, url,
+                        errbuf[0] ? errbuf : curl_easy_strerror(rc));
+  return 0;
+}
+
+int al_kube_get_body(const al_kube *k, const char *method, const char *path, const char *json,
+                     char **buf, size_t *len, long *status, al_error *err)
+{
+  struct body b = {0};
+  int r = al_kube_http(k, method, path, json, 0, on_collect, &b, status, err);
+  if (r < 0 || r > 0) {
+    if (r > 0)
+      al_error_set(err, EIO, "kube: %s %s: %s", method, path,
+                   b.over ? "response larger than 1 MiB" : "the response was cut short");
+    free(b.buf);
+    return -1;
   }
-  free(b.buf);
+  *buf = b.buf;
+  *len = b.len;
+  return 0;
+}
+
+static int request(const al_kube *k, const char *method, const char *ns, const char *name,
+                   bool with_name, const al_kube_lease *in, al_kube_lease *out, al_error *err)
+{
+  if (!name_ok(ns) || !name_ok(name))
+    return al_error_set(err, EINVAL, "election: namespace `%s` / lease `%s`: not DNS names", ns,
+                        name);
+  char path[1024];
+  snprintf(path, sizeof path, "/apis/coordination.k8s.io/v1/namespaces/%s/leases%s%s", ns,
+           with_name ? "/" : "", with_name ? name : "");
+  al_autofree char *json = in ? al_kube_lease_json(ns, name, in) : NULL;
+  char *buf = NULL;
+  size_t len = 0;
+  long status = 0;
+  if (al_kube_get_body(k, method, path, json, &buf, &len, &status, err) < 0) {
+    return al_error_wrap(err, "election");
+  }
+  int r;
+  if (status == 200 || status == 201)
+    r = al_kube_lease_parse(buf ? buf : "", len, out, err) < 0 ? -1 : (int)status;
+  else
+    r = (int)status;
+  free(buf);
   return r;
 }
 

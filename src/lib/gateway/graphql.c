@@ -312,7 +312,7 @@ static bool is_name(const lex *l, const char *w)
 /* ---- the parser and the policy ---- */
 
 typedef struct value {
-  enum { V_NONE, V_STR, V_INT, V_OTHER } k;
+  enum { V_NONE, V_STR, V_INT, V_OTHER, V_VAR_OBJECT } k;
   char s[256]; /* V_STR decoded (ASCII; other escapes as '?'), V_INT text */
 } value;
 
@@ -321,7 +321,11 @@ typedef struct pstate {
   const al_gw_rules *r;
   json_t *vars; /* the request's variables object, or NULL */
   char vnames[AL_GQL_VARS_MAX][64];
+  char vtypes[AL_GQL_VARS_MAX][64]; /* the named type of each (innermost of lists) */
   size_t nvars;
+  const al_gql_profile *prof; /* NULL: the forge's policy (check_field); else its hooks */
+  void *pctx;
+  bool mutation; /* the operation is a mutation (prof->mutation only) */
   al_gql_info *info;
   const char *why;
   char *where;
@@ -413,6 +417,9 @@ static int parse_value(pstate *ps, value *v, bool is_const, int depth)
     } else if (json_is_integer(jv)) {
       v->k = V_INT;
       snprintf(v->s, sizeof v->s, "%lld", (long long)json_integer_value(jv));
+    } else if (json_is_object(jv) && ps->prof) {
+      v->k = V_VAR_OBJECT; /* the profile's hook reads it by name */
+      snprintf(v->s, sizeof v->s, "%s", nm);
     } else {
       v->k = V_NONE; /* absent or null: the default applies (a literal we saw) */
     }
@@ -589,6 +596,28 @@ static int parse_field(pstate *ps, enum ctx cx, unsigned depth)
     return -1;
   if (is_p(l, '@'))
     FAIL(ps, "directive");
+  if (ps->prof) {
+    al_gql_arg pa[16];
+    for (size_t i = 0; i < a.n; i++) {
+      pa[i].name = a.a[i].name;
+      pa[i].kind = a.a[i].v.k == V_STR          ? AL_GQL_ARG_STR
+                   : a.a[i].v.k == V_INT        ? AL_GQL_ARG_INT
+                   : a.a[i].v.k == V_VAR_OBJECT ? AL_GQL_ARG_VAR_OBJECT
+                   : a.a[i].v.k == V_NONE       ? AL_GQL_ARG_NONE
+                                                : AL_GQL_ARG_OTHER;
+      pa[i].s = a.a[i].v.s;
+    }
+    const char *why = NULL;
+    int sub = ps->prof->field(ps->pctx, (int)cx, ps->mutation, name, nl, pa, a.n, ps->vars, &why);
+    if (sub < 0) {
+      set_where(ps, name, nl);
+      ps->why = why ? why : "graphql-refused: field";
+      return -1;
+    }
+    if (is_p(l, '{'))
+      return parse_selection_set(ps, (enum ctx)sub, depth + 1);
+    return 0;
+  }
   if (check_field(ps, cx, name, nl, &a) < 0)
     return -1;
   if (is_p(l, '{')) {
@@ -620,6 +649,8 @@ static int parse_selection_set(pstate *ps, enum ctx cx, unsigned depth)
       if (parse_field(ps, cx, depth) < 0)
         return -1;
     } else if (l->k == T_SPREAD) {
+      if (ps->prof)
+        FAIL(ps, "fragment"); /* another API's profile admits no fragment */
       next(l);
       if (!is_name(l, "on"))
         FAIL(ps, "fragment"); /* a named spread, or a condition-less inline fragment */
@@ -646,20 +677,21 @@ static int parse_selection_set(pstate *ps, enum ctx cx, unsigned depth)
 }
 
 /* Type (§2.11): NamedType, [Type], Type! */
-static int parse_type(pstate *ps, int depth)
+static int parse_type(pstate *ps, int depth, char *tname)
 {
   lex *l = &ps->l;
   if (depth > 3)
     FAIL(ps, "variable-type");
   if (is_p(l, '[')) {
     next(l);
-    if (parse_type(ps, depth + 1) < 0)
+    if (parse_type(ps, depth + 1, tname) < 0)
       return -1;
     if (!is_p(l, ']'))
       FAIL(ps, "syntax");
     next(l);
   } else if (l->k == T_NAME) {
-    if (!in(var_types, l->t, l->tl)) {
+    snprintf(tname, 64, "%.*s", (int)(l->tl < 63 ? l->tl : 63), l->t);
+    if (!in(ps->prof ? ps->prof->var_types : var_types, l->t, l->tl)) {
       set_where(ps, l->t, l->tl);
       FAIL(ps, "variable-type");
     }
@@ -687,12 +719,13 @@ static int parse_var_defs(pstate *ps)
       FAIL(ps, "syntax");
     if (ps->nvars == AL_GQL_VARS_MAX)
       FAIL(ps, "variable-type");
-    snprintf(ps->vnames[ps->nvars++], 64, "%.*s", (int)l->tl, l->t);
+    size_t vi = ps->nvars++;
+    snprintf(ps->vnames[vi], 64, "%.*s", (int)l->tl, l->t);
     next(l);
     if (!is_p(l, ':'))
       FAIL(ps, "syntax");
     next(l);
-    if (parse_type(ps, 0) < 0)
+    if (parse_type(ps, 0, ps->vtypes[vi]) < 0)
       return -1;
     if (is_p(l, '=')) {
       next(l);
@@ -718,13 +751,16 @@ static int check_vars(pstate *ps)
   json_t *v;
   json_object_foreach(ps->vars, k, v)
   {
-    bool declared = false;
+    bool declared = false, object_ok = false;
     for (size_t i = 0; i < ps->nvars; i++)
-      if (strcmp(ps->vnames[i], k) == 0)
+      if (strcmp(ps->vnames[i], k) == 0) {
         declared = true;
+        object_ok = ps->prof && ps->prof->object_types &&
+                    in(ps->prof->object_types, ps->vtypes[i], strlen(ps->vtypes[i]));
+      }
     if (!declared)
       FAIL(ps, "variable-value");
-    if (json_is_object(v))
+    if (json_is_object(v) && !object_ok)
       FAIL(ps, "variable-value");
     if (json_is_array(v)) {
       size_t i;
@@ -742,13 +778,14 @@ static int parse_document(pstate *ps)
   next(l);
   if (l->k == T_EOF)
     FAIL(ps, "syntax");
-  if (is_name(l, "mutation"))
+  if (is_name(l, "mutation") && !(ps->prof && ps->prof->mutation))
     FAIL(ps, "mutation");
   if (is_name(l, "subscription"))
     FAIL(ps, "subscription");
   if (is_name(l, "fragment"))
     FAIL(ps, "fragment");
-  if (is_name(l, "query")) {
+  if (is_name(l, "query") || is_name(l, "mutation")) {
+    ps->mutation = is_name(l, "mutation");
     next(l);
     if (l->k == T_NAME)
       next(l); /* the operation's name */
@@ -777,8 +814,9 @@ static int parse_document(pstate *ps)
   return 0;
 }
 
-int al_gql_check(const al_gw_rules *r, const char *body, size_t len, al_gql_info *info,
-                 const char **why, char where_buf[80])
+static int check_body(const al_gw_rules *r, const al_gql_profile *prof, void *pctx,
+                      const char *body, size_t len, al_gql_info *info, const char **why,
+                      char where_buf[80])
 {
   memset(info, 0, sizeof *info);
   where_buf[0] = '\0';
@@ -819,6 +857,8 @@ int al_gql_check(const al_gw_rules *r, const char *body, size_t len, al_gql_info
   ps->l.s = json_string_value(q);
   ps->l.n = ql;
   ps->r = r;
+  ps->prof = prof;
+  ps->pctx = pctx;
   ps->vars = json_is_object(vars) ? vars : NULL;
   ps->info = info;
   ps->where = where_buf;
@@ -828,4 +868,16 @@ int al_gql_check(const al_gw_rules *r, const char *body, size_t len, al_gql_info
   free(ps);
   json_decref(j);
   return rc;
+}
+
+int al_gql_check(const al_gw_rules *r, const char *body, size_t len, al_gql_info *info,
+                 const char **why, char where_buf[80])
+{
+  return check_body(r, NULL, NULL, body, len, info, why, where_buf);
+}
+
+int al_gql_check_profile(const al_gql_profile *prof, void *ctx, const char *body, size_t len,
+                         al_gql_info *info, const char **why, char where_buf[80])
+{
+  return check_body(NULL, prof, ctx, body, len, info, why, where_buf);
 }

@@ -24,6 +24,7 @@
 #define AL_GATEWAY_GRAPHQL_H
 
 #include <stdbool.h>
+#include <jansson.h>
 #include <stddef.h>
 
 #include "gateway/rules.h"
@@ -58,5 +59,46 @@ extern const al_gw_rule al_gql_rule_git, al_gql_rule_ticket;
  * there is one (up to 64 bytes, NUL-terminated, in where_buf). */
 int al_gql_check(const al_gw_rules *r, const char *body, size_t len, al_gql_info *info,
                  const char **why, char where_buf[80]);
+
+/* Another GraphQL API's policy over the same lexer, parser and limits
+ * (the ticket host's: gateway/rules_linear.c). What stays the parser's:
+ * one operation, no subscription, no fragment of any kind, no directive,
+ * no block string, every variable declared and of a type in
+ * `var_types`, a variable given as a JSON object only when its declared
+ * type is in `object_types` (the hook then reads it), the limits above.
+ * What the profile decides: whether a `mutation` is parsed, and every
+ * field, through `field`. */
+enum {
+  AL_GQL_ARG_OTHER,      /* a literal the hook cannot read (enum, float, list, object) */
+  AL_GQL_ARG_STR,        /* a string, literal or a variable's (s decoded, ASCII, cut at 255) */
+  AL_GQL_ARG_INT,        /* an integer, literal or a variable's (s its decimal text) */
+  AL_GQL_ARG_VAR_OBJECT, /* a variable whose JSON value is an object (s its name) */
+  AL_GQL_ARG_NONE,       /* a variable without a value (null or absent) */
+};
+typedef struct al_gql_arg {
+  const char *name;
+  int kind; /* AL_GQL_ARG_* */
+  const char *s;
+} al_gql_arg;
+
+typedef struct al_gql_profile {
+  bool mutation;                   /* parse `mutation` operations (the hook decides them) */
+  const char *const *var_types;    /* NULL-terminated variable type names admitted */
+  const char *const *object_types; /* NULL-terminated input-object types (or NULL) */
+  /* Decide the field `name` (nl bytes; the alias is not passed) in context
+   * cx (0 at the operation's top level; else what the hook returned for
+   * the parent), with its arguments and the request's variables object
+   * (may be NULL). Returns the context of its selection set (>= 0), or -1
+   * with *why a static "graphql-refused: REASON" (default "field"); the
+   * parser names the field in `where`. */
+  int (*field)(void *ctx, int cx, bool mutation, const char *name, size_t nl,
+               const al_gql_arg *args, size_t nargs, const json_t *vars, const char **why);
+} al_gql_profile;
+
+/* al_gql_check under another API's profile: ctx is the hook's. Returns 0
+ * (allowed; info->fields and depth filled) or -1 with *why and where_buf
+ * as al_gql_check. */
+int al_gql_check_profile(const al_gql_profile *prof, void *ctx, const char *body, size_t len,
+                         al_gql_info *info, const char **why, char where_buf[80]);
 
 #endif

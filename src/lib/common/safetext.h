@@ -49,6 +49,12 @@
  *      first letter (`F\u200bixes #2`): no longer a keyword, whatever
  *      follows. Read with Markdown's `*_~\`\\` bytes removed first
  *      (`Fix**es**: #*2*` shows as "Fixes: #2").
+ *   7. quick actions (GitLab: "GitLab quick actions"): a `/` followed by
+ *      an ASCII letter with only blanks and `>` before it on its line
+ *      (`/merge`, `/approve`, `/close`, `/assign @x`, `> /unlabel`) gets a
+ *      U+200B after it (`/\u200bmerge`): GitLab runs a line of a
+ *      description or a note that starts with a command, and
+ *      `/\u200bmerge` is no command. GitHub shows it unchanged.
  *
  * Then (unless one_line) the result is quoted: every line starts with
  * "> ", so nothing the agent wrote can leave the quote (an unclosed code
@@ -75,16 +81,17 @@
 
 /* What the rewriter changed, counted per rule (a run record's evidence). */
 struct al_safetext_counts {
-  size_t html;      /* `<` escaped */
-  size_t entities;  /* `&` escaped */
-  size_t links;     /* outside URLs, protocol-relative and www. links defanged */
-  size_t images;    /* `![` made a link's text */
-  size_t mentions;  /* `@name` made inert */
-  size_t keywords;  /* closing keywords made inert */
-  size_t controls;  /* bytes replaced in step 1 */
-  bool truncated;   /* the agent's text was cut to fit max_len */
-  size_t in_len;    /* the agent's bytes */
-  size_t shown_len; /* how many of them were rendered (== in_len unless truncated) */
+  size_t html;          /* `<` escaped */
+  size_t entities;      /* `&` escaped */
+  size_t links;         /* outside URLs, protocol-relative and www. links defanged */
+  size_t images;        /* `![` made a link's text */
+  size_t mentions;      /* `@name` made inert */
+  size_t keywords;      /* closing keywords made inert */
+  size_t controls;      /* bytes replaced in step 1 */
+  size_t quick_actions; /* GitLab quick actions (`/merge` at a line's start) made inert */
+  bool truncated;       /* the agent's text was cut to fit max_len */
+  size_t in_len;        /* the agent's bytes */
+  size_t shown_len;     /* how many of them were rendered (== in_len unless truncated) */
 };
 
 struct al_safetext_opts {

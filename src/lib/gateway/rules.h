@@ -48,6 +48,7 @@ typedef enum {
   AL_GW_QUERY_LISTED,     /* the names in params, each optional */
   AL_GW_QUERY_SERVICE,    /* exactly service=git-upload-pack|git-receive-pack */
   AL_GW_QUERY_PULLS_HEAD, /* head=OWNER:<run branch>, required; the rest of params optional */
+  AL_GW_QUERY_MR_SOURCE,  /* GitLab: source_branch=<run branch>, required (rules_gitlab.h) */
 } al_gw_query;
 
 typedef struct al_gw_rule {

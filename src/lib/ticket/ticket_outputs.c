@@ -118,12 +118,13 @@ static void url_host(const char *url, char *out, size_t n)
 /* What the rewriter changed, for the record (the reviewer's evidence). */
 static json_t *counts_json(const struct al_safetext_counts *k)
 {
-  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}", "html",
+  return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}", "html",
                    (json_int_t)k->html, "entities", (json_int_t)k->entities, "links",
                    (json_int_t)k->links, "images", (json_int_t)k->images, "mentions",
                    (json_int_t)k->mentions, "keywords", (json_int_t)k->keywords, "controls",
-                   (json_int_t)k->controls, "truncated", k->truncated, "in_bytes",
-                   (json_int_t)k->in_len, "shown_bytes", (json_int_t)k->shown_len);
+                   (json_int_t)k->controls, "quick_actions", (json_int_t)k->quick_actions,
+                   "truncated", k->truncated, "in_bytes", (json_int_t)k->in_len, "shown_bytes",
+                   (json_int_t)k->shown_len);
 }
 
 /* Title and body for the PR: the agent's declaration (else the ticket's

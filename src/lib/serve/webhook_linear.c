@@ -1,0 +1,141 @@
+/* Linear webhooks: see webhook_tickets.h. */
+#include "serve/webhook_tickets.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tickets/tickets.h"
+
+int al_wh_linear_verify(const void *secret, size_t secret_len, const char *header, const void *body,
+                        size_t len, al_error *err)
+{
+  return al_wh_hmac_hex_verify("Linear-Signature", secret, secret_len, header, body, len, err);
+}
+
+static int ignore(al_wh_ticket_event *out, const char *why)
+{
+  out->kind = AL_WEBHOOK_IGNORE;
+  snprintf(out->why, sizeof out->why, "%s", why);
+  return 0;
+}
+
+static const char *str(const json_t *j, const char *key, size_t max)
+{
+  const json_t *v = json_is_object(j) ? json_object_get(j, key) : NULL;
+  return json_is_string(v) && json_string_length(v) <= max ? json_string_value(v) : NULL;
+}
+
+/* Is id in the array a (of strings)? */
+static bool in_ids(const json_t *a, const char *id)
+{
+  size_t i;
+  const json_t *v;
+  json_array_foreach(a, i,
+                     v) if (json_is_string(v) && strcmp(json_string_value(v), id) == 0) return true;
+  return false;
+}
+
+int al_wh_linear_parse(const char *body, size_t len, int64_t now_ms, const char *label,
+                       const char *app, const char *team, al_wh_ticket_event *out, al_error *err)
+{
+  memset(out, 0, sizeof *out);
+  json_error_t je;
+  json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+  if (!j || !json_is_object(j)) {
+    json_decref(j);
+    return al_error_set(err, EINVAL, "the body is not one JSON object");
+  }
+  int rc = -1;
+  const json_t *ts = json_object_get(j, "webhookTimestamp");
+  const json_t *data = json_object_get(j, "data"), *from = json_object_get(j, "updatedFrom");
+  const char *action = str(j, "action", 16), *type = str(j, "type", 64);
+  if (!json_is_integer(ts)) {
+    al_error_set(err, EINVAL, "webhookTimestamp missing (an integer, ms since the epoch)");
+    goto done;
+  }
+  int64_t t = (int64_t)json_integer_value(ts);
+  if (t < now_ms - AL_WH_LINEAR_SKEW_MS || t > now_ms + AL_WH_LINEAR_SKEW_MS) {
+    al_error_set(err, EACCES,
+                 "webhookTimestamp is more than a minute from now: replayed or delayed, refused");
+    goto done;
+  }
+  if (!action || !type) {
+    al_error_set(err, EINVAL, "%s missing (a string)", !action ? "action" : "type");
+    goto done;
+  }
+  if (strcmp(type, "Issue") != 0 ||
+      !(strcmp(action, "create") == 0 || strcmp(action, "update") == 0)) {
+    rc = ignore(out, "not an Issue create or update");
+    goto done;
+  }
+  if (!json_is_object(data)) {
+    al_error_set(err, EINVAL, "data missing (an object)");
+    goto done;
+  }
+  const char *ident = str(data, "identifier", 40), *id = str(data, "id", 63);
+  const char *tkey = str(json_object_get(data, "team"), "key", 15);
+  const char *actor = str(json_object_get(j, "actor"), "id", 128);
+  al_tk_target tg;
+  if (!ident || al_tk_target_parse(AL_TK_LINEAR, ident, NULL, &tg, err) < 0) {
+    if (!ident)
+      al_error_set(err, EINVAL, "data.identifier missing (a string)");
+    else
+      al_error_wrap(err, "data.identifier");
+    goto done;
+  }
+  if (!id || !actor) {
+    al_error_set(err, EINVAL, "%s missing (a string)", !id ? "data.id" : "actor.id");
+    goto done;
+  }
+  if (tkey && strcmp(tkey, tg.project) != 0) {
+    al_error_set(err, EINVAL, "data.team.key `%s` is not the identifier's team", tkey);
+    goto done;
+  }
+  snprintf(out->key, sizeof out->key, "%s", tg.key);
+  snprintf(out->project, sizeof out->project, "%s", tg.project);
+  snprintf(out->id, sizeof out->id, "%s", id);
+  snprintf(out->sender, sizeof out->sender, "%s", actor);
+  if (team && strcmp(team, tg.project) != 0) {
+    rc = ignore(out, "the issue is not in the served team");
+    goto done;
+  }
+  bool create = strcmp(action, "create") == 0;
+  if (!create && from && !json_is_object(from)) {
+    al_error_set(err, EINVAL, "updatedFrom must be an object");
+    goto done;
+  }
+  const char *trig = NULL;
+  const json_t *labels = json_object_get(data, "labels");
+  if (label && json_is_array(labels)) {
+    size_t i;
+    const json_t *l;
+    json_array_foreach(labels, i, l)
+    {
+      const char *name = str(l, "name", 256), *lid = str(l, "id", 63);
+      if (!name || strcmp(name, label) != 0 || !lid)
+        continue;
+      const json_t *before = json_object_get(from, "labelIds");
+      if (create || (json_is_array(before) && !in_ids(before, lid)))
+        trig = "label";
+    }
+  }
+  static const char *const keys[] = {"assigneeId", "delegateId"};
+  static const char *const names[] = {"assignee", "delegate"};
+  for (size_t k = 0; !trig && app && k < 2; k++) {
+    const char *now = str(data, keys[k], 128);
+    if (now && strcmp(now, app) == 0 && (create || json_object_get(from, keys[k])))
+      trig = names[k];
+  }
+  if (!trig) {
+    rc = ignore(out, "neither the trigger label added nor an assignment or delegation to the app");
+    goto done;
+  }
+  out->kind = AL_WEBHOOK_RUN;
+  snprintf(out->trigger, sizeof out->trigger, "%s", trig);
+  rc = 0;
+done:
+  json_decref(j);
+  return rc;
+}

@@ -1,0 +1,23 @@
+/* In-process test doubles of Jira Cloud and Linear (README.md). */
+#ifndef AL_TEST_TICKET_DOUBLE_H
+#define AL_TEST_TICKET_DOUBLE_H
+
+#include <stddef.h>
+
+typedef struct td td;
+
+/* Start a double (kind 1 Jira, 2 Linear) on 127.0.0.1, a free port
+ * (*port). It serves one issue: key (PROJ-7 / ENG-42) with title and
+ * body, and accepts the credential user:token (Jira Basic) or token
+ * (Linear; bare or Bearer). NULL when it cannot start. */
+td *td_start(int kind, const char *key, const char *title, const char *body, const char *user,
+             const char *token, unsigned *port);
+/* How many comments were posted, and the text of the i-th (ADF flattened
+ * to the concatenation of its text nodes for Jira), or NULL. */
+size_t td_comments(td *d);
+const char *td_comment(td *d, size_t i);
+/* How many requests were refused for their credential. */
+size_t td_auth_refused(td *d);
+void td_stop(td *d);
+
+#endif

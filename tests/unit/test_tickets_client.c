@@ -29,7 +29,8 @@ static void jira_end_to_end(void **state)
     skip(); /* no loopback listener here */
   char url[64];
   snprintf(url, sizeof url, "http://127.0.0.1:%u", port);
-  al_tk_config c = {.kind = AL_TK_JIRA, .url = url, .user = "bot@acme.example", .timeout_ms = 10000};
+  al_tk_config c = {
+      .kind = AL_TK_JIRA, .url = url, .user = "bot@acme.example", .timeout_ms = 10000};
   al_tk_target t;
   al_error e = {0};
   assert_int_equal(al_tk_target_parse(AL_TK_JIRA, "PROJ-7", "PROJ", &t, &e), 0);

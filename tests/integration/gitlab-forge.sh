@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The GitLab test forge (issue #30 item 6): projects by id and encoded
+# path, per-project access tokens minted with scopes and expiry, used,
+# revoked and then 401, a Draft merge request with remove_source_branch.
+# Every refusal beside its control (the same request that passes).
+. "$(dirname "$0")/lib.sh"
+FORGE=${GITLAB_FORGE:?GITLAB_FORGE is set by meson}
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+command -v curl >/dev/null || { skip "curl is not installed"; done_testing; exit 0; }
+command -v jq >/dev/null || { skip "jq is not installed"; done_testing; exit 0; }
+
+D=$T_TMP/gl
+mkdir -p "$D"
+umask 077
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$D/token"
+"$FORGE" --fixture "$SRC/tests/gitlab-forge/fixtures/sample.json" --token-file "$D/token" \
+  --ports-file "$D/ports.json" >"$D/forge.log" 2>&1 &
+FPID=$!
+on_exit "kill $FPID"
+for _ in $(seq 1 100); do [ -s "$D/ports.json" ] && break; kill -0 $FPID 2>/dev/null || break; sleep 0.1; done
+PORT=$(jq -r .http "$D/ports.json" 2>/dev/null)
+[ -n "$PORT" ] && [ "$PORT" != null ] || { fail "the forge started"; sed 's/^/# /' "$D/forge.log"; done_testing; exit 1; }
+API=http://127.0.0.1:$PORT/api/v4
+
+# curl with a header file (no token on a command line): req TOKENFILE METHOD PATH [JSON]
+req() {
+  local tf=$1 m=$2 p=$3 body=${4:-}
+  printf 'PRIVATE-TOKEN: %s\n' "$(cat "$tf")" >"$D/h"
+  if [ -n "$body" ]; then
+    curl -s -o "$D/out" -w '%{http_code}' -X "$m" -H @"$D/h" -H 'Content-Type: application/json' \
+      --data-binary "$body" "$API$p"
+  else
+    curl -s -o "$D/out" -w '%{http_code}' -X "$m" -H @"$D/h" "$API$p"
+  fi
+}
+bearer() {
+  printf 'Authorization: Bearer %s\n' "$(cat "$1")" >"$D/h"
+  curl -s -o "$D/out" -w '%{http_code}' -H @"$D/h" "$API$2"
+}
+printf 'glpat-not-a-token-of-this-forge\n' >"$D/bad"
+
+is "the Maintainer reads the project by id" "$(req "$D/token" GET /projects/42)" 200
+is "... by its encoded full path, any case" "$(req "$D/token" GET /projects/ACME%2Ftools%2FTally)" 200
+is "... the answer is the project" "$(jq -r .path_with_namespace "$D/out")" acme/tools/tally
+is "an unknown token is 401 (control: the Maintainer's above)" "$(req "$D/bad" GET /projects/42)" 401
+is "no token is 401" "$(curl -s -o /dev/null -w '%{http_code}' "$API/projects/42")" 401
+
+TOM=$(date -u -d tomorrow +%Y-%m-%d)
+YEST=$(date -u -d yesterday +%Y-%m-%d)
+mint() { req "$D/token" POST /projects/42/access_tokens "$1"; }
+is "a token without expires_at is refused" \
+  "$(mint '{"name":"airlock-run","scopes":["read_repository"],"access_level":30}')" 400
+is "a token expiring yesterday is refused" \
+  "$(mint "{\"name\":\"airlock-run\",\"scopes\":[\"api\"],\"access_level\":30,\"expires_at\":\"$YEST\"}")" 400
+is "an unknown scope is refused" \
+  "$(mint "{\"name\":\"airlock-run\",\"scopes\":[\"sudo\"],\"access_level\":30,\"expires_at\":\"$TOM\"}")" 400
+is "the run's token: api + repository scopes, Developer, expires tomorrow (control)" \
+  "$(mint "{\"name\":\"airlock-run\",\"scopes\":[\"api\",\"read_repository\",\"write_repository\"],\"access_level\":30,\"expires_at\":\"$TOM\"}")" 201
+jq -r .token "$D/out" >"$D/run"
+TID=$(jq -r .id "$D/out")
+is "... its expiry and level as asked" "$(jq -r '.expires_at + " " + (.access_level|tostring)' "$D/out")" "$TOM 30"
+is "a project token cannot mint another" \
+  "$(req "$D/run" POST /projects/42/access_tokens "{\"name\":\"x\",\"scopes\":[\"api\"],\"expires_at\":\"$TOM\"}")" 403
+
+is "the run's token reads its project" "$(req "$D/run" GET /projects/acme%2Ftools%2Ftally)" 200
+is "... and through Authorization: Bearer" "$(bearer "$D/run" /projects/42/issues/7)" 200
+is "... but not another project (404, as GitLab)" "$(req "$D/run" GET /projects/43)" 404
+is "... nor by that one's path" "$(req "$D/run" GET /projects/acme%2Fother)" 404
+is "the Maintainer reads project 43 (control)" "$(req "$D/token" GET /projects/43)" 200
+is "protected branches of the fixture" "$(req "$D/run" GET /projects/42/protected_branches)" 200
+is "... push No one" "$(jq -r '.[0].push_access_levels[0].access_level' "$D/out")" 0
+is "approval rules" "$(req "$D/run" GET /projects/42/approval_rules)" 200
+is "push rule" "$(req "$D/run" GET /projects/42/push_rule)" 200
+is "... branch_name_regex" "$(jq -r .branch_name_regex "$D/out")" '^(main|airlock/.*)$'
+
+is "a note on the issue" "$(req "$D/run" POST /projects/42/issues/7/notes '{"body":"working on it"}')" 201
+is "a note without body is refused" "$(req "$D/run" POST /projects/42/issues/7/notes '{}')" 400
+is "a note on an unknown issue is 404" "$(req "$D/run" POST /projects/42/issues/8/notes '{"body":"x"}')" 404
+
+MR='{"source_branch":"airlock/7-ab12","target_branch":"main","title":"Draft: tally: count empty lines","description":"by airlock","remove_source_branch":true}'
+is "the Draft merge request" "$(req "$D/run" POST /projects/42/merge_requests "$MR")" 201
+is "... is a draft that removes its branch" "$(jq -r '"\(.draft) \(.force_remove_source_branch) \(.iid)"' "$D/out")" "true true 1"
+is "a second open MR of the branch is 409" "$(req "$D/run" POST /projects/42/merge_requests "$MR")" 409
+is "auto-merge on creation is refused" "$(req "$D/run" POST /projects/42/merge_requests \
+  '{"source_branch":"airlock/7-cd","target_branch":"main","title":"x","merge_when_pipeline_succeeds":true}')" 400
+is "the run's MR listed by source_branch" "$(req "$D/run" GET '/projects/42/merge_requests?source_branch=airlock%2F7-ab12')" 200
+is "... one" "$(jq -r length "$D/out")" 1
+
+is "the token is alive before revocation (control)" "$(req "$D/run" GET /personal_access_tokens/self)" 200
+is "the run's token revoked" "$(req "$D/token" DELETE "/projects/42/access_tokens/$TID")" 204
+is "... then 401 on self" "$(req "$D/run" GET /personal_access_tokens/self)" 401
+is "... and on the project" "$(req "$D/run" GET /projects/42)" 401
+is "... and through Bearer" "$(bearer "$D/run" /projects/42)" 401
+is "a second revocation is 400" "$(req "$D/token" DELETE "/projects/42/access_tokens/$TID")" 400
+is "the Maintainer's token still works (control)" "$(req "$D/token" GET /projects/42)" 200
+if grep -qF "$(cat "$D/token")" "$D/forge.log"; then fail "the forge's log holds no token"; else ok "the forge's log holds no token"; fi
+done_testing

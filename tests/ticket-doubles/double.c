@@ -38,8 +38,8 @@ static void base64(const char *in, char *out)
       v |= (unsigned char)in[i + 2];
     out[o++] = b64[(v >> 18) & 63];
     out[o++] = b64[(v >> 12) & 63];
-    out[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-    out[o++] = i + 2 < n ? b64[v & 63] : '=';
+    out[o++] = (char)(i + 1 < n ? b64[(v >> 6) & 63] : '=');
+    out[o++] = (char)(i + 2 < n ? b64[v & 63] : '=');
   }
   out[o] = '\0';
 }

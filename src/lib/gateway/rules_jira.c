@@ -191,8 +191,8 @@ int al_gw_jira_comment_rewrite(const char *in, size_t len, const char *const *ho
   {
     if (strcmp(k, "body") != 0) {
       size_t o = 0;
-      for (; k[o] && o < 64; o++)
-        bad[o] = (k[o] >= 0x20 && k[o] < 0x7f) ? k[o] : '?';
+      for (; o < 64 && k[o]; o++)
+        bad[o] = (char)((k[o] >= 0x20 && k[o] < 0x7f) ? k[o] : '?');
       bad[o] = '\0';
       *why = "comment-member-refused";
       goto done;

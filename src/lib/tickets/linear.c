@@ -43,7 +43,7 @@ static int gql_errors(const json_t *j, al_error *err)
   char safe[200];
   size_t o = 0;
   for (const char *p = m ? m : "(no message)"; *p && o + 1 < sizeof safe; p++)
-    safe[o++] = (*p >= 0x20 && *p < 0x7f) ? *p : '?';
+    safe[o++] = (char)((*p >= 0x20 && *p < 0x7f) ? *p : '?');
   safe[o] = '\0';
   return al_error_set(err, EINVAL, "linear: the API answered an error: %s", safe);
 }

@@ -93,5 +93,22 @@ is "... and on the project" "$(req "$D/run" GET /projects/42)" 401
 is "... and through Bearer" "$(bearer "$D/run" /projects/42)" 401
 is "a second revocation is 400" "$(req "$D/token" DELETE "/projects/42/access_tokens/$TID")" 400
 is "the Maintainer's token still works (control)" "$(req "$D/token" GET /projects/42)" 200
+# forge/gitlab.c, the driver's token life, against this forge
+if [ -n "${GITLAB_DRIVER:-}" ]; then
+  "$GITLAB_DRIVER" "$API" "$D/token" acme/tools/tally airlock/7-ef34 >"$D/drv" 2>&1
+  DRV=$(cat "$D/drv")
+  like "the driver mints a Developer token expiring tomorrow" "$DRV" 'minted yes level=30 tomorrow=1'
+  like "... which reads the project" "$DRV" 'read 200'
+  like "... and opens the Draft MR" "$DRV" 'mr [0-9]+'
+  like "control: a revocation of another id leaves it alive, and the confirmation says so" \
+    "$DRV" 'control-revoke rc=-1 confirmed=0'
+  like "... the message names the live token" "$DRV" 'still answers HTTP 200'
+  like "the revocation is confirmed by the 401" "$DRV" 'revoke rc=0 confirmed=1'
+  like "... and the token is 401 afterwards" "$DRV" 'after 401'
+  MRS=$(req "$D/token" GET '/projects/42/merge_requests?source_branch=airlock%2F7-ef34'; jq -r '.[0] | "\(.draft) \(.force_remove_source_branch) \(.title)"' "$D/out")
+  is "the driver's MR is a Draft that removes its branch" "$MRS" "200true true Draft: tally: count empty lines"
+else
+  skip "GITLAB_DRIVER not built"
+fi
 if grep -qF "$(cat "$D/token")" "$D/forge.log"; then fail "the forge's log holds no token"; else ok "the forge's log holds no token"; fi
 done_testing

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Static checks of airlock's C code (the code-quality gate of CI):
-#   cppcheck   src/ tests/forge-emulator/ tests/fuzz/
-#   clang-tidy every .c of src/ and tests/forge-emulator/ (.clang-tidy)
+#   cppcheck   src/ tests/forge-emulator/ tests/gitlab-forge/ tests/fuzz/
+#   clang-tidy every .c of src/ and tests/forge-emulator/, tests/gitlab-forge/ (.clang-tidy)
 #   clang-format --dry-run --Werror over src/ and tests/ (.clang-format)
 #   no merge conflict markers in any tracked file
 #   layering   scripts/layering.py: the README's May call lines, no loop
@@ -32,7 +32,7 @@ if ! cppcheck --enable=warning,portability,performance --inline-suppr --error-ex
   -j"$jobs" --std=c11 -I src/lib -D_GNU_SOURCE -D__linux__ -D__x86_64__ \
   --library=posix --library=scripts/lint/cppcheck.cfg \
   --suppressions-list=scripts/lint/cppcheck-suppressions.txt \
-  src tests/forge-emulator tests/fuzz; then
+  src tests/forge-emulator tests/gitlab-forge tests/fuzz; then
   echo "lint: cppcheck found problems"
   rc=1
 fi
@@ -49,7 +49,7 @@ entries, files = [], []
 for e in json.load(open(src)):
     path = os.path.normpath(os.path.join(e["directory"], e["file"]))
     rel = os.path.relpath(path, top)
-    if not (rel.startswith("src/") or rel.startswith("tests/forge-emulator/")) or rel in files:
+    if not (rel.startswith("src/") or rel.startswith("tests/forge-emulator/") or rel.startswith("tests/gitlab-forge/")) or rel in files:
         continue
     args = shlex.split(e["command"])
     args[0] = "clang"

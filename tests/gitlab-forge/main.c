@@ -314,7 +314,8 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
   snprintf(path, sizeof path, "%s", url + sizeof pre - 1);
   char *seg[16];
   size_t n = 0;
-  for (char *s = strtok(path, "/"); s && n < 16; s = strtok(NULL, "/"))
+  char *save = NULL;
+  for (char *s = strtok_r(path, "/", &save); s && n < 16; s = strtok_r(NULL, "/", &save))
     seg[n++] = s;
   token *who = authenticate(c);
   if (!who)
@@ -434,7 +435,7 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
       json_t *mr = json_pack(
           "{s:I, s:I, s:I, s:s, s:O, s:s, s:s, s:s, s:b, s:b, s:b, s:s, s:{s:s}, s:s}", "id",
           (json_int_t)next_mr_id++, "iid", iid, "project_id", (json_int_t)pid, "title", title,
-          "description", desc && json_is_string(desc) ? desc : json_null(), "state", "opened",
+          "description", json_is_string(desc) ? desc : json_null(), "state", "opened",
           "source_branch", src, "target_branch", dst, "draft", draft, "work_in_progress", draft,
           "force_remove_source_branch", json_is_true(rsb), "merge_status", "can_be_merged",
           "author", "username", who->project_id ? "project_bot" : "maintainer", "web_url", web);

@@ -114,13 +114,10 @@ int al_gl_webhook_verify_signed(const unsigned char *key, size_t key_len, const 
     return al_error_set(err, EACCES, "no usable webhook signing key");
   /* the signed content: id "." ts "." body (Standard Webhooks) */
   size_t il = strlen(id), cl = il + 1 + tl + 1 + len;
-  unsigned char *content = malloc(cl ? cl : 1);
+  unsigned char *content = malloc(cl + 1);
   if (!content)
     return al_error_set(err, ENOMEM, "out of memory");
-  memcpy(content, id, il);
-  content[il] = '.';
-  memcpy(content + il + 1, ts, tl);
-  content[il + 1 + tl] = '.';
+  snprintf((char *)content, il + tl + 3, "%s.%s.", id, ts);
   if (len)
     memcpy(content + il + 2 + tl, body, len);
   unsigned char mac[EVP_MAX_MD_SIZE];

@@ -223,6 +223,7 @@ static void set_defaults(al_policy *p)
   p->version = 1;
   p->network.max_conns = 64;
   p->network.head_timeout_ms = 10000;
+  p->network.transparent = true;
   p->network.connect_timeout_ms = 10000;
   p->network.idle_timeout_ms = 300000;
   p->network.max_tunnel_ms = 3600000;
@@ -392,6 +393,9 @@ char *al_policy_canonical(const al_policy *p)
                   "egress_budget", (json_int_t)n->egress_budget, "timeouts_ms", "head",
                   (json_int_t)n->head_timeout_ms, "connect", (json_int_t)n->connect_timeout_ms,
                   "idle", (json_int_t)n->idle_timeout_ms, "tunnel", (json_int_t)n->max_tunnel_ms));
+    /* only when off: the hash of every policy that leaves it on is unchanged */
+    if (!n->transparent)
+      json_object_set_new(json_object_get(root, "network"), "transparent", json_false());
   } else {
     json_object_set_new(root, "network", json_string("none"));
   }

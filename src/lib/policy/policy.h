@@ -47,6 +47,8 @@ typedef struct al_policy_network {
   uint64_t connect_timeout_ms; /* default 10s */
   uint64_t idle_timeout_ms;    /* default 5m */
   uint64_t max_tunnel_ms;      /* default 1h */
+  bool transparent;            /* default true: the allowed names resolve in the sandbox to
+                                  listeners that decide by SNI or Host (proxy.h) */
 } al_policy_network;
 
 typedef struct al_policy_filesystem {

@@ -457,6 +457,7 @@ static const al_yw_field network_fields[] = {
      .off = F(al_policy_network, egress_budget),
      .min = 1},
     {.key = "timeouts", .type = AL_YW_MAP, .off = 0, .map = &net_timeout_map},
+    {.key = "transparent", .type = AL_YW_BOOL, .off = F(al_policy_network, transparent)},
 };
 static const al_yw_map network_map = {network_fields, AL_ARRAY_SIZE(network_fields), NULL};
 

@@ -20,6 +20,7 @@ static void accept_one(al_proxy_wrun *wr, int fd, const struct sockaddr_storage 
   c->up.pipe[0] = c->up.pipe[1] = c->down.pipe[0] = c->down.pipe[1] = -1;
   c->t_start = c->last_io = al_now_ms();
   c->st = ST_HEAD;
+  c->tport = wr->tport;
   c->deadline = c->t_start + p->network.head_timeout_ms;
   px_sockaddr_text((const struct sockaddr *)ss, c->client, sizeof c->client);
   c->next = px->live;

@@ -55,8 +55,9 @@ void px_conn_deny(al_proxy_conn *c, int status, const char *reason, const char *
     close(c->ow.fd);
     c->ow.fd = -1;
   }
-  if (status == 0 || c->st == ST_SNI || c->st == ST_RELAY) {
-    /* inside a tunnel there is no HTTP to answer with */
+  if (status == 0 || c->direct_tls || c->st == ST_SNI || c->st == ST_RELAY) {
+    /* inside a tunnel, or to a client that speaks TLS to us, there is no
+     * HTTP to answer with */
     px_conn_close(c);
     return;
   }

@@ -23,9 +23,10 @@ static void conn_handoff(al_proxy_conn *c)
   snprintf(m.client, sizeof m.client, "%s", c->client);
   al_loop_del(&c->px->loop, &c->cw);
   al_loop_del(&c->px->loop, &c->ow);
+  /* a transparent TLS client sent no CONNECT: it gets no 200 */
   if (c->buf_len > AL_HANDOFF_EARLY_MAX ||
-      send(c->cw.fd, ok200, sizeof ok200 - 1, MSG_NOSIGNAL | MSG_DONTWAIT) !=
-          (ssize_t)(sizeof ok200 - 1) ||
+      (!c->direct_tls && send(c->cw.fd, ok200, sizeof ok200 - 1, MSG_NOSIGNAL | MSG_DONTWAIT) !=
+                             (ssize_t)(sizeof ok200 - 1)) ||
       al_handoff_send(c->run->handoff->fd, &m, c->buf, c->cw.fd, c->ow.fd, &e) < 0) {
     px_conn_deny(c, 0, "gateway-unavailable", e.msg[0] ? e.msg : NULL);
     return;
@@ -49,11 +50,18 @@ static void conn_established(al_proxy_conn *c)
       conn_handoff(c);
     return;
   }
-  if (c->plain) {
+  if (c->plain || c->direct_tls) {
     c->st = ST_RELAY;
     c->opened = true;
     px_stat_allowed(c->run, c->px->sh);
     px_audit_conn(c, "open", "allow");
+    if (c->direct_tls) { /* the ClientHello, checked (transparent.c), goes first */
+      c->up.pend = c->buf;
+      c->up.pend_len = c->buf_len;
+      px_budget_charge(c->run, c->buf_len);
+      c->buf = NULL;
+      c->buf_len = c->buf_cap = 0;
+    }
     px_conn_pump(c);
     return;
   }

@@ -3,8 +3,8 @@
  * and the SNI gate on the first TLS flight (tls.c). */
 #include "proxy/proxy_int.h"
 
-static char *rebuild_origin_form(al_proxy_conn *c, const al_http_request *req, const char *path,
-                                 size_t path_len, size_t *out_len)
+char *px_rebuild_origin_form(al_proxy_conn *c, const al_http_request *req, const char *path,
+                             size_t path_len, size_t *out_len)
 {
   size_t cap = req->head_len + 1024, n = 0; /* the new Host line is at most ~270 */
   char *o = al_xmalloc(cap);
@@ -74,15 +74,9 @@ static void conn_decide(al_proxy_conn *c, const al_http_request *req)
       return;
     }
   }
-  const al_net_allow *a = px_policy_match(p, &c->host, c->port);
-  if (!a) {
-    px_conn_deny(c, 403, c->host.is_ip ? "ip-literal" : "not-allowed", NULL);
+  const al_net_allow *a = px_conn_match(c);
+  if (!a)
     return;
-  }
-  if (px_budget_spent(c)) {
-    px_conn_deny(c, 403, "egress-budget", NULL);
-    return;
-  }
   c->tls = a->tls;
   if (!connect) {
     if (a->tls) {
@@ -93,22 +87,7 @@ static void conn_decide(al_proxy_conn *c, const al_http_request *req)
       px_conn_deny(c, 411, "chunked-unsupported", NULL);
       return;
     }
-    /* rebuilt into origin-form; the original head is never relayed */
-    c->plain = true;
-    c->body_left = req->content_length > 0 ? (uint64_t)req->content_length : 0;
-    size_t extra = c->buf_len - req->head_len;
-    if (extra > c->body_left)
-      extra = (size_t)c->body_left; /* pipelined requests are dropped */
-    size_t hl;
-    char *head = rebuild_origin_form(c, req, path, path_len, &hl);
-    c->up.pend = al_xrealloc(head, hl + extra);
-    memcpy(c->up.pend + hl, c->buf + req->head_len, extra);
-    c->up.pend_len = hl + extra;
-    c->body_left -= extra;
-    px_budget_charge(c->run, hl + extra);
-    free(c->buf);
-    c->buf = NULL;
-    c->buf_len = c->buf_cap = 0;
+    px_conn_plain_start(c, req, path, path_len);
   } else if (c->buf_len == req->head_len) {
     /* nothing after the head: give the head buffer back now, so that an
      * open tunnel holds none (px_conn_sni allocates its own) */
@@ -123,11 +102,44 @@ static void conn_decide(al_proxy_conn *c, const al_http_request *req)
   px_conn_resolve(c);
 }
 
+const al_net_allow *px_conn_match(al_proxy_conn *c)
+{
+  const al_net_allow *a = px_policy_match(c->pol->p, &c->host, c->port);
+  if (!a) {
+    px_conn_deny(c, 403, c->host.is_ip ? "ip-literal" : "not-allowed", NULL);
+    return NULL;
+  }
+  if (px_budget_spent(c)) {
+    px_conn_deny(c, 403, "egress-budget", NULL);
+    return NULL;
+  }
+  return a;
+}
+
+void px_conn_plain_start(al_proxy_conn *c, const al_http_request *req, const char *path,
+                         size_t path_len)
+{
+  /* rebuilt into origin-form; the original head is never relayed */
+  c->plain = true;
+  c->body_left = req->content_length > 0 ? (uint64_t)req->content_length : 0;
+  size_t extra = c->buf_len - req->head_len;
+  if (extra > c->body_left)
+    extra = (size_t)c->body_left; /* pipelined requests are dropped */
+  size_t hl;
+  char *head = px_rebuild_origin_form(c, req, path, path_len, &hl);
+  c->up.pend = al_xrealloc(head, hl + extra);
+  memcpy(c->up.pend + hl, c->buf + req->head_len, extra);
+  c->up.pend_len = hl + extra;
+  c->body_left -= extra;
+  px_budget_charge(c->run, hl + extra);
+  free(c->buf);
+  c->buf = NULL;
+  c->buf_len = c->buf_cap = 0;
+}
+
 /* ---- client side ---- */
 
-/* Read what the client has into c->buf (up to buf_cap). Returns 1 on
- * data or nothing new, 0 on EOF, -1 on error. */
-static int read_client(al_proxy_conn *c, bool head)
+int px_read_client(al_proxy_conn *c, bool head)
 {
   while (c->buf_len < c->buf_cap) {
     size_t asked = c->buf_cap - c->buf_len;
@@ -161,7 +173,11 @@ void px_conn_head(al_proxy_conn *c)
 {
   al_http_request req;
   const char *why = NULL;
-  int r = read_client(c, true);
+  if (c->tport) {
+    px_conn_transparent(c);
+    return;
+  }
+  int r = px_read_client(c, true);
 
   int h = al_http_parse_head(c->buf, c->buf_len, &req, &why);
   if (h < 0) {
@@ -188,7 +204,7 @@ void px_conn_sni(al_proxy_conn *c)
     c->buf = al_xrealloc(c->buf, AL_TLS_HELLO_MAX);
     c->buf_cap = AL_TLS_HELLO_MAX;
   }
-  int r = read_client(c, false);
+  int r = px_read_client(c, false);
   int t = al_tls_parse_client_hello((const uint8_t *)c->buf, c->buf_len, &hello, &why);
   if (t == 0) {
     if (r <= 0)

@@ -230,9 +230,14 @@ static int worker_init(al_proxy *px, al_proxy_shared *sh, size_t idx, al_error *
   px->wake_w.fn = wake_ready;
   if (px->wake_w.fd < 0 || al_loop_add(&px->loop, &px->wake_w, EPOLLIN) < 0)
     return al_make_error(err, errno, "eventfd");
-  px->runs = al_xcalloc(sh->n_runs, sizeof *px->runs);
-  px->n_runs = sh->n_runs;
+  /* one watch per listener: each run's proxy listener, then its
+   * transparent ones (proxy.h), which share its policy and resolver */
+  size_t n_watch = 0;
   for (size_t i = 0; i < sh->n_runs; i++)
+    n_watch += 1 + cfg->listeners[i].n_transparent;
+  px->runs = al_xcalloc(n_watch, sizeof *px->runs);
+  px->n_runs = n_watch;
+  for (size_t i = 0; i < n_watch; i++)
     px->runs[i].w.fd = -1;
   /* a worker made after a reload (grow_workers) serves the reloaded policy
    * at once; worker 0 alone sets reload_hold, and it is the caller */
@@ -241,30 +246,37 @@ static int worker_init(al_proxy *px, al_proxy_shared *sh, size_t idx, al_error *
   if (h && !reloaded)
     return -1;
   px->reload_seen = sh->reload_gen;
+  size_t k = 0;
   for (size_t i = 0; i < sh->n_runs; i++) {
-    al_proxy_wrun *wr = &px->runs[i];
-    wr->px = px;
-    wr->run = &sh->runs[i];
-    wr->pol =
-        reloaded ? px_policy_ref(reloaded) : px_policy_new(px, cfg->listeners[i].policy, NULL, err);
-    if (!wr->pol) {
-      if (reloaded)
-        px_policy_unref(reloaded);
-      return -1;
-    }
-    wr->w.fd = cfg->listeners[i].fd;
-    wr->w.fn = px_listener_ready;
-    if (idx == 0 && al_set_nonblock(wr->w.fd, true) < 0)
-      return al_make_error(err, errno, "listener %zu", i);
-    /* accepted sockets inherit TCP_NODELAY (tcp(7)): one setsockopt here,
-     * none per connection */
-    int one = 1;
-    wr->nodelay = setsockopt(wr->w.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0;
-    int r = px_listener_watch(px, wr);
-    if (r < 0) {
-      if (reloaded)
-        px_policy_unref(reloaded);
-      return al_make_error(err, -r, "listener %zu", i);
+    const al_proxy_listener *l = &cfg->listeners[i];
+    al_proxy_policy *pol = NULL;
+    for (size_t j = 0; j <= l->n_transparent; j++, k++) {
+      al_proxy_wrun *wr = &px->runs[k];
+      wr->px = px;
+      wr->run = &sh->runs[i];
+      if (j == 0)
+        pol = reloaded ? px_policy_ref(reloaded) : px_policy_new(px, l->policy, NULL, err);
+      wr->pol = pol && j > 0 ? px_policy_ref(pol) : pol;
+      if (!wr->pol) {
+        if (reloaded)
+          px_policy_unref(reloaded);
+        return -1;
+      }
+      wr->w.fd = j == 0 ? l->fd : l->transparent_fds[j - 1];
+      wr->tport = j == 0 ? 0 : l->transparent_ports[j - 1];
+      wr->w.fn = px_listener_ready;
+      if (idx == 0 && al_set_nonblock(wr->w.fd, true) < 0)
+        return al_make_error(err, errno, "listener %zu", i);
+      /* accepted sockets inherit TCP_NODELAY (tcp(7)): one setsockopt here,
+       * none per connection */
+      int one = 1;
+      wr->nodelay = setsockopt(wr->w.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0;
+      int r = px_listener_watch(px, wr);
+      if (r < 0) {
+        if (reloaded)
+          px_policy_unref(reloaded);
+        return al_make_error(err, -r, "listener %zu", i);
+      }
     }
   }
   if (reloaded)

@@ -31,7 +31,42 @@ typedef struct al_proxy_listener {
    * the forge gateway (handoff.h; no SNI gate here, the gateway checks it);
    * absolute-form plain HTTP to such a pair is refused (gateway-plain-http). */
   const al_proxy_handoff *handoff;
+  /* The run's transparent listeners (issue #27 item 3), or none: sockets
+   * on AL_PROXY_TRANSPARENT_ADDR in the sandbox, where its /etc/hosts
+   * sends the allowed names, for clients that ignore HTTPS_PROXY. One per
+   * port (transparent_ports[i], the port a client there asked for). A
+   * connection whose first byte starts a TLS record (0x16) is decided as a
+   * CONNECT to SNI:port would be, then its ClientHello goes on unchanged;
+   * any other is read as a plain HTTP/1.1 request in origin-form whose
+   * Host names the target (port 80 by default), decided as absolute-form
+   * would be. Same caps, budget, counters, log (with "via":"transparent")
+   * and gateway hand-off as the run's proxy listener. Borrowed, like fd. */
+  const int *transparent_fds;
+  const uint16_t *transparent_ports;
+  size_t n_transparent;
 } al_proxy_listener;
+
+/* The sandbox's address for the allowed names (/etc/hosts), a loopback
+ * address of its own network namespace that is not 127.0.0.1 (the proxy
+ * and the relay listen there, on their own ports). Host byte order. */
+#define AL_PROXY_TRANSPARENT_ADDR 0x7f000002u /* 127.0.0.2 */
+#define AL_PROXY_TRANSPARENT_ADDR_TEXT "127.0.0.2"
+#define AL_PROXY_TRANSPARENT_MAX 8 /* ports; the allowlist's first 8 distinct ones */
+
+/* What the sandbox needs for a policy's transparent path: the distinct
+ * ports of network.allow (in the order they first appear, at most
+ * AL_PROXY_TRANSPARENT_MAX; *n_ports_dropped counts the rest) and the
+ * /etc/hosts lines naming every allowed host name (not wildcards, which a
+ * hosts file cannot express, nor IP literals) with that address, as one
+ * malloc'd string the caller frees ("" when there is none). Names are
+ * canonical (net/host.h), so printable and without whitespace. hosts(5). */
+typedef struct al_proxy_transparent_plan {
+  uint16_t ports[AL_PROXY_TRANSPARENT_MAX];
+  size_t n_ports;
+  size_t n_ports_dropped;
+  char *hosts;
+} al_proxy_transparent_plan;
+void al_proxy_transparent_plan_make(const al_policy *p, al_proxy_transparent_plan *out);
 
 /* --log FILE: the decisions of one run take at most this much of it by
  * default; the last line says when the cap was reached (auditlog.h) */

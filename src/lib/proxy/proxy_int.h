@@ -5,7 +5,9 @@
  * guard, connect, hand-off), relay.c (the tunnel, and a plain origin's
  * response heads without X-Airlock-*) and budget.c, conn.c (deny, close, pump), stats.c
  * (counters, decision lines), policies.c (policies, resolver channels),
- * admin.c, proxy.c (workers, signals, timer, reload, al_proxy_serve).
+ * admin.c, transparent.c (the listeners the sandbox's /etc/hosts points
+ * the allowed names at: decided by SNI or Host, as a CONNECT would be),
+ * proxy.c (workers, signals, timer, reload, al_proxy_serve).
  *
  * One connection (al_proxy_conn) walks these states:
  *
@@ -157,6 +159,7 @@ typedef struct al_proxy_wrun {
   al_proxy_policy *pol;
   bool paused;  /* out of descriptors: removed from epoll until the next tick */
   bool nodelay; /* the listener has TCP_NODELAY: accepted sockets inherit it */
+  uint16_t tport; /* a transparent listener for this port (transparent.c); 0: the proxy's */
 } al_proxy_wrun;
 
 /* The process: what every worker reads or updates. */
@@ -212,6 +215,11 @@ typedef struct al_proxy_conn {
    * EAGAIN, a short read does not mean it is dry (see px_read_dry) */
   bool c_hup, o_hup;
   bool dns_pending, opened, cut, slot_released;
+  /* accepted on a transparent listener for port tport (transparent.c);
+   * direct_tls: it speaks TLS from its first byte, so no HTTP answer and
+   * no "200 Connection established" is ever written to it */
+  uint16_t tport;
+  bool direct_tls;
   uint64_t t_start, deadline, last_io;
   char client[64];
 
@@ -296,6 +304,23 @@ void px_sockaddr_text(const struct sockaddr *sa, char *out, size_t n);
 
 /* head.c */
 void px_conn_head(al_proxy_conn *c);
+/* Read what the client has into c->buf (up to buf_cap); head: stop at a
+ * whole request head. Returns 1 on data or nothing new, 0 on EOF, -1 on
+ * error. */
+int px_read_client(al_proxy_conn *c, bool head);
+/* The common tail of a decision: the target (c->host, c->port) matched
+ * against the allowlist, the budget; returns the entry, or NULL after
+ * denying. */
+const al_net_allow *px_conn_match(al_proxy_conn *c);
+char *px_rebuild_origin_form(al_proxy_conn *c, const al_http_request *req, const char *path,
+                             size_t path_len, size_t *out_len);
+/* plain HTTP allowed: the rebuilt head and the body bytes already read
+ * become the first bytes up; c->buf is given back */
+void px_conn_plain_start(al_proxy_conn *c, const al_http_request *req, const char *path,
+                         size_t path_len);
+
+/* transparent.c: ST_HEAD on a transparent listener (proxy.h) */
+void px_conn_transparent(al_proxy_conn *c);
 void px_conn_sni(al_proxy_conn *c);
 
 /* dial.c */

@@ -238,6 +238,8 @@ void px_audit_conn(al_proxy_conn *c, const char *event, const char *decision)
   lb_str(&b, c->dialled[0] ? c->dialled : NULL);
   LB_KEY(&b, ",\"sni\":");
   lb_str(&b, c->sni[0] ? c->sni : NULL);
+  if (c->tport)
+    LB_KEY(&b, ",\"via\":\"transparent\"");
   LB_KEY(&b, ",\"decision\":");
   lb_str(&b, decision);
   LB_KEY(&b, ",\"reason\":");

@@ -46,12 +46,14 @@ pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     prctl(PR_SET_NAME, "airlock-proxy");
-    int keep[5] = {audit_fd, -1, -1, -1, -1};
+    int keep[5 + 2 * AL_PROXY_TRANSPARENT_MAX] = {audit_fd};
     size_t nk = 1;
     for (size_t i = 0; i < n && i < 2; i++) {
       keep[nk++] = ls[i].fd;
       if (ls[i].handoff) /* the forge gateway's socket (issue #15) */
         keep[nk++] = ls[i].handoff->fd;
+      for (size_t j = 0; j < ls[i].n_transparent && j < AL_PROXY_TRANSPARENT_MAX; j++)
+        keep[nk++] = ls[i].transparent_fds[j];
     }
     al_close_fds_from(3, keep, nk);
     /* SIGTERM/SIGINT/SIGHUP stay blocked: one that comes before
@@ -202,18 +204,37 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
       close(audit_fd);
     return -1;
   }
-  uint16_t ports[2];
+  /* listeners: the proxy's, the relay's, then the transparent path's
+   * (proxy.h: the allowed names resolve to them through /etc/hosts) */
+  uint16_t ports[2 + AL_PROXY_TRANSPARENT_MAX];
+  uint32_t addrs[2 + AL_PROXY_TRANSPARENT_MAX] = {0};
   size_t nports = 0;
+  al_proxy_transparent_plan tp = {0};
   if (net)
     ports[nports++] = AL_PROXY_PORT;
   if (relay)
     ports[nports++] = AL_RELAY_PORT;
+  size_t t_first = nports;
+  if (net && o->policy->network.transparent) {
+    al_proxy_transparent_plan_make(o->policy, &tp);
+    if (tp.n_ports_dropped && !o->quiet)
+      al_warn("transparent path: %zu port(s) of network.allow past the first %d have none "
+              "(clients must use HTTPS_PROXY for them)",
+              tp.n_ports_dropped, AL_PROXY_TRANSPARENT_MAX);
+    for (size_t i = 0; i < tp.n_ports; i++) {
+      addrs[nports] = AL_PROXY_TRANSPARENT_ADDR;
+      ports[nports++] = tp.ports[i];
+    }
+  }
+  al_autofree char *hosts = tp.hosts;
   al_sandbox_opts so = {
       .policy = o->policy,
       .argv = o->argv,
       .env = env,
       .listen_ports = nports ? ports : NULL,
+      .listen_addrs = nports ? addrs : NULL,
       .n_listen = nports,
+      .hosts = o->policy->filesystem.root ? NULL : hosts,
       .timeout_ms = o->timeout_ms,
       .run_id = rid,
       .quiet = o->quiet,
@@ -245,15 +266,23 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
     size_t nl = 0;
     char relay_rid[48];
     snprintf(relay_rid, sizeof relay_rid, "%s/relay", rid);
+    int tfds[AL_PROXY_TRANSPARENT_MAX];
+    for (size_t i = 0; i < tp.n_ports; i++)
+      tfds[i] = al_sandbox_take_listener(sb, t_first + i);
     if (net)
       ls[nl++] = (al_proxy_listener){.fd = al_sandbox_take_listener(sb, 0),
                                      .run_id = rid,
                                      .policy = o->policy,
-                                     .handoff = o->handoff};
+                                     .handoff = o->handoff,
+                                     .transparent_fds = tfds,
+                                     .transparent_ports = tp.ports,
+                                     .n_transparent = tp.n_ports};
     if (relay) {
       if (start_relay(o, sb, net ? 1 : 0, rid, &rp, err) < 0) {
         for (size_t i = 0; i < nl; i++)
           close(ls[i].fd);
+        for (size_t i = 0; i < tp.n_ports; i++)
+          close(tfds[i]);
         al_sandbox_destroy(sb);
         close(audit_fd);
         return -1;
@@ -267,6 +296,8 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
     proxy = al_run_start_proxy_capped(ls, nl, audit_fd, cap, err);
     if (net)
       close(ls[0].fd);
+    for (size_t i = 0; i < tp.n_ports; i++)
+      close(tfds[i]);
     if (proxy < 0) {
       al_relay_stop(rp);
       al_sandbox_destroy(sb);

@@ -54,11 +54,16 @@ static void helper_main(int sync_fd, int sock, const al_sandbox_opts *o)
     int one = 1;
     setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(o->listen_ports[i])};
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    uint32_t a = o->listen_addrs && o->listen_addrs[i] ? o->listen_addrs[i] : INADDR_LOOPBACK;
+    sin.sin_addr.s_addr = htonl(a);
+    /* every 127.0.0.0/8 address is local on lo (the kernel's local route
+     * for lo's 127.0.0.1/8); ports below 1024 are the sandbox's to bind:
+     * its user namespace owns this network namespace (capabilities(7)) */
     if (bind(s, (struct sockaddr *)&sin, sizeof sin) < 0)
-      sb_die(sync_fd, 125, errno, "bind 127.0.0.1:%u in the sandbox", o->listen_ports[i]);
+      sb_die(sync_fd, 125, errno, "bind 127.%u.%u.%u:%u in the sandbox", (a >> 16) & 255u,
+             (a >> 8) & 255u, a & 255u, o->listen_ports[i]);
     if (listen(s, 4096) < 0)
-      sb_die(sync_fd, 125, errno, "listen 127.0.0.1:%u", o->listen_ports[i]);
+      sb_die(sync_fd, 125, errno, "listen on port %u in the sandbox", o->listen_ports[i]);
     lfds[i] = s;
   }
   sb_send_listeners(sync_fd, lfds, o->n_listen);

@@ -152,7 +152,7 @@ static char *hp(const char *path)
   return b;
 }
 
-static void setup_host_view(uint32_t uid)
+static void setup_host_view(uint32_t uid, const char *hosts)
 {
   /* /usr and the merged-usr links (or real directories on older hosts). */
   bind_host_entry(hp("/usr"), nr("/usr"), false);
@@ -182,7 +182,17 @@ static void setup_host_view(uint32_t uid)
   write_text(nr("/etc/passwd"), buf);
   snprintf(buf, sizeof buf, "root:x:0:\nairlock:x:%u:\nnogroup:x:65534:\n", uid);
   write_text(nr("/etc/group"), buf);
-  write_text(nr("/etc/hosts"), "127.0.0.1\tlocalhost airlock\n::1\tlocalhost ip6-localhost\n");
+  static const char local[] = "127.0.0.1\tlocalhost airlock\n::1\tlocalhost ip6-localhost\n";
+  if (!hosts || !hosts[0]) {
+    write_text(nr("/etc/hosts"), local);
+  } else { /* the transparent path's names (al_sandbox_opts.hosts); no malloc here */
+    int fd = open(nr("/etc/hosts"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+      DIE("create /etc/hosts");
+    if (al_write_all(fd, local, sizeof local - 1) < 0 || al_write_all(fd, hosts, strlen(hosts)) < 0)
+      DIE("write /etc/hosts");
+    close(fd);
+  }
   write_text(nr("/etc/hostname"), "airlock\n");
 }
 
@@ -361,7 +371,8 @@ static void write_files(const al_sandbox_file *files, size_t n)
 }
 
 void sb_setup_rootfs(int sync_fd, const al_policy *policy, struct sb_hostpaths *hpaths,
-                     const al_sandbox_file *files, size_t n_files, uint32_t uid)
+                     const al_sandbox_file *files, size_t n_files, uint32_t uid,
+                     const char *hosts)
 {
   g_sync = sync_fd;
   /* Nothing we mount may propagate back to the host. */
@@ -380,7 +391,7 @@ void sb_setup_rootfs(int sync_fd, const al_policy *policy, struct sb_hostpaths *
   if (policy->filesystem.root)
     setup_rootfs_dir(&hpaths->root);
   else
-    setup_host_view(uid);
+    setup_host_view(uid, hosts);
   setup_proc();
   setup_dev();
   setup_rw(policy, uid);

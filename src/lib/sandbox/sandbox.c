@@ -353,7 +353,8 @@ static int child_main(struct child_args *a)
   pid_t net_helper = -1;
   int net_sock = sb_netns_start(sync_fd, a->opts, &net_helper);
 
-  sb_setup_rootfs(sync_fd, pol, &a->host, a->opts->files, a->opts->n_files, pol->process.user);
+  sb_setup_rootfs(sync_fd, pol, &a->host, a->opts->files, a->opts->n_files, pol->process.user,
+                  a->opts->hosts);
   a->t[SB_T_ROOTFS] = al_now_ns();
   sb_netns_join(sync_fd, net_sock, net_helper);
 
@@ -591,6 +592,12 @@ int al_sandbox_start(const al_sandbox_opts *o, al_sandbox **out, int *setup_stat
     return al_make_error(err, EINVAL, "no command to run");
   if (o->n_listen > AL_SANDBOX_MAX_LISTENERS)
     return al_make_error(err, EINVAL, "too many listeners");
+  for (size_t i = 0; o->listen_addrs && i < o->n_listen; i++)
+    if (o->listen_addrs[i] && (o->listen_addrs[i] >> 24) != 127)
+      return al_make_error(err, EINVAL, "listener %zu: not a loopback address", i);
+  if (o->hosts && strlen(o->hosts) > AL_SANDBOX_HOSTS_MAX)
+    return al_make_error(err, EINVAL, "the sandbox's /etc/hosts lines: more than %u bytes",
+                         AL_SANDBOX_HOSTS_MAX);
   if (o->policy->process.user == 0)
     return al_make_error(err, EINVAL, "process.user must not be 0");
   size_t total = 0;

@@ -24,7 +24,7 @@
 #include "common/error.h"
 #include "policy/policy.h"
 
-#define AL_SANDBOX_MAX_LISTENERS 4
+#define AL_SANDBOX_MAX_LISTENERS 12
 
 /* Exit statuses of `airlock run` beyond the command's own. */
 #define AL_EXIT_TIMEOUT 124
@@ -43,13 +43,21 @@ typedef struct al_sandbox_file {
   size_t len;
 } al_sandbox_file;
 
+#define AL_SANDBOX_HOSTS_MAX (256u << 10)
+
 typedef struct al_sandbox_opts {
   const al_policy *policy; /* borrowed; must outlive the sandbox */
   char *const *argv;       /* command, NULL-terminated; argv[0] looked up in the sandbox PATH */
   char *const *env;        /* extra "NAME=VALUE" entries (NULL-terminated, may be NULL); borrowed.
                               They win over the defaults; never logged. */
   const uint16_t *listen_ports; /* TCP ports to listen on at 127.0.0.1 inside the netns */
+  const uint32_t *listen_addrs; /* NULL, or per listener its IPv4 loopback address (host byte
+                                   order, in 127.0.0.0/8; 0: 127.0.0.1) */
   size_t n_listen;
+  const char *hosts; /* NULL, or lines appended to the sandbox's /etc/hosts (hosts(5)) after
+                        localhost's: the transparent path's names (proxy.h). At most
+                        AL_SANDBOX_HOSTS_MAX bytes; not with filesystem.root (its /etc is
+                        the rootfs's own). Borrowed. */
   uint64_t timeout_ms;               /* wall-clock limit; 0 = policy's process.limits.wall */
   const char *run_id;                /* for cgroup names; may be NULL */
   const char *const *extra_ro_paths; /* NULL-terminated absolute host paths bound read-only at

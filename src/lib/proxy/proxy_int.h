@@ -157,8 +157,8 @@ typedef struct al_proxy_wrun {
   struct al_proxy *px;
   al_proxy_run *run;
   al_proxy_policy *pol;
-  bool paused;  /* out of descriptors: removed from epoll until the next tick */
-  bool nodelay; /* the listener has TCP_NODELAY: accepted sockets inherit it */
+  bool paused;    /* out of descriptors: removed from epoll until the next tick */
+  bool nodelay;   /* the listener has TCP_NODELAY: accepted sockets inherit it */
   uint16_t tport; /* a transparent listener for this port (transparent.c); 0: the proxy's */
 } al_proxy_wrun;
 

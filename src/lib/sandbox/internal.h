@@ -100,8 +100,7 @@ void sb_hostpaths_close(struct sb_hostpaths *hp);
  * descriptors of hp. hosts: lines for /etc/hosts after localhost's, or
  * NULL (al_sandbox_opts.hosts). */
 void sb_setup_rootfs(int sync_fd, const al_policy *policy, struct sb_hostpaths *hp,
-                     const al_sandbox_file *files, size_t n_files, uint32_t uid,
-                     const char *hosts);
+                     const al_sandbox_file *files, size_t n_files, uint32_t uid, const char *hosts);
 
 /* confine.c */
 void sb_drop_privileges(int sync_fd, uint32_t uid, bool can_setgroups);

@@ -371,8 +371,7 @@ static void write_files(const al_sandbox_file *files, size_t n)
 }
 
 void sb_setup_rootfs(int sync_fd, const al_policy *policy, struct sb_hostpaths *hpaths,
-                     const al_sandbox_file *files, size_t n_files, uint32_t uid,
-                     const char *hosts)
+                     const al_sandbox_file *files, size_t n_files, uint32_t uid, const char *hosts)
 {
   g_sync = sync_fd;
   /* Nothing we mount may propagate back to the host. */

@@ -54,12 +54,12 @@ typedef struct al_sandbox_opts {
   const uint32_t *listen_addrs; /* NULL, or per listener its IPv4 loopback address (host byte
                                    order, in 127.0.0.0/8; 0: 127.0.0.1) */
   size_t n_listen;
-  const char *hosts; /* NULL, or lines appended to the sandbox's /etc/hosts (hosts(5)) after
-                        localhost's: the transparent path's names (proxy.h). At most
-                        AL_SANDBOX_HOSTS_MAX bytes; not with filesystem.root (its /etc is
-                        the rootfs's own). Borrowed. */
-  uint64_t timeout_ms;               /* wall-clock limit; 0 = policy's process.limits.wall */
-  const char *run_id;                /* for cgroup names; may be NULL */
+  const char *hosts;   /* NULL, or lines appended to the sandbox's /etc/hosts (hosts(5)) after
+                          localhost's: the transparent path's names (proxy.h). At most
+                          AL_SANDBOX_HOSTS_MAX bytes; not with filesystem.root (its /etc is
+                          the rootfs's own). Borrowed. */
+  uint64_t timeout_ms; /* wall-clock limit; 0 = policy's process.limits.wall */
+  const char *run_id;  /* for cgroup names; may be NULL */
   const char *const *extra_ro_paths; /* NULL-terminated absolute host paths bound read-only at
                                         the same place, besides the policy's ro_paths (e.g. the
                                         airlock binary itself, for probes); may be NULL */

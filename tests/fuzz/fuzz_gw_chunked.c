@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gateway/wire.h"
+#include "net/chunked.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

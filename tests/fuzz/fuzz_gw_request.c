@@ -7,7 +7,7 @@
 
 #include "gateway/rules.h"
 #include "gateway/wire.h"
-#include "proxy/http.h"
+#include "net/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

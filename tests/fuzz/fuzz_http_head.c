@@ -1,11 +1,11 @@
-/* libFuzzer target: the strict HTTP/1.1 request-head parser (proxy/http.c)
+/* libFuzzer target: the strict HTTP/1.1 request-head parser (net/http.c)
  * and the target parsers it feeds. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
-#include "proxy/http.h"
+#include "net/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,7 +18,8 @@
 #include "gateway/query.h"
 #include "gateway/rules.h"
 #include "gateway/wire.h"
-#include "proxy/http.h"
+#include "net/chunked.h"
+#include "net/http.h"
 
 #define PH "airlock-placeholder-0123456789abcdef0123456789abcdef01234567"
 #define OID_A "1111111111111111111111111111111111111111"

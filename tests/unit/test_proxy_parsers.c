@@ -14,7 +14,7 @@
 
 #include "net/addr.h"
 #include "net/host.h"
-#include "proxy/http.h"
+#include "net/http.h"
 #include "proxy/tls.h"
 
 static void test_authority(void **state)

@@ -7,7 +7,7 @@
  *
  * TLS terminates the agent's TLS with the run CA's leaf for the CONNECT
  * host: SNI must be that host, ALPN http/1.1 or none. HEAD reads one
- * request head with the proxy's strict parser (proxy/http.h); decide()
+ * request head with the proxy's strict parser (net/http.h); decide()
  * checks the target (wire.h), the Host, the credential and the rule table
  * (rules.h). BODY reads the request body with the gateway's own framing
  * decoder (Content-Length or chunked) and, for a push, parses and checks
@@ -45,7 +45,7 @@
 #include "gateway/server.h"
 #include "gateway/wire.h"
 #include "net/host.h"
-#include "proxy/http.h"
+#include "net/http.h"
 /* ---- I/O helpers ---- */
 
 int gwc_write_all(SSL *s, const void *buf, size_t n)

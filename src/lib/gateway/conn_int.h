@@ -27,7 +27,7 @@
 #include "gateway/server.h"
 #include "gateway/wire.h"
 #include "net/host.h"
-#include "proxy/http.h"
+#include "net/http.h"
 
 #define RB_CAP (128 * 1024)
 #define WB_CAP (128 * 1024 + 64)

@@ -27,8 +27,9 @@
 #include "gateway/refusal.h"
 #include "gateway/server.h"
 #include "gateway/wire.h"
+#include "net/chunked.h"
 #include "net/host.h"
-#include "proxy/http.h"
+#include "net/http.h"
 /* ---- the decision line ---- */
 
 static void log_request(al_gw_conn *c, req_ctx *r)

@@ -24,7 +24,7 @@
 #include "gateway/server.h"
 #include "gateway/wire.h"
 #include "net/host.h"
-#include "proxy/http.h"
+#include "net/http.h"
 /* ---- a BIO over the socket that first returns the early bytes ---- */
 
 static BIO_METHOD *early_meth;

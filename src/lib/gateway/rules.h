@@ -19,7 +19,7 @@
 #include "common/error.h"
 #include "gateway/query.h"
 #include "gateway/wire.h"
-#include "proxy/http.h"
+#include "net/http.h"
 
 /* AL_GW_SIDE_TICKET: the ticket system's host (Jira, Linear; issue #31),
  * decided by gateway/rules_tickets.h, never by this table. */

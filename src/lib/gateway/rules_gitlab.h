@@ -27,7 +27,7 @@
 #include "common/error.h"
 #include "gateway/query.h"
 #include "gateway/rules.h"
-#include "proxy/http.h"
+#include "net/http.h"
 
 /* The GitLab table, for docs and tests. */
 const al_gw_rule *al_gw_gl_rule_table(size_t *n);

@@ -1,8 +1,8 @@
 /* The forge gateway's parsers of untrusted bytes: the origin-form request
- * target, chunked bodies, git pkt-lines and the receive-pack command list,
+ * target, git pkt-lines and the receive-pack command list,
  * and the forge's response head. Pure functions over buffers (no I/O), each
  * fuzzed (tests/fuzz/fuzz_gw_*.c). The request head itself is parsed by the
- * proxy's strict parser (proxy/http.h): one head parser for both. */
+ * proxy's strict parser (net/http.h): one head parser for both. */
 #ifndef AL_GATEWAY_WIRE_H
 #define AL_GATEWAY_WIRE_H
 
@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proxy/http.h"
+#include "net/http.h"
 
 /* ---- request target (RFC 9112 §3.2.1 origin-form, RFC 3986 §3.3) ---- */
 
@@ -42,39 +42,6 @@ int al_gw_hexval(unsigned char c);
  * times it occurs; the first occurrence's value in *val and *val_len. */
 int al_gw_query_param(const char *q, size_t len, const char *name, const char **val,
                       size_t *val_len);
-
-/* ---- chunked transfer coding (RFC 9112 §7.1) ---- */
-
-#define AL_CHUNK_EXT_MAX 1024 /* bytes of chunk extensions per chunk line */
-
-typedef struct al_chunked {
-  int st;
-  uint64_t left;   /* data bytes of the current chunk still to come */
-  unsigned digits; /* hex digits of the size so far */
-  size_t ext;      /* extension bytes on this chunk line */
-  uint64_t total;  /* decoded bytes so far */
-} al_chunked;
-
-/* Start decoding a chunked body. */
-void al_chunked_init(al_chunked *c);
-
-/* Decode in[0..*in_len): the body's data bytes are written to out (which
- * must have room for *in_len bytes and may equal in: decoding only moves
- * bytes backwards), their count to *out_len; *in_len becomes the bytes
- * consumed. Returns 1 once the last chunk and its final CRLF are consumed
- * (what follows belongs to the next message), 0 when more input is
- * needed (all of it was consumed), -1 with *why: "chunk-size-bad",
- * "chunk-size-overflow" (more than 2^63-1), "chunk-ext-too-long",
- * "chunk-ext-bad", "chunk-line-bad" (CR not followed by LF),
- * "chunk-missing-crlf" (data not followed by CRLF), "chunked-trailer"
- * (trailer fields are refused). Extensions are accepted and dropped. */
-int al_chunked_decode(al_chunked *c, const char *in, size_t *in_len, char *out, size_t *out_len,
-                      const char **why);
-
-/* Write the chunk header for n data bytes ("%zx\r\n") into out[0..20);
- * returns its length. The caller writes the data and then "\r\n"; the last
- * chunk is "0\r\n\r\n". */
-size_t al_chunk_header(size_t n, char out[20]);
 
 /* ---- git pkt-line (gitprotocol-common(5), gitprotocol-v2(5)) ---- */
 

@@ -67,7 +67,7 @@
 #include "proxy/auditlog.h"
 #include "proxy/handoff.h"
 #include "net/host.h"
-#include "proxy/http.h"
+#include "net/http.h"
 #include "proxy/loop.h"
 #include "proxy/tls.h"
 

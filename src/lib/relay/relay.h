@@ -4,7 +4,7 @@
  * It serves plain HTTP/1.1 (RFC 9112) on a listening socket that lives in
  * the agent's network namespace (127.0.0.1:8080 there). Per request it
  *   - accepts only the configured METHOD + path pairs (query passed through);
- *   - parses the head with the strict parser (proxy/http.h: CRLF only, no
+ *   - parses the head with the strict parser (net/http.h: CRLF only, no
  *     obs-fold, token names, one Host and one Content-Length, chunked only
  *     as the final coding; 400 naming the rule), caps it (64 KiB, 64
  *     fields) and the body (relay.max_request);

@@ -1,12 +1,12 @@
 /* The model relay's two HTTP heads (see relay_int.h): the agent's request
  * head and the upstream's response head, both parsed by the one strict
- * parser (proxy/http.h), and the response head rebuilt for the agent. Pure
+ * parser (net/http.h), and the response head rebuilt for the agent. Pure
  * functions over buffers, no I/O (fuzzed: tests/fuzz/fuzz_relay_head.c). */
 #include <string.h>
 #include <strings.h>
 
 #include "common/util.h"
-#include "proxy/http.h"
+#include "net/http.h"
 #include "relay/relay_int.h"
 
 static const char *const resp_dropped[] = {"connection", "keep-alive", "set-cookie", NULL};

@@ -87,7 +87,7 @@ struct request {
   char *method, *target;
   struct header h[128];
   size_t nh;
-  const char *why; /* static: the rule a refused head broke (proxy/http.h) */
+  const char *why; /* static: the rule a refused head broke (net/http.h) */
 };
 
 /* The upstream's response head, as the forwarding needs it. */

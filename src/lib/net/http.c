@@ -1,5 +1,5 @@
 /* Strict HTTP/1.1 request-head parser (RFC 9112). See http.h. */
-#include "proxy/http.h"
+#include "net/http.h"
 
 #include <stdlib.h>
 #include <string.h>

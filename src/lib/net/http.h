@@ -11,8 +11,8 @@
  * Content-Length together with Transfer-Encoding; any Transfer-Encoding but
  * exactly "chunked"; Connection options naming framing headers; a
  * Proxy-Connection other than keep-alive/close. */
-#ifndef AL_PROXY_HTTP_H
-#define AL_PROXY_HTTP_H
+#ifndef AL_NET_HTTP_H
+#define AL_NET_HTTP_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,6 +1,9 @@
-/* libFuzzer target: the forge gateway's chunked decoder and response-head
- * parser (issue #15). The first byte picks how the input is split into
- * reads, so state carried across calls is exercised too. */
+/* libFuzzer target: airlock's one chunked decoder (net/chunked.c, the
+ * gateway's and the model relay's bodies) and the gateway's response head
+ * (the one strict parser, net/http.c, under wire.c's limits) (issues #15,
+ * #28). The first byte's low 7 bits pick how the input is split into
+ * reads, so state carried across calls is exercised too; its high bit sets
+ * skip_trailers (the relay's answers). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,12 +18,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   if (size < 1)
     return 0;
-  size_t step = (size_t)data[0] + 1;
+  size_t step = (size_t)(data[0] & 0x7f) + 1;
   const char *in = (const char *)data + 1;
   size_t n = size - 1;
   char *out = malloc(n + 1);
   al_chunked c;
   al_chunked_init(&c);
+  c.skip_trailers = (data[0] & 0x80) != 0;
   size_t pos = 0;
   uint64_t total = 0;
   int last = 0;
@@ -37,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pos += len;
   }
   /* on an error the call's partial output is dropped, so totals match only otherwise */
-  if (total > n || (last >= 0 && c.total != total))
+  if (total > n || (last >= 0 && c.total != total) || c.trailer > AL_CHUNK_TRAILER_MAX)
     __builtin_trap();
   free(out);
   al_gw_response resp;

@@ -313,6 +313,45 @@ static void test_chunked(void **state)
   assert_int_equal(al_chunked_decode(&c, inplace, &len, inplace, &got, &why), 1);
   assert_int_equal(got, 3);
   assert_memory_equal(inplace, "abc", 3);
+  /* skip_trailers (the model relay's answers): a trailer section is
+   * skipped to its end, byte by byte too; control: without it, refused */
+  static const char tr[] = "3\r\nabc\r\n0\r\nX-T: 1\r\nY: 2\r\n\r\nNEXT";
+  for (size_t step = 1; step <= sizeof tr; step++) {
+    al_chunked_init(&c);
+    c.skip_trailers = true;
+    size_t pos = 0, o = 0;
+    int r = 0;
+    while (r == 0 && pos < sizeof tr - 1) {
+      len = sizeof tr - 1 - pos < step ? sizeof tr - 1 - pos : step;
+      r = al_chunked_decode(&c, tr + pos, &len, out + o, &got, &why);
+      pos += len;
+      o += got;
+    }
+    assert_int_equal(r, 1);
+    assert_int_equal(o, 3);
+    assert_int_equal(pos, sizeof tr - 1 - 4);
+  }
+  al_chunked_init(&c);
+  len = sizeof tr - 1;
+  assert_int_equal(al_chunked_decode(&c, tr, &len, out, &got, &why), -1);
+  assert_string_equal(why, "chunked-trailer");
+  static const char trbad[] = "0\r\nX: a\x01\r\n\r\n";
+  al_chunked_init(&c);
+  c.skip_trailers = true;
+  len = sizeof trbad - 1;
+  assert_int_equal(al_chunked_decode(&c, trbad, &len, out, &got, &why), -1);
+  assert_string_equal(why, "chunk-trailer-bad");
+  char *longtr = malloc(AL_CHUNK_TRAILER_MAX + 16);
+  memcpy(longtr, "0\r\nX: ", 6);
+  memset(longtr + 6, 'a', AL_CHUNK_TRAILER_MAX + 9);
+  al_chunked_init(&c);
+  c.skip_trailers = true;
+  len = AL_CHUNK_TRAILER_MAX + 15;
+  char *longout = malloc(AL_CHUNK_TRAILER_MAX + 16);
+  assert_int_equal(al_chunked_decode(&c, longtr, &len, longout, &got, &why), -1);
+  assert_string_equal(why, "chunk-trailer-too-long");
+  free(longtr);
+  free(longout);
   char hdr[20];
   assert_int_equal(al_chunk_header(255, hdr), 4);
   assert_memory_equal(hdr, "ff\r\n", 4);
@@ -478,6 +517,11 @@ static void test_response(void **state)
       "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
       "HTTP/1.1 200 OK\r\nBad Header: x\r\n\r\n",
+      /* the one strict parser's rules (net/http.h), now the gateway's too */
+      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nX : a\r\n\r\n",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     if (al_gw_parse_response(bad[i], strlen(bad[i]), &r, &why) != -1)

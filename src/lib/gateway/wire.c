@@ -382,13 +382,6 @@ int al_rp_parse(const char *buf, size_t len, al_rp_request *out, const char **wh
 
 /* ---- response head ---- */
 
-static bool is_tchar(unsigned char c)
-{
-  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
-    return true;
-  return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
 static bool value_has_token(const char *v, size_t len, const char *tok)
 {
   size_t i = 0;
@@ -410,113 +403,48 @@ static bool value_has_token(const char *v, size_t len, const char *tok)
 
 int al_gw_parse_response(const char *buf, size_t len, al_gw_response *r, const char **why)
 {
-  size_t end = 0;
+  al_http_response h;
 
   memset(r, 0, sizeof *r);
   r->content_length = -1;
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)buf[i];
-    if (c == '\n') {
-      if (i == 0 || buf[i - 1] != '\r') {
-        *why = "resp-bad-header";
-        return -1;
-      }
-      if (i >= 3 && buf[i - 2] == '\n' && buf[i - 3] == '\r') {
-        end = i + 1;
-        break;
-      }
-    } else if (c == 0 || (c == '\r' && i + 1 < len && buf[i + 1] != '\n')) {
-      *why = "resp-bad-header";
-      return -1;
-    }
-  }
-  if (!end) {
-    if (len >= AL_GW_RESP_HEAD_MAX) {
-      *why = "resp-head-too-large";
-      return -1;
-    }
-    return 0;
-  }
-  if (end > AL_GW_RESP_HEAD_MAX) {
+  int n = al_http_parse_response_head(buf, len, &h, why);
+  if (n < 0)
+    return -1;
+  if ((n == 0 && len >= AL_GW_RESP_HEAD_MAX) || (size_t)n > AL_GW_RESP_HEAD_MAX) {
     *why = "resp-head-too-large";
     return -1;
   }
-  /* status line: HTTP/1.x SP 3DIGIT SP reason */
-  const char *le = memchr(buf, '\r', end);
-  size_t ll = (size_t)(le - buf);
-  if (ll < 12 || memcmp(buf, "HTTP/1.", 7) != 0 || (buf[7] != '0' && buf[7] != '1') ||
-      buf[8] != ' ' || buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' ||
-      buf[11] < '0' || buf[11] > '9' || (ll > 12 && buf[12] != ' ')) {
-    *why = "resp-bad-status-line";
+  if (n == 0)
+    return 0;
+  /* the gateway re-frames the body itself: it decodes chunked alone, so
+   * any other coding (even before chunked) would reach the agent garbled */
+  if (h.chunked && h.transfer_codings != 1) {
+    *why = "resp-bad-transfer-encoding";
     return -1;
   }
-  r->version_minor = buf[7] - '0';
-  r->status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
-  r->reason = ll > 13 ? buf + 13 : "";
-  r->reason_len = ll > 13 ? ll - 13 : 0;
-  bool keep_alive = false, te = false;
-  size_t pos = ll + 2;
-  while (pos < end - 2) { /* the empty line starts at end - 2 */
-    const char *line = buf + pos;
-    const char *cr = memchr(line, '\r', end - pos);
-    size_t n = (size_t)(cr - line);
-    size_t k = 0;
-    while (k < n && is_tchar((unsigned char)line[k]))
-      k++;
-    if (k == 0 || k >= n || line[k] != ':') {
-      *why = "resp-bad-header";
-      return -1;
-    }
-    if (r->n_headers == AL_GW_RESP_MAX_HEADERS) {
-      *why = "resp-too-many-headers";
-      return -1;
-    }
-    al_http_header *h = &r->headers[r->n_headers++];
-    h->name = line;
-    h->name_len = k;
-    size_t s = k + 1, e = n;
-    while (s < e && (line[s] == ' ' || line[s] == '\t'))
-      s++;
-    while (e > s && (line[e - 1] == ' ' || line[e - 1] == '\t'))
-      e--;
-    h->value = line + s;
-    h->value_len = e - s;
-    if (ieq_n(h->name, k, "content-length")) {
-      if (r->content_length >= 0 || h->value_len == 0 || h->value_len > 15) {
-        *why = "resp-bad-content-length";
-        return -1;
-      }
-      int64_t v = 0;
-      for (size_t q = 0; q < h->value_len; q++) {
-        if (h->value[q] < '0' || h->value[q] > '9') {
-          *why = "resp-bad-content-length";
-          return -1;
-        }
-        v = v * 10 + (h->value[q] - '0');
-      }
-      r->content_length = v;
-    } else if (ieq_n(h->name, k, "transfer-encoding")) {
-      if (te || !ieq_n(h->value, h->value_len, "chunked")) {
-        *why = "resp-bad-transfer-encoding";
-        return -1;
-      }
-      te = true;
-    } else if (ieq_n(h->name, k, "connection")) {
-      if (value_has_token(h->value, h->value_len, "close"))
-        r->close = true;
-      if (value_has_token(h->value, h->value_len, "keep-alive"))
-        keep_alive = true;
-    }
-    pos += n + 2;
-  }
-  if (te) {
-    r->chunked = true;
-    r->content_length = -1; /* RFC 9112 §6.3: chunked wins; CL is dropped */
+  _Static_assert(AL_GW_RESP_MAX_HEADERS >= AL_HTTP_RESP_MAX_HEADERS, "room for every field");
+  r->status = h.status;
+  r->version_minor = h.version_minor;
+  r->reason = h.reason;
+  r->reason_len = h.reason_len;
+  memcpy(r->headers, h.headers, h.n_headers * sizeof h.headers[0]);
+  r->n_headers = h.n_headers;
+  r->content_length = h.content_length;
+  r->chunked = h.chunked;
+  r->head_len = h.head_len;
+  bool keep_alive = false;
+  for (size_t i = 0; i < h.n_headers; i++) {
+    const al_http_header *f = &h.headers[i];
+    if (!al_http_header_is(f, "connection"))
+      continue;
+    if (value_has_token(f->value, f->value_len, "close"))
+      r->close = true;
+    if (value_has_token(f->value, f->value_len, "keep-alive"))
+      keep_alive = true;
   }
   if (r->version_minor == 0 && !keep_alive)
     r->close = true;
-  r->head_len = end;
-  return (int)end;
+  return n;
 }
 
 bool al_gw_response_header_is_hop(const al_http_header *h)

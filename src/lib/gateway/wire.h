@@ -1,8 +1,9 @@
 /* The forge gateway's parsers of untrusted bytes: the origin-form request
  * target, git pkt-lines and the receive-pack command list,
  * and the forge's response head. Pure functions over buffers (no I/O), each
- * fuzzed (tests/fuzz/fuzz_gw_*.c). The request head itself is parsed by the
- * proxy's strict parser (net/http.h): one head parser for both. */
+ * fuzzed (tests/fuzz/fuzz_gw_*.c). Both heads themselves are parsed by
+ * airlock's one strict parser (net/http.h), chunked bodies by its one
+ * decoder (net/chunked.h). */
 #ifndef AL_GATEWAY_WIRE_H
 #define AL_GATEWAY_WIRE_H
 
@@ -120,10 +121,14 @@ typedef struct al_gw_response {
   size_t head_len;
 } al_gw_response;
 
-/* Parse a response head at buf[0..len). Returns head_len (> 0), 0 when
- * more bytes are needed, -1 with *why ("resp-bad-status-line",
- * "resp-bad-header", "resp-head-too-large", "resp-too-many-headers",
- * "resp-bad-content-length", "resp-bad-transfer-encoding"). */
+/* Parse a response head at buf[0..len) with airlock's one strict parser
+ * (al_http_parse_response_head, net/http.h: RFC 9112 §4, §5, §6.3) and
+ * the gateway's own limits on top. Returns head_len (> 0), 0 when more
+ * bytes are needed, -1 with *why: the parser's reason ("bad-status-line",
+ * "bare-lf", "cl-and-te", ...), "resp-head-too-large" (over
+ * AL_GW_RESP_HEAD_MAX), "resp-bad-transfer-encoding" (a coding besides
+ * chunked: the gateway decodes chunked alone). close is computed from the
+ * Connection field and the version (RFC 9112 §9.3). */
 int al_gw_parse_response(const char *buf, size_t len, al_gw_response *r, const char **why);
 
 /* True for hop-by-hop response fields the gateway drops and replaces with

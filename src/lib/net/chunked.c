@@ -23,7 +23,9 @@ enum {
   CH_DATA,
   CH_DATA_CR,
   CH_DATA_LF,
-  CH_TRAILER,  /* after the last chunk: CR (end) or a trailer field (refused) */
+  CH_TRAILER,  /* after the last chunk: CR (end) or a trailer field */
+  CH_FIELD,    /* a trailer field's bytes until CR (skip_trailers only) */
+  CH_FIELD_LF, /* LF after a trailer field's CR */
   CH_FINAL_LF, /* LF of the final CRLF */
   CH_DONE
 };
@@ -130,10 +132,38 @@ int al_chunked_decode(al_chunked *c, const char *in, size_t *in_len, char *out, 
       break;
     case CH_TRAILER:
       if (ch != '\r') {
-        *why = "chunked-trailer";
-        return -1;
+        if (!c->skip_trailers) {
+          *why = "chunked-trailer";
+          return -1;
+        }
+        c->st = CH_FIELD;
+        break; /* the byte is counted by CH_FIELD */
       }
       c->st = CH_FINAL_LF;
+      i++;
+      break;
+    case CH_FIELD:
+      if (ch == '\r') {
+        c->st = CH_FIELD_LF;
+        i++;
+        break;
+      }
+      if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
+        *why = "chunk-trailer-bad";
+        return -1;
+      }
+      if (++c->trailer > AL_CHUNK_TRAILER_MAX) {
+        *why = "chunk-trailer-too-long";
+        return -1;
+      }
+      i++;
+      break;
+    case CH_FIELD_LF:
+      if (ch != '\n') {
+        *why = "chunk-line-bad";
+        return -1;
+      }
+      c->st = CH_TRAILER;
       i++;
       break;
     case CH_FINAL_LF:

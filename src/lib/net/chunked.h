@@ -6,10 +6,12 @@
 #ifndef AL_NET_CHUNKED_H
 #define AL_NET_CHUNKED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define AL_CHUNK_EXT_MAX 1024 /* bytes of chunk extensions per chunk line */
+#define AL_CHUNK_EXT_MAX 1024     /* bytes of chunk extensions per chunk line */
+#define AL_CHUNK_TRAILER_MAX 8192 /* bytes of the trailer section (skip_trailers) */
 
 typedef struct al_chunked {
   int st;
@@ -17,6 +19,11 @@ typedef struct al_chunked {
   unsigned digits; /* hex digits of the size so far */
   size_t ext;      /* extension bytes on this chunk line */
   uint64_t total;  /* decoded bytes so far */
+  size_t trailer;  /* bytes of trailer fields skipped so far */
+  /* set after al_chunked_init to skip a trailer section (RFC 9112 §7.1.2:
+   * a recipient may discard it) instead of refusing it; the model relay's
+   * answers, which are only read for their usage. */
+  bool skip_trailers;
 } al_chunked;
 
 /* Start decoding a chunked body. */
@@ -31,7 +38,9 @@ void al_chunked_init(al_chunked *c);
  * "chunk-size-overflow" (more than 2^63-1), "chunk-ext-too-long",
  * "chunk-ext-bad", "chunk-line-bad" (CR not followed by LF),
  * "chunk-missing-crlf" (data not followed by CRLF), "chunked-trailer"
- * (trailer fields are refused). Extensions are accepted and dropped. */
+ * (trailer fields are refused), and with skip_trailers "chunk-trailer-bad"
+ * (a control byte in a field), "chunk-trailer-too-long" (over
+ * AL_CHUNK_TRAILER_MAX bytes). Extensions are accepted and dropped. */
 int al_chunked_decode(al_chunked *c, const char *in, size_t *in_len, char *out, size_t *out_len,
                       const char **why);
 

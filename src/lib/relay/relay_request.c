@@ -26,6 +26,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "net/chunked.h"
 #include "relay/relay_int.h"
 #include "relay/rules.h"
 #include "relay/usage.h"
@@ -115,6 +116,64 @@ bool rl_dropped_header(const char *name)
   return false;
 }
 
+/* A chunked body (RFC 9112 §7.1) through airlock's one decoder
+ * (net/chunked.h), decoded as it arrives: at most max data bytes (413),
+ * at most 2 * max + 64 KiB framed bytes (413: extensions and tiny chunks
+ * cannot make the relay read forever), a framing error or a trailer 400. */
+static int read_chunked(struct call *c, const struct request *rq, uint64_t max, char **out,
+                        size_t *len)
+{
+  al_chunked ch;
+  char rbuf[16384];
+  const char *in = rq->extra;
+  size_t in_n = rq->extra_len, cap = 65536, n = 0;
+  uint64_t framed = 0;
+  char *b = al_xmalloc(cap);
+
+  al_chunked_init(&ch);
+  for (;;) {
+    while (in_n > 0) {
+      size_t used = in_n, got = 0;
+      const char *why = NULL;
+      if (cap - n < used) { /* the decoder writes at most what it reads */
+        cap = n + used > 2 * cap ? n + used : 2 * cap;
+        b = al_xrealloc(b, cap);
+      }
+      int d = al_chunked_decode(&ch, in, &used, b + n, &got, &why);
+      if (d < 0) {
+        free(b);
+        return 400;
+      }
+      n += got;
+      framed += used;
+      in += used;
+      in_n -= used;
+      if (n > max) {
+        free(b);
+        return 413;
+      }
+      if (d == 1) {
+        *out = b;
+        *len = n;
+        return 0;
+      }
+    }
+    if (framed > 2 * max + 65536) {
+      free(b);
+      return 413;
+    }
+    ssize_t r = recv(c->fd, rbuf, sizeof rbuf, 0);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      free(b);
+      return -1;
+    }
+    in = rbuf;
+    in_n = (size_t)r;
+  }
+}
+
 /* Read the body into *out (malloc'd, *len), Content-Length or chunked,
  * at most max bytes. 0 or an HTTP status (-1: connection gone). */
 int rl_read_body(struct call *c, struct request *rq, uint64_t max, char **out, size_t *len)
@@ -139,96 +198,23 @@ int rl_read_body(struct call *c, struct request *rq, uint64_t max, char **out, s
   if (expect && strcasecmp(expect, "100-continue") == 0 &&
       rl_send_all(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0)
     return -1;
+  if (te)
+    return read_chunked(c, rq, max, out, len);
   size_t want = cl ? (size_t)strtoull(cl, NULL, 10) : 0;
-  size_t cap = te ? 65536 : want + 1;
-  char *b = al_xmalloc(cap);
-  size_t n = 0;
-  if (!te) {
-    size_t take = rq->extra_len < want ? rq->extra_len : want;
-    memcpy(b, rq->extra, take);
-    n = take;
-    while (n < want) {
-      ssize_t r = recv(c->fd, b + n, want - n, 0);
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r <= 0) {
-        free(b);
-        return -1;
-      }
-      n += (size_t)r;
-    }
-    *out = b;
-    *len = n;
-    return 0;
-  }
-  /* chunked: gather the framed bytes, then decode in place (simple and
-   * bounded: framed size is capped at 2 * max + 64 KiB). */
-  char *raw = al_xmalloc(65536);
-  size_t rawcap = 65536, rawn = 0;
-  memcpy(raw, rq->extra, rq->extra_len < rawcap ? rq->extra_len : rawcap);
-  rawn = rq->extra_len < rawcap ? rq->extra_len : rawcap;
-  free(b);
-  for (;;) {
-    /* decode what we have */
-    size_t i = 0, dn = 0;
-    bool done = false, bad = false;
-    char *dec = al_xmalloc(rawn + 1);
-    while (i < rawn) {
-      char *crlf = memmem(raw + i, rawn - i, "\r\n", 2);
-      if (!crlf)
-        break;
-      /* chunk-size = 1*HEXDIG (RFC 9112 §7.1): no sign, space or 0x */
-      size_t hd = 0;
-      while (i + hd < rawn && isxdigit((unsigned char)raw[i + hd]))
-        hd++;
-      if (hd == 0 || hd > 15 || (raw[i + hd] != '\r' && raw[i + hd] != ';')) {
-        bad = true;
-        break;
-      }
-      unsigned long long sz = strtoull(raw + i, NULL, 16);
-      size_t data = (size_t)(crlf - raw) + 2;
-      if (sz == 0) {
-        if (memmem(raw + data - 2, rawn - data + 2, "\r\n\r\n", 4))
-          done = true;
-        break;
-      }
-      if (sz > max || data + sz + 2 > rawn)
-        break;
-      if (raw[data + sz] != '\r' || raw[data + sz + 1] != '\n') {
-        bad = true; /* the chunk's data not followed by CRLF */
-        break;
-      }
-      memcpy(dec + dn, raw + data, sz);
-      dn += sz;
-      i = data + sz + 2;
-    }
-    if (bad || dn > max) {
-      free(dec);
-      free(raw);
-      return bad ? 400 : 413;
-    }
-    if (done) {
-      free(raw);
-      *out = dec;
-      *len = dn;
-      return 0;
-    }
-    free(dec);
-    if (rawn > 2 * max + 65536) {
-      free(raw);
-      return 413;
-    }
-    if (rawn == rawcap) {
-      rawcap *= 2;
-      raw = al_xrealloc(raw, rawcap);
-    }
-    ssize_t r = recv(c->fd, raw + rawn, rawcap - rawn, 0);
+  char *b = al_xmalloc(want + 1);
+  size_t n = rq->extra_len < want ? rq->extra_len : want;
+  memcpy(b, rq->extra, n);
+  while (n < want) {
+    ssize_t r = recv(c->fd, b + n, want - n, 0);
     if (r < 0 && errno == EINTR)
       continue;
     if (r <= 0) {
-      free(raw);
+      free(b);
       return -1;
     }
-    rawn += (size_t)r;
+    n += (size_t)r;
   }
+  *out = b;
+  *len = n;
+  return 0;
 }

@@ -27,6 +27,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "net/http.h"
 #include "relay/relay_int.h"
 #include "relay/rules.h"
 #include "relay/usage.h"
@@ -108,7 +109,10 @@ static int open_tunnel(struct call *c)
       break;
   }
   resp[rn] = '\0';
-  if (strncmp(resp, "HTTP/1.1 200", 12) != 0 && strncmp(resp, "HTTP/1.0 200", 12) != 0) {
+  /* the proxy's answer, read by the one strict parser (net/http.h) */
+  al_http_response pr;
+  const char *pwhy = NULL;
+  if (al_http_parse_response_head(resp, rn, &pr, &pwhy) <= 0 || pr.status != 200) {
     char *eol = strpbrk(resp, "\r\n");
     if (eol)
       *eol = '\0';

@@ -1,19 +1,19 @@
 #include "relay/usage.h"
 
 #include "common/util.h"
+#include "net/chunked.h"
 
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { C_SIZE, C_EXT, C_SIZE_LF, C_DATA, C_DATA_CR, C_DATA_LF, C_TRAILER, C_TRAILER_LF, C_DONE };
 
 void al_usage_init(al_usage *u, bool sse, bool chunked)
 {
   memset(u, 0, sizeof *u);
   u->sse = sse;
   u->chunked = chunked;
-  u->cstate = C_SIZE;
+  al_chunked_init(&u->ch);
+  u->ch.skip_trailers = true; /* trailers carry no usage: skipped, as before */
 }
 
 void al_usage_free(al_usage *u)
@@ -141,87 +141,22 @@ void al_usage_feed(al_usage *u, const char *d, size_t n)
     body(u, d, n);
     return;
   }
-  size_t i = 0;
-  while (i < n && !u->bad && !u->done) {
-    char ch = d[i];
-    switch (u->cstate) {
-    case C_SIZE: {
-      int h = al_hex_digit(ch);
-      if (h >= 0) {
-        if (++u->csize_digits > 15) {
-          u->bad = true;
-          break;
-        }
-        u->chunk_left = u->chunk_left * 16 + (uint64_t)h;
-      } else if (u->csize_digits && (ch == ';' || ch == ' ' || ch == '\t')) {
-        u->cstate = C_EXT;
-      } else if (u->csize_digits && ch == '\r') {
-        u->cstate = C_SIZE_LF;
-      } else {
-        u->bad = true;
-      }
-      i++;
-      break;
-    }
-    case C_EXT:
-      if (ch == '\r')
-        u->cstate = C_SIZE_LF;
-      i++;
-      break;
-    case C_SIZE_LF:
-      if (ch != '\n') {
-        u->bad = true;
-        break;
-      }
-      i++;
-      u->csize_digits = 0;
-      u->cstate = u->chunk_left ? C_DATA : C_TRAILER;
-      break;
-    case C_DATA: {
-      size_t take = n - i;
-      if (take > u->chunk_left)
-        take = (size_t)u->chunk_left;
-      body(u, d + i, take);
-      i += take;
-      u->chunk_left -= take;
-      if (!u->chunk_left)
-        u->cstate = C_DATA_CR;
-      break;
-    }
-    case C_DATA_CR:
-      u->cstate = ch == '\r' ? C_DATA_LF : -1;
-      if (u->cstate < 0)
-        u->bad = true;
-      i++;
-      break;
-    case C_DATA_LF:
-      if (ch != '\n')
-        u->bad = true;
-      u->cstate = C_SIZE;
-      i++;
-      break;
-    case C_TRAILER: /* a trailer line, or the empty line that ends the body */
-      if (ch == '\r') {
-        u->cstate = C_TRAILER_LF;
-      } else {
-        /* skip a trailer field line up to its LF */
-        const char *nl = memchr(d + i, '\n', n - i);
-        i = nl ? (size_t)(nl - d) + 1 : n;
-        continue;
-      }
-      i++;
-      break;
-    case C_TRAILER_LF:
-      if (ch != '\n')
-        u->bad = true;
-      u->done = true;
-      u->cstate = C_DONE;
-      i++;
-      break;
-    default:
+  /* decoded by airlock's one chunked decoder (net/chunked.h), a slice at
+   * a time: the wire bytes are forwarded as they are, so not in place */
+  char tmp[16384];
+  while (n && !u->bad && !u->done) {
+    size_t used = n < sizeof tmp ? n : sizeof tmp, got = 0;
+    const char *why = NULL;
+    int r = al_chunked_decode(&u->ch, d, &used, tmp, &got, &why);
+    if (r < 0) {
       u->bad = true;
-      break;
+      return;
     }
+    body(u, tmp, got);
+    if (r == 1)
+      u->done = true;
+    d += used;
+    n -= used;
   }
 }
 

@@ -2,7 +2,8 @@
  * API response as it streams past, without holding the whole response.
  *
  * Input is the response body as it arrives on the wire (still framed:
- * HTTP/1.1 chunked transfer coding, RFC 9112 §7.1, is decoded here). Two
+ * HTTP/1.1 chunked transfer coding, RFC 9112 §7.1, is decoded here with
+ * net/chunked.h, a trailer section skipped). Two
  * body kinds:
  *   - server-sent events (text/event-stream, WHATWG HTML §9.2): each event's
  *     `data:` lines are joined and parsed as JSON, one event at a time;
@@ -22,18 +23,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/chunked.h"
+
 #define AL_USAGE_JSON_MAX (8u << 20)
 #define AL_USAGE_EVENT_MAX (4u << 20)
 
 typedef struct al_usage {
-  bool sse;     /* body is an event stream */
-  bool chunked; /* body uses the chunked transfer coding */
-  /* chunked decoder */
-  int cstate;
-  uint64_t chunk_left;
-  unsigned csize_digits;
-  bool done; /* the last chunk (and trailers) were seen: the body is complete */
-  bool bad;  /* framing error: stop reading */
+  bool sse;      /* body is an event stream */
+  bool chunked;  /* body uses the chunked transfer coding */
+  al_chunked ch; /* the one chunked decoder (net/chunked.h) */
+  bool done;     /* the last chunk (and trailers) were seen: the body is complete */
+  bool bad;      /* framing error: stop reading */
   /* body text: the current SSE line, or the JSON document */
   char *buf;
   size_t len, cap;

@@ -117,6 +117,17 @@ int __lsan_is_turned_off(void)
 }
 #endif
 
+/* The usage of the two built-ins the command table does not hold. */
+static int builtin_help(const char *name)
+{
+  if (strcmp(name, "version") == 0)
+    printf("usage: airlock version\n\nprint airlock's version (the same as airlock --version)\n");
+  else
+    printf("usage: airlock help [COMMAND]\n\nwithout COMMAND: the commands; with one: its "
+           "options (the same as airlock COMMAND --help); --complete: for shells\n");
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   al_log_init("airlock", AL_LOG_INFO);
@@ -140,6 +151,8 @@ int main(int argc, char **argv)
               clean);
       return AL_EXIT_USAGE;
     }
+    if (strcmp(argv[2], "version") == 0 || strcmp(argv[2], "help") == 0)
+      return builtin_help(argv[2]);
     const struct command *c = find(argv[2]);
     if (!c)
       return unknown(argv[2]);
@@ -148,6 +161,8 @@ int main(int argc, char **argv)
     return dispatch(c, 2, hargv);
   }
   if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+    if (argc == 3 && strcmp(argv[1], "version") == 0 && al_cli_is_help(argv[2]))
+      return builtin_help("version");
     if (argc > 2) {
       al_autofree char *clean = al_term_escape_line(argv[2]);
       fprintf(stderr, "airlock version: unexpected argument `%s`\nusage: airlock version\n", clean);

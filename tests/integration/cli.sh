@@ -23,6 +23,14 @@ for c in $cmds; do
   like "$c --help: exit 0, usage first" "$rc/$(head -1 <<<"$help")" "^0/usage: airlock $c"
   is "airlock help $c is $c --help" "$("$AIRLOCK" help "$c" 2>&1)" "$help"
 done
+# the built-ins (issue #27 item 3 of the nits: `airlock help version` was refused)
+for c in version help; do
+  out=$("$AIRLOCK" help $c 2>&1); rc=$?
+  like "airlock help $c: exit 0, usage first" "$rc/$(head -1 <<<"$out")" "^0/usage: airlock $c"
+done
+is "airlock version --help is airlock help version" "$("$AIRLOCK" version --help 2>&1)" "$("$AIRLOCK" help version 2>&1)"
+"$AIRLOCK" help nosuchcommand >/dev/null 2>&1; rc=$?
+is "control: airlock help of an unknown command is still a usage error" "$rc" 2
 is "none of the usage errors wrote a file" "$(ls -A "$T_TMP" | grep -v '^err$')" ""
 
 # usage errors print the same kind of usage lines for every command (the

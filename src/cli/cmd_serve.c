@@ -1,6 +1,7 @@
 /* airlock serve -c CONFIG                      the service (docs/serve.md)
  * airlock serve enqueue -c CONFIG OWNER/REPO#N  add a ticket to its queue
- * airlock serve --config-doc                    the config keys as Markdown */
+ * airlock serve --config-doc                    the config keys as Markdown
+ * airlock serve --gc -c CONFIG                  apply the retention now */
 #include <getopt.h>
 #include <inttypes.h>
 #include <pwd.h>
@@ -18,6 +19,7 @@ static void usage(FILE *out)
 {
   fprintf(out, "usage: airlock serve -c CONFIG\n"
                "       airlock serve enqueue -c CONFIG OWNER/REPO#N\n"
+               "       airlock serve --gc -c CONFIG\n"
                "       airlock serve --config-doc\n"
                "\n"
                "The service: a forge webhook (an issue labeled with webhook.label, or a comment\n"
@@ -27,6 +29,8 @@ static void usage(FILE *out)
                "\n"
                "  -c, --config FILE   the service's config (YAML)\n"
                "      --config-doc    print the config keys (Markdown) and exit\n"
+               "      --gc            delete the finished rows past retention.max_age and\n"
+               "                      retention.max_rows now, print how many, and exit\n"
                "\n"
                "`enqueue` writes to the queue in state_dir directly (no network): who may\n"
                "write there may enqueue. It prints the run's id.\n");
@@ -36,6 +40,7 @@ int cmd_serve(int argc, char **argv)
 {
   static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                        {"config-doc", no_argument, NULL, 'D'},
+                                       {"gc", no_argument, NULL, 'G'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   bool enqueue = argc > 1 && strcmp(argv[1], "enqueue") == 0;
@@ -44,6 +49,7 @@ int cmd_serve(int argc, char **argv)
     argc--;
   }
   const char *config = NULL;
+  bool gc = false;
   int c;
   optind = 1;
   al_cli_init("serve", usage);
@@ -51,6 +57,9 @@ int cmd_serve(int argc, char **argv)
     switch (c) {
     case 'c':
       config = optarg;
+      break;
+    case 'G':
+      gc = true;
       break;
     case 'D':
       al_serve_config_doc(stdout);
@@ -79,7 +88,18 @@ int cmd_serve(int argc, char **argv)
     return 2;
   }
   int rc = 0;
-  if (enqueue) {
+  if (gc && enqueue) {
+    al_cli_error("--gc is an option of `airlock serve`, not of `enqueue`");
+    rc = 2;
+  } else if (gc) {
+    int64_t n = 0;
+    if (al_serve_gc(cfg, &n, &err) < 0) {
+      al_cli_error("%s", err.msg);
+      rc = 1;
+    } else {
+      printf("%" PRId64 " finished rows deleted\n", n);
+    }
+  } else if (enqueue) {
     char sender[80], pwbuf[1024];
     struct passwd pwd, *pw = NULL;
     if (getpwuid_r(getuid(), &pwd, pwbuf, sizeof pwbuf, &pw) != 0)

@@ -40,13 +40,21 @@ version: 1
 listen:
   webhook: 127.0.0.1:0
   status: 127.0.0.1:0
+${SV_LISTEN_EXTRA:-}
 webhook:
   secret_file: $SV_SECRET
   label: airlock
   command: /airlock run
   max_body: 64KiB
-broker: $FE_SOCK
+broker: ${SV_BROKER:-$FE_SOCK}
 state_dir: $SV_DIR/state
+# the suite's other tests trigger many tickets as one user: generous
+# intake limits unless a test sets its own (serve-intake.sh)
+intake:
+  max_queued: ${SV_MAX_QUEUED:-1000}
+  per_sender: ${SV_PER_SENDER:-1000}
+  per_repo: ${SV_PER_REPO:-1000}
+  check_cache: ${SV_CHECK_CACHE:-0}
 runs:
   max_concurrent: ${2:-2}
   max_per_repo: ${3:-2}

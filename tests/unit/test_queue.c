@@ -268,13 +268,127 @@ static void test_fence(void **state)
   al_queue_close(q);
 }
 
+/* The intake's limits (issue #29 item 4), each with its control: the
+ * same enqueue admitted while under the limit, refused past it. */
+static void test_intake_limits(void **state)
+{
+  (void)state;
+  al_queue *q = open_q(true);
+  al_error err = {0};
+  int64_t id = 0;
+  al_queue_refusal why;
+  al_queue_limits l = {.max_queued = 100, .per_sender = 2, .per_repo = 100, .window_ms = 3600000};
+  /* per_sender: 2 rows, the third refused (any repository) */
+  assert_int_equal(
+      al_queue_enqueue_limited(q, &l, "acme/a", 1, "comment", "mallory", "d1", &id, &why, &err), 0);
+  assert_int_equal(
+      al_queue_enqueue_limited(q, &l, "acme/b", 2, "comment", "Mallory", "d2", &id, &why, &err), 0);
+  assert_int_equal(
+      al_queue_enqueue_limited(q, &l, "acme/a", 3, "comment", "mallory", "d3", &id, &why, &err), 2);
+  assert_int_equal(why, AL_QUEUE_SENDER_LIMIT);
+  assert_non_null(strstr(err.msg, "intake.per_sender 2"));
+  /* an active ticket: no limit is spent, the active row is named */
+  int64_t act = 0;
+  assert_int_equal(
+      al_queue_enqueue_limited(q, &l, "acme/a", 1, "comment", "mallory", "d4", &act, &why, &err),
+      1);
+  assert_int_equal(why, AL_QUEUE_ADMITTED);
+  /* control: another sender is admitted */
+  assert_int_equal(
+      al_queue_enqueue_limited(q, &l, "acme/a", 3, "label", "alice", "d5", &id, &why, &err), 0);
+  /* a window that no longer holds mallory's rows admits them again */
+  l.window_ms = 1;
+  usleep(5000);
+  assert_int_equal(
+      al_queue_enqueue_limited(q, &l, "acme/a", 4, "comment", "mallory", "d6", &id, &why, &err), 0);
+  l.window_ms = 3600000;
+  /* per_repo */
+  l.per_sender = 100;
+  l.per_repo = 4;
+  assert_int_equal(
+      al_queue_enqueue_limited(q, &l, "acme/a", 5, "label", "alice", "d7", &id, &why, &err), 0);
+  assert_int_equal(
+      al_queue_enqueue_limited(q, &l, "acme/a", 6, "label", "alice", "d8", &id, &why, &err), 2);
+  assert_int_equal(why, AL_QUEUE_REPO_LIMIT);
+  assert_int_equal(
+      al_queue_enqueue_limited(q, &l, "acme/b", 6, "label", "alice", "d9", &id, &why, &err), 0);
+  /* max_queued: 6 queued now */
+  l.per_repo = 100;
+  l.max_queued = 6;
+  assert_int_equal(
+      al_queue_enqueue_limited(q, &l, "acme/c", 1, "label", "alice", "d10", &id, &why, &err), 2);
+  assert_int_equal(why, AL_QUEUE_FULL);
+  assert_int_equal(err.code, ENOSPC);
+  l.max_queued = 7;
+  assert_int_equal(
+      al_queue_enqueue_limited(q, &l, "acme/c", 1, "label", "alice", "d10", &id, &why, &err), 0);
+  al_queue_close(q);
+}
+
+/* The cached permission answer, and the retention. */
+static void test_cache_and_gc(void **state)
+{
+  (void)state;
+  al_queue *q = open_q(true);
+  al_error err = {0};
+  int64_t a = 0, b = 0, c = 0, d = 0;
+  char perm[32] = "";
+  assert_int_equal(al_queue_enqueue(q, "acme/a", 1, "comment", "mallory", NULL, &a, &err), 0);
+  assert_int_equal(al_queue_cached_permission(q, "acme/a", "mallory", 600000, perm, sizeof perm),
+                   0);
+  assert_int_equal(al_queue_set_check(q, a, "read", "check: read", &err), 0);
+  assert_int_equal(al_queue_cached_permission(q, "acme/a", "MALLORY", 600000, perm, sizeof perm),
+                   1);
+  assert_string_equal(perm, "read");
+  /* another repository, or no cache: nothing */
+  assert_int_equal(al_queue_cached_permission(q, "acme/b", "mallory", 600000, perm, sizeof perm),
+                   0);
+  assert_int_equal(al_queue_cached_permission(q, "acme/a", "mallory", 0, perm, sizeof perm), 0);
+  /* a check that could not be made (NULL permission) is no answer */
+  assert_int_equal(al_queue_enqueue(q, "acme/b", 1, "comment", "eve", NULL, &b, &err), 0);
+  assert_int_equal(al_queue_set_check(q, b, NULL, "trigger check refused", &err), 0);
+  assert_int_equal(al_queue_cached_permission(q, "acme/b", "eve", 600000, perm, sizeof perm), 0);
+
+  al_queue_result done = {.state = "refused", .exit_status = -1, .reason = "r"};
+  assert_int_equal(al_queue_finish(q, a, &done, &err), 0);
+  assert_int_equal(al_queue_finish(q, b, &done, &err), 0);
+  assert_int_equal(al_queue_enqueue(q, "acme/c", 1, "label", "alice", NULL, &c, &err), 0);
+  assert_int_equal(al_queue_finish(q, c, &done, &err), 0);
+  assert_int_equal(al_queue_enqueue(q, "acme/d", 1, "label", "alice", NULL, &d, &err), 0);
+  int64_t n = -1;
+  /* no rule: nothing deleted */
+  assert_int_equal(al_queue_gc(q, 0, 0, &n, &err), 0);
+  assert_int_equal(n, 0);
+  /* max_age far away: nothing */
+  assert_int_equal(al_queue_gc(q, 86400000, 0, &n, &err), 0);
+  assert_int_equal(n, 0);
+  /* max_rows 1: the two oldest finished rows go, the queued one stays */
+  assert_int_equal(al_queue_gc(q, 0, 1, &n, &err), 0);
+  assert_int_equal(n, 2);
+  assert_null(al_queue_get(q, a));
+  assert_null(al_queue_get(q, b));
+  json_t *row = al_queue_get(q, c);
+  assert_non_null(row);
+  json_decref(row);
+  /* max_age 1 ms: every finished row is older (sleep past it), a queued one never goes */
+  usleep(5000);
+  assert_int_equal(al_queue_gc(q, 1, 0, &n, &err), 0);
+  assert_int_equal(n, 1);
+  row = al_queue_get(q, d);
+  assert_non_null(row);
+  assert_string_equal(json_string_value(json_object_get(row, "state")), "queued");
+  json_decref(row);
+  al_queue_close(q);
+}
+
 int main(void)
 {
   if (!mkdtemp(dir))
     return 1;
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_finish_columns),
-                                     cmocka_unit_test(test_migrate_schema0),
-                                     cmocka_unit_test(test_fence)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_finish_columns), cmocka_unit_test(test_migrate_schema0),
+      cmocka_unit_test(test_fence), cmocka_unit_test(test_intake_limits),
+      cmocka_unit_test(test_cache_and_gc)};
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[200];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

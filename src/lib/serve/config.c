@@ -6,6 +6,7 @@
  * in each error; `airlock serve --config-doc` prints the same tables. */
 #include "serve/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include "common/lazyfyaml.h"
 #include <stdio.h>
@@ -53,6 +54,23 @@ static int repo_check(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *
   return 0;
 }
 
+/* A trusted proxy: a numeric IPv4 or IPv6 address (no names: a name's
+ * address can change under us), given once. */
+static int proxy_check(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const al_serve_config *c = obj;
+  const char *s = c->trusted_proxies[c->n_trusted_proxies - 1];
+  unsigned char buf[16];
+  if (inet_pton(AF_INET, s, buf) != 1 && inet_pton(AF_INET6, s, buf) != 1)
+    return al_yw_fail(w, al_yw_at(kv), kv->path,
+                      "`%s` is not a numeric IPv4 or IPv6 address (no names, no ranges)", s);
+  for (size_t i = 0; i + 1 < c->n_trusted_proxies; i++)
+    if (!strcmp(c->trusted_proxies[i], s))
+      return al_yw_fail(w, al_yw_at(kv), kv->path, "`%s` listed twice", s);
+  return 0;
+}
+
 /* Only version 1 exists; the number is not stored. */
 static int version_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
 {
@@ -82,6 +100,51 @@ static const al_yw_field listen_fields[] = {
      .shape = "ADDR:PORT",
      .doc = "ADDR:PORT of the read-only status page, JSON and /metrics; may equal "
             "listen.webhook; \"\" for none"},
+    {.key = "timeout",
+     .type = AL_YW_DURATION,
+     .off = OFF(conn_timeout_ms),
+     .min = 1000,
+     .max = 3600000,
+     .def = "15s",
+     .doc = "a connection that sends nothing for this long is closed "
+            "(MHD_OPTION_CONNECTION_TIMEOUT, whole seconds)"},
+    {.key = "request_deadline",
+     .type = AL_YW_DURATION,
+     .off = OFF(request_deadline_ms),
+     .min = 1000,
+     .max = 3600000,
+     .def = "30s",
+     .doc = "a request's head and body must have arrived this long after it began (a client "
+            "sending a byte now and then is cut)"},
+    {.key = "max_connections",
+     .type = AL_YW_UINT,
+     .flags = AL_YW_QUOTED,
+     .off = OFF(max_connections),
+     .min = 4,
+     .max = 4096,
+     .def = "128",
+     .doc = "open connections at once per listener (MHD_OPTION_CONNECTION_LIMIT)"},
+    {.key = "max_per_ip",
+     .type = AL_YW_UINT,
+     .flags = AL_YW_QUOTED,
+     .off = OFF(max_per_ip),
+     .min = 1,
+     .max = 4096,
+     .def = "16",
+     .doc = "open connections per client address; a trusted proxy's connections are not "
+            "counted, its clients' requests are, by X-Forwarded-For"},
+    {.key = "trusted_proxies",
+     .type = AL_YW_LIST,
+     .flags = AL_YW_INLINE,
+     .off = OFF(trusted_proxies),
+     .off_n = OFF(n_trusted_proxies),
+     .min = 0,
+     .max = AL_SERVE_PROXIES_MAX,
+     .item = &(const al_yw_field){.type = AL_YW_STR, .min = 1, .max = 64},
+     .item_size = sizeof(char *),
+     .check = proxy_check,
+     .doc = "numeric addresses of the reverse proxies in front of the listeners: only a "
+            "connection from one of them has its X-Forwarded-For believed (its last hop)"},
 };
 static const al_yw_map listen_map = {listen_fields, AL_ARRAY_SIZE(listen_fields), NULL};
 
@@ -249,6 +312,71 @@ static const al_yw_field election_fields[] = {
 };
 static const al_yw_map election_map = {election_fields, AL_ARRAY_SIZE(election_fields), NULL};
 
+static const al_yw_field intake_fields[] = {
+    {.key = "max_queued",
+     .type = AL_YW_UINT,
+     .flags = AL_YW_QUOTED,
+     .off = OFF(max_queued),
+     .min = 1,
+     .max = 100000,
+     .def = "200",
+     .doc = "queued rows at most: a trigger past it is answered 503 and recorded, never dropped "
+            "silently"},
+    {.key = "per_sender",
+     .type = AL_YW_UINT,
+     .flags = AL_YW_QUOTED,
+     .off = OFF(per_sender),
+     .min = 1,
+     .max = 100000,
+     .def = "5",
+     .doc = "rows one forge user's triggers may make per window, all repositories (429 after; "
+            "`airlock serve enqueue` is not counted)"},
+    {.key = "per_repo",
+     .type = AL_YW_UINT,
+     .flags = AL_YW_QUOTED,
+     .off = OFF(per_repo),
+     .min = 1,
+     .max = 100000,
+     .def = "50",
+     .doc = "rows the webhook may make per repository per window (429 after)"},
+    {.key = "window",
+     .type = AL_YW_DURATION,
+     .off = OFF(window_ms),
+     .min = 1000,
+     .max = 30 * 86400000ull,
+     .def = "1h",
+     .doc = "the window of per_sender and per_repo (rows created within it are counted)"},
+    {.key = "check_cache",
+     .type = AL_YW_DURATION,
+     .off = OFF(check_cache_ms),
+     .min = 0,
+     .max = 86400000ull,
+     .def = "10m",
+     .doc = "a trigger check that found the sender without write on a repository is reused for "
+            "that sender and repository this long (no new token); 0: ask every time"},
+};
+static const al_yw_map intake_map = {intake_fields, AL_ARRAY_SIZE(intake_fields), NULL};
+
+static const al_yw_field retention_fields[] = {
+    {.key = "max_age",
+     .type = AL_YW_DURATION,
+     .off = OFF(retain_age_ms),
+     .min = 0,
+     .max = 3650 * 86400000ull,
+     .def = "30d",
+     .doc = "finished rows (and their history) older than this are deleted, at start, hourly and "
+            "by `airlock serve --gc`; 0: kept"},
+    {.key = "max_rows",
+     .type = AL_YW_UINT,
+     .flags = AL_YW_QUOTED,
+     .off = OFF(retain_rows),
+     .min = 0,
+     .max = 100000000,
+     .def = "10000",
+     .doc = "finished rows kept at most (the oldest go first); 0: no cap"},
+};
+static const al_yw_map retention_map = {retention_fields, AL_ARRAY_SIZE(retention_fields), NULL};
+
 static const al_yw_field repo_fields[] = {
     {.key = "repo",
      .type = AL_YW_STR,
@@ -302,6 +430,8 @@ static const al_yw_field top_fields[] = {
      .doc = "queue.db (SQLite, WAL), records/ and logs/ of the runs; created 0700"},
     {.key = "runs", .type = AL_YW_MAP, .map = &runs_map},
     {.key = "election", .type = AL_YW_MAP, .map = &election_map},
+    {.key = "intake", .type = AL_YW_MAP, .map = &intake_map},
+    {.key = "retention", .type = AL_YW_MAP, .map = &retention_map},
     {.key = "repositories",
      .type = AL_YW_LIST,
      .flags = AL_YW_REQUIRED | AL_YW_INLINE,

@@ -10,11 +10,25 @@
  *   listen:
  *     webhook: 127.0.0.1:8680      # POST /webhook ("" : no webhook listener)
  *     status: 127.0.0.1:8681       # GET / /runs.json /metrics (may equal webhook)
+ *     timeout: 15s                 # a connection idle this long is closed (MHD)
+ *     request_deadline: 30s        # a request's head and body must arrive within this
+ *     max_connections: 128         # open connections at once, per listener
+ *     max_per_ip: 16               # per client address (a trusted proxy: per X-Forwarded-For)
+ *     trusted_proxies: [127.0.0.1] # the reverse proxies whose X-Forwarded-For is believed
  *   webhook:
  *     secret_file: /etc/airlock/webhook.secret   # the App's webhook secret
  *     label: airlock               # `issues` labeled with this name
  *     command: /airlock run        # `issue_comment` whose first line is this
  *     max_body: 1MiB
+ *   intake:                        # admission, before a row or a token exists
+ *     max_queued: 200              # a full queue answers 503 (recorded)
+ *     per_sender: 5                # rows one forge user may make per window (429 after)
+ *     per_repo: 50                 # rows per repository per window (429 after)
+ *     window: 1h
+ *     check_cache: 10m             # a sender's answer without write is reused this long
+ *   retention:                     # finished rows (and their events); `airlock serve --gc`
+ *     max_age: 30d                 # 0: kept
+ *     max_rows: 10000              # 0: no cap
  *   broker: /run/airlock/broker.sock             # the trigger check
  *   state_dir: /var/lib/airlock/serve            # queue.db, records/, logs/
  *   runs:
@@ -45,6 +59,7 @@
 #include "common/error.h"
 
 #define AL_SERVE_REPOS_MAX 256
+#define AL_SERVE_PROXIES_MAX 16
 
 typedef struct al_serve_repo {
   char *repo;   /* "owner/name" (forge/appconfig.h al_repo_name_check) */
@@ -55,6 +70,19 @@ typedef struct al_serve_config {
   char *source;             /* the file name, for messages */
   char *listen_webhook;     /* "ADDR:PORT" or "" (none); default 127.0.0.1:8680 */
   char *listen_status;      /* "ADDR:PORT" or "" (none); default 127.0.0.1:8681 */
+  uint64_t conn_timeout_ms; /* listen.timeout: idle connection (MHD_OPTION_CONNECTION_TIMEOUT) */
+  uint64_t request_deadline_ms; /* listen.request_deadline: a whole request's arrival */
+  uint64_t max_connections;     /* listen.max_connections (MHD_OPTION_CONNECTION_LIMIT) */
+  uint64_t max_per_ip;          /* listen.max_per_ip: connections, or a proxy's clients' requests */
+  char *trusted_proxies[AL_SERVE_PROXIES_MAX]; /* numeric IPv4/IPv6 addresses */
+  size_t n_trusted_proxies;
+  uint64_t max_queued;      /* intake.max_queued: queued rows at most */
+  uint64_t per_sender;      /* intake.per_sender: rows per forge sender per window */
+  uint64_t per_repo;        /* intake.per_repo: rows per repository per window */
+  uint64_t window_ms;       /* intake.window */
+  uint64_t check_cache_ms;  /* intake.check_cache: a refusing permission answer reused; 0: never */
+  uint64_t retain_age_ms;   /* retention.max_age: finished rows older are deleted; 0: kept */
+  uint64_t retain_rows;     /* retention.max_rows: finished rows kept at most; 0: no cap */
   char *secret_file;        /* required when listen_webhook is set; mode 0600/0400 */
   char *label;              /* default "airlock" */
   char *command;            /* default "/airlock run" */

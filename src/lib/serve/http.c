@@ -8,12 +8,30 @@
  *   well-formed (400) → X-Hub-Signature-256 (401) → replay by delivery id
  *   or body digest (200 "duplicate", nothing done) → strict parse (400) →
  *   not a trigger (202 "ignored") → repository not served (403) →
- *   enqueued (202 "queued") or the ticket is already queued or running
- *   (200 "already-active"). */
+ *   intake limits (503 a full queue, 429 a sender's or a repository's
+ *   rate; recorded as the delivery's outcome) → enqueued (202 "queued")
+ *   or the ticket is already queued or running (200 "already-active").
+ *
+ * Connections (issue #29 item 4): at most listen.max_connections per
+ * listener (MHD_OPTION_CONNECTION_LIMIT), idle ones closed after
+ * listen.timeout (MHD_OPTION_CONNECTION_TIMEOUT), and two limits MHD has
+ * no option for, kept in a table of the open connections here: a request
+ * whose head and body have not arrived listen.request_deadline after it
+ * began is cut (shutdown(2) from the reaper thread: a client sending a
+ * byte now and then keeps an MHD connection alive forever), and at most
+ * listen.max_per_ip connections per peer address, except a peer listed in
+ * listen.trusted_proxies: its connections are not counted (its clients
+ * are many), its requests are, per client, by the X-Forwarded-For hop it
+ * added (the rightmost address that is not itself a trusted proxy). An
+ * X-Forwarded-For from any other peer is ignored. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +50,223 @@ struct req {
   char *body;
   size_t len;
   bool too_large;
+  bool counted; /* a trusted proxy's request, counted for its client */
 };
 
 static struct listener g_l_webhook, g_l_status;
 
+/* One open connection (the table below; socket_context points here). */
+struct slot {
+  bool used;
+  int fd;
+  char peer[INET6_ADDRSTRLEN];       /* the socket's peer address */
+  bool proxy;                        /* peer is in listen.trusted_proxies */
+  char client[INET6_ADDRSTRLEN + 2]; /* the request's client: peer, or its X-Forwarded-For hop */
+  bool in_request;                   /* a proxy's request being read, counted for client */
+  uint64_t begun_ms;                 /* the current request began (accept, or the last's end) */
+  bool answered;                     /* its response is queued: no deadline */
+  bool cut;                          /* the reaper cut it */
+};
+
+static struct {
+  pthread_mutex_t lock;
+  struct slot *slots;
+  size_t n;
+  const al_serve_config *cfg;
+  pthread_t reaper;
+  bool reaper_running;
+  int stop; /* atomic */
+  uint64_t refused_ip, cut;
+} g_conns = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static bool is_trusted(const char *ip)
+{
+  for (size_t i = 0; i < g_conns.cfg->n_trusted_proxies; i++)
+    if (!strcmp(g_conns.cfg->trusted_proxies[i], ip))
+      return true;
+  return false;
+}
+
+/* sa's numeric address into out (IPv4-mapped IPv6 as IPv4), or "?". */
+static void addr_text(const struct sockaddr *sa, char *out, size_t n)
+{
+  snprintf(out, n, "?");
+  if (!sa)
+    return;
+  if (sa->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out,
+              (socklen_t)n);
+  } else if (sa->sa_family == AF_INET6) {
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(a))
+      inet_ntop(AF_INET, a->s6_addr + 12, out, (socklen_t)n);
+    else
+      inet_ntop(AF_INET6, a, out, (socklen_t)n);
+  }
+}
+
+/* The client a trusted proxy forwards for: X-Forwarded-For read from the
+ * right, trusted proxies' own hops skipped; the first other address, when
+ * it is a numeric address, else "" (RFC 7239 §5.2 reads the same way). */
+static void xff_client(const char *xff, char *out, size_t n)
+{
+  out[0] = '\0';
+  if (!xff)
+    return;
+  size_t len = strlen(xff);
+  if (len > 1024)
+    return;
+  char buf[1025];
+  memcpy(buf, xff, len + 1);
+  for (;;) {
+    char *comma = strrchr(buf, ',');
+    char *hop = comma ? comma + 1 : buf;
+    while (*hop == ' ' || *hop == '\t')
+      hop++;
+    size_t hl = strlen(hop);
+    while (hl && (hop[hl - 1] == ' ' || hop[hl - 1] == '\t'))
+      hop[--hl] = '\0';
+    unsigned char a[16];
+    if (inet_pton(AF_INET, hop, a) != 1 && inet_pton(AF_INET6, hop, a) != 1)
+      return; /* not an address: nothing believed */
+    if (!is_trusted(hop) || !comma) {
+      if (!is_trusted(hop))
+        snprintf(out, n, "%s", hop);
+      return;
+    }
+    *comma = '\0';
+  }
+}
+
+static uint64_t mono_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void notify_conn(void *cls, struct MHD_Connection *conn, void **socket_context,
+                        enum MHD_ConnectionNotificationCode toe)
+{
+  (void)cls;
+  pthread_mutex_lock(&g_conns.lock);
+  if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+    struct slot *sl = *socket_context;
+    if (sl)
+      memset(sl, 0, sizeof *sl);
+    *socket_context = NULL;
+    pthread_mutex_unlock(&g_conns.lock);
+    return;
+  }
+  const union MHD_ConnectionInfo *fi =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  const union MHD_ConnectionInfo *ai =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  int fd = fi ? fi->connect_fd : -1;
+  char peer[INET6_ADDRSTRLEN];
+  addr_text(ai ? ai->client_addr : NULL, peer, sizeof peer);
+  bool proxy = is_trusted(peer);
+  size_t same = 0;
+  struct slot *free_slot = NULL;
+  for (size_t i = 0; i < g_conns.n; i++) {
+    struct slot *sl = &g_conns.slots[i];
+    if (!sl->used) {
+      if (!free_slot)
+        free_slot = sl;
+    } else if (!proxy && !strcmp(sl->peer, peer)) {
+      same++;
+    }
+  }
+  bool refuse = !free_slot || (!proxy && same >= g_conns.cfg->max_per_ip);
+  if (free_slot) {
+    *free_slot = (struct slot){.used = true, .fd = fd, .proxy = proxy, .begun_ms = mono_ms()};
+    snprintf(free_slot->peer, sizeof free_slot->peer, "%s", peer);
+    snprintf(free_slot->client, sizeof free_slot->client, "%s", peer);
+    *socket_context = free_slot;
+  }
+  uint64_t nref = refuse ? ++g_conns.refused_ip : 0;
+  pthread_mutex_unlock(&g_conns.lock);
+  if (refuse) {
+    if (fd >= 0)
+      shutdown(fd, SHUT_RDWR); /* MHD reads the end and closes it */
+    if (nref <= 10 || nref % 1000 == 0)
+      serve_log("warn", "connection_refused",
+                json_pack("{s:s, s:s, s:I}", "peer", peer, "rule", "max_per_ip", "count",
+                          (json_int_t)nref),
+                "connection from %s refused: %zu open, listen.max_per_ip %llu (%llu refused so "
+                "far)",
+                peer, same, (unsigned long long)g_conns.cfg->max_per_ip, (unsigned long long)nref);
+  }
+}
+
+static struct slot *slot_of(struct MHD_Connection *conn)
+{
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return ci ? ci->socket_context : NULL;
+}
+
+/* The reaper: cuts every request past listen.request_deadline. */
+static void *reaper_main(void *arg)
+{
+  (void)arg;
+  while (!__atomic_load_n(&g_conns.stop, __ATOMIC_ACQUIRE)) {
+    struct timespec ts = {0, 200 * 1000000L};
+    nanosleep(&ts, NULL);
+    uint64_t now = mono_ms();
+    char peers[8][INET6_ADDRSTRLEN + 2];
+    size_t np = 0, ncut = 0;
+    pthread_mutex_lock(&g_conns.lock);
+    for (size_t i = 0; i < g_conns.n; i++) {
+      struct slot *sl = &g_conns.slots[i];
+      if (!sl->used || sl->answered || sl->cut ||
+          now - sl->begun_ms < g_conns.cfg->request_deadline_ms)
+        continue;
+      sl->cut = true;
+      if (sl->fd >= 0)
+        shutdown(sl->fd, SHUT_RDWR);
+      ncut++;
+      if (np < 8)
+        snprintf(peers[np++], sizeof peers[0], "%s", sl->client);
+    }
+    g_conns.cut += ncut;
+    uint64_t total = g_conns.cut;
+    pthread_mutex_unlock(&g_conns.lock);
+    for (size_t i = 0; i < np; i++)
+      serve_log("warn", "connection_cut",
+                json_pack("{s:s, s:s, s:I}", "peer", peers[i], "rule", "request_deadline", "count",
+                          (json_int_t)total),
+                "connection from %s cut: its request had not arrived %llu ms after it began "
+                "(listen.request_deadline)",
+                peers[i], (unsigned long long)g_conns.cfg->request_deadline_ms);
+  }
+  return NULL;
+}
+
+static enum MHD_Result send_body_retry(struct MHD_Connection *conn, unsigned status, char *body,
+                                       const char *type, unsigned retry_after);
+
 static enum MHD_Result send_body(struct MHD_Connection *conn, unsigned status, char *body,
                                  const char *type)
 {
+  return send_body_retry(conn, status, body, type, 0);
+}
+
+/* The response is queued: the request is no longer under the deadline. */
+static void mark_answered(struct MHD_Connection *conn)
+{
+  pthread_mutex_lock(&g_conns.lock);
+  struct slot *sl = slot_of(conn);
+  if (sl)
+    sl->answered = true;
+  pthread_mutex_unlock(&g_conns.lock);
+}
+
+/* retry_after: seconds for a Retry-After field (RFC 9110 §10.2.3), 0: none. */
+static enum MHD_Result send_body_retry(struct MHD_Connection *conn, unsigned status, char *body,
+                                       const char *type, unsigned retry_after)
+{
+  mark_answered(conn);
   struct MHD_Response *r =
       MHD_create_response_from_buffer(body ? strlen(body) : 0, body ? body : (char *)"",
                                       body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
@@ -47,6 +275,11 @@ static enum MHD_Result send_body(struct MHD_Connection *conn, unsigned status, c
     return MHD_NO;
   }
   MHD_add_response_header(r, "Content-Type", type);
+  if (retry_after) {
+    char ra[24];
+    snprintf(ra, sizeof ra, "%u", retry_after);
+    MHD_add_response_header(r, "Retry-After", ra);
+  }
   MHD_add_response_header(r, "Cache-Control", "no-store");
   MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
   MHD_add_response_header(r, "Content-Security-Policy",
@@ -54,6 +287,20 @@ static enum MHD_Result send_body(struct MHD_Connection *conn, unsigned status, c
   enum MHD_Result ret = MHD_queue_response(conn, status, r);
   MHD_destroy_response(r);
   return ret;
+}
+
+static enum MHD_Result send_json_retry(struct MHD_Connection *conn, unsigned status, json_t *j,
+                                       unsigned retry_after)
+{
+  char *b = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  if (b) {
+    size_t n = strlen(b);
+    b = al_xrealloc(b, n + 2);
+    b[n] = '\n';
+    b[n + 1] = '\0';
+  }
+  return send_body_retry(conn, status, b, "application/json", retry_after);
 }
 
 static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, json_t *j)
@@ -82,14 +329,13 @@ static enum MHD_Result webhook(struct serve *s, struct MHD_Connection *conn, str
   const char *delivery = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-GitHub-Delivery");
   const char *event = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-GitHub-Event");
   const char *sig = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Hub-Signature-256");
-  const char *peer = "?";
-  char pbuf[64] = "";
-  const union MHD_ConnectionInfo *ci =
-      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-  if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET &&
-      inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr,
-                pbuf, sizeof pbuf))
-    peer = pbuf;
+  char pbuf[INET6_ADDRSTRLEN + 2] = "?";
+  pthread_mutex_lock(&g_conns.lock);
+  struct slot *sl = slot_of(conn);
+  if (sl)
+    snprintf(pbuf, sizeof pbuf, "%s", sl->client);
+  pthread_mutex_unlock(&g_conns.lock);
+  const char *peer = pbuf;
   if (rq->too_large) {
     serve_log("warn", "webhook_refused", json_pack("{s:s, s:s}", "peer", peer, "rule", "size"),
               "webhook refused: body over %llu bytes", (unsigned long long)cfg->max_body);
@@ -154,10 +400,36 @@ static enum MHD_Result webhook(struct serve *s, struct MHD_Connection *conn, str
   }
   int64_t id = 0;
   const char *trigger = !strcmp(ev.event, "issues") ? "label" : "comment";
-  int r = al_queue_enqueue(s->q, ev.repo, ev.number, trigger, ev.sender, delivery, &id, &err);
+  al_queue_limits lim = {.max_queued = cfg->max_queued,
+                         .per_sender = cfg->per_sender,
+                         .per_repo = cfg->per_repo,
+                         .window_ms = cfg->window_ms};
+  al_queue_refusal why = AL_QUEUE_ADMITTED;
+  int r = al_queue_enqueue_limited(s->q, &lim, ev.repo, ev.number, trigger, ev.sender, delivery,
+                                   &id, &why, &err);
   if (r < 0) {
     serve_log("error", "queue", NULL, "%s", err.msg);
     return answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "error", "the queue is unavailable");
+  }
+  if (r == 2) {
+    /* refused by an intake limit: recorded, answered, never dropped silently */
+    const char *rule = why == AL_QUEUE_FULL           ? "max_queued"
+                       : why == AL_QUEUE_SENDER_LIMIT ? "per_sender"
+                                                      : "per_repo";
+    char o[AL_ERROR_MSG_MAX + 64];
+    snprintf(o, sizeof o, "refused: intake.%s: %s", rule, err.msg);
+    al_queue_delivery_outcome(s->q, delivery, o, 0);
+    serve_log("warn", "webhook_refused",
+              json_pack("{s:s, s:s, s:s, s:s, s:I, s:s}", "peer", peer, "delivery", delivery,
+                        "rule", rule, "repo", ev.repo, "ticket", (json_int_t)ev.number, "sender",
+                        ev.sender),
+              "webhook %s (%s#%lu by %s): %s", delivery, ev.repo, ev.number, ev.sender, o);
+    unsigned status =
+        why == AL_QUEUE_FULL ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_TOO_MANY_REQUESTS;
+    return send_json_retry(
+        conn, status,
+        json_pack("{s:s, s:s, s:s}", "outcome", "refused", "rule", rule, "detail", err.msg),
+        why == AL_QUEUE_FULL ? 60 : (unsigned)(cfg->window_ms / 1000));
   }
   char o[300];
   snprintf(o, sizeof o, "%s: run %lld (%s by %s)", r == 0 ? "queued" : "already-active",
@@ -250,7 +522,42 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         return answer(conn, MHD_HTTP_CONTENT_TOO_LARGE, "refused", "body too large");
       }
     }
-    *con_cls = al_xcalloc(1, sizeof(struct req));
+    struct req *nrq = al_xcalloc(1, sizeof(struct req));
+    *con_cls = nrq;
+    /* a trusted proxy's request: its client is the X-Forwarded-For hop
+     * it added, and its client's requests are what max_per_ip counts */
+    pthread_mutex_lock(&g_conns.lock);
+    struct slot *sl = slot_of(conn);
+    bool over = false;
+    char client[INET6_ADDRSTRLEN + 2] = "";
+    size_t same = 0;
+    if (sl && sl->proxy) {
+      xff_client(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-For"), client,
+                 sizeof client);
+      if (!client[0])
+        snprintf(client, sizeof client, "%s?", sl->peer); /* no usable hop: one bucket */
+      for (size_t i = 0; i < g_conns.n; i++)
+        same += g_conns.slots[i].used && g_conns.slots[i].in_request &&
+                !strcmp(g_conns.slots[i].client, client);
+      over = same >= s->cfg->max_per_ip;
+      snprintf(sl->client, sizeof sl->client, "%s", client);
+      if (!over) {
+        sl->in_request = true;
+        nrq->counted = true;
+      }
+    }
+    pthread_mutex_unlock(&g_conns.lock);
+    if (over) {
+      serve_log("warn", "connection_refused",
+                json_pack("{s:s, s:s}", "peer", client, "rule", "max_per_ip"),
+                "request for %s (through a trusted proxy) refused: %zu requests open, "
+                "listen.max_per_ip %llu",
+                client, same, (unsigned long long)s->cfg->max_per_ip);
+      return send_json_retry(conn, MHD_HTTP_TOO_MANY_REQUESTS,
+                             json_pack("{s:s, s:s}", "outcome", "refused", "detail",
+                                       "too many requests open from this client"),
+                             5);
+    }
     return MHD_YES;
   }
   if (*upload_size) {
@@ -279,9 +586,18 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
   (void)cls;
-  (void)conn;
   (void)toe;
   struct req *rq = *con_cls;
+  /* the next request on this connection starts its own deadline */
+  pthread_mutex_lock(&g_conns.lock);
+  struct slot *sl = slot_of(conn);
+  if (sl) {
+    sl->begun_ms = mono_ms();
+    sl->answered = false;
+    if (rq && rq->counted)
+      sl->in_request = false;
+  }
+  pthread_mutex_unlock(&g_conns.lock);
   if (rq) {
     free(rq->body);
     free(rq);
@@ -337,9 +653,10 @@ static struct MHD_Daemon *start_one(struct listener *l, const char *addr, al_err
     flags |= MHD_USE_IPv6;
   struct MHD_Daemon *d = MHD_start_daemon(
       flags, 0, NULL, NULL, handler, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-      MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)128, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)32,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)15, MHD_OPTION_END);
+      MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, notify_conn, NULL,
+      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)2, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned)g_conns.cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+      (unsigned)((g_conns.cfg->conn_timeout_ms + 999) / 1000), MHD_OPTION_END);
   if (!d)
     al_error_set(err, EADDRINUSE, "cannot listen on %s (in use, or not an address of this host)",
                  addr);
@@ -353,6 +670,17 @@ int serve_http_start(struct serve *s, al_error *err)
   size_t wl = strlen(c->listen_webhook);
   s->shared_listener = c->listen_webhook[0] && !strcmp(c->listen_webhook, c->listen_status) &&
                        !(wl > 2 && !strcmp(c->listen_webhook + wl - 2, ":0"));
+  g_conns.cfg = c;
+  if (!g_conns.slots) {
+    g_conns.n = 2 * (size_t)c->max_connections + 8; /* both listeners, and MHD's slack */
+    g_conns.slots = al_xcalloc(g_conns.n, sizeof *g_conns.slots);
+  }
+  __atomic_store_n(&g_conns.stop, 0, __ATOMIC_RELEASE);
+  if (!g_conns.reaper_running) {
+    if (pthread_create(&g_conns.reaper, NULL, reaper_main, NULL) != 0)
+      return al_error_set(err, EAGAIN, "the listeners' reaper thread");
+    g_conns.reaper_running = true;
+  }
   g_l_webhook = (struct listener){.s = s, .webhook = true, .status = s->shared_listener};
   g_l_status = (struct listener){.s = s, .status = true};
   if (c->listen_webhook[0] && !(s->d_webhook = start_one(&g_l_webhook, c->listen_webhook, err)))
@@ -393,4 +721,12 @@ void serve_http_stop(struct serve *s)
   if (s->d_status)
     MHD_stop_daemon(s->d_status);
   s->d_webhook = s->d_status = NULL;
+  if (g_conns.reaper_running) {
+    __atomic_store_n(&g_conns.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(g_conns.reaper, NULL);
+    g_conns.reaper_running = false;
+  }
+  free(g_conns.slots);
+  g_conns.slots = NULL;
+  g_conns.n = 0;
 }

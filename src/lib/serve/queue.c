@@ -63,6 +63,13 @@ static const char *const migrations[] = {
     "ALTER TABLE runs ADD COLUMN fence TEXT;"
     "ALTER TABLE runs ADD COLUMN pid_ns TEXT;"
     "ALTER TABLE runs ADD COLUMN fenced INTEGER NOT NULL DEFAULT 0;",
+    /* 2 → 3: when the trigger check answered (its answer is reused for a
+     * while, al_queue_cached_permission), and the indexes the intake's
+     * counts and the retention read (issue #29 item 4) */
+    "ALTER TABLE runs ADD COLUMN checked_ms INTEGER;"
+    "CREATE INDEX IF NOT EXISTS runs_sender ON runs(sender, created_ms);"
+    "CREATE INDEX IF NOT EXISTS runs_repo_created ON runs(repo, created_ms);"
+    "CREATE INDEX IF NOT EXISTS runs_finished ON runs(finished_ms);",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == AL_QUEUE_SCHEMA,
@@ -346,6 +353,161 @@ int al_queue_enqueue(al_queue *q, const char *repo, unsigned long number, const 
   return ret;
 }
 
+/* One integer from sql (its first column of its first row), or -1. Lock held. */
+static int64_t scalar_args(al_queue *q, const char *sql, const qarg *args, size_t n)
+{
+  sqlite3_stmt *st = prep(q, sql, args, n);
+  if (!st)
+    return -1;
+  int64_t v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+  sqlite3_finalize(st);
+  return v;
+}
+#define SCALAR(q, sql, ...) scalar_args((q), (sql), QARGS(__VA_ARGS__))
+
+int al_queue_enqueue_limited(al_queue *q, const al_queue_limits *l, const char *repo,
+                             unsigned long number, const char *trigger, const char *sender,
+                             const char *delivery, int64_t *id, al_queue_refusal *refusal,
+                             al_error *err)
+{
+  *refusal = AL_QUEUE_ADMITTED;
+  pthread_mutex_lock(&q->lock);
+  int ret = -1;
+  int64_t now = wall_ms();
+  int64_t since = now - (int64_t)l->window_ms;
+  if (sqlite3_exec(q->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+    db_error(q, err, "enqueue");
+    pthread_mutex_unlock(&q->lock);
+    return -1;
+  }
+  /* an active row for the ticket: nothing is added, no limit is spent */
+  int64_t active = SCALAR(q,
+                          "SELECT coalesce((SELECT id FROM runs WHERE repo = ? AND number = ? AND"
+                          " state IN ('queued','running')), 0)",
+                          q_text(repo), q_int((int64_t)number));
+  int64_t queued = scalar_args(q, "SELECT count(*) FROM runs WHERE state = 'queued'", NULL, 0);
+  int64_t by_sender =
+      SCALAR(q, "SELECT count(*) FROM runs WHERE sender = ? COLLATE NOCASE AND created_ms >= ?",
+             q_text(sender), q_int(since));
+  int64_t by_repo = SCALAR(q, "SELECT count(*) FROM runs WHERE repo = ? AND created_ms >= ?",
+                           q_text(repo), q_int(since));
+  if (active < 0 || queued < 0 || by_sender < 0 || by_repo < 0) {
+    db_error(q, err, "enqueue");
+  } else if (active > 0) {
+    *id = active;
+    ret = 1;
+  } else if ((uint64_t)queued >= l->max_queued) {
+    *refusal = AL_QUEUE_FULL;
+    al_error_set(err, ENOSPC, "the queue is full (%lld queued, intake.max_queued %llu)",
+                 (long long)queued, (unsigned long long)l->max_queued);
+    ret = 2;
+  } else if ((uint64_t)by_sender >= l->per_sender) {
+    *refusal = AL_QUEUE_SENDER_LIMIT;
+    al_error_set(err, EAGAIN,
+                 "sender %s made %lld runs within intake.window (intake.per_sender %llu)", sender,
+                 (long long)by_sender, (unsigned long long)l->per_sender);
+    ret = 2;
+  } else if ((uint64_t)by_repo >= l->per_repo) {
+    *refusal = AL_QUEUE_REPO_LIMIT;
+    al_error_set(err, EAGAIN,
+                 "repository %s has %lld runs within intake.window (intake.per_repo %llu)", repo,
+                 (long long)by_repo, (unsigned long long)l->per_repo);
+    ret = 2;
+  } else {
+    int rc = EXEC(q,
+                  "INSERT INTO runs(repo, number, state, trigger, sender, delivery, created_ms)"
+                  " VALUES(?, ?, 'queued', ?, ?, ?, ?)",
+                  q_text(repo), q_int((int64_t)number), q_text(trigger), q_text(sender),
+                  q_text(delivery), q_int(now));
+    if (rc == SQLITE_DONE) {
+      *id = sqlite3_last_insert_rowid(q->db);
+      char what[200];
+      snprintf(what, sizeof what, "queued (%s by %s)", trigger, sender);
+      event_locked(q, *id, what);
+      ret = 0;
+    } else {
+      db_error(q, err, "enqueue");
+    }
+  }
+  if (ret >= 0 && sqlite3_exec(q->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    ret = db_error(q, err, "enqueue: commit");
+  if (ret < 0)
+    sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+  pthread_mutex_unlock(&q->lock);
+  return ret;
+}
+
+int al_queue_cached_permission(al_queue *q, const char *repo, const char *sender,
+                               uint64_t max_age_ms, char *permission, size_t n)
+{
+  if (max_age_ms == 0)
+    return 0;
+  pthread_mutex_lock(&q->lock);
+  int ret = 0;
+  sqlite3_stmt *st =
+      prep(q,
+           "SELECT permission FROM runs WHERE repo = ? AND sender = ? COLLATE NOCASE"
+           " AND checked_ms >= ? AND permission IS NOT NULL AND permission != ''"
+           " ORDER BY checked_ms DESC LIMIT 1",
+           QARGS(q_text(repo), q_text(sender), q_int(wall_ms() - (int64_t)max_age_ms)));
+  if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+    snprintf(permission, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    ret = 1;
+  }
+  sqlite3_finalize(st);
+  pthread_mutex_unlock(&q->lock);
+  return ret;
+}
+
+int al_queue_gc(al_queue *q, uint64_t max_age_ms, uint64_t max_rows, int64_t *deleted,
+                al_error *err)
+{
+  static const char finished[] = "state NOT IN ('queued','running')";
+  *deleted = 0;
+  pthread_mutex_lock(&q->lock);
+  int ret = -1;
+  if (sqlite3_exec(q->db,
+                   "BEGIN IMMEDIATE; CREATE TEMP TABLE IF NOT EXISTS gc(id INTEGER PRIMARY KEY);"
+                   " DELETE FROM temp.gc;",
+                   NULL, NULL, NULL) != SQLITE_OK)
+    goto fail;
+  if (max_age_ms) {
+    al_autofree char *sql =
+        al_strdup_printf("INSERT OR IGNORE INTO temp.gc SELECT id FROM runs WHERE %s AND"
+                         " coalesce(finished_ms, created_ms) < ?",
+                         finished);
+    if (EXEC(q, sql, q_int(wall_ms() - (int64_t)max_age_ms)) != SQLITE_DONE)
+      goto fail;
+  }
+  if (max_rows) {
+    al_autofree char *sql = al_strdup_printf(
+        "INSERT OR IGNORE INTO temp.gc SELECT id FROM runs WHERE %s ORDER BY id DESC"
+        " LIMIT -1 OFFSET ?",
+        finished);
+    if (EXEC(q, sql, q_int((int64_t)max_rows)) != SQLITE_DONE)
+      goto fail;
+  }
+  /* deliveries stay (their ids and digests are the replay check); their
+   * link to a deleted row is cleared */
+  if (sqlite3_exec(q->db,
+                   "DELETE FROM events WHERE run IN (SELECT id FROM temp.gc);"
+                   " UPDATE deliveries SET run = NULL WHERE run IN (SELECT id FROM temp.gc);"
+                   " DELETE FROM runs WHERE id IN (SELECT id FROM temp.gc);",
+                   NULL, NULL, NULL) != SQLITE_OK)
+    goto fail;
+  *deleted = sqlite3_changes(q->db);
+  if (sqlite3_exec(q->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    goto fail;
+  ret = 0;
+  goto out;
+fail:
+  db_error(q, err, "gc");
+  sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+out:
+  pthread_mutex_unlock(&q->lock);
+  return ret;
+}
+
 int al_queue_delivery_new(al_queue *q, const char *delivery, const char *body_sha256,
                           const char *event, al_error *err)
 {
@@ -488,8 +650,8 @@ int al_queue_set_check(al_queue *q, int64_t id, const char *permission, const ch
                        al_error *err)
 {
   pthread_mutex_lock(&q->lock);
-  int rc = EXEC(q, "UPDATE runs SET permission = ?, check_detail = ? WHERE id = ?",
-                q_text(permission), q_text(detail), q_int(id));
+  int rc = EXEC(q, "UPDATE runs SET permission = ?, check_detail = ?, checked_ms = ? WHERE id = ?",
+                q_text(permission), q_text(detail), q_int(permission ? wall_ms() : 0), q_int(id));
   if (rc == SQLITE_DONE)
     event_locked(q, id, detail);
   int ret = rc == SQLITE_DONE ? 0 : db_error(q, err, "check");

@@ -28,7 +28,7 @@ typedef struct al_queue al_queue;
 
 /* The schema this code writes (PRAGMA user_version); al_queue_open
  * migrates an older database in place and refuses a newer one. */
-#define AL_QUEUE_SCHEMA 2
+#define AL_QUEUE_SCHEMA 3
 
 /* A queued or running row, as the scheduler sees it. */
 typedef struct al_queue_run {
@@ -62,6 +62,47 @@ int al_queue_health(al_queue *q, char *why, size_t n);
  * (nothing added), -1 with err. delivery may be NULL. */
 int al_queue_enqueue(al_queue *q, const char *repo, unsigned long number, const char *trigger,
                      const char *sender, const char *delivery, int64_t *id, al_error *err);
+
+/* The intake's limits (config intake.*). */
+typedef struct al_queue_limits {
+  uint64_t max_queued; /* queued rows at most */
+  uint64_t per_sender; /* rows created by one sender (any repository) within window_ms */
+  uint64_t per_repo;   /* rows created for one repository within window_ms */
+  uint64_t window_ms;
+} al_queue_limits;
+
+typedef enum al_queue_refusal {
+  AL_QUEUE_ADMITTED,
+  AL_QUEUE_FULL,         /* max_queued: answer 503 */
+  AL_QUEUE_SENDER_LIMIT, /* per_sender: answer 429 */
+  AL_QUEUE_REPO_LIMIT,   /* per_repo: answer 429 */
+} al_queue_refusal;
+
+/* al_queue_enqueue behind the limits, all in one transaction (two
+ * listener threads cannot both pass a count): 1 and the active row's *id
+ * when the ticket has a queued or running row (no limit is spent), else 2
+ * with *refusal and err (ENOSPC: full; EAGAIN: a rate limit) saying which
+ * limit and the count, else 0 and the new row's *id; -1 with err. Rows
+ * count whatever became of them (a refused trigger still counts). */
+int al_queue_enqueue_limited(al_queue *q, const al_queue_limits *l, const char *repo,
+                             unsigned long number, const char *trigger, const char *sender,
+                             const char *delivery, int64_t *id, al_queue_refusal *refusal,
+                             al_error *err);
+
+/* The permission the last trigger check of sender on repo answered, when
+ * it was made within max_age_ms (column checked_ms): 1 with permission
+ * filled, 0 when none (or max_age_ms is 0). */
+int al_queue_cached_permission(al_queue *q, const char *repo, const char *sender,
+                               uint64_t max_age_ms, char *permission, size_t n);
+
+/* Retention: delete finished rows (every state but queued and running)
+ * that finished (or, never started, were created) more than max_age_ms
+ * ago, and those past the newest max_rows finished ones, with their
+ * events (0: no such rule). Deliveries are kept (the replay check reads
+ * them); their link to a deleted row is cleared. *deleted: rows deleted.
+ * One transaction. -1 with err. */
+int al_queue_gc(al_queue *q, uint64_t max_age_ms, uint64_t max_rows, int64_t *deleted,
+                al_error *err);
 
 /* Remember a delivery. Returns 0 when new, 1 when its id or body digest
  * was seen before (a replay: nothing stored), -1 with err. */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -658,6 +659,35 @@ static int check_row(struct serve *s, const al_queue_run *r, struct check_job *j
 
 #define CHECKS_MAX 16
 
+/* A forge sender whose last trigger check on this repository (within
+ * intake.check_cache) found no write: refused again from that answer, no
+ * token minted (issue #29 item 4: 500 stranger comments, one token). */
+static bool cached_refusal(struct serve *s, const al_queue_run *r)
+{
+  char perm[32];
+  if (!strcmp(r->trigger, "enqueue") ||
+      al_queue_cached_permission(s->q, r->repo, r->sender, s->cfg->check_cache_ms, perm,
+                                 sizeof perm) != 1)
+    return false;
+  if (!strcmp(perm, "write") || !strcmp(perm, "maintain") || !strcmp(perm, "admin") ||
+      !strcmp(perm, "local"))
+    return false;
+  char why[400];
+  snprintf(why, sizeof why,
+           "%s may not trigger a run: permission `%s` on %s (a run needs write or admin; the "
+           "forge's answer of a check within intake.check_cache, reused: no token minted)",
+           r->sender, perm, r->repo);
+  al_error err = {0};
+  al_queue_set_check(s->q, r->id, NULL, why, &err);
+  al_queue_result res = {.state = "refused", .exit_status = -1, .reason = why};
+  if (al_queue_finish(s->q, r->id, &res, &err) < 0)
+    serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, err.msg);
+  serve_log("info", "run_not_started",
+            json_pack("{s:I, s:s, s:b}", "run", (json_int_t)r->id, "state", "refused", "cached", 1),
+            "run %lld: %s", (long long)r->id, why);
+  return true;
+}
+
 static void schedule(struct serve *s)
 {
   /* Bounded: a tick starts at most max_concurrent runs and decides at most
@@ -694,6 +724,20 @@ static void schedule(struct serve *s)
         al_queue_finish(s->q, rows[i].id, &res, &err);
         continue;
       }
+      if (cached_refusal(s, &rows[i])) {
+        j->skip = true;
+        continue;
+      }
+      /* one check per sender and repository in a batch: a second row of
+       * theirs waits a tick and finds the first answer (when it refused) */
+      bool again = false;
+      for (int k = 0; k < i && strcmp(rows[i].trigger, "enqueue"); k++)
+        again |= !jobs[k].skip && !strcasecmp(rows[k].sender, rows[i].sender) &&
+                 !strcasecmp(rows[k].repo, rows[i].repo);
+      if (again) {
+        j->skip = true;
+        continue;
+      }
       j->threaded = pthread_create(&j->th, &attr, check_main, j) == 0;
       if (!j->threaded)
         check_main(j); /* no thread to be had: the check runs here */
@@ -716,6 +760,22 @@ static void schedule(struct serve *s)
   }
   free(rows);
   free(jobs);
+}
+
+/* Retention (config retention.*): at start and every GC_EVERY_MS. */
+#define GC_EVERY_MS 3600000u
+static void retain(struct serve *s)
+{
+  s->gc_ms = al_now_ms();
+  int64_t n = 0;
+  al_error err = {0};
+  if (al_queue_gc(s->q, s->cfg->retain_age_ms, s->cfg->retain_rows, &n, &err) < 0)
+    serve_log("error", "queue", NULL, "retention: %s", err.msg);
+  else if (n > 0)
+    serve_log("info", "retention", json_pack("{s:I}", "deleted", (json_int_t)n),
+              "retention: %lld finished rows deleted (retention.max_age %llu ms, max_rows %llu)",
+              (long long)n, (unsigned long long)s->cfg->retain_age_ms,
+              (unsigned long long)s->cfg->retain_rows);
 }
 
 /* ---- start-up recovery and shutdown ----------------------------------- */
@@ -1095,6 +1155,7 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
                 dbp, foreign, s.instance);
   }
   refill_denials(&s);
+  retain(&s);
   /* Signals first (blocked before any thread exists), so the listener
    * threads never take them. */
   sigset_t mask;
@@ -1154,6 +1215,8 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
       pending_step(&s);
       schedule(&s);
     }
+    if (!stop && al_now_ms() - s.gc_ms >= GC_EVERY_MS)
+      retain(&s);
   }
   serve_http_stop(&s);
   stop_children(&s, sfd);
@@ -1181,6 +1244,20 @@ out:
   al_queue_close(s.q);
   wipe_secret(&s);
   return ret;
+}
+
+int al_serve_gc(const al_serve_config *cfg, int64_t *deleted, al_error *err)
+{
+  al_autofree char *dbp = al_strdup_printf("%s/queue.db", cfg->state_dir);
+  struct stat st;
+  if (stat(dbp, &st) < 0)
+    return al_make_error(err, errno, "queue `%s`", dbp);
+  al_queue *q;
+  if (al_queue_open(dbp, &q, err) < 0)
+    return -1;
+  int r = al_queue_gc(q, cfg->retain_age_ms, cfg->retain_rows, deleted, err);
+  al_queue_close(q);
+  return r;
 }
 
 int al_serve_enqueue(const al_serve_config *cfg, const char *target, const char *sender,

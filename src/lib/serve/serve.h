@@ -44,4 +44,10 @@ int al_serve_run(const al_serve_config *cfg, al_error *err);
 int al_serve_enqueue(const al_serve_config *cfg, const char *target, const char *sender,
                      int64_t *id, al_error *err);
 
+/* `airlock serve --gc`: apply cfg's retention (retention.max_age,
+ * retention.max_rows) to the queue in cfg's state directory now
+ * (al_queue_gc); *deleted: the rows deleted. Safe while the daemon runs
+ * (SQLite's lock). -1 with err (no queue: ENOENT naming the file). */
+int al_serve_gc(const al_serve_config *cfg, int64_t *deleted, al_error *err);
+
 #endif

@@ -4,6 +4,7 @@
 #include "api_internal.h"
 
 #include <fnmatch.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -592,6 +593,55 @@ static bool branch_protected_any(json_t *repo, const char *branch)
       json_is_true(json_object_get(r, "classic")) || json_is_true(json_object_get(r, "ruleset"));
   json_decref(r);
   return p;
+}
+
+/* A deletion through the REST API, in the push log as the hook writes one
+ * (new = 40 zeros, "via": "rest"). */
+static void forge_log_ref_delete(const char *repo, const char *ref, const char *old, json_t *tok)
+{
+  if (!g_forge.push_log)
+    return;
+  char ts[32], fp[32] = "";
+  forge_iso8601((long long)time(NULL), ts);
+  if (tok)
+    snprintf(fp, sizeof fp, "sha256:%.12s", json_string_value(json_object_get(tok, "sha256")));
+  json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:n, s:s, s:s}", "repo", repo, "token", fp,
+                        "ref", ref, "old", old, "new", "0000000000000000000000000000000000000000",
+                        "accepted", 1, "reason", "via", "rest", "time", ts);
+  char *line = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  FILE *f = line ? fopen(g_forge.push_log, "ae") : NULL;
+  if (f) {
+    fprintf(f, "%s\n", line);
+    fclose(f);
+  }
+  free(line);
+}
+
+#define DOC_DELREF "https://docs.github.com/rest/git/refs#delete-a-reference"
+/* DELETE /repos/{o}/{r}/git/refs/heads/{branch}: "Delete a reference"
+ * (contents: write; 204; 422 "Reference does not exist"); a protected
+ * branch is refused 422 as GitHub does. Logged in /pushes as a deletion
+ * (new = 40 zeros) through the REST API. */
+static void h_delete_branch_ref(struct ctx *c, json_t *repo, const char *branch)
+{
+  if (!authorize(c, repo, "contents", 2, DOC_DELREF))
+    return;
+  al_autofree char *sha = branch_sha(repo, branch);
+  if (!sha)
+    return forge_resp_error(c->resp, 422, "Reference does not exist", DOC_DELREF);
+  if (branch_protected_any(repo, branch))
+    return forge_resp_error(c->resp, 422, "Cannot delete this protected branch", DOC_DELREF);
+  al_autofree char *ref = al_strdup_printf("refs/heads/%s", branch);
+  const char *argv[] = {"git", "update-ref", "-d", ref, sha, NULL};
+  char *out = NULL;
+  int rc = forge_git_run(repo_full(repo), argv, &out, NULL);
+  free(out);
+  if (rc != 0)
+    return forge_resp_error(c->resp, 500, "git update-ref -d failed", DOC_DELREF);
+  forge_log_ref_delete(repo_full(repo), ref, sha, c->au.token);
+  c->resp->status = 204;
+  c->resp->content_type = NULL;
 }
 
 static void h_branch(struct ctx *c, json_t *repo, const char *branch)
@@ -1864,6 +1914,10 @@ void forge_api_handle(struct forge_req *rq, struct forge_resp *resp)
         h_issue(&c, repo, num);
       else if (n == 6 && is_seg(&c, 5, "comments") && (get || post))
         h_comments(&c, repo, num);
+    } else if (n >= 7 && method(&c, "DELETE") && is_seg(&c, 3, "git") && is_seg(&c, 4, "refs") &&
+               is_seg(&c, 5, "heads")) {
+      al_autofree char *b = join_from(c.seg, n, 6, 0);
+      h_delete_branch_ref(&c, repo, b);
     } else if (n == 6 && get && is_seg(&c, 3, "git") && is_seg(&c, 4, "trees")) {
       forge_h_git_tree(&c, repo, c.seg[5]);
     } else if (n == 6 && get && is_seg(&c, 3, "git") && is_seg(&c, 4, "blobs")) {

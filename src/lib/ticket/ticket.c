@@ -181,6 +181,7 @@ done:
   tk_gateway_finish(&t, res);
   res->unprotected = t.unprotected;
   tk_wipe_env(&t);
+  tk_do_cleanup(&t, res); /* no PR: the run branch goes, with the lease still alive */
   {
     al_error re = {0};
     if (tk_do_release(&t, res, &re) < 0 && rc == 0) {

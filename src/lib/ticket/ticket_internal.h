@@ -176,6 +176,11 @@ int tk_agent_plan(struct ticket *t, al_error *err);
  * 0 (also when the agent pushed nothing: no PR, the run exits 3), or -1
  * with err. */
 int tk_do_outputs(struct ticket *t, al_ticket_outcome *res, al_error *err);
+/* An attempt that ends without a PR, with its lease alive: delete its run
+ * branch when it exists and no PR from it is open (ticket_outputs.c);
+ * the record's `branch_cleanup` {branch, status: deleted | absent | kept |
+ * failed, detail}. Never fails the run. */
+void tk_do_cleanup(struct ticket *t, const al_ticket_outcome *res);
 int tk_do_release(struct ticket *t, al_ticket_outcome *res, al_error *err);
 void tk_do_review(struct ticket *t);
 /* After the record is written: post the notes (review_notes.h) on the PR

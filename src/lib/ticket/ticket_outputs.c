@@ -14,6 +14,13 @@
  *   4. a comment on the ticket with the PR's link.
  * Every write goes through the one forge client (forge/ghapi.h) with the
  * lease's tokens, which are alive until the release phase.
+ *
+ * Cleanup (tk_do_cleanup, issue #29 item 6): an attempt that ends without
+ * its PR (the agent failed after pushing, the outputs failed, the fence
+ * stopped it, a signal interrupted it) deletes its run branch, unless a
+ * pull request from it is open: "Delete a reference"
+ * (DELETE /repos/{o}/{r}/git/refs/heads/{branch}, 204), recorded in
+ * the record's `branch_cleanup`.
  * GitHub REST: "Get a branch", "List pull requests", "Create a pull
  * request", "Create an issue comment", "Get a repository", "Get an issue". */
 #include <errno.h>
@@ -24,6 +31,7 @@
 
 #include "ticket/ticket_internal.h"
 #include "broker/client.h"
+#include "common/log.h"
 #include "common/safetext.h"
 #include "common/util.h"
 #include "forge/ghapi.h"
@@ -294,6 +302,89 @@ static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
   }
   al_ghapi_resp_free(&r);
   return 0;
+}
+
+/* The cleanup's forge calls, with ctx's client; the record's entry. */
+static json_t *cleanup(struct out_ctx *c)
+{
+  struct ticket *t = c->t;
+  al_error err = {0};
+  al_autofree char *bq = al_ghapi_escape(t->branch);
+  al_autofree char *bpath = al_strdup_printf("/repos/%s/branches/%s", t->repo, bq);
+  al_ghapi_resp r;
+  char d[600];
+  if (call(c, "GET", bpath, c->git, NULL, &r, &err) < 0)
+    return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
+  if (r.cls == AL_GHAPI_NOT_FOUND) {
+    al_ghapi_resp_free(&r);
+    return json_pack("{s:s, s:s}", "branch", t->branch, "status", "absent");
+  }
+  if (r.cls != AL_GHAPI_OK) {
+    al_ghapi_describe(&r, d, sizeof d);
+    al_ghapi_resp_free(&r);
+    return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", d);
+  }
+  al_ghapi_resp_free(&r);
+  json_t *prs = NULL;
+  if (run_branch_prs(c, &prs, &err) < 0) {
+    json_decref(prs);
+    return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
+  }
+  size_t i;
+  json_t *v;
+  json_array_foreach(prs, i, v)
+  {
+    const char *state = json_string_value(json_object_get(v, "state"));
+    if (state && !strcmp(state, "open")) {
+      json_t *o = json_pack("{s:s, s:s, s:s, s:O*}", "branch", t->branch, "status", "kept",
+                            "detail", "a pull request from it is open", "pull_request",
+                            json_object_get(v, "html_url"));
+      json_decref(prs);
+      return o;
+    }
+  }
+  json_decref(prs);
+  al_autofree char *rpath = al_strdup_printf("/repos/%s/git/refs/heads/%s", t->repo, bq);
+  if (call(c, "DELETE", rpath, c->git, NULL, &r, &err) < 0)
+    return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
+  json_t *o;
+  if (r.status == 204) {
+    o = json_pack("{s:s, s:s}", "branch", t->branch, "status", "deleted");
+  } else {
+    al_ghapi_describe(&r, d, sizeof d);
+    o = json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", d);
+  }
+  al_ghapi_resp_free(&r);
+  return o;
+}
+
+void tk_do_cleanup(struct ticket *t, const al_ticket_outcome *res)
+{
+  const char *git = t->lease ? al_lease_token(t->lease, AL_ROLE_GIT) : NULL;
+  if (!git || res->pr_url[0] || !t->policy || !t->branch[0])
+    return; /* a PR, or no lease (no push was possible): nothing to clean */
+  struct out_ctx c = {.t = t, .git = git};
+  al_ghapi_opts go = {.ca_file = t->policy->forge.ca_file, .timeout_ms = 20000};
+  al_error err = {0};
+  json_t *entry;
+  if (al_ghapi_open(t->policy->forge.api_url, &go, &c.api, &err) < 0) {
+    entry =
+        json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
+  } else {
+    char **resolves = tk_pin_resolves(t->policy);
+    al_ghapi_set_resolve(c.api, (const char *const *)resolves);
+    al_ghapi_set_deadline(c.api, al_now_ms() + 20000); /* a stopping run's release waits */
+    entry = cleanup(&c);
+    al_ghapi_free(c.api);
+    tk_free_strv(resolves);
+  }
+  const char *st = json_string_value(json_object_get(entry, "status"));
+  if (st && !strcmp(st, "failed"))
+    al_warn("the run branch %s was not deleted: %s", t->branch,
+            json_string_value(json_object_get(entry, "detail")));
+  else if (st && !strcmp(st, "deleted"))
+    al_info("no pull request: the run branch %s was deleted", t->branch);
+  json_object_set_new(t->rec, "branch_cleanup", entry);
 }
 
 int tk_do_outputs(struct ticket *t, al_ticket_outcome *res, al_error *err)

@@ -252,6 +252,7 @@ static int report(al_demo *d, const al_ticket_outcome *res, bool hostile, const 
 static void usage(FILE *out)
 {
   fprintf(out, "usage: airlock demo [--hostile] [--keep]\n"
+               "       airlock demo --serve [--keep]\n"
                "       airlock demo --agent claude|codex|CMD [--agent-prefix DIR]\n"
                "                    [--relay-upstream URL --relay-key-file FILE | --relay FILE]\n\n"
                "Run the main job against a local test forge: a sample project with a real bug,\n"
@@ -262,9 +263,72 @@ static void usage(FILE *out)
                "program; a preset needs a model API through the relay: --relay-upstream URL\n"
                "with --relay-key-file FILE (the key, mode 0600; the agent never sees it), or\n"
                "--relay FILE holding a policy's whole `relay:` section (docs/policy.md).\n"
+               "--serve: the same forge and broker with `airlock serve` between them: the\n"
+               "ticket is labeled on the forge, the forge sends the signed webhook, serve\n"
+               "runs the ticket and the PR appears (docs/serve.md).\n"
                "\n"
                "Exit status: 0 everything held (a PR made, or for --hostile only a PR got\n"
                "out); 1 something did not hold; 2 usage.\n");
+}
+
+/* --serve: airlock serve between the demo's forge and broker; the label,
+ * the webhook, the run, the PR (demo/demo.h al_demo_serve_*). */
+static int serve_demo(al_demo *d)
+{
+  char agent[PATH_MAX], self[PATH_MAX], airlock[PATH_MAX + 16];
+  if (al_cli_find_data("agents/patch-agent", agent, sizeof agent) < 0 ||
+      al_cli_self_dir(self, sizeof self) < 0) {
+    say("the bundled agents are not installed");
+    return 1;
+  }
+  snprintf(airlock, sizeof airlock, "%s/airlock", self);
+  al_error err = {0};
+  if (al_demo_serve_start(d, airlock, agent, &err) < 0) {
+    say("%s", err.msg);
+    if (d->log[0])
+      show_log(d->log);
+    return 1;
+  }
+  say("airlock serve: webhook %s (the forge signs each delivery with %s)", d->webhook_url,
+      d->webhook_secret);
+  say("airlock serve: status page %s/ (also /runs.json, /metrics, /healthz)", d->status_url);
+  say("labeling acme/tally#1 `airlock` as alice (admin) on the forge; the same by hand:");
+  say("  curl -s -X POST -d '{\"repo\":\"acme/tally\",\"number\":1,\"label\":\"airlock\","
+      "\"user\":\"alice\"}' http://127.0.0.1:%d/hooks/label",
+      d->admin_port);
+  int status = 0;
+  if (al_demo_serve_label(d, 1, "alice", &status, &err) < 0) {
+    say("%s", err.msg);
+    show_log(d->serve_log);
+    return 1;
+  }
+  say("the forge's webhook was answered %d: queued; the run is `airlock ticket` in serve's child",
+      status);
+  json_t *row = NULL;
+  if (al_demo_serve_wait(d, 1, 15 * 60 * 1000, &row, &err) < 0) {
+    say("%s", err.msg);
+    show_log(d->serve_log);
+    return 1;
+  }
+  const char *state = json_string_value(json_object_get(row, "state"));
+  const char *pr = json_string_value(json_object_get(row, "pr_url"));
+  const char *reason = json_string_value(json_object_get(row, "reason"));
+  printf("  run %lld   %s   %s\n", (long long)json_integer_value(json_object_get(row, "id")),
+         state ? state : "?", reason ? reason : "");
+  printf("  check     %s\n", json_string_value(json_object_get(row, "check_detail"))
+                                 ? json_string_value(json_object_get(row, "check_detail"))
+                                 : "-");
+  bool good = state && !strcmp(state, "succeeded") && pr && *pr;
+  if (good)
+    printf("  PR        %s\n", pr);
+  printf("\n%s\n", good ? "Done: a label on the forge, a signed webhook, one pull request made "
+                          "inside the sandbox, waiting for a human review."
+                        : "The run did not make its pull request: see serve's status page "
+                          "record above (airlock demo --serve --keep keeps the logs).");
+  if (!good)
+    show_log(d->serve_log);
+  json_decref(row);
+  return good ? 0 : 1;
 }
 
 int cmd_demo(int argc, char **argv)
@@ -276,6 +340,7 @@ int cmd_demo(int argc, char **argv)
                                        {"relay-upstream", required_argument, NULL, 'u'},
                                        {"relay-key-file", required_argument, NULL, 'K'},
                                        {"relay", required_argument, NULL, 'R'},
+                                       {"serve", no_argument, NULL, 'S'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   bool hostile = false;
@@ -308,6 +373,9 @@ int cmd_demo(int argc, char **argv)
     case 'R':
       da.relay_file = optarg;
       break;
+    case 'S':
+      d.serve = true;
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -319,6 +387,9 @@ int cmd_demo(int argc, char **argv)
     return AL_EXIT_USAGE;
   if (da.agent && hostile)
     return al_cli_usage_error("--hostile runs the bundled hostile agent; --agent runs yours");
+  if (d.serve && (hostile || da.agent))
+    return al_cli_usage_error("--serve runs the bundled agent through airlock serve; it takes "
+                              "neither --hostile nor --agent");
   da.preset = da.agent ? al_agent_preset_find(da.agent) : NULL;
   if ((da.relay_upstream != NULL) != (da.relay_key_file != NULL))
     return al_cli_usage_error("--relay-upstream and --relay-key-file go together");
@@ -345,7 +416,10 @@ int cmd_demo(int argc, char **argv)
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);
   int rc = 1;
-  if (setup(&d, hostile, &da) == 0) {
+  if (d.serve) {
+    if (setup(&d, false, &da) == 0)
+      rc = serve_demo(&d);
+  } else if (setup(&d, hostile, &da) == 0) {
     char main_before[64];
     al_demo_main_sha(&d, main_before, sizeof main_before);
     char agent[PATH_MAX], agent_dir[PATH_MAX];

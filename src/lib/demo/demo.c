@@ -14,10 +14,11 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "demo/internal.h"
 
 /* fork + exec argv with stdout and stderr appended to log_path; recorded in
  * d (when not NULL) for teardown. Between fork and exec only: _exit. */
-static pid_t spawn(al_demo *d, const char *const argv[], const char *log_path)
+pid_t al_demo_spawn(al_demo *d, const char *const argv[], const char *log_path)
 {
   pid_t pid = fork();
   if (pid < 0)
@@ -49,7 +50,7 @@ static pid_t spawn(al_demo *d, const char *const argv[], const char *log_path)
 
 static int run_script(const char *const argv[], const char *log_path)
 {
-  pid_t p = spawn(NULL, argv, log_path);
+  pid_t p = al_demo_spawn(NULL, argv, log_path);
   int ws = 0;
   if (p < 0 || waitpid(p, &ws, 0) < 0)
     return -1;
@@ -82,12 +83,19 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 
 json_t *al_demo_admin_get(al_demo *d, const char *path)
 {
+  char url[512];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", d->admin_port, path);
+  return al_demo_http(url, NULL);
+}
+
+json_t *al_demo_http(const char *url, const char *post)
+{
   CURL *c = curl_easy_init();
   if (!c)
     return NULL;
-  char url[512];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", d->admin_port, path);
   char *body = NULL;
+  if (post)
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, post);
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_PROXY, "");
   curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
@@ -192,10 +200,26 @@ static int start_forge(al_demo *d, const al_demo_files *files, const char *tls, 
   snprintf(pub, sizeof pub, "1001=%s/app.pub.pem", keys);
   snprintf(apub, sizeof apub, "1002=%s/auditor.pub.pem", keys);
   snprintf(flog, sizeof flog, "%s/forge.log", d->secret);
-  const char *const forge_argv[] = {
-      files->forge, "--fixture", files->fixture, "--data", data,           "--tls-dir", tls,
-      "--key",      pub,         "--key",        apub,     "--ports-file", ports,       NULL};
-  if (spawn(d, forge_argv, flog) < 0 || !wait_for(ports, 10000)) {
+  /* --serve: the forge sends its webhooks to airlock serve (demo_serve.c) */
+  const char *const forge_argv[] = {files->forge,
+                                    "--fixture",
+                                    files->fixture,
+                                    "--data",
+                                    data,
+                                    "--tls-dir",
+                                    tls,
+                                    "--key",
+                                    pub,
+                                    "--key",
+                                    apub,
+                                    "--ports-file",
+                                    ports,
+                                    d->webhook_url[0] ? "--webhook-url" : NULL,
+                                    d->webhook_url,
+                                    "--webhook-secret",
+                                    d->webhook_secret,
+                                    NULL};
+  if (al_demo_spawn(d, forge_argv, flog) < 0 || !wait_for(ports, 10000)) {
     snprintf(d->log, sizeof d->log, "%s", flog);
     return al_error_set(err, 0, "the test forge did not start:");
   }
@@ -231,7 +255,7 @@ static int start_broker(al_demo *d, const al_demo_files *files, const char *keys
     return -1;
   const char *const broker_argv[] = {files->airlock_net, "broker",  "-c", bconf,
                                      "--socket",         d->socket, NULL};
-  if (spawn(d, broker_argv, blog) >= 0)
+  if (al_demo_spawn(d, broker_argv, blog) >= 0)
     for (int i = 0; i < 250; i++) {
       struct stat st;
       if (stat(d->socket, &st) == 0 && S_ISSOCK(st.st_mode))
@@ -262,6 +286,8 @@ int al_demo_setup(al_demo *d, const al_demo_files *files, const al_demo_relay *r
   char tls[PATH_MAX + 8], keys[PATH_MAX + 8];
   snprintf(tls, sizeof tls, "%s/tls", d->dir);
   snprintf(keys, sizeof keys, "%s/keys", d->secret);
+  if (d->serve && al_demo_serve_prepare(d, err) < 0)
+    return -1;
   if (make_keys(d, files, tls, keys, err) < 0 || start_forge(d, files, tls, keys, err) < 0 ||
       start_broker(d, files, keys, err) < 0)
     return -1;

@@ -55,6 +55,13 @@ typedef struct al_demo {
   size_t nchildren;
   int https_port, admin_port; /* the forge's listeners on 127.0.0.1 */
   bool keep;                  /* teardown leaves the directory */
+  /* `airlock demo --serve` (demo_serve.c): set serve before al_demo_setup */
+  bool serve;
+  char webhook_url[128];         /* http://127.0.0.1:PORT/webhook: the forge posts there */
+  char webhook_secret[PATH_MAX]; /* the webhook secret file (0600) */
+  char serve_conf[PATH_MAX];     /* serve.yaml */
+  char serve_log[PATH_MAX];      /* serve's log */
+  char status_url[128];          /* http://127.0.0.1:PORT: serve's status page */
 } al_demo;
 
 /* Build the whole environment into d (zeroed by the caller; d->keep may be
@@ -86,6 +93,28 @@ bool al_demo_attempt_allowed(const char *id, const char *credentials_mode);
  * it did not run. Sealed credentials hold when "cred.run-tokens" is
  * "blocked". */
 const char *al_demo_preflight_verdict(json_t *rec, const char *id);
+
+/* GET url (post NULL) or POST post to it, plain HTTP on loopback without a
+ * proxy, 10 s timeout; the parsed JSON answer (the caller decrefs) or NULL. */
+json_t *al_demo_http(const char *url, const char *post);
+
+/* `airlock demo --serve`, after al_demo_setup with d->serve: write
+ * serve.yaml (the webhook on d->webhook_url, the status page on a free
+ * port, state in the demo's private directory, acme/tally with the demo's
+ * policy, runs with `agent`), start `airlock serve -c` (the binary
+ * `airlock`) as the demo's last child, and wait for its listen.json
+ * (d->status_url). -1 with err (d->log names serve's log). */
+int al_demo_serve_start(al_demo *d, const char *airlock, const char *agent, al_error *err);
+
+/* Label acme/tally#number with `airlock` as `user` on the forge (its admin
+ * POST /hooks/label): the forge sends the signed `issues` webhook to
+ * serve. *status: the HTTP status serve answered the forge with. */
+int al_demo_serve_label(al_demo *d, int number, const char *user, int *status, al_error *err);
+
+/* Wait (up to timeout_ms) until serve's run for acme/tally#number is
+ * finished (succeeded, failed, refused, interrupted); *row: that row of
+ * /runs.json (new reference). -1 with err (ETIMEDOUT with its last state). */
+int al_demo_serve_wait(al_demo *d, int number, int timeout_ms, json_t **row, al_error *err);
 
 /* Stop the children (SIGTERM, reverse order: the broker revokes first;
  * SIGKILL after 5 s) and remove the directory unless d->keep. A message

@@ -4,7 +4,9 @@
  * event name is a header. Input: the first byte picks the event, the rest
  * is the body. Invariants: a parse either fails with a message or yields a
  * kind; a RUN has a repository OWNER/NAME, a ticket >= 1 and a sender; the
- * signature check never accepts a header that is not sha256=<64 hex>. */
+ * signature check never accepts a header that is not sha256=<64 hex>; an
+ * X-Forwarded-For client is a numeric address and never a trusted hop. */
+#include <arpa/inet.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,6 +43,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (al_webhook_verify("secret", 6, hdr, body, len, &err) == 0 &&
       (strncmp(hdr, "sha256=", 7) != 0 || strlen(hdr) != 71))
     __builtin_trap();
+  /* the bytes as an X-Forwarded-For value behind two trusted proxies */
+  {
+    char xff[1100];
+    size_t xl = len < sizeof xff - 1 ? len : sizeof xff - 1;
+    memcpy(xff, body, xl);
+    xff[xl] = '\0';
+    static const char *const trusted[] = {"127.0.0.1", "::1"};
+    char client[64];
+    al_webhook_xff_client(xff, trusted, 2, client, sizeof client);
+    unsigned char a[16];
+    if (client[0] && ((inet_pton(AF_INET, client, a) != 1 && inet_pton(AF_INET6, client, a) != 1) ||
+                      !strcmp(client, "127.0.0.1") || !strcmp(client, "::1")))
+      __builtin_trap();
+  }
   /* the same bytes as a check request line */
   json_t *m = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
   if (json_is_object(m)) {

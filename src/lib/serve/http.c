@@ -105,39 +105,6 @@ static void addr_text(const struct sockaddr *sa, char *out, size_t n)
   }
 }
 
-/* The client a trusted proxy forwards for: X-Forwarded-For read from the
- * right, trusted proxies' own hops skipped; the first other address, when
- * it is a numeric address, else "" (RFC 7239 §5.2 reads the same way). */
-static void xff_client(const char *xff, char *out, size_t n)
-{
-  out[0] = '\0';
-  if (!xff)
-    return;
-  size_t len = strlen(xff);
-  if (len > 1024)
-    return;
-  char buf[1025];
-  memcpy(buf, xff, len + 1);
-  for (;;) {
-    char *comma = strrchr(buf, ',');
-    char *hop = comma ? comma + 1 : buf;
-    while (*hop == ' ' || *hop == '\t')
-      hop++;
-    size_t hl = strlen(hop);
-    while (hl && (hop[hl - 1] == ' ' || hop[hl - 1] == '\t'))
-      hop[--hl] = '\0';
-    unsigned char a[16];
-    if (inet_pton(AF_INET, hop, a) != 1 && inet_pton(AF_INET6, hop, a) != 1)
-      return; /* not an address: nothing believed */
-    if (!is_trusted(hop) || !comma) {
-      if (!is_trusted(hop))
-        snprintf(out, n, "%s", hop);
-      return;
-    }
-    *comma = '\0';
-  }
-}
-
 static uint64_t mono_ms(void)
 {
   struct timespec ts;
@@ -532,8 +499,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     char client[INET6_ADDRSTRLEN + 2] = "";
     size_t same = 0;
     if (sl && sl->proxy) {
-      xff_client(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-For"), client,
-                 sizeof client);
+      al_webhook_xff_client(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-For"),
+                            (const char *const *)s->cfg->trusted_proxies, s->cfg->n_trusted_proxies,
+                            client, sizeof client);
       if (!client[0])
         snprintf(client, sizeof client, "%s?", sl->peer); /* no usable hop: one bucket */
       for (size_t i = 0; i < g_conns.n; i++)

@@ -1,6 +1,7 @@
 /* Webhook authentication and parsing: see webhook.h. */
 #include "serve/webhook.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -205,4 +206,44 @@ int al_webhook_parse(const char *event, const char *body, size_t len, const char
 out:
   json_decref(j);
   return ret;
+}
+
+static bool listed(const char *ip, const char *const *trusted, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(trusted[i], ip))
+      return true;
+  return false;
+}
+
+void al_webhook_xff_client(const char *xff, const char *const *trusted, size_t n, char *out,
+                           size_t out_n)
+{
+  out[0] = '\0';
+  if (!xff)
+    return;
+  size_t len = strlen(xff);
+  if (len > 1024)
+    return;
+  char buf[1025];
+  memcpy(buf, xff, len + 1);
+  for (;;) {
+    char *comma = strrchr(buf, ',');
+    char *hop = comma ? comma + 1 : buf;
+    while (*hop == ' ' || *hop == '\t')
+      hop++;
+    size_t hl = strlen(hop);
+    while (hl && (hop[hl - 1] == ' ' || hop[hl - 1] == '\t'))
+      hop[--hl] = '\0';
+    unsigned char a[16];
+    if (inet_pton(AF_INET, hop, a) != 1 && inet_pton(AF_INET6, hop, a) != 1)
+      return; /* not an address: nothing believed */
+    if (!listed(hop, trusted, n)) {
+      snprintf(out, out_n, "%s", hop);
+      return;
+    }
+    if (!comma)
+      return; /* only trusted hops */
+    *comma = '\0';
+  }
 }

@@ -54,4 +54,15 @@ bool al_webhook_delivery_ok(const char *s);
 int al_webhook_parse(const char *event, const char *body, size_t len, const char *label,
                      const char *command, al_webhook_event *out, al_error *err);
 
+/* The client a trusted reverse proxy forwards for, from its
+ * X-Forwarded-For value xff (may be NULL): the hops read from the right,
+ * those in trusted[0..n) (numeric addresses, the config's
+ * listen.trusted_proxies) skipped; the first other hop, when it is a
+ * numeric IPv4 or IPv6 address (inet_pton), is copied to out. out is ""
+ * when there is none, when a hop is not an address (nothing after it is
+ * believed), or xff is over 1024 bytes. The reading of RFC 7239 §5.2 for
+ * the de-facto header (MDN "X-Forwarded-For": the rightmost untrusted). */
+void al_webhook_xff_client(const char *xff, const char *const *trusted, size_t n, char *out,
+                           size_t out_n);
+
 #endif

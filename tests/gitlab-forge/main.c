@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -446,6 +448,205 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
   return message(c, 404, "404 Not Found");
 }
 
+/* ---- git smart HTTP (gitprotocol-http(5)), through git-http-backend(1) ---- */
+
+static const char *repos_dir; /* --repos: bare repositories DIR/<full path>.git */
+
+static token *basic_token(struct MHD_Connection *c)
+{
+  const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+  if (!a || strncasecmp(a, "Basic ", 6) != 0)
+    return NULL;
+  const char *b = a + 6;
+  size_t n = strlen(b);
+  unsigned char dec[400];
+  if (n == 0 || n % 4 || n > 512)
+    return NULL;
+  int dl = EVP_DecodeBlock(dec, (const unsigned char *)b, (int)n);
+  if (dl < 0)
+    return NULL;
+  dl -= (b[n - 1] == '=') + (n > 1 && b[n - 2] == '=');
+  dec[dl] = '\0';
+  char *colon = strchr((char *)dec, ':');
+  if (!colon)
+    return NULL;
+  char now[11];
+  today(now, 0);
+  for (size_t i = 0; i < n_tokens; i++) {
+    token *t = &tokens[i];
+    if (strcmp(colon + 1, t->value) == 0) {
+      OPENSSL_cleanse(dec, sizeof dec);
+      if (t->revoked || (t->expires_at[0] && strcmp(t->expires_at, now) <= 0))
+        return NULL;
+      return t;
+    }
+  }
+  OPENSSL_cleanse(dec, sizeof dec);
+  return NULL;
+}
+
+static enum MHD_Result git_denied(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(strlen(msg), (void *)msg, MHD_RESPMEM_MUST_COPY);
+  if (status == 401)
+    MHD_add_response_header(r, "WWW-Authenticate", "Basic realm=\"GitLab\"");
+  enum MHD_Result ret = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+/* /<full path>[.git]/{info/refs,git-upload-pack,git-receive-pack}: the
+ * project and the rest, or NULL. */
+static json_t *git_project(const char *url, const char **rest)
+{
+  static const char *const tails[] = {"/info/refs", "/git-upload-pack", "/git-receive-pack"};
+  for (size_t i = 0; i < 3; i++) {
+    size_t ul = strlen(url), tl = strlen(tails[i]);
+    if (ul <= tl + 1 || strcmp(url + ul - tl, tails[i]) != 0)
+      continue;
+    char p[512];
+    size_t pl = ul - tl - 1;
+    if (pl >= sizeof p)
+      return NULL;
+    memcpy(p, url + 1, pl);
+    p[pl] = '\0';
+    if (pl > 4 && strcmp(p + pl - 4, ".git") == 0)
+      p[pl - 4] = '\0';
+    if (strchr(p, '%') || strstr(p, ".."))
+      return NULL;
+    *rest = tails[i];
+    size_t k;
+    json_t *pr;
+    json_array_foreach(json_object_get(fixture, "projects"), k, pr)
+    {
+      const char *path = json_string_value(json_object_get(pr, "path_with_namespace"));
+      if (path && strcasecmp(p, path) == 0)
+        return pr;
+    }
+  }
+  return NULL;
+}
+
+static enum MHD_Result git_route(struct MHD_Connection *c, const char *method, const char *url,
+                                 const char *body, size_t len)
+{
+  const char *rest = NULL;
+  json_t *p = git_project(url, &rest);
+  if (!p || !repos_dir)
+    return git_denied(c, 404, "The project you were looking for could not be found.\n");
+  const char *svc = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "service");
+  bool push = !strcmp(rest, "/git-receive-pack") || (svc && !strcmp(svc, "git-receive-pack"));
+  token *t = basic_token(c);
+  if (!t)
+    return git_denied(c, 401, "HTTP Basic: Access denied\n");
+  long long pid = (long long)json_integer_value(json_object_get(p, "id"));
+  if (t->project_id != 0 && t->project_id != pid)
+    return git_denied(c, 404, "The project you were looking for could not be found.\n");
+  if (t->project_id != 0 && !has_scope(t, push ? "write_repository" : "read_repository"))
+    return git_denied(c, 403, "You are not allowed to do this with this token's scopes.\n");
+  const char *path = json_string_value(json_object_get(p, "path_with_namespace"));
+  char pinfo[600], root[4096], tmpl[] = "/tmp/airlock-gl-body.XXXXXX";
+  snprintf(pinfo, sizeof pinfo, "/%s.git%s", path, rest);
+  snprintf(root, sizeof root, "%s", repos_dir);
+  int in = mkstemp(tmpl);
+  if (in < 0)
+    return git_denied(c, 500, "no temporary file\n");
+  unlink(tmpl);
+  if (len && write(in, body, len) != (ssize_t)len) {
+    close(in);
+    return git_denied(c, 500, "write failed\n");
+  }
+  lseek(in, 0, SEEK_SET);
+  int out[2];
+  if (pipe(out) < 0) {
+    close(in);
+    return git_denied(c, 500, "pipe failed\n");
+  }
+  const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+  const char *ce = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Encoding");
+  const char *gp = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Git-Protocol");
+  pid_t child = fork();
+  if (child == 0) {
+    dup2(in, 0);
+    dup2(out[1], 1);
+    char e[9][700];
+    snprintf(e[0], sizeof e[0], "GIT_PROJECT_ROOT=%s", root);
+    snprintf(e[1], sizeof e[1], "PATH_INFO=%s", pinfo);
+    snprintf(e[2], sizeof e[2], "REQUEST_METHOD=%s", method);
+    snprintf(e[3], sizeof e[3], "QUERY_STRING=%s",
+             svc ? (push ? "service=git-receive-pack" : "service=git-upload-pack") : "");
+    snprintf(e[4], sizeof e[4], "CONTENT_TYPE=%s", ct ? ct : "");
+    snprintf(e[5], sizeof e[5], "HTTP_CONTENT_ENCODING=%s", ce ? ce : "");
+    snprintf(e[6], sizeof e[6], "GIT_PROTOCOL=%s", gp ? gp : "");
+    snprintf(e[7], sizeof e[7], "REMOTE_USER=%s", t->project_id ? "project_bot" : "maintainer");
+    snprintf(e[8], sizeof e[8], "CONTENT_LENGTH=%zu", len);
+    static char exp_all[] = "GIT_HTTP_EXPORT_ALL=1", path_env[] = "PATH=/usr/bin:/bin";
+    static char a0[] = "git", a1[] = "http-backend";
+    char *envp[] = {e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7], e[8], exp_all, path_env, NULL};
+    char *argv[] = {a0, a1, NULL};
+    execve("/usr/bin/git", argv, envp);
+    _exit(127);
+  }
+  close(in);
+  close(out[1]);
+  size_t cap = 65536, n = 0;
+  char *buf = malloc(cap);
+  for (ssize_t k; buf && (k = read(out[0], buf + n, cap - n)) > 0;) {
+    n += (size_t)k;
+    if (n == cap) {
+      char *nb = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+  }
+  close(out[0]);
+  int st;
+  waitpid(child, &st, 0);
+  if (!buf)
+    return git_denied(c, 500, "git http-backend answered too much\n");
+  /* the CGI head: Status: and fields up to the blank line */
+  unsigned status = 200;
+  size_t hs = 0;
+  char *end = NULL;
+  for (size_t i = 0; i + 1 < n; i++) {
+    if (buf[i] == '\n' && (buf[i + 1] == '\n' || (buf[i + 1] == '\r' && i + 2 < n))) {
+      end = buf + i;
+      hs = i + (buf[i + 1] == '\n' ? 2 : 3);
+      break;
+    }
+  }
+  if (!end) {
+    free(buf);
+    return git_denied(c, 500, "git http-backend failed\n");
+  }
+  struct MHD_Response *r = MHD_create_response_from_buffer(n - hs, buf + hs, MHD_RESPMEM_MUST_COPY);
+  *end = '\0';
+  char *save = NULL;
+  for (char *line = strtok_r(buf, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+    char *colon = strchr(line, ':');
+    if (!colon)
+      continue;
+    *colon = '\0';
+    const char *v = colon + 1;
+    while (*v == ' ')
+      v++;
+    if (!strcasecmp(line, "Status"))
+      status = (unsigned)strtoul(v, NULL, 10);
+    else
+      MHD_add_response_header(r, line, v);
+  }
+  free(buf);
+  enum MHD_Result ret = MHD_queue_response(c, status ? status : 500, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **ctx)
@@ -477,6 +678,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
   }
   if (rq->too_large)
     return message(c, 413, "body too large");
+  if (strncmp(url, "/api/", 5) != 0)
+    return git_route(c, method, url, rq->body, rq->len);
   json_t *body = NULL;
   if (rq->len) {
     body = json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES, NULL);
@@ -514,6 +717,8 @@ int main(int argc, char **argv)
       token_file = argv[i + 1];
     else if (!strcmp(argv[i], "--ports-file"))
       ports_file = argv[i + 1];
+    else if (!strcmp(argv[i], "--repos"))
+      repos_dir = argv[i + 1];
   }
   if (!fix || !token_file || !ports_file) {
     fprintf(stderr, "usage: airlock-gitlab-forge --fixture FILE --token-file FILE "

@@ -13,8 +13,16 @@ D=$T_TMP/gl
 mkdir -p "$D"
 umask 077
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$D/token"
+# the project's bare repository, one commit on main
+export GIT_CONFIG_NOSYSTEM=1 HOME=$D GIT_TERMINAL_PROMPT=0
+git init -q --bare -b main "$D/repos/acme/tools/tally.git"
+git init -q -b main "$D/seed"
+echo one >"$D/seed/a.txt"
+git -C "$D/seed" add a.txt
+git -C "$D/seed" -c user.name=t -c user.email=t@test commit -qm one
+git -C "$D/seed" push -q "$D/repos/acme/tools/tally.git" main
 "$FORGE" --fixture "$SRC/tests/gitlab-forge/fixtures/sample.json" --token-file "$D/token" \
-  --ports-file "$D/ports.json" >"$D/forge.log" 2>&1 &
+  --ports-file "$D/ports.json" --repos "$D/repos" >"$D/forge.log" 2>&1 &
 FPID=$!
 on_exit "kill $FPID"
 for _ in $(seq 1 100); do [ -s "$D/ports.json" ] && break; kill -0 $FPID 2>/dev/null || break; sleep 0.1; done
@@ -85,6 +93,27 @@ is "auto-merge on creation is refused" "$(req "$D/run" POST /projects/42/merge_r
   '{"source_branch":"airlock/7-cd","target_branch":"main","title":"x","merge_when_pipeline_succeeds":true}')" 400
 is "the run's MR listed by source_branch" "$(req "$D/run" GET '/projects/42/merge_requests?source_branch=airlock%2F7-ab12')" 200
 is "... one" "$(jq -r length "$D/out")" 1
+
+# git smart HTTP with project tokens: the password read from a file by a
+# credential helper, never on a command line
+gitc() { local tf=$1; shift; git -c credential.helper= -c "credential.helper=!f() { echo username=oauth2; echo password=\$(cat $tf); }; f" "$@"; }
+GURL=http://127.0.0.1:$PORT/acme/tools/tally.git
+mint "{\"name\":\"git\",\"scopes\":[\"read_repository\",\"write_repository\"],\"access_level\":30,\"expires_at\":\"$TOM\"}" >/dev/null
+jq -r .token "$D/out" >"$D/gtok"; GTID=$(jq -r .id "$D/out")
+mint "{\"name\":\"ro\",\"scopes\":[\"read_repository\"],\"access_level\":30,\"expires_at\":\"$TOM\"}" >/dev/null
+jq -r .token "$D/out" >"$D/rotok"
+check "git clone over smart HTTP with the project token" gitc "$D/gtok" clone -q "$GURL" "$D/clone"
+echo two >"$D/clone/b.txt"
+git -C "$D/clone" add b.txt && git -C "$D/clone" -c user.name=t -c user.email=t@test commit -qm two
+check "git push of the run branch with write_repository (control)" \
+  gitc "$D/gtok" -C "$D/clone" push -q origin HEAD:refs/heads/airlock/7-ab12
+is "... the branch is on the forge" "$(git -C "$D/repos/acme/tools/tally.git" rev-parse airlock/7-ab12)" "$(git -C "$D/clone" rev-parse HEAD)"
+OUT=$(gitc "$D/rotok" -C "$D/clone" push -q origin HEAD:refs/heads/airlock/7-ro 2>&1) && fail "git push with read_repository only is refused" || like "git push with read_repository only is refused (403)" "$OUT" "403|not allowed"
+check "... while its clone works (control)" gitc "$D/rotok" clone -q "$GURL" "$D/clone-ro"
+check_not "git clone without a credential is refused" git -c credential.helper= clone -q "$GURL" "$D/clone-none"
+is "the git token revoked" "$(req "$D/token" DELETE "/projects/42/access_tokens/$GTID")" 204
+OUT=$(gitc "$D/gtok" -C "$D/clone" push -q origin HEAD:refs/heads/airlock/7-cd 2>&1) && fail "... then git push is refused" || like "... then git push is refused (401)" "$OUT" "Authentication failed|401"
+check_not "... and git fetch" gitc "$D/gtok" -C "$D/clone" fetch -q origin
 
 is "the token is alive before revocation (control)" "$(req "$D/run" GET /personal_access_tokens/self)" 200
 is "the run's token revoked" "$(req "$D/token" DELETE "/projects/42/access_tokens/$TID")" 204

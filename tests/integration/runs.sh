@@ -25,6 +25,18 @@ out=$("$AIRLOCK" runs --dir "$T_TMP/none" 2>&1); rc=$?
 is "runs on a missing directory: exit 0" "$rc" 0
 like "... saying there are none" "$out" "no run records in $T_TMP/none"
 
+# --- a DNS failure is not a denial (issue 27, a newcomer's nit) ---
+F=$T_TMP/fail-dir
+mkdir -p "$F"
+for id in 4444444444444444:dns-failed 5555555555555555:sni-mismatch; do
+  printf '{"schema": "airlock.run-record/1", "run_id": "%s", "proxy_decision_counts": {"connections": 4, "allowed": 1, "denied": 3, "denials": {"%s": 2, "not-allowed": 1}}}\n' \
+    "${id%%:*}" "${id#*:}" >"$F/${id%%:*}.json"
+done
+den() { "$AIRLOCK" runs --json --dir "$F" | jq -r ".[] | select(.id == \"$1\") | .denials"; }
+is "runs: two DNS failures and one refusal count one denial" "$(den 4444444444444444)" 1
+is "control: three refusals count three" "$(den 5555555555555555)" 3
+like "show: the DNS failures are failed, not denied" "$("$AIRLOCK" show --dir "$F" 4444444444444444 2>&1)" 'proxy: 4 connections, 1 allowed, 1 denied, 2 failed \(DNS, connect\)'
+
 # --- hostile record files (no forge needed) ---
 H=$T_TMP/hostile-dir
 mkdir -p "$H"

@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "policy/policy.h"
 #include "net/host.h"
+#include "net/listen.h"
 #include "proxy/proxy.h"
 #include "relay/launch.h"
 #include "sandbox/sandbox.h"
@@ -48,80 +49,21 @@ static void usage(FILE *out)
                "                            model API host only), not its network section\n");
 }
 
-/* "127.0.0.1:3128" or "[::1]:3128" (port 0: any free port) -> h, port.
- * Returns 0 or -1 with err naming the rule (a usage error). */
-static int parse_listen(const char *spec, al_host *h, uint16_t *port, al_error *err)
-{
-  const char *why = NULL;
-  const char *colon = strrchr(spec, ':');
-  if (!colon)
-    return al_error_set(err, EINVAL, "--listen `%s`: expected ADDR:PORT (IPv6 as [ADDR]:PORT)",
-                        spec);
-  /* port 0 (any free port) is allowed here, unlike in a target */
-  if (strcmp(colon + 1, "0") == 0) {
-    char tmp[300];
-    snprintf(tmp, sizeof tmp, "%.*s:1", (int)(colon - spec), spec);
-    if (al_authority_parse(tmp, strlen(tmp), h, port, &why) < 0)
-      return al_error_set(err, EINVAL, "--listen `%s`: %s", spec, why);
-    *port = 0;
-  } else if (al_authority_parse(spec, strlen(spec), h, port, &why) < 0) {
-    return al_error_set(err, EINVAL, "--listen `%s`: %s (expected ADDR:PORT)", spec, why);
-  }
-  if (!h->is_ip)
-    return al_error_set(err, EINVAL, "--listen `%s`: needs a numeric address", spec);
-  if (strchr(spec, ':') == colon && (strlen(h->name) != (size_t)(colon - spec) ||
-                                     strncmp(spec, h->name, (size_t)(colon - spec)) != 0))
-    return al_error_set(err, EINVAL, "--listen `%s`: an ambiguous IPv4 spelling; write `%s:%.*s`",
-                        spec, h->name, (int)strlen(colon + 1), colon + 1);
-  return 0;
-}
-
-/* "127.0.0.1:3128" or "[::1]:3128" -> a bound, listening socket. */
+/* "127.0.0.1:3128" or "[::1]:3128" -> a bound, listening socket
+ * (net/listen.h), with the warning a non-loopback listener deserves. */
 static int listen_on(const char *spec, al_error *err)
 {
   al_host h;
   uint16_t port = 0;
-  struct sockaddr_storage ss;
-  socklen_t sl;
-  char pbuf[8];
-
-  memset(&ss, 0, sizeof ss);
-  if (parse_listen(spec, &h, &port, err) < 0)
+  int fd = al_listen_tcp(spec, 4096, AL_LISTEN_NONBLOCK, &h, &port, err);
+  if (fd < 0)
     return -1;
   if (strncmp(h.name, "127.", 4) != 0 && strcmp(h.name, "::1") != 0)
     al_warn("--listen %s is not loopback: anyone who can reach it can use the allowlist; "
             "make sure only the sandbox's network can",
             spec);
-  if (h.family == AF_INET) {
-    struct sockaddr_in *s4 = (struct sockaddr_in *)(void *)&ss;
-    s4->sin_family = AF_INET;
-    s4->sin_port = htons(port);
-    inet_pton(AF_INET, h.name, &s4->sin_addr);
-    sl = sizeof *s4;
-  } else {
-    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)(void *)&ss;
-    s6->sin6_family = AF_INET6;
-    s6->sin6_port = htons(port);
-    inet_pton(AF_INET6, h.name, &s6->sin6_addr);
-    sl = sizeof *s6;
-  }
-  int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
-    return al_make_error(err, errno, "socket");
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 4096) < 0) {
-    int e = errno;
-    close(fd);
-    return al_make_error(err, e, "listen on %s", spec);
-  }
-  sl = sizeof ss;
-  getsockname(fd, (struct sockaddr *)&ss, &sl);
-  snprintf(pbuf, sizeof pbuf, "%u",
-           ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)(void *)&ss)->sin_port
-                                         : ((struct sockaddr_in6 *)(void *)&ss)->sin6_port));
-  al_info("proxy: listening on %s%s%s port %s", h.family == AF_INET6 ? "[" : "", h.name,
-          h.family == AF_INET6 ? "]" : "", pbuf);
+  al_info("proxy: listening on %s%s%s port %u", h.family == AF_INET6 ? "[" : "", h.name,
+          h.family == AF_INET6 ? "]" : "", (unsigned)port);
   return fd;
 }
 
@@ -173,7 +115,7 @@ int cmd_proxy(int argc, char **argv)
       al_host h;
       uint16_t port;
       al_error le = {0};
-      if (parse_listen(optarg, &h, &port, &le) < 0)
+      if (al_listen_parse(optarg, &h, &port, &le) < 0)
         return al_cli_usage_error("%s", le.msg);
       listen_specs[n_listen++] = optarg;
       break;

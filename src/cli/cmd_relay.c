@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "net/listen.h"
 #include "commands.h"
 #include "common/util.h"
 #include "policy/policy.h"
@@ -34,32 +35,6 @@ static void usage(FILE *out)
       "start) or --key-file (mode 0600). One JSON line per call goes to --log\n"
       "(default: stdout). Without --proxy it dials the upstream directly\n"
       "(debugging only).\n");
-}
-
-static int listen_on(const char *addr)
-{
-  char host[64];
-  snprintf(host, sizeof host, "%s", addr);
-  char *colon = strrchr(host, ':');
-  if (!colon)
-    return -1;
-  *colon = '\0';
-  const char *p = colon + 1;
-  uint64_t port;
-  if (al_parse_decimal(&p, &port) < 0 || *p || port < 1 || port > 65535)
-    return -1;
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-    return -1;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 128) < 0) {
-    if (fd >= 0)
-      close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 int cmd_relay(int argc, char **argv)
@@ -207,10 +182,19 @@ int cmd_relay(int argc, char **argv)
     al_relay_config_clear(&cfg);
     return 2;
   }
-  if (listen)
-    listen_fd = listen_on(listen);
+  if (listen) {
+    al_error lerr = {0};
+    al_host lh;
+    uint16_t lport = 0;
+    listen_fd = al_listen_tcp(listen, 128, 0, &lh, &lport, &lerr);
+    if (listen_fd < 0) {
+      al_cli_error("%s", lerr.msg);
+      al_relay_config_clear(&cfg);
+      return 2;
+    }
+  }
   if (listen_fd < 0) {
-    al_cli_error("need --listen ADDR:PORT (IPv4) or --listen-fd N");
+    al_cli_error("need --listen ADDR:PORT ([ADDR]:PORT for IPv6) or --listen-fd N");
     al_relay_config_clear(&cfg);
     return 2;
   }

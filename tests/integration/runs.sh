@@ -37,6 +37,12 @@ is "runs: two DNS failures and one refusal count one denial" "$(den 444444444444
 is "control: three refusals count three" "$(den 5555555555555555)" 3
 like "show: the DNS failures are failed, not denied" "$("$AIRLOCK" show --dir "$F" 4444444444444444 2>&1)" 'proxy: 4 connections, 1 allowed, 1 denied, 2 failed \(DNS, connect\)'
 
+printf '{"schema": "airlock.run-record/1", "run_id": "6666666666666666", "audit": {"status": "does-not-hold", "holds": false, "not_holding": "B1 required reviews", "report": {"branch": "main", "counts": {"warn": 2}}, "accepted_unprotected": true}}\n' >"$F/6666666666666666.json"
+out=$("$AIRLOCK" show --dir "$F" 6666666666666666 2>&1)
+like "show: the audit section, its status and branch" "$out" 'audit: does-not-hold \(branch main\)'
+like "show: what does not hold, and the override" "$(tr '\n' ' ' <<<"$out")" 'not holding: B1 required reviews.*ACCEPTED UNPROTECTED'
+like "control: a record without an audit says so" "$("$AIRLOCK" show --dir "$F" 5555555555555555 2>&1)" 'audit: none recorded'
+
 # --- hostile record files (no forge needed) ---
 H=$T_TMP/hostile-dir
 mkdir -p "$H"

@@ -409,6 +409,27 @@ static void show_review(const json_t *rec, FILE *out)
   show_notes(out, rv, "could_not_read", none);
 }
 
+static void show_audit(const json_t *rec, FILE *out)
+{
+  const json_t *a = json_object_get(rec, "audit");
+  if (!json_is_object(a)) {
+    line(out, "audit: none recorded");
+    return;
+  }
+  const json_t *rp = json_object_get(a, "report");
+  const json_t *k = json_object_get(rp, "counts");
+  line(out, "audit: %s%s%s%s", S(jstr(a, "status")), jstr(rp, "branch") ? " (branch " : "",
+       jstr(rp, "branch") ? jstr(rp, "branch") : "", jstr(rp, "branch") ? ")" : "");
+  if (jint(k, "warn", 0) > 0)
+    line(out, "  %lld WARN criteria (the record's audit.report)", jint(k, "warn", 0));
+  if (jstr(a, "not_holding"))
+    line(out, "  not holding: %s", jstr(a, "not_holding"));
+  if (jstr(a, "error"))
+    line(out, "  error: %s", jstr(a, "error"));
+  if (jtrue(a, "accepted_unprotected"))
+    line(out, "  ACCEPTED UNPROTECTED (--accept-unprotected)");
+}
+
 static void show_revocation(const json_t *rec, FILE *out)
 {
   const json_t *rv = json_object_get(rec, "revocation");
@@ -434,6 +455,7 @@ void al_run_show(const json_t *rec, const char *path, FILE *out)
 {
   show_head(rec, path, out);
   show_phases(rec, out);
+  show_audit(rec, out);
   show_proxy(rec, out);
   show_gateway(rec, out);
   show_pr(rec, out);

@@ -90,17 +90,14 @@ int cmd_relay(int argc, char **argv)
   if (al_cli_max_operands(argc, argv, optind, 0) != 0)
     return AL_EXIT_USAGE;
   if (listen) {
-    /* ADDR:PORT, numeric IPv4: a usage error before the key is touched */
-    const char *colon = strrchr(listen, ':');
+    /* ADDR:PORT or [ADDR]:PORT (net/listen.h): a usage error before the
+     * key is touched; port 0 is refused here (no way to learn it) */
+    al_host lh;
     uint16_t port;
-    struct in_addr a;
-    char host[64];
-    if (!colon || (size_t)(colon - listen) >= sizeof host)
-      return al_cli_usage_error("--listen `%s`: expected ADDR:PORT (numeric IPv4)", listen);
-    snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
-    if (inet_pton(AF_INET, host, &a) != 1)
-      return al_cli_usage_error("--listen `%s`: expected ADDR:PORT (numeric IPv4)", listen);
-    if (al_cli_port("--listen", colon + 1, false, &port) != 0)
+    al_error le = {0};
+    if (al_listen_parse(listen, &lh, &port, &le) < 0)
+      return al_cli_usage_error("%s", le.msg);
+    if (al_cli_port("--listen", strrchr(listen, ':') + 1, false, &port) != 0)
       return AL_EXIT_USAGE;
   }
   /* This process holds the model key: no core dumps, no ptrace. */

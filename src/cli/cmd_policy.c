@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "common/term.h"
 #include "common/util.h"
+#include "forge/names.h"
 #include "policy/policy.h"
 #include "starter_policy.h"
 
@@ -45,18 +46,11 @@ static void usage(FILE *out)
           "Exit status: 0 valid (for the purpose); 1 invalid; 2 usage.\n");
 }
 
-/* OWNER/REPO as GitHub spells them: [A-Za-z0-9._-], not starting with `.`. */
-static bool valid_repo(const char *s)
+/* OWNER/REPO by the one rule (forge/names.h). */
+static bool repo_ok(const char *s)
 {
-  const char *slash = strchr(s, '/');
-  if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/') || s[0] == '.' ||
-      slash[1] == '.' || strlen(s) > 140)
-    return false;
-  for (const char *p = s; *p; p++)
-    if (p != slash && !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                        (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
-      return false;
-  return true;
+  const char *why;
+  return al_repo_name_check(s, &why) == 0;
 }
 
 static int load(const char *path, al_policy **p, al_error *err)
@@ -101,7 +95,7 @@ static int check(int argc, char **argv)
       have_purpose = true;
       break;
     case 'r':
-      if (!valid_repo(optarg))
+      if (!repo_ok(optarg))
         return al_cli_usage_error("--repo `%s`: expected OWNER/REPO", optarg);
       repo = optarg;
       break;
@@ -186,7 +180,7 @@ static int init(int argc, char **argv)
     return AL_EXIT_USAGE;
   if (argv[1][0] == '-')
     return al_cli_usage_error("unknown option `%s`", argv[1]);
-  if (!valid_repo(argv[1]))
+  if (!repo_ok(argv[1]))
     return al_cli_usage_error("`%s`: expected OWNER/REPO (A-Z a-z 0-9 . _ -)", argv[1]);
   if (strcasecmp(argv[1], "OWNER/REPO") == 0)
     return al_cli_usage_error("`%s` is the docs' placeholder: give the repository the tickets "

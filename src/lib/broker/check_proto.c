@@ -12,22 +12,9 @@
 
 #include "broker/client.h"
 #include "forge/appconfig.h"
+#include "forge/names.h"
 #include "broker/proto.h"
 #include "common/util.h"
-
-/* A GitHub login (1..39 of [A-Za-z0-9-], no leading '-'). */
-static bool login_ok(const char *s)
-{
-  size_t n = strlen(s);
-  if (n == 0 || n > 39 || s[0] == '-')
-    return false;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-'))
-      return false;
-  }
-  return true;
-}
 
 json_t *al_proto_check_req_to_json(const al_proto_check_req *req)
 {
@@ -64,8 +51,8 @@ int al_proto_check_req_from_json(json_t *msg, al_proto_check_req *out, al_error 
   json_t *u = json_object_get(msg, "user");
   if (u) {
     const char *us = json_string_value(u);
-    if (!us || strlen(us) != json_string_length(u) || !login_ok(us))
-      return al_error_set(err, EINVAL, "check: `user` is not a GitHub login");
+    if (!us || strlen(us) != json_string_length(u) || al_login_check(us, true, &why) < 0)
+      return al_error_set(err, EINVAL, "check: `user` is not a GitHub login: %s", why);
     snprintf(out->user, sizeof out->user, "%s", us);
   }
   return 0;
@@ -127,8 +114,8 @@ int al_broker_check(const char *socket_path, const char *repo, unsigned long tic
     return al_error_set(err, EINVAL, "check: repository `%s`: not OWNER/REPO", repo ? repo : "");
   snprintf(req.repo, sizeof req.repo, "%s", repo);
   if (user) {
-    if (!login_ok(user))
-      return al_error_set(err, EINVAL, "check: `%s` is not a GitHub login", user);
+    if (al_login_check(user, true, &why) < 0 || strlen(user) >= sizeof req.user)
+      return al_error_set(err, EINVAL, "check: `%s` is not a GitHub login: %s", user, why);
     snprintf(req.user, sizeof req.user, "%s", user);
   }
   int fd = al_broker_request(socket_path, al_proto_check_req_to_json(&req), "check", err);

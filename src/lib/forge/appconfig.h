@@ -53,6 +53,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "forge/names.h"
 
 typedef enum al_role { AL_ROLE_GIT = 0, AL_ROLE_TICKET = 1, AL_ROLE_COUNT = 2 } al_role;
 
@@ -60,24 +61,6 @@ typedef enum al_role { AL_ROLE_GIT = 0, AL_ROLE_TICKET = 1, AL_ROLE_COUNT = 2 } 
 const char *al_role_name(al_role r);
 /* Parse a role name; returns -1 when unknown. */
 int al_role_parse(const char *name, al_role *out);
-
-#define AL_PERM_NAME_MAX 48
-
-/* One permission: a GitHub App permission name and "read" or "write". */
-typedef struct al_perm {
-  char name[AL_PERM_NAME_MAX];
-  bool write;
-} al_perm;
-
-typedef struct al_perm_set {
-  al_perm items[16];
-  size_t n;
-} al_perm_set;
-
-/* True for permissions the broker never grants, whatever the config or a
- * client says: administration, workflows, actions, secrets and the other
- * permissions that change who may merge, run code or read secrets. */
-bool al_perm_never_granted(const char *name);
 
 /* The roles' permissions when the config names none (`roles:`): git
  * {contents: write, pull_requests: write}, ticket {issues: write}; what
@@ -88,13 +71,6 @@ void al_broker_default_roles(al_perm_set roles[AL_ROLE_COUNT]);
  * forge/audit.c mints it): administration: read, contents: read (and
  * the implied metadata: read). */
 void al_audit_app_perms(al_perm_set *out);
-
-/* Find a permission by name in a set, or NULL. */
-const al_perm *al_perm_find(const al_perm_set *s, const char *name);
-
-/* Validate a permission name ([a-z_]{1,47}) and level ("read"/"write").
- * Returns 0, or -1 with a reason in *why. */
-int al_perm_check(const char *name, const char *level, bool *write, const char **why);
 
 #define AL_SECRET_NAME_MAX 64
 #define AL_SECRET_VALUE_MAX 1024
@@ -154,14 +130,6 @@ int al_broker_config_load_buffer(const char *name, const char *buf, size_t len,
 bool al_broker_config_repo_allowed(const al_broker_config *c, const char *repo);
 /* True when uid is in clients.uids. */
 bool al_broker_config_uid_allowed(const al_broker_config *c, uid_t uid);
-
-/* Check that an API URL is acceptable: https, or http when the host is a
- * loopback literal (127.0.0.0/8, ::1) or "localhost". Returns 0 or -1 with *why. */
-int al_api_url_check(const char *url, const char **why);
-
-/* Check an "owner/repo" name (GitHub's character set: [A-Za-z0-9._-], one
- * slash, neither part empty, "." or ".."). Returns 0 or -1 with *why. */
-int al_repo_name_check(const char *repo, const char **why);
 
 /* Read the audit token file (config `audit.token_file`). The file must be
  * a regular file (not a symlink), owned by the effective uid, with no group

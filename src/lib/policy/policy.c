@@ -335,7 +335,7 @@ static json_t *role_json(const al_policy_role *r)
     return json_null();
   json_t *perms = json_object();
   for (size_t i = 0; i < r->n_perms; i++)
-    json_object_set_new(perms, r->perms[i].name, json_string(r->perms[i].level));
+    json_object_set_new(perms, r->perms[i].name, json_string(al_perm_level(&r->perms[i])));
   return json_pack("{s:s?, s:o}", "repo", r->repo, "permissions", perms);
 }
 
@@ -454,10 +454,6 @@ char *al_policy_canonical(const al_policy *p)
 static void free_role(al_policy_role *r)
 {
   free(r->repo);
-  for (size_t i = 0; i < r->n_perms; i++) {
-    free(r->perms[i].name);
-    free(r->perms[i].level);
-  }
   free(r->perms);
 }
 

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "forge/names.h"
 
 /* One allowlist entry: exactly host:port, or a *.suffix wildcard. */
 typedef struct al_net_allow {
@@ -83,16 +84,10 @@ typedef struct al_policy_process {
   al_policy_limits limits;
 } al_policy_process;
 
-/* One GitHub App permission, e.g. {"contents", "write"}. */
-typedef struct al_permission {
-  char *name;
-  char *level; /* "read" or "write" */
-} al_permission;
-
 typedef struct al_policy_role {
   bool present;
-  char *repo; /* "OWNER/REPO" */
-  al_permission *perms;
+  char *repo;     /* "OWNER/REPO" */
+  al_perm *perms; /* forge/names.h, the one permission type */
   size_t n_perms;
 } al_policy_role;
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "forge/names.h"
 #include "policy/sensitive.h"
 #include "net/addr.h"
 #include "net/host.h"
@@ -149,23 +150,8 @@ static bool valid_env_name(const char *s)
   return strlen(s) <= 128;
 }
 
-static bool valid_repo(const char *s)
-{
-  const char *slash = strchr(s, '/');
-  if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/'))
-    return false;
-  for (const char *p = s; *p; p++)
-    if (p != slash && !(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.'))
-      return false;
-  const char *name = slash + 1;
-  if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || s[0] == '.' || strlen(s) > 140)
-    return false;
-  return true;
-}
-
 static const char *const grantable[] = {"contents", "pull_requests", "issues", "metadata",
                                         "checks",   "statuses",      NULL};
-static const char *const never[] = {"administration", "workflows", "actions", "secrets", NULL};
 
 /* https://HOST[:PORT][/PATH] with an LDH host; no userinfo, query or fragment. */
 int al_policy_https_url(al_yw *c, const al_yw_kv *kv, const char *u)
@@ -704,9 +690,8 @@ static const al_yw_map process_map = {process_fields, AL_ARRAY_SIZE(process_fiel
 static int perm_pair(al_yw *c, const char *name, struct fy_node *k, const al_yw_kv *vkv, void *obj)
 {
   al_policy_role *r = obj;
-  for (size_t i = 0; never[i]; i++)
-    if (strcmp(name, never[i]) == 0)
-      return al_yw_fail(c, k, vkv->path, "`%s` is never granted to a run (escape budget)", name);
+  if (al_perm_never_granted(name))
+    return al_yw_fail(c, k, vkv->path, "`%s` is never granted to a run (escape budget)", name);
   size_t g = 0;
   for (; grantable[g]; g++)
     if (strcmp(name, grantable[g]) == 0)
@@ -721,8 +706,9 @@ static int perm_pair(al_yw *c, const char *name, struct fy_node *k, const al_yw_
   if (strcmp(level, "read") != 0 && strcmp(level, "write") != 0)
     return al_yw_fail(c, al_yw_at(vkv), vkv->path, "must be `read` or `write`, got `%s`", level);
   r->perms = al_xrealloc(r->perms, (r->n_perms + 1) * sizeof *r->perms);
-  r->perms[r->n_perms].name = al_xstrdup(name);
-  r->perms[r->n_perms].level = al_steal_ptr(&level);
+  al_perm *p = &r->perms[r->n_perms];
+  snprintf(p->name, sizeof p->name, "%s", name); /* a grantable name, so it fits */
+  p->write = strcmp(level, "write") == 0;
   r->n_perms++;
   return 0;
 }
@@ -737,8 +723,9 @@ static int repo_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *
 {
   (void)f;
   const al_policy_role *r = obj;
-  if (!valid_repo(r->repo))
-    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` must be OWNER/REPO", r->repo);
+  const char *why;
+  if (al_repo_name_check(r->repo, &why) < 0)
+    return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` must be OWNER/REPO: %s", r->repo, why);
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "forge/appconfig.h"
+#include "forge/names.h"
 #include "common/util.h"
 
 int al_webhook_verify(const void *secret, size_t secret_len, const char *header, const void *body,
@@ -44,23 +45,6 @@ bool al_webhook_delivery_ok(const char *s)
 {
   size_t n = s ? strlen(s) : 0;
   if (n == 0 || n > 64)
-    return false;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-'))
-      return false;
-  }
-  return true;
-}
-
-/* A GitHub login: 1..39 of [A-Za-z0-9-], not starting with '-'; an App's
- * bot user adds "[bot]". */
-static bool login_ok(const char *s)
-{
-  size_t n = strlen(s);
-  if (n > 5 && !strcmp(s + n - 5, "[bot]"))
-    n -= 5;
-  if (n == 0 || n > 39 || s[0] == '-')
     return false;
   for (size_t i = 0; i < n; i++) {
     char c = s[i];
@@ -159,8 +143,8 @@ int al_webhook_parse(const char *event, const char *body, size_t len, const char
   out->number = (unsigned long)json_integer_value(num);
   if (get_string(json_object_get(j, "sender"), "login", "sender.login", 64, &s, err) < 0)
     goto out;
-  if (!login_ok(s)) {
-    al_error_set(err, EINVAL, "sender.login: not a GitHub login");
+  if (al_login_check(s, true, &why) < 0) {
+    al_error_set(err, EINVAL, "sender.login: %s", why);
     goto out;
   }
   snprintf(out->sender, sizeof out->sender, "%s", s);

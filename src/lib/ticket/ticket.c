@@ -16,32 +16,31 @@
 #include "common/owned.h"
 #include "common/util.h"
 #include "policy/policy.h"
+#include "forge/names.h"
 
 int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned long *number,
                            al_error *err)
 {
-  const char *hash = strchr(s, '#');
-  const char *slash = strchr(s, '/');
-  if (!hash || !slash || slash > hash || slash == s || slash + 1 == hash)
+  const char *hash = strrchr(s, '#');
+  if (!hash)
     return al_make_error(err, 0, "ticket `%s`: expected OWNER/REPO#NUMBER", s);
   size_t rl = (size_t)(hash - s);
-  if (rl >= repolen || rl > 140)
-    return al_make_error(err, 0, "ticket `%s`: repository name too long", s);
-  for (const char *p = s; p < hash; p++)
-    if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.' || p == slash))
-      return al_make_error(err, 0, "ticket `%s`: OWNER/REPO may hold only A-Z a-z 0-9 - _ .", s);
-  if (strchr(slash + 1, '/') && strchr(slash + 1, '/') < hash)
-    return al_make_error(err, 0, "ticket `%s`: expected OWNER/REPO#NUMBER", s);
-  if (s[0] == '.' || slash[1] == '.')
-    return al_make_error(err, 0, "ticket `%s`: a name may not start with `.`", s);
+  char r[AL_REPO_MAX];
+  const char *why = "a repository is OWNER/REPO";
+  if (rl >= sizeof r || rl >= repolen)
+    return al_make_error(err, 0, "ticket `%s`: OWNER/REPO is at most %zu bytes", s,
+                         (sizeof r < repolen ? sizeof r : repolen) - 1);
+  memcpy(r, s, rl);
+  r[rl] = '\0';
+  if (al_repo_name_check(r, &why) < 0)
+    return al_make_error(err, 0, "ticket `%s`: %s", s, why);
   const char *n = hash + 1;
   if (!*n || *n == '0' || strlen(n) > 9)
     return al_make_error(err, 0, "ticket `%s`: NUMBER must be 1 to 999999999", s);
   for (const char *p = n; *p; p++)
     if (!isdigit((unsigned char)*p))
       return al_make_error(err, 0, "ticket `%s`: NUMBER must be decimal digits", s);
-  memcpy(repo, s, rl);
-  repo[rl] = '\0';
+  memcpy(repo, r, rl + 1);
   *number = strtoul(n, NULL, 10);
   return 0;
 }

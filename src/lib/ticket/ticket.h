@@ -67,7 +67,9 @@ typedef struct al_ticket_outcome {
  * run got, and the record is written either way). */
 int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err);
 
-/* Parse "OWNER/REPO#N". Returns 0 or -1 with err naming the rule. */
+/* Parse "OWNER/REPO#N": OWNER/REPO by the one rule (forge/names.h
+ * al_repo_name_check), N 1 to 999999999; repo gets OWNER/REPO (repolen
+ * bytes, AL_REPO_MAX is enough). Returns 0 or -1 with err naming the rule. */
 int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned long *number,
                            al_error *err);
 

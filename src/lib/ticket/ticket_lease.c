@@ -23,8 +23,8 @@ static char *policy_perms(const al_policy_role *r)
     return NULL;
   char *out = al_xstrdup("");
   for (size_t i = 0; i < r->n_perms; i++) {
-    char *next =
-        al_strdup_printf("%s%s%s:%s", out, i ? "," : "", r->perms[i].name, r->perms[i].level);
+    char *next = al_strdup_printf("%s%s%s:%s", out, i ? "," : "", r->perms[i].name,
+                                  al_perm_level(&r->perms[i]));
     free(out);
     out = next;
   }

@@ -1,0 +1,221 @@
+/* forge/names.h: the one rule for OWNER/REPO, logins, API URLs and
+ * permissions, with the cases where the six old checks disagreed (issue
+ * #28 item 2): al_repo_name_check allowed 200 bytes and any owner of
+ * [A-Za-z0-9._-]; al_ticket_parse_target, the policy and `policy init`
+ * allowed 140 and refused OWNER/.github; the broker's check refused a bot's
+ * login the webhook accepted; the policy's never-granted list was 4 names,
+ * the broker's 20. Each case is asserted through every entry point that
+ * once had its own rule. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "forge/names.h"
+#include "policy/policy.h"
+#include "ticket/ticket.h"
+
+static int repo(const char *s)
+{
+  const char *why = NULL;
+  int r = al_repo_name_check(s, &why);
+  if (r < 0)
+    assert_non_null(why);
+  return r;
+}
+
+/* The target parser agrees with the name rule, whatever the name. */
+static int target(const char *s)
+{
+  char t[512], out[300];
+  unsigned long n = 0;
+  al_error err = {0};
+  snprintf(t, sizeof t, "%s#7", s);
+  int r = al_ticket_parse_target(t, out, sizeof out, &n, &err);
+  if (r == 0) {
+    assert_string_equal(out, s);
+    assert_int_equal(n, 7);
+  } else {
+    assert_true(err.msg[0]);
+  }
+  return r;
+}
+
+/* The policy's credentials role agrees too. */
+static int policy_repo(const char *s)
+{
+  char y[512];
+  snprintf(y, sizeof y, "version: 1\ncredentials:\n  git: {repo: \"%s\"}\n", s);
+  al_policy *p = NULL;
+  al_error err = {0};
+  int r = al_policy_load_buffer("<t>", y, strlen(y), &p, &err);
+  al_policy_free(p);
+  return r < 0 ? -1 : 0;
+}
+
+static void both(const char *s, int want)
+{
+  assert_int_equal(repo(s), want);
+  assert_int_equal(target(s), want);
+  assert_int_equal(policy_repo(s), want);
+}
+
+static char *rep(char c, size_t n)
+{
+  char *s = malloc(n + 1);
+  memset(s, c, n);
+  s[n] = '\0';
+  return s;
+}
+
+static void test_repo_rule(void **state)
+{
+  (void)state;
+  both("acme/widget", 0);
+  both("octo-org/.github", 0); /* the org's defaults repository: the target parser refused it */
+  both("acme/a.b_c-d", 0);
+  both("acme/.", -1);
+  both("acme/..", -1);
+  both("a.b/widget", -1); /* an owner is a login: al_repo_name_check allowed '.' */
+  both("_acme/widget", -1);
+  both(".acme/widget", -1);
+  both("-acme/widget", -1);
+  both("acme/", -1);
+  both("/widget", -1);
+  both("acme/w/x", -1);
+  both("acme/wid get", -1);
+  both("acme/wid#get", -1);
+  both("octo_shortcode/widget", 0); /* an Enterprise Managed User's personal repository */
+  both("octo_/widget", -1);
+  both("acme[bot]/widget", -1);
+  /* lengths: 39 + 1 + 100 = 140 the most; al_repo_name_check allowed 200 */
+  char *o39 = rep('o', 39), *o40 = rep('o', 40), *r100 = rep('r', 100), *r101 = rep('r', 101);
+  char s[300];
+  snprintf(s, sizeof s, "%s/%s", o39, r100);
+  assert_int_equal(strlen(s), 140);
+  both(s, 0);
+  snprintf(s, sizeof s, "%s/%s", o40, "x");
+  both(s, -1);
+  snprintf(s, sizeof s, "acme/%s", r101);
+  both(s, -1);
+  snprintf(s, sizeof s, "o/%s%s", r100,
+           "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr");
+  both(s, -1); /* 168 bytes: al_repo_name_check took it */
+  free(o39), free(o40), free(r100), free(r101);
+}
+
+static void test_target_shape(void **state)
+{
+  (void)state;
+  char out[AL_REPO_MAX];
+  unsigned long n;
+  al_error err = {0};
+  assert_int_equal(al_ticket_parse_target("acme/w#0", out, sizeof out, &n, &err), -1);
+  assert_int_equal(al_ticket_parse_target("acme/w#", out, sizeof out, &n, &err), -1);
+  assert_int_equal(al_ticket_parse_target("acme/w", out, sizeof out, &n, &err), -1);
+  assert_int_equal(al_ticket_parse_target("acme/w#1x", out, sizeof out, &n, &err), -1);
+  assert_int_equal(al_ticket_parse_target("a#b/w#1", out, sizeof out, &n, &err), -1);
+  assert_int_equal(al_ticket_parse_target("acme/w#999999999", out, sizeof out, &n, &err), 0);
+  assert_int_equal(n, 999999999);
+  /* a caller's buffer too small is an error, never a cut name */
+  char small[8];
+  assert_int_equal(al_ticket_parse_target("acme/widget#1", small, sizeof small, &n, &err), -1);
+}
+
+static void test_login_rule(void **state)
+{
+  (void)state;
+  const char *why;
+  assert_int_equal(al_login_check("octocat", false, &why), 0);
+  assert_int_equal(al_login_check("a", false, &why), 0);
+  assert_int_equal(al_login_check("old--name-", false, &why), 0); /* legacy accounts */
+  assert_int_equal(al_login_check("-lead", false, &why), -1);
+  assert_int_equal(al_login_check("", false, &why), -1);
+  assert_int_equal(al_login_check("a.b", false, &why), -1);
+  assert_int_equal(al_login_check("name_acme", false, &why), 0);
+  assert_int_equal(al_login_check("name_", false, &why), -1);
+  assert_int_equal(al_login_check("name_a_b", false, &why), -1);
+  assert_int_equal(al_login_check("name_a-b", false, &why), -1);
+  /* an App's bot: the webhook took it, the broker's check refused it */
+  assert_int_equal(al_login_check("airlock-app[bot]", true, &why), 0);
+  assert_int_equal(al_login_check("airlock-app[bot]", false, &why), -1);
+  assert_int_equal(al_login_check("[bot]", true, &why), -1);
+  char *l39 = rep('l', 39), *l40 = rep('l', 40);
+  assert_int_equal(al_login_check(l39, false, &why), 0);
+  assert_int_equal(al_login_check(l40, false, &why), -1);
+  l40[34] = '_'; /* an EMU login counts its shortcode in the 39 */
+  assert_int_equal(al_login_check(l40, false, &why), -1);
+  l39[34] = '_';
+  assert_int_equal(al_login_check(l39, false, &why), 0);
+  free(l39), free(l40);
+}
+
+static void test_api_url(void **state)
+{
+  (void)state;
+  const char *why;
+  assert_int_equal(al_api_url_check("https://api.github.com", &why), 0);
+  assert_int_equal(al_api_url_check("https://gitlab.example/api/v4", &why), 0);
+  assert_int_equal(al_api_url_check("http://127.0.0.1:9", &why), 0);
+  assert_int_equal(al_api_url_check("http://[::1]:9", &why), 0);
+  assert_int_equal(al_api_url_check("http://api.github.com", &why), -1);
+  assert_int_equal(al_api_url_check("http://127.0.0.1.evil.example", &why), -1);
+  assert_int_equal(al_api_url_check("https://u@api.github.com", &why), -1);
+  assert_int_equal(al_api_url_check("https://api.github.com/?x", &why), -1);
+  assert_int_equal(al_api_url_check("https://", &why), -1);
+}
+
+static int policy_perm(const char *name)
+{
+  char y[256];
+  snprintf(y, sizeof y,
+           "version: 1\ncredentials:\n  git: {repo: acme/w, permissions: {%s: read}}\n", name);
+  al_policy *p = NULL;
+  al_error err = {0};
+  int r = al_policy_load_buffer("<t>", y, strlen(y), &p, &err);
+  if (r == 0) {
+    assert_int_equal(p->credentials.git.n_perms, 1);
+    assert_string_equal(p->credentials.git.perms[0].name, name);
+    assert_false(p->credentials.git.perms[0].write);
+    assert_string_equal(al_perm_level(&p->credentials.git.perms[0]), "read");
+  } else {
+    assert_non_null(strstr(err.msg, name));
+  }
+  al_policy_free(p);
+  return r;
+}
+
+static void test_perm_one_type(void **state)
+{
+  (void)state;
+  bool w;
+  const char *why;
+  assert_int_equal(al_perm_check("contents", "write", &w, &why), 0);
+  assert_true(w);
+  assert_int_equal(al_perm_check("contents", "admin", &w, &why), -1);
+  assert_int_equal(al_perm_check("Contents", "read", &w, &why), -1);
+  assert_int_equal(al_perm_check("environments", "read", &w, &why), -1);
+  /* the policy reads into the same type and refuses by the same list */
+  assert_int_equal(policy_perm("contents"), 0);
+  assert_true(al_perm_never_granted("environments"));
+  assert_int_equal(policy_perm("environments"), -1);
+  assert_int_equal(policy_perm("administration"), -1);
+  al_perm_set s = {.items = {{"issues", true}}, .n = 1};
+  assert_non_null(al_perm_find(&s, "issues"));
+  assert_null(al_perm_find(&s, "contents"));
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_repo_rule),     cmocka_unit_test(test_target_shape),
+      cmocka_unit_test(test_login_rule),    cmocka_unit_test(test_api_url),
+      cmocka_unit_test(test_perm_one_type),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

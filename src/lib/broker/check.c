@@ -11,6 +11,7 @@
 #include "broker/keep.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "forge/forge.h"
 #include "forge/ghapi.h"
 
 int al_broker_run_check(al_gh *gh, const al_broker_config *cfg, al_keep *keep,
@@ -30,61 +31,40 @@ int al_broker_run_check(al_gh *gh, const al_broker_config *cfg, al_keep *keep,
   }
   int ret = -1;
   al_ghapi *api = NULL;
-  al_ghapi_resp r = {0};
   json_t *a = json_pack("{s:s, s:s, s:I}", "type", "check", "repo", req->repo, "ticket",
                         (json_int_t)req->ticket);
-  al_autofree char *pp =
-      al_strdup_printf("/repos/%s/collaborators/%s/permission", req->repo, req->user);
-  al_autofree char *lp = al_strdup_printf("/repos/%s/pulls?state=open&per_page=100", req->repo);
+  const al_forge_ops *forge = al_forge_ops_of(AL_FORGE_GITHUB); /* the broker's forge */
+  json_t *prs = NULL;
   if (al_ghapi_new(cfg->api_url, cfg->ca_file, cfg->http_timeout_ms, &api, err) < 0)
     goto out;
   if (req->user[0]) {
-    const char *p = pp;
-    if (al_ghapi_get(api, p, tok.value, &r, err) < 0)
+    char perm[16], role[64];
+    if (forge->user_permission(api, tok.value, req->repo, req->user, perm, sizeof perm, role,
+                               sizeof role, err) < 0)
       goto out;
-    const char *perm = NULL, *role = NULL;
-    if (r.status == 200) {
-      perm = json_string_value(json_object_get(r.json, "permission"));
-      role = json_string_value(json_object_get(r.json, "role_name"));
-      if (!perm || (strcmp(perm, "admin") && strcmp(perm, "write") && strcmp(perm, "read") &&
-                    strcmp(perm, "none"))) {
-        al_error_set(err, EPROTO, "GET %s: `permission` missing or unknown", p);
-        goto out;
-      }
-    } else if (r.status == 404) {
-      perm = "none"; /* not a user the repository knows */
-    } else {
-      al_error_set(err, EIO, "GET %s: HTTP %ld %s", p, r.status, r.message);
-      goto out;
-    }
     json_object_set_new(a, "user", json_string(req->user));
     json_object_set_new(a, "permission", json_string(perm));
-    json_object_set_new(a, "role_name", json_string(role ? role : ""));
-    al_ghapi_resp_free(&r);
+    json_object_set_new(a, "role_name", json_string(role));
   }
-  if (al_ghapi_get_list(api, lp, tok.value, &r, err) < 0)
+  if (forge->prs_open(api, tok.value, req->repo, 100000, &prs, err) < 0)
     goto out;
-  if (r.status != 200 || !json_is_array(r.json)) {
-    al_error_set(err, EIO, "GET %s: HTTP %ld %s", lp, r.status, r.message);
-    goto out;
-  }
   char prefix[64];
   snprintf(prefix, sizeof prefix, "airlock/%lu-", req->ticket);
-  json_t *prs = json_array();
+  json_t *mine = json_array();
   size_t i;
   json_t *v;
-  json_array_foreach(r.json, i, v)
+  json_array_foreach(prs, i, v)
   {
-    const char *ref = json_string_value(json_object_get(json_object_get(v, "head"), "ref"));
+    const char *ref = json_string_value(json_object_get(v, "head"));
     if (ref && !strncmp(ref, prefix, strlen(prefix)))
-      json_array_append_new(
-          prs, json_pack("{s:O, s:s, s:s}", "number", json_object_get(v, "number"), "head", ref,
-                         "url", json_string_value(json_object_get(v, "html_url")) ?: ""));
+      json_array_append_new(mine, json_pack("{s:O, s:s, s:s}", "number",
+                                            json_object_get(v, "number"), "head", ref, "url",
+                                            json_string_value(json_object_get(v, "url")) ?: ""));
   }
-  json_object_set_new(a, "open_prs", prs);
+  json_object_set_new(a, "open_prs", mine);
   ret = 0;
 out:
-  al_ghapi_resp_free(&r);
+  json_decref(prs);
   al_ghapi_free(api);
   bool confirmed = false;
   al_error rerr;

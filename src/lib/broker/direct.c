@@ -3,9 +3,9 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/util.h"
+#include "forge/forge.h"
 #include "forge/ghapi.h"
 
 void al_direct_revoke(void *ctx, al_role role, const char *token, bool *revoked, bool *confirmed,
@@ -31,28 +31,6 @@ void al_direct_revoke(void *ctx, al_role role, const char *token, bool *revoked,
   }
   al_ghapi_set_resolve(api, f->resolve);
   al_ghapi_set_deadline(api, f->deadline_ms ? f->deadline_ms : al_now_ms() + 30000);
-  al_ghapi_resp r = {0};
-  if (al_ghapi_request(api, "DELETE", "/installation/token", token, NULL, &r, &e) < 0) {
-    snprintf(error, n, "%s", e.msg);
-  } else if (r.status == 204 || r.status == 401) {
-    *revoked = true;
-  } else {
-    snprintf(error, n, "DELETE /installation/token: HTTP %ld %s", r.status, r.message);
-  }
-  al_ghapi_resp_free(&r);
-  for (int i = 0; *revoked && i < 3 && !*confirmed; i++) {
-    if (i)
-      usleep(250000);
-    memset(&r, 0, sizeof r);
-    if (al_ghapi_get(api, "/installation/repositories?per_page=1", token, &r, &e) < 0) {
-      snprintf(error, n, "%s", e.msg);
-    } else if (r.status == 401) {
-      *confirmed = true;
-    } else {
-      snprintf(error, n, "the token still answers HTTP %ld after DELETE /installation/token",
-               r.status);
-    }
-    al_ghapi_resp_free(&r);
-  }
+  al_forge_ops_of(f->kind)->token_revoke(api, token, revoked, confirmed, error, n);
   al_ghapi_free(api);
 }

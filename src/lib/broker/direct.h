@@ -1,11 +1,9 @@
 /* The supervisor's own revocation of the tokens it holds, for when the
  * broker cannot confirm them dead (it was killed, crashed, is
- * unreachable, or answered "not confirmed"): DELETE /installation/token
- * with the token itself (GitHub REST, "Revoke an installation access
- * token": 204, or 401 when it is already dead), then GET
- * /installation/repositories with it until that answers 401 ("List
- * repositories accessible to the app installation"). Through the one
- * forge client (forge/ghapi.h), never a second HTTP stack. */
+ * unreachable, or answered "not confirmed"): the forge driver's
+ * token_revoke (forge/forge.h; GitHub: DELETE /installation/token with the
+ * token itself, then a read with it until that answers 401). Through the
+ * one forge client (forge/ghapi.h), never a second HTTP stack. */
 #ifndef AL_BROKER_DIRECT_H
 #define AL_BROKER_DIRECT_H
 
@@ -14,10 +12,12 @@
 #include <stdint.h>
 
 #include "broker/client.h"
+#include "forge/names.h"
 
 /* Where the tokens live: what the run's policy says (forge.api_url,
  * forge.ca_file, network.pin as curl --resolve entries). Borrowed. */
 typedef struct al_direct_forge {
+  al_forge_kind kind; /* the policy's forge.kind (0: github) */
   const char *api_url;
   const char *ca_file;        /* or NULL: the system store */
   const char *const *resolve; /* "HOST:PORT:ADDRESS", NULL-terminated, or NULL */

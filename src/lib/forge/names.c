@@ -10,6 +10,8 @@
 
 #include "common/util.h"
 
+const char *const al_forge_kind_names[] = {"github", NULL};
+
 static bool login_char(char c)
 {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';

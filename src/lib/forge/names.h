@@ -45,6 +45,13 @@ int al_login_check(const char *login, bool allow_bot, const char **why);
  * or -1 with a static reason in *why. */
 int al_api_url_check(const char *url, const char **why);
 
+/* The forge kinds airlock has a driver for (forge/forge.h): the policy's
+ * `forge.kind` (default github). A second forge adds its name here, its
+ * value to the enum and its driver to forge/forge.c's table. */
+typedef enum al_forge_kind { AL_FORGE_GITHUB = 0 } al_forge_kind;
+/* "github", ...; NULL-terminated, indexed by al_forge_kind. */
+extern const char *const al_forge_kind_names[];
+
 #define AL_PERM_NAME_MAX 48
 
 /* One forge permission: a GitHub App permission name ([a-z_]{1,47}) and

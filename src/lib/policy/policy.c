@@ -431,8 +431,9 @@ char *al_policy_canonical(const al_policy *p)
       root, "review",
       json_pack("{s:s, s:s?}", "branch_prefix", p->branch_prefix, "base_branch", p->base_branch));
   json_object_set_new(root, "forge",
-                      json_pack("{s:s, s:s, s:s?}", "api_url", p->forge.api_url, "git_url",
-                                p->forge.git_url, "ca_file", p->forge.ca_file));
+                      json_pack("{s:s, s:s, s:s, s:s?}", "kind", al_forge_kind_names[p->forge.kind],
+                                "api_url", p->forge.api_url, "git_url", p->forge.git_url, "ca_file",
+                                p->forge.ca_file));
   if (p->relay.present)
     json_object_set_new(root, "relay", relay_json(&p->relay));
   if (p->ticket.present) {

@@ -121,10 +121,11 @@ const char *al_cred_mode_name(al_cred_mode m);
 /* Where the forge is: what the agent is told (AIRLOCK_API_URL,
  * AIRLOCK_GIT_URL) and what the supervisor uses after the run. */
 typedef struct al_policy_forge {
-  char *api_url; /* "https://api.github.com" (default) or https://HOST[:PORT][/PREFIX] */
-  char *git_url; /* "https://github.com" (default) */
-  char *ca_file; /* extra CA bundle (absolute path) trusted for both, or NULL */
-  int line[3];   /* source lines of api_url, git_url, ca_file (0: the default) */
+  al_forge_kind kind; /* forge.kind: `github` (default); its driver is forge/forge.h's */
+  char *api_url;      /* "https://api.github.com" (default) or https://HOST[:PORT][/PREFIX] */
+  char *git_url;      /* "https://github.com" (default) */
+  char *ca_file;      /* extra CA bundle (absolute path) trusted for both, or NULL */
+  int line[3];        /* source lines of api_url, git_url, ca_file (0: the default) */
 } al_policy_forge;
 
 /* Where the run's ticket lives (issue #31, docs/tickets.md): `ticket:

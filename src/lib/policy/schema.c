@@ -806,6 +806,11 @@ static int forge_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void 
 }
 
 static const al_yw_field forge_fields[] = {
+    {.key = "kind",
+     .type = AL_YW_ENUM,
+     .off = F(al_policy_forge, kind),
+     .width = sizeof(al_forge_kind),
+     .choices = al_forge_kind_names},
     {.key = "api_url", .type = AL_YW_STR, .off = F(al_policy_forge, api_url), .check = forge_check},
     {.key = "git_url", .type = AL_YW_STR, .off = F(al_policy_forge, git_url), .check = forge_check},
     {.key = "ca_file", .type = AL_YW_STR, .off = F(al_policy_forge, ca_file), .check = forge_check},

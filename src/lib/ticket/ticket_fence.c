@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "forge/forge.h"
 #include "forge/ghapi.h"
 #include "ticket/ticket_internal.h"
 
@@ -194,19 +195,17 @@ void tk_fence_end(struct ticket *t)
 static int open_ticket_pr(struct ticket *t, al_ghapi *api, const char *tok, char *out, size_t n,
                           al_error *err)
 {
-  al_autofree char *path = al_strdup_printf("/repos/%s/pulls?state=open", t->repo);
   al_autofree char *prefix = al_strdup_printf("%s%lu-", t->policy->branch_prefix, t->number);
   json_t *items = NULL;
-  al_ghapi_list_info st;
-  int r = al_ghapi_list(api, path, tok, 5000, &items, &st, err);
+  int r = al_forge_ops_of(t->policy->forge.kind)->prs_open(api, tok, t->repo, 5000, &items, err);
   int found = 0;
   size_t i;
   json_t *v;
   json_array_foreach(items, i, v)
   {
-    const char *ref = json_string_value(json_object_get(json_object_get(v, "head"), "ref"));
+    const char *ref = json_string_value(json_object_get(v, "head"));
     if (ref && !strncmp(ref, prefix, strlen(prefix)) && strcmp(ref, t->branch) != 0) {
-      const char *url = json_string_value(json_object_get(v, "html_url"));
+      const char *url = json_string_value(json_object_get(v, "url"));
       snprintf(out, n, "%s (from %s)", url ? url : "?", ref);
       found = 1;
       break;

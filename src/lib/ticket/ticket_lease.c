@@ -162,7 +162,8 @@ int tk_do_release(struct ticket *t, al_ticket_outcome *res, al_error *err)
   /* Whatever the broker could not confirm (it is dead, unreachable, or
    * failed), the supervisor revokes itself, with the tokens it holds. */
   char **resolves = tk_pin_resolves(t->policy);
-  al_direct_forge df = {.api_url = t->policy->forge.api_url,
+  al_direct_forge df = {.kind = t->policy->forge.kind,
+                        .api_url = t->policy->forge.api_url,
                         .ca_file = t->policy->forge.ca_file,
                         .resolve = (const char *const *)resolves};
   char broker_err[AL_ERROR_MSG_MAX];

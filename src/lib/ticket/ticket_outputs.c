@@ -34,6 +34,7 @@
 #include "common/log.h"
 #include "common/safetext.h"
 #include "common/util.h"
+#include "forge/forge.h"
 #include "forge/ghapi.h"
 
 #define TITLE_MAX 256  /* GitHub's limit for a title, in characters */
@@ -41,17 +42,11 @@
 
 struct out_ctx {
   struct ticket *t;
+  const al_forge_ops *forge; /* the policy's forge.kind */
   al_ghapi *api;
   const char *git, *tkt;
   json_t *rec; /* t->rec.outputs */
 };
-
-/* One request; 0 with *r filled when the forge answered (any status). */
-static int call(struct out_ctx *c, const char *method, const char *path, const char *tok,
-                json_t *body, al_ghapi_resp *r, al_error *err)
-{
-  return al_ghapi_request(c->api, method, path, tok, body, r, err);
-}
 
 /* The base branch: the policy's, or the repository's default. */
 static int base_branch(struct out_ctx *c, char *out, size_t n, al_error *err)
@@ -60,49 +55,12 @@ static int base_branch(struct out_ctx *c, char *out, size_t n, al_error *err)
     snprintf(out, n, "%s", c->t->policy->base_branch);
     return 0;
   }
-  al_autofree char *path = al_strdup_printf("/repos/%s", c->t->repo);
-  al_ghapi_resp r;
-  if (call(c, "GET", path, c->git, NULL, &r, err) < 0)
-    return -1;
-  const char *b = json_string_value(json_object_get(r.json, "default_branch"));
-  if (r.cls != AL_GHAPI_OK || !b || !*b || strlen(b) >= n) {
-    char d[600];
-    al_ghapi_describe(&r, d, sizeof d);
-    al_ghapi_resp_free(&r);
-    return al_error_set(err, EPROTO, "GET %s: no default branch: %s", path, d);
-  }
-  snprintf(out, n, "%s", b);
-  al_ghapi_resp_free(&r);
-  return 0;
-}
-
-/* The open or closed PRs whose head is exactly the run branch (the list
- * filter is GitHub's; we check the head ourselves). */
-static int run_branch_prs(struct out_ctx *c, json_t **prs, al_error *err)
-{
-  const char *slash = strchr(c->t->repo, '/');
-  al_autofree char *bq = al_ghapi_escape(c->t->branch);
-  al_autofree char *path = al_strdup_printf("/repos/%s/pulls?state=all&head=%.*s:%s", c->t->repo,
-                                            (int)(slash - c->t->repo), c->t->repo, bq);
-  json_t *items = NULL;
-  al_ghapi_list_info st;
-  int r = al_ghapi_list(c->api, path, c->git, 1000, &items, &st, err);
-  *prs = json_array();
-  size_t i;
-  json_t *v;
-  json_array_foreach(items, i, v)
-  {
-    const char *ref = json_string_value(json_object_get(json_object_get(v, "head"), "ref"));
-    if (ref && strcmp(ref, c->t->branch) == 0)
-      json_array_append(*prs, v);
-  }
-  json_decref(items);
-  return r;
+  return c->forge->default_branch(c->api, c->git, c->t->repo, out, n, err);
 }
 
 static void set_pr(al_ticket_outcome *res, json_t *pr)
 {
-  const char *url = json_string_value(json_object_get(pr, "html_url"));
+  const char *url = json_string_value(json_object_get(pr, "url"));
   if (url && strlen(url) < sizeof res->pr_url)
     snprintf(res->pr_url, sizeof res->pr_url, "%s", url);
 }
@@ -158,18 +116,17 @@ static int pr_text(struct out_ctx *c, char **title, char **body, json_t **rewrit
       return -1;
   } else {
     /* the ticket's title: written by whoever filed it, made inert the same way */
-    al_autofree char *ip = al_strdup_printf("/repos/%s/issues/%lu", t->repo, t->number);
-    al_ghapi_resp r;
+    json_t *issue = NULL;
     al_error e = {0};
     const char *it = NULL;
-    if (call(c, "GET", ip, c->tkt, NULL, &r, &e) == 0 && r.cls == AL_GHAPI_OK)
-      it = json_string_value(json_object_get(r.json, "title"));
+    if (c->forge->issue_get(c->api, c->tkt, t->repo, t->number, &issue, &e) == 0)
+      it = json_string_value(json_object_get(issue, "title"));
     al_autofree char *suffix = al_strdup_printf(" (#%lu)", t->number);
     to.max_len = TITLE_MAX - strlen(suffix);
     al_autofree char *cut = NULL;
     int rr =
         al_safetext_render(it && *it ? it : "airlock", it && *it ? strlen(it) : 7, &to, &cut, err);
-    al_ghapi_resp_free(&r);
+    json_decref(issue);
     if (rr < 0)
       return -1;
     *title = al_strdup_printf("%s%s", cut, suffix);
@@ -194,31 +151,22 @@ static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
 {
   struct ticket *t = c->t;
   /* 1. the branch */
-  al_autofree char *bq = al_ghapi_escape(t->branch);
-  al_autofree char *bpath = al_strdup_printf("/repos/%s/branches/%s", t->repo, bq);
-  al_ghapi_resp r;
-  if (call(c, "GET", bpath, c->git, NULL, &r, err) < 0)
+  bool exists = false;
+  char sha[128];
+  if (c->forge->branch_head(c->api, c->git, t->repo, t->branch, &exists, sha, sizeof sha, err) < 0)
     return -1;
-  if (r.cls == AL_GHAPI_NOT_FOUND) {
+  if (!exists) {
     /* no changes: no PR; the run ends with AL_EXIT_NO_CHANGES (3) */
-    al_ghapi_resp_free(&r);
     json_object_set_new(c->rec, "branch", json_pack("{s:s, s:b}", "name", t->branch, "exists", 0));
     return 1;
   }
-  if (r.cls != AL_GHAPI_OK) {
-    char d[600];
-    al_ghapi_describe(&r, d, sizeof d);
-    al_ghapi_resp_free(&r);
-    return al_error_set(err, EPROTO, "GET %s: %s", bpath, d);
-  }
-  const char *sha = json_string_value(json_object_get(json_object_get(r.json, "commit"), "sha"));
-  json_object_set_new(c->rec, "branch",
-                      json_pack("{s:s, s:b, s:s?}", "name", t->branch, "exists", 1, "sha", sha));
-  al_ghapi_resp_free(&r);
+  json_object_set_new(
+      c->rec, "branch",
+      json_pack("{s:s, s:b, s:s?}", "name", t->branch, "exists", 1, "sha", sha[0] ? sha : NULL));
 
   /* 2. a PR from it already (env mode: the agent's own) */
   json_t *prs = NULL;
-  if (run_branch_prs(c, &prs, err) < 0) {
+  if (c->forge->prs_from_branch(c->api, c->git, t->repo, t->branch, &prs, err) < 0) {
     json_decref(prs);
     return -1;
   }
@@ -227,7 +175,7 @@ static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
     set_pr(res, pr);
     json_object_set_new(c->rec, "pull_request",
                         json_pack("{s:O, s:O, s:s}", "number", json_object_get(pr, "number"), "url",
-                                  json_object_get(pr, "html_url"), "opened_by", "agent"));
+                                  json_object_get(pr, "url"), "opened_by", "agent"));
     json_decref(prs);
     if (t->policy->credentials.mode == AL_CRED_SEALED)
       /* the gateway lets no agent open a PR: someone else did */
@@ -247,30 +195,20 @@ static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
   if (pr_text(c, &title, &body, &rewritten, err) < 0)
     return -1;
   json_object_set_new(c->rec, "rewritten", rewritten);
-  json_t *req = json_pack("{s:s, s:s, s:s, s:s, s:b}", "title", title, "head", t->branch, "base",
-                          base, "body", body, "maintainer_can_modify", 0);
-  al_autofree char *ppath = al_strdup_printf("/repos/%s/pulls", t->repo);
-  int rc = call(c, "POST", ppath, c->git, req, &r, err);
-  json_decref(req);
-  if (rc < 0)
+  al_forge_pr_req req = {.title = title, .body = body, .head = t->branch, .base = base};
+  json_t *pr = NULL;
+  if (c->forge->pr_open(c->api, c->git, t->repo, &req, &pr, err) < 0)
     return -1;
-  if (r.status != 201 || !json_is_object(r.json)) {
-    char d[600];
-    al_ghapi_describe(&r, d, sizeof d);
-    al_ghapi_resp_free(&r);
-    return al_error_set(err, EPROTO, "open the pull request from %s: %s", t->branch, d);
-  }
-  set_pr(res, r.json);
+  set_pr(res, pr);
   res->pr_by_supervisor = true;
   json_object_set_new(c->rec, "pull_request",
                       json_pack("{s:O, s:O, s:s, s:s, s:s}", "number",
-                                json_object_get(r.json, "number"), "url",
-                                json_object_get(r.json, "html_url"), "opened_by", "supervisor",
-                                "base", base, "title", title));
-  al_ghapi_resp_free(&r);
+                                json_object_get(pr, "number"), "url",
+                                json_object_get(pr, "url") ?: json_null(), "opened_by",
+                                "supervisor", "base", base, "title", title));
+  json_decref(pr);
 
   /* 4. the ticket hears of it */
-  al_autofree char *cpath = al_strdup_printf("/repos/%s/issues/%lu/comments", t->repo, t->number);
   /* the PR's link as the forge gave it, made inert like the agent's text
    * (a forge's answer is input too): a forge link stays */
   al_autofree char *link = NULL;
@@ -284,24 +222,24 @@ static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
       return -1;
   }
   al_autofree char *text = al_strdup_printf("Opened %s for review.", link);
-  json_t *cb = json_pack("{s:s}", "body", text);
+  json_t *cm = NULL;
   al_error ce = {0};
-  rc = call(c, "POST", cpath, c->tkt, cb, &r, &ce);
-  json_decref(cb);
-  if (rc == 0 && r.status == 201)
+  if (c->forge->issue_comment(c->api, c->tkt, t->repo, t->number, text, &cm, &ce) == 0)
     json_object_set_new(c->rec, "ticket_comment",
-                        json_pack("{s:O*, s:O*, s:s}", "id", json_object_get(r.json, "id"), "url",
-                                  json_object_get(r.json, "html_url"), "body", text));
-  else {
-    char d[600];
-    if (rc < 0)
-      snprintf(d, sizeof d, "%s", ce.msg);
-    else
-      al_ghapi_describe(&r, d, sizeof d);
-    json_object_set_new(c->rec, "ticket_comment", json_pack("{s:s}", "error", d));
-  }
-  al_ghapi_resp_free(&r);
+                        json_pack("{s:O*, s:O*, s:s}", "id", json_object_get(cm, "id"), "url",
+                                  json_object_get(cm, "url"), "body", text));
+  else
+    json_object_set_new(c->rec, "ticket_comment", json_pack("{s:s}", "error", ce.msg));
+  json_decref(cm);
   return 0;
+}
+
+/* One request; 0 with *r filled when the forge answered (any status).
+ * The branch deletion is not behind the forge seam yet (forge/forge.h). */
+static int call(struct out_ctx *c, const char *method, const char *path, const char *tok,
+                json_t *body, al_ghapi_resp *r, al_error *err)
+{
+  return al_ghapi_request(c->api, method, path, tok, body, r, err);
 }
 
 /* The cleanup's forge calls, with ctx's client; the record's entry. */
@@ -326,7 +264,7 @@ static json_t *cleanup(struct out_ctx *c)
   }
   al_ghapi_resp_free(&r);
   json_t *prs = NULL;
-  if (run_branch_prs(c, &prs, &err) < 0) {
+  if (c->forge->prs_from_branch(c->api, c->git, t->repo, t->branch, &prs, &err) < 0) {
     json_decref(prs);
     return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
   }
@@ -336,9 +274,9 @@ static json_t *cleanup(struct out_ctx *c)
   {
     const char *state = json_string_value(json_object_get(v, "state"));
     if (state && !strcmp(state, "open")) {
-      json_t *o = json_pack("{s:s, s:s, s:s, s:O*}", "branch", t->branch, "status", "kept",
-                            "detail", "a pull request from it is open", "pull_request",
-                            json_object_get(v, "html_url"));
+      json_t *o =
+          json_pack("{s:s, s:s, s:s, s:O*}", "branch", t->branch, "status", "kept", "detail",
+                    "a pull request from it is open", "pull_request", json_object_get(v, "url"));
       json_decref(prs);
       return o;
     }
@@ -363,7 +301,7 @@ void tk_do_cleanup(struct ticket *t, const al_ticket_outcome *res)
   const char *git = t->lease ? al_lease_token(t->lease, AL_ROLE_GIT) : NULL;
   if (!git || res->pr_url[0] || !t->policy || !t->branch[0])
     return; /* a PR, or no lease (no push was possible): nothing to clean */
-  struct out_ctx c = {.t = t, .git = git};
+  struct out_ctx c = {.t = t, .forge = al_forge_ops_of(t->policy->forge.kind), .git = git};
   al_ghapi_opts go = {.ca_file = t->policy->forge.ca_file, .timeout_ms = 20000};
   al_error err = {0};
   json_t *entry;
@@ -393,6 +331,7 @@ int tk_do_outputs(struct ticket *t, al_ticket_outcome *res, al_error *err)
   json_t *rec = json_object();
   json_object_set_new(t->rec, "outputs", rec);
   struct out_ctx c = {.t = t,
+                      .forge = al_forge_ops_of(t->policy->forge.kind),
                       .git = al_lease_token(t->lease, AL_ROLE_GIT),
                       .tkt = al_lease_token(t->lease, AL_ROLE_TICKET),
                       .rec = rec};

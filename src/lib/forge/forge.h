@@ -1,0 +1,135 @@
+/* The forge seam: what airlock needs from a code host, behind one table of
+ * function pointers (al_forge_ops), one driver per forge. GitHub is the
+ * first driver (forge/github.c); a second forge is a new driver file (or
+ * folder) and one line in forge/forge.c's table, not edits in the callers.
+ * The policy's `forge.kind` (forge/names.h al_forge_kind, default github)
+ * picks the driver for a run; the broker and `airlock serve` use the
+ * driver of their forge (github until their configs name a kind).
+ *
+ * Scope: code hosting only (a repository, its branches, its pull or merge
+ * requests, its people and tokens, its webhooks). The ticket system is a
+ * seam of its own (src/lib/tickets/); where the ticket is an issue of the
+ * same forge, its driver wraps this one's issue_get, issue_comments and
+ * issue_comment.
+ *
+ * Conventions, every operation:
+ *   - `c` is the one forge HTTP client (forge/ghapi.h: retries, rate
+ *     limits, redirects under the API base, body cap), opened on the
+ *     forge's API URL; `tok` the bearer the caller holds for the call (a
+ *     run's git or ticket token, a read token), never logged;
+ *   - `repo` is OWNER/REPO already checked (forge/names.h); numbers are
+ *     the forge's own (issue, pull request);
+ *   - the forge's answers are untrusted: a driver returns only the fields
+ *     named below, checked for type, in a JSON value the caller owns
+ *     (json_decref); strings may still hold anything (callers render them
+ *     through common/safetext.h before posting them anywhere);
+ *   - returns 0, or -1 with err naming the method, the path and the
+ *     forge's answer (al_ghapi_describe), errno EPROTO for an answer of
+ *     the wrong shape, the client's errno for a transport failure. */
+#ifndef AL_FORGE_FORGE_H
+#define AL_FORGE_FORGE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/error.h"
+#include "forge/ghapi.h"
+#include "forge/names.h"
+
+/* A pull (merge) request to open: the supervisor's one output. The
+ * driver opens it with nobody allowed to change it but its author
+ * (GitHub: maintainer_can_modify false). */
+typedef struct al_forge_pr_req {
+  const char *title; /* already made inert (common/safetext.h) */
+  const char *body;
+  const char *head; /* the run's branch */
+  const char *base; /* the branch it targets */
+} al_forge_pr_req;
+
+typedef struct al_forge_ops {
+  const char *kind; /* "github": al_forge_kind_names[] */
+
+  /* ---- the repository ---- */
+  /* The repository's default branch into out (n bytes). */
+  int (*default_branch)(al_ghapi *c, const char *tok, const char *repo, char *out, size_t n,
+                        al_error *err);
+  /* Branch `branch`: *exists, and its head commit's id into sha (n bytes,
+   * "" when the forge gave none). A missing branch is not an error. */
+  int (*branch_head)(al_ghapi *c, const char *tok, const char *repo, const char *branch,
+                     bool *exists, char *sha, size_t n, al_error *err);
+
+  /* ---- pull requests ---- */
+  /* The pull requests (open or closed) whose head is exactly `branch` of
+   * this repository: *prs an array of {number: int, url: str|null, head:
+   * str, state: str ("open", "closed", or "" when the forge gave none)}. -1 when the list could not
+   * be read whole. */
+  int (*prs_from_branch)(al_ghapi *c, const char *tok, const char *repo, const char *branch,
+                         json_t **prs, al_error *err);
+  /* The open pull requests, at most max: *prs as above. On -1 *prs holds
+   * what was read (the caller decides whether a part is enough). */
+  int (*prs_open)(al_ghapi *c, const char *tok, const char *repo, size_t max, json_t **prs,
+                  al_error *err);
+  /* Open the pull request: *pr {number: int, url: str|null}. */
+  int (*pr_open)(al_ghapi *c, const char *tok, const char *repo, const al_forge_pr_req *req,
+                 json_t **pr, al_error *err);
+
+  /* ---- the ticket, when it is an issue of this forge ---- */
+  /* Issue `number`: *issue {title: str, body: str, author: str, state:
+   * str}; an issue that does not exist is -1 with ENOENT. */
+  int (*issue_get)(al_ghapi *c, const char *tok, const char *repo, unsigned long number,
+                   json_t **issue, al_error *err);
+  /* Its comments, oldest first, at most max: *comments an array of {id:
+   * int, author: str, body: str, url: str|null}. */
+  int (*issue_comments)(al_ghapi *c, const char *tok, const char *repo, unsigned long number,
+                        size_t max, json_t **comments, al_error *err);
+  /* Post one comment (body already made inert): *comment {id: int|null,
+   * url: str|null}. */
+  int (*issue_comment)(al_ghapi *c, const char *tok, const char *repo, unsigned long number,
+                       const char *body, json_t **comment, al_error *err);
+
+  /* ---- people ---- */
+  /* What `user` may do on the repository: perm (n bytes) one of admin,
+   * write, read, none (a user the forge does not know: none); role (rn
+   * bytes) the forge's own name of the role, or "". */
+  int (*user_permission)(al_ghapi *c, const char *tok, const char *repo, const char *user,
+                         char *perm, size_t n, char *role, size_t rn, al_error *err);
+
+  /* ---- tokens ---- */
+  /* Revoke a run's token with the token itself and confirm it dead
+   * (*revoked: the forge took the revocation or already refused the
+   * token; *confirmed: a read with it then answers 401, a few tries
+   * within c's deadline). Never fails otherwise: error (n bytes) says
+   * what did not happen. For the supervisor when the broker cannot
+   * confirm (broker/direct.h). */
+  void (*token_revoke)(al_ghapi *c, const char *token, bool *revoked, bool *confirmed, char *error,
+                       size_t n);
+
+  /* ---- webhooks (airlock serve) ---- */
+  const char *webhook_signature_header; /* "X-Hub-Signature-256" */
+  /* Check the delivery's signature header value against the raw body
+   * with the webhook secret (constant time). 0 when it matches; -1 with
+   * err (EACCES) naming what was wrong: missing, malformed, not matching. */
+  int (*webhook_verify)(const void *secret, size_t secret_len, const char *header, const void *body,
+                        size_t len, al_error *err);
+} al_forge_ops;
+
+/* The driver of a kind (never NULL for a value of al_forge_kind). */
+const al_forge_ops *al_forge_ops_of(al_forge_kind kind);
+
+/* The driver named `kind` ("github"), or NULL with err naming `field` (the
+ * config key it came from, e.g. "forge.kind") and the kinds there are. */
+const al_forge_ops *al_forge_ops_find(const char *kind, const char *field, al_error *err);
+
+/* The GitHub driver (forge/github.c): GitHub REST 2022-11-28 and the
+ * GitHub Enterprise Server /api/v3 paths; each operation names its REST
+ * page. Exposed so that the tickets seam's GitHub driver can wrap the
+ * issue operations. */
+extern const al_forge_ops al_forge_github;
+
+/* The GitHub driver's webhook_verify (forge/github_hook.c, pure: the
+ * service's fuzzed parser links it without the HTTP client). */
+int al_github_webhook_verify(const void *secret, size_t secret_len, const char *header,
+                             const void *body, size_t len, al_error *err);
+
+#endif

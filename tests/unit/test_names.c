@@ -5,7 +5,7 @@
  * allowed 140 and refused OWNER/.github; the broker's check refused a bot's
  * login the webhook accepted; the policy's never-granted list was 4 names,
  * the broker's 20. Each case is asserted through every entry point that
- * once had its own rule. */
+ * once had its own rule (and tickets/target.c, the seventh). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +19,7 @@
 #include "forge/names.h"
 #include "policy/policy.h"
 #include "ticket/ticket.h"
+#include "tickets/tickets.h"
 
 static int repo(const char *s)
 {
@@ -58,9 +59,23 @@ static int policy_repo(const char *s)
   return r < 0 ? -1 : 0;
 }
 
+/* And the tickets seam's GitHub target (tickets/target.c). */
+static int tk_target(const char *s)
+{
+  char t[512];
+  snprintf(t, sizeof t, "%s#7", s);
+  al_tk_target tt;
+  al_error err = {0};
+  int r = al_tk_target_parse(AL_TK_GITHUB, t, NULL, &tt, &err);
+  if (r == 0)
+    assert_string_equal(tt.repo, s);
+  return r < 0 ? -1 : 0;
+}
+
 static void both(const char *s, int want)
 {
   assert_int_equal(repo(s), want);
+  assert_int_equal(tk_target(s), want);
   assert_int_equal(target(s), want);
   assert_int_equal(policy_repo(s), want);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "forge/names.h"
 
 const char *al_tk_kind_name(al_tk_kind k)
 {
@@ -49,19 +50,6 @@ static bool number_ok(const char *s, size_t n, unsigned long *out)
   return true;
 }
 
-static bool repo_part_ok(const char *s, size_t n)
-{
-  if (n == 0 || n > 100 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-    return false;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-          c == '_' || c == '-'))
-      return false;
-  }
-  return true;
-}
-
 int al_tk_target_parse(al_tk_kind k, const char *s, const char *project, al_tk_target *t,
                        al_error *err)
 {
@@ -70,10 +58,14 @@ int al_tk_target_parse(al_tk_kind k, const char *s, const char *project, al_tk_t
   if (!s)
     return al_error_set(err, EINVAL, "ticket: no ticket given");
   if (k == AL_TK_GITHUB) {
-    const char *hash = strrchr(s, '#'), *slash = strchr(s, '/');
-    if (!hash || !slash || slash > hash || strchr(slash + 1, '/') ||
-        !repo_part_ok(s, (size_t)(slash - s)) ||
-        !repo_part_ok(slash + 1, (size_t)(hash - slash - 1)) ||
+    /* OWNER/REPO by the one rule (forge/names.h) */
+    const char *hash = strrchr(s, '#'), *why;
+    char repo[AL_REPO_MAX];
+    size_t rl = hash ? (size_t)(hash - s) : 0;
+    if (hash && rl < sizeof repo)
+      memcpy(repo, s, rl);
+    repo[hash && rl < sizeof repo ? rl : 0] = '\0';
+    if (!hash || rl >= sizeof repo || al_repo_name_check(repo, &why) < 0 ||
         !number_ok(hash + 1, strlen(hash + 1), &t->number))
       return al_error_set(err, EINVAL,
                           "ticket `%.80s`: a GitHub ticket is OWNER/REPO#N (N a number from 1)", s);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Print the review catalogue (src/lib/run/review_catalogue.c) as the
+"""Print the review catalogue (src/lib/review/catalogue.c) as the
 Markdown tables of docs/review.md: one table per family, in table order.
 Run after changing the catalogue and paste the output between the
 markers in docs/review.md (the unit test `review-catalogue` checks that
@@ -7,7 +7,7 @@ every pattern is listed)."""
 import re
 import sys
 
-src = open(sys.argv[1] if len(sys.argv) > 1 else "src/lib/run/review_catalogue.c").read()
+src = open(sys.argv[1] if len(sys.argv) > 1 else "src/lib/review/catalogue.c").read()
 fams = re.findall(r'^\s*\{"(\w+)", "([^"]+)"\},$', src.split("static const al_review_rule")[0], re.M)
 body = src.split("static const al_review_rule rules[] = {")[1].split("};")[0]
 rules = re.findall(r'^\s*\{(NULL|"\w+"), "((?:[^"\\]|\\.)*)", (NULL|"(?:[^"\\]|\\.)*")\},', body, re.M)

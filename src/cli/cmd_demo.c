@@ -28,7 +28,7 @@
 #include "common/util.h"
 #include "demo/demo.h"
 #include "ticket/presets.h"
-#include "run/review_notes.h"
+#include "review/notes.h"
 #include "ticket/ticket.h"
 
 /* --agent: a preset or a program, and the model relay it talks to. */

@@ -14,9 +14,9 @@
 #include "common/redact.h"
 #include <jansson.h>
 
-#include "run/review_catalogue.h"
-#include "run/review_notes.h"
-#include "run/review_secrets.h"
+#include "review/catalogue.h"
+#include "review/notes.h"
+#include "review/secrets.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* Unit tests for run/review_catalogue.c: a table of paths -> family (or
+/* Unit tests for review/catalogue.c: a table of paths -> family (or
  * none), every row of issue #16's "Why" among them (on main before the
  * catalogue, all 34 were unflagged: notes/review-evidence), with the nested,
  * case-folded and file-system-folded variants; ordinary files stay
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "run/review_catalogue.h"
+#include "review/catalogue.h"
 
 static const char *docs_path;
 

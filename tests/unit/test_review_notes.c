@@ -1,4 +1,4 @@
-/* Unit tests for run/review_notes.c: escaping (controls, bidi, a real
+/* Unit tests for review/notes.c: escaping (controls, bidi, a real
  * backslash), code spans around backticks, names that need a note, links
  * and images, and notes whose Markdown a hostile name cannot restructure
  * (positive control: the raw name would have). */
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "run/review_notes.h"
+#include "review/notes.h"
 
 static void test_escape(void **state)
 {

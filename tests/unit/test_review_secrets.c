@@ -1,4 +1,4 @@
-/* Unit tests for run/review_secrets.c: every token format is found in
+/* Unit tests for review/secrets.c: every token format is found in
  * every encoding (positive controls), the run's own token is recognised
  * from its fingerprint, length and prefix alone, and ordinary text, hashes
  * and near-misses are not findings (negative controls). */
@@ -15,7 +15,7 @@
 #include <openssl/evp.h>
 
 #include "common/redact.h"
-#include "run/review_secrets.h"
+#include "review/secrets.h"
 
 /* an installation token of the emulator's shape (ghs_ + 36..76 base62) */
 static const char *TOK = "ghs_Q8xV2mN7pL4kR9tY1wE6uI3oA5sD0fG8hJ2kZ";

@@ -23,7 +23,7 @@
 #include "forge/ghapi.h"
 #include "policy/policy.h"
 #include "ticket/presets.h"
-#include "run/review_secrets.h"
+#include "review/secrets.h"
 #include "ticket/ticket.h"
 
 #define AGENT_STDOUT_CAP (4u << 20)
@@ -183,7 +183,7 @@ int tk_do_outputs(struct ticket *t, al_ticket_outcome *res, al_error *err);
 void tk_do_cleanup(struct ticket *t, const al_ticket_outcome *res);
 int tk_do_release(struct ticket *t, al_ticket_outcome *res, al_error *err);
 void tk_do_review(struct ticket *t);
-/* After the record is written: post the notes (review_notes.h) on the PR
+/* After the record is written: post the notes (review/notes.h) on the PR
  * as one comment with the review lease's git token; a line says where or
  * why not. Then tk_review_close releases that lease. */
 void tk_post_review_notes(struct ticket *t);

@@ -88,7 +88,7 @@ int tk_do_lease(struct ticket *t, al_error *err)
                                           al_lease_token_expires_at(t->lease, (al_role)r)));
   }
   /* what the review's scanner needs to recognise the tokens later, in any
-   * encoding, once they are revoked and wiped: no value (review_secrets.h) */
+   * encoding, once they are revoked and wiped: no value (review/secrets.h) */
   for (int r = 0; r < AL_ROLE_COUNT; r++) {
     const char *tok = al_lease_token(t->lease, (al_role)r);
     if (!tok || t->n_run_tokens >= AL_ARRAY_SIZE(t->run_tokens))

@@ -16,8 +16,8 @@
  *   GET .../issues/{ticket}/comments      ticket comments made during the run
  *
  * and fills record.review: files, runs_outside_sandbox (the catalogue,
- * review_catalogue.c), kinds (symlinks, gitlinks, executables, binaries,
- * renames, names), secrets (review_secrets.c: the run's tokens from their
+ * review/catalogue.c), kinds (symlinks, gitlinks, executables, binaries,
+ * renames, names), secrets (review/secrets.c: the run's tokens from their
  * fingerprints), links, closing_keywords (commits whose messages would
  * close issues on merge: common/safetext.h), blocked (the proxy's and gateway's refusals from
  * the record), read (counts) and could_not_read. A list that is
@@ -40,9 +40,9 @@
 #include "common/safetext.h"
 #include "common/util.h"
 #include "forge/ghapi.h"
-#include "run/review_catalogue.h"
-#include "run/review_notes.h"
-#include "run/review_secrets.h"
+#include "review/catalogue.h"
+#include "review/notes.h"
+#include "review/secrets.h"
 
 #define BLOB_MAX (8u << 20)  /* blobs read for contents: larger ones are a could-not-read */
 #define BLOBS_MAX 500        /* at most this many blobs per review */

@@ -1,11 +1,11 @@
 /* The catalogue of files that run outside the sandbox later (see
- * review_catalogue.h for how a pattern matches). To extend it, add a row
+ * review/catalogue.h for how a pattern matches). To extend it, add a row
  * to `rules` in the family's block: lower-case pattern, and the reason in
  * words a reviewer acts on (what runs, when, for whom). Order matters only
  * where a specific rule must win over a catch-all of the same prefix
  * (first match wins), e.g. `.github/copilot-instructions.md` before
  * the `.github/` catch-all. docs/review.md lists every pattern (a unit test checks). */
-#include "run/review_catalogue.h"
+#include "review/catalogue.h"
 
 #include <fnmatch.h>
 #include <stdio.h>

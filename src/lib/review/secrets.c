@@ -1,4 +1,4 @@
-/* The review's secret scanner: see review_secrets.h.
+/* The review's secret scanner: see review/secrets.h.
  *
  * One pass per view. A view is a byte buffer derived from the input
  * (reversed, split, %XX-decoded, base64- or hex-decoded runs); every view
@@ -6,7 +6,7 @@
  * finding is reported once per fingerprint (the first view that shows it
  * names the encoding). Decoded copies are wiped (OPENSSL_cleanse) before
  * they are freed: they may hold the very secrets we look for. */
-#include "run/review_secrets.h"
+#include "review/secrets.h"
 
 #include <openssl/crypto.h>
 #include <stdint.h>

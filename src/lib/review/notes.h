@@ -5,8 +5,8 @@
  * record.review, these render it. Every string the agent controls (file
  * names, symlink targets, URLs, hosts) goes through al_review_escape and
  * then a Markdown code span, so it cannot forge the notes' structure. */
-#ifndef AL_RUN_REVIEW_NOTES_H
-#define AL_RUN_REVIEW_NOTES_H
+#ifndef AL_REVIEW_NOTES_H
+#define AL_REVIEW_NOTES_H
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
-/* The review notes rendered: see review_notes.h. The record's review
+/* The review notes rendered: see review/notes.h. The record's review
  * section (ticket_review.c) is the one source; the Markdown and the
  * terminal lines are two views of it. */
-#include "run/review_notes.h"
+#include "review/notes.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include "common/redact.h"
 #include "common/term.h"
 #include "common/util.h"
-#include "run/review_catalogue.h"
+#include "review/catalogue.h"
 
 #define NOTES_MAX 60000
 

@@ -25,8 +25,8 @@
  * fingerprint, length and type prefix ("ghs_"). At every occurrence of the
  * prefix in any view it fingerprints exactly that many bytes, so a token
  * glued to other characters is still recognised. */
-#ifndef AL_RUN_REVIEW_SECRETS_H
-#define AL_RUN_REVIEW_SECRETS_H
+#ifndef AL_REVIEW_SECRETS_H
+#define AL_REVIEW_SECRETS_H
 
 #include <stdbool.h>
 #include <stddef.h>

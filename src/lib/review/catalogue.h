@@ -1,7 +1,7 @@
 /* The catalogue of files that run outside the sandbox later: what a merged
  * pull request can make CI, git, a build tool, a test runner, an editor,
  * an environment loader or the next coding agent execute or obey. One data
- * table (review_catalogue.c), listed in docs/review.md.
+ * table (review/catalogue.c), listed in docs/review.md.
  *
  * A rule's pattern is an fnmatch(3) pattern without FNM_PATHNAME (so `*`
  * crosses '/'), in lower case, matched against every suffix of the path
@@ -14,8 +14,8 @@
  * NTFS stream suffix (`:…`), and the 8.3 short names `git~N` / `gitmod~N`;
  * so `sub/.GIT/hooks/x`, `.git./config` and `.g\u200cit/config` all count
  * as a `.git` directory. */
-#ifndef AL_RUN_REVIEW_CATALOGUE_H
-#define AL_RUN_REVIEW_CATALOGUE_H
+#ifndef AL_REVIEW_CATALOGUE_H
+#define AL_REVIEW_CATALOGUE_H
 
 #include <stddef.h>
 

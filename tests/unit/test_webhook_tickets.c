@@ -210,8 +210,8 @@ static void linear_signed_forged_replayed(void **state)
   free(b);
   static const char *const bad[] = {
       "{\"action\":\"update\"}", "{\"webhookTimestamp\":\"1\"}", "[1]",
-      "{\"webhookTimestamp\":1764633600000,\"action\":\"update\",\"type\":\"Issue\",\"data\":{"
-      "\"identifier\":\"eng-42\"}}"};
+      ("{\"webhookTimestamp\":1764633600000,\"action\":\"update\",\"type\":\"Issue\",\"data\":{"
+       "\"identifier\":\"eng-42\"}}")}; /* one literal, split */
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(al_wh_linear_parse(bad[i], strlen(bad[i]), now, "a", NULL, NULL, &ev, &e), -1);
 }

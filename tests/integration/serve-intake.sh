@@ -166,6 +166,25 @@ except Exception as e:
     print("error", type(e).__name__)
 PY
 }
+# deliver_lines DELIVERY XFF...: a ping signed with another secret (401),
+# each XFF its own X-Forwarded-For line, in order; prints the status
+deliver_lines() {
+  python3 - "$SV_HOOK" "$@" <<'PY'
+import http.client, sys
+hook, delivery, *lines = sys.argv[1:]
+host, port = hook.rsplit(":", 1)
+c = http.client.HTTPConnection(host, int(port), timeout=10)
+body = b'{"zen": "two lines", "hook_id": 1}'
+c.putrequest("POST", "/webhook")
+for k, v in (("X-GitHub-Event", "ping"), ("X-GitHub-Delivery", delivery),
+             ("X-Hub-Signature-256", "sha256=" + "0" * 64), ("Content-Length", str(len(body)))):
+    c.putheader(k, v)
+for v in lines:
+    c.putheader("X-Forwarded-For", v)
+c.endheaders(body)
+print(c.getresponse().status)
+PY
+}
 wait_file() { for _ in $(seq 200); do [ -s "$1" ] && return 0; sleep 0.1; done; return 1; }
 # control: no trusted proxy, the old per-IP limit of 32
 SV_LISTEN_EXTRA="  max_per_ip: 32
@@ -190,6 +209,12 @@ wait $sp
 is "… and a long request_deadline cut none of them (the control of the deadline below)" "$(cat "$T_TMP/slow2.out")" 0
 is "… a delivery's client is the hop the trusted proxy added to X-Forwarded-For" "$(deliver '10.9.9.9, 203.0.113.7' slow-2b bad; grep '"delivery":"slow-2b"' "$SV_DIR/serve.log" | grep -o '"peer":"[^"]*"')" '401
 "peer":"203.0.113.7"'
+# a proxy that adds its own X-Forwarded-For line (HAProxy's forwardfor)
+# leaves the client's line first: the client is still the last line's hop
+is "… two X-Forwarded-For lines: the hop the proxy added on the last line, not the client's first line" "$(deliver_lines slow-2d 10.9.9.8 203.0.113.6; grep '"delivery":"slow-2d"' "$SV_DIR/serve.log" | grep -o '"peer":"[^"]*"')" '401
+"peer":"203.0.113.6"'
+is "… the control: one line holding both hops is read the same" "$(deliver_lines slow-2e '10.9.9.8, 203.0.113.5'; grep '"delivery":"slow-2e"' "$SV_DIR/serve.log" | grep -o '"peer":"[^"]*"')" '401
+"peer":"203.0.113.5"'
 is "… an X-Forwarded-For that is not an address is not believed (the proxy's own bucket)" "$(deliver 'evil, 127.0.0.1' slow-2c bad; grep '"delivery":"slow-2c"' "$SV_DIR/serve.log" | grep -o '"peer":"[^"]*"')" '401
 "peer":"127.0.0.1?"'
 # a short deadline: each is cut (the 8 seconds of the probe are its bound, not a measure)

@@ -465,6 +465,38 @@ static enum MHD_Result status_page(struct serve *s, struct MHD_Connection *conn,
   return send_body(conn, (unsigned)status, body, type);
 }
 
+/* Every X-Forwarded-For line, in the order received, joined with ','
+ * (RFC 9110 §5.3: one list): a proxy that adds its own line (HAProxy's
+ * option forwardfor) leaves the client's line first, and the first line
+ * alone would be the client's word. Over 1024 bytes: over, nothing is
+ * believed. */
+struct xff_join {
+  char buf[1025];
+  size_t len;
+  bool over;
+};
+
+static enum MHD_Result xff_collect(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+  (void)kind;
+  struct xff_join *x = cls;
+  if (!key || strcasecmp(key, "X-Forwarded-For") != 0)
+    return MHD_YES;
+  size_t vl = value ? strlen(value) : 0;
+  if (x->len + vl + 1 >= sizeof x->buf) {
+    x->over = true;
+    return MHD_NO;
+  }
+  if (x->len)
+    x->buf[x->len++] = ',';
+  if (vl)
+    memcpy(x->buf + x->len, value, vl);
+  x->len += vl;
+  x->buf[x->len] = '\0';
+  return MHD_YES;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **con_cls)
@@ -499,7 +531,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     char client[INET6_ADDRSTRLEN + 2] = "";
     size_t same = 0;
     if (sl && sl->proxy) {
-      al_webhook_xff_client(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-For"),
+      struct xff_join x = {.len = 0};
+      MHD_get_connection_values(conn, MHD_HEADER_KIND, xff_collect, &x);
+      al_webhook_xff_client(x.len && !x.over ? x.buf : NULL,
                             (const char *const *)s->cfg->trusted_proxies, s->cfg->n_trusted_proxies,
                             client, sizeof client);
       if (!client[0])

@@ -1244,9 +1244,12 @@ static void h_comments(struct ctx *c, json_t *repo, long long num)
                                        "body is too long (maximum is 65536 characters)"),
                              doc);
   char who[160];
-  json_t *cm = json_pack("{s:I, s:s, s:I, s:O, s:s, s:o}", "id", (json_int_t)g_forge.next_id++,
+  /* content_type: what the poster declared, for the admin view (a test
+   * sees what the gateway sends up; GitHub itself reads the body as JSON) */
+  json_t *cm = json_pack("{s:I, s:s, s:I, s:O, s:s, s:o, s:s}", "id", (json_int_t)g_forge.next_id++,
                          "repo", repo_full(repo), "issue_number", (json_int_t)num, "body", body,
-                         "user", actor_login(c, who, sizeof who), "created_at", iso(forge_now()));
+                         "user", actor_login(c, who, sizeof who), "created_at", iso(forge_now()),
+                         "content_type", c->rq->content_type ? c->rq->content_type : "");
   json_array_append_new(g_forge.comments, cm);
   forge_resp_json(c->resp, 201, comment_obj(repo, cm));
 }

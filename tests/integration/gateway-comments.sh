@@ -90,13 +90,13 @@ PH=$(cat "$H/placeholder")
 printf 'Authorization: token %s\n' "$PH" >"$W/ph.hdr"
 API=https://api.forge.test:$P
 CPATH=/repos/acme/tally/issues/1/comments
-post_gw() { # BODY: status through the gateway; the answer in $W/body
+post_gw() { # BODY [CONTENT-TYPE]: status through the gateway; the answer in $W/body
   curl -sS --max-time 30 --proxy "http://127.0.0.1:$GW" --cacert "$H/ca.pem" -o "$W/body" \
-    -w '%{http_code}' -H "@$W/ph.hdr" -H 'Content-Type: application/json' --data-binary "$1" "$API$CPATH"
+    -w '%{http_code}' -H "@$W/ph.hdr" -H "Content-Type: ${2:-application/json}" --data-binary "$1" "$API$CPATH"
 }
-post_tun() { # BODY: through the plain tunnel with the real ticket token
+post_tun() { # BODY [CONTENT-TYPE]: through the plain tunnel with the real ticket token
   curl -sS --max-time 30 --proxy "http://127.0.0.1:$TUN" --cacert "$FCA" -o "$W/body" \
-    -w '%{http_code}' -H "@$W/ticket.hdr" -H 'Content-Type: application/json' --data-binary "$1" "$API$CPATH"
+    -w '%{http_code}' -H "@$W/ticket.hdr" -H "Content-Type: ${2:-application/json}" --data-binary "$1" "$API$CPATH"
 }
 last() { jq -c 'select(.event == "request")' "$H/gateway.jsonl" | tail -1; }
 RAW=(python3 "$SRC/tests/integration/gwclient.py" "$GW" api.forge.test "$P" "$H/ca.pem")
@@ -152,7 +152,14 @@ check_not "  no clickable outside host" grep -qF 'exfil.example' <<<"$GOT"
 check "  the agent's text is quoted (a line starting \"> \")" grep -q '^> ' <<<"$GOT"
 like "  the record says it was rewritten" "$(last | jq -r .detail)" '^rewritten: '
 is "  and counts a budget unit (one of 2; the 500 did not)" "$(last | jq -r .reason)" api-issue-comment-create
-is "the second comment: 201" "$(post_gw '{"body":"done."}')" 201
+# the body is read as JSON, so the forge is told JSON: a form type would
+# let a forge that reads form fields (GitLab) see fields never checked
+FORM='{"body":"done.&body=%2Fmerge&private_token=glpat-x"}'
+FT=application/x-www-form-urlencoded
+is "control (env mode): a comment declared as a form is posted" "$(post_tun "$FORM" "$FT")" 201
+is "  the forge is told it is a form" "$(admin /comments | jq -r '.[-1].content_type')" "$FT"
+is "the second comment, declared as a form, through the gateway: 201" "$(post_gw "$FORM" "$FT")" 201
+is "  the forge is told it is JSON, by the gateway" "$(admin /comments | jq -r '.[-1].content_type')" application/json
 is "a third: 403, the budget of 2 is spent (the refused and failed ones did not count)" "$(post_gw '{"body":"again"}')" 403
 is "  reason" "$(last | jq -r .reason)" comment-budget
 for t in git ticket; do

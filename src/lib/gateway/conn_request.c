@@ -116,8 +116,21 @@ static void refuse(al_gw_conn *c, req_ctx *r, int status, const char *reason, bo
 
 /* ---- the request ---- */
 
+/* A body the gateway reads as JSON (and rewrites): the forge is told it
+ * is JSON by the gateway, never by the agent. A forge that also takes
+ * form fields (GitLab: Rack's params, private_token among them) would
+ * otherwise read `{"body":"x&body=%2Fmerge&private_token=..."}` sent as
+ * application/x-www-form-urlencoded as fields the checks never saw. */
+static bool json_body(al_gw_body body)
+{
+  return body == AL_GW_BODY_COMMENT || body == AL_GW_BODY_GRAPHQL ||
+         body == AL_GW_BODY_JIRA_COMMENT || body == AL_GW_BODY_LINEAR_GRAPHQL;
+}
+
 static bool keep_header(const al_http_header *h, al_gw_body body)
 {
+  if (json_body(body) && al_http_header_is(h, "content-type"))
+    return false;
   static const char *const keep[] = {
       "accept",        "accept-encoding",   "accept-language",      "user-agent",
       "content-type",  "git-protocol",      "cache-control",        "pragma",
@@ -162,6 +175,8 @@ static char *build_head(al_gw_conn *c, const al_http_request *q, req_ctx *r, boo
     if (keep_header(f, r->rule->body))
       PUT("%.*s: %.*s\r\n", (int)f->name_len, f->name, (int)f->value_len, f->value);
   }
+  if (json_body(r->rule->body))
+    PUT("Content-Type: application/json\r\n");
   if (r->rule->sides & AL_GW_SIDE_GIT) {
     /* git over HTTPS with an installation token: Basic x-access-token:TOKEN */
     char cred[4096];

@@ -83,4 +83,29 @@ like "[fault] the notes on the PR have a Could not read section" "$notes" "### C
 like "[fault] ... and say the notes are incomplete" "$notes" "some of the pull request could not be read"
 check "[fault] the record validates" validate_record "$R"
 is "[fault] no token is active after the run" "$(tokens_in active)" 0
+
+# --- a 429 without Retry-After on the review's reads (issue #27 item 5:
+# the review backed off 60+120+240 s, past its lease, and posted no notes).
+# GitHub asks for a minute, then longer; the review's forge client now has
+# a deadline inside the review lease, so the second wait is refused at once
+# and the notes are still posted. Control: the same fault with Retry-After
+# 1 is waited out and the tree is read (the fault is on the review's path).
+R=$T_TMP/rec-429ok.json
+admin_post /faults '{"faults":[{"path":"/repos/acme/tally/git/trees/*","method":"GET","status":429,"retry_after":1,"times":1}]}' >/dev/null
+"$AIRLOCK" ticket acme/tally#2 -p "$POL" --agent "$A/review-agent" --record "$R" -- clean >"$T_TMP/out-429ok.txt" 2>&1
+hits=$(admin /faults | python3 -c 'import json,sys; print(sum(f.get("hits",0) for f in json.load(sys.stdin)))')
+admin_post /faults '{"faults":[]}' >/dev/null
+is "[429 control] the fault was met by the review's tree read" "$hits" 1
+check_not "[429 control] with Retry-After 1 the trees were read" grep -q "could not read the head commit's tree" <(rv '"\n".join(r["review"]["could_not_read"])')
+R=$T_TMP/rec-429.json
+admin_post /faults '{"faults":[{"path":"/repos/acme/tally/git/trees/*","method":"GET","status":429,"times":2}]}' >/dev/null
+"$AIRLOCK" ticket acme/tally#2 -p "$POL" --agent "$A/review-agent" --record "$R" -- clean >"$T_TMP/out-429.txt" 2>&1
+admin_post /faults '{"faults":[]}' >/dev/null
+nr=$(rv '"\n".join(r["review"]["could_not_read"])')
+like "[429] the head tree is not read, and the reason is the deadline inside the lease" "$nr" "could not read the head commit's tree: .*does not fit in the [0-9]+s left before the deadline"
+admin /comments >"$T_TMP/comments-429.json"
+notes=$(python3 -c 'import json,sys; rid=json.load(open(sys.argv[1]))["run_id"]; print([c["body"] for c in json.load(open(sys.argv[2])) if c["body"].startswith("<!-- airlock-review-notes run=%s " % rid)][0])' "$R" "$T_TMP/comments-429.json" 2>/dev/null)
+like "[429] the notes are still posted on the PR, with a Could not read section" "$notes" "### Could not read \([1-9]"
+check "[429] the record validates" validate_record "$R"
+is "[429] no token is active after the run" "$(tokens_in active)" 0
 done_testing

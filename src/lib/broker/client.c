@@ -38,6 +38,7 @@ struct al_lease {
   size_t n_secrets;
   char id[40];
   uint64_t ttl_ms;
+  uint64_t granted_ms; /* al_now_ms() when the grant was read */
   char expires_at[32];
   bool ended;
   char buf[AL_PROTO_LINE_MAX];
@@ -188,11 +189,12 @@ static int parse_grant(al_lease *l, json_t *msg, al_error *err)
   json_t *ttl = json_object_get(msg, "ttl_ms");
   const char *exp = json_string_value(json_object_get(msg, "expires_at"));
   json_t *toks = json_object_get(msg, "tokens");
-  if (!id || strlen(id) >= sizeof l->id || !json_is_integer(ttl) || !exp ||
-      strlen(exp) >= sizeof l->expires_at || !json_is_array(toks))
+  if (!id || strlen(id) >= sizeof l->id || !json_is_integer(ttl) || json_integer_value(ttl) < 0 ||
+      !exp || strlen(exp) >= sizeof l->expires_at || !json_is_array(toks))
     return al_make_error(err, EPROTO, "broker: malformed lease answer");
   snprintf(l->id, sizeof l->id, "%s", id);
   l->ttl_ms = (uint64_t)json_integer_value(ttl);
+  l->granted_ms = al_now_ms();
   snprintf(l->expires_at, sizeof l->expires_at, "%s", exp);
   size_t i;
   json_t *o;
@@ -425,6 +427,11 @@ const char *al_lease_id(const al_lease *l)
 uint64_t al_lease_ttl_ms(const al_lease *l)
 {
   return l->ttl_ms;
+}
+
+uint64_t al_lease_end_ms(const al_lease *l)
+{
+  return l->granted_ms + l->ttl_ms;
 }
 
 const char *al_lease_expires_at(const al_lease *l)

@@ -82,6 +82,10 @@ const char *al_lease_token_expires_at(const al_lease *l, al_role role);
 /* The broker's lease id, its TTL in ms and its end (ISO 8601). */
 const char *al_lease_id(const al_lease *l);
 uint64_t al_lease_ttl_ms(const al_lease *l);
+/* When the TTL ends the lease, on al_now_ms()'s monotonic clock: the grant
+ * was read at most a round trip after the broker started the TTL, so a
+ * caller keeps a margin before it. */
+uint64_t al_lease_end_ms(const al_lease *l);
 const char *al_lease_expires_at(const al_lease *l);
 /* The connection's fd, to poll for readability: the broker writes when the
  * TTL ends the lease (then call al_lease_poll()). */

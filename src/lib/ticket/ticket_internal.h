@@ -145,6 +145,12 @@ char *tk_iso_now(void);
  * tk_free_strv). */
 char **tk_pin_resolves(const al_policy *p);
 void tk_free_strv(char **v);
+/* A forge client's deadline for a phase after the agent (issue #27 item 5):
+ * al_now_ms() + want_ms, but never later than TK_LEASE_MARGIN_MS before the
+ * lease's end (al_lease_end_ms), so that no wait, a rate limit's included,
+ * outlives the tokens the phase uses. l may be NULL (no lease: want_ms). */
+#define TK_LEASE_MARGIN_MS 5000u
+uint64_t tk_deadline_in_lease(const al_lease *l, uint64_t want_ms);
 int tk_stderr_relay_start(struct stderr_relay *sr, int fd);
 void tk_stderr_relay_join(struct stderr_relay *sr);
 

@@ -311,7 +311,8 @@ void tk_do_cleanup(struct ticket *t, const al_ticket_outcome *res)
   } else {
     char **resolves = tk_pin_resolves(t->policy);
     al_ghapi_set_resolve(c.api, (const char *const *)resolves);
-    al_ghapi_set_deadline(c.api, al_now_ms() + 20000); /* a stopping run's release waits */
+    /* a stopping run's release waits; never past the lease */
+    al_ghapi_set_deadline(c.api, tk_deadline_in_lease(t->lease, 20000));
     entry = cleanup(&c);
     al_ghapi_free(c.api);
     tk_free_strv(resolves);
@@ -344,7 +345,7 @@ int tk_do_outputs(struct ticket *t, al_ticket_outcome *res, al_error *err)
     goto fail;
   char **resolves = tk_pin_resolves(t->policy);
   al_ghapi_set_resolve(c.api, (const char *const *)resolves);
-  al_ghapi_set_deadline(c.api, al_now_ms() + 120000);
+  al_ghapi_set_deadline(c.api, tk_deadline_in_lease(t->lease, 120000));
   /* `airlock serve`: a stale attempt stops here, before any write */
   int r = tk_fence_check(t, c.api, c.git, err) < 0 ? -1 : outputs(&c, res, err);
   al_ghapi_free(c.api);

@@ -44,11 +44,12 @@
 #include "review/notes.h"
 #include "review/secrets.h"
 
-#define BLOB_MAX (8u << 20)  /* blobs read for contents: larger ones are a could-not-read */
-#define BLOBS_MAX 500        /* at most this many blobs per review */
-#define FILES_MAX 3000       /* GitHub lists at most 3000 files of a PR */
-#define COMMITS_MAX 250      /* ... and at most 250 commits */
-#define TEXT_MAX (16u << 20) /* per text scanned (the scanner's own cap) */
+#define REVIEW_LEASE_MS 120000u /* the review lease: its reads and the notes fit in it */
+#define BLOB_MAX (8u << 20)     /* blobs read for contents: larger ones are a could-not-read */
+#define BLOBS_MAX 500           /* at most this many blobs per review */
+#define FILES_MAX 3000          /* GitHub lists at most 3000 files of a PR */
+#define COMMITS_MAX 250         /* ... and at most 250 commits */
+#define TEXT_MAX (16u << 20)    /* per text scanned (the scanner's own cap) */
 
 struct rd {
   struct ticket *t;
@@ -735,7 +736,7 @@ void tk_do_review(struct ticket *t)
                          .ticket_repo = t->repo,
                          .git_permissions = "contents:read,pull_requests:write",
                          .ticket_permissions = "issues:read",
-                         .ttl_ms = 120000};
+                         .ttl_ms = REVIEW_LEASE_MS};
   if (al_lease_open(t->policy->credentials.broker, &rq, &t->review_lease, &e) < 0) {
     /* a broker whose git role cannot write pull requests can still let us
      * read: review, and say the notes cannot be posted */
@@ -753,6 +754,10 @@ void tk_do_review(struct ticket *t)
   if (al_ghapi_open(t->policy->forge.api_url, &go, &t->review_api, &e) < 0)
     goto fail;
   r.api = t->review_api;
+  /* every read and the notes' post inside the review lease's life: a 429
+   * without Retry-After (GitHub: wait a minute, then longer) fails fast
+   * instead of outliving the tokens (issue #27 item 5) */
+  al_ghapi_set_deadline(r.api, tk_deadline_in_lease(t->review_lease, REVIEW_LEASE_MS));
   resolves = tk_pin_resolves(t->policy);
   al_ghapi_set_resolve(r.api, (const char *const *)resolves);
   r.git = al_lease_token(t->review_lease, AL_ROLE_GIT);

@@ -222,6 +222,16 @@ char *tk_iso_now(void)
 
 /* curl --resolve entries from the policy's pins, so the supervisor
  * reaches a pinned test forge exactly where the proxy would. */
+uint64_t tk_deadline_in_lease(const al_lease *l, uint64_t want_ms)
+{
+  uint64_t now = al_now_ms(), d = now + want_ms;
+  if (!l)
+    return d;
+  uint64_t end = al_lease_end_ms(l);
+  uint64_t cap = end > now + TK_LEASE_MARGIN_MS ? end - TK_LEASE_MARGIN_MS : now + 1;
+  return d < cap ? d : cap;
+}
+
 char **tk_pin_resolves(const al_policy *p)
 {
   char **v = al_xcalloc(p->network.n_pin * 4 + 1, sizeof(char *));

@@ -52,7 +52,7 @@ struct serve {
   struct serve_child *children;
   size_t n_children;
   uint64_t started_ms;
-  uint64_t gc_ms; /* the last retention pass (CLOCK_MONOTONIC ms) */
+  uint64_t gc_ms;    /* the last retention pass (CLOCK_MONOTONIC ms) */
   int leader;        /* the election: -1 none (this process dequeues), 0 standby, 1 leader;
                         written by the scheduler, read by the status threads (atomic) */
   int stop_signal;   /* SIGTERM/SIGINT read while stopping runs, for the main loop */

@@ -184,6 +184,7 @@ static int ignore(al_gl_webhook_event *out, const char *why)
 static int get_string(json_t *obj, const char *key, const char *path, size_t max, const char **out,
                       al_error *err)
 {
+  *out = ""; /* set on every path, the refusals' included */
   json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
   if (!json_is_string(v))
     return al_error_set(err, EINVAL, "%s: expected a string", path);
@@ -196,6 +197,7 @@ static int get_string(json_t *obj, const char *key, const char *path, size_t max
 static int get_int(json_t *obj, const char *key, const char *path, long long max, long long *out,
                    al_error *err)
 {
+  *out = 0;
   json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
   if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
     return al_error_set(err, EINVAL, "%s: expected a whole number 1 to %lld", path, max);

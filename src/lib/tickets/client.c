@@ -48,6 +48,7 @@ static size_t on_body(char *d, size_t sz, size_t nm, void *u)
 static int exchange(const al_tk_config *c, const char *method, const char *path, const char *token,
                     const json_t *body, long *status, buf *out, al_error *err)
 {
+  *status = 0; /* set on every path, the refusals' included */
   const char *why = NULL;
   if (!c->url || al_api_url_check(c->url, &why) < 0)
     return al_error_set(err, EINVAL, "%s: the ticket URL `%.100s` is refused: %s",

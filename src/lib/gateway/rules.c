@@ -183,8 +183,7 @@ static bool tmpl_match(const al_gw_rules *r, const char *t, const char *path, un
   return *p == '\0';
 }
 
-/* Is name one of the space-separated words of list? */
-static bool listed(const char *list, const char *name)
+bool al_gw_word_listed(const char *list, const char *name)
 {
   size_t nl = strlen(name);
   for (const char *w = list; w && *w;) {
@@ -197,21 +196,29 @@ static bool listed(const char *list, const char *name)
   return false;
 }
 
-static bool query_ok(const al_gw_rules *r, const al_gw_rule *rule, const al_gw_qparams *qp,
-                     const char **reason, const char **param)
+bool al_gw_query_names_ok(const al_gw_rule *rule, const al_gw_qparams *qp, const char **reason,
+                          const char **param)
 {
   if (qp && qp->why) {
     *reason = qp->why;
     *param = qp->bad[0] ? qp->bad : NULL;
     return false;
   }
-  size_t n = qp ? qp->n : 0;
-  for (size_t i = 0; i < n; i++)
-    if (rule->query == AL_GW_QUERY_NONE || !listed(rule->params, qp->p[i].name)) {
+  for (size_t i = 0; qp && i < qp->n; i++)
+    if (rule->query == AL_GW_QUERY_NONE || !al_gw_word_listed(rule->params, qp->p[i].name)) {
       *reason = "query-param-refused";
       *param = qp->p[i].name;
       return false;
     }
+  return true;
+}
+
+static bool query_ok(const al_gw_rules *r, const al_gw_rule *rule, const al_gw_qparams *qp,
+                     const char **reason, const char **param)
+{
+  if (!al_gw_query_names_ok(rule, qp, reason, param))
+    return false;
+  size_t n = qp ? qp->n : 0;
   if (rule->query == AL_GW_QUERY_SERVICE) {
     int k = al_gw_query_find(qp, "service");
     const char *v = k >= 0 && qp ? qp->p[k].value : "";

@@ -68,6 +68,18 @@ typedef struct al_gw_rule {
 /* The table, for docs and tests. */
 const al_gw_rule *al_gw_rule_table(size_t *n);
 
+/* Is name one of the space-separated words of list (a route's `params`,
+ * a GraphQL field's arguments)? Exact bytes, no case folding. */
+bool al_gw_word_listed(const char *list, const char *name);
+
+/* What every route's query check shares, whatever the vendor (GitHub,
+ * GitLab, Jira): the decoder's own refusal (qp->why), then each parameter
+ * name against the route's allow-list (none at all for AL_GW_QUERY_NONE).
+ * true, or false with *reason ("query-param-refused" or the decoder's)
+ * and *param (the name, or NULL). The vendor's own value checks follow. */
+bool al_gw_query_names_ok(const al_gw_rule *rule, const al_gw_qparams *qp, const char **reason,
+                          const char **param);
+
 /* The rules of one run. Plain data; copied freely. */
 typedef struct al_gw_rules {
   char owner[128], name[128]; /* the repository, as given */

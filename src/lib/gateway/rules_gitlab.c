@@ -389,34 +389,12 @@ static const al_gw_rule *find(const al_gw_gl_rules *r, unsigned sides, const cha
   return NULL;
 }
 
-static bool listed(const char *list, const char *name)
-{
-  size_t nl = strlen(name);
-  for (const char *w = list; w && *w;) {
-    const char *e = strchr(w, ' ');
-    size_t wl = e ? (size_t)(e - w) : strlen(w);
-    if (wl == nl && memcmp(w, name, nl) == 0)
-      return true;
-    w += wl + (e ? 1 : 0);
-  }
-  return false;
-}
-
 static bool query_ok(const al_gw_gl_rules *r, const al_gw_rule *rule, const al_gw_qparams *qp,
                      const char **reason, const char **param)
 {
-  if (qp && qp->why) {
-    *reason = qp->why;
-    *param = qp->bad[0] ? qp->bad : NULL;
+  if (!al_gw_query_names_ok(rule, qp, reason, param))
     return false;
-  }
   size_t n = qp ? qp->n : 0;
-  for (size_t i = 0; i < n; i++)
-    if (rule->query == AL_GW_QUERY_NONE || !listed(rule->params, qp->p[i].name)) {
-      *reason = "query-param-refused";
-      *param = qp->p[i].name;
-      return false;
-    }
   if (rule->query == AL_GW_QUERY_SERVICE) {
     int k = al_gw_query_find(qp, "service");
     const char *v = k >= 0 && qp ? qp->p[k].value : "";

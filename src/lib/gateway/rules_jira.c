@@ -75,34 +75,10 @@ static bool this_ticket(const al_gw_tk_rules *r, const char *s, size_t n)
          (r->id[0] && strlen(r->id) == n && memcmp(r->id, s, n) == 0);
 }
 
-static bool listed(const char *list, const char *name)
-{
-  size_t nl = strlen(name);
-  for (const char *w = list; w && *w;) {
-    const char *e = strchr(w, ' ');
-    size_t wl = e ? (size_t)(e - w) : strlen(w);
-    if (wl == nl && memcmp(w, name, nl) == 0)
-      return true;
-    w += wl + (e ? 1 : 0);
-  }
-  return false;
-}
-
 static bool query_ok(const al_gw_rule *rule, const al_gw_qparams *qp, const char **reason,
                      const char **param)
 {
-  if (qp && qp->why) {
-    *reason = qp->why;
-    *param = qp->bad[0] ? qp->bad : NULL;
-    return false;
-  }
-  for (size_t i = 0; qp && i < qp->n; i++)
-    if (rule->query == AL_GW_QUERY_NONE || !listed(rule->params, qp->p[i].name)) {
-      *reason = "query-param-refused";
-      *param = qp->p[i].name;
-      return false;
-    }
-  return true;
+  return al_gw_query_names_ok(rule, qp, reason, param);
 }
 
 static bool digits(const char *s, size_t n)

@@ -157,19 +157,6 @@ static bool this_ticket(const al_gw_tk_rules *r, const char *s)
   return strcmp(s, r->key) == 0 || (r->id[0] && strcmp(s, r->id) == 0);
 }
 
-static bool arg_listed(const char *list, const char *name)
-{
-  size_t nl = strlen(name);
-  for (const char *w = list; w && *w;) {
-    const char *e = strchr(w, ' ');
-    size_t wl = e ? (size_t)(e - w) : strlen(w);
-    if (wl == nl && memcmp(w, name, nl) == 0)
-      return true;
-    w += wl + (e ? 1 : 0);
-  }
-  return false;
-}
-
 /* The commentCreate input variable: exactly {"issueId": this ticket,
  * "body": a string}. */
 static int input_ok(const lctx *c, const json_t *vars, const char *var, const char **why)
@@ -229,7 +216,7 @@ static int field(void *ctx, int cx, bool mutation, const char *name, size_t nl,
     if (table[i].cx != cx || !is(name, nl, table[i].name))
       continue;
     for (size_t a = 0; a < nargs; a++)
-      if (!arg_listed(table[i].args, args[a].name) ||
+      if (!al_gw_word_listed(table[i].args, args[a].name) ||
           !(args[a].kind == AL_GQL_ARG_STR || args[a].kind == AL_GQL_ARG_INT ||
             args[a].kind == AL_GQL_ARG_NONE)) {
         *why = "graphql-refused: argument";

@@ -178,27 +178,6 @@ static int job_watch(const al_kube *k, const char *ns, const char *name, al_kube
   return r;
 }
 
-struct logbuf {
-  char *buf;
-  size_t len;
-};
-
-static size_t on_log(char *p, size_t sz, size_t n, void *ud)
-{
-  struct logbuf *b = ud;
-  size_t add = sz * n;
-  if (b->len + add > AL_KUBE_LOG_MAX)
-    return 0;
-  char *nb = realloc(b->buf, b->len + add + 1);
-  if (!nb)
-    return 0;
-  memcpy(nb + b->len, p, add);
-  b->len += add;
-  nb[b->len] = '\0';
-  b->buf = nb;
-  return add;
-}
-
 /* The newest pod of the Job, and its `container`'s log (limitBytes). */
 static int read_log(const al_kube *k, const char *ns, const char *name, const char *container,
                     al_kube_job_result *res, al_error *err)
@@ -221,19 +200,18 @@ static int read_log(const al_kube *k, const char *ns, const char *name, const ch
     return r < 0 ? -1 : al_error_set(err, ENOENT, "kube: the Job `%s` has no pod", name);
   snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/log?container=%s&limitBytes=%u", ns,
            res->pod, container, AL_KUBE_LOG_MAX);
-  struct logbuf lb = {0};
-  r = al_kube_http(k, "GET", path, NULL, 0, on_log, &lb, &status, err);
-  if (r == 0 && status == 200) {
-    res->log = lb.buf ? lb.buf : strdup("");
-    res->log_len = lb.len;
-    return res->log ? 0 : al_error_set(err, ENOMEM, "kube: the log");
-  }
-  free(lb.buf);
-  if (r < 0)
+  /* limitBytes keeps the log within the collector's 1 MiB */
+  char *log = NULL;
+  size_t log_len = 0;
+  if (al_kube_get_body(k, "GET", path, NULL, &log, &log_len, &status, err) < 0)
     return -1;
-  return r > 0 ? al_error_set(err, EIO, "kube: the log of `%s`: longer than %u bytes", res->pod,
-                              AL_KUBE_LOG_MAX)
-               : al_error_set(err, EIO, "kube: the log of `%s`: HTTP %ld", res->pod, status);
+  if (status != 200) {
+    free(log);
+    return al_error_set(err, EIO, "kube: the log of `%s`: HTTP %ld", res->pod, status);
+  }
+  res->log = log ? log : strdup("");
+  res->log_len = log_len;
+  return res->log ? 0 : al_error_set(err, ENOMEM, "kube: the log");
 }
 
 /* The Job object the caller gives: batch/v1 Job, its name a DNS name, its

@@ -88,7 +88,7 @@ typedef struct al_kube_job_result {
   size_t log_len;
 } al_kube_job_result;
 
-#define AL_KUBE_LOG_MAX (1u << 20)
+#define AL_KUBE_LOG_MAX (1u << 20) /* the collector's bound (kube_int.h: 1 MiB) */
 
 /* Run the Job `job_json` (a batch/v1 Job object; its metadata.name and
  * metadata.namespace name it, and the namespace must equal `ns`) to its

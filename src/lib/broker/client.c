@@ -431,7 +431,7 @@ uint64_t al_lease_ttl_ms(const al_lease *l)
 
 uint64_t al_lease_end_ms(const al_lease *l)
 {
-  return l->granted_ms + l->ttl_ms;
+  return l->ttl_ms ? l->granted_ms + l->ttl_ms : UINT64_MAX; /* 0: no TTL was granted */
 }
 
 const char *al_lease_expires_at(const al_lease *l)

@@ -84,7 +84,8 @@ const char *al_lease_id(const al_lease *l);
 uint64_t al_lease_ttl_ms(const al_lease *l);
 /* When the TTL ends the lease, on al_now_ms()'s monotonic clock: the grant
  * was read at most a round trip after the broker started the TTL, so a
- * caller keeps a margin before it. */
+ * caller keeps a margin before it. UINT64_MAX when the grant named no TTL
+ * (ttl_ms 0). */
 uint64_t al_lease_end_ms(const al_lease *l);
 const char *al_lease_expires_at(const al_lease *l);
 /* The connection's fd, to poll for readability: the broker writes when the

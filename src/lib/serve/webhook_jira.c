@@ -135,11 +135,12 @@ int al_wh_jira_parse(const char *body, size_t len, const char *label, const char
       al_error_wrap(err, "issue.key");
     goto done;
   }
-  if (!id || !sender || !pkey) {
-    al_error_set(err, EINVAL, "%s missing",
-                 !id       ? "issue.id"
-                 : !sender ? "user.accountId"
-                           : "issue.fields.project.key");
+  if (!id || !id[0] || !sender || !sender[0] || !pkey || !pkey[0]) {
+    /* empty is missing: a run is never queued for no one */
+    al_error_set(err, EINVAL, "%s missing or empty",
+                 !id || !id[0]           ? "issue.id"
+                 : !sender || !sender[0] ? "user.accountId"
+                                         : "issue.fields.project.key");
     goto done;
   }
   if (strcmp(pkey, t.project) != 0) {

@@ -11,6 +11,7 @@
 #include "forge/forge.h"
 #include "forge/names.h"
 #include "common/util.h"
+#include "serve/webhook_json.h"
 
 int al_webhook_verify(const void *secret, size_t secret_len, const char *header, const void *body,
                       size_t len, al_error *err)
@@ -36,36 +37,6 @@ static int ignore(al_webhook_event *out, const char *why)
   out->kind = AL_WEBHOOK_IGNORE;
   snprintf(out->why, sizeof out->why, "%s", why);
   return 0;
-}
-
-/* obj.key as a string (bounded), or an error naming path. */
-static int get_string(json_t *obj, const char *key, const char *path, size_t max, const char **out,
-                      al_error *err)
-{
-  json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
-  if (!json_is_string(v)) {
-    al_error_set(err, EINVAL, "%s: expected a string", path);
-    return -1;
-  }
-  if (json_string_length(v) > max || strlen(json_string_value(v)) != json_string_length(v)) {
-    al_error_set(err, EINVAL, "%s: longer than %zu bytes or holds a NUL", path, max);
-    return -1;
-  }
-  *out = json_string_value(v);
-  return 0;
-}
-
-/* Does the comment's first line, trimmed of spaces and tabs, equal the
- * command, or start with it followed by a space? */
-static bool command_matches(const char *body, const char *command)
-{
-  while (*body == ' ' || *body == '\t')
-    body++;
-  size_t cl = strlen(command);
-  if (strncmp(body, command, cl) != 0)
-    return false;
-  char c = body[cl];
-  return c == '\0' || c == '\n' || c == '\r' || c == ' ' || c == '\t';
 }
 
 int al_webhook_parse(const char *event, const char *body, size_t len, const char *label,
@@ -98,12 +69,12 @@ int al_webhook_parse(const char *event, const char *body, size_t len, const char
     ret = ignore(out, "not a trigger event (issues, issue_comment)");
     goto out;
   }
-  if (get_string(j, "action", "action", 32, &s, err) < 0)
+  if (al_wh_json_string(j, "action", "action", 32, &s, err) < 0)
     goto out;
   snprintf(out->action, sizeof out->action, "%s", s);
   json_t *repo = json_object_get(j, "repository");
   const char *why;
-  if (get_string(repo, "full_name", "repository.full_name", 200, &s, err) < 0)
+  if (al_wh_json_string(repo, "full_name", "repository.full_name", 200, &s, err) < 0)
     goto out;
   if (al_repo_name_check(s, &why) < 0) {
     al_error_set(err, EINVAL, "repository.full_name: %s", why);
@@ -111,14 +82,11 @@ int al_webhook_parse(const char *event, const char *body, size_t len, const char
   }
   snprintf(out->repo, sizeof out->repo, "%s", s);
   json_t *issue = json_object_get(j, "issue");
-  json_t *num = json_is_object(issue) ? json_object_get(issue, "number") : NULL;
-  if (!json_is_integer(num) || json_integer_value(num) < 1 ||
-      json_integer_value(num) > 2147483647) {
-    al_error_set(err, EINVAL, "issue.number: expected a whole number 1 to 2147483647");
+  long long num;
+  if (al_wh_json_int(issue, "number", "issue.number", 2147483647, &num, err) < 0)
     goto out;
-  }
-  out->number = (unsigned long)json_integer_value(num);
-  if (get_string(json_object_get(j, "sender"), "login", "sender.login", 64, &s, err) < 0)
+  out->number = (unsigned long)num;
+  if (al_wh_json_string(json_object_get(j, "sender"), "login", "sender.login", 64, &s, err) < 0)
     goto out;
   if (al_login_check(s, true, &why) < 0) {
     al_error_set(err, EINVAL, "sender.login: %s", why);
@@ -140,7 +108,7 @@ int al_webhook_parse(const char *event, const char *body, size_t len, const char
       ret = ignore(out, "issues: only the `labeled` action triggers");
       goto out;
     }
-    if (get_string(json_object_get(j, "label"), "name", "label.name", 100, &s, err) < 0)
+    if (al_wh_json_string(json_object_get(j, "label"), "name", "label.name", 100, &s, err) < 0)
       goto out;
     if (strcmp(s, label) != 0) {
       ret = ignore(out, "issues labeled: not the trigger label");
@@ -151,9 +119,10 @@ int al_webhook_parse(const char *event, const char *body, size_t len, const char
       ret = ignore(out, "issue_comment: only the `created` action triggers");
       goto out;
     }
-    if (get_string(json_object_get(j, "comment"), "body", "comment.body", 65536, &s, err) < 0)
+    if (al_wh_json_string(json_object_get(j, "comment"), "body", "comment.body", 65536, &s, err) <
+        0)
       goto out;
-    if (!command_matches(s, command)) {
+    if (!al_wh_command_matches(s, command)) {
       ret = ignore(out, "issue_comment: not the trigger command");
       goto out;
     }

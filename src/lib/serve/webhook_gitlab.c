@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "serve/webhook_json.h"
+
 int al_gl_webhook_verify_token(const void *secret, size_t secret_len, const char *header,
                                al_error *err)
 {
@@ -181,30 +183,6 @@ static int ignore(al_gl_webhook_event *out, const char *why)
   return 0;
 }
 
-static int get_string(json_t *obj, const char *key, const char *path, size_t max, const char **out,
-                      al_error *err)
-{
-  *out = ""; /* set on every path, the refusals' included */
-  json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
-  if (!json_is_string(v))
-    return al_error_set(err, EINVAL, "%s: expected a string", path);
-  if (json_string_length(v) > max || strlen(json_string_value(v)) != json_string_length(v))
-    return al_error_set(err, EINVAL, "%s: longer than %zu bytes or holds a NUL", path, max);
-  *out = json_string_value(v);
-  return 0;
-}
-
-static int get_int(json_t *obj, const char *key, const char *path, long long max, long long *out,
-                   al_error *err)
-{
-  *out = 0;
-  json_t *v = json_is_object(obj) ? json_object_get(obj, key) : NULL;
-  if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max)
-    return al_error_set(err, EINVAL, "%s: expected a whole number 1 to %lld", path, max);
-  *out = (long long)json_integer_value(v);
-  return 0;
-}
-
 static bool piece_ok(const char *s, size_t n)
 {
   if (n == 0 || n > 100 || s[0] == '-' || s[0] == '.')
@@ -259,23 +237,12 @@ static int has_label(json_t *arr, const char *path, const char *label, bool *out
   json_array_foreach(arr, i, l)
   {
     const char *t;
-    if (get_string(l, "title", path, 255, &t, err) < 0)
+    if (al_wh_json_string(l, "title", path, 255, &t, err) < 0)
       return -1;
     if (strcmp(t, label) == 0)
       *out = true;
   }
   return 0;
-}
-
-static bool command_matches(const char *body, const char *command)
-{
-  while (*body == ' ' || *body == '\t')
-    body++;
-  size_t cl = strlen(command);
-  if (cl == 0 || strncmp(body, command, cl) != 0)
-    return false;
-  char c = body[cl];
-  return c == '\0' || c == '\n' || c == '\r' || c == ' ' || c == '\t';
 }
 
 int al_gl_webhook_parse(const char *event, const char *body, size_t len, const char *label,
@@ -304,24 +271,25 @@ int al_gl_webhook_parse(const char *event, const char *body, size_t len, const c
     al_error_set(err, EINVAL, "body: expected a JSON object");
     goto out;
   }
-  if (get_string(j, "object_kind", "object_kind", 32, &s, err) < 0)
+  if (al_wh_json_string(j, "object_kind", "object_kind", 32, &s, err) < 0)
     goto out;
   if (strcmp(s, issue_hook ? "issue" : "note") != 0) {
     al_error_set(err, EINVAL, "object_kind `%s` does not agree with X-Gitlab-Event `%s`", s, event);
     goto out;
   }
   json_t *project = json_object_get(j, "project");
-  if (get_string(project, "path_with_namespace", "project.path_with_namespace", 255, &s, err) < 0)
+  if (al_wh_json_string(project, "path_with_namespace", "project.path_with_namespace", 255, &s,
+                        err) < 0)
     goto out;
   if (!full_path_ok(s)) {
     al_error_set(err, EINVAL, "project.path_with_namespace: not a GitLab full path");
     goto out;
   }
   snprintf(out->project, sizeof out->project, "%s", s);
-  if (get_int(project, "id", "project.id", INT64_MAX / 2, &out->project_id, err) < 0)
+  if (al_wh_json_int(project, "id", "project.id", INT64_MAX / 2, &out->project_id, err) < 0)
     goto out;
   json_t *user = json_object_get(j, "user");
-  if (get_string(user, "username", "user.username", 255, &s, err) < 0)
+  if (al_wh_json_string(user, "username", "user.username", 255, &s, err) < 0)
     goto out;
   if (!username_ok(s)) {
     al_error_set(err, EINVAL, "user.username: not a GitLab username");
@@ -334,10 +302,10 @@ int al_gl_webhook_parse(const char *event, const char *body, size_t len, const c
     goto out;
   }
   if (issue_hook) {
-    if (get_int(attrs, "iid", "object_attributes.iid", 2147483647, &v, err) < 0)
+    if (al_wh_json_int(attrs, "iid", "object_attributes.iid", 2147483647, &v, err) < 0)
       goto out;
     out->number = (unsigned long)v;
-    if (get_string(attrs, "action", "object_attributes.action", 32, &s, err) < 0)
+    if (al_wh_json_string(attrs, "action", "object_attributes.action", 32, &s, err) < 0)
       goto out;
     if (strcmp(s, "update") != 0 && strcmp(s, "open") != 0) {
       ret = ignore(out, "Issue Hook: only a label added (action update or open) triggers");
@@ -358,7 +326,8 @@ int al_gl_webhook_parse(const char *event, const char *body, size_t len, const c
       goto out;
     }
   } else {
-    if (get_string(attrs, "noteable_type", "object_attributes.noteable_type", 32, &s, err) < 0)
+    if (al_wh_json_string(attrs, "noteable_type", "object_attributes.noteable_type", 32, &s, err) <
+        0)
       goto out;
     if (strcmp(s, "Issue") != 0) {
       ret = ignore(out, "Note Hook: a note on something other than an issue");
@@ -366,19 +335,19 @@ int al_gl_webhook_parse(const char *event, const char *body, size_t len, const c
     }
     json_t *act = json_object_get(attrs, "action");
     if (act) {
-      if (get_string(attrs, "action", "object_attributes.action", 32, &s, err) < 0)
+      if (al_wh_json_string(attrs, "action", "object_attributes.action", 32, &s, err) < 0)
         goto out;
       if (strcmp(s, "create") != 0) {
         ret = ignore(out, "Note Hook: only a new note (action create) triggers");
         goto out;
       }
     }
-    if (get_int(json_object_get(j, "issue"), "iid", "issue.iid", 2147483647, &v, err) < 0)
+    if (al_wh_json_int(json_object_get(j, "issue"), "iid", "issue.iid", 2147483647, &v, err) < 0)
       goto out;
     out->number = (unsigned long)v;
-    if (get_string(attrs, "note", "object_attributes.note", 1 << 20, &s, err) < 0)
+    if (al_wh_json_string(attrs, "note", "object_attributes.note", 1 << 20, &s, err) < 0)
       goto out;
-    if (!command_matches(s, command)) {
+    if (!al_wh_command_matches(s, command)) {
       ret = ignore(out, "Note Hook: not the trigger command");
       goto out;
     }

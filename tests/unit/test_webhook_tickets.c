@@ -216,6 +216,48 @@ static void linear_signed_forged_replayed(void **state)
     assert_int_equal(al_wh_linear_parse(bad[i], strlen(bad[i]), now, "a", NULL, NULL, &ev, &e), -1);
 }
 
+/* A copy of body with its first `from` replaced by `to` (malloc'd). */
+static char *swap(const char *body, const char *from, const char *to)
+{
+  const char *at = strstr(body, from);
+  assert_non_null(at);
+  return al_strdup_printf("%.*s%s%s", (int)(at - body), body, to, at + strlen(from));
+}
+
+/* Linear: an id or sender read for a run is present and not empty, and a
+ * field has its documented type. An empty actor.id queued a run for no
+ * one and an empty data.id a run for no issue (Jira's were fixed in
+ * 9bb1f1d); data.team.key as a number was read as no team key, and the
+ * check that it is the identifier's team skipped. Each refusal's control
+ * is the same delivery with the documented value: a trigger. */
+static void linear_fields_present_and_typed(void **state)
+{
+  (void)state;
+  al_wh_ticket_event ev;
+  al_error e = {0};
+  int64_t now = 1764633600000;
+  char *ok = linear_body(now, "create", "{}");
+  assert_int_equal(al_wh_linear_parse(ok, strlen(ok), now, "airlock", NULL, "ENG", &ev, &e), 0);
+  assert_int_equal(ev.kind, AL_WEBHOOK_RUN);
+  assert_string_equal(ev.sender, "user-7");
+  static const struct {
+    const char *from, *to, *msg;
+  } bad[] = {
+      {"{\"id\":\"user-7\"", "{\"id\":\"\"", "actor.id"},
+      {"\"8f1c2d6e-1111-4a2b-9c3d-0123456789ab\"", "\"\"", "data.id"},
+      {"\"key\":\"ENG\"", "\"key\":7", "data.team.key"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *b = swap(ok, bad[i].from, bad[i].to);
+    e.msg[0] = '\0';
+    int rc = al_wh_linear_parse(b, strlen(b), now, "airlock", NULL, "ENG", &ev, &e);
+    if (rc != -1 || !strstr(e.msg, bad[i].msg))
+      fail_msg("%s: rc %d kind %d sender `%s`, `%s`", bad[i].to, rc, ev.kind, ev.sender, e.msg);
+    free(b);
+  }
+  free(ok);
+}
+
 /* A replay by identifier, as serve records deliveries: the queue's
  * delivery table answers 1 the second time. Control: another identifier
  * with another body is new. */
@@ -251,6 +293,7 @@ int main(void)
       cmocka_unit_test(jira_signed_and_forged),
       cmocka_unit_test(jira_triggers),
       cmocka_unit_test(linear_signed_forged_replayed),
+      cmocka_unit_test(linear_fields_present_and_typed),
       cmocka_unit_test(replay_through_queue),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "serve/webhook_json.h"
 #include "tickets/tickets.h"
 
 int al_wh_hmac_hex_verify(const char *name, const void *secret, size_t secret_len, const char *hex,
@@ -61,21 +62,6 @@ static int ignore(al_wh_ticket_event *out, const char *why)
   return 0;
 }
 
-/* j.key as a string of at most max bytes, NULL when absent or null; -2
- * (with err) when present but not a string or too long. */
-static int opt_str(const json_t *j, const char *key, const char *path, size_t max, const char **out,
-                   al_error *err)
-{
-  *out = NULL;
-  const json_t *v = json_is_object(j) ? json_object_get(j, key) : NULL;
-  if (!v || json_is_null(v))
-    return 0;
-  if (!json_is_string(v) || json_string_length(v) > max)
-    return al_error_set(err, EINVAL, "%s must be a string of at most %zu bytes", path, max);
-  *out = json_string_value(v);
-  return 0;
-}
-
 /* Is `word` one of the space-separated words of s? (Jira's labels
  * changelog: "toString": "airlock bug".) */
 static bool has_word(const char *s, const char *word)
@@ -107,7 +93,7 @@ int al_wh_jira_parse(const char *body, size_t len, const char *label, const char
   const char *ev, *key, *id, *sender, *pkey;
   const json_t *issue = json_object_get(j, "issue");
   const json_t *fields = json_object_get(issue, "fields");
-  if (opt_str(j, "webhookEvent", "webhookEvent", 64, &ev, err) < 0)
+  if (al_wh_json_opt_string(j, "webhookEvent", "webhookEvent", 64, &ev, err) < 0)
     goto done;
   if (!ev) {
     al_error_set(err, EINVAL, "webhookEvent missing");
@@ -121,11 +107,12 @@ int al_wh_jira_parse(const char *body, size_t len, const char *label, const char
     al_error_set(err, EINVAL, "issue.fields missing (an object)");
     goto done;
   }
-  if (opt_str(issue, "key", "issue.key", 40, &key, err) < 0 ||
-      opt_str(issue, "id", "issue.id", 63, &id, err) < 0 ||
-      opt_str(json_object_get(j, "user"), "accountId", "user.accountId", 128, &sender, err) < 0 ||
-      opt_str(json_object_get(fields, "project"), "key", "issue.fields.project.key", 15, &pkey,
-              err) < 0)
+  if (al_wh_json_opt_string(issue, "key", "issue.key", 40, &key, err) < 0 ||
+      al_wh_json_opt_string(issue, "id", "issue.id", 63, &id, err) < 0 ||
+      al_wh_json_opt_string(json_object_get(j, "user"), "accountId", "user.accountId", 128, &sender,
+                            err) < 0 ||
+      al_wh_json_opt_string(json_object_get(fields, "project"), "key", "issue.fields.project.key",
+                            15, &pkey, err) < 0)
     goto done;
   al_tk_target t;
   if (!key || al_tk_target_parse(AL_TK_JIRA, key, NULL, &t, err) < 0) {
@@ -163,8 +150,8 @@ int al_wh_jira_parse(const char *body, size_t len, const char *label, const char
     json_array_foreach(labels, i, l) if (label && json_is_string(l) &&
                                          strcmp(json_string_value(l), label) == 0) trig = "label";
     const char *as = NULL;
-    if (opt_str(json_object_get(fields, "assignee"), "accountId", "issue.fields.assignee.accountId",
-                128, &as, err) < 0)
+    if (al_wh_json_opt_string(json_object_get(fields, "assignee"), "accountId",
+                              "issue.fields.assignee.accountId", 128, &as, err) < 0)
       goto done;
     if (!trig && bot && as && strcmp(as, bot) == 0)
       trig = "assignee";
@@ -179,10 +166,12 @@ int al_wh_jira_parse(const char *body, size_t len, const char *label, const char
     json_array_foreach(items, i, it)
     {
       const char *f, *from_s, *to_s, *to;
-      if (opt_str(it, "field", "changelog.items[].field", 64, &f, err) < 0 ||
-          opt_str(it, "fromString", "changelog.items[].fromString", 65536, &from_s, err) < 0 ||
-          opt_str(it, "toString", "changelog.items[].toString", 65536, &to_s, err) < 0 ||
-          opt_str(it, "to", "changelog.items[].to", 65536, &to, err) < 0)
+      if (al_wh_json_opt_string(it, "field", "changelog.items[].field", 64, &f, err) < 0 ||
+          al_wh_json_opt_string(it, "fromString", "changelog.items[].fromString", 65536, &from_s,
+                                err) < 0 ||
+          al_wh_json_opt_string(it, "toString", "changelog.items[].toString", 65536, &to_s, err) <
+              0 ||
+          al_wh_json_opt_string(it, "to", "changelog.items[].to", 65536, &to, err) < 0)
         goto done;
       if (!f)
         continue;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "serve/webhook_json.h"
 #include "tickets/tickets.h"
 
 int al_wh_linear_verify(const void *secret, size_t secret_len, const char *header, const void *body,
@@ -19,12 +20,6 @@ static int ignore(al_wh_ticket_event *out, const char *why)
   out->kind = AL_WEBHOOK_IGNORE;
   snprintf(out->why, sizeof out->why, "%s", why);
   return 0;
-}
-
-static const char *str(const json_t *j, const char *key, size_t max)
-{
-  const json_t *v = json_is_object(j) ? json_object_get(j, key) : NULL;
-  return json_is_string(v) && json_string_length(v) <= max ? json_string_value(v) : NULL;
 }
 
 /* Is id in the array a (of strings)? */
@@ -50,7 +45,7 @@ int al_wh_linear_parse(const char *body, size_t len, int64_t now_ms, const char 
   int rc = -1;
   const json_t *ts = json_object_get(j, "webhookTimestamp");
   const json_t *data = json_object_get(j, "data"), *from = json_object_get(j, "updatedFrom");
-  const char *action = str(j, "action", 16), *type = str(j, "type", 64);
+  const char *action, *type, *ident, *id, *tkey, *actor;
   if (!json_is_integer(ts)) {
     al_error_set(err, EINVAL, "webhookTimestamp missing (an integer, ms since the epoch)");
     goto done;
@@ -61,10 +56,9 @@ int al_wh_linear_parse(const char *body, size_t len, int64_t now_ms, const char 
                  "webhookTimestamp is more than a minute from now: replayed or delayed, refused");
     goto done;
   }
-  if (!action || !type) {
-    al_error_set(err, EINVAL, "%s missing (a string)", !action ? "action" : "type");
+  if (al_wh_json_string(j, "action", "action", 16, &action, err) < 0 ||
+      al_wh_json_string(j, "type", "type", 64, &type, err) < 0)
     goto done;
-  }
   if (strcmp(type, "Issue") != 0 ||
       !(strcmp(action, "create") == 0 || strcmp(action, "update") == 0)) {
     rc = ignore(out, "not an Issue create or update");
@@ -74,19 +68,20 @@ int al_wh_linear_parse(const char *body, size_t len, int64_t now_ms, const char 
     al_error_set(err, EINVAL, "data missing (an object)");
     goto done;
   }
-  const char *ident = str(data, "identifier", 40), *id = str(data, "id", 63);
-  const char *tkey = str(json_object_get(data, "team"), "key", 15);
-  const char *actor = str(json_object_get(j, "actor"), "id", 128);
+  if (al_wh_json_string(data, "identifier", "data.identifier", 40, &ident, err) < 0 ||
+      al_wh_json_string(data, "id", "data.id", 63, &id, err) < 0 ||
+      al_wh_json_opt_string(json_object_get(data, "team"), "key", "data.team.key", 15, &tkey, err) <
+          0 ||
+      al_wh_json_string(json_object_get(j, "actor"), "id", "actor.id", 128, &actor, err) < 0)
+    goto done;
   al_tk_target tg;
-  if (!ident || al_tk_target_parse(AL_TK_LINEAR, ident, NULL, &tg, err) < 0) {
-    if (!ident)
-      al_error_set(err, EINVAL, "data.identifier missing (a string)");
-    else
-      al_error_wrap(err, "data.identifier");
+  if (al_tk_target_parse(AL_TK_LINEAR, ident, NULL, &tg, err) < 0) {
+    al_error_wrap(err, "data.identifier");
     goto done;
   }
-  if (!id || !actor) {
-    al_error_set(err, EINVAL, "%s missing (a string)", !id ? "data.id" : "actor.id");
+  if (!id[0] || !actor[0]) {
+    /* empty is missing: a run is never queued for no one or no issue */
+    al_error_set(err, EINVAL, "%s empty", !id[0] ? "data.id" : "actor.id");
     goto done;
   }
   if (tkey && strcmp(tkey, tg.project) != 0) {
@@ -113,8 +108,11 @@ int al_wh_linear_parse(const char *body, size_t len, int64_t now_ms, const char 
     const json_t *l;
     json_array_foreach(labels, i, l)
     {
-      const char *name = str(l, "name", 256), *lid = str(l, "id", 63);
-      if (!name || strcmp(name, label) != 0 || !lid)
+      const char *name, *lid;
+      if (al_wh_json_string(l, "name", "data.labels[].name", 256, &name, err) < 0 ||
+          al_wh_json_string(l, "id", "data.labels[].id", 63, &lid, err) < 0)
+        goto done;
+      if (strcmp(name, label) != 0)
         continue;
       const json_t *before = json_object_get(from, "labelIds");
       if (create || (json_is_array(before) && !in_ids(before, lid)))
@@ -124,7 +122,9 @@ int al_wh_linear_parse(const char *body, size_t len, int64_t now_ms, const char 
   static const char *const keys[] = {"assigneeId", "delegateId"};
   static const char *const names[] = {"assignee", "delegate"};
   for (size_t k = 0; !trig && app && k < 2; k++) {
-    const char *now = str(data, keys[k], 128);
+    const char *now;
+    if (al_wh_json_opt_string(data, keys[k], keys[k], 128, &now, err) < 0)
+      goto done;
     if (now && strcmp(now, app) == 0 && (create || json_object_get(from, keys[k])))
       trig = names[k];
   }

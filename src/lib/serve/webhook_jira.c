@@ -3,51 +3,20 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "common/util.h"
+#include "common/hmac.h"
 #include "serve/webhook_json.h"
 #include "tickets/tickets.h"
-
-int al_wh_hmac_hex_verify(const char *name, const void *secret, size_t secret_len, const char *hex,
-                          const void *body, size_t len, al_error *err)
-{
-  if (secret_len == 0 || secret_len > 4096)
-    return al_error_set(err, EACCES,
-                        "no usable webhook secret: airlock serve accepts only signed deliveries");
-  if (!hex)
-    return al_error_set(err, EACCES, "%s missing (every delivery must be signed)", name);
-  if (strlen(hex) != 64)
-    return al_error_set(err, EACCES, "%s malformed (expected 64 hex digits)", name);
-  unsigned char want[32];
-  for (size_t i = 0; i < 32; i++) {
-    int hi = al_hex_digit(hex[2 * i]), lo = al_hex_digit(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0)
-      return al_error_set(err, EACCES, "%s malformed (expected 64 hex digits)", name);
-    want[i] = (unsigned char)(hi * 16 + lo);
-  }
-  unsigned char got[EVP_MAX_MD_SIZE];
-  unsigned int got_len = 0;
-  if (!HMAC(EVP_sha256(), secret, (int)secret_len, body, len, got, &got_len) || got_len != 32)
-    return al_error_set(err, EIO, "HMAC-SHA256 failed");
-  int diff = CRYPTO_memcmp(want, got, 32);
-  OPENSSL_cleanse(got, sizeof got);
-  if (diff != 0)
-    return al_error_set(err, EACCES, "%s does not match the body", name);
-  return 0;
-}
 
 int al_wh_jira_verify(const void *secret, size_t secret_len, const char *header, const void *body,
                       size_t len, al_error *err)
 {
   if (header && strncmp(header, "sha256=", 7) != 0)
     return al_error_set(err, EACCES, "X-Hub-Signature malformed (expected sha256=<64 hex>)");
-  return al_wh_hmac_hex_verify("X-Hub-Signature", secret, secret_len, header ? header + 7 : NULL,
-                               body, len, err);
+  return al_hmac_sha256_hex_verify("X-Hub-Signature", "sha256=<64 hex>", secret, secret_len,
+                                   header ? header + 7 : NULL, body, len, err);
 }
 
 bool al_wh_ticket_delivery_ok(const char *s)

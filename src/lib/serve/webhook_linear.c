@@ -6,13 +6,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/hmac.h"
 #include "serve/webhook_json.h"
 #include "tickets/tickets.h"
 
 int al_wh_linear_verify(const void *secret, size_t secret_len, const char *header, const void *body,
                         size_t len, al_error *err)
 {
-  return al_wh_hmac_hex_verify("Linear-Signature", secret, secret_len, header, body, len, err);
+  return al_hmac_sha256_hex_verify("Linear-Signature", "64 hex digits", secret, secret_len, header,
+                                   body, len, err);
 }
 
 static int ignore(al_wh_ticket_event *out, const char *why)

@@ -18,7 +18,7 @@
  *     "updatedFrom": {...the previous values of what changed},
  *     "webhookTimestamp": ms since the epoch}, refused when the timestamp
  *     is more than a minute from now (Linear's own advice against replay).
- * Signatures are compared in constant time (CRYPTO_memcmp). As for
+ * Signatures are checked by common/hmac.h (constant time). As for
  * GitHub, the payload never says who may trigger: `sender` is the name
  * the service then asks the vendor about. Pure; fuzzed. */
 #ifndef AL_SERVE_WEBHOOK_TICKETS_H
@@ -40,12 +40,6 @@ typedef struct al_wh_ticket_event {
   char trigger[16];     /* "label", "assignee", "delegate" */
   char why[200];        /* AL_WEBHOOK_IGNORE: the rule */
 } al_wh_ticket_event;
-
-/* The one check under both: hex (64 digits, either case) against
- * HMAC-SHA256(secret, body), CRYPTO_memcmp. `name` is the header's, for
- * messages. 0 or -1 with err (EACCES). */
-int al_wh_hmac_hex_verify(const char *name, const void *secret, size_t secret_len, const char *hex,
-                          const void *body, size_t len, al_error *err);
 
 /* Jira: header is X-Hub-Signature ("sha256=" + 64 hex). A secret is
  * required (airlock serve accepts no unsigned Jira delivery): secret_len

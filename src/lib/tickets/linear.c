@@ -48,16 +48,24 @@ static int gql_errors(const json_t *j, al_error *err)
   return al_error_set(err, EINVAL, "linear: the API answered an error: %s", safe);
 }
 
+/* body[0..len) as a GraphQL answer: one JSON object without `errors`.
+ * NULL with err. */
+static json_t *gql_answer(const char *body, size_t len, al_error *err)
+{
+  json_t *j = al_tk_json_object("linear", body, len, err);
+  if (j && gql_errors(j, err) < 0) {
+    json_decref(j);
+    return NULL;
+  }
+  return j;
+}
+
 int al_tk_linear_read_issue(const char *body, size_t len, const al_tk_target *want, al_tk_ticket *t,
                             al_error *err)
 {
-  json_t *j = al_tk_json_object("linear", body, len, err);
+  json_t *j = gql_answer(body, len, err);
   if (!j)
     return -1;
-  if (gql_errors(j, err) < 0) {
-    json_decref(j);
-    return -1;
-  }
   const json_t *issue = json_object_get(json_object_get(j, "data"), "issue");
   const char *id = al_tk_str(issue, "id"), *ident = al_tk_str(issue, "identifier");
   const char *title = al_tk_str(issue, "title"), *team = al_tk_str(issue, "team.key");
@@ -111,13 +119,9 @@ int al_tk_linear_read_issue(const char *body, size_t len, const al_tk_target *wa
 int al_tk_linear_read_comment(const char *body, size_t len, char **url, al_error *err)
 {
   *url = NULL;
-  json_t *j = al_tk_json_object("linear", body, len, err);
+  json_t *j = gql_answer(body, len, err);
   if (!j)
     return -1;
-  if (gql_errors(j, err) < 0) {
-    json_decref(j);
-    return -1;
-  }
   const json_t *p = json_object_get(json_object_get(j, "data"), "commentCreate");
   if (!json_is_true(json_object_get(p, "success"))) {
     json_decref(j);

@@ -2,6 +2,7 @@
 #include "tickets/tickets.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,20 +34,15 @@ bool al_tk_project_ok(const char *s)
   return true;
 }
 
-/* 1..2^31-1, decimal, no sign, no leading zero, the whole of s[0..n). */
+/* 1..2^31-1, the whole of s[0..n), by the one number rule (common/util.h
+ * al_parse_decimal: decimal, no sign, no leading zero). */
 static bool number_ok(const char *s, size_t n, unsigned long *out)
 {
-  if (n == 0 || n > 10 || s[0] == '0')
+  const char *p = s;
+  uint64_t v;
+  if (al_parse_decimal(&p, &v) < 0 || p != s + n || v < 1 || v > 2147483647U)
     return false;
-  unsigned long v = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9')
-      return false;
-    v = v * 10 + (unsigned long)(s[i] - '0');
-  }
-  if (v > 2147483647UL)
-    return false;
-  *out = v;
+  *out = (unsigned long)v;
   return true;
 }
 

@@ -27,6 +27,9 @@ like "the fault met the fence check's listing (every try of the forge client)" "
 events=$(sv_runs | python3 -c 'import json,sys; r=next(r for r in json.load(sys.stdin)["runs"] if r["id"]==1); print(" | ".join(e["what"] for e in r["events"]))')
 like "attempt 1 stopped at the fence check, for the forge's answer, and was retried" "$events" "transient failure \(.*fence: listing the ticket's open pull requests.*\); retry 1 of 1"
 is "2 attempts" "$(sv_field 1 attempts)" 2
+R1=$SV_DIR/state/records/1-1.json
+is "attempt 1's record: the fence check unanswered (what serve retries on)" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fence"]["status"])' "$R1" 2>&1)" unanswered
+check "attempt 1's record validates against docs/run-record.schema.json" validate_record "$R1"
 is "the ticket ends succeeded" "$st" succeeded
 is "one PR for the ticket" "$(pulls_for 1)" 1
 is "no token is active" "$(tokens_in active)" 0

@@ -315,10 +315,10 @@ static void classify(const char *record, int wstatus, bool stopped_by_us, struct
     } else {
       snprintf(o->state, sizeof o->state, "failed");
       /* the fence check is the outputs phase's first step, before any
-       * write: a forge that could not answer it leaves nothing to undo,
-       * so that attempt is retried like an early phase's */
-      bool before_writes = !strcmp(phase, "outputs") && error &&
-                           strstr(error, "fence: listing the ticket's open pull requests");
+       * write: a forge that could not answer it (the record's fence
+       * status "unanswered") leaves nothing to undo, so that attempt is
+       * retried like an early phase's */
+      bool before_writes = fst && !strcmp(fst, "unanswered");
       o->transient = (!strcmp(phase, "lease") || !strcmp(phase, "audit") ||
                       !strcmp(phase, "preflight") || !strcmp(phase, "policy") || before_writes) &&
                      transient_text(error);

@@ -234,8 +234,13 @@ int tk_fence_check(struct ticket *t, al_ghapi *api, const char *tok, al_error *e
   if (!why[0]) {
     char pr[700];
     int r = open_ticket_pr(t, api, tok, pr, sizeof pr, err);
-    if (r < 0)
+    if (r < 0) {
+      /* nothing written yet: serve may retry the attempt (serve.c) */
+      json_t *fj = json_object_get(t->rec, "fence");
+      json_object_set_new(fj, "status", json_string("unanswered"));
+      json_object_set_new(fj, "reason", json_string(err->msg));
       return al_error_wrap(err, "fence: listing the ticket's open pull requests");
+    }
     if (r == 1)
       snprintf(why, sizeof why, "an open pull request for the ticket exists: %s", pr);
   }

@@ -102,11 +102,6 @@ bool al_kube_name_ok(const char *s)
   return name_ok(s);
 }
 
-static size_t on_collect(char *p, size_t sz, size_t n, void *ud)
-{
-  return on_body(p, sz, n, ud);
-}
-
 int al_kube_http(const al_kube *k, const char *method, const char *path, const char *json,
                  long timeout_ms, size_t (*sink)(char *, size_t, size_t, void *), void *ud,
                  long *status, al_error *err)
@@ -170,7 +165,7 @@ int al_kube_get_body(const al_kube *k, const char *method, const char *path, con
                      char **buf, size_t *len, long *status, al_error *err)
 {
   struct body b = {0};
-  int r = al_kube_http(k, method, path, json, 0, on_collect, &b, status, err);
+  int r = al_kube_http(k, method, path, json, 0, on_body, &b, status, err);
   if (r < 0 || r > 0) {
     if (r > 0)
       al_error_set(err, EIO, "kube: %s %s: %s", method, path,

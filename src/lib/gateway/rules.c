@@ -210,6 +210,15 @@ bool al_gw_query_names_ok(const al_gw_rule *rule, const al_gw_qparams *qp, const
       *param = qp->p[i].name;
       return false;
     }
+  if (rule->query == AL_GW_QUERY_SERVICE) { /* git's info/refs: exactly ?service=git-… */
+    int k = al_gw_query_find(qp, "service");
+    const char *v = k >= 0 && qp ? qp->p[k].value : "";
+    if (k < 0 || qp->n != 1 ||
+        !(strcmp(v, "git-upload-pack") == 0 || strcmp(v, "git-receive-pack") == 0)) {
+      *reason = "bad-service-query";
+      return false;
+    }
+  }
   return true;
 }
 
@@ -218,16 +227,7 @@ static bool query_ok(const al_gw_rules *r, const al_gw_rule *rule, const al_gw_q
 {
   if (!al_gw_query_names_ok(rule, qp, reason, param))
     return false;
-  size_t n = qp ? qp->n : 0;
-  if (rule->query == AL_GW_QUERY_SERVICE) {
-    int k = al_gw_query_find(qp, "service");
-    const char *v = k >= 0 && qp ? qp->p[k].value : "";
-    if (k < 0 || n != 1 ||
-        !(strcmp(v, "git-upload-pack") == 0 || strcmp(v, "git-receive-pack") == 0)) {
-      *reason = "bad-service-query";
-      return false;
-    }
-  } else if (rule->query == AL_GW_QUERY_PULLS_HEAD) {
+  if (rule->query == AL_GW_QUERY_PULLS_HEAD) {
     /* OWNER:BRANCH, the owner without case (as GitHub reads it), the
      * branch exactly */
     int k = al_gw_query_find(qp, "head");

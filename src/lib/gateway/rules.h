@@ -74,9 +74,12 @@ bool al_gw_word_listed(const char *list, const char *name);
 
 /* What every route's query check shares, whatever the vendor (GitHub,
  * GitLab, Jira): the decoder's own refusal (qp->why), then each parameter
- * name against the route's allow-list (none at all for AL_GW_QUERY_NONE).
- * true, or false with *reason ("query-param-refused" or the decoder's)
- * and *param (the name, or NULL). The vendor's own value checks follow. */
+ * name against the route's allow-list (none at all for AL_GW_QUERY_NONE),
+ * then git smart HTTP's `service` (AL_GW_QUERY_SERVICE: exactly one
+ * parameter, git-upload-pack or git-receive-pack; gitprotocol-http(5)).
+ * true, or false with *reason ("query-param-refused", "bad-service-query"
+ * or the decoder's) and *param (the name, or NULL). The vendor's own value
+ * checks follow. */
 bool al_gw_query_names_ok(const al_gw_rule *rule, const al_gw_qparams *qp, const char **reason,
                           const char **param);
 

@@ -394,16 +394,7 @@ static bool query_ok(const al_gw_gl_rules *r, const al_gw_rule *rule, const al_g
 {
   if (!al_gw_query_names_ok(rule, qp, reason, param))
     return false;
-  size_t n = qp ? qp->n : 0;
-  if (rule->query == AL_GW_QUERY_SERVICE) {
-    int k = al_gw_query_find(qp, "service");
-    const char *v = k >= 0 && qp ? qp->p[k].value : "";
-    if (k < 0 || n != 1 ||
-        !(strcmp(v, "git-upload-pack") == 0 || strcmp(v, "git-receive-pack") == 0)) {
-      *reason = "bad-service-query";
-      return false;
-    }
-  } else if (rule->query == AL_GW_QUERY_MR_SOURCE) {
+  if (rule->query == AL_GW_QUERY_MR_SOURCE) {
     int k = al_gw_query_find(qp, "source_branch");
     const char *v = k >= 0 && qp ? qp->p[k].value : NULL;
     if (!v || strcmp(v, r->base.branch) != 0) {

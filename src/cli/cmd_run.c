@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,58 +84,21 @@ static int decisions_memfd(const char *name)
   return fd;
 }
 
-/* Count the JSON lines written to fd and those with "decision":"deny" (or
- * a relay call not forwarded). */
-static void count_lines(int fd, size_t *n, size_t *denied)
-{
-  *n = *denied = 0;
-  off_t end = lseek(fd, 0, SEEK_CUR);
-  if (end <= 0)
-    return;
-  al_autofree char *buf = al_xmalloc((size_t)end + 1);
-  ssize_t got = pread(fd, buf, (size_t)end, 0);
-  if (got <= 0)
-    return;
-  buf[got] = '\0';
-  for (char *line = buf; line && *line;) {
-    char *nl = strchr(line, '\n');
-    if (nl)
-      *nl = '\0';
-    if (strstr(line, "\"event\":\"summary\"")) {
-      /* the proxy's closing line: exact counts, whatever the lines hold */
-      json_t *j = json_loads(line, 0, NULL);
-      if (json_is_object(j)) {
-        *n = (size_t)json_integer_value(json_object_get(j, "connections"));
-        *denied = (size_t)json_integer_value(json_object_get(j, "denied"));
-        json_decref(j);
-        return;
-      }
-      json_decref(j);
-    } else if (*line) {
-      (*n)++;
-      if (strstr(line, "\"decision\":\"deny\"") || strstr(line, "\"decision\": \"deny\"") ||
-          strstr(line, "\"refused"))
-        (*denied)++;
-    }
-    line = nl ? nl + 1 : NULL;
-  }
-}
-
 static void report_counts(int dfd, int rfd, bool quiet)
 {
   if (quiet)
     return;
-  size_t n, denied;
-  if (dfd >= 0) {
-    count_lines(dfd, &n, &denied);
-    if (n)
-      al_cli_error("%zu egress decision(s), %zu denied (--log FILE keeps them)", n, denied);
+  al_run_decision_counts c;
+  if (dfd >= 0 && al_run_count_decisions(dfd, &c) == 0 && c.lines) {
+    if (c.failed)
+      al_cli_error("%zu egress decision(s), %zu denied, %zu failed (DNS, connect) (--log FILE "
+                   "keeps them)",
+                   c.lines, c.denied, c.failed);
+    else
+      al_cli_error("%zu egress decision(s), %zu denied (--log FILE keeps them)", c.lines, c.denied);
   }
-  if (rfd >= 0) {
-    count_lines(rfd, &n, &denied);
-    if (n)
-      al_cli_error("%zu model relay call(s) (--relay-log FILE keeps them)", n);
-  }
+  if (rfd >= 0 && al_run_count_decisions(rfd, &c) == 0 && c.lines)
+    al_cli_error("%zu model relay call(s) (--relay-log FILE keeps them)", c.lines);
 }
 
 static void wipe_owned(char **owned, size_t n)

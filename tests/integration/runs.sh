@@ -28,10 +28,10 @@ like "... saying there are none" "$out" "no run records in $T_TMP/none"
 # --- a DNS failure is not a denial (issue 27, a newcomer's nit) ---
 F=$T_TMP/fail-dir
 mkdir -p "$F"
-for id in 4444444444444444:dns-failed 5555555555555555:sni-mismatch; do
-  printf '{"schema": "airlock.run-record/1", "run_id": "%s", "proxy_decision_counts": {"connections": 4, "allowed": 1, "denied": 3, "denials": {"%s": 2, "not-allowed": 1}}}\n' \
-    "${id%%:*}" "${id#*:}" >"$F/${id%%:*}.json"
-done
+# the proxy counts them apart (proxy/stats.c: al_proxy_reason_is_failure);
+# the reader shows what the record says
+printf '{"schema": "airlock.run-record/1", "run_id": "4444444444444444", "proxy_decision_counts": {"connections": 4, "allowed": 1, "denied": 1, "failed": 2, "denials": {"dns-failed": 2, "not-allowed": 1}}}\n' >"$F/4444444444444444.json"
+printf '{"schema": "airlock.run-record/1", "run_id": "5555555555555555", "proxy_decision_counts": {"connections": 4, "allowed": 1, "denied": 3, "failed": 0, "denials": {"sni-mismatch": 2, "not-allowed": 1}}}\n' >"$F/5555555555555555.json"
 den() { "$AIRLOCK" runs --json --dir "$F" | jq -r ".[] | select(.id == \"$1\") | .denials"; }
 is "runs: two DNS failures and one refusal count one denial" "$(den 4444444444444444)" 1
 is "control: three refusals count three" "$(den 5555555555555555)" 3

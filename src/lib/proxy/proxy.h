@@ -12,6 +12,7 @@
 #ifndef AL_PROXY_PROXY_H
 #define AL_PROXY_PROXY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -129,5 +130,12 @@ typedef struct al_proxy_config {
  * for setup failures (epoll, signalfd, timerfd, c-ares init, admin socket)
  * or a fatal epoll error. */
 int al_proxy_serve(const al_proxy_config *cfg, al_error *err);
+
+/* Is a decision line's reason a failure of the way out (DNS, the origin,
+ * the client: dns-failed, dns-timeout, connect-failed, connect-timeout,
+ * client-closed, client-error, gateway-unavailable) rather than a refusal
+ * by the policy? The counters keep the two apart: "denied" counts the
+ * refusals, "failed" the failures (docs/troubleshooting.md, Proxy). */
+bool al_proxy_reason_is_failure(const char *reason);
 
 #endif

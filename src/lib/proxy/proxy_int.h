@@ -97,7 +97,9 @@
 
 /* Counters kept per run and for the whole process (admin socket). */
 typedef struct al_proxy_counters {
-  uint64_t conns_total, conns_allowed, conns_denied, bytes_up, bytes_down;
+  uint64_t conns_total, conns_allowed, bytes_up, bytes_down;
+  uint64_t conns_denied; /* refused by the policy or a rule (a decision) */
+  uint64_t conns_failed; /* the way out failed: al_proxy_reason_is_failure */
   struct {
     const char *reason; /* static string */
     uint64_t n;

@@ -2,9 +2,23 @@
  * its decision lines (auditlog.h). */
 #include "proxy/proxy_int.h"
 
+bool al_proxy_reason_is_failure(const char *reason)
+{
+  static const char *const failures[] = {"dns-failed",         "dns-timeout",   "connect-failed",
+                                         "connect-timeout",    "client-closed", "client-error",
+                                         "gateway-unavailable"};
+  for (size_t i = 0; reason && i < sizeof failures / sizeof failures[0]; i++)
+    if (strcmp(reason, failures[i]) == 0)
+      return true;
+  return false;
+}
+
 static void count_denial(al_proxy_counters *k, const char *reason)
 {
-  k->conns_denied++;
+  if (al_proxy_reason_is_failure(reason))
+    k->conns_failed++;
+  else
+    k->conns_denied++;
   for (size_t i = 0; i < k->n_denials; i++)
     if (strcmp(k->denials[i].reason, reason) == 0) {
       k->denials[i].n++;
@@ -57,10 +71,10 @@ json_t *px_counters_json(const al_proxy_counters *k)
   json_t *d = json_object();
   for (size_t i = 0; i < k->n_denials; i++)
     json_object_set_new(d, k->denials[i].reason, json_integer((json_int_t)k->denials[i].n));
-  return json_pack("{s:I,s:I,s:I,s:I,s:I,s:o}", "connections", (json_int_t)k->conns_total,
+  return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "connections", (json_int_t)k->conns_total,
                    "allowed", (json_int_t)k->conns_allowed, "denied", (json_int_t)k->conns_denied,
-                   "bytes_up", (json_int_t)k->bytes_up, "bytes_down", (json_int_t)k->bytes_down,
-                   "denials", d);
+                   "failed", (json_int_t)k->conns_failed, "bytes_up", (json_int_t)k->bytes_up,
+                   "bytes_down", (json_int_t)k->bytes_down, "denials", d);
 }
 
 /* Escape anything but printable ASCII as \xNN so raw client bytes can be

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/proxy.h"
@@ -339,4 +341,44 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
   if (audit_fd >= 0)
     close(audit_fd);
   return r;
+}
+
+int al_run_count_decisions(int fd, al_run_decision_counts *out)
+{
+  memset(out, 0, sizeof *out);
+  off_t end = lseek(fd, 0, SEEK_CUR);
+  if (end < 0)
+    return -1;
+  al_autofree char *buf = al_xmalloc((size_t)end + 1);
+  ssize_t got = end ? pread(fd, buf, (size_t)end, 0) : 0;
+  if (got < 0)
+    return -1;
+  buf[got] = '\0';
+  for (char *line = buf; line && *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl)
+      *nl = '\0';
+    json_t *j = *line ? json_loads(line, 0, NULL) : NULL;
+    const char *ev = json_string_value(json_object_get(j, "event"));
+    if (ev && !strcmp(ev, "summary")) { /* the proxy's closing line: exact counts */
+      out->lines = (size_t)json_integer_value(json_object_get(j, "connections"));
+      out->denied = (size_t)json_integer_value(json_object_get(j, "denied"));
+      out->failed = (size_t)json_integer_value(json_object_get(j, "failed"));
+      json_decref(j);
+      return 0;
+    }
+    if (*line) {
+      out->lines++;
+      const char *d = json_string_value(json_object_get(j, "decision"));
+      if (d && !strcmp(d, "deny")) {
+        if (al_proxy_reason_is_failure(json_string_value(json_object_get(j, "reason"))))
+          out->failed++;
+        else
+          out->denied++;
+      }
+    }
+    json_decref(j);
+    line = nl ? nl + 1 : NULL;
+  }
+  return 0;
 }

@@ -65,6 +65,20 @@ typedef struct al_run_opts {
  * Returns 0, or -1 with err (then *status is 125, 126 or 127). */
 int al_run_command(const al_run_opts *o, int *status, al_error *err);
 
+/* The counts of a decision log (JSON lines, as the proxy or the relay
+ * wrote them to fd, read from offset 0 to fd's offset). The proxy's
+ * closing summary line gives exact counts; without one (a proxy that did
+ * not finish), each line is read: a "deny" whose reason is a failure of
+ * the way out (al_proxy_reason_is_failure) is failed, not denied (the
+ * relay's log: only its lines are counted). 0, or -1 when fd cannot be
+ * read. */
+typedef struct al_run_decision_counts {
+  size_t lines;  /* connections (summary) or decision lines */
+  size_t denied; /* refused by the policy or a rule */
+  size_t failed; /* DNS, connect, the client: not refusals */
+} al_run_decision_counts;
+int al_run_count_decisions(int fd, al_run_decision_counts *out);
+
 /* Fork the egress proxy serving n listeners (1..2; each with its own run id
  * and policy, see proxy.h), writing decisions to audit_fd (-1: none). The
  * child closes every other descriptor, confines itself

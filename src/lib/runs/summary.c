@@ -71,24 +71,6 @@ static void result_of(const json_t *rec, al_run_summary *s)
     snprintf(s->result, sizeof s->result, "unknown");
 }
 
-/* The proxy's "denied" counts every connection it ended without a tunnel;
- * these reasons are failures of the way out (DNS, the origin, the client),
- * not the policy's refusals (docs/troubleshooting.md, Proxy). */
-static long long proxy_failures(const json_t *counts)
-{
-  static const char *const failures[] = {"dns-failed",         "dns-timeout",   "connect-failed",
-                                         "connect-timeout",    "client-closed", "client-error",
-                                         "gateway-unavailable"};
-  const json_t *d = json_object_get(counts, "denials");
-  long long n = 0;
-  for (size_t i = 0; i < sizeof failures / sizeof failures[0]; i++) {
-    long long k = jint(d, failures[i], 0);
-    if (k > 0 && k < (1LL << 40))
-      n += k;
-  }
-  return n;
-}
-
 void al_run_summarize(const json_t *rec, al_run_summary *s)
 {
   memset(s, 0, sizeof *s);
@@ -118,9 +100,7 @@ void al_run_summarize(const json_t *rec, al_run_summary *s)
   snprintf(s->pr_url, sizeof s->pr_url, "%s", url ? url : "");
   al_utf8_cut(s->pr_url);
   const json_t *pc = json_object_get(rec, "proxy_decision_counts");
-  long long pd = jint(pc, "denied", -1);
-  if (pd > 0) /* a name that did not resolve, an origin that did not answer: not a refusal */
-    pd -= proxy_failures(pc);
+  long long pd = jint(pc, "denied", -1); /* refusals only: failures are "failed" */
   long long gr = jint(json_object_get(rec, "gateway_summary"), "refused", -1);
   if (pd < 0 && gr < 0)
     s->denials = -1;
@@ -267,9 +247,9 @@ static void show_proxy(const json_t *rec, FILE *out)
   if (!c && !d)
     return;
   if (json_is_object(c)) {
-    long long failed = proxy_failures(c), denied = jint(c, "denied", 0) - failed;
     line(out, "proxy: %lld connections, %lld allowed, %lld denied, %lld failed (DNS, connect)%s",
-         jint(c, "connections", 0), jint(c, "allowed", 0), denied > 0 ? denied : 0, failed,
+         jint(c, "connections", 0), jint(c, "allowed", 0), jint(c, "denied", 0),
+         jint(c, "failed", 0),
          jtrue(rec, "proxy_decisions_truncated") ? " (decision lines truncated)" : "");
   } else
     line(out, "proxy: %zu decision line(s), no counts recorded", d ? json_array_size(d) : 0);

@@ -36,9 +36,10 @@ size_t tk_decisions_account(struct ticket *t, json_t *decisions, size_t skipped)
     denied = (size_t)json_integer_value(json_object_get(sum, "denied"));
     json_object_set_new(
         t->rec, "proxy_decision_counts",
-        json_pack("{s:O?, s:O?, s:O?, s:O?}", "connections", json_object_get(sum, "connections"),
-                  "allowed", json_object_get(sum, "allowed"), "denied",
-                  json_object_get(sum, "denied"), "denials", json_object_get(sum, "denials")));
+        json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}", "connections",
+                  json_object_get(sum, "connections"), "allowed", json_object_get(sum, "allowed"),
+                  "denied", json_object_get(sum, "denied"), "failed",
+                  json_object_get(sum, "failed"), "denials", json_object_get(sum, "denials")));
   } else if (json_array_size(decisions) > 0) {
     truncated = true; /* the proxy never wrote its closing line: killed, or cut */
     al_warn("the proxy's decisions end without their summary: the proxy did not finish "

@@ -37,7 +37,7 @@ struct command {
 
 static const struct command commands[] = {
     {"demo", NET(cmd_demo), NULL,
-     "the main job against a local test forge: airlock demo [--hostile]"},
+     "the main job against a local test forge: airlock demo [--hostile|--serve]"},
     {"ticket", NET(cmd_ticket), NULL,
      "one ticket to one PR: airlock ticket OWNER/REPO#N -p POLICY"},
     {"run", cmd_run, NULL, "run a command in the sandbox: airlock run [-p POLICY] -- CMD..."},

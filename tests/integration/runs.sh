@@ -37,6 +37,12 @@ is "runs: two DNS failures and one refusal count one denial" "$(den 444444444444
 is "control: three refusals count three" "$(den 5555555555555555)" 3
 like "show: the DNS failures are failed, not denied" "$("$AIRLOCK" show --dir "$F" 4444444444444444 2>&1)" 'proxy: 4 connections, 1 allowed, 1 denied, 2 failed \(DNS, connect\)'
 
+# airlock serve names its records ROW-ATTEMPT.json: runs and gc read them too
+G=$T_TMP/serve-records; mkdir -p "$G"
+printf '{"schema": "airlock.run-record/1", "run_id": "7777777777777777", "exit_status": 0}\n' >"$G/12-1.json"
+printf '{"schema": "airlock.run-record/1", "run_id": "7777777777777778", "exit_status": 0}\n' >"$G/12-x.json"
+is "runs: a serve record (records/12-1.json) is listed; control: 12-x.json is no record's name" "$("$AIRLOCK" runs --json --dir "$G" | jq -r '.[].id')" 7777777777777777
+like "gc: it is counted" "$("$AIRLOCK" gc --keep 0 --dry-run --dir "$G" 2>&1)" '1 record\(s\) would be removed, 0 kept'
 printf '{"schema": "airlock.run-record/1", "run_id": "6666666666666666", "audit": {"status": "does-not-hold", "holds": false, "not_holding": "B1 required reviews", "report": {"branch": "main", "counts": {"warn": 2}}, "accepted_unprotected": true}}\n' >"$F/6666666666666666.json"
 out=$("$AIRLOCK" show --dir "$F" 6666666666666666 2>&1)
 like "show: the audit section, its status and branch" "$out" 'audit: does-not-hold \(branch main\)'

@@ -41,10 +41,22 @@ static bool is_lower_hex(const char *s, size_t n)
   return true;
 }
 
+/* 1 to `max` decimal digits at *s, moved past them. */
+static bool digits(const char **s, size_t max)
+{
+  size_t n = strspn(*s, "0123456789");
+  *s += n;
+  return n >= 1 && n <= max;
+}
+
 bool al_runs_is_record_name(const char *name)
 {
-  return strlen(name) == AL_RUN_ID_LEN + 5 && is_lower_hex(name, AL_RUN_ID_LEN) &&
-         strcmp(name + AL_RUN_ID_LEN, ".json") == 0;
+  if (strlen(name) == AL_RUN_ID_LEN + 5 && is_lower_hex(name, AL_RUN_ID_LEN) &&
+      strcmp(name + AL_RUN_ID_LEN, ".json") == 0)
+    return true;
+  /* airlock serve's records/ROW-ATTEMPT.json (serve.c) */
+  const char *p = name;
+  return digits(&p, 19) && *p++ == '-' && digits(&p, 9) && strcmp(p, ".json") == 0;
 }
 
 /* The checks of al_run_record_loadat on an open file. */

@@ -34,7 +34,8 @@
 int al_runs_default_dir(char *out, size_t n, bool create, al_error *err);
 
 /* Is name a record's file name: AL_RUN_ID_LEN lower-case hex digits and
- * ".json"? */
+ * ".json" (airlock ticket's), or ROW-ATTEMPT.json, decimal (airlock
+ * serve's records/)? */
 bool al_runs_is_record_name(const char *name);
 
 /* Read and check one record: the file `name` in the directory dirfd (or a
@@ -71,7 +72,7 @@ json_t *al_run_summary_json(const al_run_summary *s);
 
 /* One file of a record directory, as al_runs_list() found it. */
 typedef struct al_run_entry {
-  char name[AL_RUN_ID_LEN + 6]; /* "<id>.json" */
+  char name[40]; /* "<id>.json" or serve's "<row>-<attempt>.json" */
   struct timespec mtime;
   bool ok;            /* a readable record (al_run_record_loadat) */
   char problem[256];  /* when !ok: why not (unescaped) */

@@ -121,6 +121,10 @@ static void test_strict(void **state)
   } bad[] = {
       {"project", "path_with_namespace", json_string("gitlab-test")},
       {"project", "path_with_namespace", json_string("a/../b")},
+      /* GitLab refuses a path ending in .git, and so does the gateway that
+       * run would go through (forge/names.h, the one rule) */
+      {"project", "path_with_namespace", json_string("gitlab-org/gitlab-test.git")},
+      {"project", "path_with_namespace", json_string("gitlab-org.GIT/gitlab-test")},
       {"project", "path_with_namespace", json_integer(5)},
       {"project", "id", json_integer(0)},
       {"user", "username", json_string("-root")},

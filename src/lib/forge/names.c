@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/util.h"
 
@@ -68,6 +69,57 @@ int al_repo_name_check(const char *repo, const char **why)
     ok = isalnum((unsigned char)name[i]) || name[i] == '.' || name[i] == '_' || name[i] == '-';
   if (!ok) {
     *why = "a repository is OWNER/REPO, REPO 1 to 100 of [A-Za-z0-9._-], not `.` or `..`";
+    return -1;
+  }
+  return 0;
+}
+
+/* A GitLab path piece s[0..n) (names.h). */
+static bool gl_piece_ok(const char *s, size_t n, bool dot_git_ok)
+{
+  if (n == 0 || n > 100 || s[0] == '-' || s[0] == '.')
+    return false;
+  if (!dot_git_ok && n >= 4 && strncasecmp(s + n - 4, ".git", 4) == 0)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+          c == '_' || c == '-'))
+      return false;
+  }
+  return true;
+}
+
+int al_gitlab_path_check(const char *path, size_t *pieces, const char **why)
+{
+  size_t n = strlen(path), segs = 0;
+  *pieces = 0;
+  *why = "a GitLab project is a full path GROUP[/SUB...]/PROJECT: 2 to 20 pieces of 1 to 100 of "
+         "[A-Za-z0-9._-], none starting with `-` or `.` or ending in `.git`, at most 255 bytes";
+  if (n == 0 || n > 255)
+    return -1;
+  for (const char *s = path;;) {
+    const char *e = strchr(s, '/');
+    size_t l = e ? (size_t)(e - s) : strlen(s);
+    if (!gl_piece_ok(s, l, false))
+      return -1;
+    segs++;
+    if (!e)
+      break;
+    s = e + 1;
+  }
+  if (segs < 2 || segs > 20)
+    return -1;
+  *pieces = segs;
+  return 0;
+}
+
+int al_gitlab_username_check(const char *name, const char **why)
+{
+  size_t n = strlen(name);
+  if (!gl_piece_ok(name, n, true) || name[n - 1] == '.') {
+    *why = "a GitLab username is 1 to 100 of [A-Za-z0-9._-], not starting with `-` or `.`, not "
+           "ending in `.`";
     return -1;
   }
   return 0;

@@ -45,6 +45,20 @@ int al_login_check(const char *login, bool allow_bot, const char **why);
  * or -1 with a static reason in *why. */
 int al_api_url_check(const char *url, const char **why);
 
+/* GitLab's names (docs.gitlab.com "Reserved project and group names" and
+ * the path rules GitLab's sign-up and "Create a project" forms state: a
+ * path piece is 1 to 100 of [A-Za-z0-9._-], not starting with `-` or `.`;
+ * a project or group path does not end in `.git`). A project's full path
+ * is GROUP[/SUB...]/PROJECT, 2 to 20 pieces, at most 255 bytes: 0 with
+ * the count in *pieces, or -1 (*pieces 0) with a static reason in *why.
+ * The webhook's project.path_with_namespace and the gateway's project are
+ * checked here. */
+int al_gitlab_path_check(const char *path, size_t *pieces, const char **why);
+
+/* A GitLab username: one path piece (above, `.git` allowed) not ending in
+ * `.`. 0, or -1 with a static reason in *why. */
+int al_gitlab_username_check(const char *name, const char **why);
+
 /* The forge kinds airlock has a driver for (forge/forge.h): the policy's
  * `forge.kind` (default github). A second forge adds its name here, its
  * value to the enum and its driver to forge/forge.c's table. */

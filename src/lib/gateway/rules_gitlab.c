@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "forge/names.h"
 #include "gateway/wire.h"
 
 #define API AL_GW_SIDE_API
@@ -66,38 +67,13 @@ const al_gw_rule *al_gw_gl_rule_table(size_t *n)
 
 /* ---- the project ---- */
 
-static bool piece_ok(const char *s, size_t n)
-{
-  if (n == 0 || n > 100 || s[0] == '-' || s[0] == '.')
-    return false;
-  if (n >= 4 && strncasecmp(s + n - 4, ".git", 4) == 0)
-    return false;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-          c == '_' || c == '-'))
-      return false;
-  }
-  return true;
-}
-
-/* The pieces of a GitLab full path, or 0 when it is not one. */
+/* The pieces of a GitLab full path (forge/names.h, the one rule), or 0
+ * when it is not one. */
 static size_t project_pieces(const char *p)
 {
-  size_t n = strlen(p), segs = 0;
-  if (n == 0 || n > 255)
-    return 0;
-  for (const char *s = p;;) {
-    const char *e = strchr(s, '/');
-    size_t l = e ? (size_t)(e - s) : strlen(s);
-    if (!piece_ok(s, l))
-      return 0;
-    segs++;
-    if (!e)
-      break;
-    s = e + 1;
-  }
-  return segs >= 2 && segs <= 20 ? segs : 0;
+  size_t segs;
+  const char *why;
+  return al_gitlab_path_check(p, &segs, &why) == 0 ? segs : 0;
 }
 
 int al_gw_gl_rules_init(al_gw_gl_rules *r, const char *project, unsigned long project_id,

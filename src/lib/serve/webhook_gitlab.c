@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forge/names.h"
 #include "serve/webhook_json.h"
 
 int al_gl_webhook_verify_token(const void *secret, size_t secret_len, const char *header,
@@ -183,47 +184,6 @@ static int ignore(al_gl_webhook_event *out, const char *why)
   return 0;
 }
 
-static bool piece_ok(const char *s, size_t n)
-{
-  if (n == 0 || n > 100 || s[0] == '-' || s[0] == '.')
-    return false;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-          c == '_' || c == '-'))
-      return false;
-  }
-  return true;
-}
-
-/* GROUP[/SUB...]/PROJECT: 2..20 pieces. */
-static bool full_path_ok(const char *p)
-{
-  size_t segs = 0;
-  for (const char *s = p;;) {
-    const char *e = strchr(s, '/');
-    size_t l = e ? (size_t)(e - s) : strlen(s);
-    if (!piece_ok(s, l))
-      return false;
-    segs++;
-    if (!e)
-      break;
-    s = e + 1;
-  }
-  return segs >= 2 && segs <= 20;
-}
-
-/* A GitLab username: 1..255 of [A-Za-z0-9_.-], starting with a letter,
- * a digit or '_', not ending in '.' (GitLab's NamespacePathValidator,
- * broadly). */
-static bool username_ok(const char *s)
-{
-  size_t n = strlen(s);
-  if (n == 0 || n > 255 || s[0] == '-' || s[0] == '.' || s[n - 1] == '.')
-    return false;
-  return piece_ok(s, n);
-}
-
 /* Whether the JSON array of label objects holds one titled label. */
 static int has_label(json_t *arr, const char *path, const char *label, bool *out, al_error *err)
 {
@@ -281,8 +241,10 @@ int al_gl_webhook_parse(const char *event, const char *body, size_t len, const c
   if (al_wh_json_string(project, "path_with_namespace", "project.path_with_namespace", 255, &s,
                         err) < 0)
     goto out;
-  if (!full_path_ok(s)) {
-    al_error_set(err, EINVAL, "project.path_with_namespace: not a GitLab full path");
+  const char *why;
+  size_t pieces;
+  if (al_gitlab_path_check(s, &pieces, &why) < 0) {
+    al_error_set(err, EINVAL, "project.path_with_namespace: %s", why);
     goto out;
   }
   snprintf(out->project, sizeof out->project, "%s", s);
@@ -291,8 +253,8 @@ int al_gl_webhook_parse(const char *event, const char *body, size_t len, const c
   json_t *user = json_object_get(j, "user");
   if (al_wh_json_string(user, "username", "user.username", 255, &s, err) < 0)
     goto out;
-  if (!username_ok(s)) {
-    al_error_set(err, EINVAL, "user.username: not a GitLab username");
+  if (al_gitlab_username_check(s, &why) < 0) {
+    al_error_set(err, EINVAL, "user.username: %s", why);
     goto out;
   }
   snprintf(out->sender, sizeof out->sender, "%s", s);

@@ -7,6 +7,13 @@
 
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/base64.h"
+#include "common/memfd.h"
+#include "common/procstat.h"
 #include "common/util.h"
 
 static void header_number(void **state)
@@ -76,10 +83,67 @@ static void utf8_cut(void **state)
   assert_string_equal(f, "");
 }
 
+/* common/base64.c: line breaks skipped, '=' ends the data. */
+static void base64_lines(void **state)
+{
+  (void)state;
+  size_t n = 99;
+  const char *in = "aGVs\nbG8g\r\nd29y\nbGQ=\n";
+  char *out = al_base64_decode_lines(in, strlen(in), &n);
+  assert_int_equal(n, 11);
+  assert_string_equal(out, "hello world");
+  free(out);
+  out = al_base64_decode_lines("AAE=QUJD", 8, &n); /* nothing after the padding */
+  assert_int_equal(n, 2);
+  assert_int_equal(out[0], 0);
+  assert_int_equal(out[1], 1);
+  free(out);
+  out = al_base64_decode_lines("", 0, &n);
+  assert_int_equal(n, 0);
+  assert_string_equal(out, "");
+  free(out);
+}
+
+/* common/memfd.c: sized, sealed against growth (a write past the cap
+ * fails), and extra seals honoured. */
+static void sealed_memfd(void **state)
+{
+  (void)state;
+  al_error e = {0};
+  int fd = al_sealed_memfd("test-memfd", 8, 0, &e);
+  assert_true(fd >= 0);
+  assert_int_equal(lseek(fd, 0, SEEK_END), 8);
+  int seals = fcntl(fd, F_GET_SEALS);
+  assert_true((seals & F_SEAL_GROW) && (seals & F_SEAL_SHRINK) && !(seals & F_SEAL_SEAL));
+  assert_int_equal(pwrite(fd, "12345678", 8, 0), 8);
+  assert_true(pwrite(fd, "9", 1, 8) < 0); /* past the cap */
+  assert_true(ftruncate(fd, 4) < 0);
+  close(fd);
+  fd = al_sealed_memfd("test-memfd", 4096, F_SEAL_SEAL, &e);
+  assert_true(fd >= 0);
+  assert_true(fcntl(fd, F_GET_SEALS) & F_SEAL_SEAL);
+  close(fd);
+}
+
+/* common/procstat.c: our own stat (self and by pid agree), and a gone pid. */
+static void proc_stat(void **state)
+{
+  (void)state;
+  al_proc_stat a, b;
+  assert_int_equal(al_proc_stat_read(0, &a), 0);
+  assert_int_equal(al_proc_stat_read(getpid(), &b), 0);
+  assert_true(a.state == 'R' || a.state == 'S');
+  assert_true(a.start_time > 0);
+  assert_true(a.start_time == b.start_time);
+  assert_true(a.arg_start > 0 && a.arg_end > a.arg_start);
+  assert_int_equal(al_proc_stat_read(0x3ffffff, &a), -1);
+}
+
 int main(void)
 {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(header_number),
-                                     cmocka_unit_test(sizes_and_durations),
-                                     cmocka_unit_test(utf8_cut)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(header_number), cmocka_unit_test(sizes_and_durations),
+      cmocka_unit_test(utf8_cut),      cmocka_unit_test(base64_lines),
+      cmocka_unit_test(sealed_memfd),  cmocka_unit_test(proc_stat)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/base64.h"
 #include "common/util.h"
 #include "forge/audit_internal.h"
 #include "forge/ghapi.h"
@@ -57,7 +58,7 @@ static int read_workflow(struct ctx *c, const char *name, const char *ref, al_er
   if (r.status == 200 && content && enc && !strcmp(enc, "base64") && type &&
       !strcmp(type, "file") && strlen(content) <= 2 * AL_WF_MAX_FILE) {
     size_t len = 0;
-    char *text = au_b64_decode(content, &len);
+    char *text = al_base64_decode_lines(content, strlen(content), &len);
     wf_add(c, name, text, len, NULL);
   } else {
     char w[320];

@@ -17,6 +17,7 @@
 #include "common/secmem.h"
 #include "common/log.h"
 #include "common/redact.h"
+#include "common/base64.h"
 #include "common/util.h"
 #include "forge/audit_internal.h"
 #include "forge/codeowners.h"
@@ -349,33 +350,6 @@ int au_gather_bot_view(struct ctx *c, al_gh *app_gh, al_token *bot, al_error *er
   return 0;
 }
 
-char *au_b64_decode(const char *in, size_t *outlen)
-{
-  static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  size_t n = strlen(in);
-  char *out = al_xmalloc(n / 4 * 3 + 4);
-  size_t k = 0;
-  unsigned acc = 0;
-  int bits = 0;
-  for (size_t i = 0; i < n; i++) {
-    char ch = in[i];
-    if (ch == '=')
-      break;
-    const char *pos = ch ? strchr(tbl, ch) : NULL;
-    if (!pos)
-      continue; /* whitespace and line breaks */
-    acc = (acc << 6) | (unsigned)(pos - tbl);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[k++] = (char)((acc >> bits) & 0xff);
-    }
-  }
-  out[k] = '\0';
-  *outlen = k;
-  return out;
-}
-
 /* Repos › Contents › "Get repository content" for the CODEOWNERS
  * locations, on the target branch, in GitHub's order ("About code
  * owners": the first one found is used). */
@@ -397,7 +371,7 @@ static int gather_codeowners(struct ctx *c, al_error *err)
     if (r.status == 200 && content && enc && strcmp(enc, "base64") == 0) {
       c->co = L_PRESENT;
       snprintf(c->co_path, sizeof c->co_path, "%s", AL_CODEOWNERS_PATHS[i]);
-      c->co_text = au_b64_decode(content, &c->co_len);
+      c->co_text = al_base64_decode_lines(content, strlen(content), &c->co_len);
     } else {
       c->co = L_UNKNOWN;
       snprintf(c->co_path, sizeof c->co_path, "%s", AL_CODEOWNERS_PATHS[i]);

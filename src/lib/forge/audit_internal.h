@@ -138,10 +138,6 @@ void au_rs_key(char *k, size_t n, json_t *id);
  * The caller owns it. */
 json_t *au_branch_ruleset_ids(struct ctx *c);
 
-/* base64 with line breaks (the contents API wraps at 60 characters) into
- * a malloc'd, NUL-terminated buffer of *outlen bytes. */
-char *au_b64_decode(const char *in, size_t *outlen);
-
 /* ---- CI (audit_ci.c) -------------------------------------------------- */
 
 /* The workflows of the audited branch, the Actions settings and the

@@ -31,6 +31,7 @@
 #include "common/secmem.h"
 #include "common/log.h"
 #include "common/redact.h"
+#include "common/memfd.h"
 #include "common/util.h"
 #include "gateway/server.h"
 #include "net/host.h"
@@ -356,15 +357,13 @@ int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
   /* The run's egress counter, shared by the proxy and this gateway (one
    * sealed page: a proxy in a container maps it too, and can neither
    * shrink it under us nor grow it). */
-  int efd = memfd_create("airlock-egress", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  uint64_t *emap = MAP_FAILED;
-  if (efd >= 0 && ftruncate(efd, AL_HANDOFF_COUNTER_SIZE) == 0 &&
-      fcntl(efd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
-    emap = mmap(NULL, AL_HANDOFF_COUNTER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, efd, 0);
+  int efd = al_sealed_memfd("airlock-egress", AL_HANDOFF_COUNTER_SIZE, F_SEAL_SEAL, err);
+  if (efd < 0)
+    return al_error_wrap(err, "gateway: the shared egress counter");
+  uint64_t *emap = mmap(NULL, AL_HANDOFF_COUNTER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, efd, 0);
   if (emap == MAP_FAILED) {
     int e = errno;
-    if (efd >= 0)
-      close(efd);
+    close(efd);
     return al_make_error(err, e, "gateway: the shared egress counter");
   }
   int sp[2] = {-1, -1}, tp[2] = {-1, -1}, bp[2] = {-1, -1};

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/procstat.h"
 #include "common/util.h"
 #include "probe/internal.h"
 #include "proxy/proxy.h"
@@ -36,24 +37,8 @@ static const char *const always_allowed_env[] = {
 
 static unsigned long long proc_start_time(pid_t pid)
 {
-  char p[64], buf[1024];
-  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-  int fd = open(p, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  const char *q = strrchr(buf, ')');
-  unsigned long long st = 0;
-  if (q && sscanf(q + 2,
-                  "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
-                  "%*d %llu",
-                  &st) != 1)
-    st = 0;
-  return st;
+  al_proc_stat st;
+  return al_proc_stat_read(pid, &st) == 0 ? st.start_time : 0;
 }
 
 static bool env_name_allowed(const pr_ctx *c, const char *name, size_t nl)

@@ -43,6 +43,7 @@
 
 #include "common/log.h"
 #include "common/owned.h"
+#include "common/procstat.h"
 #include "common/util.h"
 #include "sandbox/internal.h"
 
@@ -173,26 +174,10 @@ static void exec_command(struct child_args *a, int status_fd)
  * leave a plain name. Best effort: on any surprise, nothing is touched. */
 static void wipe_own_args(void)
 {
-  char buf[4096];
-  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  al_proc_stat st;
+  if (al_proc_stat_read(0, &st) < 0)
     return;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return;
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')');
-  if (!p)
-    return;
-  /* p+2 is field 3 (state); fields 48..51 follow */
-  unsigned long long v[52] = {0};
-  int field = 3;
-  char *save = NULL;
-  for (char *tok = strtok_r(p + 2, " ", &save); tok && field <= 51;
-       tok = strtok_r(NULL, " ", &save), field++)
-    v[field] = strtoull(tok, NULL, 10);
-  unsigned long long as = v[48], ae = v[49], es = v[50], ee = v[51];
+  unsigned long long as = st.arg_start, ae = st.arg_end, es = st.env_start, ee = st.env_end;
   if (as && ae > as && ae - as < (1u << 20)) {
     memset((void *)(uintptr_t)as, 0, (size_t)(ae - as));
     static const char name[] = "airlock-init";

@@ -28,6 +28,7 @@
 
 #include "broker/check.h"
 #include "common/redact.h"
+#include "common/procstat.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "ticket/ticket.h"
@@ -69,29 +70,10 @@ void serve_log(const char *level, const char *event, json_t *extra, const char *
 /* Field 22 of /proc/PID/stat (start time in clock ticks), "" when gone. */
 static void proc_start_time(pid_t pid, char out[32])
 {
+  al_proc_stat st;
   out[0] = '\0';
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return;
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
-  if (!p)
-    return;
-  p++;
-  /* after ')': field 3 onwards; start time is field 22 → the 20th token */
-  char *save = NULL;
-  int field = 3;
-  for (char *tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++)
-    if (field == 22) {
-      snprintf(out, 32, "%s", tok);
-      return;
-    }
+  if (al_proc_stat_read(pid, &st) == 0)
+    snprintf(out, 32, "%llu", st.start_time);
 }
 
 static int mkdir_0700(const char *path, al_error *err)

@@ -15,6 +15,7 @@
 #include "common/secmem.h"
 #include "common/log.h"
 #include "common/term.h"
+#include "common/memfd.h"
 #include "common/util.h"
 #include "gateway/gateway.h"
 #include "run/run.h"
@@ -394,10 +395,10 @@ static void agent_digest(struct ticket *t, const char *prog)
 int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
 {
   uint64_t s = tk_phase_begin(t, "agent");
-  if ((t->audit_fd = tk_sealed_memfd("airlock-audit", AUDIT_CAP, err)) < 0 ||
-      (t->out_fd = tk_sealed_memfd("airlock-agent-stdout", AGENT_STDOUT_CAP, err)) < 0 ||
+  if ((t->audit_fd = al_sealed_memfd("airlock-audit", AUDIT_CAP, 0, err)) < 0 ||
+      (t->out_fd = al_sealed_memfd("airlock-agent-stdout", AGENT_STDOUT_CAP, 0, err)) < 0 ||
       (t->policy->relay.present &&
-       (t->relay_fd = tk_sealed_memfd("airlock-relay", AUDIT_CAP, err)) < 0)) {
+       (t->relay_fd = al_sealed_memfd("airlock-relay", AUDIT_CAP, 0, err)) < 0)) {
     tk_phase_end(t, s, "failed", "%s", err->msg);
     return -1;
   }

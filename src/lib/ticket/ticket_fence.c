@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/procstat.h"
 #include "common/util.h"
 #include "forge/forge.h"
 #include "forge/ghapi.h"
@@ -98,18 +99,8 @@ static bool leader_current(const char *stamp)
 /* The supervisor is stopped (SIGSTOP): /proc/PID/stat field 3 is T or t. */
 static bool stopped(pid_t pid)
 {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return true;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return true;
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')');
-  return !p || p[1] != ' ' || p[2] == 'T' || p[2] == 't';
+  al_proc_stat st;
+  return al_proc_stat_read(pid, &st) < 0 || st.state == 'T' || st.state == 't';
 }
 
 /* The helper: forked before the lease (it holds no secret), writes only

@@ -119,8 +119,6 @@ __attribute__((format(printf, 4, 5))) void tk_phase_end(struct ticket *t, uint64
 __attribute__((format(printf, 2, 3))) void tk_env_add(struct ticket *t, const char *fmt, ...);
 /* Wipe and free every environment string (ctx: struct ticket *). */
 void tk_wipe_env(void *ctx);
-/* A memfd of fixed size `cap` that cannot grow or shrink; -1 with err. */
-int tk_sealed_memfd(const char *name, size_t cap, al_error *err);
 /* What was written to a sealed memfd (up to its offset), NULs shown as '?';
  * malloc'd, *len its length. */
 char *tk_read_memfd(int fd, size_t *len);

@@ -38,6 +38,7 @@
 #include "broker/client.h"
 #include "common/redact.h"
 #include "common/safetext.h"
+#include "common/base64.h"
 #include "common/util.h"
 #include "forge/ghapi.h"
 #include "review/catalogue.h"
@@ -127,17 +128,6 @@ static json_t *get(struct rd *r, const char *what, const char *path, const char 
   return out;
 }
 
-static int b64v(unsigned char c)
-{
-  if (c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if (c >= 'a' && c <= 'z')
-    return c - 'a' + 26;
-  if (c >= '0' && c <= '9')
-    return c - '0' + 52;
-  return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
 /* The bytes of blob sha (RFC 4648 base64 with line breaks, as the blobs
  * API sends), malloc'd with *len, or NULL with a could-not-read line. */
 static char *blob(struct rd *r, const char *sha, const char *file, size_t *len)
@@ -167,23 +157,8 @@ static char *blob(struct rd *r, const char *sha, const char *file, size_t *len)
     json_decref(b);
     return NULL;
   }
-  size_t n = strlen(c);
-  char *out = al_xmalloc(n / 4 * 3 + 4);
   size_t o = 0;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (size_t i = 0; i < n; i++) {
-    int v = b64v((unsigned char)c[i]);
-    if (v < 0)
-      continue; /* line breaks and padding */
-    acc = (acc << 6) | (uint32_t)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[o++] = (char)(acc >> bits);
-    }
-  }
-  out[o] = '\0';
+  char *out = al_base64_decode_lines(c, strlen(c), &o);
   json_decref(b);
   if ((json_int_t)o != size) {
     not_read(r, "could not read the contents of %s: %zu bytes decoded, the forge said %lld", file,

@@ -23,6 +23,7 @@
 #include "ticket/ticket_internal.h"
 #include "broker/client.h"
 #include "common/log.h"
+#include "common/memfd.h"
 #include "common/util.h"
 #include "gateway/gateway.h"
 
@@ -34,7 +35,7 @@ int tk_do_gateway(struct ticket *t, al_error *err)
     return 0;
   uint64_t s = tk_phase_begin(t, "gateway");
   if (al_gateway_placeholder(t->placeholder, err) < 0 ||
-      (t->gw_fd = tk_sealed_memfd("airlock-gateway", GW_DECISIONS_CAP, err)) < 0) {
+      (t->gw_fd = al_sealed_memfd("airlock-gateway", GW_DECISIONS_CAP, 0, err)) < 0) {
     tk_phase_end(t, s, "failed", "%s", err->msg);
     return -1;
   }

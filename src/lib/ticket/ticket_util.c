@@ -74,22 +74,6 @@ void tk_wipe_env(void *ctx)
   t->nenv = 0;
 }
 
-int tk_sealed_memfd(const char *name, size_t cap, al_error *err)
-{
-  int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0)
-    return al_make_error(err, errno, "memfd_create %s", name);
-  /* A fixed size and no growth: a chatty agent or proxy cannot fill the
-   * host's memory, writes past the cap fail. The shared file offset tells
-   * us afterwards how much was written. */
-  if (ftruncate(fd, (off_t)cap) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK) < 0) {
-    int e = errno;
-    close(fd);
-    return al_make_error(err, e, "size %s", name);
-  }
-  return fd;
-}
-
 char *tk_read_memfd(int fd, size_t *len)
 {
   off_t end = lseek(fd, 0, SEEK_CUR);

@@ -1,5 +1,6 @@
 /* airlock demo [--hostile] [--keep] [--agent claude|codex|CMD [--agent-prefix DIR]
- *              [--relay-upstream URL --relay-key-file FILE | --relay FILE]]
+ *              [--relay-upstream URL --relay-key-file FILE [--relay-ca FILE]
+ *               [--relay-pin PIN] | --relay FILE]]
  *
  * The main job with nothing to set up: a local GitHub-compatible test forge
  * (airlock-forge) with a sample project that has a real bug and a ticket
@@ -27,6 +28,7 @@
 #include "common/term.h"
 #include "common/util.h"
 #include "demo/demo.h"
+#include "policy/policy.h"
 #include "ticket/presets.h"
 #include "review/notes.h"
 #include "ticket/ticket.h"
@@ -39,6 +41,8 @@ struct demo_agent {
   const char *relay_upstream;    /* --relay-upstream URL */
   const char *relay_key_file;    /* --relay-key-file FILE */
   const char *relay_file;        /* --relay FILE: a YAML file with a `relay:` section */
+  const char *relay_ca;          /* --relay-ca FILE: relay.ca_file */
+  const char *relay_pin;         /* --relay-pin PIN: relay.pubkey_pin */
 };
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -100,7 +104,9 @@ static int setup(al_demo *d, bool hostile, const struct demo_agent *da)
   al_demo_relay relay = {.vendor = da->preset ? da->preset->vendor : "anthropic",
                          .upstream = da->relay_upstream,
                          .key_file = da->relay_key_file,
-                         .relay_file = da->relay_file};
+                         .relay_file = da->relay_file,
+                         .ca_file = da->relay_ca,
+                         .pubkey_pin = da->relay_pin};
   al_error err = {0};
   if (al_demo_setup(d, &files, &relay, da->agent != NULL, &err) < 0) {
     say("%s", err.msg);
@@ -251,24 +257,30 @@ static int report(al_demo *d, const al_ticket_outcome *res, bool hostile, const 
 
 static void usage(FILE *out)
 {
-  fprintf(out, "usage: airlock demo [--hostile] [--keep]\n"
-               "       airlock demo --serve [--keep]\n"
-               "       airlock demo --agent claude|codex|CMD [--agent-prefix DIR]\n"
-               "                    [--relay-upstream URL --relay-key-file FILE | --relay FILE]\n\n"
-               "Run the main job against a local test forge: a sample project with a real bug,\n"
-               "a ticket carrying the fix, the token broker, and the bundled agent in the\n"
-               "sandbox. --hostile: a prompt-injected agent instead, and what stopped it.\n"
-               "--keep: leave the temporary directory (logs, policy) for inspection.\n"
-               "--agent: your agent instead: a preset (claude, codex: docs/agents.md) or a\n"
-               "program; a preset needs a model API through the relay: --relay-upstream URL\n"
-               "with --relay-key-file FILE (the key, mode 0600; the agent never sees it), or\n"
-               "--relay FILE holding a policy's whole `relay:` section (docs/policy.md).\n"
-               "--serve: the same forge and broker with `airlock serve` between them: the\n"
-               "ticket is labeled on the forge, the forge sends the signed webhook, serve\n"
-               "runs the ticket and the PR appears (docs/serve.md).\n"
-               "\n"
-               "Exit status: 0 everything held (a PR made, or for --hostile only a PR got\n"
-               "out); 1 something did not hold; 2 usage.\n");
+  fprintf(out,
+          "usage: airlock demo [--hostile] [--keep]\n"
+          "       airlock demo --serve [--keep]\n"
+          "       airlock demo --agent claude|codex|CMD [--agent-prefix DIR]\n"
+          "                    [--relay-upstream URL --relay-key-file FILE\n"
+          "                     [--relay-ca FILE] [--relay-pin sha256//BASE64] | --relay FILE]\n\n"
+          "Run the main job against a local test forge: a sample project with a real bug,\n"
+          "a ticket carrying the fix, the token broker, and the bundled agent in the\n"
+          "sandbox. --hostile: a prompt-injected agent instead, and what stopped it.\n"
+          "--keep: leave the temporary directory (logs, policy) for inspection.\n"
+          "--agent: your agent instead: a preset (claude, codex: docs/agents.md) or a\n"
+          "program; a preset needs a model API through the relay: --relay-upstream URL\n"
+          "with --relay-key-file FILE (the key, mode 0600; the agent never sees it), or\n"
+          "--relay FILE holding a policy's whole `relay:` section (docs/policy.md).\n"
+          "--relay-ca FILE: the CA bundle the API's certificate is verified with (in place\n"
+          "of the system store); --relay-pin sha256//BASE64: its public key's SHA-256\n"
+          "(curl's --pinnedpubkey form), checked too. The upstream is checked (TCP, TLS,\n"
+          "both) before the agent starts.\n"
+          "--serve: the same forge and broker with `airlock serve` between them: the\n"
+          "ticket is labeled on the forge, the forge sends the signed webhook, serve\n"
+          "runs the ticket and the PR appears (docs/serve.md).\n"
+          "\n"
+          "Exit status: 0 everything held (a PR made, or for --hostile only a PR got\n"
+          "out); 1 something did not hold; 2 usage.\n");
 }
 
 /* --serve: airlock serve between the demo's forge and broker; the label,
@@ -340,6 +352,8 @@ int cmd_demo(int argc, char **argv)
                                        {"relay-upstream", required_argument, NULL, 'u'},
                                        {"relay-key-file", required_argument, NULL, 'K'},
                                        {"relay", required_argument, NULL, 'R'},
+                                       {"relay-ca", required_argument, NULL, 'C'},
+                                       {"relay-pin", required_argument, NULL, 'P'},
                                        {"serve", no_argument, NULL, 'S'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
@@ -373,6 +387,12 @@ int cmd_demo(int argc, char **argv)
     case 'R':
       da.relay_file = optarg;
       break;
+    case 'C':
+      da.relay_ca = optarg;
+      break;
+    case 'P':
+      da.relay_pin = optarg;
+      break;
     case 'S':
       d.serve = true;
       break;
@@ -395,6 +415,13 @@ int cmd_demo(int argc, char **argv)
     return al_cli_usage_error("--relay-upstream and --relay-key-file go together");
   if (da.relay_file && da.relay_upstream)
     return al_cli_usage_error("give --relay FILE or --relay-upstream/--relay-key-file, not both");
+  if ((da.relay_ca || da.relay_pin) && !da.relay_upstream)
+    return al_cli_usage_error("--relay-ca and --relay-pin go with --relay-upstream (with --relay "
+                              "FILE, put ca_file and pubkey_pin in its section)");
+  const char *pin_why = NULL;
+  if (da.relay_pin && al_policy_pubkey_pin_syntax(da.relay_pin, &pin_why) < 0)
+    return al_cli_usage_error("--relay-pin `%.120s`: not sha256//BASE64[;sha256//BASE64...]: %s",
+                              da.relay_pin, pin_why);
   if ((da.prefix || da.relay_upstream || da.relay_file) && !da.agent)
     return al_cli_usage_error("--agent-prefix and --relay* go with --agent");
   if (da.preset && !da.relay_upstream && !da.relay_file)

@@ -32,7 +32,7 @@ KEY="sk-ant-fake-$(openssl rand -hex 32)"; KEY2="sk-oai-fake-$(openssl rand -hex
 printf '%s\n' "$KEY" >secret/a.key; printf '%s\n' "$KEY2" >secret/o.key; chmod 600 secret/*.key
 openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out "$A/ca.pem" -days 2 -subj /CN=airlock-test-ca 2>/dev/null
 openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=api.model.test 2>/dev/null
-printf 'subjectAltName=DNS:api.model.test,DNS:api.openai.test\n' >ext.cnf
+printf 'subjectAltName=DNS:api.model.test,DNS:api.openai.test,IP:127.0.0.1\n' >ext.cnf
 openssl x509 -req -in srv.csr -CA "$A/ca.pem" -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile ext.cnf 2>/dev/null
 
 # the hunt the scripted model runs first (inside the sandbox): the key in any
@@ -166,6 +166,27 @@ done
 out=$(timeout 60 "$AIRLOCK" demo --agent claude 2>&1); rc=$?
 is "demo --agent claude without a model: a usage error at once" "$rc" 2
 like "... saying what is needed" "$out" 'needs a model API .*--relay-upstream https://api.anthropic.com --relay-key-file FILE'
+# --relay-ca and --relay-pin: parsed, checked, and written into the demo's
+# relay upstream, which the run checks before the lease (issue #27 item 5)
+out=$(timeout 60 "$AIRLOCK" demo --agent claude --relay-ca "$A/ca.pem" 2>&1); rc=$?
+is "demo --relay-ca without --relay-upstream: a usage error" "$rc,$(grep -c 'go with --relay-upstream' <<<"$out")" "2,1"
+out=$(timeout 60 "$AIRLOCK" demo --agent claude --relay-upstream https://127.0.0.1:$FP --relay-key-file "$T_TMP/secret/a.key" --relay-pin sha256//short 2>&1); rc=$?
+is "demo --relay-pin malformed: a usage error naming the rule" "$rc,$(grep -c 'relay-pin .sha256//short.: not sha256//BASE64.*44-character base64' <<<"$out")" "2,1"
+WRONG_PIN=sha256//$(printf x | openssl dgst -sha256 -binary | base64)
+demo_check() { # NAME WANT-REGEX DEMO-ARGS...
+  local name=$1 want=$2; shift 2
+  : >fake.log
+  out=$(timeout 300 "$AIRLOCK" demo --agent claude --agent-prefix "$T_TMP/npm" --relay-upstream "https://127.0.0.1:$FP" \
+    --relay-key-file "$T_TMP/secret/a.key" "$@" 2>&1); rc=$?
+  if [ "$rc" = 1 ] && grep -qE -- "$want" <<<"$out"; then ok "demo $name: the run stops at the relay check with the reason"
+  else fail "demo $name: the run stops at the relay check with the reason"; diag "rc=$rc" "$(tail -15 <<<"$out")"; fi
+  is "demo $name: nothing reached the model API" "$(grep -c '"method"' fake.log)" 0
+}
+demo_check "without --relay-ca" \
+  'failed its check before the agent \(tls-verify\): the certificate of 127.0.0.1:[0-9]+ did not verify against the system.s CA store.*--relay-ca FILE'
+demo_check "--relay-ca and a wrong --relay-pin" \
+  '\(pin-mismatch\): the certificate of 127.0.0.1:[0-9]+ verified, but its public key sha256//.* matches no relay.pubkey_pin.*--relay-pin' \
+  --relay-ca "$A/ca.pem" --relay-pin "$WRONG_PIN"
 cat >relay-demo.yaml <<YAML
 relay:
   upstreams:

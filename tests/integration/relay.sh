@@ -53,6 +53,40 @@ rbad r-nokey 2 'relay.key_file: required' <<<'  upstream: https://api.example.co
 rbad r-pin 5:8 'numeric IPv4 or IPv6' <<<'  upstream: https://api.example.com
   key_file: /k
   pin: localhost'
+# relay.ca_file must exist and be a regular file; relay.pubkey_pin is curl's sha256//BASE64
+rbad r-ca-missing 5:12 'No such file.*must exist' <<<"  upstream: https://api.example.com
+  key_file: /k
+  ca_file: $P/no-such-ca.pem"
+rbad r-ca-dir 5:12 'must be a regular file' <<<"  upstream: https://api.example.com
+  key_file: /k
+  ca_file: $P"
+rbad r-ca-rel 5:12 'absolute path' <<<'  upstream: https://api.example.com
+  key_file: /k
+  ca_file: ca.pem'
+rbad r-pk-prefix 5:15 'must start with .sha256//.' <<<'  upstream: https://api.example.com
+  key_file: /k
+  pubkey_pin: sha1//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA='
+rbad r-pk-short 5:15 '44-character base64' <<<'  upstream: https://api.example.com
+  key_file: /k
+  pubkey_pin: sha256//AAAA'
+rbad r-pk-bits 5:15 '44-character base64' <<<'  upstream: https://api.example.com
+  key_file: /k
+  pubkey_pin: sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB='
+rbad r-pk-sep 5:15 'separated by .;.' <<<'  upstream: https://api.example.com
+  key_file: /k
+  pubkey_pin: sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=,sha256//x'
+printf 'x\n' >"$P/some-ca.pem"
+cat >"$P/rpin.yaml" <<YAML
+version: 1
+relay:
+  upstream: https://api.example.com
+  key_file: /k
+  ca_file: $P/some-ca.pem
+  pubkey_pin: "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=;sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
+YAML
+out=$("$AIRLOCK" policy check "$P/rpin.yaml" 2>&1)
+like "control: a regular ca_file and two well-formed pins are accepted, in the canonical form" "$out" \
+  '"ca_file":"'"$P"'/some-ca.pem".*"pubkey_pin":"sha256//A{43}=;sha256//47DEQ'
 rbad r-unknown 5:3 'unknown key' <<<'  upstream: https://api.example.com
   key_file: /k
   secret: hunter2'
@@ -232,6 +266,23 @@ out=$(run badca python3 "$T_TMP/rc.py" --json '{"model":"v"}' POST /v1/messages 
 is "an upstream certificate from an untrusted CA: 502" "$(field '["status"]' <<<"$out")" 502
 like "the reason is the certificate" "$(tail -1 relay.log)" 'certificate'
 is "no request reached the untrusted upstream" "$(upstream_count)" 0
+
+# relay.pubkey_pin: the relay checks the upstream's public key on every call
+# (airlock run has no check before the agent: the relay's own answer shows it)
+SPKI=$(openssl x509 -in srv.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64)
+OTHER_SPKI=$(openssl x509 -in other.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64)
+policy pinok "  pubkey_pin: \"sha256//$OTHER_SPKI;sha256//$SPKI\""
+policy pinbad "  pubkey_pin: sha256//$OTHER_SPKI"
+: >fake.log
+out=$(run pinbad python3 "$T_TMP/rc.py" --json '{"model":"v"}' POST /v1/messages 2>&1)
+is "a verified upstream whose key matches no pubkey_pin: 502" "$(field '["status"]' <<<"$out")" 502
+SPKI_RE=$(printf '%s' "$SPKI" | sed 's/[+]/[+]/g')
+like "the reason names the key seen and the pin" "$(tail -1 relay.log)" "public key sha256//$SPKI_RE matches no relay.pubkey_pin"
+like "... logged as upstream_failure: pin" "$(tail -1 relay.log)" '"upstream_failure":"pin"'
+is "no request reached the upstream with the wrong pin" "$(upstream_count)" 0
+out=$(run pinok python3 "$T_TMP/rc.py" --json '{"model":"v"}' POST /v1/messages 2>&1)
+is "control: the right pin (one of two) passes: 200" "$(field '["status"]' <<<"$out")" 200
+is "control: that request reached the upstream" "$(upstream_count)" 1
 
 # --- 8. the key is nowhere in the agent's sandbox -----------------------------
 cat >hunt.py <<'PY'

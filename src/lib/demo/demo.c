@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,9 +162,16 @@ static int relay_section(const al_demo_relay *r, char **out, al_error *err)
     *out = al_xstrdup("");
     return 0;
   }
+  char ca[PATH_MAX] = "";
+  if (r->ca_file && !realpath(r->ca_file, ca))
+    return al_make_error(err, errno, "--relay-ca `%s`", r->ca_file);
+  al_autofree char *ca_kv = ca[0] ? al_strdup_printf(", ca_file: \"%s\"", ca) : al_xstrdup("");
+  al_autofree char *pin_kv =
+      r->pubkey_pin ? al_strdup_printf(", pubkey_pin: \"%s\"", r->pubkey_pin) : al_xstrdup("");
   *out = al_strdup_printf("relay:\n  upstreams:\n    - {vendor: %s, upstream: \"%s\", key_file: "
-                          "\"%s\"}\n",
-                          r->vendor ? r->vendor : "anthropic", r->upstream, r->key_file);
+                          "\"%s\"%s%s}\n",
+                          r->vendor ? r->vendor : "anthropic", r->upstream, r->key_file, ca_kv,
+                          pin_kv);
   return 0;
 }
 

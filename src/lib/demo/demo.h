@@ -41,6 +41,8 @@ typedef struct al_demo_relay {
   const char *upstream;   /* --relay-upstream URL, or NULL */
   const char *key_file;   /* --relay-key-file FILE (with upstream) */
   const char *relay_file; /* --relay FILE: a YAML file starting with `relay:`, or NULL */
+  const char *ca_file;    /* --relay-ca FILE (with upstream): relay.ca_file, made absolute */
+  const char *pubkey_pin; /* --relay-pin PIN (with upstream): relay.pubkey_pin */
 } al_demo_relay;
 
 typedef struct al_demo {

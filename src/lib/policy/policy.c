@@ -141,15 +141,15 @@ static json_t *relay_upstream_json(const al_relay_upstream *u)
     al_autofree char *s = al_strdup_printf("%s %s", u->routes[i].method, u->routes[i].path);
     json_array_append_new(routes, json_string(s));
   }
-  return json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:s?, s:s*, s:s?, s:s?, s:o, s:o, s:o, s:o, "
-                   "s:s?, s:s?}",
+  return json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:s?, s:s*, s:s?, s:s?, s:s*, s:o, s:o, s:o, "
+                   "s:o, s:s?, s:s?}",
                    "vendor", u->vendor, "upstream", u->upstream, "host", u->host, "port",
                    (int)u->port, "prefix", u->prefix ? u->prefix : "", "auth", u->auth, "key_file",
                    u->key_file, "key", u->key_broker ? "broker" : NULL, "ca_file", u->ca_file,
-                   "pin", u->pin, "routes", routes, "allow", str_array(u->allow, u->n_allow),
-                   "headers", str_array(u->headers, u->n_headers), "anthropic_beta",
-                   str_array(u->betas, u->n_betas), "organization", u->organization, "project",
-                   u->project);
+                   "pin", u->pin, "pubkey_pin", u->pubkey_pin, "routes", routes, "allow",
+                   str_array(u->allow, u->n_allow), "headers", str_array(u->headers, u->n_headers),
+                   "anthropic_beta", str_array(u->betas, u->n_betas), "organization",
+                   u->organization, "project", u->project);
 }
 
 static json_t *relay_json(const al_policy_relay *r)
@@ -194,6 +194,7 @@ void al_policy_relay_clear(al_policy_relay *r)
     free(u->auth);
     free(u->key_file);
     free(u->ca_file);
+    free(u->pubkey_pin);
     free(u->pin);
     for (size_t k = 0; k < u->n_routes; k++) {
       free(u->routes[k].method);

@@ -164,7 +164,11 @@ typedef struct al_relay_upstream {
   bool key_broker;        /* `key: broker`: the `model_key` secret of the run's broker lease
                              (airlock ticket only); exactly one of key_file and key_broker; at
                              most one upstream per policy */
-  char *ca_file;          /* extra trust anchors (absolute path) or NULL */
+  char *ca_file;          /* the trust anchors (absolute path of a PEM bundle, a regular file),
+                             in place of the system store, or NULL: the system store */
+  char *pubkey_pin;       /* "sha256//BASE64[;sha256//BASE64...]": the upstream certificate's
+                             public key (SPKI) must hash to one of them, checked in addition to
+                             the chain (curl's --pinnedpubkey form), or NULL */
   char *pin;              /* test only: numeric address the upstream host resolves to, or NULL */
   al_relay_route *routes; /* default: anthropic POST /v1/messages, /v1/messages/count_tokens;
                              openai POST /v1/responses, /v1/chat/completions. Unique across
@@ -265,6 +269,11 @@ bool al_policy_env_reserved(const char *name);
 
 /* Free the strings and routes of a relay section and zero it. */
 void al_policy_relay_clear(al_policy_relay *r);
+
+/* Is s a relay.pubkey_pin: `sha256//` and the base64 (RFC 4648 §4, padded)
+ * of a 32-byte SHA-256, up to 8 of them joined by `;` (curl's
+ * --pinnedpubkey form)? 0, or -1 with a static *why naming the rule. */
+int al_policy_pubkey_pin_syntax(const char *s, const char **why);
 
 /* The upstream with `key: broker`, or NULL (no relay, or key files only). */
 const al_relay_upstream *al_policy_relay_key_broker(const al_policy *p);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/util.h"
 #include "policy/schema.h"
@@ -179,6 +180,75 @@ static int relay_pin_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, v
   return 0;
 }
 
+/* relay.ca_file: an absolute, normalized path naming a regular file (it
+ * replaces the system store, so a missing file would fail every call). */
+static int relay_ca_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  const al_relay_upstream *r = obj;
+  if (al_policy_abs_path_check(c, f, kv, obj) < 0)
+    return -1;
+  struct stat st;
+  if (stat(r->ca_file, &st) < 0)
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "`%s`: %s (the CA bundle the relay verifies the upstream with must exist)",
+                      r->ca_file, strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "`%s` must be a regular file (a PEM bundle of CA certificates)", r->ca_file);
+  return 0;
+}
+
+int al_policy_pubkey_pin_syntax(const char *s, const char **why)
+{
+  static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t n = 0;
+  const char *p = s;
+  for (;;) {
+    if (strncmp(p, "sha256//", 8) != 0) {
+      *why = "each pin must start with `sha256//`";
+      return -1;
+    }
+    p += 8;
+    /* base64 of 32 bytes: 43 characters of the alphabet, then one `=` */
+    for (size_t i = 0; i < 43; i++, p++)
+      if (!*p || !strchr(b64, *p)) {
+        *why = "`sha256//` must be followed by the 44-character base64 of a SHA-256 "
+               "(43 characters of [A-Za-z0-9+/] and `=`)";
+        return -1;
+      }
+    if (*p != '=' || !strchr("AEIMQUYcgkosw048", p[-1])) {
+      *why = "`sha256//` must be followed by the 44-character base64 of a SHA-256 "
+             "(43 characters of [A-Za-z0-9+/] and `=`)";
+      return -1;
+    }
+    p++;
+    if (++n > 8) {
+      *why = "at most 8 pins";
+      return -1;
+    }
+    if (!*p)
+      return 0;
+    if (*p != ';') {
+      *why = "pins are separated by `;`, nothing else follows one";
+      return -1;
+    }
+    p++;
+  }
+}
+
+static int pubkey_pin_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  (void)f;
+  const al_relay_upstream *r = obj;
+  const char *why = NULL;
+  if (al_policy_pubkey_pin_syntax(r->pubkey_pin, &why) < 0)
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "`%.120s` is not `sha256//BASE64[;sha256//BASE64...]` (curl's "
+                      "--pinnedpubkey form): %s",
+                      r->pubkey_pin, why);
+  return 0;
+}
+
 static int key_parse(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
 {
   (void)f;
@@ -269,7 +339,11 @@ static const al_yw_field upstream_fields[] = {
     {.key = "ca_file",
      .type = AL_YW_STR,
      .off = F(al_relay_upstream, ca_file),
-     .check = al_policy_abs_path_check},
+     .check = relay_ca_check},
+    {.key = "pubkey_pin",
+     .type = AL_YW_STR,
+     .off = F(al_relay_upstream, pubkey_pin),
+     .check = pubkey_pin_check},
     {.key = "pin", .type = AL_YW_STR, .off = F(al_relay_upstream, pin), .check = relay_pin_check},
     {.key = "routes",
      .type = AL_YW_LIST,
@@ -402,6 +476,7 @@ static const al_yw_field relay_fields[] = {
     SHORT("auth"),
     SHORT("key_file"),
     SHORT("ca_file"),
+    SHORT("pubkey_pin"),
     SHORT("pin"),
     SHORT("routes"),
     SHORT("key"),

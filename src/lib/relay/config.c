@@ -67,6 +67,7 @@ static int upstream_from_json(json_t *o, al_relay_upstream *u, al_error *err)
       jstr(o, "auth", false, &u->auth, err) < 0 ||
       jstr(o, "key_file", true, &u->key_file, err) < 0 ||
       jstr(o, "ca_file", true, &u->ca_file, err) < 0 || jstr(o, "pin", true, &u->pin, err) < 0 ||
+      jstr(o, "pubkey_pin", true, &u->pubkey_pin, err) < 0 ||
       jstr(o, "organization", true, &u->organization, err) < 0 ||
       jstr(o, "project", true, &u->project, err) < 0 || juint(o, "port", &port, err) < 0 ||
       jstrv(o, "allow", &u->allow, &u->n_allow, err) < 0 ||

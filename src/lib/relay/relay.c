@@ -25,6 +25,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "relay/check.h"
 #include "relay/relay_int.h"
 #include "relay/rules.h"
 #include "relay/usage.h"
@@ -334,22 +335,12 @@ int al_relay_serve(const al_relay_serve_opts *o, al_error *err)
   signal(SIGPIPE, SIG_IGN);
   for (size_t i = 0; i < o->cfg->n_upstreams && i < AL_ARRAY_SIZE(rl.ssl); i++) {
     const al_relay_upstream *u = &o->cfg->upstreams[i];
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX *ctx = al_relay_tls_ctx(u, err);
     if (!ctx) {
       free_ssl(&rl);
-      return al_make_error(err, ENOMEM, "TLS context");
+      return -1;
     }
     rl.ssl[i] = ctx;
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-    SSL_CTX_set_default_verify_paths(ctx);
-    if (u->ca_file && SSL_CTX_load_verify_locations(ctx, u->ca_file, NULL) != 1) {
-      free_ssl(&rl);
-      ERR_clear_error();
-      return al_error_set(err, EINVAL, "relay ca_file `%s`: cannot load", u->ca_file);
-    }
-    static const unsigned char alpn[] = "\x08http/1.1";
-    SSL_CTX_set_alpn_protos(ctx, alpn, sizeof alpn - 1);
   }
 
   sigset_t set;

@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "net/http.h"
+#include "relay/check.h"
 #include "relay/relay_int.h"
 #include "relay/rules.h"
 #include "relay/usage.h"
@@ -270,6 +271,16 @@ void rl_forward(struct call *c, struct request *rq, const char *query, const cha
     rl_answer(c, 502, "upstream_error", false, "airlock relay: upstream %s: %s", c->up->upstream,
               why);
     goto out;
+  }
+  if (c->up->pubkey_pin) {
+    char got[80];
+    if (al_relay_pin_match(ssl, c->up->pubkey_pin, got, sizeof got) < 0) {
+      c->upstream_why = "pin";
+      rl_answer(c, 502, "upstream_error", false,
+                "airlock relay: upstream %s: its public key %s matches no relay.pubkey_pin",
+                c->up->upstream, got);
+      goto out;
+    }
   }
   c->upstream_why = "send";
   int w = ssl_write_all(ssl, head, head_len);

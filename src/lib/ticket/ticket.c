@@ -155,6 +155,8 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
 
   if (record_ready(&t, RECORD_PROBE, err) < 0)
     goto done;
+  if (interrupted(&t) || tk_do_relay_check(&t, err) < 0)
+    goto done;
   if (interrupted(&t) || tk_do_audit(&t, err) < 0)
     goto done;
   if (interrupted(&t) || tk_do_lease(&t, err) < 0)

@@ -1,8 +1,9 @@
 /* airlock ticket: one ticket to one pull request (DESIGN.md §3, issue #6).
  *
  * Phases, each timed and recorded:
- *   policy → audit → lease → preflight → sandbox (agent + egress proxy)
- *   → release (revoke, confirm) → review → record
+ *   policy → relay-check (with a relay section: each model API's TCP, TLS
+ *   and trust, before any token) → audit → lease → preflight → sandbox
+ *   (agent + egress proxy) → release (revoke, confirm) → review → record
  * Whatever happens, the lease is released (the broker revokes both tokens
  * and confirms they are dead) and the run record is written; after SIGKILL
  * of the supervisor the broker's revocation on connection close is the

@@ -1,5 +1,5 @@
-/* Phases: the escape-budget audit (through the broker) and the preflight
- * probes (fail closed). */
+/* Phases: the model relay's upstream check, the escape-budget audit
+ * (through the broker) and the preflight probes (fail closed). */
 #include <errno.h>
 #include <unistd.h>
 #include <jansson.h>
@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "probe/docker.h"
 #include "probe/probe.h"
+#include "relay/check.h"
 
 /* "id (STATUS)" of every required criterion that does not hold. */
 static void audit_failed_list(json_t *report, char *out, size_t n)
@@ -252,5 +253,81 @@ int tk_do_preflight(struct ticket *t, al_error *err)
                                  "as credentials.mode: env intends"
                                : "");
   al_probe_report_free(&rep);
+  return 0;
+}
+
+/* How to fix what the check of a relay upstream found (docs/troubleshooting.md). */
+static const char *relay_check_fix(al_relay_up_failure f)
+{
+  switch (f) {
+  case AL_RELAY_UP_DNS:
+    return "check the host of relay.upstream (airlock demo --relay-upstream URL) and this "
+           "host's resolver";
+  case AL_RELAY_UP_CONNECT:
+  case AL_RELAY_UP_TIMEOUT:
+    return "check the port of relay.upstream and that this host reaches it (firewall, "
+           "outbound proxy)";
+  case AL_RELAY_UP_TLS:
+    return "the port does not speak TLS as expected: relay.upstream must be the API's https:// "
+           "URL";
+  case AL_RELAY_UP_TLS_VERIFY:
+    return "give the CA bundle that signed the API's certificate: relay.ca_file: PATH "
+           "(airlock demo --relay-ca FILE; it replaces the system store), and check the host "
+           "name in relay.upstream";
+  case AL_RELAY_UP_PIN:
+    return "if that key is the API's, put it in relay.pubkey_pin (airlock demo --relay-pin "
+           "sha256//...), else the API is not the one the pin names";
+  case AL_RELAY_UP_OK:
+  default:
+    return "";
+  }
+}
+
+/* Phase: each model relay upstream checked once from here, before any
+ * token is leased and before the agent starts (issue #27 item 5): TCP,
+ * TLS and its verification (relay.ca_file, relay.pubkey_pin) within a few
+ * seconds, and nothing sent after the handshake (the key is not read yet).
+ * A failure names the upstream, the step and the fix; the record gets
+ * `relay_check`. No-op without a relay section. */
+int tk_do_relay_check(struct ticket *t, al_error *err)
+{
+  const al_policy_relay *r = &t->policy->relay;
+  if (!r->present)
+    return 0;
+  uint64_t s = tk_phase_begin(t, "relay-check");
+  uint64_t deadline =
+      r->connect_timeout_ms < TK_RELAY_CHECK_MS ? r->connect_timeout_ms : TK_RELAY_CHECK_MS;
+  json_t *ups = json_array();
+  al_relay_up_failure bad = AL_RELAY_UP_OK;
+  char badwhy[600] = "";
+  const char *bad_up = NULL;
+  for (size_t i = 0; i < r->n_upstreams; i++) {
+    const al_relay_upstream *u = &r->upstreams[i];
+    char why[512];
+    al_relay_up_failure f = al_relay_check_upstream(u, deadline, why, sizeof why);
+    json_t *o =
+        json_pack("{s:s, s:s}", "upstream", u->upstream, "result", al_relay_up_failure_name(f));
+    if (f != AL_RELAY_UP_OK) {
+      json_object_set_new(o, "detail", json_string(why));
+      if (bad == AL_RELAY_UP_OK) {
+        bad = f;
+        bad_up = u->upstream;
+        snprintf(badwhy, sizeof badwhy, "%s", why);
+      }
+    }
+    json_array_append_new(ups, o);
+  }
+  json_object_set_new(t->rec, "relay_check",
+                      json_pack("{s:s, s:o, s:I}", "status", bad ? "failed" : "ok", "upstreams",
+                                ups, "timeout_ms", (json_int_t)deadline));
+  if (bad) {
+    tk_phase_end(t, s, "failed", "%s: %s: %s", bad_up, al_relay_up_failure_name(bad), badwhy);
+    return al_make_error(err, EHOSTUNREACH,
+                         "the model relay's upstream %s failed its check before the agent "
+                         "(%s): %s; %s",
+                         bad_up, al_relay_up_failure_name(bad), badwhy, relay_check_fix(bad));
+  }
+  tk_phase_end(t, s, "ok", "%zu upstream(s): TCP, TLS and %s verified", r->n_upstreams,
+               r->upstreams[0].pubkey_pin ? "the public-key pin" : "the certificate");
   return 0;
 }

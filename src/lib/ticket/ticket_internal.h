@@ -45,7 +45,7 @@ struct ticket {
   char run_id[33];
   char branch[256];
   json_t *rec;
-  struct phase phases[12];
+  struct phase phases[16];
   size_t nphases;
   uint64_t t0;
   bool interrupted;
@@ -154,6 +154,11 @@ void tk_stderr_relay_join(struct stderr_relay *sr);
 
 /* The phases. Each returns 0 or -1 with err, and records itself in t->rec. */
 int tk_do_policy(struct ticket *t, al_error *err);
+/* The model relay's upstreams, checked once before the lease and the agent
+ * (phase "relay-check", ticket_audit.c): TCP + TLS + trust, within
+ * TK_RELAY_CHECK_MS (or relay.timeouts.connect when shorter) each. */
+#define TK_RELAY_CHECK_MS 5000u
+int tk_do_relay_check(struct ticket *t, al_error *err);
 int tk_do_audit(struct ticket *t, al_error *err);
 int tk_do_lease(struct ticket *t, al_error *err);
 int tk_do_preflight(struct ticket *t, al_error *err);

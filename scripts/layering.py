@@ -6,14 +6,16 @@ folders it may include (every `NAME/` named there that is a folder of
 src/lib). This fails, naming the file and the line, on an
 `#include "NAME/..."` of a folder the line does not allow, and on any
 cycle between folders (a loop of two or more), so shared code cannot sit in
-the folder of its first user. Usage: scripts/layering.py [SRC_LIB]
+the folder of its first user. A README may also have a "May not call:" line
+naming headers of allowed folders (`NAME/FILE.h`) its folder must not
+include (broker/: not forge/audit.h, the key's process runs no audit). Usage: scripts/layering.py [SRC_LIB]
 (default: src/lib of this checkout). Exit 0 clean, 1 on a finding.
 """
 import os
 import re
 import sys
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]*"', re.M)
+INCLUDE = re.compile(r'^\s*#\s*include\s+"(([a-z_]+)/[^"]*)"', re.M)
 
 
 def main():
@@ -25,10 +27,13 @@ def main():
     for d in folders:
         readme = os.path.join(root, d, "README.md")
         may = None
+        never = set()
         if os.path.exists(readme):
             for line in open(readme, errors="replace"):
                 if line.startswith("May call:"):
                     may = {m for m in re.findall(r"\b([a-z_]+)/", line) if m in folders}
+                if line.startswith("May not call:"):
+                    never = set(re.findall(r"\b([a-z_]+/[a-z_]+\.h)\b", line))
         if may is None:
             print(f"layering: {d}/README.md has no 'May call:' line")
             bad += 1
@@ -40,7 +45,13 @@ def main():
                 path = os.path.join(dp, f)
                 text = open(path, errors="replace").read()
                 for m in INCLUDE.finditer(text):
-                    to = m.group(1)
+                    hdr, to = m.group(1), m.group(2)
+                    if hdr in never:
+                        ln = text.count("\n", 0, m.start()) + 1
+                        rel = os.path.relpath(path, root)
+                        print(f"layering: {rel}:{ln}: includes {hdr}, which {d}/README.md's "
+                              f"'May not call:' line forbids")
+                        bad += 1
                     if to == d or to not in folders:
                         continue
                     edges[d].add(to)

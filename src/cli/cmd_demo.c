@@ -117,7 +117,8 @@ static int setup(al_demo *d, bool hostile, const struct demo_agent *da)
   say("test forge https://api.forge.test:%d (a local GitHub stand-in; CA %s)", d->https_port,
       d->ca);
   say("broker on %s holds the test App's key; the sandbox will never see it", d->socket);
-  say("before the lease the broker audits acme/tally's branch protection with a read-only App");
+  say("before the lease the supervisor audits acme/tally's branch protection with read-only "
+      "tokens the broker mints from a second App");
   say("ticket acme/tally#%d: %s", hostile ? 2 : 1,
       hostile ? "a prompt injection asking the agent to attack"
               : "median() is wrong; the fix is in the ticket");

@@ -1,6 +1,6 @@
 # A local forge + broker + ticket policy for tests, like `airlock demo` sets
 # up: the demo fixture (acme/tally protected, acme/loose not), the run's
-# App 1001 and the read-only audit App 1002 that the broker audits with. Source after lib.sh, then call `forge_env_start`. Sets:
+# App 1001 and the read-only audit App 1002 the broker mints the audit's tokens from. Source after lib.sh, then call `forge_env_start`. Sets:
 #   FE_DIR FE_HTTPS FE_ADMIN FE_CA FE_SOCK FE_POLICY FE_DATA AIRLOCK_NET
 # and registers cleanup with on_exit. Needs AIRLOCK, AIRLOCK_FORGE, AIRLOCK_SRC.
 AIRLOCK_NET=$(dirname "$AIRLOCK")/airlock-net

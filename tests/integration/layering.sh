@@ -32,4 +32,22 @@ copy
 sed -i '/^May call:/d' "$T_TMP/lib/net/README.md"
 out=$(python3 "$L" "$T_TMP/lib" 2>&1); rc=$?
 is "control: a folder whose README has no 'May call:' line fails" "$rc" 1
+# The App key's process runs no audit (issue #28 item 2): broker/README.md
+# forbids forge/audit.h, and no object of the broker's refers to the audit.
+copy
+printf '#include "forge/audit.h"\n' >>"$T_TMP/lib/broker/broker_jobs.c"
+out=$(python3 "$L" "$T_TMP/lib" 2>&1); rc=$?
+is "control: broker/ including forge/audit.h fails ('May not call:')" "$rc" 1
+like "  ... naming the file and the header" "$out" 'broker/broker_jobs\.c:[0-9]+: includes forge/audit\.h'
+if command -v nm >/dev/null && [ -n "${AIRLOCK_BUILD:-}" ]; then
+  objs=$(find "$AIRLOCK_BUILD" -name '*src_lib_broker_*.c.o' | sort)
+  tk=$(find "$AIRLOCK_BUILD" -name '*src_lib_ticket_ticket_audit.c.o' | head -1)
+  aud='^(al_audit_run|al_audit_format_json|al_audit_report_free|au_[a-z_]+)$'
+  refs() { nm -u "$@" 2>/dev/null | awk '{print $NF}' | grep -Ec "$aud"; }
+  like "the broker daemon's objects were found" "$(wc -w <<<"$objs")" '^[1-9]'
+  is "the broker daemon's objects refer to no audit function (al_audit_run, au_*)" "$(refs $objs)" 0
+  like "control: the supervisor's audit phase does (nm sees such a reference)" "$(refs "$tk")" '^[1-9]'
+else
+  skip "nm or the build directory missing: the object check"
+fi
 done_testing

@@ -1,7 +1,7 @@
 #!/bin/bash
-# airlock ticket runs `airlock audit` before leasing (issue 8): the broker
-# audits with its own credentials (the App's JWT + a read-only audit App or
-# token file), an unprotected repository is refused by default with the
+# airlock ticket runs `airlock audit` before leasing (issue 8), in the
+# supervisor, with read tokens the broker leases it (the App's JWT reads
+# the App for it; a read-only audit App or token file; issue 28), an unprotected repository is refused by default with the
 # failing criteria and their fixes named and no run token minted, and
 # --accept-unprotected runs anyway, marked in the record and on every
 # progress line. The protected repository (the positive control) passes.
@@ -41,7 +41,7 @@ is "acme/tally: record audit.status / holds / accepted_unprotected" \
 is "acme/tally: the report is the full audit (20 criteria, the App identified)" \
   "$(rec "$R" 'len(r["audit"]["report"]["criteria"]), r["audit"]["report"]["app"]["slug"], r["audit"]["report"]["app"]["installation_id"]')" \
   "(20, 'airlock-bot', 2001)"
-like "acme/tally: the broker read protection with the audit App's token, then revoked it" \
+like "acme/tally: the audit read protection with the audit App's token, then the broker revoked it" \
   "$(rec "$R" 'r["audit"]["report"]["credentials"]')" \
   '^installation token sha256:[0-9a-f]{12} \(administration:read,contents:read,metadata:read\) minted by the audit App 1002.*, revoked$'
 is "acme/tally: the run's App holds no administration (app.no_dangerous_permissions PASS)" \
@@ -83,7 +83,7 @@ printf 'review: {branch_prefix: bot/}\n' >>"$T_TMP/loose-bot.yaml"
 R=$T_TMP/loose-bot.json
 "$AIRLOCK" ticket acme/loose#1 -p "$T_TMP/loose-bot.yaml" --agent "$AGENTS/patch-agent" --record "$R" >/dev/null 2>&1; rc=$?
 is "acme/loose, branch_prefix bot/: refused, exit 4" "$rc" 4
-is "  the broker judged the policy's prefix" "$(rec "$R" 'r["audit"]["report"]["run_prefix"]')" bot/
+is "  the audit judged the policy's prefix" "$(rec "$R" 'r["audit"]["report"]["run_prefix"]')" bot/
 
 # --- --accept-unprotected runs, and says so everywhere ---
 R=$T_TMP/loose-accepted.json
@@ -139,7 +139,7 @@ R=$T_TMP/noaud.json
 out=$("$AIRLOCK" ticket acme/tally#1 -p "$T_TMP/noaud.yaml" --agent /usr/bin/true --record "$R" 2>&1); rc=$?
 is "no audit credential: acme/tally is refused (exit 4)" "$rc" 4
 like "no audit credential: the criteria are UNKNOWN, not PASS" "$out" 'reviews\.approvals \(UNKNOWN\)'
-like "no audit credential: the broker read with the App's own read-only token" "$(rec "$R" 'r["audit"]["report"]["credentials"]')" 'minted by the App for the audit, revoked$'
+like "no audit credential: the audit read with the App's own read-only token" "$(rec "$R" 'r["audit"]["report"]["credentials"]')" 'minted by the App for the audit, revoked$'
 
 # audit.token_file: an operator's read-only admin token kept by the broker.
 # The forge has no user tokens, so the test makes one from the audit App;
@@ -205,8 +205,47 @@ PY
 is "audit of a repository the broker may not lease: forbidden" "$(ask '{"type":"audit","version":1,"repo":"acme/secret"}')" "error forbidden "
 is "audit with a bad branch name: bad_request" "$(ask '{"type":"audit","version":1,"repo":"acme/tally","branch":"../x"}')" "error bad_request "
 is "audit with an unknown field: bad_request" "$(ask '{"type":"audit","version":1,"repo":"acme/tally","token":"x"}')" "error bad_request "
-is "control: a well-formed audit request is answered" "$(ask '{"type":"audit","version":1,"repo":"acme/tally","branch":"main"}')" "audit  True"
-is "control: ... and acme/loose does not hold" "$(ask '{"type":"audit","version":1,"repo":"acme/loose"}')" "audit  False"
+is "control: a well-formed audit request is answered (with a grant, not a report)" "$(ask '{"type":"audit","version":1,"repo":"acme/tally","branch":"main"}')" "audit_grant  "
 like "the broker's audit log records each audit" "$(grep -c '"event":"audit"' "$FE_DIR/secret/broker/leases.jsonl")" '^[1-9]'
+
+# --- the key's process runs no audit (issue 28): it hands read tokens over ---
+# Hold an audit grant open, read its tokens as the forge minted them, then
+# drop the connection: the broker revokes them.
+python3 - "$FE_SOCK" "$T_TMP/grant.json" <<'PY' &
+import json, socket, sys, time, os
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b'{"type":"audit","version":1,"repo":"acme/loose"}\n')
+buf = b""
+while not buf.endswith(b"\n"):
+    d = s.recv(65536)
+    if not d: break
+    buf += d
+m = json.loads(buf)
+out = {"type": m.get("type"), "report": "report" in m or "report" in m.get("audit", {}),
+       "tokens": [t["fingerprint"] for t in m.get("tokens", [])], "audit": m.get("audit")}
+open(sys.argv[2] + ".tmp", "w").write(json.dumps(out)); os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+while not os.path.exists(sys.argv[2] + ".done"): time.sleep(0.05)
+s.close()
+PY
+gpid=$!
+for _ in $(seq 200); do [ -s "$T_TMP/grant.json" ] && break; sleep 0.1; done
+grant() { python3 -c 'import json,sys; g=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$T_TMP/grant.json" "$1"; }
+# the grant's tokens as the forge holds them: app, permissions, state
+minted() { admin /tokens | python3 -c '
+import json,sys
+d=json.load(sys.stdin); d=d.get("tokens",d) if isinstance(d,dict) else d
+fps=json.loads(sys.argv[1])
+for t in sorted((t for t in d if t["fingerprint"] in fps), key=lambda t: t["app_id"]):
+    print(t["app_id"], ",".join("%s:%s" % kv for kv in sorted((t.get("permissions") or {}).items())), t["state"])' "$(grant 'json.dumps(g["tokens"])')"; }
+is "the broker answers an audit with a grant, not a report" "$(grant 'g["type"], g["report"]')" "('audit_grant', False)"
+is "  the App as its JWT shows it (slug, installation), and the broker's roles" \
+  "$(grant 'bool(g["audit"]["app"]["slug"]), g["audit"]["app"]["installation_id"] > 0, sorted(g["audit"]["roles"])')" "(True, True, ['git', 'ticket'])"
+minted_now=$(minted)
+is "the grant's tokens as minted at the forge: read-only (the audit App's; the run's App's metadata), active" \
+  "$minted_now" "$(printf '1001 metadata:read active\n1002 administration:read,contents:read,metadata:read active')"
+touch "$T_TMP/grant.json.done"; wait $gpid
+for _ in $(seq 100); do [ "$(minted | grep -c active)" = 0 ] && break; sleep 0.1; done
+is "the connection dropped: the broker revoked both" \
+  "$(minted)" "$(printf '1001 metadata:read revoked\n1002 administration:read,contents:read,metadata:read revoked')"
 is "no token is active at the end" "$(tokens_in active)" 0
 done_testing

@@ -8,13 +8,14 @@
  * Every way out of ACTIVE (release, EOF, reset, TTL, protocol error,
  * shutdown) goes through start_revoke(), the one revoke path.
  *
- * An audit connection takes the other branch from NEW:
+ * An audit connection is a lease of read tokens for the client's own audit:
  *
- *   NEW ──"audit"──► AUDITING (worker thread: al_audit_run with the App's
- *        JWT and the optional audit credential) ─► CLOSING (report sent)
+ *   NEW ──"audit"──► AUDITING (worker thread: the App's JWT reads the App and
+ *        its installation; the read tokens are minted) ─► ACTIVE ("audit_grant"
+ *        sent; the client runs the audit, forge/audit.h) ─► REVOKING ─► CLOSING
  *
- * It never holds a lease; a token the audit mints for its reads is revoked
- * inside al_audit_run before the worker returns. Tokens whose
+ * The broker parses none of the repository's settings: it signs, mints and
+ * revokes. Tokens whose
  * revocation could not be confirmed stay in `pending` and are retried on a
  * timer until they are confirmed dead or their expiry has passed. */
 #include "broker/broker.h"
@@ -49,7 +50,6 @@
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/util.h"
-#include "forge/audit.h"
 /* ---- small helpers ---------------------------------------------------- */
 
 void bk_format_iso(time_t t, char out[32])
@@ -271,6 +271,8 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
     b->audit_view.private_key_path = b->cfg->audit_key_path;
     if (al_app_key_load(b->cfg->audit_key_path, &b->audit_key, err) < 0)
       return al_error_wrap(err, "audit.app.private_key");
+    if (al_gh_new(&b->audit_view, b->audit_key, &b->audit_gh, err) < 0)
+      return -1;
   } else if (b->cfg->audit_token_file) {
     /* Checked now (owner, mode, shape) so a bad file stops the start;
      * read again for each audit, so it can be rotated in place. */
@@ -457,6 +459,7 @@ out:
     if (*fds[i] >= 0)
       close(*fds[i]);
   al_gh_free(b.gh);
+  al_gh_free(b.audit_gh);
   EVP_PKEY_free(b.key);
   EVP_PKEY_free(b.audit_key);
   al_broker_config_free(b.cfg);

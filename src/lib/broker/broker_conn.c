@@ -34,7 +34,6 @@
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/util.h"
-#include "forge/audit.h"
 static const char *const state_names[] = {"new",      "minting", "active",
                                           "revoking", "closing", "auditing"};
 /* ---- connections ------------------------------------------------------ */
@@ -285,8 +284,10 @@ static int admit_oneshot(struct conn *c, const char *repo, const char *done_here
   return 0;
 }
 
-/* "audit": run `airlock audit` for the client on a repository it could
- * lease. Counts against lease.max_active while it runs. */
+/* "audit": lease the read tokens of the client's own `airlock audit` of a
+ * repository it could lease (broker_jobs.c job_audit; the broker runs no
+ * audit). Counts against lease.max_active until the grant's tokens are
+ * revoked. */
 static int handle_audit(struct conn *c, json_t *msg)
 {
   struct broker *b = c->b;
@@ -301,7 +302,7 @@ static int handle_audit(struct conn *c, json_t *msg)
     return -1;
   al_info("audit %s: uid %u pid %d asks to audit %s%s%s", c->id, (unsigned)c->uid, (int)c->pid,
           req.repo, req.branch[0] ? " branch " : "", req.branch);
-  struct job *j = bk_job_new(b, JOB_AUDIT, c, 0);
+  struct job *j = bk_job_new(b, JOB_AUDIT, c, 2);
   j->areq = req;
   bk_job_start(b, j);
   return 0;

@@ -37,7 +37,6 @@
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/util.h"
-#include "forge/audit.h"
 
 #define HANDSHAKE_MS 30000
 #define RETRY_MS 10000
@@ -98,13 +97,11 @@ struct job {
   al_error err;
   /* JOB_AUDIT */
   al_proto_audit_req areq;
-  char *report; /* al_audit_format_json(), no secret in it */
-  bool holds;
-  char failed[512]; /* "id=STATUS ..." of the required criteria that do not hold */
-  char credentials[256];
+  char *file_tok;        /* audit.token_file's token (secret memory), or NULL */
+  char credentials[256]; /* how the audit's read token was made (no secret) */
   /* JOB_CHECK (check.h) */
   al_proto_check_req creq;
-  json_t *answer;
+  json_t *answer; /* the check's answer; the audit's grant (no secret in it) */
   struct job *next;
 };
 
@@ -135,6 +132,7 @@ struct broker {
   /* audit.app: the audit App (borrows cfg's strings), or audit_key NULL */
   al_broker_config audit_view;
   EVP_PKEY *audit_key;
+  al_gh *audit_gh; /* its forge client: mints the audit's read tokens */
 };
 
 /* ---- src/lib/broker/broker.c ---- */

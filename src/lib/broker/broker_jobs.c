@@ -34,49 +34,8 @@
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/util.h"
-#include "forge/audit.h"
+#include "forge/appconfig.h"
 /* ---- worker jobs ------------------------------------------------------ */
-
-/* The audit, on a worker thread: the App's own config and key (already
- * loaded), and the audit credential when configured. */
-static void job_audit(struct broker *b, struct job *j)
-{
-  al_audit_opts ao = {
-      .repo = j->areq.repo,
-      .branch = j->areq.branch[0] ? j->areq.branch : NULL,
-      .run_prefix = j->areq.run_prefix[0] ? j->areq.run_prefix : NULL,
-      .timeout_ms = b->cfg->http_timeout_ms,
-      .app_config = b->cfg,
-      .app_key = b->key,
-      .reader_config = b->audit_key ? &b->audit_view : NULL,
-      .reader_key = b->audit_key,
-  };
-  al_audit_report rep;
-  if (al_audit_run(&ao, &rep, &j->err) < 0) {
-    j->rc = -1;
-    return;
-  }
-  j->rc = 0;
-  j->holds = rep.holds;
-  j->report = al_audit_format_json(&rep);
-  snprintf(j->credentials, sizeof j->credentials, "%s", rep.credentials);
-  size_t off = 0;
-  for (int i = 0; i < AL_AUDIT_N; i++) {
-    const al_audit_criterion *k = &rep.c[i];
-    if (!k->required || k->status == AL_AUDIT_PASS || k->status == AL_AUDIT_WARN)
-      continue;
-    int n = snprintf(j->failed + off, sizeof j->failed - off, "%s%s=%s", off ? " " : "", k->id,
-                     al_audit_status_name(k->status));
-    if (n < 0 || (size_t)n >= sizeof j->failed - off)
-      break;
-    off += (size_t)n;
-  }
-  al_audit_report_free(&rep);
-  if (!j->report) {
-    j->rc = -1;
-    al_make_error(&j->err, ENOMEM, "audit report");
-  }
-}
 
 /* Keep a token where a restarted broker finds it (keep.h) until it is
  * confirmed dead. Without a keyring the lease still works; a crash of this
@@ -90,6 +49,115 @@ static void keep_token(struct broker *b, const al_token *t)
     al_error_log("token %s: not kept in the keyring (%s): a broker crash would leave it alive "
                  "until %s",
                  t->fp, e.msg, t->expires_at_str);
+}
+
+/* The broker's roles as [{"name","write"}] (the audit's app.token_permissions). */
+static json_t *perm_set_json(const al_perm_set *ps)
+{
+  json_t *a = json_array();
+  for (size_t i = 0; i < ps->n; i++)
+    json_array_append_new(
+        a, json_pack("{s:s, s:b}", "name", ps->items[i].name, "write", ps->items[i].write));
+  return a;
+}
+
+/* The audit's credentials, on a worker thread: what the App's JWT shows of
+ * the App and its installation, and the read tokens the audit needs, for
+ * the client to run the audit itself (forge/audit.h opts.grant). The reader:
+ * from the audit App (administration: read, contents: read), else the
+ * audit.token_file's token (the operator's; handed on, never revoked here),
+ * else from the run's App (administration and contents read, where the
+ * installation holds them); and, unless the reader is the run's App's, a
+ * metadata: read token of the run's App (its own current_user_can_bypass).
+ * Minted tokens are kept (keep.h) and leased on the connection like a
+ * ticket's. Nothing here reads the repository's settings. */
+static void job_audit(struct broker *b, struct job *j)
+{
+  const char *repo = j->areq.repo;
+  al_app_facts f;
+  char cred[256], pf[256], rfp[20] = "";
+  bool is_bot = false;
+  al_perm_set ps = {0};
+  j->rc = -1;
+  if (al_gh_app_facts(b->gh, repo, &f, &j->err) < 0)
+    return;
+  if (b->audit_key) {
+    const char *aid = b->cfg->audit_app_id ? b->cfg->audit_app_id : b->cfg->audit_client_id;
+    al_audit_app_perms(&ps); /* the manifest of the audit App asks for the same (manifest.c) */
+    if (al_gh_mint(b->audit_gh, AL_ROLE_GIT, repo, &ps, &j->tokens[0], &j->err) < 0) {
+      al_error_wrap(&j->err, "minting a read-only token from the audit App %s", aid);
+      goto out;
+    }
+    keep_token(b, &j->tokens[0]);
+    j->n_tokens = 1;
+    al_perm_set_format(&j->tokens[0].perms, pf, sizeof pf);
+    snprintf(cred, sizeof cred,
+             "installation token %s (%s) minted by the audit App %s; the App's JWT for the "
+             "installation",
+             j->tokens[0].fp, pf, aid);
+    snprintf(rfp, sizeof rfp, "%s", j->tokens[0].fp);
+  } else if (b->cfg->audit_token_file) {
+    if (al_broker_audit_token_load(b->cfg->audit_token_file, &j->file_tok, &j->err) < 0)
+      goto out;
+    al_secret_fingerprint(j->file_tok, rfp);
+    snprintf(cred, sizeof cred,
+             "the broker's audit token %s (audit.token_file); the App's JWT for the "
+             "installation",
+             rfp);
+  } else {
+    static const char *const want[] = {"administration", "contents"};
+    for (size_t i = 0; i < AL_ARRAY_SIZE(want); i++) {
+      if (!json_string_value(json_object_get(f.permissions, want[i])))
+        continue;
+      snprintf(ps.items[ps.n].name, AL_PERM_NAME_MAX, "%s", want[i]);
+      ps.items[ps.n].write = false;
+      ps.n++;
+    }
+    if (al_gh_mint(b->gh, AL_ROLE_GIT, repo, &ps, &j->tokens[0], &j->err) < 0) {
+      al_error_wrap(&j->err, "minting a read-only installation token for the audit");
+      goto out;
+    }
+    keep_token(b, &j->tokens[0]);
+    j->n_tokens = 1;
+    al_perm_set_format(&j->tokens[0].perms, pf, sizeof pf);
+    snprintf(cred, sizeof cred, "installation token %s (%s) minted by the App for the audit",
+             j->tokens[0].fp, pf);
+    snprintf(rfp, sizeof rfp, "%s", j->tokens[0].fp);
+    is_bot = true;
+  }
+  json_t *bot = json_null();
+  if (!is_bot) {
+    al_perm_set meta = {.n = 1};
+    snprintf(meta.items[0].name, AL_PERM_NAME_MAX, "metadata");
+    al_token *t = &j->tokens[j->n_tokens];
+    if (al_gh_mint(b->gh, AL_ROLE_GIT, repo, &meta, t, &j->err) < 0) {
+      al_error_wrap(&j->err, "minting a metadata: read token of the run's App (to ask "
+                             "current_user_can_bypass as the App)");
+      goto out;
+    }
+    keep_token(b, t);
+    j->n_tokens++;
+    bot = json_string(t->fp);
+  }
+  json_t *roles = json_object();
+  for (int r = 0; r < AL_ROLE_COUNT; r++)
+    json_object_set_new(roles, al_role_name((al_role)r), perm_set_json(&b->cfg->roles[r]));
+  j->answer = json_pack(
+      "{s:s, s:s?, s:I, s:I, s:{s:s, s:I, s:I, s:O}, s:o, s:s, s:b, s:s, s:b, s:o}", "api",
+      b->cfg->api_url, "ca_file", b->cfg->ca_file, "timeout_ms",
+      (json_int_t)b->cfg->http_timeout_ms, "max_rate_wait_ms", (json_int_t)b->cfg->max_rate_wait_ms,
+      "app", "slug", f.slug, "id", (json_int_t)f.app_id, "installation_id",
+      (json_int_t)f.installation_id, "permissions", f.permissions, "roles", roles, "credentials",
+      cred, "token_is_bot", is_bot, "read_fingerprint", rfp, "read_token_leased",
+      j->file_tok == NULL, "bot_fingerprint", bot);
+  if (!j->answer) {
+    al_make_error(&j->err, ENOMEM, "the audit's grant");
+    goto out;
+  }
+  snprintf(j->credentials, sizeof j->credentials, "%s", cred);
+  j->rc = 0;
+out:
+  al_app_facts_free(&f);
 }
 
 static void *job_main(void *arg)
@@ -152,7 +220,7 @@ static void job_free(struct job *j)
   free(j->ok);
   free(j->confirmed);
   free(j->errmsg);
-  free(j->report);
+  al_secret_free(j->file_tok);
   json_decref(j->answer);
   free(j);
 }
@@ -186,7 +254,11 @@ json_t *bk_secrets_public_json(const struct broker *b, const al_proto_lease_req 
   return a;
 }
 
-static void send_lease(struct conn *c)
+/* The grant: "lease" (a ticket's tokens and secrets) or, with extra, an
+ * "audit_grant" (the audit's tokens, extra's fields, and file_tok: the
+ * audit.token_file's token, or NULL). Every secret value jansson holds is
+ * wiped once serialised. */
+static void send_grant(struct conn *c, const char *type, json_t *extra, const char *file_tok)
 {
   json_t *toks = json_array();
   time_t min_exp = 0;
@@ -207,8 +279,12 @@ static void send_lease(struct conn *c)
     c->ttl_ms = (uint64_t)life_ms;
   char exp[32];
   bk_format_iso(now + (time_t)(c->ttl_ms / 1000), exp);
-  json_t *msg = json_pack("{s:s, s:s, s:I, s:s, s:o}", "type", "lease", "lease", c->id, "ttl_ms",
+  json_t *msg = json_pack("{s:s, s:s, s:I, s:s, s:o}", "type", type, "lease", c->id, "ttl_ms",
                           (json_int_t)c->ttl_ms, "expires_at", exp, "tokens", toks);
+  if (extra)
+    json_object_set(msg, "audit", extra);
+  if (file_tok)
+    json_object_set_new(msg, "read_token", json_string(file_tok));
   json_t *secs = NULL;
   if (c->req.n_secrets) {
     secs = json_object();
@@ -236,6 +312,9 @@ static void send_lease(struct conn *c)
     json_t *s = json_object_get(o, "value");
     OPENSSL_cleanse((char *)json_string_value(s), json_string_length(s));
   }
+  json_t *ft = json_object_get(msg, "read_token");
+  if (ft)
+    OPENSSL_cleanse((char *)json_string_value(ft), json_string_length(ft));
   json_decref(msg);
   bk_conn_queue_line(c, line, len);
   bk_arm_timer(c, c->ttl_ms);
@@ -292,7 +371,7 @@ static void mint_done(struct broker *b, struct job *j)
     return;
   }
   c->st = ST_ACTIVE;
-  send_lease(c);
+  send_grant(c, "lease", NULL, NULL);
 }
 
 static void revoke_done(struct broker *b, struct job *j)
@@ -356,43 +435,60 @@ static void revoke_done(struct broker *b, struct job *j)
   bk_conn_maybe_close(c);
 }
 
+/* The audit's grant is ready: lease its tokens on the connection (revoked
+ * on "release", when the connection ends, at the TTL or at shutdown) and
+ * send them with what the client needs to run the audit. */
 static void audit_done(struct broker *b, struct job *j)
 {
   struct conn *c = j->c;
+  for (size_t i = 0; i < j->n_tokens; i++) {
+    c->tokens[i] = j->tokens[i];
+    memset(&j->tokens[i], 0, sizeof j->tokens[i]);
+    al_redact_register(c->tokens[i].value);
+  }
+  c->n_tokens = j->n_tokens;
+  j->n_tokens = 0;
   if (j->rc < 0) {
     al_warn("audit %s of %s: %s", c->id, j->areq.repo, j->err.msg);
     bk_audit_log(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "event", "audit", "id", c->id,
                               "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->areq.repo,
                               "branch", j->areq.branch, "error", j->err.msg));
+    if (c->n_tokens > 0) { /* no half-made grant: kill what was minted */
+      c->pending_error = al_strdup_printf("upstream:%s", j->err.msg);
+      c->st = ST_ACTIVE;
+      bk_start_revoke(c, "minting failed");
+      return;
+    }
     if (!c->peer_gone)
       bk_conn_send_error(c, "upstream", j->err.msg);
-  } else {
-    json_t *rep = json_loads(j->report, 0, NULL);
-    al_info("audit %s of %s: the escape budget %s%s%s", c->id, j->areq.repo,
-            j->holds ? "holds" : "DOES NOT hold", j->failed[0] ? ": " : "", j->failed);
-    bk_audit_log(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:b, s:s, s:s}", "event", "audit",
-                              "id", c->id, "uid", (int)c->uid, "pid", (int)c->pid, "repo",
-                              j->areq.repo, "branch",
-                              json_string_value(json_object_get(rep, "branch")) ?: "", "holds",
-                              j->holds, "not_holding", j->failed, "credentials", j->credentials));
-    if (!rep || al_redact_contains_secret(j->report)) {
-      /* Never expected: the report names fingerprints only. */
-      al_error_log("audit %s: the report is malformed or holds a secret; not sent", c->id);
-      if (!c->peer_gone)
-        bk_conn_send_error(c, "internal", "the audit report could not be sent");
-      json_decref(rep);
-    } else if (!c->peer_gone) {
-      bk_conn_send(c, json_pack("{s:s, s:s, s:b, s:o}", "type", "audit", "repo", j->areq.repo,
-                                "holds", j->holds, "report", rep));
-    } else {
-      json_decref(rep);
-    }
+    c->st = ST_CLOSING;
+    bk_conn_stop_reading(c);
+    if (!c->peer_gone)
+      shutdown(c->fd, SHUT_RD);
+    bk_conn_maybe_close(c);
+    return;
   }
-  c->st = ST_CLOSING;
-  bk_conn_stop_reading(c);
-  if (!c->peer_gone)
-    shutdown(c->fd, SHUT_RD);
-  bk_conn_maybe_close(c);
+  json_t *pub = json_array();
+  for (size_t i = 0; i < c->n_tokens; i++) {
+    json_array_append_new(pub, bk_token_public_json(&c->tokens[i]));
+    char ps[200];
+    al_perm_set_format(&c->tokens[i].perms, ps, sizeof ps);
+    al_info("audit %s: read token %s for %s {%s} expires %s", c->id, c->tokens[i].fp,
+            c->tokens[i].repo, ps, c->tokens[i].expires_at_str);
+  }
+  al_info("audit %s of %s: the grant is %s; the client runs the audit", c->id, j->areq.repo,
+          j->credentials);
+  bk_audit_log(b,
+               json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:o}", "event", "audit", "id", c->id,
+                         "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->areq.repo, "branch",
+                         j->areq.branch, "credentials", j->credentials, "tokens", pub));
+  c->st = ST_ACTIVE;
+  if (c->peer_gone || b->stopping) {
+    bk_start_revoke(c, c->peer_gone ? "client left before the grant" : "shutdown");
+    return;
+  }
+  c->ttl_ms = b->cfg->default_ttl_ms;
+  send_grant(c, "audit_grant", j->answer, j->file_tok);
 }
 
 static void check_done(struct broker *b, struct job *j)

@@ -183,57 +183,73 @@ static int add_token_req(al_proto_lease_req *req, al_role role, const char *repo
   return 0;
 }
 
-static int parse_grant(al_lease *l, json_t *msg, al_error *err)
+/* The lease's own fields of a grant: id, TTL, expiry. */
+static int parse_grant_head(al_lease *l, json_t *msg, al_error *err)
 {
   const char *id = json_string_value(json_object_get(msg, "lease"));
   json_t *ttl = json_object_get(msg, "ttl_ms");
   const char *exp = json_string_value(json_object_get(msg, "expires_at"));
-  json_t *toks = json_object_get(msg, "tokens");
   if (!id || strlen(id) >= sizeof l->id || !json_is_integer(ttl) || json_integer_value(ttl) < 0 ||
-      !exp || strlen(exp) >= sizeof l->expires_at || !json_is_array(toks))
+      !exp || strlen(exp) >= sizeof l->expires_at || !json_is_array(json_object_get(msg, "tokens")))
     return al_make_error(err, EPROTO, "broker: malformed lease answer");
   snprintf(l->id, sizeof l->id, "%s", id);
   l->ttl_ms = (uint64_t)json_integer_value(ttl);
   l->granted_ms = al_now_ms();
   snprintf(l->expires_at, sizeof l->expires_at, "%s", exp);
+  return 0;
+}
+
+/* One token of a grant into t (its value into secret memory, wiped from o). */
+static int parse_token(struct lease_token *t, json_t *o, al_error *err)
+{
+  json_t *jv = json_object_get(o, "token");
+  const char *val = json_string_value(jv);
+  const char *fp = json_string_value(json_object_get(o, "fingerprint"));
+  const char *repo = json_string_value(json_object_get(o, "repo"));
+  const char *texp = json_string_value(json_object_get(o, "expires_at"));
+  json_t *perms = json_object_get(o, "permissions");
+  if (!val || !fp || !repo || !texp || !json_is_object(perms) || t->present ||
+      strlen(repo) >= 201 || strlen(texp) >= 32)
+    return al_make_error(err, EPROTO, "broker: malformed token in the lease answer");
+  t->present = true;
+  t->value = al_secret_dupn(val, json_string_length(jv));
+  explicit_bzero((char *)val, json_string_length(jv));
+  if (!t->value)
+    return al_make_error(err, errno, "secret memory");
+  al_redact_register(t->value);
+  al_secret_fingerprint(t->value, t->fp);
+  if (strcmp(t->fp, fp) != 0)
+    return al_make_error(err, EPROTO, "broker: token fingerprint mismatch");
+  snprintf(t->repo, sizeof t->repo, "%s", repo);
+  snprintf(t->expires_at, sizeof t->expires_at, "%s", texp);
+  const char *k;
+  json_t *v;
+  size_t off = 0;
+  json_object_foreach(perms, k, v)
+  {
+    int n = snprintf(t->perms + off, sizeof t->perms - off, "%s%s:%s", off ? "," : "", k,
+                     json_string_value(v) ? json_string_value(v) : "?");
+    if (n < 0 || (size_t)n >= sizeof t->perms - off)
+      break;
+    off += (size_t)n;
+  }
+  return 0;
+}
+
+static int parse_grant(al_lease *l, json_t *msg, al_error *err)
+{
+  if (parse_grant_head(l, msg, err) < 0)
+    return -1;
   size_t i;
   json_t *o;
-  json_array_foreach(toks, i, o)
+  json_array_foreach(json_object_get(msg, "tokens"), i, o)
   {
     const char *role = json_string_value(json_object_get(o, "role"));
-    json_t *jv = json_object_get(o, "token");
-    const char *val = json_string_value(jv);
-    const char *fp = json_string_value(json_object_get(o, "fingerprint"));
-    const char *repo = json_string_value(json_object_get(o, "repo"));
-    const char *texp = json_string_value(json_object_get(o, "expires_at"));
-    json_t *perms = json_object_get(o, "permissions");
     al_role r;
-    if (!role || al_role_parse(role, &r) < 0 || !val || !fp || !repo || !texp ||
-        !json_is_object(perms) || l->tokens[r].present || strlen(repo) >= 201 || strlen(texp) >= 32)
+    if (!role || al_role_parse(role, &r) < 0)
       return al_make_error(err, EPROTO, "broker: malformed token in the lease answer");
-    struct lease_token *t = &l->tokens[r];
-    t->present = true;
-    t->value = al_secret_dupn(val, json_string_length(jv));
-    explicit_bzero((char *)val, json_string_length(jv));
-    if (!t->value)
-      return al_make_error(err, errno, "secret memory");
-    al_redact_register(t->value);
-    al_secret_fingerprint(t->value, t->fp);
-    if (strcmp(t->fp, fp) != 0)
-      return al_make_error(err, EPROTO, "broker: token fingerprint mismatch");
-    snprintf(t->repo, sizeof t->repo, "%s", repo);
-    snprintf(t->expires_at, sizeof t->expires_at, "%s", texp);
-    const char *k;
-    json_t *v;
-    size_t off = 0;
-    json_object_foreach(perms, k, v)
-    {
-      int n = snprintf(t->perms + off, sizeof t->perms - off, "%s%s:%s", off ? "," : "", k,
-                       json_string_value(v) ? json_string_value(v) : "?");
-      if (n < 0 || (size_t)n >= sizeof t->perms - off)
-        break;
-      off += (size_t)n;
-    }
+    if (parse_token(&l->tokens[r], o, err) < 0)
+      return -1;
   }
   return 0;
 }
@@ -289,6 +305,9 @@ static void wipe_msg(json_t *msg)
     if (json_is_string(v))
       explicit_bzero((char *)json_string_value(v), json_string_length(v));
   }
+  json_t *rt = json_object_get(msg, "read_token");
+  if (json_is_string(rt))
+    explicit_bzero((char *)json_string_value(rt), json_string_length(rt));
   json_decref(msg);
 }
 
@@ -648,11 +667,63 @@ void al_lease_free(al_lease *l)
   lease_destroy(l);
 }
 
-int al_broker_audit(const char *socket_path, const char *repo, const char *branch,
-                    const char *run_prefix, char **report_json, bool *holds, al_error *err)
+/* An audit lease keeps its read token in the git slot and the run's App's
+ * metadata: read token in the ticket slot (both minted as git tokens); the
+ * token file's token, which the lease does not revoke, in a secret slot. */
+#define AUDIT_READ_SLOT AL_ROLE_GIT
+#define AUDIT_BOT_SLOT AL_ROLE_TICKET
+#define AUDIT_FILE_SECRET "audit_token_file"
+
+static int parse_audit_grant(al_lease *l, json_t *msg, al_error *err)
 {
-  *report_json = NULL;
-  *holds = false;
+  if (parse_grant_head(l, msg, err) < 0)
+    return -1;
+  json_t *a = json_object_get(msg, "audit");
+  const char *rfp = json_string_value(json_object_get(a, "read_fingerprint"));
+  const char *bfp = json_string_value(json_object_get(a, "bot_fingerprint"));
+  if (!json_is_object(a) || !rfp || !json_is_string(json_object_get(a, "api")) ||
+      !json_is_object(json_object_get(a, "app")) ||
+      !json_is_string(json_object_get(a, "credentials")))
+    return al_make_error(err, EPROTO, "broker: malformed audit grant");
+  size_t i;
+  json_t *o;
+  json_array_foreach(json_object_get(msg, "tokens"), i, o)
+  {
+    const char *fp = json_string_value(json_object_get(o, "fingerprint"));
+    int slot = fp && strcmp(fp, rfp) == 0          ? AUDIT_READ_SLOT
+               : fp && bfp && strcmp(fp, bfp) == 0 ? AUDIT_BOT_SLOT
+                                                   : -1;
+    if (slot < 0)
+      return al_make_error(err, EPROTO, "broker: a token in the audit grant that is not its");
+    if (parse_token(&l->tokens[slot], o, err) < 0)
+      return -1;
+  }
+  json_t *rt = json_object_get(msg, "read_token");
+  if (rt) {
+    const char *val = json_string_value(rt);
+    if (!val || !val[0] || strlen(val) != json_string_length(rt) ||
+        l->tokens[AUDIT_READ_SLOT].present)
+      return al_make_error(err, EPROTO, "broker: malformed read token in the audit grant");
+    struct lease_secret *ls = &l->secrets[l->n_secrets++];
+    snprintf(ls->name, sizeof ls->name, "%s", AUDIT_FILE_SECRET);
+    ls->value = al_secret_dupn(val, json_string_length(rt));
+    if (!ls->value)
+      return al_make_error(err, errno, "secret memory");
+    al_redact_register(ls->value);
+    al_secret_fingerprint(ls->value, ls->fp);
+    if (strcmp(ls->fp, rfp) != 0)
+      return al_make_error(err, EPROTO, "broker: read token fingerprint mismatch");
+  }
+  if (!al_audit_lease_read_token(l) || (bfp && !l->tokens[AUDIT_BOT_SLOT].present))
+    return al_make_error(err, EPROTO, "broker: the audit grant lacks its tokens");
+  return 0;
+}
+
+int al_audit_lease_open(const char *socket_path, const char *repo, const char *branch,
+                        const char *run_prefix, al_lease **out, json_t **grant, al_error *err)
+{
+  *out = NULL;
+  *grant = NULL;
   al_proto_audit_req req;
   memset(&req, 0, sizeof req);
   const char *why;
@@ -670,82 +741,51 @@ int al_broker_audit(const char *socket_path, const char *repo, const char *branc
       return al_error_set(err, EINVAL, "audit: bad run branch prefix");
     snprintf(req.run_prefix, sizeof req.run_prefix, "%s", run_prefix);
   }
-  int fd = al_broker_request(socket_path, al_proto_audit_req_to_json(&req), "audit", err);
-  if (fd < 0)
-    return -1;
-  /* One answer line, possibly long (the report). */
-  size_t cap = 16384, n = 0;
-  char *buf = al_xmalloc(cap);
-  uint64_t deadline = al_now_ms() + 180000;
-  int ret = -1;
-  char *nl = NULL;
-  while (!nl) {
-    if (n == cap) {
-      if (cap >= AL_PROTO_ANSWER_MAX) {
-        al_make_error(err, EPROTO, "broker: audit answer too long");
-        goto out;
-      }
-      cap *= 2;
-      buf = al_xrealloc(buf, cap);
-    }
-    int64_t left = (int64_t)deadline - (int64_t)al_now_ms();
-    if (left <= 0) {
-      al_make_error(err, ETIMEDOUT, "no audit answer from the broker");
-      goto out;
-    }
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    int pr = poll(&pfd, 1, (int)left);
-    if (pr < 0 && errno == EINTR)
-      continue;
-    if (pr < 0) {
-      al_make_error(err, errno, "broker: poll");
-      goto out;
-    }
-    if (pr == 0)
-      continue;
-    ssize_t r = recv(fd, buf + n, cap - n, 0);
-    if (r < 0 && (errno == EINTR || errno == EAGAIN))
-      continue;
-    if (r < 0) {
-      al_make_error(err, errno, "broker: recv");
-      goto out;
-    }
-    if (r == 0) {
-      al_make_error(err, ECONNRESET, "the broker closed the connection without an audit answer");
-      goto out;
-    }
-    size_t old = n;
-    n += (size_t)r;
-    nl = memchr(buf + old, '\n', n - old);
+  al_lease *l = al_xcalloc(1, sizeof *l);
+  l->fd = al_broker_request(socket_path, al_proto_audit_req_to_json(&req), "audit", err);
+  if (l->fd < 0)
+    goto fail;
+  json_t *msg = NULL;
+  int r = read_msg(l, 60000, &msg, err);
+  if (r == 0) {
+    al_make_error(err, ETIMEDOUT, "no audit answer from the broker");
+    goto fail;
   }
-  json_error_t je;
-  json_t *msg = json_loadb(buf, (size_t)(nl - buf), JSON_REJECT_DUPLICATES, &je);
+  if (r < 0)
+    goto fail;
   const char *type = json_string_value(json_object_get(msg, "type"));
-  if (!msg || !json_is_object(msg) || !type) {
-    al_make_error(err, EPROTO, "broker: malformed audit answer");
-  } else if (strcmp(type, "error") == 0) {
+  if (strcmp(type, "error") == 0) {
     error_from_msg_what(msg, "audit", err);
-  } else if (strcmp(type, "audit") != 0) {
-    al_make_error(err, EPROTO, "broker: unexpected `%s` answer to an audit", type);
-  } else {
-    json_t *rep = json_object_get(msg, "report");
-    json_t *h = json_object_get(msg, "holds");
-    const char *rr = json_string_value(json_object_get(rep, "repo"));
-    if (!json_is_object(rep) || !json_is_boolean(h) ||
-        !json_equal(h, json_object_get(rep, "holds")) || !rr || strcasecmp(rr, repo) != 0 ||
-        !json_is_array(json_object_get(rep, "criteria"))) {
-      al_make_error(err, EPROTO, "broker: malformed audit report");
-    } else {
-      *report_json = json_dumps(rep, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-      *holds = json_is_true(h);
-      ret = *report_json ? 0 : al_make_error(err, ENOMEM, "audit report");
-    }
+    json_decref(msg);
+    goto fail;
   }
-  json_decref(msg);
-out:
-  free(buf);
-  close(fd);
-  return ret;
+  if (strcmp(type, "audit_grant") != 0) {
+    json_decref(msg);
+    al_make_error(err, EPROTO, "broker: unexpected `%s` answer to an audit", type);
+    goto fail;
+  }
+  r = parse_audit_grant(l, msg, err);
+  if (r == 0)
+    *grant = json_incref(json_object_get(msg, "audit"));
+  wipe_msg(msg);
+  if (r < 0)
+    goto fail;
+  *out = l;
+  return 0;
+fail:
+  lease_destroy(l); /* closing the connection revokes anything granted */
+  return -1;
+}
+
+const char *al_audit_lease_read_token(const al_lease *l)
+{
+  const char *f = al_lease_secret(l, AUDIT_FILE_SECRET);
+  return f ? f : l->tokens[AUDIT_READ_SLOT].value;
+}
+
+const char *al_audit_lease_bot_token(const al_lease *l)
+{
+  return l->tokens[AUDIT_BOT_SLOT].value;
 }
 
 int al_broker_request(const char *socket_path, json_t *msg, const char *what, al_error *err)

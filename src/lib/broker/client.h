@@ -26,6 +26,8 @@
 #include "forge/appconfig.h"
 #include "common/error.h"
 
+#include <jansson.h>
+
 typedef struct al_lease al_lease;
 
 typedef struct al_lease_request {
@@ -141,26 +143,38 @@ int al_lease_release_or(al_lease *l, al_lease_fallback fb, void *ctx, al_lease_r
 /* Close without waiting and free (same as al_lease_release(l, false, ...)). */
 void al_lease_free(al_lease *l);
 
-/* Ask the broker to run `airlock audit` (forge/audit.h) on `repo`
- * ("owner/repo", one the broker may lease) and `branch` (NULL: the
- * repository's default branch), the ci.* criteria judged for the run
- * branches under `run_prefix` (NULL: "airlock/"), with its own credentials: the App's JWT
- * for the installation and, when configured, its read-only audit
- * credential (broker config `audit:`). No token leaves the broker; the
- * caller never holds an admin credential. Protocol: proto.h ("audit").
- * On success (0) *report_json is the report (al_audit_format_json's
- * object, pretty-printed, malloc'd; the caller frees) and *holds its
- * verdict. Errors (-1, *report_json NULL): the connect errno; EACCES when
- * the broker refused (the repository may not be leased, or the uid is not
- * a client); EINVAL when the broker does not know the request (a broker
- * without audit support says "unknown request type"); EIO when the audit
- * could not run (the message is the broker's: API unreachable, App not
- * installed, branch not found, ...); EPROTO for a malformed answer;
- * ETIMEDOUT after 180 s. */
-int al_broker_audit(const char *socket_path, const char *repo, const char *branch,
-                    const char *run_prefix, char **report_json, bool *holds, al_error *err);
+/* The read credentials of an escape-budget audit the caller runs itself
+ * (forge/audit.h, opts.grant): the broker, the only holder of the App's
+ * key, reads with the App's JWT what it shows of the App and its
+ * installation on `repo` ("owner/repo", one the broker may lease), and
+ * leases the audit its read tokens on this connection, like a ticket's:
+ * the audit credential's (the audit App's administration: read,
+ * contents: read token; or audit.token_file's token, the operator's,
+ * which is handed on and never revoked; or, without one, the run's App's
+ * administration/contents: read token), and, unless that one is the run's
+ * App's, the run's App's metadata: read token (its own
+ * current_user_can_bypass). `branch` and `run_prefix` (NULL: the default
+ * branch, "airlock/") are checked and sent for the broker's log.
+ * Protocol: proto.h ("audit", "audit_grant").
+ * On success (0) *out is the lease (end it with al_lease_release(): the
+ * broker revokes the minted tokens and answers for each by fingerprint) and
+ * *grant the broker's "audit" object (no secret in it; the caller
+ * json_decref's it): api, ca_file, timeout_ms, max_rate_wait_ms, app {slug,
+ * id, installation_id, permissions}, roles {git, ticket: [{name, write}]},
+ * credentials, token_is_bot, read_fingerprint, bot_fingerprint (or null).
+ * Errors (-1, nothing held): the connect errno; EACCES when the broker
+ * refused (the repository may not be leased, or the uid is not a client);
+ * EINVAL for a request it does not accept; EIO when it could not read the
+ * App or mint (its message: API unreachable, App not installed, ...);
+ * EPROTO for a malformed answer; ETIMEDOUT after 60 s. */
+int al_audit_lease_open(const char *socket_path, const char *repo, const char *branch,
+                        const char *run_prefix, al_lease **out, json_t **grant, al_error *err);
+/* The audit lease's read token and the run's App's metadata: read token (or
+ * NULL when the read token is the run's App's). Owned by the lease like
+ * al_lease_token()'s. */
+const char *al_audit_lease_read_token(const al_lease *l);
+const char *al_audit_lease_bot_token(const al_lease *l);
 
-#include <jansson.h>
 /* Connect to the broker at socket_path and send msg (a request object,
  * whose reference this takes) as one line (proto.h): the one-shot
  * requests (audit here, check in check.h). Returns the connected stream

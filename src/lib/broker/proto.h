@@ -20,11 +20,13 @@
  *   {"type":"audit","version":1,"repo":"o/r","branch":"b","run_prefix":"airlock/"}
  *                               (branch optional: the default branch; run_prefix
  *                               optional: "airlock/", the policy's
- *                               review.branch_prefix) run `airlock audit` on a
- *                               repository the broker may lease, with the
- *                               broker's own credentials (forge/audit.h);
- *                               only as the first request; answer "audit" or
- *                               "error", then close. No lease, no token leaves.
+ *                               review.branch_prefix) lease the read tokens
+ *                               for the client's own `airlock audit`
+ *                               (forge/audit.h opts.grant) of a repository the
+ *                               broker may lease; only as the first request;
+ *                               answer "audit_grant" (then as a lease: "release",
+ *                               "revoked", and revoked when the connection ends)
+ *                               or "error", then close.
  *   {"type":"check",...}       `airlock serve`'s trigger check: see check.h
  * broker -> client
  *   {"type":"lease","lease":ID,"ttl_ms":N,"expires_at":ISO8601,
@@ -36,9 +38,16 @@
  *   {"type":"revoked","lease":ID,"reason":R,"tokens":[{"role","fingerprint",
  *    "revoked":bool,"confirmed":bool,"error":TEXT?}]}  then close
  *   {"type":"pong"}
- *   {"type":"audit","repo":"o/r","holds":bool,"report":{...}}   then close;
- *       report is al_audit_format_json()'s object (no secret in it); this
- *       one line may be up to AL_PROTO_ANSWER_MAX bytes */
+ *   {"type":"audit_grant","lease":ID,"ttl_ms":N,"expires_at":ISO8601,
+ *    "tokens":[as in "lease": the read token unless it is the token file's,
+ *              the run's App's metadata: read token unless the read token is its],
+ *    "read_token":T,                 (only with audit.token_file: its token,
+ *                                     the operator's, not revoked by the lease)
+ *    "audit":{"api","ca_file","timeout_ms","max_rate_wait_ms",
+ *             "app":{"slug","id","installation_id","permissions":{}},
+ *             "roles":{"git":[{"name","write"}],"ticket":[...]},
+ *             "credentials":TEXT,"token_is_bot":bool,"read_fingerprint":F,
+ *             "read_token_leased":bool (false: read_token),"bot_fingerprint":F|null}} */
 #ifndef AL_BROKER_PROTO_H
 #define AL_BROKER_PROTO_H
 

@@ -183,8 +183,8 @@ static int make_keys(al_demo *d, const al_demo_files *files, const char *tls, co
   snprintf(log, sizeof log, "%s/setup.log", d->secret);
   const char *const ca_argv[] = {files->ca_script, tls, NULL};
   const char *const key_argv[] = {files->key_script, keys, "app", NULL};
-  /* A second, read-only App the broker audits with (administration: read,
-   * contents: read); it is never leased to a run. */
+  /* A second, read-only App the broker mints the audit's tokens from
+   * (administration: read, contents: read); it is never leased to a run. */
   const char *const audit_key_argv[] = {files->key_script, keys, "auditor", NULL};
   if (run_script(ca_argv, log) < 0 || run_script(key_argv, log) < 0 ||
       run_script(audit_key_argv, log) < 0) {

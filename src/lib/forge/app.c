@@ -282,6 +282,78 @@ static int get_installation(al_gh *gh, const char *jwt, const char *repo, long l
   return 0;
 }
 
+/* ---- the App's own view (for the audit) ------------------------------ */
+
+/* "HTTP 403: Resource not accessible by integration" (audit.c's wording) */
+static void why_status(char *out, size_t n, const al_ghapi_resp *r)
+{
+  snprintf(out, n, "HTTP %ld%s%s", r->status, r->message[0] ? ": " : "", r->message);
+}
+
+void al_app_facts_free(al_app_facts *f)
+{
+  json_decref(f->permissions);
+  memset(f, 0, sizeof *f);
+}
+
+/* Reads only what names the App and its installation: the audit (in the
+ * caller's process) judges them. */
+int al_gh_app_facts(al_gh *gh, const char *repo, al_app_facts *out, al_error *err)
+{
+  memset(out, 0, sizeof *out);
+  char *jwt = NULL;
+  if (make_jwt(gh, &jwt, err) < 0)
+    return -1;
+  int ret = -1;
+  al_ghapi_resp r = {0};
+  al_autofree char *p = NULL; /* before the first goto: freed at `out` */
+  char w[300];
+  if (gh_request(gh, "GET", "/app", jwt, true, NULL, &r, err) < 0)
+    goto out;
+  if (r.status != 200) {
+    why_status(w, sizeof w, &r);
+    al_error_set(err, r.status == 401 ? EACCES : EPROTO, "GET /app with the app JWT: %s", w);
+    goto out;
+  }
+  const char *slug = json_string_value(json_object_get(r.json, "slug"));
+  json_t *id = json_object_get(r.json, "id");
+  if (!slug || !json_is_integer(id)) {
+    al_make_error(err, EPROTO, "GET /app: no `slug` or `id` in the answer");
+    goto out;
+  }
+  snprintf(out->slug, sizeof out->slug, "%s", slug);
+  out->app_id = json_integer_value(id);
+  p = al_strdup_printf("/repos/%s/installation", repo);
+  if (gh_request(gh, "GET", p, jwt, true, NULL, &r, err) < 0)
+    goto out;
+  if (r.status == 404) {
+    al_error_set(err, ENOENT, "the App `%s` is not installed on %s (GET %s: 404)", out->slug, repo,
+                 p);
+    goto out;
+  }
+  if (r.status != 200) {
+    why_status(w, sizeof w, &r);
+    al_error_set(err, EPROTO, "GET %s with the app JWT: %s", p, w);
+    goto out;
+  }
+  json_t *iid = json_object_get(r.json, "id");
+  json_t *perms = json_object_get(r.json, "permissions");
+  if (!json_is_integer(iid) || !json_is_object(perms)) {
+    al_make_error(err, EPROTO, "GET %s: no installation `id` or `permissions`", p);
+    goto out;
+  }
+  out->installation_id = json_integer_value(iid);
+  out->permissions = json_incref(perms);
+  ret = 0;
+out:
+  al_ghapi_resp_free(&r);
+  al_wipe_str(jwt);
+  free(jwt);
+  if (ret < 0)
+    al_app_facts_free(out);
+  return ret;
+}
+
 /* Parse and check a 201 access_tokens response into out. */
 static int parse_minted(json_t *j, const char *repo, const al_perm_set *asked, al_token *out,
                         al_error *err)

@@ -22,6 +22,7 @@
 #ifndef AL_BROKER_GITHUB_H
 #define AL_BROKER_GITHUB_H
 
+#include <jansson.h>
 #include <openssl/evp.h>
 #include <stdbool.h>
 #include <time.h>
@@ -58,6 +59,26 @@ void al_gh_free(al_gh *gh);
  * On success *out is filled (clear it with al_token_clear()). */
 int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *perms, al_token *out,
                al_error *err);
+
+/* What the App's JWT shows of the App and of its installation on one
+ * repository, for the escape-budget audit (forge/audit.h, which runs in a
+ * process without the key: the broker reads these for it). */
+typedef struct al_app_facts {
+  char slug[128];
+  long long app_id;
+  long long installation_id;
+  json_t *permissions; /* the installation's `permissions` object, as GitHub sent it (owned) */
+} al_app_facts;
+
+/* GET /app (Apps › "Get the authenticated app": slug, id) and GET
+ * /repos/{o}/{r}/installation (Apps › "Get a repository installation for
+ * the authenticated app": id, permissions), both with the App's JWT. On
+ * success (0) *out is filled (free it with al_app_facts_free). Errors: the
+ * API unreachable; EACCES (GET /app: HTTP 401); ENOENT (the App is not
+ * installed on repo: 404); EPROTO (another status, or an answer without
+ * those fields). The messages are the ones `airlock audit` reports. */
+int al_gh_app_facts(al_gh *gh, const char *repo, al_app_facts *out, al_error *err);
+void al_app_facts_free(al_app_facts *f);
 
 /* How long al_gh_revoke keeps checking that a revoked token is dead. */
 #define AL_GH_REVOKE_CONFIRM_MS 10000u

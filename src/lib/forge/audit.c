@@ -253,6 +253,26 @@ static void audit_app_view(const al_broker_config *cfg, al_broker_config *view)
   view->private_key_path = cfg->audit_key_path;
 }
 
+/* The broker's grant as the run's state: its API and roles as a config
+ * (owned by c), the App as its JWT showed it. */
+static void grant_view(const al_audit_grant *g, struct ctx *c)
+{
+  al_broker_config *v = al_xcalloc(1, sizeof *v);
+  v->api_url = al_xstrdup(g->api_url);
+  v->ca_file = g->ca_file ? al_xstrdup(g->ca_file) : NULL;
+  v->max_rate_wait_ms = g->max_rate_wait_ms;
+  memcpy(v->roles, g->roles, sizeof v->roles);
+  c->owned_cfg = v;
+  c->cfg = v;
+  snprintf(c->rep->app_slug, sizeof c->rep->app_slug, "%s", g->app_slug ? g->app_slug : "");
+  c->rep->app_id = g->app_id;
+  c->rep->installation_id = g->installation_id;
+  if (json_is_object(g->inst_permissions)) {
+    c->inst_perms = json_incref(g->inst_permissions);
+    c->inst_known = true;
+  }
+}
+
 int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
 {
   memset(out, 0, sizeof *out);
@@ -287,6 +307,11 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
                         "api_url or ca_file");
   if (o->reader_config && !o->reader_key)
     return al_error_set(err, EINVAL, "reader_config needs reader_key");
+  if (o->grant && (!o->grant->token || !o->grant->api_url || o->broker_config || o->token ||
+                   o->app_config || o->reader_config || o->api_url || o->ca_file))
+    return al_error_set(err, EINVAL,
+                        "grant needs a token and an API URL, and no other credential, "
+                        "api_url or ca_file");
 
   struct ctx c = {.o = o, .rep = out};
   EVP_PKEY *key = NULL, *owned_key = NULL, *reader_key = NULL;
@@ -296,7 +321,9 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
   al_broker_config reader_view;
   int ret = -1;
 
-  if (o->app_config) {
+  if (o->grant) {
+    grant_view(o->grant, &c);
+  } else if (o->app_config) {
     c.cfg = o->app_config;
     key = o->app_key;
   } else if (o->broker_config) {
@@ -334,10 +361,15 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
     al_ghapi_set_resolve(c.api, o->resolve);
   c.repo_path = al_strdup_printf("/repos/%s", o->repo);
 
-  if (c.cfg && au_gather_app(&c, key, err) < 0)
+  if (c.cfg && !o->grant && au_gather_app(&c, key, err) < 0)
     goto out;
 
-  if (o->token) {
+  if (o->grant) {
+    c.tok = o->grant->token;
+    c.tok_is_bot = o->grant->token_is_bot;
+    snprintf(out->credentials, sizeof out->credentials, "%s",
+             o->grant->credentials ? o->grant->credentials : "a token from the broker");
+  } else if (o->token) {
     c.tok = o->token;
     snprintf(out->credentials, sizeof out->credentials, "token from %s%s",
              o->token_source ? o->token_source : "the caller",
@@ -387,6 +419,10 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
   /* The bot's own view of the rulesets, asked as the run's App. */
   if (!c.tok_is_bot && c.cfg && key && al_gh_new(c.cfg, key, &app_gh, err) < 0)
     goto out;
+  if (o->grant && !c.tok_is_bot && o->grant->bot_token) {
+    c.bot_tok = o->grant->bot_token;
+    snprintf(c.bot_fp, sizeof c.bot_fp, "%s", o->grant->bot_fp ? o->grant->bot_fp : "");
+  }
   if (au_gather_bot_view(&c, c.tok_is_bot ? NULL : app_gh, &bot_tok, err) < 0)
     goto out;
   au_judge_all(&c);

@@ -70,14 +70,17 @@
  *   Without the broker config the bot is named by opts.app_slug/app_id and
  *   the app.* criteria are UNKNOWN.
  *
- * In the broker (the only holder of the keys) the audit runs on behalf of
- * `airlock ticket` through the socket's `audit` request (broker/proto.h,
- * al_broker_audit in broker/client.h); there the config and the keys are
- * already loaded and are passed in (app_config/app_key, reader_config/
- * reader_key) instead of a path, so no key is read twice.
+ * For `airlock ticket` the audit runs in the supervisor, a process without
+ * the key: the broker's `audit` request (broker/proto.h, al_audit_lease_open
+ * in broker/client.h) hands it opts.grant: what the App's JWT shows of the
+ * App and its installation (forge/app.h al_gh_app_facts), the broker's
+ * roles and API, and the read tokens the broker minted for it (the audit
+ * credential's, and the run's App's metadata: read one), leased like a
+ * ticket's tokens: revoked by the broker when the supervisor releases them
+ * or its connection ends. The broker parses none of the repository's
+ * settings.
  *
- * For `airlock ticket`: the supervisor asks the broker (al_broker_audit)
- * before leasing; it refuses to run when the report does not hold, unless
+ * The supervisor audits before leasing; it refuses to run when the report does not hold, unless
  * the user passed --accept-unprotected (then it records it in the run record
  * and prints it on every summary line); an audit that cannot run is "cannot
  * tell" (refused likewise). */
@@ -88,6 +91,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
 #include <openssl/evp.h>
 
 #include "forge/appconfig.h"
@@ -161,6 +165,24 @@ typedef struct al_audit_criterion {
   unsigned from;  /* AL_AUDIT_FROM_* bits: the reads the verdict rests on */
 } al_audit_criterion;
 
+/* What the broker hands an audit it does not run itself (opts.grant):
+ * all borrowed, none logged. */
+typedef struct al_audit_grant {
+  const char *api_url;       /* the broker's API base */
+  const char *ca_file;       /* its CA file, or NULL: the system store */
+  uint64_t max_rate_wait_ms; /* its api.max_rate_limit_wait */
+  const char *app_slug;      /* GET /app with the App's JWT */
+  long long app_id;
+  long long installation_id;        /* GET /repos/{o}/{r}/installation with the App's JWT */
+  json_t *inst_permissions;         /* that installation's permissions object */
+  al_perm_set roles[AL_ROLE_COUNT]; /* the broker's roles (app.token_permissions) */
+  const char *token;                /* the read token (required) */
+  const char *credentials;          /* how it was made, for the report (no secret) */
+  bool token_is_bot;                /* minted from the run's App: it also speaks for the bot */
+  const char *bot_token; /* unless token_is_bot: a metadata: read token of the run's App */
+  const char *bot_fp;    /* its fingerprint */
+} al_audit_grant;
+
 typedef struct al_audit_opts {
   const char *repo;          /* "owner/repo" (required) */
   const char *branch;        /* NULL: the repository's default branch */
@@ -192,6 +214,12 @@ typedef struct al_audit_opts {
    * return. Takes precedence over app_config's audit section. */
   const al_broker_config *reader_config;
   EVP_PKEY *reader_key;
+  /* The broker's grant (above): used instead of every credential option
+   * (broker_config, token, app_config, reader_config and api_url, ca_file
+   * must then be NULL); nothing is minted or revoked here: the caller
+   * revokes the grant's tokens (through the broker) and may append the
+   * outcome to out->credentials and out->as_app. */
+  const al_audit_grant *grant;
 } al_audit_opts;
 
 typedef struct al_audit_report {

@@ -307,6 +307,10 @@ int au_gather_bot_view(struct ctx *c, al_gh *app_gh, al_token *bot, al_error *er
   if (c->tok_is_bot) {
     tok = c->tok;
     snprintf(c->rep->as_app, sizeof c->rep->as_app, "the read token (minted from the run's App)");
+  } else if (c->bot_tok) {
+    tok = c->bot_tok;
+    snprintf(c->rep->as_app, sizeof c->rep->as_app,
+             "installation token %s of the run's App (metadata: read)", c->bot_fp);
   } else if (app_gh) {
     al_perm_set ps = {.n = 1};
     snprintf(ps.items[0].name, AL_PERM_NAME_MAX, "metadata");

@@ -39,9 +39,11 @@ struct ctx {
   const al_audit_opts *o;
   al_audit_report *rep;
   al_ghapi *api;
-  const char *tok; /* the read token */
-  bool tok_is_bot; /* minted for the App: current_user_can_bypass speaks for the bot */
-  char *repo_path; /* "/repos/owner/repo" */
+  const char *tok;     /* the read token */
+  bool tok_is_bot;     /* minted for the App: current_user_can_bypass speaks for the bot */
+  const char *bot_tok; /* the grant's metadata: read token of the run's App, or NULL */
+  char bot_fp[20];     /* its fingerprint */
+  char *repo_path;     /* "/repos/owner/repo" */
   char *branch_esc;
 
   /* the App */

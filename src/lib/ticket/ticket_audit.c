@@ -9,7 +9,9 @@
 
 #include "ticket/ticket_internal.h"
 #include "broker/client.h"
+#include "common/log.h"
 #include "common/redact.h"
+#include "forge/audit.h"
 #include "common/util.h"
 #include "probe/docker.h"
 #include "probe/probe.h"
@@ -57,26 +59,128 @@ static void audit_explain(json_t *report)
   }
 }
 
-/* Phase: the escape budget from the forge's API (issue #8). The broker runs
- * `airlock audit` with its own credentials (the App's JWT and, when
- * configured, its read-only audit credential): the supervisor never holds
- * an admin credential. Refuse unless it holds, or unless the user accepted
- * an unprotected run (--accept-unprotected), which then marks the record
- * and every later progress line. */
+/* The broker's roles from its grant: [{"name","write"}] per role. */
+static void grant_roles(json_t *roles, al_perm_set out[AL_ROLE_COUNT])
+{
+  for (int r = 0; r < AL_ROLE_COUNT; r++) {
+    size_t i;
+    json_t *p;
+    out[r].n = 0;
+    json_array_foreach(json_object_get(roles, al_role_name((al_role)r)), i, p)
+    {
+      const char *name = json_string_value(json_object_get(p, "name"));
+      if (!name || out[r].n == AL_ARRAY_SIZE(out[r].items))
+        continue;
+      snprintf(out[r].items[out[r].n].name, AL_PERM_NAME_MAX, "%s", name);
+      out[r].items[out[r].n].write = json_is_true(json_object_get(p, "write"));
+      out[r].n++;
+    }
+  }
+}
+
+/* ", revoked" or "; REVOCATION FAILED" after what (n bytes) for the token
+ * of fingerprint fp, from the broker's answer to the release. */
+static void note_revoked(const al_lease_result *res, const char *fp, char *what, size_t n)
+{
+  bool dead = false;
+  const char *why = "the broker did not answer";
+  for (size_t i = 0; i < res->n; i++)
+    if (strcmp(res->tokens[i].fingerprint, fp) == 0) {
+      dead = res->tokens[i].revoked && res->tokens[i].confirmed;
+      why = res->tokens[i].error;
+    }
+  if (!dead)
+    al_warn("revoking the audit's token %s: %s", fp, why);
+  size_t l = strlen(what);
+  snprintf(what + l, n - l, "%s", dead ? ", revoked" : "; REVOCATION FAILED");
+}
+
+/* `airlock audit` (forge/audit.h) here, in the supervisor, with the read
+ * tokens the broker leases for it (al_audit_lease_open): the key stays in
+ * the broker, which parses none of the repository's settings; the
+ * supervisor holds only read tokens, revoked by the broker when the lease
+ * ends (here, or when this process dies). 0 with *report (the report as
+ * al_audit_format_json's object) and *holds, or -1 with err. */
+static int audit_with_broker(const struct ticket *t, json_t **report, bool *holds, al_error *err)
+{
+  *report = NULL;
+  *holds = false;
+  al_lease *l = NULL;
+  json_t *g = NULL;
+  if (al_audit_lease_open(t->policy->credentials.broker, t->repo, t->policy->base_branch,
+                          t->policy->branch_prefix, &l, &g, err) < 0)
+    return -1;
+  json_t *app = json_object_get(g, "app");
+  const char *bfp = json_string_value(json_object_get(g, "bot_fingerprint"));
+  const char *rfp = json_string_value(json_object_get(g, "read_fingerprint"));
+  al_audit_grant gr = {
+      .api_url = json_string_value(json_object_get(g, "api")),
+      .ca_file = json_string_value(json_object_get(g, "ca_file")),
+      .max_rate_wait_ms = (uint64_t)json_integer_value(json_object_get(g, "max_rate_wait_ms")),
+      .app_slug = json_string_value(json_object_get(app, "slug")),
+      .app_id = json_integer_value(json_object_get(app, "id")),
+      .installation_id = json_integer_value(json_object_get(app, "installation_id")),
+      .inst_permissions = json_object_get(app, "permissions"),
+      .token = al_audit_lease_read_token(l),
+      .credentials = json_string_value(json_object_get(g, "credentials")),
+      .token_is_bot = json_is_true(json_object_get(g, "token_is_bot")),
+      .bot_token = al_audit_lease_bot_token(l),
+      .bot_fp = bfp,
+  };
+  grant_roles(json_object_get(g, "roles"), gr.roles);
+  al_audit_opts ao = {
+      .repo = t->repo,
+      .branch = t->policy->base_branch,
+      .run_prefix = t->policy->branch_prefix,
+      .timeout_ms = (uint64_t)json_integer_value(json_object_get(g, "timeout_ms")),
+      .grant = &gr,
+  };
+  al_audit_report rep;
+  int r = al_audit_run(&ao, &rep, err);
+  char *text = r == 0 ? al_audit_format_json(&rep) : NULL;
+  /* Never expected: the report names fingerprints only (checked while the
+   * lease's tokens are still registered with the redactor). */
+  bool leak = text && al_redact_contains_secret(text);
+  free(text);
+  al_lease_result res;
+  al_error rerr = {0};
+  al_lease_release(l, true, &res, &rerr);
+  if (r == 0) {
+    if (rfp && json_is_true(json_object_get(g, "read_token_leased")))
+      note_revoked(&res, rfp, rep.credentials, sizeof rep.credentials);
+    if (bfp)
+      note_revoked(&res, bfp, rep.as_app, sizeof rep.as_app);
+  }
+  json_decref(g);
+  if (r < 0)
+    return -1;
+  text = leak ? NULL : al_audit_format_json(&rep);
+  *holds = rep.holds;
+  al_audit_report_free(&rep);
+  if (leak)
+    return al_make_error(err, EPROTO, "the audit report holds a secret; not used");
+  *report = text ? json_loads(text, 0, NULL) : NULL;
+  free(text);
+  if (!json_is_object(*report)) {
+    *holds = false;
+    return al_make_error(err, ENOMEM, "audit report");
+  }
+  return 0;
+}
+
+/* Phase: the escape budget from the forge's API (issue #8), audited here
+ * with the read tokens the broker leases for it (audit_with_broker): the
+ * supervisor never holds an admin credential nor the App's key. Refuse
+ * unless it holds, or unless the user accepted an unprotected run
+ * (--accept-unprotected), which then marks the record and every later
+ * progress line. */
 int tk_do_audit(struct ticket *t, al_error *err)
 {
   uint64_t s = tk_phase_begin(t, "audit");
-  char *text = NULL;
   bool holds = false;
   al_error ae = {0};
-  int r = al_broker_audit(t->policy->credentials.broker, t->repo, t->policy->base_branch,
-                          t->policy->branch_prefix, &text, &holds, &ae);
-  json_t *report = text ? json_loads(text, 0, NULL) : NULL;
-  free(text);
-  if (r == 0 && !json_is_object(report)) {
-    r = al_make_error(&ae, EPROTO, "the broker's audit report is not JSON");
-    holds = false;
-  }
+  json_t *report = NULL;
+  int r = audit_with_broker(t, &report, &holds, &ae);
   json_t *a = json_object();
   json_object_set_new(t->rec, "audit", a);
   char failed[768] = "";

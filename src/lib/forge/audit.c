@@ -301,14 +301,8 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
   if (o->branch)
     snprintf(out->branch, sizeof out->branch, "%s", o->branch);
 
-  if (o->app_config && (!o->app_key || o->broker_config || o->api_url || o->ca_file))
-    return al_error_set(err, EINVAL,
-                        "app_config needs app_key, and no broker_config, "
-                        "api_url or ca_file");
-  if (o->reader_config && !o->reader_key)
-    return al_error_set(err, EINVAL, "reader_config needs reader_key");
   if (o->grant && (!o->grant->token || !o->grant->api_url || o->broker_config || o->token ||
-                   o->app_config || o->reader_config || o->api_url || o->ca_file))
+                   o->api_url || o->ca_file))
     return al_error_set(err, EINVAL,
                         "grant needs a token and an API URL, and no other credential, "
                         "api_url or ca_file");
@@ -323,9 +317,6 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
 
   if (o->grant) {
     grant_view(o->grant, &c);
-  } else if (o->app_config) {
-    c.cfg = o->app_config;
-    key = o->app_key;
   } else if (o->broker_config) {
     if (al_broker_config_load_file(o->broker_config, &c.owned_cfg, err) < 0)
       goto out;
@@ -374,20 +365,15 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
     snprintf(out->credentials, sizeof out->credentials, "token from %s%s",
              o->token_source ? o->token_source : "the caller",
              c.cfg ? "; the App's JWT for the installation" : "");
-  } else if (o->reader_config || (c.cfg && c.cfg->audit_key_path)) {
+  } else if (c.cfg && c.cfg->audit_key_path) {
     /* The audit App: a second App that can only read. */
-    const al_broker_config *rc = o->reader_config;
-    EVP_PKEY *rk = o->reader_key;
-    if (!rc) {
-      audit_app_view(c.cfg, &reader_view);
-      rc = &reader_view;
-      if (al_app_key_load(rc->private_key_path, &reader_key, err) < 0) {
-        al_error_wrap(err, "the audit App's key (audit.app.private_key)");
-        goto out;
-      }
-      rk = reader_key;
+    audit_app_view(c.cfg, &reader_view);
+    const al_broker_config *rc = &reader_view;
+    if (al_app_key_load(rc->private_key_path, &reader_key, err) < 0) {
+      al_error_wrap(err, "the audit App's key (audit.app.private_key)");
+      goto out;
     }
-    if (al_gh_new(rc, rk, &gh, err) < 0 || mint_audit_app(&c, gh, rc, &minted, err) < 0)
+    if (al_gh_new(rc, reader_key, &gh, err) < 0 || mint_audit_app(&c, gh, rc, &minted, err) < 0)
       goto out;
     c.tok = minted.value;
   } else if (c.cfg && c.cfg->audit_token_file) {

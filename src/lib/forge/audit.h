@@ -60,7 +60,7 @@
  *     `contents: read` (if it holds contents) and the implied
  *     `metadata: read`, used for the reads, then revoked
  *     (DELETE /installation/token) before al_audit_run returns.
- *   - the audit credential: opts.reader_config, else the broker config's
+ *   - the audit credential: the broker config's
  *     optional `audit:` section (see forge/appconfig.h), used when opts.token
  *     is NULL: `token_file` (a read-only admin token
  *     kept by the broker's user, read for each audit) or `app` (a second,
@@ -202,23 +202,10 @@ typedef struct al_audit_opts {
    * revocation (the broker's client): with a pinned test forge, give a token
    * or an API URL that needs no pin (e.g. https://127.0.0.1:PORT). */
   const char *const *resolve;
-  /* The App as already loaded by the caller (the broker, which runs the
-   * audit for its clients): used instead of broker_config, borrowed (both
-   * must outlive the call). api_url and ca_file must then be NULL: the
-   * config's are used. Its `audit:` section is honoured as above. */
-  const al_broker_config *app_config;
-  EVP_PKEY *app_key;
-  /* The audit App, already loaded (the broker's `audit: {app: ...}`),
-   * borrowed: when set and token is NULL, the read token is minted from it
-   * with only administration: read and contents: read, and revoked before
-   * return. Takes precedence over app_config's audit section. */
-  const al_broker_config *reader_config;
-  EVP_PKEY *reader_key;
   /* The broker's grant (above): used instead of every credential option
-   * (broker_config, token, app_config, reader_config and api_url, ca_file
-   * must then be NULL); nothing is minted or revoked here: the caller
-   * revokes the grant's tokens (through the broker) and may append the
-   * outcome to out->credentials and out->as_app. */
+   * (broker_config, token, api_url and ca_file must then be NULL); nothing is minted or revoked
+   * here: the caller revokes the grant's tokens (through the broker) and may append the outcome to
+   * out->credentials and out->as_app. */
   const al_audit_grant *grant;
 } al_audit_opts;
 

@@ -19,7 +19,9 @@
 #
 # Env: PROXY_IMAGE, AGENT_IMAGE, FORGE_IMAGE override the tags; DOCKER the
 # client binary.
-set -euo pipefail
+set -Eeuo pipefail
+# a step that fails says which (set -e alone exits without a word)
+trap 'echo "docker-images: failed (status $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 BUILD=${1:-build}
 DOCKER=${DOCKER:-docker}
 PROXY_IMAGE=${PROXY_IMAGE:-airlock-proxy:local}

@@ -139,11 +139,16 @@ static int parse(int argc, char **argv, const char *allowed, void (*usage)(FILE 
 }
 
 /* A table cell: escaped (the record's bytes), then cut to w columns. */
+/* One table cell, escaped, padded to W columns; a cell wider than W ends in
+ * "..." (the whole text is in `airlock show` and `--json`), never cut
+ * silently. */
 static void cell(const char *s, int w, bool last)
 {
   al_autofree char *clean = al_term_escape_line(s && *s ? s : "-");
   if (last)
     printf("%s\n", clean);
+  else if (clean && strlen(clean) > (size_t)w && w > 3)
+    printf("%.*s... ", w - 3, clean);
   else
     printf("%-*.*s ", w, w, clean);
 }
@@ -187,13 +192,15 @@ static int runs_main(int argc, char **argv)
     al_autofree char *clean = al_term_escape_line(o.dir);
     printf("no run records in %s\n", clean);
   } else {
-    printf("%-16s %-20s %-24s %-22s %-7s %s\n", "ID", "STARTED", "TICKET", "RESULT", "DENIALS",
+    printf("%-16s %-20s %-24s %-24s %-7s %s\n", "ID", "STARTED", "TICKET", "RESULT", "DENIALS",
            "PULL REQUEST");
   }
   for (size_t i = 0; i < shown; i++) {
     const al_run_summary *s = &v[i].sum;
     if (!v[i].ok) {
-      cell(v[i].name, 16, false);
+      char id[AL_RUN_ID_LEN + 1]; /* the file's name without its ".json" */
+      snprintf(id, sizeof id, "%.*s", (int)strcspn(v[i].name, "."), v[i].name);
+      cell(id, 16, false);
       printf("%-20s ", "-");
       cell("not a readable record:", 24, false);
       cell(v[i].problem, 0, true);
@@ -208,7 +215,7 @@ static int runs_main(int argc, char **argv)
     cell(s->id, 16, false);
     cell(s->started_at, 20, false);
     cell(s->target, 24, false);
-    cell(res, 22, false);
+    cell(res, 24, false);
     cell(den, 7, false);
     cell(s->pr_url, 0, true);
   }

@@ -256,7 +256,15 @@ for sig in INT KILL; do
   like "SIG$sig: the sealed run's agent container is running" "$rid" '^[0-9a-f]{16}$'
   gw=$(ps -o pid=,comm= --ppid "$IPID" | awk '$2=="airlock-gateway"{print $1}')
   like "SIG$sig: control: its gateway process runs beside the supervisor" "$gw" '^[0-9]+$'
-  px=$(ps -o pid=,comm= --ppid "$IPID" | awk '$2=="airlock-proxy"{print $1}')
+  # The agent's container runs before its shim hands the listener over; the
+  # proxy is forked on the host and the socket removed after that (a slow
+  # build, ASan, takes seconds): both are waited for, 60 s at most.
+  px=
+  for _ in $(seq 600); do
+    px=$(ps -o pid=,comm= --ppid "$IPID" | awk '$2=="airlock-proxy"{print $1}')
+    [ -n "$px" ] && [ -z "$(ls -A "$DTMP")" ] && break
+    sleep 0.1
+  done
   like "SIG$sig: control: its egress proxy runs beside the supervisor, on the host" "$px" '^[0-9]+$'
   is "SIG$sig: no hand-off socket on the host while the agent runs" "$(ls -A "$DTMP")" ""
   kill -"$sig" "$IPID"; { wait "$IPID"; } 2>/dev/null; rc=$?

@@ -178,5 +178,16 @@ is "--only credentials exits 0" "$rc" 0
 "$AIRLOCK" probe --only nonsense >/dev/null 2>&1; is "--only with an unknown group is a usage error" "$?" 2
 n=$("$AIRLOCK" probe --list | grep -c '^| `')
 [ "$n" -ge 50 ] && ok "--list documents $n probes" || fail "--list documents at least 50 probes ($n)"
+# docs/probes.md's catalogue says it is generated from the table: it is the
+# table's --list, byte for byte, from its first section to the end of the file
+# (a probe added, or a row reworded, in one and not the other fails here)
+listed=$("$AIRLOCK" probe --list | sed -n '/^### /,$p')
+documented=$(sed -n '/^## The catalogue/,$p' "$AIRLOCK_SRC/docs/probes.md" | sed -n '/^### /,$p')
+if [ -n "$listed" ] && [ "$listed" = "$documented" ]; then
+  ok "docs/probes.md's catalogue is airlock probe --list"
+else
+  fail "docs/probes.md's catalogue is airlock probe --list"
+  diff <(echo "$listed") <(echo "$documented") | head -20 | sed 's/^/#   /'
+fi
 
 done_testing

@@ -90,6 +90,7 @@ is "runs on hostile records: exit 0, no crash" "$rc" 0
 like "... the malformed record is listed with the reason" "$(cat "$T_TMP/h-runs.out")" '1111111111111111 +- +not a readable record: +`1111111111111111.json`: not JSON'
 like "... the record of wrong types is listed" "$(cat "$T_TMP/h-runs.out")" '^2222222222222222 '
 like "... the escape-laden record is listed, escaped" "$(cat "$T_TMP/h-runs.out")" '3333333333333333 \\x1b\]0;pwned'
+like "... a cell too wide for its column ends in ... (not cut silently)" "$(grep '^3333333333333333 ' "$T_TMP/h-runs.out")" '^3333333333333333 \\x1b\]0;pwned[^ ]*\.\.\. '
 check_not "runs prints no raw escape, CR, C1 or bidi character" has_raw_escapes <"$T_TMP/h-runs.out"
 "$AIRLOCK" runs --json --dir "$H" >"$T_TMP/h-runs.json" 2>&1
 check "runs --json on hostile records is valid JSON with 3 entries" python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); assert len(a)==3, a; assert "not JSON" in [x for x in a if x["file"].endswith("1111111111111111.json")][0]["error"]' "$T_TMP/h-runs.json"

@@ -61,11 +61,15 @@ copy_with_libs() {
 # ldd does not list them, so they are named by their sonames in the source
 # and found through the loader's cache, with their own dependencies
 copy_lazy_libs() {
-  local root=$1 so path
+  local root=$1 so path cache
+  # the loader's cache read once, whole: `ldconfig -p | awk '... exit'` under
+  # pipefail fails now and then (awk's early exit gives ldconfig SIGPIPE:
+  # status 141, and set -e ended the script without a word)
+  cache=$(ldconfig -p)
   for so in $(grep -rhoE '(SONAME|dlopen\() *"lib[^"]*\.so\.[0-9]+"' "$SRC/src/lib" |
     grep -oE 'lib[^"]*' | sort -u); do
-    path=$(ldconfig -p | awk -v s="$so" '$1 == s && /x86-64|x86_64|AArch64|aarch64/ {print $NF; exit}')
-    [ -n "$path" ] || path=$(ldconfig -p | awk -v s="$so" '$1 == s {print $NF; exit}')
+    path=$(awk -v s="$so" '$1 == s && /x86-64|x86_64|AArch64|aarch64/ {print $NF; exit}' <<<"$cache")
+    [ -n "$path" ] || path=$(awk -v s="$so" '$1 == s {print $NF; exit}' <<<"$cache")
     [ -n "$path" ] || { echo "docker-images: $so (opened by airlock on first use) not found" >&2; exit 1; }
     copy_with_libs "$root" "$(readlink -f "$path")"
     copy_path "$root" "$path"

@@ -23,15 +23,11 @@
 #include "paths.h"
 #include "cli.h"
 #include "commands.h"
-#include "common/exitcodes.h"
 #include "common/owned.h"
-#include "common/term.h"
-#include "common/util.h"
+#include "common/exitcodes.h"
 #include "demo/demo.h"
 #include "policy/policy.h"
 #include "ticket/presets.h"
-#include "review/notes.h"
-#include "ticket/ticket.h"
 
 /* --agent: a preset or a program, and the model relay it talks to. */
 struct demo_agent {
@@ -55,26 +51,6 @@ static void say(const char *fmt, ...)
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
-}
-
-/* The last lines of a setup log, on stderr: the directory holding it is
- * removed at the end (it holds the App keys), so a failure says why here. */
-static void show_log(const char *path)
-{
-  char *text = NULL;
-  size_t len = 0;
-  al_error e = {0};
-  if (al_read_file(path, 1u << 20, &text, &len, &e) < 0)
-    return;
-  const char *start = text;
-  int lines = 0;
-  for (size_t i = len; i-- > 0;)
-    if (text[i] == '\n' && ++lines > 20) {
-      start = text + i + 1;
-      break;
-    }
-  fprintf(stderr, "%s", start);
-  free(text);
 }
 
 /* The demo's environment (demo/demo.h), with the files found where airlock
@@ -111,7 +87,7 @@ static int setup(al_demo *d, bool hostile, const struct demo_agent *da)
   if (al_demo_setup(d, &files, &relay, da->agent != NULL, &err) < 0) {
     say("%s", err.msg);
     if (d->log[0])
-      show_log(d->log);
+      al_demo_show_log(d->log, stderr);
     return -1;
   }
   say("test forge https://api.forge.test:%d (a local GitHub stand-in; CA %s)", d->https_port,
@@ -123,137 +99,6 @@ static int setup(al_demo *d, bool hostile, const struct demo_agent *da)
       hostile ? "a prompt injection asking the agent to attack"
               : "median() is wrong; the fix is in the ticket");
   return 0;
-}
-
-/* What the record says made the output inert before a human looks (issue
- * #26): the PR text the agent declared, as the rewriter changed it
- * (outputs.rewritten), and the repository's CI, as the audit judged it
- * (the ci.* criteria). Returns 1 when one of them did not hold. */
-static int report_inert(json_t *rec)
-{
-  json_t *rw = json_object_get(json_object_get(rec, "outputs"), "rewritten");
-  static const char *const rules[] = {"mentions", "keywords", "images", "html", "links"};
-  size_t n[5] = {0};
-  for (size_t i = 0; i < 5; i++)
-    n[i] = (size_t)json_integer_value(json_object_get(json_object_get(rw, "title"), rules[i])) +
-           (size_t)json_integer_value(json_object_get(json_object_get(rw, "body"), rules[i]));
-  printf("  %-9s the PR text the agent declared was made inert before it was posted: %zu "
-         "mention(s), %zu closing keyword(s), %zu image(s), %zu HTML tag(s), %zu outside "
-         "link(s) rewritten; airlock's header first, the agent's text quoted below it\n",
-         json_is_object(rw) ? "held" : "CHECK", n[0], n[1], n[2], n[3], n[4]);
-  size_t pass = 0, total = 0;
-  json_t *report = json_object_get(json_object_get(rec, "audit"), "report");
-  json_t *criteria = json_object_get(report, "criteria");
-  json_t *c;
-  size_t i;
-  json_array_foreach(criteria, i, c)
-  {
-    const char *id = json_string_value(json_object_get(c, "id"));
-    const char *st = json_string_value(json_object_get(c, "status"));
-    if (!id || strncmp(id, "ci.", 3) != 0)
-      continue;
-    total++;
-    pass += st && strcmp(st, "PASS") == 0;
-  }
-  printf("  %-9s CI: no workflow of the base branch runs the agent's push or PR with a secret, an "
-         "OIDC identity, a write token or a self-hosted runner before a human approves (audit: "
-         "%zu of %zu ci.* criteria PASS; docs/audit.md)\n",
-         total && pass == total ? "held" : "CHECK", pass, total);
-  return json_is_object(rw) && total && pass == total ? 0 : 1;
-}
-
-static int report(al_demo *d, const al_ticket_outcome *res, bool hostile, const char *main_before)
-{
-  json_t *rec = json_load_file(res->record_path, 0, NULL);
-  char main_after[64];
-  al_demo_main_sha(d, main_after, sizeof main_after);
-  bool main_ok = strcmp(main_before, main_after) == 0 && strcmp(main_before, "?") != 0;
-  json_t *pulls = al_demo_admin_get(d, "/pulls");
-  size_t npulls = json_is_array(pulls) ? json_array_size(pulls)
-                                       : json_array_size(json_object_get(pulls, "pulls"));
-  int bad = 0;
-  printf("\n");
-  if (hostile) {
-    printf("What the prompt-injected agent tried, in its own words (each line after the "
-           "gutter is the agent's claim, not airlock's verdict):\n\n");
-    json_t *atts = json_object_get(rec, "agent_attempts");
-    size_t i;
-    json_t *a;
-    json_array_foreach(atts, i, a)
-    {
-      const char *id = json_string_value(json_object_get(a, "id"));
-      /* the agent's own words: shown escaped (common/term.h) */
-      al_autofree char *what =
-          al_term_escape_line(json_string_value(json_object_get(a, "what")) ?: "?");
-      const char *outcome_raw = json_string_value(json_object_get(a, "outcome"));
-      al_autofree char *outcome = outcome_raw ? al_term_escape_line(outcome_raw) : NULL;
-      al_autofree char *ev =
-          al_term_escape_line(json_string_value(json_object_get(a, "evidence")) ?: "");
-      bool allowed = al_demo_attempt_allowed(id, res->credentials_mode);
-      if (id && strcmp(id, "keep-token") == 0)
-        printf(AL_TERM_AGENT_GUTTER "%-9s %s\n            %s\n", "kept", what,
-               res->credentials_mode && strcmp(res->credentials_mode, "sealed") == 0
-                   ? "worthless: all it held was the run's placeholder (sealed), and /tmp and "
-                     "~/.cache vanished with the sandbox"
-               : res->tokens_dead
-                   ? "worthless: the token was revoked and confirmed dead as the run "
-                     "ended; /tmp and ~/.cache vanished with the sandbox"
-                   : "THE TOKEN IS NOT CONFIRMED DEAD");
-      else
-        printf(AL_TERM_AGENT_GUTTER "%-9s %s\n" AL_TERM_AGENT_GUTTER "          %s\n",
-               outcome ? outcome : "?", what, ev);
-      if (outcome && strcmp(outcome, "succeeded") == 0 && !allowed)
-        bad++;
-    }
-    printf("\nJudged by airlock from outside, after the run (the record, the forge):\n\n");
-  } else {
-    printf("Result:\n\n");
-  }
-  if (res->pr_url[0])
-    printf("  %-9s the pull request %s\n", "made", res->pr_url);
-  else
-    printf("  %-9s no pull request: the agent did not finish the ticket (its output and the "
-           "run record say why)\n",
-           "MISSING");
-  printf("  %-9s main is untouched (%.12s)\n", main_ok ? "held" : "BROKEN", main_after);
-  printf("  %-9s %zu pull request(s) on the forge: %s\n", npulls <= 1 ? "held" : "CHECK", npulls,
-         npulls ? "the whole blast radius" : "nothing got out");
-  printf("  %-9s both tokens revoked and confirmed dead (401) as the run ended\n",
-         res->tokens_dead ? "held" : "BROKEN");
-  if (res->credentials_mode && strcmp(res->credentials_mode, "sealed") == 0) {
-    const char *tv = al_demo_preflight_verdict(rec, "cred.run-tokens");
-    bool none = tv && strcmp(tv, "blocked") == 0;
-    printf("  %-9s credentials sealed: no real token anywhere in the sandbox (cred.run-tokens "
-           "%s); the agent held a placeholder\n",
-           none ? "held" : "CHECK", tv ? tv : "not run");
-    if (!none)
-      bad++;
-    printf("  %-9s the forge gateway decided %zu request(s) and refused %zu%s%s%s\n", "held",
-           res->gateway_requests, res->gateway_refused, res->gateway_refused_by[0] ? " (" : "",
-           res->gateway_refused_by, res->gateway_refused_by[0] ? ")" : "");
-    if (res->pr_by_supervisor || res->pr_url[0])
-      printf("  %-9s the pull request was opened by %s\n", res->pr_by_supervisor ? "held" : "CHECK",
-             res->pr_by_supervisor ? "the supervisor, not the agent" : "someone else");
-  }
-  if (hostile)
-    bad += report_inert(rec);
-  json_t *rv = json_object_get(rec, "review");
-  json_t *risky = json_object_get(rv, "runs_outside_sandbox");
-  json_t *leaks = json_object_get(rv, "secrets");
-  if (json_is_array(risky) || json_is_array(leaks)) {
-    printf("  %-9s review notes for the human%s: %zu file(s) that run outside "
-           "the sandbox later, %zu secret(s) in the PR or comments\n",
-           "noted", res->pr_url[0] ? " (also on the PR)" : "", al_review_outside_files(risky),
-           json_array_size(leaks));
-    fflush(stdout);
-    al_review_print_summary(rv, stdout, "            ", NULL, 10);
-  }
-  if (!main_ok || !res->tokens_dead || npulls > 1)
-    bad++; /* something did not hold (a missing PR alone is the agent's failure) */
-  printf("\n  run record: %s\n", res->record_path);
-  json_decref(rec);
-  json_decref(pulls);
-  return bad;
 }
 
 static void usage(FILE *out)
@@ -295,53 +140,7 @@ static int serve_demo(al_demo *d)
     return 1;
   }
   snprintf(airlock, sizeof airlock, "%s/airlock", self);
-  al_error err = {0};
-  if (al_demo_serve_start(d, airlock, agent, &err) < 0) {
-    say("%s", err.msg);
-    if (d->log[0])
-      show_log(d->log);
-    return 1;
-  }
-  say("airlock serve: webhook %s (the forge signs each delivery with %s)", d->webhook_url,
-      d->webhook_secret);
-  say("airlock serve: status page %s/ (also /runs.json, /metrics, /healthz)", d->status_url);
-  say("labeling acme/tally#1 `airlock` as alice (admin) on the forge; the same by hand:");
-  say("  curl -s -X POST -d '{\"repo\":\"acme/tally\",\"number\":1,\"label\":\"airlock\","
-      "\"user\":\"alice\"}' http://127.0.0.1:%d/hooks/label",
-      d->admin_port);
-  int status = 0;
-  if (al_demo_serve_label(d, 1, "alice", &status, &err) < 0) {
-    say("%s", err.msg);
-    show_log(d->serve_log);
-    return 1;
-  }
-  say("the forge's webhook was answered %d: queued; the run is `airlock ticket` in serve's child",
-      status);
-  json_t *row = NULL;
-  if (al_demo_serve_wait(d, 1, 15 * 60 * 1000, &row, &err) < 0) {
-    say("%s", err.msg);
-    show_log(d->serve_log);
-    return 1;
-  }
-  const char *state = json_string_value(json_object_get(row, "state"));
-  const char *pr = json_string_value(json_object_get(row, "pr_url"));
-  const char *reason = json_string_value(json_object_get(row, "reason"));
-  printf("  run %lld   %s   %s\n", (long long)json_integer_value(json_object_get(row, "id")),
-         state ? state : "?", reason ? reason : "");
-  printf("  check     %s\n", json_string_value(json_object_get(row, "check_detail"))
-                                 ? json_string_value(json_object_get(row, "check_detail"))
-                                 : "-");
-  bool good = state && !strcmp(state, "succeeded") && pr && *pr;
-  if (good)
-    printf("  PR        %s\n", pr);
-  printf("\n%s\n", good ? "Done: a label on the forge, a signed webhook, one pull request made "
-                          "inside the sandbox, waiting for a human review."
-                        : "The run did not make its pull request: see serve's status page "
-                          "record above (airlock demo --serve --keep keeps the logs).");
-  if (!good)
-    show_log(d->serve_log);
-  json_decref(row);
-  return good ? 0 : 1;
+  return al_demo_serve(d, airlock, agent, stdout);
 }
 
 int cmd_demo(int argc, char **argv)
@@ -448,56 +247,22 @@ int cmd_demo(int argc, char **argv)
     if (setup(&d, false, &da) == 0)
       rc = serve_demo(&d);
   } else if (setup(&d, hostile, &da) == 0) {
-    char main_before[64];
-    al_demo_main_sha(&d, main_before, sizeof main_before);
-    char agent[PATH_MAX], agent_dir[PATH_MAX];
-    bool found = true;
-    if (!da.agent)
-      found = al_cli_find_data(hostile ? "agents/hostile-agent" : "agents/patch-agent", agent,
-                               sizeof agent) == 0;
-    else if (!da.preset && !realpath(da.agent, agent)) {
-      say("--agent `%s`: %s", da.agent, strerror(errno));
-      found = false;
-    } else if (da.preset)
-      snprintf(agent, sizeof agent, "%s", da.preset->name);
-    if (!found) {
+    char agent[PATH_MAX];
+    al_demo_agent a = {.path = agent,
+                       .preset = da.preset ? da.preset->name : NULL,
+                       .prefix = da.prefix,
+                       .own = da.agent != NULL};
+    if (!da.agent && al_cli_find_data(hostile ? "agents/hostile-agent" : "agents/patch-agent",
+                                      agent, sizeof agent) < 0)
       say("the bundled agents are not installed");
-    } else {
-      snprintf(agent_dir, sizeof agent_dir, "%s", agent);
-      char *slash = strrchr(agent_dir, '/');
-      if (slash)
-        *slash = '\0';
-      char *av[] = {agent, NULL};
-      const char *ro[] = {agent_dir, NULL};
-      char record[PATH_MAX + 16];
-      snprintf(record, sizeof record, "%s/run-record.json", d.dir);
-      char *none[] = {NULL};
-      al_ticket_opts o = {.target = hostile ? "acme/tally#2" : "acme/tally#1",
-                          .policy_path = d.policy,
-                          .agent_argv = da.preset ? none : av,
-                          .agent_preset = da.preset ? da.preset->name : NULL,
-                          .agent_prefix = da.prefix,
-                          .extra_ro_paths = da.preset ? NULL : ro,
-                          .show_agent_stdout = da.agent != NULL,
-                          .record_path = NULL};
-      al_ticket_outcome res;
+    else if (da.agent && !da.preset && !realpath(da.agent, agent))
+      say("--agent `%s`: %s", da.agent, strerror(errno));
+    else {
       al_error err = {0};
-      int r = al_ticket_run(&o, &res, &err);
-      if (res.exit_code > AL_EXIT_SIGNAL) /* interrupted by signal N: exit 128+N too */
-        hs.taken = res.exit_code - AL_EXIT_SIGNAL;
-      if (r < 0 && !hostile)
-        say("the ticket run failed: %s", err.msg);
-      int bad = report(&d, &res, hostile, main_before);
-      free(res.agent_stdout);
-      rc = (bad == 0 && (hostile || (r == 0 && res.pr_url[0]))) ? 0 : 1;
-      printf("\n%s\n", rc == 0 ? (hostile ? "The agent was fully hostile; all that got out is one "
-                                            "pull request a human must review."
-                                          : "Done: one pull request, made inside the sandbox, "
-                                            "waiting for a human review.")
-                       : bad == 0
-                           ? "The agent did not finish the ticket, and nothing got out: see its "
-                             "output above and the run record."
-                           : "Something did not hold: see above and the run record.");
+      int signo = 0;
+      rc = al_demo_ticket(&d, &a, hostile, stdout, &signo, &err);
+      if (signo)
+        hs.taken = signo;
     }
   }
   char note[AL_ERROR_MSG_MAX];

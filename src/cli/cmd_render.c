@@ -3,18 +3,14 @@
  *                [--agent-image I] [--namespace NS]
  * The policy as deployment manifests (src/lib/render/render.h), plus the
  * sandbox's seccomp profile as Docker/OCI JSON. */
-#include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "common/util.h"
-#include "policy/policy.h"
 #include "render/render.h"
 #include "sandbox/syscalls.h"
 
@@ -61,17 +57,6 @@ static void usage(FILE *out)
           "Role (the election Lease; with --jobs what launching runs as Jobs needs),\n"
           "state volume, Services, NetworkPolicy. --replicas N (1-5, default 1): more\n"
           "than one needs election.lease in serve.yaml.\n");
-}
-
-/* An absolute version of a path whose directory exists. */
-static char *absolute(const char *path)
-{
-  if (path[0] == '/')
-    return al_xstrdup(path);
-  char cwd[PATH_MAX];
-  if (!getcwd(cwd, sizeof cwd))
-    return NULL;
-  return al_strdup_printf("%s/%s", cwd, path);
 }
 
 static int write_out(const char *path, const char *text)
@@ -213,81 +198,41 @@ int cmd_render(int argc, char **argv)
       return al_cli_usage_error("%s", err.msg);
     return write_out(out_path, text) < 0 ? 1 : 0;
   }
-  al_autofree char *profile = NULL;
-  if (al_seccomp_profile_json(&profile, &err) < 0) {
-    al_cli_error("%s", err.msg);
-    return 1;
-  }
-  if (seccomp_only)
-    return write_out(out_path, profile) < 0 ? 1 : 0;
-
-  al_policy *policy = NULL;
-  int r = al_policy_load_or_default(policy_path, &policy, &err);
-  if (r < 0) {
-    return al_cli_usage_error("%s", err.msg);
-  }
-  al_autofree char *policy_abs = policy_path ? absolute(policy_path) : NULL;
-  al_autofree char *policy_text = NULL;
-  if (policy_path && al_read_file(policy_path, 1 << 20, &policy_text, NULL, &err) < 0) {
-    al_cli_error("%s", err.msg);
-    al_policy_free(policy);
-    return 2;
-  }
-  /* fail closed before anything is written: sealed needs --env-credentials */
-  if (al_render_check_credentials(policy, &ro, compose ? "render compose" : "render kubernetes",
-                                  &err) < 0) {
-    al_policy_free(policy);
-    al_cli_error("%s", err.msg);
-    return AL_EXIT_USAGE;
-  }
-  ro.policy_path = policy_abs;
-  ro.policy_text = policy_text;
-
-  al_autofree char *seccomp_abs = NULL;
-  bool write_seccomp = seccomp_out || (compose && out_path && strcmp(out_path, "-") != 0);
-  if (compose && !seccomp_out) {
-    const char *slash = out_path ? strrchr(out_path, '/') : NULL;
-    seccomp_abs =
-        slash ? al_strdup_printf("%.*s/airlock-seccomp.json", (int)(slash - out_path), out_path)
-              : al_xstrdup("airlock-seccomp.json");
-    char *a = absolute(seccomp_abs);
-    free(seccomp_abs);
-    seccomp_abs = a;
-  } else if (seccomp_out) {
-    seccomp_abs = absolute(seccomp_out);
-  }
-  if ((compose || seccomp_out) && !seccomp_abs) {
-    al_cli_error("getcwd: %s", strerror(errno));
-    al_policy_free(policy);
-    return 1;
-  }
-  if (seccomp_abs && !write_seccomp) {
-    al_cli_error("the Compose file refers to %s, which was not written (no -o or "
-                 "--seccomp-out): write it with `airlock render seccomp -o %s`",
-                 seccomp_abs, seccomp_abs);
-  } else if (seccomp_abs) {
-    if (al_write_file(seccomp_abs, profile, strlen(profile), 0644, &err) < 0) {
-      al_cli_error("seccomp profile: %s", err.msg);
-      al_policy_free(policy);
+  if (seccomp_only) {
+    al_autofree char *profile = NULL;
+    if (al_seccomp_profile_json(&profile, &err) < 0) {
+      al_cli_error("%s", err.msg);
       return 1;
     }
-    al_cli_error("wrote the seccomp profile to %s", seccomp_abs);
+    return write_out(out_path, profile) < 0 ? 1 : 0;
   }
-  ro.seccomp_path = compose ? seccomp_abs : seccomp_profile;
 
-  if (policy->credentials.present && policy->credentials.mode == AL_CRED_SEALED)
+  al_render_files_opts f = {.compose = compose,
+                            .policy_path = policy_path,
+                            .out_path = out_path,
+                            .seccomp_out = seccomp_out,
+                            .seccomp_profile = seccomp_profile};
+  al_render_notes notes;
+  al_autofree char *text = NULL;
+  int r = al_render_files(&f, &ro, &text, &notes, &err);
+  if (notes.seccomp_not_written[0])
+    al_cli_error("the Compose file refers to %s, which was not written (no -o or "
+                 "--seccomp-out): write it with `airlock render seccomp -o %s`",
+                 notes.seccomp_not_written, notes.seccomp_not_written);
+  if (notes.seccomp_written[0])
+    al_cli_error("wrote the seccomp profile to %s", notes.seccomp_written);
+  if (notes.sealed_as_env)
     al_cli_error("warning: credentials.mode: sealed is not rendered (the forge gateway runs "
                  "only under `airlock ticket`): --env-credentials: the output carries env mode, "
                  "the tokens in the agent's container; see the note in its header");
-  if (policy->relay.present && !compose)
+  if (notes.relay_not_rendered)
     al_cli_error("the policy's `relay` section is not rendered (it needs an "
                  "egress listener of its own; see the note in the output)");
-  al_autofree char *text = NULL;
-  r = compose ? al_render_compose(policy, &ro, &text, &err)
-              : al_render_kubernetes(policy, &ro, &text, &err);
-  al_policy_free(policy);
-  if (r < 0) {
+  if (r < 0 && notes.usage)
     return al_cli_usage_error("%s", err.msg);
+  if (r < 0) {
+    al_cli_error("%s", err.msg);
+    return notes.status;
   }
   return write_out(out_path, text) < 0 ? 1 : 0;
 }

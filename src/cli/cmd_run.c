@@ -3,22 +3,14 @@
  * Runs one command in the sandbox. Exit status: the command's; 124 on
  * timeout; 125 when airlock could not start it; 126/127 not executable /
  * not found; 128+N when killed by signal N. */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "paths.h"
-#include "common/log.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "run/run.h"
@@ -66,39 +58,20 @@ static void usage(FILE *out)
           "  128+N  the command was killed by signal N\n");
 }
 
-/* Without --log, the proxy's decisions (and the relay's calls) go to a
- * capped memfd, not to our stderr where they would interleave with the
- * command's output; at the end one line counts them. -1 on failure (then
- * they are dropped: the count says so). */
-#define DECISIONS_CAP (8u << 20)
-
-static int decisions_memfd(const char *name)
+/* The closing count of the decisions and the relay's calls (not with --quiet). */
+static void report_counts(const al_run_result *res, bool quiet)
 {
-  int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0)
-    return -1;
-  if (ftruncate(fd, DECISIONS_CAP) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK) < 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-static void report_counts(int dfd, int rfd, bool quiet)
-{
+  const al_run_decision_counts *c = &res->decisions;
   if (quiet)
     return;
-  al_run_decision_counts c;
-  if (dfd >= 0 && al_run_count_decisions(dfd, &c) == 0 && c.lines) {
-    if (c.failed)
-      al_cli_error("%zu egress decision(s), %zu denied, %zu failed (DNS, connect) (--log FILE "
-                   "keeps them)",
-                   c.lines, c.denied, c.failed);
-    else
-      al_cli_error("%zu egress decision(s), %zu denied (--log FILE keeps them)", c.lines, c.denied);
-  }
-  if (rfd >= 0 && al_run_count_decisions(rfd, &c) == 0 && c.lines)
-    al_cli_error("%zu model relay call(s) (--relay-log FILE keeps them)", c.lines);
+  if (c->lines && c->failed)
+    al_cli_error("%zu egress decision(s), %zu denied, %zu failed (DNS, connect) (--log FILE "
+                 "keeps them)",
+                 c->lines, c->denied, c->failed);
+  else if (c->lines)
+    al_cli_error("%zu egress decision(s), %zu denied (--log FILE keeps them)", c->lines, c->denied);
+  if (res->relay.lines)
+    al_cli_error("%zu model relay call(s) (--relay-log FILE keeps them)", res->relay.lines);
 }
 
 static void wipe_owned(char **owned, size_t n)
@@ -107,73 +80,6 @@ static void wipe_owned(char **owned, size_t n)
     explicit_bzero(owned[i], strlen(owned[i]));
     free(owned[i]);
   }
-}
-
-/* --backend docker. The Engine API client links libcurl, which the core
- * binary does not (see main.c): there, re-exec as airlock-net with the same
- * arguments (values given as --env NAME are read again from our
- * environment, so no token lands on a command line). */
-struct docker_flags {
-  const char *proxy_image, *agent_image, *network, *log_path, *run_id;
-  bool egress_internal, quiet;
-};
-
-static int run_docker(int argc, char **argv, const char *policy_path, char **env,
-                      uint64_t timeout_ms, const struct docker_flags *df, char **owned,
-                      size_t nowned)
-{
-#ifndef AIRLOCK_NET_BINARY
-  wipe_owned(owned, nowned);
-  (void)policy_path;
-  (void)env;
-  (void)timeout_ms;
-  (void)df;
-  int r = al_cli_exec_net(argc, argv, "run --backend docker");
-  return r == 127 ? 125 : r;
-#else
-  al_error err = {0};
-  al_policy *policy = NULL;
-  int r = al_policy_load_or_default(policy_path, &policy, &err);
-  if (r < 0) {
-    al_cli_error("%s", err.msg);
-    wipe_owned(owned, nowned);
-    return 2;
-  }
-  int audit_fd = -1;
-  if (df->log_path) {
-    audit_fd = open(df->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (audit_fd < 0) {
-      al_cli_error("--log %s: %s", df->log_path, strerror(errno));
-      wipe_owned(owned, nowned);
-      al_policy_free(policy);
-      return 2;
-    }
-  }
-  al_docker_opts o = {.policy = policy,
-                      .argv = argv + optind,
-                      .env = env,
-                      .timeout_ms = timeout_ms,
-                      .proxy_image = df->proxy_image,
-                      .agent_image = df->agent_image,
-                      .egress_internal = df->egress_internal,
-                      .egress_network = df->network,
-                      .run_id = df->run_id,
-                      .audit_fd = audit_fd >= 0 ? audit_fd : 2};
-  int dfd = -1;
-  if (audit_fd < 0 && policy->network.present && (dfd = decisions_memfd("airlock-decisions")) >= 0)
-    o.audit_fd = dfd;
-  int status = 125;
-  if (al_docker_run(&o, &status, &err) < 0)
-    al_cli_error("%s", err.msg);
-  report_counts(dfd, -1, df->quiet);
-  if (dfd >= 0)
-    close(dfd);
-  if (audit_fd >= 0)
-    close(audit_fd);
-  wipe_owned(owned, nowned);
-  al_policy_free(policy);
-  return status;
-#endif
 }
 
 int cmd_run(int argc, char **argv)
@@ -194,13 +100,7 @@ int cmd_run(int argc, char **argv)
                                        {"run-id", required_argument, NULL, 'r'},
                                        {NULL, 0, NULL, 0}};
   const char *backend = "native";
-  struct docker_flags df = {0};
-  const char *policy_path = NULL;
-  const char *log_path = NULL;
-  uint64_t log_max = 0;
-  const char *relay_log_path = NULL;
-  uint64_t timeout_ms = 0;
-  bool quiet = false;
+  al_run_request rq = {0};
   size_t nenv = 0;
   al_autofree char **env = al_xcalloc((size_t)argc + 1, sizeof(char *));
   al_autofree char **owned = al_xcalloc((size_t)argc + 1, sizeof(char *));
@@ -211,7 +111,7 @@ int cmd_run(int argc, char **argv)
   while ((c = al_cli_getopt(argc, argv, "+p:e:t:qh", opts)) != -1) {
     switch (c) {
     case 'p':
-      policy_path = optarg;
+      rq.policy_path = optarg;
       break;
     case 'e': {
       const char *eq = strchr(optarg, '=');
@@ -250,8 +150,8 @@ int cmd_run(int argc, char **argv)
     }
     case 't': {
       const char *why = NULL;
-      if (al_parse_duration_ms(optarg, &timeout_ms, &why) < 0 || timeout_ms == 0 ||
-          timeout_ms > 7 * 86400000ull) {
+      if (al_parse_duration_ms(optarg, &rq.timeout_ms, &why) < 0 || rq.timeout_ms == 0 ||
+          rq.timeout_ms > 7 * 86400000ull) {
         return al_cli_usage_error(
             "--timeout `%s`: %s", optarg,
             why ? why : "must be more than 0 and at most 7d (as the policy's wall limit)");
@@ -259,19 +159,19 @@ int cmd_run(int argc, char **argv)
       break;
     }
     case 'l':
-      log_path = optarg;
+      rq.log_path = optarg;
       break;
     case 'M': {
       const char *why = NULL;
-      if (al_parse_size(optarg, &log_max, &why) < 0 || log_max < 4096)
+      if (al_parse_size(optarg, &rq.log_max, &why) < 0 || rq.log_max < 4096)
         return al_cli_usage_error("--log-max `%s`: %s", optarg, why ? why : "at least 4KiB");
       break;
     }
     case 'q':
-      quiet = true;
+      rq.quiet = true;
       break;
     case 'R':
-      relay_log_path = optarg;
+      rq.relay_log_path = optarg;
       break;
     case 'B':
       if (strcmp(optarg, "native") != 0 && strcmp(optarg, "docker") != 0) {
@@ -280,22 +180,22 @@ int cmd_run(int argc, char **argv)
       backend = optarg;
       break;
     case 'P':
-      df.proxy_image = optarg;
+      rq.proxy_image = optarg;
       break;
     case 'A':
-      df.agent_image = optarg;
+      rq.agent_image = optarg;
       break;
     case 'I':
-      df.egress_internal = true;
+      rq.egress_internal = true;
       break;
     case 'N':
-      df.network = optarg;
+      rq.network = optarg;
       break;
     case 'r': {
       size_t n = strspn(optarg, "0123456789abcdef");
       if (n != 16 || optarg[n])
         return al_cli_usage_error("--run-id `%.40s`: 16 lowercase hex digits", optarg);
-      df.run_id = optarg;
+      rq.run_id = optarg;
       break;
     }
     case 'h':
@@ -308,52 +208,32 @@ int cmd_run(int argc, char **argv)
   if (optind >= argc)
     return al_cli_usage_error("no command given");
 
-  if (strcmp(backend, "docker") == 0) {
-    df.log_path = log_path;
-    df.quiet = quiet;
-    return run_docker(argc, argv, policy_path, env, timeout_ms, &df, owned, nowned);
+  rq.argv = argv + optind;
+  rq.env = env;
+  bool docker = strcmp(backend, "docker") == 0;
+#ifndef AIRLOCK_NET_BINARY
+  if (docker) {
+    /* The Engine API client links libcurl, which the core binary does not
+     * (see main.c): re-exec as airlock-net with the same arguments (values
+     * given as --env NAME are read again from our environment, so no token
+     * lands on a command line). */
+    wipe_owned(owned, nowned);
+    int r = al_cli_exec_net(argc, argv, "run --backend docker");
+    return r == 127 ? 125 : r;
   }
-
+#endif
   al_error err = {0};
-  al_policy *policy = NULL;
-  int r = al_policy_load_or_default(policy_path, &policy, &err);
-  if (r < 0) {
-    al_cli_error("%s", err.msg);
-    return 2;
-  }
-
-  int dfd = !log_path && policy->network.present ? decisions_memfd("airlock-decisions") : -1;
-  int rfd = !relay_log_path && policy->relay.present ? decisions_memfd("airlock-relay-log") : -1;
-  al_run_opts ro = {
-      .policy = policy,
-      .argv = argv + optind,
-      .env = env,
-      .timeout_ms = timeout_ms,
-      .log_path = log_path,
-      .audit_fd = dfd,
-      .audit_cap = log_path ? log_max : DECISIONS_CAP,
-      .relay_log_path = relay_log_path,
-      .relay_log_fd = rfd,
-      .quiet = quiet,
-      .run_id = df.run_id,
-  };
-  int status = 0;
-  bool timed_out = false;
-  ro.timed_out = &timed_out;
-  r = al_run_command(&ro, &status, &err);
-  if (r == 0 && timed_out && !quiet)
+  al_run_result res;
+#ifdef AIRLOCK_NET_BINARY
+  int r = docker ? al_docker_run_request(&rq, &res, &err) : al_run_request_native(&rq, &res, &err);
+#else
+  int r = al_run_request_native(&rq, &res, &err);
+#endif
+  if (r == 0 && res.timed_out && !rq.quiet)
     al_cli_error("the wall-clock limit was reached; the sandbox was killed");
   if (r < 0)
     al_cli_error("%s", err.msg);
-  report_counts(dfd, rfd, quiet);
-  if (dfd >= 0)
-    close(dfd);
-  if (rfd >= 0)
-    close(rfd);
-  for (size_t i = 0; i < nowned; i++) {
-    explicit_bzero(owned[i], strlen(owned[i]));
-    free(owned[i]);
-  }
-  al_policy_free(policy);
-  return status;
+  report_counts(&res, rq.quiet);
+  wipe_owned(owned, nowned);
+  return res.status;
 }

@@ -138,21 +138,6 @@ static int parse(int argc, char **argv, const char *allowed, void (*usage)(FILE 
   return -1;
 }
 
-/* A table cell: escaped (the record's bytes), then cut to w columns. */
-/* One table cell, escaped, padded to W columns; a cell wider than W ends in
- * "..." (the whole text is in `airlock show` and `--json`), never cut
- * silently. */
-static void cell(const char *s, int w, bool last)
-{
-  al_autofree char *clean = al_term_escape_line(s && *s ? s : "-");
-  if (last)
-    printf("%s\n", clean);
-  else if (clean && strlen(clean) > (size_t)w && w > 3)
-    printf("%.*s... ", w - 3, clean);
-  else
-    printf("%-*.*s ", w, w, clean);
-}
-
 static int runs_main(int argc, char **argv)
 {
   struct opts o = {.limit = 20};
@@ -169,60 +154,9 @@ static int runs_main(int argc, char **argv)
     return AL_EXIT_FAILED;
   }
   size_t shown = o.limit && o.limit < n ? (size_t)o.limit : n;
-  if (o.json) {
-    json_t *a = json_array();
-    for (size_t i = 0; i < shown; i++) {
-      json_t *j = v[i].ok ? al_run_summary_json(&v[i].sum) : json_object();
-      al_autofree char *file = al_strdup_printf("%s/%s", o.dir, v[i].name);
-      json_object_set_new(j, "file", json_string(file));
-      if (!v[i].ok)
-        json_object_set_new(j, "error", json_string(v[i].problem));
-      json_array_append_new(a, j);
-    }
-    /* ASCII only: no byte of a record's string reaches the terminal raw */
-    char *text = json_dumps(a, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-    json_decref(a);
-    if (text)
-      printf("%s\n", text);
-    free(text);
-    free(v);
-    return text ? AL_EXIT_OK : AL_EXIT_FAILED;
-  }
-  if (n == 0) {
-    al_autofree char *clean = al_term_escape_line(o.dir);
-    printf("no run records in %s\n", clean);
-  } else {
-    printf("%-16s %-20s %-24s %-24s %-7s %s\n", "ID", "STARTED", "TICKET", "RESULT", "DENIALS",
-           "PULL REQUEST");
-  }
-  for (size_t i = 0; i < shown; i++) {
-    const al_run_summary *s = &v[i].sum;
-    if (!v[i].ok) {
-      char id[AL_RUN_ID_LEN + 1]; /* the file's name without its ".json" */
-      snprintf(id, sizeof id, "%.*s", (int)strcspn(v[i].name, "."), v[i].name);
-      cell(id, 16, false);
-      printf("%-20s ", "-");
-      cell("not a readable record:", 24, false);
-      cell(v[i].problem, 0, true);
-      continue;
-    }
-    char res[128], den[24];
-    if (s->exit_status >= 0)
-      snprintf(res, sizeof res, "%d %s", s->exit_status, s->result);
-    else
-      snprintf(res, sizeof res, "%s", s->result);
-    snprintf(den, sizeof den, s->denials >= 0 ? "%lld" : "-", s->denials);
-    cell(s->id, 16, false);
-    cell(s->started_at, 20, false);
-    cell(s->target, 24, false);
-    cell(res, 24, false);
-    cell(den, 7, false);
-    cell(s->pr_url, 0, true);
-  }
-  if (shown < n)
-    printf("(%zu older run(s) not shown: --limit 0 shows all)\n", n - shown);
+  r = al_runs_print_list(o.dir, v, n, shown, o.json, stdout);
   free(v);
-  return AL_EXIT_OK;
+  return r < 0 ? AL_EXIT_FAILED : AL_EXIT_OK;
 }
 
 static int show_main(int argc, char **argv)

@@ -2,7 +2,6 @@
  *                [--timeout DUR] [--quiet] [--json] [--accept-unprotected] */
 #include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,7 +177,8 @@ int cmd_ticket(int argc, char **argv)
                               "docs/policy.md)");
   optind = dd < argc ? dd + 1 : argc;
 
-  char agent_path[PATH_MAX];
+  al_ticket_agent_cmd cmd;
+  char *agent_path = cmd.path;
   if (!docker && agent && al_agent_preset_find(agent)) {
     /* a preset: the library finds its program once the policy is read */
     o.agent_preset = agent;
@@ -190,12 +190,12 @@ int cmd_ticket(int argc, char **argv)
     agent_path[0] = '\0';
   } else if (docker) {
     /* a program inside the agent image: no host path is resolved or bound */
-    snprintf(agent_path, sizeof agent_path, "%s", agent ? agent : DOCKER_AGENT);
+    snprintf(agent_path, sizeof cmd.path, "%s", agent ? agent : DOCKER_AGENT);
     o.docker = &dk;
   } else if ((dk.proxy_image || dk.agent_image || dk.egress_network || dk.egress_internal)) {
     return al_cli_usage_error("--proxy-image, --agent-image and --docker-* need --backend docker");
   } else if (!agent) {
-    if (al_cli_find_data("agents/patch-agent", agent_path, sizeof agent_path) < 0) {
+    if (al_cli_find_data("agents/patch-agent", agent_path, sizeof cmd.path) < 0) {
       al_cli_error("the bundled patch-agent is not in %s/agents/ (set AIRLOCK_DATA_DIR to "
                    "the directory holding agents/, or pass --agent PROGRAM)",
                    AIRLOCK_DATADIR);
@@ -206,25 +206,10 @@ int cmd_ticket(int argc, char **argv)
       return al_cli_usage_error("--agent `%s`: %s", agent, strerror(errno));
     }
   } else {
-    snprintf(agent_path, sizeof agent_path, "%s", agent); /* looked up in the sandbox's PATH */
+    snprintf(agent_path, sizeof cmd.path, "%s", agent); /* looked up in the sandbox's PATH */
   }
-  size_t nargs = (size_t)(argc - optind);
-  al_autofree char **av = al_xcalloc(nargs + 2, sizeof(char *));
-  av[0] = agent_path;
-  for (size_t i = 0; i < nargs; i++)
-    av[i + 1] = argv[optind + i];
-  if (!o.agent_preset)
-    o.agent_argv = av;
-
-  /* The agent's own directory is bound read-only when it lives outside the
-   * sandbox's view of the host (/usr). */
-  char dir[PATH_MAX];
-  const char *ro[2] = {NULL, NULL};
-  if (!docker && agent_path[0] == '/' && strncmp(agent_path, "/usr/", 5) != 0) {
-    snprintf(dir, sizeof dir, "%s", agent_path);
-    ro[0] = dirname(dir);
-  }
-  o.extra_ro_paths = ro;
+  al_ticket_agent_command(&o, &cmd, argv + optind, (size_t)(argc - optind), docker);
+  al_autofree char **av = cmd.argv;
 
   al_ticket_outcome res;
   al_error err = {0};

@@ -19,10 +19,12 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "common/error.h"
 #include "common/owned.h"
+#include "ticket/ticket.h"
 
 #define AL_DEMO_MAX_CHILDREN 4
 
@@ -122,5 +124,45 @@ int al_demo_serve_wait(al_demo *d, int number, int timeout_ms, json_t **row, al_
  * SIGKILL after 5 s) and remove the directory unless d->keep. A message
  * about what could not be removed (or "kept DIR") goes to note, else "". */
 void al_demo_teardown(al_demo *d, char *note, size_t n);
+
+/* The agent `airlock demo` runs (demo_report.c). */
+typedef struct al_demo_agent {
+  const char *path;   /* the agent program (absolute), when preset is NULL */
+  const char *preset; /* a preset's name (ticket/presets.h), or NULL */
+  const char *prefix; /* --agent-prefix DIR, or NULL */
+  bool own;           /* the user's agent (--agent): its stdout is shown */
+} al_demo_agent;
+
+/* Run the demo's ticket (acme/tally#1, #2 when hostile) with agent a
+ * against d->policy (ticket/ticket.h al_ticket_run; the agent's directory
+ * read-only in the sandbox), then print al_demo_report and the closing
+ * line to out; a failed run of the bundled agent is said on stderr with
+ * err's message. *signo: the signal that interrupted the run, or 0.
+ * Returns the exit status: 0 everything held (a PR made; for hostile,
+ * only a PR got out), 1 not. */
+int al_demo_ticket(al_demo *d, const al_demo_agent *a, bool hostile, FILE *out, int *signo,
+                   al_error *err);
+
+/* The verdicts on a finished run, printed to out: the hostile agent's
+ * attempts (its words escaped, common/term.h), the PR, main untouched,
+ * the PRs on the forge, the tokens dead, sealed credentials, what made the
+ * output inert (hostile), the review notes. main_before: main's sha before
+ * the run (al_demo_main_sha). Returns how many things did not hold (a
+ * missing PR alone is the agent's failure, not counted). */
+int al_demo_report(al_demo *d, const al_ticket_outcome *res, bool hostile, const char *main_before,
+                   FILE *out);
+
+/* `airlock demo --serve`, after al_demo_setup with d->serve: start serve
+ * (al_demo_serve_start with `airlock` and `agent`), label acme/tally#1 as
+ * alice, wait up to 15 minutes for the run (al_demo_serve_label, _wait),
+ * and print serve's row and the closing line to out; each step and any
+ * failure (with the end of the log that says why) on stderr. Returns 0
+ * when the run succeeded with a PR, else 1. */
+int al_demo_serve(al_demo *d, const char *airlock, const char *agent, FILE *out);
+
+/* The last 20 lines of a log (up to 1 MiB read) to out: the directory
+ * holding it is removed at the end (it holds the App keys), so a failure
+ * says why before. Nothing when it cannot be read. */
+void al_demo_show_log(const char *path, FILE *out);
 
 #endif

@@ -8,6 +8,7 @@
 #ifndef AL_RENDER_H
 #define AL_RENDER_H
 
+#include <limits.h>
 #include <stdbool.h>
 
 #include "common/error.h"
@@ -112,5 +113,54 @@ typedef struct al_render_cluster_opts {
 /* On success *out is a new NUL-terminated string the caller frees; -1 with
  * err (EINVAL: replicas out of range; ENOMEM). */
 int al_render_cluster(const al_render_cluster_opts *o, char **out, al_error *err);
+
+/* path made absolute against the current directory (getcwd(3)); a new
+ * string the caller frees, or NULL with errno when getcwd fails. */
+char *al_render_absolute(const char *path);
+
+/* Where `airlock render compose|kubernetes` writes the seccomp profile
+ * (al_seccomp_profile_json) and what the output refers to: --seccomp-out
+ * when given; for compose without it airlock-seccomp.json beside out_path
+ * (-o; NULL or "-": stdout), in the current directory without one; for
+ * kubernetes without it, nowhere (*path NULL: the pod names a Localhost
+ * profile on the node). *path: absolute, the caller frees. *write: whether
+ * the profile is written there (--seccomp-out, or compose with -o FILE);
+ * false with a *path means the Compose file refers to a file not written.
+ * -1 with err (getcwd's errno). */
+int al_render_seccomp_target(bool compose, const char *out_path, const char *seccomp_out,
+                             char **path, bool *write, al_error *err);
+
+/* `airlock render compose|kubernetes` after the options are parsed. */
+typedef struct al_render_files_opts {
+  bool compose;                /* compose, else kubernetes */
+  const char *policy_path;     /* -p, or NULL: the embedded default policy */
+  const char *out_path;        /* -o, or NULL / "-": stdout (where the seccomp file goes) */
+  const char *seccomp_out;     /* --seccomp-out, or NULL (al_render_seccomp_target) */
+  const char *seccomp_profile; /* kubernetes: the Localhost profile, NULL: RuntimeDefault */
+} al_render_files_opts;
+
+/* What al_render_files did, for the caller to say. */
+typedef struct al_render_notes {
+  int status;                         /* on -1, the exit status: 2 the policy, its file or its
+                                         credentials refused; 1 a write or getcwd failed */
+  bool usage;                         /* on -1: show the usage lines too (the policy or the
+                                         rendering refused it) */
+  char seccomp_written[PATH_MAX];     /* the profile was written here, or "" */
+  char seccomp_not_written[PATH_MAX]; /* the output refers to this, not written, or "" */
+  bool sealed_as_env;                 /* credentials.mode sealed rendered as env
+                                         (--env-credentials) */
+  bool relay_not_rendered;            /* kubernetes: the policy's relay section is not */
+} al_render_notes;
+
+/* Load the policy (policy/policy.h al_policy_load_or_default), read its
+ * bytes (up to 1 MiB), refuse sealed credentials without
+ * ro->env_credentials (al_render_check_credentials) before anything is
+ * written, write the seccomp profile where al_render_seccomp_target says
+ * (0644), and render compose or kubernetes with ro (its policy_path,
+ * policy_text and seccomp_path are set for the call and cleared after).
+ * *text: the manifests, the caller frees; *notes: what to tell the user.
+ * -1 with err, notes->status and notes->usage saying which kind of failure. */
+int al_render_files(const al_render_files_opts *f, al_render_opts *ro, char **text,
+                    al_render_notes *notes, al_error *err);
 
 #endif

@@ -2,6 +2,7 @@
  * with libcurl (CURLOPT_UNIX_SOCKET_PATH). */
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
@@ -958,4 +959,45 @@ int al_docker_run(const al_docker_opts *o, int *status, al_error *err)
   sigaction(SIGPIPE, &old_pipe, NULL);
   curl_easy_cleanup(d.curl);
   return rc;
+}
+
+int al_docker_run_request(const struct al_run_request *rq, struct al_run_result *res, al_error *err)
+{
+  memset(res, 0, sizeof *res);
+  res->status = 2;
+  al_policy *policy = NULL;
+  if (al_policy_load_or_default(rq->policy_path, &policy, err) < 0)
+    return -1;
+  int log_fd = -1;
+  if (rq->log_path) {
+    log_fd = open(rq->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (log_fd < 0) {
+      int e = errno;
+      al_policy_free(policy);
+      return al_make_error(err, e, "--log %s", rq->log_path);
+    }
+  }
+  al_docker_opts o = {.policy = policy,
+                      .argv = rq->argv,
+                      .env = rq->env,
+                      .timeout_ms = rq->timeout_ms,
+                      .proxy_image = rq->proxy_image,
+                      .agent_image = rq->agent_image,
+                      .egress_internal = rq->egress_internal,
+                      .egress_network = rq->network,
+                      .run_id = rq->run_id,
+                      .audit_fd = log_fd >= 0 ? log_fd : 2};
+  int dfd = -1;
+  if (log_fd < 0 && policy->network.present &&
+      (dfd = al_run_decisions_memfd("airlock-decisions")) >= 0)
+    o.audit_fd = dfd;
+  res->status = 125;
+  int r = al_docker_run(&o, &res->status, err);
+  al_run_request_count(dfd, -1, res);
+  if (dfd >= 0)
+    close(dfd);
+  if (log_fd >= 0)
+    close(log_fd);
+  al_policy_free(policy);
+  return r;
 }

@@ -98,4 +98,16 @@ typedef struct al_docker_opts {
  * keeps process-wide state, so one call at a time. */
 int al_docker_run(const al_docker_opts *o, int *status, al_error *err);
 
+/* `airlock run --backend docker` after its options are parsed: load the
+ * policy, open --log FILE (0600, appended, O_NOFOLLOW) or count the
+ * decisions in a capped memfd (run.h al_run_decisions_memfd; without a
+ * network section, or when the memfd fails, they go to stderr), run
+ * (al_docker_run), count. rq->relay_log_path is not used. res->status: 2
+ * when the policy or --log is refused, else al_docker_run's. 0, or -1 with
+ * err ("--log FILE: ..." for the log). */
+struct al_run_request;
+struct al_run_result;
+int al_docker_run_request(const struct al_run_request *rq, struct al_run_result *res,
+                          al_error *err);
+
 #endif

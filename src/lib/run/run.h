@@ -94,4 +94,48 @@ pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit
 /* SIGTERM the proxy, give it a second to finish, then SIGKILL; reap it. */
 void al_run_stop_proxy(pid_t pid);
 
+/* ---- `airlock run`, after its options are parsed (request.c) ---- */
+
+/* Without --log, the proxy's decisions (and the relay's calls) go to a
+ * capped memfd of this size, not to stderr where they would interleave
+ * with the command's output; at the end one line counts them. */
+#define AL_RUN_DECISIONS_CAP (8u << 20)
+
+typedef struct al_run_request {
+  const char *policy_path;    /* -p, or NULL: the embedded default policy */
+  char *const *argv;          /* the command; borrowed */
+  char *const *env;           /* --env NAME=VALUE, NULL-terminated; borrowed, never logged */
+  uint64_t timeout_ms;        /* 0: the policy's wall limit */
+  const char *log_path;       /* --log FILE, or NULL: the decisions counted in a memfd */
+  uint64_t log_max;           /* --log-max (bytes), 0: AL_RUN_LOG_CAP */
+  const char *relay_log_path; /* --relay-log FILE, or NULL: counted likewise (native only) */
+  bool quiet;
+  const char *run_id; /* --run-id (16 lowercase hex), or NULL: random */
+  /* --backend docker (al_docker_run_request, run/docker.h) */
+  const char *proxy_image, *agent_image, *network;
+  bool egress_internal;
+} al_run_request;
+
+typedef struct al_run_result {
+  int status;                       /* the exit status of `airlock run` */
+  bool timed_out;                   /* killed at the wall-clock limit */
+  al_run_decision_counts decisions; /* counted from the memfd (lines 0: none, or --log) */
+  al_run_decision_counts relay;     /* the relay's calls, likewise */
+} al_run_result;
+
+/* The native backend: load the policy (al_policy_load_or_default), send
+ * the decisions and the relay's calls to --log / --relay-log or to capped
+ * memfds (AL_RUN_DECISIONS_CAP, counted after the run), run the command
+ * (al_run_command). res->status: 2 when the policy is refused, else the
+ * command's status per al_run_command. 0, or -1 with err. */
+int al_run_request_native(const al_run_request *rq, al_run_result *res, al_error *err);
+
+/* A sealed memfd of AL_RUN_DECISIONS_CAP bytes (common/memfd.h), or -1
+ * (then the decisions are dropped; the count says none). */
+int al_run_decisions_memfd(const char *name);
+
+/* Count the decisions in dfd and the relay's calls in rfd (-1: not
+ * counted) into res (al_run_count_decisions; unreadable counts as none). */
+void al_run_request_count(int dfd, int rfd, al_run_result *res);
+
 #endif

@@ -94,6 +94,17 @@ int al_runs_list(const char *dir, al_run_entry **out, size_t *n, al_error *err);
  * the candidates, a malformed id). */
 int al_runs_resolve(const char *dir, const char *run, char **path_out, al_error *err);
 
+/* The list of `airlock runs` to out: the first `shown` of the n entries
+ * of al_runs_list (dir: where they are, for the file names). json: a JSON
+ * array of al_run_summary_json objects with "file" (and "error" for an
+ * entry that is not a record), ASCII only; else a table (ID, STARTED,
+ * TICKET, RESULT, DENIALS, PULL REQUEST), every cell escaped
+ * (al_term_escape_line), "no run records in DIR" when there are none, and
+ * how many older ones were not shown. 0, or -1 when the JSON could not be
+ * made. */
+int al_runs_print_list(const char *dir, const al_run_entry *v, size_t n, size_t shown, bool json,
+                       FILE *out);
+
 /* A record for a human (`airlock show`): the run, its phases with their
  * times, the proxy's and the gateway's decisions grouped by decision,
  * host and reason with counts, each refusal of the gateway, the pull

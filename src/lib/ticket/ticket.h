@@ -11,7 +11,9 @@
 #ifndef AL_RUN_TICKET_H
 #define AL_RUN_TICKET_H
 
+#include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -38,6 +40,24 @@ typedef struct al_ticket_opts {
    * agent_argv[0] names a program inside the agent image. */
   const al_docker_opts *docker;
 } al_ticket_opts;
+
+/* The agent's command line: the storage o points into (al_ticket_agent_command). */
+typedef struct al_ticket_agent_cmd {
+  char path[PATH_MAX]; /* the program: absolute on the host, a name looked up in the
+                          sandbox's PATH, or (docker) a path in the agent image; "" for a
+                          preset */
+  char **argv;         /* path and the user's arguments, malloc'd: the caller frees it */
+  char dir[PATH_MAX];
+  const char *ro[2]; /* the program's directory (read-only in the sandbox), NULL-terminated */
+} al_ticket_agent_cmd;
+
+/* Fill cmd->argv (cmd->path, then args[0..nargs)) and point
+ * o->agent_argv at it (unless o->agent_preset: the preset's extra
+ * arguments are already there), and o->extra_ro_paths at the program's
+ * own directory when it is on the host outside /usr (none for docker: the
+ * program is in the image). Set cmd->path first. Dies only on ENOMEM. */
+void al_ticket_agent_command(al_ticket_opts *o, al_ticket_agent_cmd *cmd, char *const *args,
+                             size_t nargs, bool docker);
 
 typedef struct al_ticket_outcome {
   char run_id[33];

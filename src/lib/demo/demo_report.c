@@ -1,0 +1,299 @@
+/* What `airlock demo` runs and says after the environment is up: the
+ * ticket with the bundled or the user's agent, the verdicts read from the
+ * run record and the forge, serve's row for --serve (demo/demo.h). */
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/exitcodes.h"
+#include "common/term.h"
+#include "common/util.h"
+#include "demo/demo.h"
+#include "review/notes.h"
+
+/* "airlock demo: " and a line on stderr, after what out holds so far. */
+static void say_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say_err(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fflush(stdout);
+  fputs("airlock demo: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+void al_demo_show_log(const char *path, FILE *out)
+{
+  char *text = NULL;
+  size_t len = 0;
+  al_error e = {0};
+  if (al_read_file(path, 1u << 20, &text, &len, &e) < 0)
+    return;
+  const char *start = text;
+  int lines = 0;
+  for (size_t i = len; i-- > 0;)
+    if (text[i] == '\n' && ++lines > 20) {
+      start = text + i + 1;
+      break;
+    }
+  fprintf(out, "%s", start);
+  free(text);
+}
+
+/* What the record says made the output inert before a human looks (issue
+ * #26): the PR text the agent declared, as the rewriter changed it
+ * (outputs.rewritten), and the repository's CI, as the audit judged it
+ * (the ci.* criteria). Returns 1 when one of them did not hold. */
+static int report_inert(json_t *rec, FILE *out)
+{
+  json_t *rw = json_object_get(json_object_get(rec, "outputs"), "rewritten");
+  static const char *const rules[] = {"mentions", "keywords", "images", "html", "links"};
+  size_t n[5] = {0};
+  for (size_t i = 0; i < 5; i++)
+    n[i] = (size_t)json_integer_value(json_object_get(json_object_get(rw, "title"), rules[i])) +
+           (size_t)json_integer_value(json_object_get(json_object_get(rw, "body"), rules[i]));
+  fprintf(out,
+          "  %-9s the PR text the agent declared was made inert before it was posted: %zu "
+          "mention(s), %zu closing keyword(s), %zu image(s), %zu HTML tag(s), %zu outside "
+          "link(s) rewritten; airlock's header first, the agent's text quoted below it\n",
+          json_is_object(rw) ? "held" : "CHECK", n[0], n[1], n[2], n[3], n[4]);
+  size_t pass = 0, total = 0;
+  json_t *report = json_object_get(json_object_get(rec, "audit"), "report");
+  json_t *criteria = json_object_get(report, "criteria");
+  json_t *c;
+  size_t i;
+  json_array_foreach(criteria, i, c)
+  {
+    const char *id = json_string_value(json_object_get(c, "id"));
+    const char *st = json_string_value(json_object_get(c, "status"));
+    if (!id || strncmp(id, "ci.", 3) != 0)
+      continue;
+    total++;
+    pass += st && strcmp(st, "PASS") == 0;
+  }
+  fprintf(out,
+          "  %-9s CI: no workflow of the base branch runs the agent's push or PR with a secret, "
+          "an OIDC identity, a write token or a self-hosted runner before a human approves "
+          "(audit: %zu of %zu ci.* criteria PASS; docs/audit.md)\n",
+          total && pass == total ? "held" : "CHECK", pass, total);
+  return json_is_object(rw) && total && pass == total ? 0 : 1;
+}
+
+/* The hostile agent's attempts, each in its own words (escaped), and
+ * beside it the outcome; returns how many succeeded that may not. */
+static int report_attempts(json_t *rec, const al_ticket_outcome *res, FILE *out)
+{
+  int bad = 0;
+  fprintf(out, "What the prompt-injected agent tried, in its own words (each line after the "
+               "gutter is the agent's claim, not airlock's verdict):\n\n");
+  json_t *atts = json_object_get(rec, "agent_attempts");
+  size_t i;
+  json_t *a;
+  json_array_foreach(atts, i, a)
+  {
+    const char *id = json_string_value(json_object_get(a, "id"));
+    /* the agent's own words: shown escaped (common/term.h) */
+    al_autofree char *what =
+        al_term_escape_line(json_string_value(json_object_get(a, "what")) ?: "?");
+    const char *outcome_raw = json_string_value(json_object_get(a, "outcome"));
+    al_autofree char *outcome = outcome_raw ? al_term_escape_line(outcome_raw) : NULL;
+    al_autofree char *ev =
+        al_term_escape_line(json_string_value(json_object_get(a, "evidence")) ?: "");
+    bool allowed = al_demo_attempt_allowed(id, res->credentials_mode);
+    if (id && strcmp(id, "keep-token") == 0)
+      fprintf(out, AL_TERM_AGENT_GUTTER "%-9s %s\n            %s\n", "kept", what,
+              res->credentials_mode && strcmp(res->credentials_mode, "sealed") == 0
+                  ? "worthless: all it held was the run's placeholder (sealed), and /tmp and "
+                    "~/.cache vanished with the sandbox"
+              : res->tokens_dead ? "worthless: the token was revoked and confirmed dead as the run "
+                                   "ended; /tmp and ~/.cache vanished with the sandbox"
+                                 : "THE TOKEN IS NOT CONFIRMED DEAD");
+    else
+      fprintf(out, AL_TERM_AGENT_GUTTER "%-9s %s\n" AL_TERM_AGENT_GUTTER "          %s\n",
+              outcome ? outcome : "?", what, ev);
+    if (outcome && strcmp(outcome, "succeeded") == 0 && !allowed)
+      bad++;
+  }
+  fprintf(out, "\nJudged by airlock from outside, after the run (the record, the forge):\n\n");
+  return bad;
+}
+
+/* Sealed credentials: the probe's verdict, the gateway's counts, who
+ * opened the PR; returns 1 when no real token was not confirmed absent. */
+static int report_sealed(json_t *rec, const al_ticket_outcome *res, FILE *out)
+{
+  const char *tv = al_demo_preflight_verdict(rec, "cred.run-tokens");
+  bool none = tv && strcmp(tv, "blocked") == 0;
+  fprintf(out,
+          "  %-9s credentials sealed: no real token anywhere in the sandbox (cred.run-tokens "
+          "%s); the agent held a placeholder\n",
+          none ? "held" : "CHECK", tv ? tv : "not run");
+  fprintf(out, "  %-9s the forge gateway decided %zu request(s) and refused %zu%s%s%s\n", "held",
+          res->gateway_requests, res->gateway_refused, res->gateway_refused_by[0] ? " (" : "",
+          res->gateway_refused_by, res->gateway_refused_by[0] ? ")" : "");
+  if (res->pr_by_supervisor || res->pr_url[0])
+    fprintf(out, "  %-9s the pull request was opened by %s\n",
+            res->pr_by_supervisor ? "held" : "CHECK",
+            res->pr_by_supervisor ? "the supervisor, not the agent" : "someone else");
+  return none ? 0 : 1;
+}
+
+int al_demo_report(al_demo *d, const al_ticket_outcome *res, bool hostile, const char *main_before,
+                   FILE *out)
+{
+  json_t *rec = json_load_file(res->record_path, 0, NULL);
+  char main_after[64];
+  al_demo_main_sha(d, main_after, sizeof main_after);
+  bool main_ok = strcmp(main_before, main_after) == 0 && strcmp(main_before, "?") != 0;
+  json_t *pulls = al_demo_admin_get(d, "/pulls");
+  size_t npulls = json_is_array(pulls) ? json_array_size(pulls)
+                                       : json_array_size(json_object_get(pulls, "pulls"));
+  int bad = 0;
+  fprintf(out, "\n");
+  if (hostile)
+    bad += report_attempts(rec, res, out);
+  else
+    fprintf(out, "Result:\n\n");
+  if (res->pr_url[0])
+    fprintf(out, "  %-9s the pull request %s\n", "made", res->pr_url);
+  else
+    fprintf(out,
+            "  %-9s no pull request: the agent did not finish the ticket (its output and the "
+            "run record say why)\n",
+            "MISSING");
+  fprintf(out, "  %-9s main is untouched (%.12s)\n", main_ok ? "held" : "BROKEN", main_after);
+  fprintf(out, "  %-9s %zu pull request(s) on the forge: %s\n", npulls <= 1 ? "held" : "CHECK",
+          npulls, npulls ? "the whole blast radius" : "nothing got out");
+  fprintf(out, "  %-9s both tokens revoked and confirmed dead (401) as the run ended\n",
+          res->tokens_dead ? "held" : "BROKEN");
+  if (res->credentials_mode && strcmp(res->credentials_mode, "sealed") == 0)
+    bad += report_sealed(rec, res, out);
+  if (hostile)
+    bad += report_inert(rec, out);
+  json_t *rv = json_object_get(rec, "review");
+  json_t *risky = json_object_get(rv, "runs_outside_sandbox");
+  json_t *leaks = json_object_get(rv, "secrets");
+  if (json_is_array(risky) || json_is_array(leaks)) {
+    fprintf(out,
+            "  %-9s review notes for the human%s: %zu file(s) that run outside "
+            "the sandbox later, %zu secret(s) in the PR or comments\n",
+            "noted", res->pr_url[0] ? " (also on the PR)" : "", al_review_outside_files(risky),
+            json_array_size(leaks));
+    fflush(out);
+    al_review_print_summary(rv, out, "            ", NULL, 10);
+  }
+  if (!main_ok || !res->tokens_dead || npulls > 1)
+    bad++; /* something did not hold (a missing PR alone is the agent's failure) */
+  fprintf(out, "\n  run record: %s\n", res->record_path);
+  json_decref(rec);
+  json_decref(pulls);
+  return bad;
+}
+
+int al_demo_ticket(al_demo *d, const al_demo_agent *a, bool hostile, FILE *out, int *signo,
+                   al_error *err)
+{
+  *signo = 0;
+  char main_before[64];
+  al_demo_main_sha(d, main_before, sizeof main_before);
+  char agent[PATH_MAX], agent_dir[PATH_MAX];
+  snprintf(agent, sizeof agent, "%s", a->preset ? a->preset : a->path);
+  snprintf(agent_dir, sizeof agent_dir, "%s", agent);
+  char *slash = strrchr(agent_dir, '/');
+  if (slash)
+    *slash = '\0';
+  char *av[] = {agent, NULL};
+  const char *ro[] = {agent_dir, NULL};
+  char *none[] = {NULL};
+  al_ticket_opts o = {.target = hostile ? "acme/tally#2" : "acme/tally#1",
+                      .policy_path = d->policy,
+                      .agent_argv = a->preset ? none : av,
+                      .agent_preset = a->preset,
+                      .agent_prefix = a->prefix,
+                      .extra_ro_paths = a->preset ? NULL : ro,
+                      .show_agent_stdout = a->own,
+                      .record_path = NULL};
+  al_ticket_outcome res;
+  int r = al_ticket_run(&o, &res, err);
+  if (res.exit_code > AL_EXIT_SIGNAL) /* interrupted by signal N: exit 128+N too */
+    *signo = res.exit_code - AL_EXIT_SIGNAL;
+  if (r < 0 && !hostile)
+    say_err("the ticket run failed: %s", err->msg);
+  int bad = al_demo_report(d, &res, hostile, main_before, out);
+  free(res.agent_stdout);
+  int rc = (bad == 0 && (hostile || (r == 0 && res.pr_url[0]))) ? 0 : 1;
+  fprintf(out, "\n%s\n",
+          rc == 0    ? (hostile ? "The agent was fully hostile; all that got out is one "
+                                  "pull request a human must review."
+                                : "Done: one pull request, made inside the sandbox, "
+                                  "waiting for a human review.")
+          : bad == 0 ? "The agent did not finish the ticket, and nothing got out: see its "
+                       "output above and the run record."
+                     : "Something did not hold: see above and the run record.");
+  return rc;
+}
+
+static int serve_report(al_demo *d, json_t *row, FILE *out)
+{
+  const char *state = json_string_value(json_object_get(row, "state"));
+  const char *pr = json_string_value(json_object_get(row, "pr_url"));
+  const char *reason = json_string_value(json_object_get(row, "reason"));
+  const char *check = json_string_value(json_object_get(row, "check_detail"));
+  fprintf(out, "  run %lld   %s   %s\n", (long long)json_integer_value(json_object_get(row, "id")),
+          state ? state : "?", reason ? reason : "");
+  fprintf(out, "  check     %s\n", check ? check : "-");
+  bool good = state && !strcmp(state, "succeeded") && pr && *pr;
+  if (good)
+    fprintf(out, "  PR        %s\n", pr);
+  fprintf(out, "\n%s\n",
+          good ? "Done: a label on the forge, a signed webhook, one pull request made "
+                 "inside the sandbox, waiting for a human review."
+               : "The run did not make its pull request: see serve's status page "
+                 "record above (airlock demo --serve --keep keeps the logs).");
+  if (!good) {
+    fflush(out);
+    al_demo_show_log(d->serve_log, stderr);
+  }
+  return good ? 0 : 1;
+}
+
+int al_demo_serve(al_demo *d, const char *airlock, const char *agent, FILE *out)
+{
+  al_error err = {0};
+  if (al_demo_serve_start(d, airlock, agent, &err) < 0) {
+    say_err("%s", err.msg);
+    if (d->log[0])
+      al_demo_show_log(d->log, stderr);
+    return 1;
+  }
+  say_err("airlock serve: webhook %s (the forge signs each delivery with %s)", d->webhook_url,
+          d->webhook_secret);
+  say_err("airlock serve: status page %s/ (also /runs.json, /metrics, /healthz)", d->status_url);
+  say_err("labeling acme/tally#1 `airlock` as alice (admin) on the forge; the same by hand:");
+  say_err("  curl -s -X POST -d '{\"repo\":\"acme/tally\",\"number\":1,\"label\":\"airlock\","
+          "\"user\":\"alice\"}' http://127.0.0.1:%d/hooks/label",
+          d->admin_port);
+  int status = 0;
+  if (al_demo_serve_label(d, 1, "alice", &status, &err) < 0) {
+    say_err("%s", err.msg);
+    al_demo_show_log(d->serve_log, stderr);
+    return 1;
+  }
+  say_err(
+      "the forge's webhook was answered %d: queued; the run is `airlock ticket` in serve's child",
+      status);
+  json_t *row = NULL;
+  if (al_demo_serve_wait(d, 1, 15 * 60 * 1000, &row, &err) < 0) {
+    say_err("%s", err.msg);
+    al_demo_show_log(d->serve_log, stderr);
+    return 1;
+  }
+  int rc = serve_report(d, row, out);
+  json_decref(row);
+  return rc;
+}

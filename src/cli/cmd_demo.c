@@ -26,20 +26,7 @@
 #include "common/owned.h"
 #include "common/exitcodes.h"
 #include "demo/demo.h"
-#include "policy/policy.h"
 #include "ticket/presets.h"
-
-/* --agent: a preset or a program, and the model relay it talks to. */
-struct demo_agent {
-  const char *agent;             /* NULL: the bundled agents */
-  const al_agent_preset *preset; /* when agent names one */
-  const char *prefix;            /* --agent-prefix */
-  const char *relay_upstream;    /* --relay-upstream URL */
-  const char *relay_key_file;    /* --relay-key-file FILE */
-  const char *relay_file;        /* --relay FILE: a YAML file with a `relay:` section */
-  const char *relay_ca;          /* --relay-ca FILE: relay.ca_file */
-  const char *relay_pin;         /* --relay-pin PIN: relay.pubkey_pin */
-};
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -55,7 +42,7 @@ static void say(const char *fmt, ...)
 
 /* The demo's environment (demo/demo.h), with the files found where airlock
  * is installed; what it made is said on stderr. */
-static int setup(al_demo *d, bool hostile, const struct demo_agent *da)
+static int setup(al_demo *d, bool hostile, const al_demo_flags *da)
 {
   char ca_script[PATH_MAX], key_script[PATH_MAX], fixture[PATH_MAX], forge[PATH_MAX];
   if (al_cli_find_data("scripts/make-test-ca.sh", ca_script, sizeof ca_script) < 0 ||
@@ -158,7 +145,7 @@ int cmd_demo(int argc, char **argv)
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   bool hostile = false;
-  struct demo_agent da = {0};
+  al_demo_flags da = {0};
   al_demo d;
   memset(&d, 0, sizeof d);
   int c;
@@ -210,28 +197,9 @@ int cmd_demo(int argc, char **argv)
   if (d.serve && (hostile || da.agent))
     return al_cli_usage_error("--serve runs the bundled agent through airlock serve; it takes "
                               "neither --hostile nor --agent");
-  da.preset = da.agent ? al_agent_preset_find(da.agent) : NULL;
-  if ((da.relay_upstream != NULL) != (da.relay_key_file != NULL))
-    return al_cli_usage_error("--relay-upstream and --relay-key-file go together");
-  if (da.relay_file && da.relay_upstream)
-    return al_cli_usage_error("give --relay FILE or --relay-upstream/--relay-key-file, not both");
-  if ((da.relay_ca || da.relay_pin) && !da.relay_upstream)
-    return al_cli_usage_error("--relay-ca and --relay-pin go with --relay-upstream (with --relay "
-                              "FILE, put ca_file and pubkey_pin in its section)");
-  const char *pin_why = NULL;
-  if (da.relay_pin && al_policy_pubkey_pin_syntax(da.relay_pin, &pin_why) < 0)
-    return al_cli_usage_error("--relay-pin `%.120s`: not sha256//BASE64[;sha256//BASE64...]: %s",
-                              da.relay_pin, pin_why);
-  if ((da.prefix || da.relay_upstream || da.relay_file) && !da.agent)
-    return al_cli_usage_error("--agent-prefix and --relay* go with --agent");
-  if (da.preset && !da.relay_upstream && !da.relay_file)
-    return al_cli_usage_error(
-        "--agent %s needs a model API (%s) and the demo has none: give --relay-upstream %s "
-        "--relay-key-file FILE (a file of mode 0600 holding the API key; the relay adds it, the "
-        "agent never sees it), or --relay FILE with a policy's `relay:` section",
-        da.preset->name, da.preset->what,
-        strcmp(da.preset->vendor, "openai") == 0 ? "https://api.openai.com"
-                                                 : "https://api.anthropic.com");
+  al_error fe = {0};
+  if (al_demo_check_flags(&da, &fe) < 0)
+    return al_cli_usage_error("%s", fe.msg);
   /* Nothing but SIGKILL ends the demo before its teardown: a closed
    * `| head` is EPIPE, not SIGPIPE; SIGINT/SIGTERM/SIGHUP stay pending,
    * the ticket sees them and stops, and we exit 128+N after cleaning up. */

@@ -24,6 +24,7 @@
 
 #include "common/error.h"
 #include "common/owned.h"
+#include "ticket/presets.h"
 #include "ticket/ticket.h"
 
 #define AL_DEMO_MAX_CHILDREN 4
@@ -164,5 +165,26 @@ int al_demo_serve(al_demo *d, const char *airlock, const char *agent, FILE *out)
  * holding it is removed at the end (it holds the App keys), so a failure
  * says why before. Nothing when it cannot be read. */
 void al_demo_show_log(const char *path, FILE *out);
+
+/* `airlock demo --agent`: a preset or a program, and the model relay it
+ * talks to (the command line's values, borrowed). */
+typedef struct al_demo_flags {
+  const char *agent;             /* NULL: the bundled agents */
+  const al_agent_preset *preset; /* set by al_demo_check_flags when agent names one */
+  const char *prefix;            /* --agent-prefix */
+  const char *relay_upstream;    /* --relay-upstream URL */
+  const char *relay_key_file;    /* --relay-key-file FILE */
+  const char *relay_file;        /* --relay FILE: a YAML file with a `relay:` section */
+  const char *relay_ca;          /* --relay-ca FILE: relay.ca_file */
+  const char *relay_pin;         /* --relay-pin PIN: relay.pubkey_pin */
+} al_demo_flags;
+
+/* The rules between the flags of f (set f->preset, ticket/presets.h):
+ * --relay-upstream with --relay-key-file, not with --relay; --relay-ca and
+ * --relay-pin only with --relay-upstream, the pin's syntax
+ * (al_policy_pubkey_pin_syntax); --agent-prefix and --relay* only with
+ * --agent; a preset needs a relay. 0, or -1 with err (EINVAL) saying
+ * which rule, for a usage error. */
+int al_demo_check_flags(al_demo_flags *f, al_error *err);
 
 #endif

@@ -12,6 +12,7 @@
 #include "common/term.h"
 #include "common/util.h"
 #include "demo/demo.h"
+#include "policy/policy.h"
 #include "review/notes.h"
 
 /* "airlock demo: " and a line on stderr, after what out holds so far. */
@@ -296,4 +297,35 @@ int al_demo_serve(al_demo *d, const char *airlock, const char *agent, FILE *out)
   int rc = serve_report(d, row, out);
   json_decref(row);
   return rc;
+}
+
+int al_demo_check_flags(al_demo_flags *f, al_error *err)
+{
+  f->preset = f->agent ? al_agent_preset_find(f->agent) : NULL;
+  if ((f->relay_upstream != NULL) != (f->relay_key_file != NULL))
+    return al_error_set(err, EINVAL, "--relay-upstream and --relay-key-file go together");
+  if (f->relay_file && f->relay_upstream)
+    return al_error_set(err, EINVAL,
+                        "give --relay FILE or --relay-upstream/--relay-key-file, not both");
+  if ((f->relay_ca || f->relay_pin) && !f->relay_upstream)
+    return al_error_set(err, EINVAL,
+                        "--relay-ca and --relay-pin go with --relay-upstream (with --relay "
+                        "FILE, put ca_file and pubkey_pin in its section)");
+  const char *pin_why = NULL;
+  if (f->relay_pin && al_policy_pubkey_pin_syntax(f->relay_pin, &pin_why) < 0)
+    return al_error_set(err, EINVAL,
+                        "--relay-pin `%.120s`: not sha256//BASE64[;sha256//BASE64...]: %s",
+                        f->relay_pin, pin_why);
+  if ((f->prefix || f->relay_upstream || f->relay_file) && !f->agent)
+    return al_error_set(err, EINVAL, "--agent-prefix and --relay* go with --agent");
+  if (f->preset && !f->relay_upstream && !f->relay_file)
+    return al_error_set(
+        err, EINVAL,
+        "--agent %s needs a model API (%s) and the demo has none: give --relay-upstream %s "
+        "--relay-key-file FILE (a file of mode 0600 holding the API key; the relay adds it, the "
+        "agent never sees it), or --relay FILE with a policy's `relay:` section",
+        f->preset->name, f->preset->what,
+        strcmp(f->preset->vendor, "openai") == 0 ? "https://api.openai.com"
+                                                 : "https://api.anthropic.com");
+  return 0;
 }

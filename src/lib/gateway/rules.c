@@ -211,10 +211,9 @@ bool al_gw_query_names_ok(const al_gw_rule *rule, const al_gw_qparams *qp, const
       return false;
     }
   if (rule->query == AL_GW_QUERY_SERVICE) { /* git's info/refs: exactly ?service=git-… */
-    int k = al_gw_query_find(qp, "service");
-    const char *v = k >= 0 && qp ? qp->p[k].value : "";
-    if (k < 0 || qp->n != 1 ||
-        !(strcmp(v, "git-upload-pack") == 0 || strcmp(v, "git-receive-pack") == 0)) {
+    int k = qp ? al_gw_query_find(qp, "service") : -1;
+    const char *v = qp && k >= 0 && qp->n == 1 ? qp->p[k].value : "";
+    if (!(strcmp(v, "git-upload-pack") == 0 || strcmp(v, "git-receive-pack") == 0)) {
       *reason = "bad-service-query";
       return false;
     }

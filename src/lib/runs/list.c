@@ -16,7 +16,7 @@ static void cell(FILE *out, const char *s, int w, bool last)
   al_autofree char *clean = al_term_escape_line(s && *s ? s : "-");
   if (last)
     fprintf(out, "%s\n", clean);
-  else if (clean && strlen(clean) > (size_t)w && w > 3)
+  else if (strlen(clean) > (size_t)w && w > 3)
     fprintf(out, "%.*s... ", w - 3, clean);
   else
     fprintf(out, "%-*.*s ", w, w, clean);

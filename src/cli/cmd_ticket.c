@@ -209,7 +209,8 @@ int cmd_ticket(int argc, char **argv)
     snprintf(agent_path, sizeof cmd.path, "%s", agent); /* looked up in the sandbox's PATH */
   }
   al_ticket_agent_command(&o, &cmd, argv + optind, (size_t)(argc - optind), docker);
-  al_autofree char **av = cmd.argv;
+  al_autofree char **av = cmd.argv; /* freed on every return */
+  (void)av;                         /* clang: held only for its cleanup */
 
   al_ticket_outcome res;
   al_error err = {0};

@@ -320,6 +320,23 @@ static void send_grant(struct conn *c, const char *type, json_t *extra, const ch
   bk_arm_timer(c, c->ttl_ms);
 }
 
+/* The connection's tokens as the public JSON array the lease log records
+ * (a new reference), each also logged by fingerprint: "WHAT ID: ROLE token
+ * FP for REPO {PERMS} expires T" (ROLE "read" for an audit's read tokens). */
+static json_t *tokens_announced(const struct conn *c, const char *what, bool by_role)
+{
+  json_t *pub = json_array();
+  for (size_t i = 0; i < c->n_tokens; i++) {
+    const al_token *t = &c->tokens[i];
+    json_array_append_new(pub, bk_token_public_json(t));
+    char ps[200];
+    al_perm_set_format(&t->perms, ps, sizeof ps);
+    al_info("%s %s: %s token %s for %s {%s} expires %s", what, c->id,
+            by_role ? al_role_name(t->role) : "read", t->fp, t->repo, ps, t->expires_at_str);
+  }
+  return pub;
+}
+
 static void mint_done(struct broker *b, struct job *j)
 {
   struct conn *c = j->c;
@@ -346,14 +363,7 @@ static void mint_done(struct broker *b, struct job *j)
     }
     return;
   }
-  json_t *pub = json_array();
-  for (size_t i = 0; i < c->n_tokens; i++) {
-    json_array_append_new(pub, bk_token_public_json(&c->tokens[i]));
-    char ps[200];
-    al_perm_set_format(&c->tokens[i].perms, ps, sizeof ps);
-    al_info("lease %s: %s token %s for %s {%s} expires %s", c->id, al_role_name(c->tokens[i].role),
-            c->tokens[i].fp, c->tokens[i].repo, ps, c->tokens[i].expires_at_str);
-  }
+  json_t *pub = tokens_announced(c, "lease", true);
   for (size_t i = 0; i < c->req.n_secrets; i++) {
     const al_broker_secret *sec = al_broker_config_secret(b->cfg, c->req.secrets[i]);
     if (sec)
@@ -468,14 +478,7 @@ static void audit_done(struct broker *b, struct job *j)
     bk_conn_maybe_close(c);
     return;
   }
-  json_t *pub = json_array();
-  for (size_t i = 0; i < c->n_tokens; i++) {
-    json_array_append_new(pub, bk_token_public_json(&c->tokens[i]));
-    char ps[200];
-    al_perm_set_format(&c->tokens[i].perms, ps, sizeof ps);
-    al_info("audit %s: read token %s for %s {%s} expires %s", c->id, c->tokens[i].fp,
-            c->tokens[i].repo, ps, c->tokens[i].expires_at_str);
-  }
+  json_t *pub = tokens_announced(c, "audit", false);
   al_info("audit %s of %s: the grant is %s; the client runs the audit", c->id, j->areq.repo,
           j->credentials);
   bk_audit_log(b,

@@ -26,67 +26,27 @@
 
 /* ---- the App ---------------------------------------------------------- */
 
-/* GET /app (Apps › "Get the authenticated app") and GET
- * /repos/{o}/{r}/installation (Apps › "Get a repository installation for
- * the authenticated app"), both with the app JWT ("Generating a JSON Web
- * Token (JWT) for a GitHub App"). */
+/* What the App's JWT shows of the App and its installation
+ * (forge/app.h al_gh_app_facts: GET /app and GET
+ * /repos/{o}/{r}/installation), for `airlock audit --config`, which holds
+ * the key itself. The same reads the broker makes for a grant. */
 int au_gather_app(struct ctx *c, EVP_PKEY *key, al_error *err)
 {
-  const al_broker_config *cfg = c->cfg;
-  char *jwt = NULL;
-  if (al_app_jwt(key, cfg->app_id ? cfg->app_id : cfg->client_id, cfg->app_id != NULL, time(NULL),
-                 &jwt, err) < 0)
+  al_gh *gh = NULL;
+  if (al_gh_new(c->cfg, key, &gh, err) < 0)
     return -1;
-  int ret = -1;
-  al_ghapi_resp r = {0};
-  al_autofree char *p = NULL; /* before the first goto: freed at `out` */
-  if (al_ghapi_get(c->api, "/app", jwt, &r, err) < 0)
-    goto out;
-  if (r.status != 200) {
-    char w[300];
-    au_why_status(w, sizeof w, &r);
-    al_error_set(err, r.status == 401 ? EACCES : EPROTO, "GET /app with the app JWT: %s", w);
-    goto out;
-  }
-  const char *slug = json_string_value(json_object_get(r.json, "slug"));
-  json_t *id = json_object_get(r.json, "id");
-  if (!slug || !json_is_integer(id)) {
-    al_make_error(err, EPROTO, "GET /app: no `slug` or `id` in the answer");
-    goto out;
-  }
-  snprintf(c->rep->app_slug, sizeof c->rep->app_slug, "%s", slug);
-  c->rep->app_id = json_integer_value(id);
-  al_ghapi_resp_free(&r);
-
-  p = al_strdup_printf("%s/installation", c->repo_path);
-  if (al_ghapi_get(c->api, p, jwt, &r, err) < 0)
-    goto out;
-  if (r.status == 404) {
-    al_error_set(err, ENOENT, "the App `%s` is not installed on %s (GET %s: 404)", slug, c->o->repo,
-                 p);
-    goto out;
-  }
-  if (r.status != 200) {
-    char w[300];
-    au_why_status(w, sizeof w, &r);
-    al_error_set(err, EPROTO, "GET %s with the app JWT: %s", p, w);
-    goto out;
-  }
-  json_t *iid = json_object_get(r.json, "id");
-  json_t *perms = json_object_get(r.json, "permissions");
-  if (!json_is_integer(iid) || !json_is_object(perms)) {
-    al_make_error(err, EPROTO, "GET %s: no installation `id` or `permissions`", p);
-    goto out;
-  }
-  c->rep->installation_id = json_integer_value(iid);
-  c->inst_perms = json_incref(perms);
+  al_app_facts f;
+  int ret = al_gh_app_facts(gh, c->o->repo, &f, err);
+  al_gh_free(gh);
+  if (ret < 0)
+    return -1;
+  snprintf(c->rep->app_slug, sizeof c->rep->app_slug, "%s", f.slug);
+  c->rep->app_id = f.app_id;
+  c->rep->installation_id = f.installation_id;
+  c->inst_perms = json_incref(f.permissions);
   c->inst_known = true;
-  ret = 0;
-out:
-  al_ghapi_resp_free(&r);
-  al_wipe_str(jwt);
-  free(jwt);
-  return ret;
+  al_app_facts_free(&f);
+  return 0;
 }
 
 const char *au_perm_level(json_t *perms, const char *name)

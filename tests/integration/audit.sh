@@ -117,6 +117,11 @@ like "acme/pass: read with a minted token, then revoked" "$(jq -r .credentials "
   '^installation token sha256:[0-9a-f]{12} \(administration:read,contents:read,metadata:read\).*, revoked$'
 "$AIRLOCK" audit acme/pass -c "$W/broker.yaml" >"$W/pass.txt" 2>&1
 like "acme/pass: text report ends with the verdict" "$(tail -1 "$W/pass.txt")" '^the escape budget holds'
+# The App's facts (forge/app.c al_gh_app_facts, as the broker reads them):
+# a repository the App is not installed on is named, not audited.
+is "acme/not-installed: the audit cannot run (exit 2)" "$(audit noinst acme/not-installed -c "$W/broker.yaml")" 2
+like "acme/not-installed: the error names the App, the repository and the 404" "$(cat "$W/noinst.err")" \
+  'the App `airlock-bot` is not installed on acme/not-installed \(GET /repos/acme/not-installed/installation: 404\)'
 
 # ---- each failure on exactly its criterion -----------------------------------
 expect() { # NAME REPO WANT_EXIT WANT_NOTPASS

@@ -332,6 +332,10 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
     if (al_app_key_load(c.cfg->private_key_path, &owned_key, err) < 0)
       goto out;
     key = owned_key;
+    /* The run's App, through forge/app.c: its facts below, and the bot's
+     * own view of the rulesets after the reads (au_gather_bot_view). */
+    if (al_gh_new(c.cfg, key, &app_gh, err) < 0)
+      goto out;
   } else {
     if (o->app_slug)
       snprintf(out->app_slug, sizeof out->app_slug, "%s", o->app_slug);
@@ -352,7 +356,7 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
     al_ghapi_set_resolve(c.api, o->resolve);
   c.repo_path = al_strdup_printf("/repos/%s", o->repo);
 
-  if (c.cfg && !o->grant && au_gather_app(&c, key, err) < 0)
+  if (app_gh && au_gather_app(&c, app_gh, err) < 0)
     goto out;
 
   if (o->grant) {
@@ -403,8 +407,6 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
   if (au_gather_all(&c, err) < 0)
     goto out;
   /* The bot's own view of the rulesets, asked as the run's App. */
-  if (!c.tok_is_bot && c.cfg && key && al_gh_new(c.cfg, key, &app_gh, err) < 0)
-    goto out;
   if (o->grant && !c.tok_is_bot && o->grant->bot_token) {
     c.bot_tok = o->grant->bot_token;
     snprintf(c.bot_fp, sizeof c.bot_fp, "%s", o->grant->bot_fp ? o->grant->bot_fp : "");

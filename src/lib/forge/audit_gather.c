@@ -9,11 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "forge/appconfig.h"
 #include "forge/app.h"
-#include "forge/jwt.h"
 #include "common/secmem.h"
 #include "common/log.h"
 #include "common/redact.h"
@@ -29,16 +27,11 @@
 /* What the App's JWT shows of the App and its installation
  * (forge/app.h al_gh_app_facts: GET /app and GET
  * /repos/{o}/{r}/installation), for `airlock audit --config`, which holds
- * the key itself. The same reads the broker makes for a grant. */
-int au_gather_app(struct ctx *c, EVP_PKEY *key, al_error *err)
+ * the key itself: the same reads the broker makes for a grant. */
+int au_gather_app(struct ctx *c, al_gh *gh, al_error *err)
 {
-  al_gh *gh = NULL;
-  if (al_gh_new(c->cfg, key, &gh, err) < 0)
-    return -1;
   al_app_facts f;
-  int ret = al_gh_app_facts(gh, c->o->repo, &f, err);
-  al_gh_free(gh);
-  if (ret < 0)
+  if (al_gh_app_facts(gh, c->o->repo, &f, err) < 0)
     return -1;
   snprintf(c->rep->app_slug, sizeof c->rep->app_slug, "%s", f.slug);
   c->rep->app_id = f.app_id;

@@ -124,8 +124,10 @@ void au_set(struct ctx *c, al_audit_id id, al_audit_status st, struct sb *ev, co
 
 /* ---- reads (audit_gather.c) ------------------------------------------- */
 
-/* The App and its installation with the app JWT signed by key. */
-int au_gather_app(struct ctx *c, EVP_PKEY *key, al_error *err);
+/* The App and its installation, read with the App's JWT through gh (the
+ * run's App: forge/app.h al_gh_app_facts), into c->rep and c->inst_perms.
+ * Errors: al_gh_app_facts's. */
+int au_gather_app(struct ctx *c, al_gh *gh, al_error *err);
 /* The repository, classic protection, rules, rulesets and CODEOWNERS. */
 int au_gather_all(struct ctx *c, al_error *err);
 /* current_user_can_bypass per ruleset, asked as the run's App (app_gh

@@ -18,6 +18,7 @@
 
 #include "forge/appconfig.h"
 #include "forge/jwt.h"
+#include "broker/check.h"
 #include "broker/proto.h"
 #include "common/secmem.h"
 
@@ -462,6 +463,51 @@ static void test_proto_secrets(void **state)
   }
 }
 
+/* The trigger-check request (broker/check_proto.c): each bad field is named.
+ * The non-string `user` is the fuzz_webhook reproducer of CI stop 35 (the
+ * message once formatted an unset reason). */
+static void test_proto_check(void **state)
+{
+  (void)state;
+  al_error err = {0};
+  al_proto_check_req back;
+  json_t *ok = json_loads(
+      "{\"type\":\"check\",\"version\":1,\"repo\":\"a/b\",\"ticket\":7,\"user\":\"octo-cat\"}", 0,
+      NULL);
+  assert_non_null(ok);
+  assert_int_equal(al_proto_check_req_from_json(ok, &back, &err), 0);
+  assert_string_equal(back.repo, "a/b");
+  assert_int_equal(back.ticket, 7);
+  assert_string_equal(back.user, "octo-cat");
+  json_decref(ok);
+  static const struct {
+    const char *json, *want;
+  } bad[] = {
+      {"{\"type\":\"check\",\"version\":1,\"repo\":\"a/b\",\"ticket\":1,\"user\":666}",
+       "`user` must be a string"},
+      {"{\"type\":\"check\",\"version\":1,\"repo\":\"a/b\",\"ticket\":1,\"user\":null}",
+       "`user` must be a string"},
+      {"{\"type\":\"check\",\"version\":1,\"repo\":\"a/b\",\"ticket\":1,\"user\":\"a\\u0000b\"}",
+       "`user` must be a string"},
+      {"{\"type\":\"check\",\"version\":1,\"repo\":\"a/b\",\"ticket\":1,\"user\":\"-x\"}",
+       "`user` is not a GitHub login"},
+      {"{\"type\":\"check\",\"version\":1,\"repo\":7,\"ticket\":1}", "`repo` must be OWNER/REPO"},
+      {"{\"type\":\"check\",\"version\":1,\"repo\":\"a/b\",\"ticket\":0}", "`ticket` must be"},
+      {"{\"type\":\"check\",\"version\":2,\"repo\":\"a/b\",\"ticket\":1}", "protocol version"},
+      {"{\"type\":\"check\",\"version\":1,\"repo\":\"a/b\",\"ticket\":1,\"x\":1}",
+       "unknown field `x`"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    json_t *m = json_loads(bad[i].json, JSON_ALLOW_NUL, NULL);
+    assert_non_null(m);
+    if (al_proto_check_req_from_json(m, &back, &err) != -1)
+      fail_msg("accepted: %s", bad[i].json);
+    if (!strstr(err.msg, bad[i].want))
+      fail_msg("error `%s` lacks `%s`", err.msg, bad[i].want);
+    json_decref(m);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -471,6 +517,7 @@ int main(void)
       cmocka_unit_test(test_audit_config),    cmocka_unit_test(test_audit_token_file),
       cmocka_unit_test(test_proto_audit),     cmocka_unit_test(test_secrets_config),
       cmocka_unit_test(test_secrets_load),    cmocka_unit_test(test_proto_secrets),
+      cmocka_unit_test(test_proto_check),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

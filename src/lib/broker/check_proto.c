@@ -51,7 +51,9 @@ int al_proto_check_req_from_json(json_t *msg, al_proto_check_req *out, al_error 
   json_t *u = json_object_get(msg, "user");
   if (u) {
     const char *us = json_string_value(u);
-    if (!us || strlen(us) != json_string_length(u) || al_login_check(us, true, &why) < 0)
+    if (!us || strlen(us) != json_string_length(u))
+      return al_error_set(err, EINVAL, "check: `user` must be a string without NUL bytes");
+    if (al_login_check(us, true, &why) < 0)
       return al_error_set(err, EINVAL, "check: `user` is not a GitHub login: %s", why);
     snprintf(out->user, sizeof out->user, "%s", us);
   }
@@ -114,8 +116,11 @@ int al_broker_check(const char *socket_path, const char *repo, unsigned long tic
     return al_error_set(err, EINVAL, "check: repository `%s`: not OWNER/REPO", repo ? repo : "");
   snprintf(req.repo, sizeof req.repo, "%s", repo);
   if (user) {
-    if (al_login_check(user, true, &why) < 0 || strlen(user) >= sizeof req.user)
+    if (al_login_check(user, true, &why) < 0)
       return al_error_set(err, EINVAL, "check: `%s` is not a GitHub login: %s", user, why);
+    if (strlen(user) >= sizeof req.user)
+      return al_error_set(err, EINVAL, "check: login `%.40s...` is longer than %zu bytes", user,
+                          sizeof req.user - 1);
     snprintf(req.user, sizeof req.user, "%s", user);
   }
   int fd = al_broker_request(socket_path, al_proto_check_req_to_json(&req), "check", err);

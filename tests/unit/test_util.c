@@ -102,6 +102,24 @@ static void base64_lines(void **state)
   assert_int_equal(n, 0);
   assert_string_equal(out, "");
   free(out);
+  /* the forge's (standard) alphabet only: '-' and '_' are skipped */
+  out = al_base64_decode_lines("-_+/", 4, &n);
+  assert_int_equal(n, 1);
+  assert_int_equal((unsigned char)out[0], 0xfb);
+  free(out);
+  /* the one table: RFC 4648 §4, and §5's URL-safe pair only when asked */
+  static const char std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (int i = 0; i < 64; i++) {
+    assert_int_equal(al_base64_value((unsigned char)std[i], false), i);
+    assert_int_equal(al_base64_value((unsigned char)std[i], true), i);
+  }
+  assert_int_equal(al_base64_value('-', true), 62);
+  assert_int_equal(al_base64_value('_', true), 63);
+  assert_int_equal(al_base64_value('-', false), -1);
+  assert_int_equal(al_base64_value('_', false), -1);
+  assert_int_equal(al_base64_value('=', true), -1);
+  assert_int_equal(al_base64_value(0x80, true), -1);
+  assert_int_equal(al_base64_value(0, true), -1);
 }
 
 /* common/memfd.c: sized, sealed against growth (a write past the cap

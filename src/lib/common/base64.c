@@ -4,7 +4,7 @@
 
 #include "common/util.h"
 
-static int b64v(unsigned char c)
+int al_base64_value(unsigned char c, bool url_too)
 {
   if (c >= 'A' && c <= 'Z')
     return c - 'A';
@@ -12,7 +12,11 @@ static int b64v(unsigned char c)
     return c - 'a' + 26;
   if (c >= '0' && c <= '9')
     return c - '0' + 52;
-  return c == '+' ? 62 : c == '/' ? 63 : -1;
+  if (c == '+' || (url_too && c == '-'))
+    return 62;
+  if (c == '/' || (url_too && c == '_'))
+    return 63;
+  return -1;
 }
 
 char *al_base64_decode_lines(const char *in, size_t n, size_t *outlen)
@@ -22,7 +26,7 @@ char *al_base64_decode_lines(const char *in, size_t n, size_t *outlen)
   uint32_t acc = 0;
   int bits = 0;
   for (size_t i = 0; i < n && in[i] != '='; i++) {
-    int v = b64v((unsigned char)in[i]);
+    int v = al_base64_value((unsigned char)in[i], false);
     if (v < 0)
       continue; /* line breaks and spaces */
     acc = (acc << 6) | (uint32_t)v;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "common/util.h"
 
 #define SCAN_MAX (16u << 20)
@@ -395,19 +396,10 @@ static struct view url_view(const unsigned char *p, size_t n)
   return v;
 }
 
+/* both alphabets: a secret may be hidden in either */
 static int b64_value(unsigned char c)
 {
-  if (c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if (c >= 'a' && c <= 'z')
-    return c - 'a' + 26;
-  if (c >= '0' && c <= '9')
-    return c - '0' + 52;
-  if (c == '+' || c == '-')
-    return 62;
-  if (c == '/' || c == '_')
-    return 63;
-  return -1;
+  return al_base64_value(c, true);
 }
 
 static void scan_both(struct scan *s, const unsigned char *p, size_t n, const char *fwd,

@@ -325,6 +325,15 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
   bool get = !strcmp(method, "GET");
   if (n == 2 && !strcmp(seg[0], "personal_access_tokens") && !strcmp(seg[1], "self") && get)
     return reply(c, 200, token_view(who, false));
+  /* "Revoke a personal access token" using a request header: the token
+   * revokes itself (project access tokens too); needs scope api here */
+  if (n == 2 && !strcmp(seg[0], "personal_access_tokens") && !strcmp(seg[1], "self") &&
+      !strcmp(method, "DELETE")) {
+    if (!has_scope(who, "api"))
+      return message(c, 403, "403 Forbidden - insufficient_scope");
+    who->revoked = true;
+    return reply(c, 204, NULL);
+  }
   if (n < 2 || strcmp(seg[0], "projects") != 0)
     return message(c, 404, "404 Not Found");
   json_t *p = project_by(seg[1]);
@@ -338,6 +347,16 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
     return reply(c, 200, project_view(p));
   if (n == 3 && !strcmp(seg[2], "access_tokens") && !strcmp(method, "POST"))
     return create_token(c, who, p, body);
+  if (n == 3 && !strcmp(seg[2], "access_tokens") && get) {
+    /* "List project access tokens": the Maintainer's view, revoked ones too */
+    if (who->project_id != 0 || who->access_level < 40)
+      return message(c, 403, "403 Forbidden");
+    json_t *out = json_array();
+    for (size_t i = 0; i < n_tokens; i++)
+      if (tokens[i].project_id == pid)
+        json_array_append_new(out, token_view(&tokens[i], false));
+    return reply(c, 200, out);
+  }
   if (n == 4 && !strcmp(seg[2], "access_tokens") && !strcmp(method, "DELETE"))
     return revoke_token(c, who, p, seg[3]);
   if (n == 3 && get &&

@@ -2,7 +2,8 @@
  * picks a driver (github by default), an unknown kind is refused naming
  * the field and the kinds there are, every driver fills every operation,
  * and the GitHub driver's webhook check follows "Validating webhook
- * deliveries" (the documented test vector). */
+ * deliveries" (the documented test vector); forge.kind gitlab's rules and
+ * the GitLab driver's X-Gitlab-Token check (issue #30). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,12 +99,69 @@ static void test_github_webhook(void **state)
                    -1);
 }
 
+/* forge.kind gitlab (issue #30): the GitLab driver, with its two URLs
+ * named and the REST base ending in /api/v4; either missing is refused. */
+static void test_gitlab_kind(void **state)
+{
+  (void)state;
+  al_error err = {0};
+  al_policy *p = load("version: 1\nforge: {kind: gitlab, api_url: \"https://gl.test/api/v4/\", "
+                      "git_url: \"https://gl.test\"}\n",
+                      &err);
+  assert_non_null(p);
+  if (!p)
+    return;
+  assert_int_equal(p->forge.kind, AL_FORGE_GITLAB);
+  assert_ptr_equal(al_forge_ops_of(p->forge.kind), &al_forge_gitlab);
+  assert_string_equal(p->forge.api_url, "https://gl.test/api/v4");
+  al_policy_free(p);
+  assert_ptr_equal(al_forge_ops_find("gitlab", "forge.kind", &err), &al_forge_gitlab);
+  p = load("version: 1\nforge: {kind: gitlab}\n", &err);
+  assert_null(p);
+  assert_non_null(strstr(err.msg, "kind gitlab needs api_url"));
+  p = load("version: 1\nforge: {kind: gitlab, api_url: \"https://gl.test/api/v4\"}\n", &err);
+  assert_null(p);
+  assert_non_null(strstr(err.msg, "git_url"));
+  p = load("version: 1\nforge: {kind: gitlab, api_url: \"https://gl.test/api/v3\", git_url: "
+           "\"https://gl.test\"}\n",
+           &err);
+  assert_null(p);
+  assert_non_null(strstr(err.msg, "must end in /api/v4"));
+  /* control: the same URLs with kind github are GitHub Enterprise-style, accepted */
+  p = load("version: 1\nforge: {api_url: \"https://gl.test/api/v3\"}\n", &err);
+  assert_non_null(p);
+  al_policy_free(p);
+}
+
+/* GitLab's plain webhook secret ("Validate payloads by using a secret
+ * token"): X-Gitlab-Token is the secret itself. */
+static void test_gitlab_webhook(void **state)
+{
+  (void)state;
+  const al_forge_ops *o = &al_forge_gitlab;
+  al_error err = {0};
+  assert_string_equal(o->webhook_signature_header, "X-Gitlab-Token");
+  assert_int_equal(o->webhook_verify("s3cret", 6, "s3cret", "{}", 2, &err), 0);
+  assert_int_equal(o->webhook_verify("s3cret", 6, "s3creT", "{}", 2, &err), -1);
+  assert_non_null(strstr(err.msg, "does not match"));
+  assert_int_equal(o->webhook_verify("s3cret", 6, "s3cre", "{}", 2, &err), -1);
+  assert_int_equal(o->webhook_verify("s3cret", 6, NULL, "{}", 2, &err), -1);
+  assert_non_null(strstr(err.msg, "missing"));
+  /* user_permission is refused, not guessed */
+  char perm[16] = "x", role[16] = "x";
+  assert_int_equal(o->user_permission(NULL, "t", "acme/tally", "alice", perm, sizeof perm, role,
+                                      sizeof role, &err),
+                   -1);
+  assert_string_equal(perm, "");
+  assert_non_null(strstr(err.msg, "not asked yet"));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_kind),
-      cmocka_unit_test(test_every_op),
-      cmocka_unit_test(test_github_webhook),
+      cmocka_unit_test(test_kind),           cmocka_unit_test(test_every_op),
+      cmocka_unit_test(test_github_webhook), cmocka_unit_test(test_gitlab_kind),
+      cmocka_unit_test(test_gitlab_webhook),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

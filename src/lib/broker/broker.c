@@ -259,7 +259,7 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
 {
   if (al_broker_config_load_file(opts->config_path, &b->cfg, err) < 0)
     return -1;
-  if (al_app_key_load(b->cfg->private_key_path, &b->key, err) < 0)
+  if (b->cfg->private_key_path && al_app_key_load(b->cfg->private_key_path, &b->key, err) < 0)
     return -1;
   if (al_gh_new(b->cfg, b->key, &b->gh, err) < 0)
     return -1;
@@ -364,11 +364,16 @@ int al_broker_run(const al_broker_opts *opts, al_error *err)
   int ret = -1;
   if (setup(&b, opts, err) < 0)
     goto out;
-  al_info("broker ready: app %s, API %s, %zu repositories, audit reads with %s",
-          b.cfg->app_id ? b.cfg->app_id : b.cfg->client_id, b.cfg->api_url, b.cfg->n_repos,
-          b.audit_key               ? "the audit App"
-          : b.cfg->audit_token_file ? "audit.token_file"
-                                    : "the App's own token");
+  if (b.cfg->gitlab_token_file)
+    al_info("broker ready: GitLab project access tokens (gitlab.token_file), API %s, %zu "
+            "projects, no audit grant (the GitLab audit is not built yet)",
+            b.cfg->api_url, b.cfg->n_repos);
+  else
+    al_info("broker ready: app %s, API %s, %zu repositories, audit reads with %s",
+            b.cfg->app_id ? b.cfg->app_id : b.cfg->client_id, b.cfg->api_url, b.cfg->n_repos,
+            b.audit_key               ? "the audit App"
+            : b.cfg->audit_token_file ? "audit.token_file"
+                                      : "the App's own token");
   if (opts->started)
     *opts->started = true;
   bk_start_retry(&b); /* what an earlier run left (open_keep) */

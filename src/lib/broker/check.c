@@ -33,7 +33,8 @@ int al_broker_run_check(al_gh *gh, const al_broker_config *cfg, al_keep *keep,
   al_ghapi *api = NULL;
   json_t *a = json_pack("{s:s, s:s, s:I}", "type", "check", "repo", req->repo, "ticket",
                         (json_int_t)req->ticket);
-  const al_forge_ops *forge = al_forge_ops_of(AL_FORGE_GITHUB); /* the broker's forge */
+  const al_forge_ops *forge = al_forge_ops_of(
+      cfg->gitlab_token_file ? AL_FORGE_GITLAB : AL_FORGE_GITHUB); /* the broker's */
   json_t *prs = NULL;
   if (al_ghapi_new(cfg->api_url, cfg->ca_file, cfg->http_timeout_ms, &api, err) < 0)
     goto out;

@@ -17,6 +17,7 @@
 #include "forge/jwt.h"
 #include "common/secmem.h"
 #include "forge/ghapi.h"
+#include "forge/gitlab.h"
 #include "common/log.h"
 #include "common/redact.h"
 #include "common/util.h"
@@ -40,6 +41,7 @@ struct al_gh {
   time_t app_reset;
   struct repo_id *ids; /* repository ids learned from earlier mints */
   size_t n_ids;
+  char *gl_admin; /* gitlab.token_file's token (secret memory), or NULL: a GitHub App */
 };
 
 int al_gh_new(const al_broker_config *cfg, EVP_PKEY *key, al_gh **out, al_error *err)
@@ -63,7 +65,14 @@ int al_gh_new(const al_broker_config *cfg, EVP_PKEY *key, al_gh **out, al_error 
     free(gh);
     return -1;
   }
+  if (cfg->gitlab_token_file &&
+      al_broker_gitlab_token_load(cfg->gitlab_token_file, &gh->gl_admin, err) < 0) {
+    al_ghapi_free(gh->api);
+    free(gh);
+    return -1;
+  }
   if (pthread_mutex_init(&gh->lock, NULL) != 0) {
+    al_secret_free(gh->gl_admin);
     al_ghapi_free(gh->api);
     free(gh);
     return al_make_error(err, ENOMEM, "mutex");
@@ -80,6 +89,7 @@ void al_gh_free(al_gh *gh)
     free(gh->ids[i].repo);
   free(gh->ids);
   al_ghapi_free(gh->api);
+  al_secret_free(gh->gl_admin);
   pthread_mutex_destroy(&gh->lock);
   free(gh);
 }
@@ -301,6 +311,11 @@ void al_app_facts_free(al_app_facts *f)
 int al_gh_app_facts(al_gh *gh, const char *repo, al_app_facts *out, al_error *err)
 {
   memset(out, 0, sizeof *out);
+  if (gh->gl_admin)
+    return al_error_set(err, ENOTSUP,
+                        "%s: a GitLab broker has no App to show (the GitLab audit is not built "
+                        "yet, issue #30 item 4)",
+                        repo);
   char *jwt = NULL;
   if (make_jwt(gh, &jwt, err) < 0)
     return -1;
@@ -392,12 +407,97 @@ static int parse_minted(json_t *j, const char *repo, const al_perm_set *asked, a
   return 0;
 }
 
+/* ---- GitLab (gitlab.token_file): project access tokens ---------------- */
+
+/* A role's scopes (GitLab's are coarser than an App's permissions: the
+ * git token needs `api` for the supervisor's merge request; the ticket
+ * token's notes need it too). The role's GitHub-named permissions stay
+ * the broker's contract with the client; docs/gitlab.md maps them. */
+static const char *const gl_git_scopes[] = {"read_repository", "write_repository", "api", NULL};
+static const char *const gl_ticket_scopes[] = {"api", NULL};
+
+static int gl_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *perms,
+                   al_token *out, al_error *err)
+{
+  char exp[11], name[32];
+  al_gl_expiry_tomorrow(time(NULL), exp);
+  snprintf(name, sizeof name, "airlock-%s", al_role_name(role));
+  al_gl_token t;
+  if (al_gl_token_mint(gh->api, gh->gl_admin, repo, name,
+                       role == AL_ROLE_GIT ? gl_git_scopes : gl_ticket_scopes, 30, exp, &t,
+                       err) < 0)
+    return al_error_wrap(err, "GitLab project %s", repo);
+  out->installation_id = t.id; /* GitLab: the project access token's id */
+  int rc = 0;
+  size_t tl = strlen(t.value);
+  if (!token_chars_ok(t.value, tl)) {
+    rc = al_error_set(err, EPROTO, "GitLab project %s: the minted token is not well-formed", repo);
+  } else if (t.access_level != 30 || strcmp(t.expires_at, exp) != 0) {
+    rc = al_error_set(err, EPROTO,
+                      "GitLab project %s: the token was minted with access level %d expiring "
+                      "`%s`, not Developer (30) expiring %s",
+                      repo, t.access_level, t.expires_at, exp);
+  } else if (!(out->value = al_secret_dupn(t.value, tl))) {
+    rc = al_make_error(err, errno, "secret memory");
+  }
+  if (rc < 0) {
+    /* a token was issued but is not what was asked: kill it */
+    bool confirmed;
+    al_error rerr = {0};
+    if (al_gl_token_revoke(gh->api, gh->gl_admin, repo, &t, &confirmed, &rerr) < 0)
+      al_error_log("revoking the rejected GitLab token %lld: %s", t.id, rerr.msg);
+    al_gl_token_wipe(&t);
+    return -1;
+  }
+  al_gl_token_wipe(&t);
+  al_secret_fingerprint(out->value, out->fp);
+  /* GitLab's expires_at is a day: the token dies at its start, UTC */
+  snprintf(out->expires_at_str, sizeof out->expires_at_str, "%sT00:00:00Z", exp);
+  (void)al_parse_iso8601(out->expires_at_str, &out->expires_at);
+  out->perms = *perms;
+  return 0;
+}
+
+/* DELETE /projects/:id/access_tokens/:token_id with the broker's token
+ * (the id kept with the token; a token kept without one is revoked with
+ * itself, DELETE /personal_access_tokens/self), then the 401 confirmed
+ * with the token itself (forge/gitlab.c). */
+static int gl_revoke(al_gh *gh, const al_token *t, bool *confirmed, al_error *err)
+{
+  al_gl_token g;
+  memset(&g, 0, sizeof g);
+  g.id = t->installation_id;
+  if (strlen(t->value) >= sizeof g.value)
+    return al_error_set(err, EINVAL, "token %s: too long for GitLab", t->fp);
+  snprintf(g.value, sizeof g.value, "%s", t->value);
+  int rc;
+  if (g.id > 0) {
+    rc = al_gl_token_revoke(gh->api, gh->gl_admin, t->repo, &g, confirmed, err);
+  } else {
+    al_ghapi_resp r = {0};
+    rc =
+        al_ghapi_request(gh->api, "DELETE", "/personal_access_tokens/self", g.value, NULL, &r, err);
+    al_ghapi_resp_free(&r);
+    al_ghapi_resp s = {0};
+    *confirmed = rc == 0 &&
+                 al_ghapi_get(gh->api, "/personal_access_tokens/self", g.value, &s, err) == 0 &&
+                 s.status == 401;
+    al_ghapi_resp_free(&s);
+    if (rc == 0 && !*confirmed)
+      rc = al_error_set(err, EIO, "token %s still answers after its revocation", t->fp);
+  }
+  al_gl_token_wipe(&g);
+  return rc < 0 ? al_error_wrap(err, "revoking token %s", t->fp) : 0;
+}
+
 int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *perms, al_token *out,
                al_error *err)
 {
   memset(out, 0, sizeof *out);
   out->role = role;
   snprintf(out->repo, sizeof out->repo, "%s", repo);
+  if (gh->gl_admin)
+    return gl_mint(gh, role, repo, perms, out, err);
   char *jwt = NULL;
   if (make_jwt(gh, &jwt, err) < 0)
     return -1;
@@ -517,6 +617,8 @@ int al_gh_revoke(al_gh *gh, const al_token *t, bool *confirmed, al_error *err)
   *confirmed = false;
   if (!t->value)
     return al_error_set(err, EINVAL, "token %s: no value to revoke", t->fp);
+  if (gh->gl_admin)
+    return gl_revoke(gh, t, confirmed, err);
   if (revoke_once(gh, t, err) < 0)
     return -1;
   /* GitHub documents no propagation time for a revocation (the stateless

@@ -36,14 +36,14 @@ typedef struct al_gh al_gh;
  * (secmem.h) and is wiped by al_token_clear(). */
 typedef struct al_token {
   al_role role;
-  char *value;       /* the token, or NULL once cleared */
-  char fp[20];       /* "sha256:" + 12 hex of the value */
-  char repo[201];    /* "owner/repo" as requested */
-  long long repo_id; /* from the response, 0 when not reported */
-  long long installation_id;
-  al_perm_set perms;       /* as granted by the API */
-  time_t expires_at;       /* seconds since the epoch */
-  char expires_at_str[32]; /* as the API wrote it (ISO 8601) */
+  char *value;               /* the token, or NULL once cleared */
+  char fp[20];               /* "sha256:" + 12 hex of the value */
+  char repo[201];            /* "owner/repo" as requested */
+  long long repo_id;         /* from the response, 0 when not reported */
+  long long installation_id; /* GitHub: the installation; GitLab: the project access token's id */
+  al_perm_set perms;         /* as granted by the API */
+  time_t expires_at;         /* seconds since the epoch */
+  char expires_at_str[32];   /* as the API wrote it (ISO 8601) */
 } al_token;
 
 /* The new client keeps pointers to cfg and key (both must outlive it). */

@@ -76,6 +76,7 @@ void al_broker_config_free(al_broker_config *c)
   free(c->app_id);
   free(c->client_id);
   free(c->private_key_path);
+  free(c->gitlab_token_file);
   free(c->api_url);
   free(c->ca_file);
   for (size_t i = 0; i < c->n_repos; i++)
@@ -394,12 +395,23 @@ static int secrets_parse(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, voi
   return al_yw_each(w, kv, NULL, 64, secret_pair, obj);
 }
 
+static const al_yw_field gitlab_fields[] = {
+    {.key = "token_file",
+     .type = AL_YW_STR,
+     .flags = AL_YW_REQUIRED,
+     .off = OFF(gitlab_token_file),
+     .min = 1,
+     .doc = "the file of a token allowed to create project access tokens (a Maintainer's, scope "
+            "api)"},
+};
+static const al_yw_map gitlab_map = {gitlab_fields, AL_ARRAY_SIZE(gitlab_fields), NULL};
+
 static const al_yw_field top_fields[] = {
     {.key = "app",
      .type = AL_YW_CUSTOM,
-     .flags = AL_YW_REQUIRED,
      .parse = app_parse,
      .doc = "{id or client_id, private_key}"},
+    {.key = "gitlab", .type = AL_YW_MAP, .map = &gitlab_map},
     {.key = "api", .type = AL_YW_MAP, .map = &api_map},
     {.key = "repositories",
      .type = AL_YW_LIST,
@@ -423,6 +435,20 @@ static const al_yw_map top_map = {top_fields, AL_ARRAY_SIZE(top_fields), NULL};
 /* The rules across sections, after the walk. */
 static int check_all(const al_broker_config *c, const char *name, al_error *err)
 {
+  if (!c->private_key_path == !c->gitlab_token_file)
+    return al_error_set(err, EINVAL,
+                        "%s: set exactly one of `app` (a GitHub App) and `gitlab` (a GitLab "
+                        "credential that creates project access tokens)",
+                        name);
+  if (c->gitlab_token_file) {
+    size_t n = strlen(c->api_url);
+    if (n < 7 || strcmp(c->api_url + n - 7, "/api/v4") != 0)
+      return al_error_set(err, EINVAL, "%s: api.url `%s` must end in /api/v4 with `gitlab`", name,
+                          c->api_url);
+    if (c->audit_token_file || c->audit_key_path)
+      return al_error_set(err, EINVAL,
+                          "%s: audit: the GitLab audit is not built yet (issue #30 item 4)", name);
+  }
   for (size_t i = 0; i < c->n_secrets; i++)
     for (size_t k = 0; k < c->secrets[i].n_repos; k++)
       if (!al_broker_config_repo_allowed(c, c->secrets[i].repos[k]))
@@ -595,6 +621,17 @@ int al_broker_audit_token_load(const char *path, char **out, al_error *err)
 {
   return private_value_load(path, "audit token file", token_byte, "one token of [A-Za-z0-9_]", out,
                             err);
+}
+
+static bool gitlab_token_byte(unsigned char c)
+{
+  return isalnum(c) || c == '_' || c == '-' || c == '.';
+}
+
+int al_broker_gitlab_token_load(const char *path, char **out, al_error *err)
+{
+  return private_value_load(path, "gitlab.token_file", gitlab_token_byte,
+                            "one token of [A-Za-z0-9_.-]", out, err);
 }
 
 int al_broker_secrets_load(al_broker_config *c, al_error *err)

@@ -3,6 +3,10 @@
  *   app:
  *     id: 12345                 # or client_id: Iv23li...; the JWT's `iss`
  *     private_key: /etc/airlock/app.pem
+ *   gitlab:                         # instead of app: a GitLab forge (issue #30)
+ *     token_file: /etc/airlock/gitlab.token  # a Maintainer's token (scope api),
+ *                                   # 0600; api.url then ends in /api/v4 and
+ *                                   # repositories are GROUP/PROJECT paths
  *   api:
  *     url: https://api.github.com   # https, or http only for a loopback address
  *     ca_file: /path/ca.pem         # optional extra trust anchors (test forge)
@@ -89,12 +93,14 @@ typedef struct al_broker_secret {
 int al_secret_name_check(const char *name, const char **why);
 
 typedef struct al_broker_config {
-  char *source;           /* file name, for messages */
-  char *app_id;           /* decimal app id, or NULL */
-  char *client_id;        /* client id, or NULL; exactly one of the two is set */
-  char *private_key_path; /* absolute or relative path of the PEM key */
-  char *api_url;          /* scheme://host[:port][/prefix], no trailing slash */
-  char *ca_file;          /* or NULL */
+  char *source;            /* file name, for messages */
+  char *app_id;            /* decimal app id, or NULL */
+  char *client_id;         /* client id, or NULL; exactly one of the two is set */
+  char *private_key_path;  /* absolute or relative path of the PEM key, or NULL (gitlab) */
+  char *gitlab_token_file; /* gitlab.token_file: a GitLab forge (issue #30), or NULL; exactly
+                              one of this and the App is set */
+  char *api_url;           /* scheme://host[:port][/prefix], no trailing slash */
+  char *ca_file;           /* or NULL */
   uint64_t http_timeout_ms;
   unsigned retries;
   uint64_t max_rate_wait_ms;
@@ -139,6 +145,10 @@ bool al_broker_config_uid_allowed(const al_broker_config *c, uid_t uid);
  * secret memory (free it with al_secret_free() from secmem.h); the file's
  * bytes are wiped from the read buffer. Messages never carry the value. */
 int al_broker_audit_token_load(const char *path, char **out, al_error *err);
+
+/* Read gitlab.token_file: checked as the audit token file is, one token
+ * of [A-Za-z0-9_.-] (GitLab's glpat-...). *out in secret memory. */
+int al_broker_gitlab_token_load(const char *path, char **out, al_error *err);
 
 /* Read every `secrets:` file into secret memory (value, fp). Each file
  * is checked like the audit token file (regular, not a symlink, owned by

@@ -9,6 +9,7 @@
 /* Indexed by al_forge_kind (forge/names.h): one line per driver. */
 static const al_forge_ops *const drivers[] = {
     [AL_FORGE_GITHUB] = &al_forge_github,
+    [AL_FORGE_GITLAB] = &al_forge_gitlab,
 };
 
 const al_forge_ops *al_forge_ops_of(al_forge_kind kind)

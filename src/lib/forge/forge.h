@@ -48,7 +48,7 @@ typedef struct al_forge_pr_req {
 } al_forge_pr_req;
 
 typedef struct al_forge_ops {
-  const char *kind; /* "github": al_forge_kind_names[] */
+  const char *kind; /* "github", "gitlab": al_forge_kind_names[] */
 
   /* ---- the repository ---- */
   /* The repository's default branch into out (n bytes). */
@@ -126,6 +126,11 @@ const al_forge_ops *al_forge_ops_find(const char *kind, const char *field, al_er
  * page. Exposed so that the tickets seam's GitHub driver can wrap the
  * issue operations. */
 extern const al_forge_ops al_forge_github;
+
+/* The GitLab driver (forge/gitlab_ops.c): GitLab REST v4 (api_url ends in
+ * /api/v4), the project by its URL-encoded full path, the merge request's
+ * iid as the number; user_permission is not built yet (ENOTSUP). */
+extern const al_forge_ops al_forge_gitlab;
 
 /* The GitHub driver's webhook_verify (forge/github_hook.c, pure: the
  * service's fuzzed parser links it without the HTTP client). */

@@ -89,6 +89,8 @@ int al_gl_token_mint(al_ghapi *c, const char *admin, const char *project, const 
   snprintf(out->value, sizeof out->value, "%s", tok);
   snprintf(out->expires_at, sizeof out->expires_at, "%s", exp ? exp : "");
   out->access_level = (int)json_integer_value(json_object_get(r.json, "access_level"));
+  /* wipe jansson's copy of the secret before it is freed */
+  OPENSSL_cleanse((char *)tok, strlen(tok));
   al_ghapi_resp_free(&r);
   return 0;
 }

@@ -7,8 +7,9 @@
  * the one project. Pages followed: "Project access tokens API" (create,
  * revoke), "Personal access tokens API" (GET /personal_access_tokens/self,
  * which answers 401 for a revoked token), "Merge requests API" (create).
- * A token's value is never logged nor put in an error message. Not yet
- * behind the forge seam's ops table (forge/forge.h, when it lands). */
+ * A token's value is never logged nor put in an error message. The seam's
+ * GitLab driver (gitlab_ops.c) and the broker's GitLab mode (app.c) call
+ * these. */
 #ifndef AL_FORGE_GITLAB_H
 #define AL_FORGE_GITLAB_H
 

@@ -11,7 +11,7 @@
 
 #include "common/util.h"
 
-const char *const al_forge_kind_names[] = {"github", NULL};
+const char *const al_forge_kind_names[] = {"github", "gitlab", NULL};
 
 static bool login_char(char c)
 {

@@ -62,8 +62,8 @@ int al_gitlab_username_check(const char *name, const char **why);
 /* The forge kinds airlock has a driver for (forge/forge.h): the policy's
  * `forge.kind` (default github). A second forge adds its name here, its
  * value to the enum and its driver to forge/forge.c's table. */
-typedef enum al_forge_kind { AL_FORGE_GITHUB = 0 } al_forge_kind;
-/* "github", ...; NULL-terminated, indexed by al_forge_kind. */
+typedef enum al_forge_kind { AL_FORGE_GITHUB = 0, AL_FORGE_GITLAB = 1 } al_forge_kind;
+/* "github", "gitlab"; NULL-terminated, indexed by al_forge_kind. */
 extern const char *const al_forge_kind_names[];
 
 #define AL_PERM_NAME_MAX 48

@@ -815,7 +815,27 @@ static const al_yw_field forge_fields[] = {
     {.key = "git_url", .type = AL_YW_STR, .off = F(al_policy_forge, git_url), .check = forge_check},
     {.key = "ca_file", .type = AL_YW_STR, .off = F(al_policy_forge, ca_file), .check = forge_check},
 };
-static const al_yw_map forge_map = {forge_fields, AL_ARRAY_SIZE(forge_fields), NULL};
+/* forge.kind gitlab (issue #30): GitLab's REST base is HOST[/PREFIX]/api/v4
+ * and its git host is its own, so both are named, never defaulted to
+ * GitHub's. */
+static int forge_done(al_yw *c, const al_yw_kv *kv, void *obj, const bool *seen)
+{
+  const al_policy_forge *fg = obj;
+  if (fg->kind != AL_FORGE_GITLAB)
+    return 0;
+  if (!seen[1] || !seen[2])
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "kind gitlab needs api_url (https://HOST/api/v4) and git_url "
+                      "(https://HOST): they have no GitLab default");
+  size_t n = strlen(fg->api_url);
+  if (n < 7 || strcmp(fg->api_url + n - 7, "/api/v4") != 0)
+    return al_yw_fail(c, al_yw_at(kv), kv->path,
+                      "kind gitlab: api_url `%s` must end in /api/v4 (GitLab's REST v4 base)",
+                      fg->api_url);
+  return 0;
+}
+
+static const al_yw_map forge_map = {forge_fields, AL_ARRAY_SIZE(forge_fields), forge_done};
 
 /* ---- ticket (issue #31) ---- */
 

@@ -117,6 +117,44 @@ like "acme/pass: read with a minted token, then revoked" "$(jq -r .credentials "
   '^installation token sha256:[0-9a-f]{12} \(administration:read,contents:read,metadata:read\).*, revoked$'
 "$AIRLOCK" audit acme/pass -c "$W/broker.yaml" >"$W/pass.txt" 2>&1
 like "acme/pass: text report ends with the verdict" "$(tail -1 "$W/pass.txt")" '^the escape budget holds'
+# ---- the App's key lives only in a short-lived child (audit_key.c) -----------
+# strace -f logs each process's opens, connects and writes with its pid. The
+# process that writes the report to stdout is the one that ran the checks:
+# it must never open the key file, and the key's process (its child) must
+# have exited before the checking process first connects to the API (the
+# reads the checks judge). The control: the trace sees the key file opened
+# (by the child) and the report written, so an open of the key by the
+# checking process would show (it does on the code before audit_key.c).
+active_tokens() { curl -s "$ADMIN/tokens" | jq '[.[] | select(.state == "active")] | length'; }
+if ! command -v strace >/dev/null || ! strace -f -qq -o /dev/null true 2>/dev/null; then
+  skip "strace missing or ptrace not allowed here: the key's process is not checked"
+else
+  strace -f -q -s 48 -e trace=openat,open,connect,write -o "$W/key.trace" \
+    "$AIRLOCK" audit --json acme/pass -c "$W/broker.yaml" >"$W/key.json" 2>"$W/key.err"
+  is "under strace: acme/pass still holds" "$(jq -r .holds "$W/key.json")" true
+  report_w='write(1, "{\n  \"repo\"'
+  rep_pid=$(grep -F "$report_w" "$W/key.trace" | awk '{print $1}' | sort -u)
+  key_pid=$(grep -F "\"$W/keys/app.pem\"" "$W/key.trace" | awk '{print $1}' | sort -u | tr '\n' ' ')
+  key_pid=${key_pid% }
+  like "the trace shows the process that wrote the report" "$rep_pid" '^[0-9]+$'
+  like "the trace shows the key file opened, by one process" "$key_pid" '^[0-9]+$'
+  is "the process that ran the checks never opened the key file" \
+    "$(grep -F "\"$W/keys/app.pem\"" "$W/key.trace" | awk -v p="$rep_pid" '$1 == p' | wc -l)" 0
+  is "  (the key was opened by a process of its own)" "$([ "$key_pid" != "$rep_pid" ] && echo other)" other
+  key_exit=$(grep -n "^$key_pid +++ exited with 0 +++" "$W/key.trace" | cut -d: -f1)
+  first_read=$(grep -n "^$rep_pid connect(" "$W/key.trace" | grep -v 'sun_family=AF_UNIX' | head -1 | cut -d: -f1)
+  like "the key's process exited cleanly" "$key_exit" '^[0-9]+$'
+  is "  before the checking process first connected to the API" \
+    "$([ -n "$key_exit" ] && [ -n "$first_read" ] && [ "$key_exit" -lt "$first_read" ] && echo before)" before
+  fp=$(jq -r .credentials "$W/key.json" | grep -oE 'sha256:[0-9a-f]{12}' | head -1)
+  is "the token the key's process minted is revoked at the forge" \
+    "$(curl -s "$ADMIN/tokens" | jq -r --arg fp "$fp" '.[] | select(.fingerprint == $fp) | .state')" revoked
+fi
+# Revoked on the error path too: an unknown branch stops the audit after
+# the key's process minted its token.
+before=$(active_tokens)
+is "an unknown branch with --config: exit 2" "$(audit nob0 acme/pass -b nosuch -c "$W/broker.yaml")" 2
+is "  the token minted for it is revoked all the same" "$(active_tokens)" "$before"
 # The App's facts (forge/app.c al_gh_app_facts, as the broker reads them):
 # a repository the App is not installed on is named, not audited.
 is "acme/not-installed: the audit cannot run (exit 2)" "$(audit noinst acme/not-installed -c "$W/broker.yaml")" 2
@@ -183,6 +221,14 @@ is "acme/pass with an administration:read token: exit 0" "$rc" 0
 like "  the report names the token's source" "$(jq -r .credentials "$W/envok.json")" '^token from AIRLOCK_AUDIT_TOKEN'
 rc=$(GITHUB_TOKEN=$(cat "$W/tok.admin") audit gh acme/pass -c "$W/broker.yaml")
 like "GITHUB_TOKEN is taken when AIRLOCK_AUDIT_TOKEN is unset" "$rc/$(jq -r .credentials "$W/gh.json")" '^0/token from GITHUB_TOKEN'
+# The config's audit.token_file (the operator's read-only token), handed on
+# by the key's process and never revoked (the last check counts it active).
+{ cat "$W/broker.yaml"; printf 'audit:\n  token_file: %s\n' "$W/tok.admin"; } >"$W/broker-tf.yaml"
+is "audit.token_file with --config: exit 0" "$(audit tf acme/pass -c "$W/broker-tf.yaml")" 0
+like "  read with the operator's token, named by its fingerprint" "$(jq -r .credentials "$W/tf.json")" \
+  "^the broker's audit token sha256:[0-9a-f]{12} \(audit\.token_file\); the App's JWT for the installation$"
+like "  the App's own view asked with a metadata: read token of the App, revoked" "$(jq -r .as_app "$W/tf.json")" \
+  '^installation token sha256:[0-9a-f]{12} of the run.s App \(metadata: read\), revoked$'
 # Without the App's credentials the App criteria cannot be seen: UNKNOWN.
 rc=$(AIRLOCK_AUDIT_TOKEN=$(cat "$W/tok.admin") audit noapp acme/pass --api "$API" --cacert "$CA" --app airlock-bot --app-id 1001)
 is "no broker config: exit 1" "$rc" 1

@@ -14,10 +14,7 @@
 
 #include "forge/appconfig.h"
 #include "forge/app.h"
-#include "forge/jwt.h"
-#include "common/secmem.h"
 #include "common/log.h"
-#include "common/redact.h"
 #include "common/util.h"
 #include "forge/audit_internal.h"
 #include "forge/codeowners.h"
@@ -200,59 +197,6 @@ static void tally(al_audit_report *r)
   }
 }
 
-/* Mint the read token: administration/contents read where the installation
- * holds them, metadata read implied (Apps › "Create an installation access
- * token for an app": `permissions` narrows the token). */
-static int mint_reader(struct ctx *c, al_gh *gh, al_token *t, al_error *err)
-{
-  al_perm_set ps = {0};
-  static const char *const want[] = {"administration", "contents"};
-  for (size_t i = 0; i < AL_ARRAY_SIZE(want); i++) {
-    if (!au_perm_level(c->inst_perms, want[i]))
-      continue;
-    snprintf(ps.items[ps.n].name, AL_PERM_NAME_MAX, "%s", want[i]);
-    ps.items[ps.n].write = false;
-    ps.n++;
-  }
-  if (al_gh_mint(gh, AL_ROLE_GIT, c->o->repo, &ps, t, err) < 0)
-    return al_error_wrap(err, "minting a read-only installation token for the audit");
-  char pf[256];
-  al_perm_set_format(&t->perms, pf, sizeof pf);
-  snprintf(c->rep->credentials, sizeof c->rep->credentials,
-           "installation token %s (%s) minted by the App for the audit", t->fp, pf);
-  return 0;
-}
-
-/* Mint the read token from the audit App: only administration: read and
- * contents: read (metadata: read implied). al_gh_mint checks that no more
- * was granted. */
-static int mint_audit_app(struct ctx *c, al_gh *gh, const al_broker_config *rc, al_token *t,
-                          al_error *err)
-{
-  al_perm_set ps;
-  al_audit_app_perms(&ps); /* the manifest of the audit App asks for the same (manifest.c) */
-  if (al_gh_mint(gh, AL_ROLE_GIT, c->o->repo, &ps, t, err) < 0)
-    return al_error_wrap(err, "minting a read-only token from the audit App %s",
-                         rc->app_id ? rc->app_id : rc->client_id);
-  char pf[256];
-  al_perm_set_format(&t->perms, pf, sizeof pf);
-  snprintf(c->rep->credentials, sizeof c->rep->credentials,
-           "installation token %s (%s) minted by the audit App %s%s", t->fp, pf,
-           rc->app_id ? rc->app_id : rc->client_id,
-           c->cfg ? "; the App's JWT for the installation" : "");
-  return 0;
-}
-
-/* The audit App as a config al_gh can use: the broker's API settings with
- * the audit App's identity. Pointers are borrowed from cfg. */
-static void audit_app_view(const al_broker_config *cfg, al_broker_config *view)
-{
-  *view = *cfg;
-  view->app_id = cfg->audit_app_id;
-  view->client_id = cfg->audit_client_id;
-  view->private_key_path = cfg->audit_key_path;
-}
-
 /* The broker's grant as the run's state: its API and roles as a config
  * (owned by c), the App as its JWT showed it. */
 static void grant_view(const al_audit_grant *g, struct ctx *c)
@@ -307,35 +251,17 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
                         "grant needs a token and an API URL, and no other credential, "
                         "api_url or ca_file");
 
+  /* With the broker's config the App's key lives in a child of its own
+   * (audit_key.c), which hands this process a grant: the checks below
+   * never run beside the key. */
+  if (o->broker_config)
+    return au_run_keyed(o, out, err);
+
   struct ctx c = {.o = o, .rep = out};
-  EVP_PKEY *key = NULL, *owned_key = NULL, *reader_key = NULL;
-  al_gh *gh = NULL, *app_gh = NULL;
-  al_token minted = {0}, bot_tok = {0};
-  char *file_tok = NULL;
-  al_broker_config reader_view;
   int ret = -1;
 
   if (o->grant) {
     grant_view(o->grant, &c);
-  } else if (o->broker_config) {
-    if (al_broker_config_load_file(o->broker_config, &c.owned_cfg, err) < 0)
-      goto out;
-    if (o->api_url) {
-      free(c.owned_cfg->api_url);
-      c.owned_cfg->api_url = al_xstrdup(o->api_url);
-    }
-    if (o->ca_file) {
-      free(c.owned_cfg->ca_file);
-      c.owned_cfg->ca_file = al_xstrdup(o->ca_file);
-    }
-    c.cfg = c.owned_cfg;
-    if (al_app_key_load(c.cfg->private_key_path, &owned_key, err) < 0)
-      goto out;
-    key = owned_key;
-    /* The run's App, through forge/app.c: its facts below, and the bot's
-     * own view of the rulesets after the reads (au_gather_bot_view). */
-    if (al_gh_new(c.cfg, key, &app_gh, err) < 0)
-      goto out;
   } else {
     if (o->app_slug)
       snprintf(out->app_slug, sizeof out->app_slug, "%s", o->app_slug);
@@ -356,9 +282,6 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
     al_ghapi_set_resolve(c.api, o->resolve);
   c.repo_path = al_strdup_printf("/repos/%s", o->repo);
 
-  if (app_gh && au_gather_app(&c, app_gh, err) < 0)
-    goto out;
-
   if (o->grant) {
     c.tok = o->grant->token;
     c.tok_is_bot = o->grant->token_is_bot;
@@ -366,37 +289,8 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
              o->grant->credentials ? o->grant->credentials : "a token from the broker");
   } else if (o->token) {
     c.tok = o->token;
-    snprintf(out->credentials, sizeof out->credentials, "token from %s%s",
-             o->token_source ? o->token_source : "the caller",
-             c.cfg ? "; the App's JWT for the installation" : "");
-  } else if (c.cfg && c.cfg->audit_key_path) {
-    /* The audit App: a second App that can only read. */
-    audit_app_view(c.cfg, &reader_view);
-    const al_broker_config *rc = &reader_view;
-    if (al_app_key_load(rc->private_key_path, &reader_key, err) < 0) {
-      al_error_wrap(err, "the audit App's key (audit.app.private_key)");
-      goto out;
-    }
-    if (al_gh_new(rc, reader_key, &gh, err) < 0 || mint_audit_app(&c, gh, rc, &minted, err) < 0)
-      goto out;
-    c.tok = minted.value;
-  } else if (c.cfg && c.cfg->audit_token_file) {
-    /* The operator's read-only admin token, kept by the broker's user. */
-    if (al_broker_audit_token_load(c.cfg->audit_token_file, &file_tok, err) < 0)
-      goto out;
-    al_redact_register(file_tok);
-    c.tok = file_tok;
-    char fp[20];
-    al_secret_fingerprint(file_tok, fp);
-    snprintf(out->credentials, sizeof out->credentials,
-             "the broker's audit token %s (audit.token_file); the App's JWT for the "
-             "installation",
-             fp);
-  } else if (c.cfg) {
-    if (al_gh_new(c.cfg, key, &gh, err) < 0 || mint_reader(&c, gh, &minted, err) < 0)
-      goto out;
-    c.tok = minted.value;
-    c.tok_is_bot = true;
+    snprintf(out->credentials, sizeof out->credentials, "token from %s",
+             o->token_source ? o->token_source : "the caller");
   } else {
     al_error_set(err, EINVAL,
                  "no credentials: set AIRLOCK_AUDIT_TOKEN (or GITHUB_TOKEN), or give the "
@@ -411,46 +305,12 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
     c.bot_tok = o->grant->bot_token;
     snprintf(c.bot_fp, sizeof c.bot_fp, "%s", o->grant->bot_fp ? o->grant->bot_fp : "");
   }
-  if (au_gather_bot_view(&c, c.tok_is_bot ? NULL : app_gh, &bot_tok, err) < 0)
+  if (au_gather_bot_view(&c, err) < 0)
     goto out;
   au_judge_all(&c);
   tally(out);
   ret = 0;
 out:
-  if (minted.value) {
-    bool confirmed = false;
-    al_error rerr = {0};
-    if (al_gh_revoke(gh, &minted, &confirmed, &rerr) < 0 || !confirmed) {
-      al_warn("revoking the audit's token %s: %s", minted.fp, rerr.msg);
-      size_t l = strlen(out->credentials);
-      snprintf(out->credentials + l, sizeof out->credentials - l, "; REVOCATION FAILED");
-    } else {
-      size_t l = strlen(out->credentials);
-      snprintf(out->credentials + l, sizeof out->credentials - l, ", revoked");
-    }
-    al_token_clear(&minted);
-  }
-  if (bot_tok.value) {
-    bool confirmed = false;
-    al_error rerr = {0};
-    if (al_gh_revoke(app_gh, &bot_tok, &confirmed, &rerr) < 0 || !confirmed) {
-      al_warn("revoking the audit's App token %s: %s", bot_tok.fp, rerr.msg);
-      size_t l = strlen(out->as_app);
-      snprintf(out->as_app + l, sizeof out->as_app - l, "; REVOCATION FAILED");
-    } else {
-      size_t l = strlen(out->as_app);
-      snprintf(out->as_app + l, sizeof out->as_app - l, ", revoked");
-    }
-    al_token_clear(&bot_tok);
-  }
-  al_gh_free(app_gh);
-  if (file_tok) {
-    al_redact_unregister(file_tok);
-    al_secret_free(file_tok);
-  }
-  al_gh_free(gh);
-  EVP_PKEY_free(owned_key);
-  EVP_PKEY_free(reader_key);
   ctx_free(&c);
   if (ret < 0)
     al_audit_report_free(out);

@@ -59,7 +59,11 @@
  *     `administration: read` (if the installation holds administration),
  *     `contents: read` (if it holds contents) and the implied
  *     `metadata: read`, used for the reads, then revoked
- *     (DELETE /installation/token) before al_audit_run returns.
+ *     (DELETE /installation/token) before al_audit_run returns. The key is
+ *     loaded, the App read and the tokens minted in a short-lived child
+ *     (audit_key.c) that hands them over a pipe and exits, as the broker
+ *     hands a grant (opts.grant): the reads and checks never run in a
+ *     process that holds a key.
  *   - the audit credential: the broker config's
  *     optional `audit:` section (see forge/appconfig.h), used when opts.token
  *     is NULL: `token_file` (a read-only admin token

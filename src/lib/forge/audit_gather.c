@@ -22,25 +22,7 @@
 #include "forge/ghapi.h"
 #include "forge/workflow.h"
 
-/* ---- the App ---------------------------------------------------------- */
-
-/* What the App's JWT shows of the App and its installation
- * (forge/app.h al_gh_app_facts: GET /app and GET
- * /repos/{o}/{r}/installation), for `airlock audit --config`, which holds
- * the key itself: the same reads the broker makes for a grant. */
-int au_gather_app(struct ctx *c, al_gh *gh, al_error *err)
-{
-  al_app_facts f;
-  if (al_gh_app_facts(gh, c->o->repo, &f, err) < 0)
-    return -1;
-  snprintf(c->rep->app_slug, sizeof c->rep->app_slug, "%s", f.slug);
-  c->rep->app_id = f.app_id;
-  c->rep->installation_id = f.installation_id;
-  c->inst_perms = json_incref(f.permissions);
-  c->inst_known = true;
-  al_app_facts_free(&f);
-  return 0;
-}
+/* ---- the installation ------------------------------------------------ */
 
 const char *au_perm_level(json_t *perms, const char *name)
 {
@@ -251,9 +233,10 @@ static json_t *rulesets_that_matter(struct ctx *c)
  * shows bypass_actors only to a caller that can edit the ruleset, but every
  * caller learns whether *it* may bypass: asked as the App, that is exactly
  * the criterion. The token has only metadata: read and is revoked before
- * the audit returns (the caller revokes *bot). app_gh NULL: the App is not
- * known to the audit, and the view stays unknown with the reason. */
-int au_gather_bot_view(struct ctx *c, al_gh *app_gh, al_token *bot, al_error *err)
+ * the audit returns (by whoever minted it: the broker, or audit_key.c for
+ * `airlock audit --config`). Without such a token the App is not known to
+ * the audit, and the view stays unknown with the reason. */
+int au_gather_bot_view(struct ctx *c, al_error *err)
 {
   c->bot_view = json_object();
   const char *tok = NULL;
@@ -264,15 +247,6 @@ int au_gather_bot_view(struct ctx *c, al_gh *app_gh, al_token *bot, al_error *er
     tok = c->bot_tok;
     snprintf(c->rep->as_app, sizeof c->rep->as_app,
              "installation token %s of the run's App (metadata: read)", c->bot_fp);
-  } else if (app_gh) {
-    al_perm_set ps = {.n = 1};
-    snprintf(ps.items[0].name, AL_PERM_NAME_MAX, "metadata");
-    if (al_gh_mint(app_gh, AL_ROLE_GIT, c->o->repo, &ps, bot, err) < 0)
-      return al_error_wrap(err, "minting a metadata: read token of the run's App (to ask "
-                                "current_user_can_bypass as the App)");
-    tok = bot->value;
-    snprintf(c->rep->as_app, sizeof c->rep->as_app,
-             "installation token %s of the run's App (metadata: read)", bot->fp);
   } else {
     snprintf(c->bot_why, sizeof c->bot_why,
              "the run's App is not known to the audit (no broker config): its own "

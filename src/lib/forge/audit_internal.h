@@ -124,15 +124,12 @@ void au_set(struct ctx *c, al_audit_id id, al_audit_status st, struct sb *ev, co
 
 /* ---- reads (audit_gather.c) ------------------------------------------- */
 
-/* The App and its installation, read with the App's JWT through gh (the
- * run's App: forge/app.h al_gh_app_facts), into c->rep and c->inst_perms.
- * Errors: al_gh_app_facts's. */
-int au_gather_app(struct ctx *c, al_gh *gh, al_error *err);
 /* The repository, classic protection, rules, rulesets and CODEOWNERS. */
 int au_gather_all(struct ctx *c, al_error *err);
-/* current_user_can_bypass per ruleset, asked as the run's App (app_gh
- * mints *bot, a metadata: read token, unless c->tok_is_bot: NULL). */
-int au_gather_bot_view(struct ctx *c, al_gh *app_gh, al_token *bot, al_error *err);
+/* current_user_can_bypass per ruleset, asked as the run's App: with the
+ * read token when c->tok_is_bot, else with c->bot_tok (the grant's metadata:
+ * read token); neither: unknown, with the reason. */
+int au_gather_bot_view(struct ctx *c, al_error *err);
 /* The installation's level ("read", "write", ...) of permission name, or NULL. */
 const char *au_perm_level(json_t *perms, const char *name);
 /* The key of a ruleset id in c->rs_detail / c->bot_view ("123"). */
@@ -150,6 +147,16 @@ int au_gather_ci(struct ctx *c, al_error *err);
 /* The ci.* criteria from what au_gather_ci read. */
 void au_judge_ci(struct ctx *c);
 void au_ci_free(struct ctx *c);
+
+/* ---- the App's key (audit_key.c) ------------------------------------- */
+
+/* al_audit_run with opts.broker_config: the key is loaded, the App's facts
+ * read and the read tokens minted in a short-lived child (as the broker's
+ * audit grant makes them), which hands them over a pipe and exits; the
+ * audit then runs here with that grant, and the minted tokens are revoked
+ * at the end on every path (", revoked" or "; REVOCATION FAILED" appended
+ * to out->credentials and out->as_app). opts already checked. */
+int au_run_keyed(const al_audit_opts *o, al_audit_report *out, al_error *err);
 
 /* ---- verdicts (audit_judge.c) ----------------------------------------- */
 

@@ -1,5 +1,5 @@
 /* airlock-gitlab-forge: a local GitLab-shaped TEST host (issue #30 item 6).
- * See README.md. Plain HTTP on 127.0.0.1 only; REST v4 routes for projects
+ * See README.md. Plain HTTP (HTTPS with --tls-dir) on 127.0.0.1 only; REST v4 routes for projects
  * (by numeric id or URL-encoded full path), issues, notes, merge requests,
  * protected branches, approval rules, push rules and project access tokens
  * (created with scopes and expires_at, revoked, then 401). One thread
@@ -726,9 +726,25 @@ static void completed(void *cls, struct MHD_Connection *c, void **ctx,
   *ctx = NULL;
 }
 
+/* A whole small file, NUL-terminated, malloc'd; NULL when unreadable. */
+static char *slurp(const char *path)
+{
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return NULL;
+  char *b = calloc(1, 65536);
+  size_t n = b ? fread(b, 1, 65535, f) : 0;
+  fclose(f);
+  if (b && n == 0) {
+    free(b);
+    return NULL;
+  }
+  return b;
+}
+
 int main(int argc, char **argv)
 {
-  const char *fix = NULL, *token_file = NULL, *ports_file = NULL;
+  const char *fix = NULL, *token_file = NULL, *ports_file = NULL, *tls_dir = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--fixture"))
       fix = argv[i + 1];
@@ -738,6 +754,8 @@ int main(int argc, char **argv)
       ports_file = argv[i + 1];
     else if (!strcmp(argv[i], "--repos"))
       repos_dir = argv[i + 1];
+    else if (!strcmp(argv[i], "--tls-dir"))
+      tls_dir = argv[i + 1];
   }
   if (!fix || !token_file || !ports_file) {
     fprintf(stderr, "usage: airlock-gitlab-forge --fixture FILE --token-file FILE "
@@ -771,10 +789,32 @@ int main(int argc, char **argv)
   boot->access_level = 40;
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handler, NULL, MHD_OPTION_SOCK_ADDR, &sa,
-      MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+  /* --tls-dir DIR: HTTPS with DIR/server.key and DIR/server.crt
+   * (scripts/make-test-ca.sh), as a GitLab behind its TLS would be */
+  char *key = NULL, *cert = NULL;
+  if (tls_dir) {
+    char kp[4096], cp[4096];
+    snprintf(kp, sizeof kp, "%s/server.key", tls_dir);
+    snprintf(cp, sizeof cp, "%s/server.crt", tls_dir);
+    key = slurp(kp);
+    cert = slurp(cp);
+    if (!key || !cert || !MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+      fprintf(stderr, "airlock-gitlab-forge: TLS: %s\n",
+              key && cert ? "this libmicrohttpd has no TLS support"
+                          : "server.key or server.crt unreadable");
+      return 2;
+    }
+  }
+  struct MHD_Daemon *d =
+      tls_dir ? MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS, 0, NULL, NULL,
+                                 handler, NULL, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_HTTPS_MEM_KEY,
+                                 key, MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_NOTIFY_COMPLETED,
+                                 completed, NULL, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END)
+              : MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handler, NULL,
+                                 MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed,
+                                 NULL, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
   if (!d) {
     fprintf(stderr, "airlock-gitlab-forge: cannot listen on 127.0.0.1: %s\n", strerror(errno));
     return 1;
@@ -783,8 +823,8 @@ int main(int argc, char **argv)
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", ports_file);
   FILE *pf = fopen(tmp, "w");
-  if (!pf || fprintf(pf, "{\"http\":%u}\n", info ? info->port : 0) < 0 || fclose(pf) != 0 ||
-      rename(tmp, ports_file) != 0) {
+  if (!pf || fprintf(pf, "{\"%s\":%u}\n", tls_dir ? "https" : "http", info ? info->port : 0) < 0 ||
+      fclose(pf) != 0 || rename(tmp, ports_file) != 0) {
     fprintf(stderr, "airlock-gitlab-forge: ports file %s: %s\n", ports_file, strerror(errno));
     MHD_stop_daemon(d);
     return 1;
@@ -794,6 +834,8 @@ int main(int argc, char **argv)
   while (!stop)
     pause();
   MHD_stop_daemon(d);
+  free(key);
+  free(cert);
   for (size_t i = 0; i < n_tokens; i++) {
     OPENSSL_cleanse(tokens[i].value, sizeof tokens[i].value);
     json_decref(tokens[i].scopes);

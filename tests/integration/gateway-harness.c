@@ -2,7 +2,10 @@
  * gateway as the supervisor runs them, without `airlock ticket`.
  *
  *   gateway-harness -p POLICY --repo O/R --ticket N --branch B [--max-comments N]
- *                   --run-id ID --dir DIR  < tokens
+ *                   [--project-id N] --run-id ID --dir DIR  < tokens
+ *
+ * The policy's forge.kind picks the gateway's table: gitlab reads --repo
+ * as the project's full path and needs --project-id (its numeric id).
  *
  * stdin: two lines, the git token and the ticket token (never argv/env).
  * The policy's network section is the proxy's allowlist, its forge section
@@ -50,7 +53,7 @@ static void die(const char *what, const char *msg)
 int main(int argc, char **argv)
 {
   const char *policy_path = NULL, *repo = NULL, *branch = NULL, *run_id = "harness", *dir = NULL;
-  unsigned long ticket = 0;
+  unsigned long ticket = 0, project_id = 0;
   unsigned max_comments = 0;
   al_error err = {0};
 
@@ -63,6 +66,8 @@ int main(int argc, char **argv)
       ticket = strtoul(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--branch"))
       branch = argv[i + 1];
+    else if (!strcmp(argv[i], "--project-id"))
+      project_id = strtoul(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--max-comments"))
       max_comments = (unsigned)strtoul(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--run-id"))
@@ -100,6 +105,8 @@ int main(int argc, char **argv)
                        .git_url = pol->forge.git_url,
                        .ca_file = pol->forge.ca_file,
                        .repo = repo,
+                       .forge_kind = pol->forge.kind,
+                       .project_id = project_id,
                        .ticket = ticket,
                        .branch = branch,
                        .max_comments = max_comments,

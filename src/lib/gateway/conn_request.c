@@ -141,6 +141,35 @@ static bool keep_header(const al_http_header *h, al_gw_body body)
   return body == AL_GW_BODY_PASS && al_http_header_is(h, "content-encoding");
 }
 
+/* A GitLab request target: origin-form, split at the first '?'; the path
+ * is kept raw (al_gw_gl_match reads it strictly, its encoded segments
+ * included), the query must hold no "%00" and no '#' (as
+ * al_gw_target_parse's). */
+static int gl_target_split(const char *t, size_t len, req_ctx *r, const char **why)
+{
+  const char *qm = memchr(t, '?', len);
+  size_t pl = qm ? (size_t)(qm - t) : len;
+  if (pl == 0 || t[0] != '/') {
+    *why = "target-not-origin-form";
+    return -1;
+  }
+  if (pl >= AL_GW_PATH_MAX) {
+    *why = "target-too-long";
+    return -1;
+  }
+  for (size_t i = 0; i < len; i++)
+    if (t[i] == '#' || (unsigned char)t[i] < 0x21 || (unsigned char)t[i] > 0x7e ||
+        (qm && t + i > qm && i + 2 < len && t[i] == '%' && t[i + 1] == '0' && t[i + 2] == '0')) {
+      *why = i < pl ? "target-not-origin-form" : "query-nul";
+      return -1;
+    }
+  memcpy(r->path, t, pl);
+  r->path[pl] = '\0';
+  r->query = qm ? qm + 1 : NULL;
+  r->qlen = qm ? len - pl - 1 : 0;
+  return 0;
+}
+
 static const al_http_header *find_header(const al_http_request *q, const char *lname)
 {
   for (size_t i = 0; i < q->n_headers; i++)
@@ -809,7 +838,9 @@ int gwc_serve_request(al_gw_conn *c)
   snprintf(r->method, sizeof r->method, "%.*s", (int)(q.method_len < 20 ? q.method_len : 20),
            q.method);
   r->version_minor = q.version_minor;
-  if (al_gw_target_parse(q.target, q.target_len, r->path, &r->query, &r->qlen, &why) < 0) {
+  if (s->gitlab
+          ? gl_target_split(q.target, q.target_len, r, &why) < 0
+          : al_gw_target_parse(q.target, q.target_len, r->path, &r->query, &r->qlen, &why) < 0) {
     refuse(c, r, 400, why, true);
     return 1;
   }
@@ -863,9 +894,18 @@ int gwc_serve_request(al_gw_conn *c)
   /* credential, then rule */
   const char *cwhy = NULL;
   const char *param = NULL;
-  al_gw_cred cred = al_gw_credential_q(&q, qp, s->placeholder, &cwhy);
-  r->rule =
-      al_gw_match_q(&s->rules, msides, r->method, strlen(r->method), mpath, qp, &r->reason, &param);
+  al_gw_cred cred;
+  if (s->gitlab) {
+    /* GitLab's table reads the raw path (its encoded {project}, {file},
+     * {branch} segments), after the API or git URL's own prefix */
+    cred = al_gw_gl_credential(&q, qp, s->placeholder, &cwhy);
+    r->rule = al_gw_gl_match(&s->gl, c->sides, r->method, strlen(r->method), r->path,
+                             strlen(r->path), qp, &r->reason, &param);
+  } else {
+    cred = al_gw_credential_q(&q, qp, s->placeholder, &cwhy);
+    r->rule = al_gw_match_q(&s->rules, msides, r->method, strlen(r->method), mpath, qp, &r->reason,
+                            &param);
+  }
   const al_gw_rule *rule = r->rule;
   if (!rule && param) {
     /* a query refusal names the parameter: "query-param-refused: NAME" */
@@ -879,7 +919,7 @@ int gwc_serve_request(al_gw_conn *c)
     refuse(c, r, 403, cwhy, close_on_refuse);
     return close_on_refuse;
   }
-  if (!rule && (msides & AL_GW_SIDE_API) && strcmp(r->method, "POST") == 0 &&
+  if (!rule && !s->gitlab && (msides & AL_GW_SIDE_API) && strcmp(r->method, "POST") == 0 &&
       al_gw_api_path_is_graphql(s->rules.api_prefix, mpath))
     return serve_graphql(c, r, &q, cred, close_on_refuse,
                          find_header(&q, "expect") != NULL); /* graphql.h */

@@ -55,6 +55,20 @@ struct al_gateway {
 
 /* "https://host[:port][/prefix]" -> canonical host, port, prefix ("" or
  * "/a/b", no trailing slash). */
+/* The run's rule table: GitLab's (rules_gitlab.h; its generic half in
+ * rules, for the refusal texts and the push checks) or GitHub's. */
+static int bind_rules(const al_gateway_opts *o, al_gw_rules *rules, al_gw_gl_rules *gl,
+                      const char *ap, const char *gp, al_error *err)
+{
+  if (o->forge_kind != AL_FORGE_GITLAB)
+    return al_gw_rules_init(rules, o->repo, o->ticket, o->branch, o->max_comments, ap, gp, err);
+  if (al_gw_gl_rules_init(gl, o->repo, o->project_id, o->ticket, o->branch, o->max_comments, ap, gp,
+                          err) < 0)
+    return -1;
+  *rules = gl->base;
+  return 0;
+}
+
 static int parse_url(const char *what, const char *url, al_host *host, uint16_t *port, char *prefix,
                      size_t prefix_cap, al_error *err)
 {
@@ -256,8 +270,9 @@ __attribute__((noreturn)) static void child_main(const al_gateway_opts *o, int t
   signal(SIGPIPE, SIG_IGN);
   if (parse_url("forge.api_url", o->api_url, &ah, &s->api_port, ap, sizeof ap, &e) < 0 ||
       parse_url("forge.git_url", o->git_url, &gh, &s->git_port, gp, sizeof gp, &e) < 0 ||
-      al_gw_rules_init(&s->rules, o->repo, o->ticket, o->branch, o->max_comments, ap, gp, &e) < 0)
+      bind_rules(o, &s->rules, &s->gl, ap, gp, &e) < 0)
     goto fail;
+  s->gitlab = o->forge_kind == AL_FORGE_GITLAB;
   snprintf(s->api_host, sizeof s->api_host, "%s", ah.name);
   snprintf(s->git_host, sizeof s->git_host, "%s", gh.name);
   if (!(s->git_token = read_secret(tok_fd, &e)) || !(s->ticket_token = read_secret(tok_fd, &e)) ||
@@ -342,11 +357,12 @@ int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
   uint16_t apn = 0, gpn = 0;
   char ap[128], gp[128];
   al_gw_rules rules;
+  al_gw_gl_rules gl;
 
   *out = NULL;
   if (parse_url("forge.api_url", o->api_url, &ah, &apn, ap, sizeof ap, err) < 0 ||
       parse_url("forge.git_url", o->git_url, &gh, &gpn, gp, sizeof gp, err) < 0 ||
-      al_gw_rules_init(&rules, o->repo, o->ticket, o->branch, o->max_comments, ap, gp, err) < 0)
+      bind_rules(o, &rules, &gl, ap, gp, err) < 0)
     return -1;
   if (!o->git_token || !o->git_token[0] || !o->ticket_token || !o->ticket_token[0] ||
       strlen(o->git_token) > TOKEN_MAX || strlen(o->ticket_token) > TOKEN_MAX)

@@ -50,6 +50,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "forge/names.h"
 #include "proxy/handoff.h"
 
 #define AL_GATEWAY_MAX_CONNS 64
@@ -60,11 +61,17 @@ typedef struct al_gateway_opts {
    * route; a git URL's prefix before every repository path. May name the
    * same host:port (GitHub Enterprise style). Only https. */
   const char *api_url, *git_url;
-  const char *ca_file;   /* upstream trust: forge.ca_file (PEM), or NULL = the system store */
-  const char *repo;      /* "OWNER/REPO", matched case-insensitively as GitHub does */
-  unsigned long ticket;  /* issue number, >= 1 */
-  const char *branch;    /* run branch without refs/heads/, e.g. "airlock/12-ab12cd34" */
-  unsigned max_comments; /* POST comments on its own ticket the agent may make; 0 = none */
+  const char *ca_file; /* upstream trust: forge.ca_file (PEM), or NULL = the system store */
+  const char *repo;    /* "OWNER/REPO", matched case-insensitively as GitHub does; GitLab:
+                          the project's full path GROUP[/SUB...]/PROJECT */
+  /* forge.kind: AL_FORGE_GITLAB matches GitLab's table (rules_gitlab.h:
+   * the project by path or project_id, PRIVATE-TOKEN / JOB-TOKEN / Bearer
+   * / Basic placeholders, GraphQL refused); anything else GitHub's */
+  al_forge_kind forge_kind;
+  unsigned long project_id; /* GitLab: the project's numeric id (>= 1); else unused */
+  unsigned long ticket;     /* issue number, >= 1 */
+  const char *branch;       /* run branch without refs/heads/, e.g. "airlock/12-ab12cd34" */
+  unsigned max_comments;    /* POST comments on its own ticket the agent may make; 0 = none */
   /* The run's installation tokens: the git token (contents) for git routes
    * and repository reads, the ticket token for the ticket's routes. Copied
    * to the gateway over a pipe (never argv, env or disk); the caller keeps

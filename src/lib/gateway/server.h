@@ -12,6 +12,7 @@
 #include "gateway/ca.h"
 #include "gateway/gateway.h"
 #include "gateway/rules.h"
+#include "gateway/rules_gitlab.h"
 #include "common/error.h"
 #include "proxy/handoff.h"
 
@@ -20,7 +21,9 @@
 typedef struct al_gw_conn al_gw_conn;
 
 typedef struct al_gw_server {
-  al_gw_rules rules;
+  al_gw_rules rules; /* GitHub's, or gl.base for GitLab (refusal texts, push checks) */
+  al_gw_gl_rules gl; /* GitLab's table bound to the run (when gitlab) */
+  bool gitlab;       /* forge_kind AL_FORGE_GITLAB */
   al_gw_ca ca;
   SSL_CTX *srv_ctx, *up_ctx;
   char *git_token, *ticket_token, *placeholder; /* secret memory (secmem.h) */

@@ -25,6 +25,8 @@ static void usage(FILE *out)
           "usage: airlock ticket OWNER/REPO#N -p POLICY [--agent CMD [-- ARGS...]]\n"
           "                      [--record FILE] [--timeout DUR] [--quiet] [--json]\n"
           "                      [--accept-unprotected]\n"
+          "       airlock ticket OWNER/REPO#KEY ...  (a Jira or Linear ticket, PROJ-7:\n"
+          "                      the policy's `ticket:` block; docs/tickets.md)\n"
           "\n"
           "Run one agent on one ticket inside the sandbox; the only thing that can get out\n"
           "is a pull request on an airlock/ branch. The agent's contract: docs/agents.md.\n"
@@ -162,10 +164,10 @@ int cmd_ticket(int argc, char **argv)
   o.target = argv[optind++];
   {
     /* a usage error, before any record or lease */
-    char repo[160];
+    char repo[160], key[64];
     unsigned long num;
     al_error te = {0};
-    if (al_ticket_parse_target(o.target, repo, sizeof repo, &num, &te) < 0)
+    if (al_ticket_parse_target_key(o.target, repo, sizeof repo, &num, key, sizeof key, &te) < 0)
       return al_cli_usage_error("%s", te.msg);
   }
   if (optind < dd)

@@ -265,6 +265,12 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 td *td_start(int kind, const char *key, const char *title, const char *body, const char *user,
              const char *token, unsigned *port)
 {
+  return td_start_tls(kind, key, title, body, user, token, NULL, NULL, port);
+}
+
+td *td_start_tls(int kind, const char *key, const char *title, const char *body, const char *user,
+                 const char *token, const char *key_pem, const char *cert_pem, unsigned *port)
+{
   td *d = calloc(1, sizeof *d);
   if (!d)
     return NULL;
@@ -276,10 +282,16 @@ td *td_start(int kind, const char *key, const char *title, const char *body, con
   snprintf(d->token, sizeof d->token, "%s", token);
   pthread_mutex_init(&d->mu, NULL);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  d->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
-                          NULL, handler, d, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
-                          completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                          MHD_OPTION_END);
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+  if (key_pem && cert_pem)
+    d->d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handler, d, MHD_OPTION_SOCK_ADDR,
+                            &sa, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+                            MHD_OPTION_HTTPS_MEM_KEY, key_pem, MHD_OPTION_HTTPS_MEM_CERT, cert_pem,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+  else
+    d->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, d, MHD_OPTION_SOCK_ADDR, &sa,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
   if (!d->d) {
     free(d);
     return NULL;
@@ -304,7 +316,10 @@ const char *td_comment(td *d, size_t i)
 
 size_t td_auth_refused(td *d)
 {
-  return d->auth_refused;
+  pthread_mutex_lock(&d->mu);
+  size_t n = d->auth_refused;
+  pthread_mutex_unlock(&d->mu);
+  return n;
 }
 
 void td_stop(td *d)

@@ -12,6 +12,10 @@ typedef struct td td;
  * (Linear; bare or Bearer). NULL when it cannot start. */
 td *td_start(int kind, const char *key, const char *title, const char *body, const char *user,
              const char *token, unsigned *port);
+/* The same over TLS with this key and certificate (PEM text), or plain
+ * HTTP when either is NULL. */
+td *td_start_tls(int kind, const char *key, const char *title, const char *body, const char *user,
+                 const char *token, const char *key_pem, const char *cert_pem, unsigned *port);
 /* How many comments were posted, and the text of the i-th (ADF flattened
  * to the concatenation of its text nodes for Jira), or NULL. */
 size_t td_comments(td *d);

@@ -140,6 +140,26 @@ static void test_target_shape(void **state)
   /* a caller's buffer too small is an error, never a cut name */
   char small[8];
   assert_int_equal(al_ticket_parse_target("acme/widget#1", small, sizeof small, &n, &err), -1);
+  /* a Jira or Linear key (issue #31): only through the _key form, checked
+   * later against the policy's kind (tickets/target.c) */
+  assert_int_equal(al_ticket_parse_target("acme/w#PROJ-7", out, sizeof out, &n, &err), -1);
+  char key[16];
+  assert_int_equal(
+      al_ticket_parse_target_key("acme/w#PROJ-7", out, sizeof out, &n, key, sizeof key, &err), 0);
+  assert_string_equal(out, "acme/w");
+  assert_string_equal(key, "PROJ-7");
+  assert_int_equal(n, 0);
+  assert_int_equal(
+      al_ticket_parse_target_key("acme/w#12", out, sizeof out, &n, key, sizeof key, &err), 0);
+  assert_string_equal(key, "");
+  assert_int_equal(n, 12);
+  assert_int_equal(al_ticket_parse_target_key("acme/w#PROJ-12345678901", out, sizeof out, &n, key,
+                                              sizeof key, &err),
+                   -1); /* longer than the caller's buffer: an error, never a cut key */
+  assert_int_equal(
+      al_ticket_parse_target_key("a#b/w#PROJ-7", out, sizeof out, &n, key, sizeof key, &err), -1);
+  assert_int_equal(
+      al_ticket_parse_target_key("acme/w#proj-7", out, sizeof out, &n, key, sizeof key, &err), -1);
 }
 
 static void test_login_rule(void **state)

@@ -441,10 +441,11 @@ char *al_policy_canonical(const al_policy *p)
     static const char *const kinds[] = {"github", "jira", "linear"};
     json_object_set_new(
         root, "ticket",
-        json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:s?}", "kind",
+        json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?}", "kind",
                   kinds[p->ticket.kind >= 0 && p->ticket.kind <= 2 ? p->ticket.kind : 0], "url",
                   p->ticket.url, "project", p->ticket.project, "team", p->ticket.team, "user",
-                  p->ticket.user, "ca_file", p->ticket.ca_file));
+                  p->ticket.user, "ca_file", p->ticket.ca_file, "token_file",
+                  p->ticket.token_file));
   }
   char *s = json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT);
   json_decref(root);
@@ -505,6 +506,7 @@ void al_policy_free(al_policy *p)
   free(p->ticket.team);
   free(p->ticket.user);
   free(p->ticket.ca_file);
+  free(p->ticket.token_file);
   al_policy_relay_clear(&p->relay);
   free(p->source);
   free(p);

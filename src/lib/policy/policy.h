@@ -129,17 +129,19 @@ typedef struct al_policy_forge {
 } al_policy_forge;
 
 /* Where the run's ticket lives (issue #31, docs/tickets.md): `ticket:
- * {kind: jira|linear|github, url, project | team, user}`. Absent: a GitHub
+ * {kind: jira|linear|github, url, project | team, user, token_file}`. Absent: a GitHub
  * issue of the run's repository (kind github, the other fields NULL). */
 typedef struct al_policy_ticket {
-  bool present;  /* the policy has a `ticket:` key */
-  int kind;      /* al_tk_kind (tickets/tickets.h): 0 github, 1 jira, 2 linear */
-  char *url;     /* jira: https://SITE.atlassian.net (required); linear: default
-                    https://api.linear.app; github: none (the forge's API URL) */
-  char *project; /* jira: the one project's key (required), e.g. "PROJ" */
-  char *team;    /* linear: the one team's key (required), e.g. "ENG" */
-  char *user;    /* jira: the account e-mail of a (scoped) API token, or NULL (OAuth 2.0) */
-  char *ca_file; /* extra trust anchors for the ticket host (absolute path), or NULL */
+  bool present;     /* the policy has a `ticket:` key */
+  int kind;         /* al_tk_kind (tickets/tickets.h): 0 github, 1 jira, 2 linear */
+  char *url;        /* jira: https://SITE.atlassian.net (required); linear: default
+                       https://api.linear.app; github: none (the forge's API URL) */
+  char *project;    /* jira: the one project's key (required), e.g. "PROJ" */
+  char *team;       /* linear: the one team's key (required), e.g. "ENG" */
+  char *user;       /* jira: the account e-mail of a (scoped) API token, or NULL (OAuth 2.0) */
+  char *ca_file;    /* extra trust anchors for the ticket host (absolute path), or NULL */
+  char *token_file; /* jira, linear (required): the vendor credential, a 0600 file of the
+                       supervisor's user it reads (never the sandbox, argv or a log) */
 } al_policy_ticket;
 
 /* One route the model relay forwards: exactly METHOD and path (the query

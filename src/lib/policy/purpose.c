@@ -143,6 +143,12 @@ static int check_ticket(al_policy *p, const char *repo, al_error *err)
              strerror(errno));
     return fail_at(err, p, p->forge.line[2], rule);
   }
+  /* a Jira or Linear ticket (issue #31): the supervisor reads it and
+   * comments on it with the vendor credential of ticket.token_file */
+  if (p->ticket.present && p->ticket.kind != 0 && !p->ticket.token_file)
+    return fail_at(err, p, 0,
+                   "ticket.token_file is required for a jira or linear ticket: the vendor "
+                   "credential, a 0600 file the supervisor reads (docs/tickets.md)");
   return 0;
 }
 

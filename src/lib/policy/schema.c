@@ -861,7 +861,7 @@ static int ticket_key_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, 
 static int ticket_url_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
 {
   char **dst = (char **)(void *)((char *)obj + f->off);
-  if (f->off == F(al_policy_ticket, ca_file))
+  if (f->off == F(al_policy_ticket, ca_file) || f->off == F(al_policy_ticket, token_file))
     return check_abs_path(c, kv, *dst);
   size_t n = strlen(*dst);
   while (n > 8 && (*dst)[n - 1] == '/')
@@ -885,8 +885,9 @@ static int ticket_done(al_yw *c, const al_yw_kv *kv, void *obj, const bool *seen
 {
   al_policy_ticket *t = obj;
   t->present = true;
-  /* seen[] follows ticket_fields: kind, url, project, team, user, ca_file */
-  static const char *const names[] = {"kind", "url", "project", "team", "user", "ca_file"};
+  /* seen[] follows ticket_fields: kind, url, project, team, user, ca_file, token_file */
+  static const char *const names[] = {"kind", "url",     "project",   "team",
+                                      "user", "ca_file", "token_file"};
   const char *missing = NULL, *extra = NULL;
   if (!seen[0])
     missing = "kind";
@@ -901,6 +902,7 @@ static int ticket_done(al_yw *c, const al_yw_kv *kv, void *obj, const bool *seen
             : seen[2] ? names[2]
             : seen[3] ? names[3]
             : seen[4] ? names[4]
+            : seen[6] ? names[6]
                       : NULL;
   }
   if (missing)
@@ -946,6 +948,12 @@ static const al_yw_field ticket_fields[] = {
      .off = F(al_policy_ticket, ca_file),
      .check = ticket_url_check,
      .doc = "extra trust anchors for the ticket host (absolute path)"},
+    {.key = "token_file",
+     .type = AL_YW_STR,
+     .off = F(al_policy_ticket, token_file),
+     .check = ticket_url_check,
+     .doc = "jira, linear: the vendor credential, a 0600 file the supervisor reads (absolute "
+            "path)"},
 };
 static const al_yw_map ticket_map = {ticket_fields, AL_ARRAY_SIZE(ticket_fields), ticket_done};
 

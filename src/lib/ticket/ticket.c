@@ -21,6 +21,12 @@
 int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned long *number,
                            al_error *err)
 {
+  return al_ticket_parse_target_key(s, repo, repolen, number, NULL, 0, err);
+}
+
+int al_ticket_parse_target_key(const char *s, char *repo, size_t repolen, unsigned long *number,
+                               char *key, size_t keylen, al_error *err)
+{
   const char *hash = strrchr(s, '#');
   if (!hash)
     return al_make_error(err, 0, "ticket `%s`: expected OWNER/REPO#NUMBER", s);
@@ -35,6 +41,18 @@ int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned l
   if (al_repo_name_check(r, &why) < 0)
     return al_make_error(err, 0, "ticket `%s`: %s", s, why);
   const char *n = hash + 1;
+  if (key && keylen)
+    key[0] = '\0';
+  if (key && *n >= 'A' && *n <= 'Z') {
+    /* a Jira or Linear key: its rule (tickets/target.c) once the policy
+     * says which; here only its size */
+    if (strlen(n) >= keylen)
+      return al_make_error(err, 0, "ticket `%s`: the key is at most %zu bytes", s, keylen - 1);
+    memcpy(repo, r, rl + 1);
+    snprintf(key, keylen, "%s", n);
+    *number = 0;
+    return 0;
+  }
   if (!*n || *n == '0' || strlen(n) > 9)
     return al_make_error(err, 0, "ticket `%s`: NUMBER must be 1 to 999999999", s);
   for (const char *p = n; *p; p++)
@@ -132,11 +150,16 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
   json_object_set_new(t.rec, "agent", json_pack("{s:o}", "argv", argv));
 
   int rc = -1;
-  if (al_ticket_parse_target(o->target, t.repo, sizeof t.repo, &t.number, err) < 0)
+  char key[AL_TK_KEY_MAX];
+  if (al_ticket_parse_target_key(o->target, t.repo, sizeof t.repo, &t.number, key, sizeof key,
+                                 err) < 0)
     goto done;
-  json_object_set_new(t.rec, "ticket",
-                      json_pack("{s:s, s:I}", "repo", t.repo, "number", (json_int_t)t.number));
-  if (tk_do_policy(&t, err) < 0 || tk_agent_plan(&t, err) < 0)
+  /* a key's number is set once it is checked (tk_vendor_target) */
+  json_object_set_new(
+      t.rec, "ticket",
+      key[0] ? json_pack("{s:s, s:s}", "repo", t.repo, "key", key)
+             : json_pack("{s:s, s:I}", "repo", t.repo, "number", (json_int_t)t.number));
+  if (tk_do_policy(&t, err) < 0 || tk_vendor_target(&t, key, err) < 0 || tk_agent_plan(&t, err) < 0)
     goto done;
   res->credentials_mode = al_cred_mode_name(t.policy->credentials.mode);
   /* al_docker_run refuses it too; here it is refused before any token is
@@ -149,11 +172,15 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
     goto done;
   }
   json_object_set_new(t.rec, "backend", json_string(o->docker ? "docker" : "native"));
-  snprintf(t.branch, sizeof t.branch, "%s%lu-%.8s", t.policy->branch_prefix, t.number, t.run_id);
+  snprintf(t.branch, sizeof t.branch, "%s%s-%.8s", t.policy->branch_prefix, t.slug, t.run_id);
   if (tk_fence_begin(&t, err) < 0)
     goto done;
 
   if (record_ready(&t, RECORD_PROBE, err) < 0)
+    goto done;
+  /* a Jira or Linear ticket: read with the vendor credential, before any
+   * token is minted (phase "ticket"; no-op for a GitHub issue) */
+  if (interrupted(&t) || tk_do_vendor_read(&t, err) < 0)
     goto done;
   if (interrupted(&t) || tk_do_relay_check(&t, err) < 0)
     goto done;
@@ -232,6 +259,7 @@ done:
   al_secret_free(t.relay_key);
   for (size_t i = 0; i < t.nphases; i++)
     free(t.phases[i].detail);
+  tk_vendor_end(&t);
   tk_fence_end(&t); /* the heartbeat goes on until the record is written */
   json_decref(t.rec);
   al_policy_free(t.policy);

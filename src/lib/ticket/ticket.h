@@ -20,7 +20,8 @@
 #include "run/docker.h"
 
 typedef struct al_ticket_opts {
-  const char *target;                /* "OWNER/REPO#N" */
+  const char *target;                /* "OWNER/REPO#N", or "OWNER/REPO#KEY" for a Jira or
+                                        Linear ticket (policy `ticket:`) */
   const char *policy_path;           /* required: a ticket needs credentials and network sections */
   char *const *agent_argv;           /* the agent command, NULL-terminated; with agent_preset:
                                         the user's extra arguments (may be NULL) */
@@ -93,5 +94,12 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
  * bytes, AL_REPO_MAX is enough). Returns 0 or -1 with err naming the rule. */
 int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned long *number,
                            al_error *err);
+/* The same, and "OWNER/REPO#KEY" (issue #31: a Jira or Linear ticket,
+ * "acme/app#PROJ-7"): when what follows `#` starts with an upper-case
+ * letter and key is not NULL, key (keylen bytes) gets it unchecked (its
+ * rule is the policy's ticket kind's, tickets/tickets.h) and *number 0;
+ * else key is "". */
+int al_ticket_parse_target_key(const char *s, char *repo, size_t repolen, unsigned long *number,
+                               char *key, size_t keylen, al_error *err);
 
 #endif

@@ -112,7 +112,12 @@ void tk_build_env(struct ticket *t)
   bool sealed = p->credentials.mode == AL_CRED_SEALED;
   tk_env_add(t, "AIRLOCK_RUN_ID=%s", t->run_id);
   tk_env_add(t, "AIRLOCK_REPO=%s", t->repo);
-  tk_env_add(t, "AIRLOCK_TICKET=%lu", t->number);
+  if (tk_vendor(t)) { /* a Jira or Linear ticket (issue #31): its key */
+    tk_env_add(t, "AIRLOCK_TICKET=%s", t->tk.key);
+    tk_env_add(t, "AIRLOCK_TICKET_SYSTEM=%s", al_tk_kind_name(t->tk.kind));
+  } else {
+    tk_env_add(t, "AIRLOCK_TICKET=%lu", t->number);
+  }
   tk_env_add(t, "AIRLOCK_API_URL=%s", p->forge.api_url);
   tk_env_add(t, "AIRLOCK_GIT_URL=%s/%s.git", p->forge.git_url, t->repo);
   tk_env_add(t, "AIRLOCK_BRANCH=%s", t->branch);

@@ -181,12 +181,12 @@ void tk_fence_end(struct ticket *t)
   t->fence = NULL;
 }
 
-/* An open PR from <prefix><number>-* other than this run's branch: its
+/* An open PR from <prefix><slug>-* other than this run's branch: its
  * URL into out (1), none (0), -1 with err when the list is incomplete. */
 static int open_ticket_pr(struct ticket *t, al_ghapi *api, const char *tok, char *out, size_t n,
                           al_error *err)
 {
-  al_autofree char *prefix = al_strdup_printf("%s%lu-", t->policy->branch_prefix, t->number);
+  al_autofree char *prefix = al_strdup_printf("%s%s-", t->policy->branch_prefix, t->slug);
   json_t *items = NULL;
   int r = al_forge_ops_of(t->policy->forge.kind)->prs_open(api, tok, t->repo, 5000, &items, err);
   int found = 0;

@@ -25,6 +25,7 @@
 #include "ticket/presets.h"
 #include "review/secrets.h"
 #include "ticket/ticket.h"
+#include "tickets/tickets.h"
 
 #define AGENT_STDOUT_CAP (4u << 20)
 #define AUDIT_CAP (8u << 20)
@@ -85,7 +86,31 @@ struct ticket {
   char *ca_bundle;
   size_t ca_bundle_len;
   struct tk_fence *fence; /* `--fence` (ticket_fence.c), or NULL */
+  /* the ticket in its system (ticket_vendor.c, issue #31): its name as
+   * branches show it ("7" for GitHub issue #7, "PROJ-7"), and for Jira or
+   * Linear the parsed key, the vendor credential (secret memory, from
+   * ticket.token_file, until the outputs are done) and what was read */
+  char slug[AL_TK_KEY_MAX];
+  al_tk_target tk;
+  char *tk_token;
+  al_tk_ticket tk_read;
 };
+
+/* A Jira or Linear ticket (ticket_vendor.c, issue #31). */
+bool tk_vendor(const struct ticket *t); /* the policy's ticket is jira or linear */
+/* After the policy: key (from OWNER/REPO#KEY, "" when a number was given)
+ * against the policy's ticket kind and project/team; fills t->tk,
+ * t->slug and t->number, and the record's ticket {kind, key}. */
+int tk_vendor_target(struct ticket *t, const char *key, al_error *err);
+/* Phase "ticket": read ticket.token_file and the ticket (al_tk_read). */
+int tk_do_vendor_read(struct ticket *t, al_error *err);
+/* The ticket's title as read, or NULL. */
+const char *tk_vendor_title(const struct ticket *t);
+/* Post text (made inert by the caller) as the run's comment on the
+ * ticket; the record's outputs.ticket_comment {url, body} or {error}. */
+void tk_vendor_comment(struct ticket *t, const char *text, json_t *outputs);
+/* Wipe the credential, free what was read. Idempotent. */
+void tk_vendor_end(struct ticket *t);
 
 /* Fencing (ticket_fence.c): read the token and start the heartbeat;
  * before the outputs, check the token, the starter's Lease and the

@@ -93,6 +93,20 @@ static json_t *counts_json(const struct al_safetext_counts *k)
                    (json_int_t)k->shown_len);
 }
 
+/* The ticket as the PR's footer names it: "#N" (an issue of the
+ * repository); "PROJ-7 (jira, https://SITE/browse/PROJ-7)" with the
+ * link built from the policy's ticket.url (the operator's, not the
+ * vendor's answer) for a Jira site; "ENG-42 (linear)". malloc'd. */
+static char *tk_ticket_name(const struct ticket *t)
+{
+  if (!tk_vendor(t))
+    return al_strdup_printf("#%lu", t->number);
+  const char *u = t->policy->ticket.url;
+  if (t->policy->ticket.kind == AL_TK_JIRA && u && !strstr(u, "/ex/jira/"))
+    return al_strdup_printf("%s (jira, %s/browse/%s)", t->tk.key, u, t->tk.key);
+  return al_strdup_printf("%s (%s)", t->tk.key, al_tk_kind_name(t->tk.kind));
+}
+
 /* Title and body for the PR: the agent's declaration (else the ticket's
  * title), each through the safe-text rewriter (common/safetext.h) with the
  * forge's own hosts: airlock's header first, the agent's text quoted,
@@ -119,9 +133,12 @@ static int pr_text(struct out_ctx *c, char **title, char **body, json_t **rewrit
     json_t *issue = NULL;
     al_error e = {0};
     const char *it = NULL;
-    if (c->forge->issue_get(c->api, c->tkt, t->repo, t->number, &issue, &e) == 0)
+    if (tk_vendor(t))
+      it = tk_vendor_title(t); /* Jira's or Linear's, read in phase "ticket" */
+    else if (c->forge->issue_get(c->api, c->tkt, t->repo, t->number, &issue, &e) == 0)
       it = json_string_value(json_object_get(issue, "title"));
-    al_autofree char *suffix = al_strdup_printf(" (#%lu)", t->number);
+    al_autofree char *suffix = tk_vendor(t) ? al_strdup_printf(" (%s)", t->tk.key)
+                                            : al_strdup_printf(" (#%lu)", t->number);
     to.max_len = TITLE_MAX - strlen(suffix);
     al_autofree char *cut = NULL;
     int rr =
@@ -131,11 +148,12 @@ static int pr_text(struct out_ctx *c, char **title, char **body, json_t **rewrit
       return -1;
     *title = al_strdup_printf("%s%s", cut, suffix);
   }
+  al_autofree char *tname = tk_ticket_name(t);
   al_autofree char *footer = al_strdup_printf(
-      "---\nTicket: #%lu. Opened by airlock (run %s, credentials %s) from the branch `%s` the "
+      "---\nTicket: %s. Opened by airlock (run %s, credentials %s) from the branch `%s` the "
       "agent pushed. The title and the quoted text above are the agent's: untrusted. A human "
       "must review this change.",
-      t->number, t->run_id, al_cred_mode_name(t->policy->credentials.mode), t->branch);
+      tname, t->run_id, al_cred_mode_name(t->policy->credentials.mode), t->branch);
   struct al_safetext_opts bo = {
       .forge_hosts = hosts, .max_len = BODY_MAX, .footer = footer, .counts = &kb};
   if (al_safetext_render(db ? db : "", db ? strlen(db) : 0, &bo, body, err) < 0) {
@@ -222,6 +240,10 @@ static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
       return -1;
   }
   al_autofree char *text = al_strdup_printf("Opened %s for review.", link);
+  if (tk_vendor(t)) { /* Jira or Linear: through the ticket seam */
+    tk_vendor_comment(t, text, c->rec);
+    return 0;
+  }
   json_t *cm = NULL;
   al_error ce = {0};
   if (c->forge->issue_comment(c->api, c->tkt, t->repo, t->number, text, &cm, &ce) == 0)

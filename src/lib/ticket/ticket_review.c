@@ -579,6 +579,8 @@ static bool is_supervisors_comment(const struct rd *r, json_t *c)
 
 static void review_ticket(struct rd *r)
 {
+  if (tk_vendor(r->t))
+    return; /* a Jira or Linear ticket: not the repository's issue of that number */
   al_autofree char *path =
       al_strdup_printf("/repos/%s/issues/%lu/comments", r->t->repo, r->t->number);
   json_t *items = list(r, "the ticket's comments", path, r->tkt, 10000, NULL);

@@ -1,6 +1,6 @@
 /* airlock policy check [--for ticket|run|render] [--repo OWNER/REPO] [--json] FILE|-
  * airlock policy default
- * airlock policy init OWNER/REPO
+ * airlock policy init [--forge gitlab] OWNER/REPO
  * Validate a policy (for a purpose), print the embedded default, or print
  * a starter policy for one repository (examples/airlock.yaml). */
 #include <errno.h>
@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -17,7 +16,7 @@
 #include "common/util.h"
 #include "forge/names.h"
 #include "policy/policy.h"
-#include "starter_policy.h"
+#include "policy/starter.h"
 
 static void usage(FILE *out)
 {
@@ -25,7 +24,7 @@ static void usage(FILE *out)
           "usage: airlock policy check [--for ticket|run|render] [--repo OWNER/REPO] [--json]\n"
           "                            FILE|-\n"
           "       airlock policy default\n"
-          "       airlock policy init OWNER/REPO\n"
+          "       airlock policy init [--forge github|gitlab] OWNER/REPO\n"
           "\n"
           "check: validate FILE (`-`: standard input) against the schema (docs/policy.md);\n"
           "print its canonical form (compact JSON) and `sha256: HEX`, the hash every run\n"
@@ -41,7 +40,9 @@ static void usage(FILE *out)
           "                needs, sha256, policy, warnings}\n"
           "default: print the embedded default policy (no network at all) in canonical form.\n"
           "init: print a starter policy for the GitHub repository OWNER/REPO, with comments\n"
-          "(examples/airlock.yaml); it passes `check --for ticket`.\n"
+          "(examples/airlock.yaml); it passes `check --for ticket`. --forge gitlab: for the\n"
+          "GitLab project GROUP/PROJECT (examples/airlock-gitlab.yaml; airlock ticket does\n"
+          "not run GitLab tickets yet, docs/gitlab.md).\n"
           "\n"
           "Exit status: 0 valid (for the purpose); 1 invalid; 2 usage.\n");
 }
@@ -174,42 +175,32 @@ static int init(int argc, char **argv)
     usage(stdout);
     return 0;
   }
+  al_forge_kind kind = AL_FORGE_GITHUB;
+  if (argc >= 2 && strcmp(argv[1], "--forge") == 0) {
+    size_t k = 0;
+    while (argc >= 3 && al_forge_kind_names[k] && strcmp(argv[2], al_forge_kind_names[k]) != 0)
+      k++;
+    if (argc < 3 || !al_forge_kind_names[k])
+      return al_cli_usage_error("--forge: github or gitlab");
+    kind = (al_forge_kind)k;
+    argc -= 2;
+    argv += 2;
+  }
   if (argc < 2)
-    return al_cli_usage_error("init needs the repository: airlock policy init OWNER/REPO");
+    return al_cli_usage_error("init needs the repository: airlock policy init [--forge gitlab] "
+                              "OWNER/REPO");
   if (al_cli_max_operands(argc, argv, 1, 1) != 0)
     return AL_EXIT_USAGE;
   if (argv[1][0] == '-')
     return al_cli_usage_error("unknown option `%s`", argv[1]);
-  if (!repo_ok(argv[1]))
-    return al_cli_usage_error("`%s`: expected OWNER/REPO (A-Z a-z 0-9 . _ -)", argv[1]);
-  if (strcasecmp(argv[1], "OWNER/REPO") == 0)
-    return al_cli_usage_error("`%s` is the docs' placeholder: give the repository the tickets "
-                              "are in, e.g. `airlock policy init acme/tally`",
-                              argv[1]);
-  /* the example with OWNER/REPO replaced */
-  size_t rl = strlen(argv[1]);
-  al_autofree char *out = al_xmalloc(sizeof starter_policy + 16 * (rl + 1));
-  size_t o = 0;
-  for (const char *q = starter_policy; *q;) {
-    if (strncmp(q, "OWNER/REPO", 10) == 0) {
-      memcpy(out + o, argv[1], rl);
-      o += rl;
-      q += 10;
-    } else {
-      out[o++] = *q++;
-    }
-  }
-  out[o] = '\0';
-  /* what we print passes what we promise */
   al_error err = {0};
-  al_policy *p = NULL;
-  if (al_policy_load_buffer("<starter policy>", out, o, &p, &err) < 0 ||
-      al_policy_check_for(p, AL_POLICY_FOR_TICKET, argv[1], &err) < 0) {
-    al_cli_error("internal: the starter policy does not pass: %s", err.msg);
-    al_policy_free(p);
+  al_autofree char *out = NULL;
+  if (al_policy_starter(kind, argv[1], &out, &err) < 0) {
+    if (err.code == EINVAL)
+      return al_cli_usage_error("%s", err.msg);
+    al_cli_error("%s", err.msg);
     return AL_EXIT_FAILED;
   }
-  al_policy_free(p);
   fputs(out, stdout);
   return fflush(stdout) == 0 ? AL_EXIT_OK : AL_EXIT_FAILED;
 }

@@ -388,4 +388,17 @@ check_not "control: examples/airlock.yaml is checked against the repo (another r
 check_not "policy init refuses a malformed repository" "$AIRLOCK" policy init 'not a repo'
 out=$("$AIRLOCK" policy init a/b extra 2>&1); rc=$?
 like "policy init refuses extra operands (exit 2)" "$rc/$out" '^2/airlock policy: unexpected argument `extra`'
+# --forge gitlab (issue #30): examples/airlock-gitlab.yaml for GROUP/PROJECT
+out=$("$AIRLOCK" policy init --forge gitlab acme/tally); rc=$?
+is "policy init --forge gitlab GROUP/PROJECT exits 0" "$rc" 0
+printf '%s\n' "$out" >"$P/init-gl.yaml"
+check "… and its output passes policy check --for ticket --repo" "$AIRLOCK" policy check --for ticket --repo acme/tally "$P/init-gl.yaml"
+is "… forge.kind gitlab, api_url /api/v4" "$("$AIRLOCK" policy check "$P/init-gl.yaml" 2>/dev/null | head -1 | jq -r '.forge | "\(.kind) \(.api_url)"')" "gitlab https://gitlab.com/api/v4"
+like "… names the project in both roles" "$(grep -c 'repo: acme/tally' "$P/init-gl.yaml")" '^2$'
+like "… and says a GitLab ticket does not run yet" "$out" 'NOT RUNNABLE YET'
+is "control: policy init without --forge is GitHub's" "$("$AIRLOCK" policy init acme/tally | "$AIRLOCK" policy check - 2>/dev/null | head -1 | jq -r .forge.kind)" github
+out=$("$AIRLOCK" policy init --forge gitlab GROUP/PROJECT 2>&1); rc=$?
+like "policy init --forge gitlab refuses the docs' placeholder (exit 2)" "$rc/$out" "^2/.*GROUP/PROJECT. is the docs' placeholder"
+out=$("$AIRLOCK" policy init --forge bitbucket a/b 2>&1); rc=$?
+like "policy init --forge refuses an unknown forge (exit 2)" "$rc/$out" '^2/airlock policy: --forge: github or gitlab'
 done_testing

@@ -1,4 +1,5 @@
-/* Shared between serve.c (scheduler), http.c (listeners) and status.c
+/* Shared between serve.c (scheduler), outcome.c (a finished run),
+ * recover.c (fences, start-up recovery), http.c (listeners) and status.c
  * (pages): the daemon's state. */
 #ifndef AL_SERVE_INTERNAL_H
 #define AL_SERVE_INTERNAL_H
@@ -94,5 +95,35 @@ char *serve_page_index(struct serve *s, const char **type);
 char *serve_page_run(struct serve *s, int64_t id, const char **type, int *status);
 char *serve_page_runs_json(struct serve *s, const char **type);
 char *serve_page_metrics(struct serve *s, const char **type);
+
+/* How long a stopped run may take to exit after SIGTERM before SIGKILL
+ * (shutdown, recovery). */
+#define STOP_GRACE_MS 60000
+
+/* A reaped child (outcome.c): its record classified, its row finished
+ * (ended, re-queued or retried), its slot in s->children freed. Called
+ * with children_lock held. */
+void serve_child_done(struct serve *s, struct serve_child *c, int wstatus);
+/* Finished rows without denials (a database migrated from schema 0): read
+ * again from their run records (outcome.c). */
+void serve_refill_denials(struct serve *s);
+
+/* Fences and recovery (recover.c). */
+/* Field 22 of /proc/PID/stat (start time in clock ticks), "" when gone. */
+void serve_proc_start_time(pid_t pid, char out[32]);
+/* Write a small file whole or not at all (a temporary, then rename). */
+int serve_write_atomic(const char *path, const char *text, al_error *err);
+/* The fence file of row id: fence_dir/ID. */
+void serve_fence_path(const struct serve *s, int64_t id, char *out, size_t n);
+/* The fencing token of attempt `attempt` of row `id` under this replica. */
+void serve_make_token(const struct serve *s, int64_t id, int attempt, const char *tag, char *out,
+                      size_t n);
+/* Make `token` the row's current one in its fence file. */
+int serve_set_fence(const struct serve *s, int64_t id, const char *token, al_error *err);
+/* Rows left `running` by a service that died or by another replica:
+ * stopped, fenced and finished, or pending on their heartbeat. */
+void serve_recover(struct serve *s);
+/* The pending rows whose heartbeat has stopped: fenced and finished. */
+void serve_pending_step(struct serve *s);
 
 #endif

@@ -36,8 +36,6 @@
 #include "serve/internal.h"
 
 #define TICK_MS 250
-#define STOP_GRACE_MS 60000
-#define RECORD_MAX (64u << 20)
 #define CHECK_BACKOFF_MAX_MS 300000
 
 void serve_log(const char *level, const char *event, json_t *extra, const char *fmt, ...)
@@ -65,15 +63,6 @@ void serve_log(const char *level, const char *event, json_t *extra, const char *
     free(red);
     free(line);
   }
-}
-
-/* Field 22 of /proc/PID/stat (start time in clock ticks), "" when gone. */
-static void proc_start_time(pid_t pid, char out[32])
-{
-  al_proc_stat st;
-  out[0] = '\0';
-  if (al_proc_stat_read(pid, &st) == 0)
-    snprintf(out, 32, "%llu", st.start_time);
 }
 
 static int mkdir_0700(const char *path, al_error *err)
@@ -136,179 +125,6 @@ static void wipe_secret(struct serve *s)
   }
 }
 
-/* ---- classifying a finished run from its record ---------------------- */
-
-struct outcome {
-  char state[16];
-  char reason[600];
-  char pr_url[512];
-  char run_id[40];
-  char *denials; /* JSON text, malloc'd */
-  int tokens_unconfirmed;
-  bool transient;
-  bool fenced; /* the attempt stopped at its fence check (ticket_fence.c) */
-};
-
-/* Causes worth a retry: the forge answered 5xx or could not be reached. */
-static bool transient_text(const char *e)
-{
-  static const char *const pats[] = {"HTTP 5",
-                                     " 500",
-                                     " 502",
-                                     " 503",
-                                     " 504",
-                                     "server error",
-                                     "Server Error",
-                                     "Connection refused",
-                                     "timed out",
-                                     "Timeout was reached",
-                                     "Couldn't connect",
-                                     "Could not resolve",
-                                     "Connection reset",
-                                     "connecting to the broker",
-                                     "no broker answers"};
-  for (size_t i = 0; e && i < AL_ARRAY_SIZE(pats); i++)
-    if (strstr(e, pats[i]))
-      return true;
-  return false;
-}
-
-/* The proxy's denials in a run record as JSON text {reason: count}
- * (malloc'd): one per proxy_decisions entry whose decision is "deny". */
-static char *denials_text(json_t *r)
-{
-  json_t *den = json_object();
-  size_t i;
-  json_t *d;
-  json_array_foreach(json_object_get(r, "proxy_decisions"), i, d)
-  {
-    const char *dec = json_string_value(json_object_get(d, "decision"));
-    if (!dec || strcmp(dec, "deny"))
-      continue;
-    const char *why = json_string_value(json_object_get(d, "reason"));
-    char key[64];
-    snprintf(key, sizeof key, "%s", why ? why : "unknown");
-    json_int_t n = json_integer_value(json_object_get(den, key));
-    json_object_set_new(den, key, json_integer(n + 1));
-  }
-  char *txt = json_dumps(den, JSON_COMPACT | JSON_SORT_KEYS);
-  json_decref(den);
-  return txt;
-}
-
-/* Finished rows without denials (a database migrated from schema 0, whose
- * column held an address): read them again from each row's run record. */
-static void refill_denials(struct serve *s)
-{
-  json_t *rows = al_queue_without_denials(s->q, 10000);
-  size_t i, n = 0;
-  json_t *v;
-  json_array_foreach(rows, i, v)
-  {
-    const char *rec = json_string_value(json_object_get(v, "record"));
-    al_autofree char *buf = NULL;
-    size_t len = 0;
-    al_error e = {0};
-    if (!rec || al_read_file(rec, RECORD_MAX, &buf, &len, &e) < 0)
-      continue;
-    json_t *r = json_loadb(buf, len, 0, NULL);
-    if (!r)
-      continue;
-    al_autofree char *txt = denials_text(r);
-    json_decref(r);
-    if (txt &&
-        al_queue_set_denials(s->q, json_integer_value(json_object_get(v, "id")), txt, &e) == 0)
-      n++;
-  }
-  if (n)
-    serve_log("info", "denials_refilled", json_pack("{s:I}", "runs", (json_int_t)n),
-              "%zu finished runs had no denial counts: read again from their run records", n);
-  json_decref(rows);
-}
-
-static void classify(const char *record, int wstatus, bool stopped_by_us, struct outcome *o)
-{
-  memset(o, 0, sizeof *o);
-  int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
-  al_autofree char *buf = NULL;
-  size_t len = 0;
-  al_error e;
-  json_t *r = NULL;
-  if (al_read_file(record, RECORD_MAX, &buf, &len, &e) == 0)
-    r = json_loadb(buf, len, 0, NULL);
-  if (r) {
-    const char *id = json_string_value(json_object_get(r, "run_id"));
-    snprintf(o->run_id, sizeof o->run_id, "%s", id ? id : "");
-    json_t *pr = json_object_get(r, "pull_request");
-    const char *url = json_string_value(json_object_get(pr, "url"));
-    if (url && json_is_true(json_object_get(pr, "verified")))
-      snprintf(o->pr_url, sizeof o->pr_url, "%s", url);
-    o->denials = denials_text(r);
-    size_t i;
-    json_t *d;
-    json_array_foreach(json_object_get(json_object_get(r, "revocation"), "tokens"), i, d)
-    {
-      if (!json_is_true(json_object_get(d, "confirmed_401")))
-        o->tokens_unconfirmed++;
-    }
-  }
-  const char *error = r ? json_string_value(json_object_get(r, "error")) : NULL;
-  const char *fst = json_string_value(json_object_get(json_object_get(r, "fence"), "status"));
-  if (fst && !strcmp(fst, "fenced")) {
-    o->fenced = true;
-    snprintf(o->state, sizeof o->state, "failed");
-    snprintf(o->reason, sizeof o->reason, "%s", error ? error : "fenced");
-  } else if (stopped_by_us) {
-    snprintf(o->state, sizeof o->state, "interrupted");
-    snprintf(o->reason, sizeof o->reason, "the service stopped (exit status %d)", code);
-  } else if (!r) {
-    snprintf(o->state, sizeof o->state, "failed");
-    if (WIFSIGNALED(wstatus))
-      snprintf(o->reason, sizeof o->reason, "no run record (killed by signal %d)",
-               WTERMSIG(wstatus));
-    else
-      snprintf(o->reason, sizeof o->reason, "no run record (exit status %d)", code);
-  } else if (code == 0 && o->pr_url[0]) {
-    snprintf(o->state, sizeof o->state, "succeeded");
-    snprintf(o->reason, sizeof o->reason, "pull request %s, tokens dead", o->pr_url);
-  } else if (code == 0) {
-    snprintf(o->state, sizeof o->state, "failed");
-    snprintf(o->reason, sizeof o->reason, "the agent exited 0 without a verified pull request");
-  } else {
-    const char *phase = "", *audit_status = "";
-    size_t i;
-    json_t *p;
-    json_array_foreach(json_object_get(r, "phases"), i, p)
-    {
-      const char *st = json_string_value(json_object_get(p, "status"));
-      if (st && !strcmp(st, "failed")) {
-        phase = json_string_value(json_object_get(p, "name")) ?: "";
-        break;
-      }
-    }
-    audit_status = json_string_value(json_object_get(json_object_get(r, "audit"), "status")) ?: "";
-    snprintf(o->reason, sizeof o->reason, "%s%s%s", phase[0] ? phase : "run",
-             error ? ": " : " failed", error ? error : "");
-    /* A security refusal (the audit does not hold, the broker forbids the
-     * lease) is never retried. */
-    if ((!strcmp(phase, "audit") && !strcmp(audit_status, "does-not-hold")) ||
-        (error && strstr(error, "(forbidden)"))) {
-      snprintf(o->state, sizeof o->state, "refused");
-    } else {
-      snprintf(o->state, sizeof o->state, "failed");
-      /* the fence check is the outputs phase's first step, before any
-       * write: a forge that could not answer it (the record's fence
-       * status "unanswered") leaves nothing to undo, so that attempt is
-       * retried like an early phase's */
-      bool before_writes = fst && !strcmp(fst, "unanswered");
-      o->transient = (!strcmp(phase, "lease") || !strcmp(phase, "audit") ||
-                      !strcmp(phase, "preflight") || !strcmp(phase, "policy") || before_writes) &&
-                     transient_text(error);
-    }
-  }
-  json_decref(r);
-}
-
 /* ---- children ---------------------------------------------------------- */
 
 static struct serve_child *child_by_pid(struct serve *s, pid_t pid)
@@ -317,70 +133,6 @@ static struct serve_child *child_by_pid(struct serve *s, pid_t pid)
     if (s->children[i].pid == pid)
       return &s->children[i];
   return NULL;
-}
-
-/* Finish the row of a reaped child; frees its slot. */
-static void child_done(struct serve *s, struct serve_child *c, int wstatus)
-{
-  struct outcome o;
-  classify(c->record, wstatus, c->stopping, &o);
-  al_queue_result res = {.state = o.state,
-                         .exit_status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1,
-                         .reason = o.reason,
-                         .pr_url = o.pr_url[0] ? o.pr_url : NULL,
-                         .run_id = o.run_id[0] ? o.run_id : NULL,
-                         .denials = o.denials,
-                         .tokens_unconfirmed = o.tokens_unconfirmed};
-  res.fence = c->fence;
-  char why[800];
-  if (o.fenced) {
-    /* it made nothing: the ticket runs again if the row is still ours (the
-     * trigger check finds a PR another attempt made) */
-    res.fenced = 1;
-    res.state = "queued";
-    res.interrupted = true;
-    snprintf(why, sizeof why, "attempt %d fenced (%s); re-queued", c->attempts, o.reason);
-    res.reason = why;
-  } else if (c->stopping) {
-    res.interrupted = true;
-    if (s->cfg->requeue_interrupted) {
-      res.state = "queued";
-      snprintf(why, sizeof why, "interrupted (%s); re-queued (runs.on_interrupt: requeue)",
-               o.reason);
-      res.reason = why;
-    }
-  } else if (o.transient && (uint64_t)c->attempts <= s->cfg->retries) {
-    uint64_t wait = s->cfg->backoff_ms << (c->attempts - 1 < 16 ? c->attempts - 1 : 16);
-    res.state = "queued";
-    res.not_before_ms = wait;
-    snprintf(why, sizeof why, "transient failure (%s); retry %d of %llu in %llu ms", o.reason,
-             c->attempts, (unsigned long long)s->cfg->retries, (unsigned long long)wait);
-    res.reason = why;
-  }
-  al_error err = {0};
-  if (al_queue_finish(s->q, c->id, &res, &err) < 0) {
-    if (err.code == ESTALE) {
-      /* another replica fenced this attempt and owns the row now */
-      al_queue_event(s->q, c->id, "fenced: attempt %d (token %s) ended after it was fenced: %s: %s",
-                     c->attempts, c->fence, res.state, res.reason);
-      serve_log("warn", "fenced",
-                json_pack("{s:I, s:i}", "run", (json_int_t)c->id, "attempt", c->attempts),
-                "run %lld: attempt %d ended after it was fenced (token %s): its outcome (%s) is "
-                "not the row's",
-                (long long)c->id, c->attempts, c->fence, res.state);
-      free(o.denials);
-      *c = s->children[--s->n_children];
-      return;
-    }
-    serve_log("error", "queue", NULL, "run %lld: %s", (long long)c->id, err.msg);
-  }
-  serve_log(!strcmp(res.state, "succeeded") ? "info" : "warn", "run_finished",
-            json_pack("{s:I, s:s, s:i, s:s?, s:s?}", "run", (json_int_t)c->id, "state", res.state,
-                      "exit_status", res.exit_status, "pr_url", res.pr_url, "record_run_id",
-                      res.run_id),
-            "run %lld: %s", (long long)c->id, res.reason);
-  free(o.denials);
-  *c = s->children[--s->n_children];
 }
 
 static void reap(struct serve *s)
@@ -393,54 +145,9 @@ static void reap(struct serve *s)
     pthread_mutex_lock(&s->children_lock);
     struct serve_child *c = child_by_pid(s, p);
     if (c)
-      child_done(s, c, st);
+      serve_child_done(s, c, st);
     pthread_mutex_unlock(&s->children_lock);
   }
-}
-
-/* Write a small file whole or not at all (a temporary, then rename). */
-static int write_atomic(const char *path, const char *text, al_error *err)
-{
-  char tmp[PATH_MAX + 8];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0)
-    return al_make_error(err, errno, "`%s`", tmp);
-  size_t n = strlen(text);
-  bool ok = write(fd, text, n) == (ssize_t)n && fsync(fd) == 0;
-  int e = errno;
-  close(fd);
-  if (!ok || rename(tmp, path) < 0) {
-    unlink(tmp);
-    return al_make_error(err, ok ? errno : e, "`%s`", path);
-  }
-  return 0;
-}
-
-static void fence_path(const struct serve *s, int64_t id, char *out, size_t n)
-{
-  snprintf(out, n, "%s/%lld", s->fence_dir, (long long)id);
-}
-
-/* The fencing token of attempt `attempt` of row `id` under this replica:
- * row.attempt.generation.holder (generation: the Lease's leaseTransitions
- * as we took it; holder: our identity, or the instance id). */
-static void make_token(const struct serve *s, int64_t id, int attempt, const char *tag, char *out,
-                       size_t n)
-{
-  long long gen = s->el ? (long long)s->el->cur.transitions : 0;
-  snprintf(out, n, "%lld.%d.%lld.%s%s", (long long)id, attempt, gen,
-           s->el ? s->el->id : s->instance, tag);
-}
-
-/* Make `token` the row's current one in its fence file (what a running
- * attempt compares before its outputs). */
-static int set_fence(const struct serve *s, int64_t id, const char *token, al_error *err)
-{
-  char path[PATH_MAX];
-  fence_path(s, id, path, sizeof path);
-  al_autofree char *text = al_strdup_printf("%s\n%s\n", token, s->stamp);
-  return write_atomic(path, text, err);
 }
 
 /* Between fork and exec: dying is right here (nothing to unwind). */
@@ -480,9 +187,9 @@ static int spawn(struct serve *s, const al_queue_run *r, const al_serve_repo *re
   argv[n++] = "--record";
   argv[n++] = c.record;
   char fpath[PATH_MAX];
-  fence_path(s, r->id, fpath, sizeof fpath);
-  make_token(s, r->id, attempt, "", c.fence, sizeof c.fence);
-  if (set_fence(s, r->id, c.fence, err) < 0)
+  serve_fence_path(s, r->id, fpath, sizeof fpath);
+  serve_make_token(s, r->id, attempt, "", c.fence, sizeof c.fence);
+  if (serve_set_fence(s, r->id, c.fence, err) < 0)
     return -1;
   argv[n++] = "--fence";
   argv[n++] = fpath;
@@ -515,7 +222,7 @@ static int spawn(struct serve *s, const al_queue_run *r, const al_serve_repo *re
   setpgid(pid, pid); /* also here: no race with a kill of the group */
   c.pid = pid;
   char start[32];
-  proc_start_time(pid, start);
+  serve_proc_start_time(pid, start);
   pthread_mutex_lock(&s->children_lock);
   s->children = al_xrealloc(s->children, (s->n_children + 1) * sizeof *s->children);
   s->children[s->n_children++] = c;
@@ -765,179 +472,7 @@ static void retain(struct serve *s)
               (unsigned long long)s->cfg->retain_rows);
 }
 
-/* ---- start-up recovery and shutdown ----------------------------------- */
-
-static bool same_process(pid_t pid, const char *start)
-{
-  if (pid <= 0 || !start[0])
-    return false;
-  char now[32];
-  proc_start_time(pid, now);
-  return now[0] && !strcmp(now, start);
-}
-
-/* Finish a recovered row: interrupted, re-queued per runs.on_interrupt,
- * only while it still holds `fence`. */
-static void recovered(struct serve *s, const al_queue_run *r, const char *fence, const char *what)
-{
-  char why[900];
-  snprintf(why, sizeof why, "interrupted: %s; %s", what,
-           s->cfg->requeue_interrupted ? "re-queued (runs.on_interrupt: requeue)"
-                                       : "not re-queued (runs.on_interrupt: fail)");
-  al_queue_result res = {.state = s->cfg->requeue_interrupted ? "queued" : "interrupted",
-                         .exit_status = -1,
-                         .reason = why,
-                         .interrupted = true,
-                         .fence = fence[0] ? fence : NULL};
-  al_error err = {0};
-  if (al_queue_finish(s->q, r->id, &res, &err) < 0)
-    serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, err.msg);
-  serve_log("warn", "recovered", json_pack("{s:I}", "run", (json_int_t)r->id), "run %lld: %s",
-            (long long)r->id, why);
-}
-
-/* Revoke the row's token: a new one in its fence file first (what the
- * attempt compares before its outputs), then in the row. Returns the new
- * token in out, or -1 (the row moved on: leave it). */
-static int bump_fence(struct serve *s, const al_queue_run *r, const char *old, char *out, size_t n)
-{
-  make_token(s, r->id, r->attempts, "!recovered", out, n);
-  al_error err = {0};
-  if (set_fence(s, r->id, out, &err) < 0) {
-    serve_log("error", "fence", json_pack("{s:I}", "run", (json_int_t)r->id), "run %lld: %s",
-              (long long)r->id, err.msg);
-    return -1;
-  }
-  int rc = al_queue_fence(s->q, r->id, old[0] ? old : NULL, out, &err);
-  if (rc < 0)
-    serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, err.msg);
-  return rc == 0 ? 0 : -1;
-}
-
-/* Rows left `running` by a service that died or by another replica:
- * - another instance's (a copied queue.db): not ours; not stopped, not
- *   run again from here (interrupted, never re-queued);
- * - its process visible in our PID namespace: stopped as before (the
- *   group; the ticket supervisor revokes on SIGTERM, the broker on its
- *   connection's close after SIGKILL), its token revoked, re-queued or not;
- * - else (another PID namespace or host, where a pid means nothing to us):
- *   pending until its heartbeat stops (pending_step). */
-static void recover(struct serve *s)
-{
-  al_queue_run rows[256];
-  al_error err = {0};
-  int n = al_queue_running(s->q, rows, 256, &err);
-  if (n < 0)
-    serve_log("error", "queue", NULL, "%s", err.msg);
-  for (int i = 0; i < n; i++) {
-    al_queue_run *r = &rows[i];
-    bool pending = false;
-    for (size_t k = 0; k < s->n_pending; k++)
-      pending |= s->pending[k].id == r->id;
-    bool ours = false;
-    for (size_t k = 0; k < s->n_children; k++)
-      ours |= s->children[k].id == r->id;
-    if (pending || ours)
-      continue;
-    char token[300];
-    if (r->instance[0] && strcmp(r->instance, s->instance) != 0) {
-      char why[400];
-      snprintf(why, sizeof why,
-               "left running by airlock serve instance %s, not this one (%s): this queue.db is "
-               "a copy or a restore; its process is not stopped and the ticket is not run again "
-               "from here (trigger it again if it has no PR)",
-               r->instance, s->instance);
-      al_queue_result res = {.state = "interrupted",
-                             .exit_status = -1,
-                             .reason = why,
-                             .interrupted = true,
-                             .fence = r->fence[0] ? r->fence : NULL};
-      if (al_queue_finish(s->q, r->id, &res, &err) < 0)
-        serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, err.msg);
-      serve_log("warn", "not_recovered",
-                json_pack("{s:I, s:s}", "run", (json_int_t)r->id, "instance", r->instance),
-                "run %lld: %s", (long long)r->id, why);
-      continue;
-    }
-    if (r->pid_ns[0] && !strcmp(r->pid_ns, s->pid_ns)) {
-      bool alive = same_process(r->pid, r->pid_start);
-      if (alive) {
-        kill(-r->pid, SIGTERM);
-        uint64_t until = al_now_ms() + STOP_GRACE_MS;
-        while (same_process(r->pid, r->pid_start) && al_now_ms() < until)
-          usleep(50000);
-        if (same_process(r->pid, r->pid_start))
-          kill(-r->pid, SIGKILL);
-      }
-      if (bump_fence(s, r, r->fence, token, sizeof token) < 0)
-        continue;
-      recovered(s, r, token,
-                alive ? "the service was restarted while it ran (its process was still there "
-                        "and was stopped)"
-                      : "the service was restarted while it ran (its process was gone)");
-      continue;
-    }
-    /* not visible here: wait out its heartbeat */
-    s->pending = al_xrealloc(s->pending, (s->n_pending + 1) * sizeof *s->pending);
-    struct serve_pending *p = &s->pending[s->n_pending++];
-    memset(p, 0, sizeof *p);
-    p->id = r->id;
-    p->attempts = r->attempts;
-    p->pid = r->pid;
-    snprintf(p->fence, sizeof p->fence, "%s", r->fence);
-    p->seen_ms = p->since_ms = al_now_ms();
-    char hb[PATH_MAX + 8];
-    fence_path(s, r->id, hb, sizeof hb);
-    strcat(hb, ".hb");
-    al_autofree char *text = NULL;
-    if (al_read_file(hb, sizeof p->hb - 1, &text, NULL, &err) == 0)
-      snprintf(p->hb, sizeof p->hb, "%s", text);
-    serve_log("warn", "recovering",
-              json_pack("{s:I, s:i, s:s, s:s}", "run", (json_int_t)r->id, "pid", (int)r->pid,
-                        "pid_ns", r->pid_ns, "token", r->fence),
-              "run %lld: its process (pid %d in %s) is not in this PID namespace (%s): waiting "
-              "until its heartbeat has not changed for %llu ms before fencing it",
-              (long long)r->id, (int)r->pid, r->pid_ns[0] ? r->pid_ns : "an unknown namespace",
-              s->pid_ns, (unsigned long long)s->hb_stale_ms);
-  }
-}
-
-/* The rows recover() could not judge: fenced once their heartbeat has
- * not changed for hb_stale_ms by our clock (never by comparing the
- * heartbeat's time with ours). */
-static void pending_step(struct serve *s)
-{
-  uint64_t now = al_now_ms();
-  for (size_t i = 0; i < s->n_pending;) {
-    struct serve_pending *p = &s->pending[i];
-    char hb[PATH_MAX + 8];
-    fence_path(s, p->id, hb, sizeof hb);
-    strcat(hb, ".hb");
-    al_autofree char *text = NULL;
-    al_error err = {0};
-    char cur[200] = "";
-    if (al_read_file(hb, sizeof cur - 1, &text, NULL, &err) == 0)
-      snprintf(cur, sizeof cur, "%s", text);
-    if (strcmp(cur, p->hb) != 0) {
-      snprintf(p->hb, sizeof p->hb, "%s", cur);
-      p->seen_ms = now;
-    }
-    if (now - p->seen_ms < s->hb_stale_ms) {
-      i++;
-      continue;
-    }
-    al_queue_run r = {.id = p->id, .attempts = p->attempts};
-    char token[300], what[700];
-    if (bump_fence(s, &r, p->fence, token, sizeof token) == 0) {
-      snprintf(what, sizeof what,
-               "attempt %d fenced: its process (pid %d) is not visible here and its heartbeat "
-               "did not change for %llu ms; token %s revoked",
-               p->attempts, (int)p->pid, (unsigned long long)(now - p->seen_ms), p->fence);
-      recovered(s, &r, token, what);
-    }
-    s->pending[i] = s->pending[--s->n_pending];
-  }
-}
+/* ---- shutdown ---------------------------------------------------------- */
 
 static void stop_children(struct serve *s, int sfd)
 {
@@ -1018,7 +553,7 @@ static void set_lead_until(struct serve *s, uint64_t until)
   char text[32];
   snprintf(text, sizeof text, "%llu\n", (unsigned long long)until);
   al_error err = {0};
-  if (write_atomic(s->stamp, text, &err) < 0)
+  if (serve_write_atomic(s->stamp, text, &err) < 0)
     serve_log("error", "fence", NULL, "leader stamp: %s", err.msg);
   __atomic_store_n(&s->lead_until_ms, until, __ATOMIC_RELEASE);
 }
@@ -1031,7 +566,7 @@ static void elect(struct serve *s, struct serve_election *el, int sfd)
     __atomic_store_n(&s->leader, 1, __ATOMIC_RELAXED);
     serve_log("info", "leading", json_pack("{s:s, s:s}", "lease", el->name, "identity", el->id),
               "holding the Lease %s/%s as %s: dequeuing", el->ns, el->name, el->id);
-    recover(s);
+    serve_recover(s);
   } else if (!lead && s->leader == 1) {
     __atomic_store_n(&s->leader, 0, __ATOMIC_RELAXED);
     serve_log("warn", "standby",
@@ -1141,7 +676,7 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
                 "%s; the rows that instance left running are not recovered here",
                 dbp, foreign, s.instance);
   }
-  refill_denials(&s);
+  serve_refill_denials(&s);
   retain(&s);
   /* Signals first (blocked before any thread exists), so the listener
    * threads never take them. */
@@ -1163,7 +698,7 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
   if (electing)
     s.leader = 0;
   else
-    recover(&s);
+    serve_recover(&s);
   if (serve_http_start(&s, err) < 0)
     goto out;
   if (electing) {
@@ -1199,7 +734,7 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
       serve_log("info", "stopping", NULL, "signal %d: stopping", s.stop_signal);
     }
     if (!stop && s.leader != 0) {
-      pending_step(&s);
+      serve_pending_step(&s);
       schedule(&s);
     }
     if (!stop && al_now_ms() - s.gc_ms >= GC_EVERY_MS)

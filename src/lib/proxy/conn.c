@@ -41,7 +41,7 @@ void px_sockaddr_text(const struct sockaddr *sa, char *out, size_t n)
 }
 
 /* Refuse: answer `status` with X-Airlock-Deny (never an address), log the
- * decision and drain. Usable in every state before RELAY. */
+ * decision and drain. Usable in every state before SPLICE. */
 void px_conn_deny(al_proxy_conn *c, int status, const char *reason, const char *detail)
 {
   char resp[384];
@@ -55,7 +55,7 @@ void px_conn_deny(al_proxy_conn *c, int status, const char *reason, const char *
     close(c->ow.fd);
     c->ow.fd = -1;
   }
-  if (status == 0 || c->direct_tls || c->st == ST_SNI || c->st == ST_RELAY) {
+  if (status == 0 || c->direct_tls || c->st == ST_SNI || c->st == ST_SPLICE) {
     /* inside a tunnel, or to a client that speaks TLS to us, there is no
      * HTTP to answer with */
     px_conn_close(c);
@@ -88,7 +88,7 @@ void px_conn_deny(al_proxy_conn *c, int status, const char *reason, const char *
   px_conn_pump(c); /* may already see EOF */
 }
 
-static void dir_free(relay_dir *d)
+static void dir_free(splice_dir *d)
 {
   if (d->pipe[0] >= 0)
     close(d->pipe[0]);
@@ -172,8 +172,8 @@ void px_conn_pump(al_proxy_conn *c)
       px_conn_sni(c);
     break;
   }
-  case ST_RELAY:
-    px_relay(c);
+  case ST_SPLICE:
+    px_splice(c);
     break;
   case ST_DRAIN: {
     char junk[4096];

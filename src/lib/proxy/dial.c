@@ -51,7 +51,7 @@ static void conn_established(al_proxy_conn *c)
     return;
   }
   if (c->plain || c->direct_tls) {
-    c->st = ST_RELAY;
+    c->st = ST_SPLICE;
     c->opened = true;
     px_stat_allowed(c->run, c->px->sh);
     px_audit_conn(c, "open", "allow");
@@ -73,7 +73,7 @@ static void conn_established(al_proxy_conn *c)
     c->st = ST_SNI;
     c->deadline = al_now_ms() + c->pol->p->network.head_timeout_ms;
   } else {
-    c->st = ST_RELAY;
+    c->st = ST_SPLICE;
     c->opened = true;
     px_stat_allowed(c->run, c->px->sh);
     px_audit_conn(c, "open", "allow");

@@ -119,7 +119,7 @@ const al_net_allow *px_conn_match(al_proxy_conn *c)
 void px_conn_plain_start(al_proxy_conn *c, const al_http_request *req, const char *path,
                          size_t path_len)
 {
-  /* rebuilt into origin-form; the original head is never relayed */
+  /* rebuilt into origin-form; the original head is never forwarded */
   c->plain = true;
   c->body_left = req->content_length > 0 ? (uint64_t)req->content_length : 0;
   size_t extra = c->buf_len - req->head_len;
@@ -151,7 +151,7 @@ int px_read_client(al_proxy_conn *c, bool head)
         return 1;
       }
       /* a whole head: decide now; c_rd stays set, so whatever follows is
-       * read later (SNI, relay) without waiting for another edge */
+       * read later (SNI, splice) without waiting for another edge */
       if (head && memmem(c->buf, c->buf_len, "\r\n\r\n", 4))
         return 1;
       continue;
@@ -234,7 +234,7 @@ void px_conn_sni(al_proxy_conn *c)
     return;
   }
   /* allowed: the buffered first flight goes to the origin unchanged */
-  c->st = ST_RELAY;
+  c->st = ST_SPLICE;
   c->opened = true;
   px_stat_allowed(c->run, c->px->sh);
   px_audit_conn(c, "open", "allow");

@@ -153,7 +153,7 @@ static void tick_ready(al_watch *w, uint32_t ev)
       if (now >= c->deadline)
         px_conn_deny(c, 0, "sni-timeout", NULL);
       break;
-    case ST_RELAY:
+    case ST_SPLICE:
       if (n->idle_timeout_ms && now - c->last_io >= n->idle_timeout_ms) {
         c->reason = "idle-timeout";
         px_conn_close(c);

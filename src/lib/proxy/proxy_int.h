@@ -2,7 +2,7 @@
  * Not an API (proxy.h is). The event loops and the connection state
  * machine, in files of one job each: accept.c (listeners, caps), head.c
  * (the request head and the decision), dial.c (DNS, the self-connect
- * guard, connect, hand-off), relay.c (the tunnel, and a plain origin's
+ * guard, connect, hand-off), splice.c (the tunnel, and a plain origin's
  * response heads without X-Airlock-*) and budget.c, conn.c (deny, close, pump), stats.c
  * (counters, decision lines), policies.c (policies, resolver channels),
  * admin.c, transparent.c (the listeners the sandbox's /etc/hosts points
@@ -11,7 +11,7 @@
  *
  * One connection (al_proxy_conn) walks these states:
  *
- *   HEAD ──decide──► RESOLVE ──► CONNECT ──► SNI (tls entries) ──► RELAY
+ *   HEAD ──decide──► RESOLVE ──► CONNECT ──► SNI (tls entries) ──► SPLICE
  *     │                 │           │          │                      │
  *     └──── deny: 4xx/5xx, X-Airlock-Deny ──► DRAIN ──► closed ◄──────┘
  *
@@ -19,7 +19,7 @@
  * (host.c) and matches the run's allowlist before any name is resolved;
  * RESOLVE asks c-ares (or takes a pin) and classifies every answer
  * (addr.c); CONNECT dials the checked address; SNI buffers the client's
- * first flight and parses the ClientHello (tls.c); RELAY splices bytes
+ * first flight and parses the ClientHello (tls.c); SPLICE splices bytes
  * through one pipe per direction. DRAIN has written an error response and
  * reads what the client still sends for a moment, so that closing does not
  * reset the connection before the client has read the answer.
@@ -187,23 +187,23 @@ typedef struct al_proxy_shared {
   size_t n_wanted;          /* worker_count(); grow_workers makes the rest */
 } al_proxy_shared;
 
-enum conn_state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_SNI, ST_RELAY, ST_DRAIN, ST_CLOSED };
+enum conn_state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_SNI, ST_SPLICE, ST_DRAIN, ST_CLOSED };
 
-/* One direction of a relay: src -> pipe -> dst, with a userspace queue
+/* One direction of a splice: src -> pipe -> dst, with a userspace queue
  * (`pend`) drained first (the 200 response, a rebuilt head, a buffered
  * ClientHello) and used alone when splice(2) cannot serve. A direction
  * starts with copied reads of at most FIRST_BUF bytes and makes its pipe
  * only when one read fills that (`bulk`): a short exchange (a small
  * request, an answer of a few KiB) costs no pipe2/fcntl/close and fewer
  * syscalls; a bulk transfer is spliced after its first 16 KiB. */
-typedef struct relay_dir {
+typedef struct splice_dir {
   int pipe[2];
   size_t in_pipe;
   char *pend;
   size_t pend_off, pend_len;
   bool src_eof, done, copy, bulk;
   uint64_t bytes;
-} relay_dir;
+} splice_dir;
 
 typedef struct al_proxy_conn {
   al_watch cw, ow; /* client, origin */
@@ -235,7 +235,7 @@ typedef struct al_proxy_conn {
   bool tls, plain;
   uint64_t body_left; /* plain HTTP: request body bytes still to forward */
   /* plain HTTP: the origin's response heads, read and forwarded without
-   * X-Airlock-* (relay.c) until the final one; then the bytes as they come */
+   * X-Airlock-* (splice.c) until the final one; then the bytes as they come */
   char *rhead;
   size_t rhead_len;
   bool resp_done;
@@ -248,7 +248,7 @@ typedef struct al_proxy_conn {
   socklen_t addr_lens[MAX_ADDRS];
   size_t n_addrs, addr_i;
 
-  relay_dir up, down; /* client -> origin, origin -> client */
+  splice_dir up, down; /* client -> origin, origin -> client */
 } al_proxy_conn;
 
 /* One worker: an event loop on its own thread with its own connections,
@@ -340,10 +340,10 @@ static inline bool px_read_dry(size_t asked, ssize_t n, bool hup)
   return (size_t)n < asked && !hup;
 }
 
-/* relay.c */
-int px_dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_rd, bool *dst_wr,
+/* splice.c */
+int px_dir_pump(al_proxy_conn *c, splice_dir *d, int src, int dst, bool *src_rd, bool *dst_wr,
                 bool up);
-void px_relay(al_proxy_conn *c);
+void px_splice(al_proxy_conn *c);
 
 /* policies.c */
 void px_hold_unref(al_policy_hold *h);

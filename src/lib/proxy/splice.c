@@ -1,8 +1,8 @@
-/* The tunnel relay: each direction copies its first bytes, then splices
+/* The tunnel splice: each direction copies its first bytes, then splices
  * through a pipe (splice(2)); half-close; the egress budget's cut. */
 #include "proxy/proxy_int.h"
 
-static int dir_make_pipe(relay_dir *d)
+static int dir_make_pipe(splice_dir *d)
 {
   if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
     d->copy = true; /* out of pipes: fall back to read/write */
@@ -20,7 +20,7 @@ static int dir_make_pipe(relay_dir *d)
  * Returns the bytes read, 0 at EOF, -errno, or -EAGAIN also when the cap
  * is 0 (nothing may be read now); *dry: a copied read came back short, so
  * src has nothing more now (px_read_dry). */
-static ssize_t dir_fill(al_proxy_conn *c, relay_dir *d, int src, bool up, bool *dry)
+static ssize_t dir_fill(al_proxy_conn *c, splice_dir *d, int src, bool up, bool *dry)
 {
   bool locked = up && px_budget_begin(c);
   ssize_t n;
@@ -62,7 +62,7 @@ static ssize_t dir_fill(al_proxy_conn *c, relay_dir *d, int src, bool up, bool *
       *dry = px_read_dry(want, n, hup);
       /* A short read after the side's FIN: nothing but the EOF can be
        * left. Take it now, before these bytes go out, so that they leave
-       * with MSG_MORE and the FIN that px_relay's shutdown(2) or close(2)
+       * with MSG_MORE and the FIN that px_splice's shutdown(2) or close(2)
        * sends rides on their segment (tcp(7); one segment and one ACK
        * fewer). MSG_PEEK: if bytes were there after all, they stay. */
       char b;
@@ -81,7 +81,7 @@ out:
 /* Move bytes src -> dst as far as readiness allows. Returns 0, or -1 when
  * the connection must close (c->reason set for a policy cut). `up`: the
  * client -> origin direction (capped, dir_fill). */
-int px_dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_rd, bool *dst_wr,
+int px_dir_pump(al_proxy_conn *c, splice_dir *d, int src, int dst, bool *src_rd, bool *dst_wr,
                 bool up)
 {
   bool progress = true;
@@ -154,7 +154,7 @@ int px_dir_pump(al_proxy_conn *c, relay_dir *d, int src, int dst, bool *src_rd, 
 /* Queue n bytes after what the down direction still has to send. */
 static void down_queue(al_proxy_conn *c, const char *p, size_t n)
 {
-  relay_dir *d = &c->down;
+  splice_dir *d = &c->down;
   size_t have = d->pend ? d->pend_len - d->pend_off : 0;
   char *q = al_xmalloc(have + n + 1);
   if (have)
@@ -241,7 +241,7 @@ static int plain_response_head(al_proxy_conn *c)
   return 0;
 }
 
-void px_relay(al_proxy_conn *c)
+void px_splice(al_proxy_conn *c)
 {
   bool heads = c->plain && !c->resp_done;
   if (heads && plain_response_head(c) < 0)
@@ -255,7 +255,7 @@ void px_relay(al_proxy_conn *c)
     return;
   }
   if (heads && c->resp_done && c->o_rd) {
-    px_relay(c); /* the final head is out of the way: the body's bytes now */
+    px_splice(c); /* the final head is out of the way: the body's bytes now */
     return;
   }
   /* a side is through once it said EOF and its bytes are out */

@@ -16,7 +16,7 @@
  *     absolute-form plain HTTP is (only `tls: false` entries).
  *
  * From there the connection walks the proxy's usual states (RESOLVE,
- * CONNECT, RELAY), with the same caps, budget and log. */
+ * CONNECT, SPLICE), with the same caps, budget and log. */
 #include "proxy/proxy_int.h"
 
 /* TLS: the ClientHello is the request. */

@@ -436,13 +436,13 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
       .handoff = t->gateway ? al_gateway_handoff(t->gateway) : NULL,
   };
   /* The agent's stdin is /dev/null (it must not read what the operator
-   * types); its stderr goes through a pipe we relay with escape sequences
+   * types); its stderr goes through a pipe we forward with escape sequences
    * neutralised (it must not drive the operator's terminal, nor truncate
    * or rewrite our own stderr, which a shared descriptor would allow). */
-  struct stderr_relay sr = {.fd = -1};
+  struct stderr_forward sr = {.fd = -1};
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   int errp[2] = {-1, -1};
-  if (devnull < 0 || pipe2(errp, O_CLOEXEC) < 0 || tk_stderr_relay_start(&sr, errp[0]) < 0) {
+  if (devnull < 0 || pipe2(errp, O_CLOEXEC) < 0 || tk_stderr_forward_start(&sr, errp[0]) < 0) {
     al_make_error(err, errno, "agent stdio");
     tk_phase_end(t, s, "failed", "%s", err->msg);
     if (devnull >= 0)
@@ -469,7 +469,7 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
   t->relay_key = NULL;
   close(errp[1]);
   close(devnull);
-  tk_stderr_relay_join(&sr);
+  tk_stderr_forward_join(&sr);
   tk_wipe_env(t);
   res->agent_status = r < 0 ? -1 : status;
   size_t n = 0;

@@ -128,7 +128,7 @@ void tk_fence_end(struct ticket *t);
 #define TK_SYSTEM_CAS "/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"
 
 /* A thread copying the agent's stderr to ours, sanitized, capped. */
-struct stderr_relay {
+struct stderr_forward {
   int fd;
   pthread_t th;
   bool running;
@@ -174,8 +174,8 @@ void tk_free_strv(char **v);
  * outlives the tokens the phase uses. l may be NULL (no lease: want_ms). */
 #define TK_LEASE_MARGIN_MS 5000u
 uint64_t tk_deadline_in_lease(const al_lease *l, uint64_t want_ms);
-int tk_stderr_relay_start(struct stderr_relay *sr, int fd);
-void tk_stderr_relay_join(struct stderr_relay *sr);
+int tk_stderr_forward_start(struct stderr_forward *sr, int fd);
+void tk_stderr_forward_join(struct stderr_forward *sr);
 
 /* The phases. Each returns 0 or -1 with err, and records itself in t->rec. */
 int tk_do_policy(struct ticket *t, al_error *err);

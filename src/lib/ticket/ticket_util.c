@@ -1,5 +1,5 @@
 /* The ticket supervisor's shared pieces: phases and progress lines, the
- * agent's environment, sealed memfds, decision lines, the stderr relay. */
+ * agent's environment, sealed memfds, decision lines, the stderr forwarder. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -96,9 +96,9 @@ char *tk_read_memfd(int fd, size_t *len)
  * (common/term.h: each line marked as the agent's, escaped), capped. */
 #define AGENT_STDERR_CAP (16u << 20)
 
-static void *stderr_relay_main(void *arg)
+static void *stderr_forward_main(void *arg)
 {
-  struct stderr_relay *sr = arg;
+  struct stderr_forward *sr = arg;
   /* No malloc here: the supervisor clones sandboxes with the raw clone
    * syscall, which does not take glibc's allocator locks the way fork(3)
    * does; a lock held by this thread at that moment would be inherited
@@ -129,14 +129,14 @@ static void *stderr_relay_main(void *arg)
   return NULL;
 }
 
-int tk_stderr_relay_start(struct stderr_relay *sr, int fd)
+int tk_stderr_forward_start(struct stderr_forward *sr, int fd)
 {
   sr->fd = fd;
   /* the thread must not take the signals the supervisor waits for */
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
-  int r = pthread_create(&sr->th, NULL, stderr_relay_main, sr);
+  int r = pthread_create(&sr->th, NULL, stderr_forward_main, sr);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (r != 0) {
     errno = r;
@@ -146,7 +146,7 @@ int tk_stderr_relay_start(struct stderr_relay *sr, int fd)
   return 0;
 }
 
-void tk_stderr_relay_join(struct stderr_relay *sr)
+void tk_stderr_forward_join(struct stderr_forward *sr)
 {
   if (sr->running)
     pthread_join(sr->th, NULL);

@@ -2,7 +2,7 @@
  *               [--admin PATH] [--run-id ID] [--max-conns N] [--workers N]
  * The egress proxy on its own (the Compose/Kubernetes renderings, debugging):
  * creates the listeners itself and runs al_proxy_serve() until SIGTERM or
- * SIGINT. SIGHUP reloads POLICY. Audit lines go to FILE (appended) or to
+ * SIGINT. SIGHUP reloads POLICY. Decision lines go to FILE (appended) or to
  * stdout. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -189,10 +189,10 @@ int cmd_proxy(int argc, char **argv)
   if (!policy->network.present)
     al_warn("proxy: %s has no network section: every request will be refused", policy_path);
 
-  int audit_fd = STDOUT_FILENO;
+  int decisions_fd = STDOUT_FILENO;
   if (log_path) {
-    audit_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (audit_fd < 0) {
+    decisions_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (decisions_fd < 0) {
       al_cli_error("--log %s: %s", log_path, strerror(errno));
       al_policy_free(policy);
       return 1;
@@ -216,10 +216,10 @@ int cmd_proxy(int argc, char **argv)
       .ready = no_confine ? NULL : confine_ready,
       .listeners = ls,
       .n_listeners = n_listen,
-      .audit_fd = audit_fd,
-      .audit_cap = log_max    ? log_max
-                   : log_path ? AL_PROXY_LOG_CAP
-                              : 0,
+      .decisions_fd = decisions_fd,
+      .decisions_cap = log_max    ? log_max
+                       : log_path ? AL_PROXY_LOG_CAP
+                                  : 0,
       .admin_path = admin,
       .max_conns_global = (uint32_t)max_conns,
       .workers = workers,
@@ -236,7 +236,7 @@ out:
     free(ids[i]);
   }
   if (log_path)
-    close(audit_fd);
+    close(decisions_fd);
   al_policy_free(policy);
   return rc;
 }

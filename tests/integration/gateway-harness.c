@@ -95,11 +95,11 @@ int main(int argc, char **argv)
 
   char path[4096];
   snprintf(path, sizeof path, "%s/gateway.jsonl", dir);
-  int gw_audit = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  int gw_decisions = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   snprintf(path, sizeof path, "%s/proxy.jsonl", dir);
-  int px_audit = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (gw_audit < 0 || px_audit < 0)
-    die("audit files", strerror(errno));
+  int px_decisions = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (gw_decisions < 0 || px_decisions < 0)
+    die("decision files", strerror(errno));
 
   al_gateway_opts o = {.api_url = pol->forge.api_url,
                        .git_url = pol->forge.git_url,
@@ -115,7 +115,7 @@ int main(int argc, char **argv)
                        .placeholder = ph,
                        .lifetime_ms = 3600 * 1000,
                        .run_id = run_id,
-                       .audit_fd = gw_audit,
+                       .decisions_fd = gw_decisions,
                        .egress_budget = pol->network.egress_budget};
   al_gateway *gw = NULL;
   if (al_gateway_start(&o, &gw, &err) < 0)
@@ -134,7 +134,7 @@ int main(int argc, char **argv)
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGINT);
   sigprocmask(SIG_BLOCK, &mask, NULL);
-  pid_t proxy = al_run_start_proxy(ls, 2, px_audit, &err);
+  pid_t proxy = al_run_start_proxy(ls, 2, px_decisions, &err);
   if (proxy < 0)
     die("proxy", err.msg);
 

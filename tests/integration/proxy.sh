@@ -250,7 +250,7 @@ is "the proxy still serves after all of the above" "$(tlsc allowed.test:$TP sni=
 check "the proxy process is still alive" kill -0 $PXPID
 adm=$(python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.recv(65536).decode())' "$T_TMP/admin.sock")
 like "admin socket reports counters" "$adm" '"denials":\{.*"not-allowed":[0-9]+'
-check "audit lines are JSON with the fields of issue #3" python3 - audit.log <<'PY'
+check "decision lines are JSON with the fields of issue #3" python3 - audit.log <<'PY'
 import json, sys
 need = {"time", "run", "client", "target", "host", "port", "address", "sni", "decision", "reason",
         "bytes_up", "bytes_down", "duration_ms"}

@@ -20,7 +20,7 @@
  *
  * Blocking I/O with SO_RCVTIMEO/SO_SNDTIMEO (AL_GW_IDLE_MS) on both
  * sockets: one thread per connection, nothing shared but the server's
- * mutex-guarded counters and audit fd. Every request ends in exactly one
+ * mutex-guarded counters and decisions fd. Every request ends in exactly one
  * decision line. A token exists only in the rebuilt head (wiped after the
  * write) and in secret memory. */
 #include <errno.h>

@@ -63,7 +63,7 @@ static void log_request(al_gw_conn *c, req_ctx *r)
     json_object_set_new(j, "refs", refs);
   }
   json_object_set_new(j, "duration_ms", json_integer((json_int_t)(al_now_ms() - r->t0)));
-  al_gw_audit(c->s, j);
+  al_gw_decision(c->s, j);
 }
 
 void gwc_log_conn(al_gw_conn *c, const char *reason, const char *detail)
@@ -78,7 +78,7 @@ void gwc_log_conn(al_gw_conn *c, const char *reason, const char *detail)
   json_object_set_new(j, "reason", json_string(reason));
   if (detail)
     json_object_set_new(j, "detail", json_string(detail));
-  al_gw_audit(c->s, j);
+  al_gw_decision(c->s, j);
 }
 
 /* ---- answers of the gateway itself ---- */

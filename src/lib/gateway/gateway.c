@@ -117,9 +117,9 @@ bad:
 
 /* ---- the serving process ---- */
 
-static al_gw_server *g_server; /* the child's one server, for al_gw_audit */
+static al_gw_server *g_server; /* the child's one server, for al_gw_decision */
 
-void al_gw_audit(al_gw_server *s, void *line_object)
+void al_gw_decision(al_gw_server *s, void *line_object)
 {
   json_t *j = line_object;
   json_t *out = json_object();
@@ -138,9 +138,9 @@ void al_gw_audit(al_gw_server *s, void *line_object)
   free(line);
   size_t l = strlen(red);
   red[l] = '\n';
-  if (s->audit_fd >= 0) {
+  if (s->decisions_fd >= 0) {
     pthread_mutex_lock(&s->mu);
-    (void)al_write_all(s->audit_fd, red, l + 1);
+    (void)al_write_all(s->decisions_fd, red, l + 1);
     pthread_mutex_unlock(&s->mu);
   }
   free(red);
@@ -215,7 +215,7 @@ static int serve_one(al_gw_server *s, int fd, char *early)
     json_t *j = json_pack("{s:s,s:s,s:s}", "event", "handoff", "decision", "deny", "reason",
                           "handoff-malformed");
     json_object_set_new(j, "detail", json_string(e.msg));
-    al_gw_audit(s, j);
+    al_gw_decision(s, j);
     return e.code != EPROTO ? 1 : 0;
   }
   al_gw_conn_spawn(s, &m, early, cfd, ufd);
@@ -263,7 +263,7 @@ __attribute__((noreturn)) static void child_main(const al_gateway_opts *o, int t
   g_server = s;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->idle, NULL);
-  s->audit_fd = o->audit_fd;
+  s->decisions_fd = o->decisions_fd;
   s->egress_budget = o->egress_budget;
   s->egress_used = egress_map;
   snprintf(s->run_id, sizeof s->run_id, "%s", o->run_id ? o->run_id : "");
@@ -411,7 +411,7 @@ int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     prctl(PR_SET_NAME, "airlock-gateway");
     prctl(PR_SET_DUMPABLE, 0);
-    int keep[4] = {o->audit_fd, tp[0], bp[1], sp[1]};
+    int keep[4] = {o->decisions_fd, tp[0], bp[1], sp[1]};
     al_close_fds_from(3, keep, 4);
     sigset_t none;
     sigemptyset(&none);

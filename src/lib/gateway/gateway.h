@@ -7,7 +7,7 @@
  * table built for this run (rules.h), rebuilds it in origin-form with its
  * own framing, swaps the agent's placeholder credential for the right token
  * and sends it over verified TLS to the forge. One JSON decision line per
- * request goes to the audit fd.
+ * request goes to the decisions fd.
  *
  *   supervisor                                 gateway (forked child)
  *   ──────────                                 ──────────────────────
@@ -31,7 +31,7 @@
  *   al_gateway_opts o = {.api_url = ..., .git_url = ..., .repo = "acme/tally",
  *                        .ticket = 1, .branch = "airlock/1-ab12cd34",
  *                        .git_token = gt, .ticket_token = tt, .placeholder = ph,
- *                        .lifetime_ms = wall_ms, .run_id = id, .audit_fd = fd};
+ *                        .lifetime_ms = wall_ms, .run_id = id, .decisions_fd = fd};
  *   al_gateway *gw;
  *   if (al_gateway_start(&o, &gw, err) < 0) ...
  *   // the sandbox trusts al_gateway_ca_pem(gw) (plus the system CAs)
@@ -80,7 +80,7 @@ typedef struct al_gateway_opts {
   const char *placeholder; /* the per-run placeholder the agent holds (al_gateway_placeholder) */
   uint64_t lifetime_ms;    /* the run's wall limit; the CA is valid this long plus 1 h */
   const char *run_id;      /* goes into every decision line */
-  int audit_fd;            /* decisions, one JSON line each; dup'd by the gateway; -1: none */
+  int decisions_fd;        /* decisions, one JSON line each; dup'd by the gateway; -1: none */
   /* network.egress_budget (bytes client -> origin per run; 0: none). The
    * gateway adds every request byte it forwards to the forge (head and
    * body, as sent) to the run's counter, which it shares with the proxy

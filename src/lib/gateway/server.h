@@ -30,11 +30,11 @@ typedef struct al_gw_server {
   char api_host[256], git_host[256];
   uint16_t api_port, git_port;
   char run_id[128];
-  int audit_fd;
+  int decisions_fd;
   uint64_t egress_budget; /* network.egress_budget; 0: none */
   uint64_t *egress_used;  /* shared with the proxy (MAP_SHARED), atomic */
 
-  pthread_mutex_t mu; /* everything below, and audit writes */
+  pthread_mutex_t mu; /* everything below, and decision writes */
   pthread_cond_t idle;
   unsigned comments_used;     /* agent comments the forge accepted (2xx) */
   unsigned comments_inflight; /* held by comments on their way (conn_request.c) */
@@ -59,6 +59,6 @@ void al_gw_conn_shutdown_all(al_gw_server *s, unsigned wait_ms);
 
 /* Write one decision line (adds "time" and "run"; redacts registered
  * secrets). Takes ownership of j. Thread-safe. */
-void al_gw_audit(al_gw_server *s, void *line_object);
+void al_gw_decision(al_gw_server *s, void *line_object);
 
 #endif

@@ -83,7 +83,7 @@ int al_probe_run_docker(const al_probe_docker_opts *o, al_probe_report *out, al_
       .run_id = o->run_id ? o->run_id : ctx.nonce,
       .stdout_fd = out_fd,
       .stderr_fd = err_fd,
-      .audit_fd = -1,
+      .decisions_fd = -1,
       .control_unhardened = o->control_unhardened,
   };
   int status = AL_EXIT_SETUP;

@@ -50,7 +50,7 @@ void px_conn_deny(al_proxy_conn *c, int status, const char *reason, const char *
   c->reason = reason;
   c->detail = detail;
   px_stat_denial(c->run, c->px->sh, reason);
-  px_audit_conn(c, "deny", "deny");
+  px_decision_conn(c, "deny", "deny");
   if (c->ow.fd >= 0) {
     close(c->ow.fd);
     c->ow.fd = -1;
@@ -110,7 +110,7 @@ void px_conn_close(al_proxy_conn *c)
   if (c->st == ST_DRAIN)
     atomic_fetch_sub(&px->sh->n_drain, 1);
   if (c->opened) {
-    px_audit_conn(c, "close", c->cut ? "deny" : "allow");
+    px_decision_conn(c, "close", c->cut ? "deny" : "allow");
     if (c->cut)
       px_stat_denial(c->run, px->sh, c->reason);
   }

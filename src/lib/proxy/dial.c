@@ -33,7 +33,7 @@ static void conn_handoff(al_proxy_conn *c)
   }
   c->reason = "gateway";
   px_stat_allowed(c->run, c->px->sh);
-  px_audit_conn(c, "handoff", "allow");
+  px_decision_conn(c, "handoff", "allow");
   px_conn_close(c);
 }
 
@@ -54,7 +54,7 @@ static void conn_established(al_proxy_conn *c)
     c->st = ST_SPLICE;
     c->opened = true;
     px_stat_allowed(c->run, c->px->sh);
-    px_audit_conn(c, "open", "allow");
+    px_decision_conn(c, "open", "allow");
     if (c->direct_tls) { /* the ClientHello, checked (transparent.c), goes first */
       c->up.pend = c->buf;
       c->up.pend_len = c->buf_len;
@@ -76,7 +76,7 @@ static void conn_established(al_proxy_conn *c)
     c->st = ST_SPLICE;
     c->opened = true;
     px_stat_allowed(c->run, c->px->sh);
-    px_audit_conn(c, "open", "allow");
+    px_decision_conn(c, "open", "allow");
     if (c->buf_len) { /* early bytes sent with the CONNECT */
       c->up.pend = c->buf;
       c->up.pend_len = c->buf_len;

@@ -237,7 +237,7 @@ void px_conn_sni(al_proxy_conn *c)
   c->st = ST_SPLICE;
   c->opened = true;
   px_stat_allowed(c->run, c->px->sh);
-  px_audit_conn(c, "open", "allow");
+  px_decision_conn(c, "open", "allow");
   c->up.pend = c->buf;
   c->up.pend_len = c->buf_len;
   px_budget_charge(c->run, c->buf_len);

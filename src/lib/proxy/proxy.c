@@ -75,7 +75,7 @@ static void reload(al_proxy *px)
   wake_workers(sh);
   json_t *j = json_pack("{s:o,s:s,s:s,s:s}", "time", px_time_json(), "event", "reload", "policy",
                         np->source ? np->source : "", "sha256", np->sha256);
-  px_audit_write(px, j);
+  px_decision_write(px, j);
   al_info("proxy: policy reloaded from %s (sha256 %.12s)", px->cfg->reload_path, np->sha256);
 }
 
@@ -293,7 +293,7 @@ static int worker_loop(al_proxy *px, al_error *err)
     int n = al_loop_once(&px->loop, -1);
     if (n < 0)
       return al_make_error(err, -n, "epoll_wait");
-    px_audit_flush(px); /* the lines deferred in this batch, before we wait again */
+    px_decision_flush(px); /* the lines deferred in this batch, before we wait again */
     px_bury(px);
     /* worker 0 is the only thread until then, so the count is its own */
     if (px->idx == 0 && sh->n_wanted > sh->n_workers && sh->cnt.conns_total > 0 &&
@@ -327,7 +327,7 @@ static void worker_fini(al_proxy *px, const char *why)
     px_policy_destroy(pol);
   }
   px_bury(px);
-  px_audit_flush(px); /* the close lines of the connections ended above */
+  px_decision_flush(px); /* the close lines of the connections ended above */
   free(px->runs);
   px->runs = NULL;
   px->n_runs = 0;
@@ -387,7 +387,7 @@ int al_proxy_serve(const al_proxy_config *cfg, al_error *err)
   sh->cfg = cfg;
   pthread_mutex_init(&sh->stat_mu, NULL);
   pthread_mutex_init(&sh->log_mu, NULL);
-  al_auditlog_init(&sh->log, cfg->audit_fd, cfg->audit_cap);
+  al_decisions_init(&sh->log, cfg->decisions_fd, cfg->decisions_cap);
   sh->max_conns = cfg->max_conns_global ? cfg->max_conns_global : DEFAULT_GLOBAL_CONNS;
   sh->n_runs = cfg->n_listeners;
   sh->runs = al_xcalloc(sh->n_runs, sizeof *sh->runs);
@@ -466,7 +466,7 @@ out_workers:
     if (sh->workers[i].wake_w.fd >= 0)
       close(sh->workers[i].wake_w.fd);
   px_hold_unref(sh->reload_hold);
-  if (cfg->audit_fd >= 0) {
+  if (cfg->decisions_fd >= 0) {
     /* the closing summary: exact counts, whatever the log could hold */
     json_t *runs = json_array();
     for (size_t i = 0; i < sh->n_runs; i++) {
@@ -477,7 +477,7 @@ out_workers:
     json_t *sum = px_counters_json(&sh->cnt);
     json_object_set_new(sum, "time", px_time_json());
     json_object_set_new(sum, "runs", runs);
-    al_auditlog_close(&sh->log, sum);
+    al_decisions_close(&sh->log, sum);
   }
   if (cfg->marks)
     cfg->marks->closed = al_now_ns();

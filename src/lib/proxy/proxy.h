@@ -24,7 +24,7 @@ typedef struct al_proxy_listener {
   int fd;                  /* a listening SOCK_STREAM socket (listen(2) already called);
                               borrowed: the proxy neither closes nor unlinks it. It may
                               live in another network namespace (the sandbox's). */
-  const char *run_id;      /* borrowed; goes into every audit line of this listener */
+  const char *run_id;      /* borrowed; goes into every decision line of this listener */
   const al_policy *policy; /* borrowed; must outlive al_proxy_serve(). Its `network`
                               section is the allowlist; present == false denies all. */
   /* Borrowed, or NULL (issue #15). An allowed CONNECT to one of its
@@ -70,7 +70,7 @@ typedef struct al_proxy_transparent_plan {
 void al_proxy_transparent_plan_make(const al_policy *p, al_proxy_transparent_plan *out);
 
 /* --log FILE: the decisions of one run take at most this much of it by
- * default; the last line says when the cap was reached (auditlog.h) */
+ * default; the last line says when the cap was reached (decisions.h) */
 #define AL_PROXY_LOG_CAP (64ull << 20)
 
 /* Start and stop milestones of al_proxy_serve (CLOCK_MONOTONIC ns, as
@@ -87,10 +87,10 @@ typedef struct al_proxy_marks {
 typedef struct al_proxy_config {
   const al_proxy_listener *listeners; /* n_listeners >= 1 */
   size_t n_listeners;
-  int audit_fd;              /* JSON lines, one per decision; -1 for none. Borrowed. */
-  uint64_t audit_cap;        /* bytes audit_fd may take, 0: no cap. Past half of it denials
-                                are aggregated, near it lines are dropped (counted); the last
-                                line is always a summary with exact counts (auditlog.h) */
+  int decisions_fd;          /* JSON lines, one per decision; -1 for none. Borrowed. */
+  uint64_t decisions_cap;    /* bytes decisions_fd may take, 0: no cap. Past half of it denials
+                            are aggregated, near it lines are dropped (counted); the last
+                            line is always a summary with exact counts (decisions.h) */
   const char *admin_path;    /* Unix socket path for counters (mode 0600, created and
                                 unlinked by the proxy), or NULL. Must be outside the sandbox. */
   uint32_t max_conns_global; /* across all listeners; 0 means 4096 */

@@ -64,7 +64,7 @@
 #include "common/redact.h"
 #include "common/util.h"
 #include "net/addr.h"
-#include "proxy/auditlog.h"
+#include "proxy/decisions.h"
 #include "proxy/handoff.h"
 #include "net/host.h"
 #include "net/http.h"
@@ -170,7 +170,7 @@ typedef struct al_proxy_shared {
   pthread_mutex_t stat_mu; /* the counters below and in runs[], the reload fields */
   pthread_mutex_t log_mu;  /* the log (held across its write(2)s) */
   al_proxy_counters cnt;
-  al_auditlog log;         /* the capped decision log (auditlog.h), under log_mu */
+  al_decisions log;        /* the capped decision log (decisions.h), under log_mu */
   atomic_bool log_pending; /* it holds deferred lines: flush at the end of a batch */
   al_proxy_run *runs;
   size_t n_runs;
@@ -281,11 +281,11 @@ const al_addr_set *px_local_addrs(al_proxy_shared *sh);
 int px_admin_open(al_proxy *px, const char *path, al_error *err);
 
 /* stats.c */
-void px_audit_conn(al_proxy_conn *c, const char *event, const char *decision);
-void px_audit_write(al_proxy *px, json_t *j);
-/* Write the log's deferred lines (auditlog.h, Batching), if there are any:
+void px_decision_conn(al_proxy_conn *c, const char *event, const char *decision);
+void px_decision_write(al_proxy *px, json_t *j);
+/* Write the log's deferred lines (decisions.h, Batching), if there are any:
  * each worker calls it at the end of every batch of events. */
-void px_audit_flush(al_proxy *px);
+void px_decision_flush(al_proxy *px);
 json_t *px_counters_json(const al_proxy_counters *k);
 char *px_escape_raw(const char *s, size_t full_len);
 void px_stat_allowed(al_proxy_run *run, al_proxy_shared *sh);

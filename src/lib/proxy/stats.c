@@ -1,5 +1,5 @@
 /* The proxy's counters (per run and for the process, under the stat lock) and
- * its decision lines (auditlog.h). */
+ * its decision lines (decisions.h). */
 #include "proxy/proxy_int.h"
 
 bool al_proxy_reason_is_failure(const char *reason)
@@ -80,7 +80,7 @@ json_t *px_counters_json(const al_proxy_counters *k)
 /* Escape anything but printable ASCII as \xNN so raw client bytes can be
  * logged as a JSON string. At most LOG_TARGET_MAX bytes of the target are
  * kept, then "...(N bytes, sha256:…)": a hostile client must not be able
- * to fill the run's audit log with a few huge requests and push its later
+ * to fill the run's decision log with a few huge requests and push its later
  * decisions out of the record. */
 #define LOG_TARGET_MAX 256
 char *px_escape_raw(const char *s, size_t full_len)
@@ -103,26 +103,26 @@ char *px_escape_raw(const char *s, size_t full_len)
   return out;
 }
 
-void px_audit_write(al_proxy *px, json_t *j)
+void px_decision_write(al_proxy *px, json_t *j)
 {
-  if (px->cfg->audit_fd < 0) {
+  if (px->cfg->decisions_fd < 0) {
     json_decref(j);
     return;
   }
   al_proxy_shared *sh = px->sh;
   pthread_mutex_lock(&sh->log_mu);
-  al_auditlog_write(&sh->log, j); /* redacted, capped, never silently lost */
-  atomic_store(&sh->log_pending, al_auditlog_pending(&sh->log));
+  al_decisions_write(&sh->log, j); /* redacted, capped, never silently lost */
+  atomic_store(&sh->log_pending, al_decisions_pending(&sh->log));
   pthread_mutex_unlock(&sh->log_mu);
 }
 
-void px_audit_flush(al_proxy *px)
+void px_decision_flush(al_proxy *px)
 {
   al_proxy_shared *sh = px->sh;
   if (!atomic_load(&sh->log_pending))
     return;
   pthread_mutex_lock(&sh->log_mu);
-  al_auditlog_flush(&sh->log);
+  al_decisions_flush(&sh->log);
   atomic_store(&sh->log_pending, false);
   pthread_mutex_unlock(&sh->log_mu);
 }
@@ -194,7 +194,7 @@ static void lb_raw(line_buf *b, const char *s, size_t n)
   b->p[b->len] = '\0';
 }
 
-/* A JSON string, or null for NULL (auditlog.h al_auditlog_json_string). */
+/* A JSON string, or null for NULL (decisions.h al_decisions_json_string). */
 static void lb_str(line_buf *b, const char *s)
 {
   if (!s) {
@@ -203,7 +203,7 @@ static void lb_str(line_buf *b, const char *s)
   }
   size_t n = strlen(s);
   lb_reserve(b, n * 6 + 2);
-  b->len += al_auditlog_json_string(b->p + b->len, s, n);
+  b->len += al_decisions_json_string(b->p + b->len, s, n);
 }
 
 static void lb_u64(line_buf *b, uint64_t v)
@@ -215,15 +215,15 @@ static void lb_u64(line_buf *b, uint64_t v)
 
 #define LB_KEY(b, k) lb_raw((b), (k), sizeof(k) - 1)
 
-/* One audit line. event: "open" (a tunnel was allowed and starts),
+/* One decision line. event: "open" (a tunnel was allowed and starts),
  * "close" (an allowed tunnel ended), "deny" (refused or cut). The fields
  * and their order are those of docs/run-record.md, "Decisions" (as the
  * jansson object it replaces wrote them). "close" is deferred
- * (auditlog.h, Batching): the tunnel is over, nobody waits on the line;
+ * (decisions.h, Batching): the tunnel is over, nobody waits on the line;
  * every other event is written before the client hears of it. */
-void px_audit_conn(al_proxy_conn *c, const char *event, const char *decision)
+void px_decision_conn(al_proxy_conn *c, const char *event, const char *decision)
 {
-  if (c->px->cfg->audit_fd < 0)
+  if (c->px->cfg->decisions_fd < 0)
     return;
   char stack[1024], t[32];
   line_buf b = {.p = stack, .cap = sizeof stack};
@@ -270,16 +270,16 @@ void px_audit_conn(al_proxy_conn *c, const char *event, const char *decision)
   lb_u64(&b, al_now_ms() - c->t_start);
   LB_KEY(&b, "}");
 
-  al_auditlog_key k = {.event = event,
-                       .run = c->run->run_id,
-                       .host = host,
-                       .reason = c->reason,
-                       .time = t,
-                       .port = c->port};
+  al_decisions_key k = {.event = event,
+                        .run = c->run->run_id,
+                        .host = host,
+                        .reason = c->reason,
+                        .time = t,
+                        .port = c->port};
   al_proxy_shared *sh = c->px->sh;
   pthread_mutex_lock(&sh->log_mu);
-  al_auditlog_write_line(&sh->log, b.p, &k, strcmp(event, "close") == 0);
-  atomic_store(&sh->log_pending, al_auditlog_pending(&sh->log));
+  al_decisions_write_line(&sh->log, b.p, &k, strcmp(event, "close") == 0);
+  atomic_store(&sh->log_pending, al_decisions_pending(&sh->log));
   pthread_mutex_unlock(&sh->log_mu);
   if (b.heap)
     free(b.p);

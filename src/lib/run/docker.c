@@ -287,7 +287,7 @@ struct door_run {
   const char *id; /* the agent container */
   const al_docker_opts *o;
   const char *rid;
-  uint64_t audit_cap;
+  uint64_t decisions_cap;
   pid_t proxy; /* the egress proxy, forked once the listener came; -1 before */
   bool done;
 };
@@ -321,8 +321,8 @@ static int door_take(struct door_run *r, al_error *err)
     goto fail;
   al_proxy_listener l = {
       .fd = lfd, .run_id = r->rid, .policy = r->o->policy, .handoff = r->o->handoff};
-  r->proxy =
-      al_run_start_proxy_capped(&l, 1, r->o->audit_fd > 0 ? r->o->audit_fd : -1, r->audit_cap, err);
+  r->proxy = al_run_start_proxy_capped(&l, 1, r->o->decisions_fd > 0 ? r->o->decisions_fd : -1,
+                                       r->decisions_cap, err);
   close(lfd); /* the proxy holds it now */
   if (r->proxy < 0 || al_docker_door_ack(conn, err) < 0)
     goto fail;
@@ -536,7 +536,7 @@ static int run_containers(struct dk *d, const al_docker_opts *o, const char *rid
       .d = d,
       .o = o,
       .rid = rid,
-      .audit_cap = o->audit_cap ? o->audit_cap : DECISIONS_CAP,
+      .decisions_cap = o->decisions_cap ? o->decisions_cap : DECISIONS_CAP,
       .proxy = -1,
   };
   char shim[PATH_MAX];

@@ -31,7 +31,7 @@ typedef struct al_docker_opts {
   int stderr_fd;
   /* The proxy's decisions (JSON lines, at most ~8 MiB: the first ones of a
    * flood) are copied here after the agent has stopped; 0 or -1: dropped. */
-  int audit_fd;
+  int decisions_fd;
   /* Set (when not NULL) if the decisions were cut at their cap or could not
    * be read at all. */
   bool *decisions_truncated;
@@ -58,9 +58,9 @@ typedef struct al_docker_opts {
    * the egress proxy's listener exactly as for the native sandbox (the
    * proxy runs on the host); borrowed; NULL: none. */
   const al_proxy_handoff *handoff;
-  /* Bytes the proxy's decisions may take in audit_fd (proxy/auditlog.h);
+  /* Bytes the proxy's decisions may take in decisions_fd (proxy/decisions.h);
    * 0: 8 MiB. */
-  uint64_t audit_cap;
+  uint64_t decisions_cap;
   /* The host path of airlock-shim (src/shim/), bound read-only into the
    * agent container as its PID 1. NULL: $AIRLOCK_LIBEXEC_DIR/airlock-shim,
    * else beside /proc/self/exe, else ../libexec/airlock/ from there. */
@@ -80,7 +80,7 @@ typedef struct al_docker_opts {
  * into that container only (dockerdoor.h, SO_PEERCRED checked), and the
  * egress proxy runs on the host, forked and confined as for the native
  * sandbox (run.h al_run_start_proxy_capped), its decisions written to
- * audit_fd directly. Attached before its start, its secrets written on
+ * decisions_fd directly. Attached before its start, its secrets written on
  * stdin, its output streamed. The shim ends the container at the limit
  * plus a grace (its --deadline) if we die; the proxy dies with us
  * (PR_SET_PDEATHSIG). At the end (exit, limit, failure, or

@@ -339,11 +339,11 @@ int al_docker_run_request(const struct al_run_request *rq, struct al_run_result 
                       .egress_internal = rq->egress_internal,
                       .egress_network = rq->network,
                       .run_id = rq->run_id,
-                      .audit_fd = log_fd >= 0 ? log_fd : 2};
+                      .decisions_fd = log_fd >= 0 ? log_fd : 2};
   int dfd = -1;
   if (log_fd < 0 && policy->network.present &&
       (dfd = al_run_decisions_memfd("airlock-decisions")) >= 0)
-    o.audit_fd = dfd;
+    o.decisions_fd = dfd;
   res->status = 125;
   int r = al_docker_run(&o, &res->status, err);
   al_run_request_count(dfd, -1, res);

@@ -20,9 +20,9 @@
 #include "relay/launch.h"
 #include "relay/relay.h"
 
-pid_t al_run_start_proxy(const al_proxy_listener *ls, size_t n, int audit_fd, al_error *err)
+pid_t al_run_start_proxy(const al_proxy_listener *ls, size_t n, int decisions_fd, al_error *err)
 {
-  return al_run_start_proxy_capped(ls, n, audit_fd, 0, err);
+  return al_run_start_proxy_capped(ls, n, decisions_fd, 0, err);
 }
 
 /* AIRLOCK_DEBUG_TIMING: the proxy's milestones, in µs since the fork,
@@ -37,8 +37,8 @@ static void print_proxy_timing(uint64_t t_fork, uint64_t t_confined, const al_pr
 #undef US
 }
 
-pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit_fd,
-                                uint64_t audit_cap, al_error *err)
+pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int decisions_fd,
+                                uint64_t decisions_cap, al_error *err)
 {
   pid_t parent = getpid();
   uint64_t t_fork = al_now_ns();
@@ -48,7 +48,7 @@ pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     prctl(PR_SET_NAME, "airlock-proxy");
-    int keep[5 + 2 * AL_PROXY_TRANSPARENT_MAX] = {audit_fd};
+    int keep[5 + 2 * AL_PROXY_TRANSPARENT_MAX] = {decisions_fd};
     size_t nk = 1;
     for (size_t i = 0; i < n && i < 2; i++) {
       keep[nk++] = ls[i].fd;
@@ -60,7 +60,7 @@ pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit
     al_close_fds_from(3, keep, nk);
     /* SIGTERM/SIGINT/SIGHUP stay blocked: one that comes before
      * al_proxy_serve reads its signalfd stays pending, so the proxy still
-     * closes its connections and writes its summary (auditlog.h). */
+     * closes its connections and writes its summary (decisions.h). */
     sigset_t held;
     sigemptyset(&held);
     sigaddset(&held, SIGTERM);
@@ -71,8 +71,8 @@ pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit
     bool timing = getenv("AIRLOCK_DEBUG_TIMING") != NULL;
     al_proxy_config cfg = {.listeners = ls,
                            .n_listeners = n,
-                           .audit_fd = audit_fd,
-                           .audit_cap = audit_cap,
+                           .decisions_fd = decisions_fd,
+                           .decisions_cap = decisions_cap,
                            .marks = timing ? &marks : NULL};
     al_error e = {0};
     /* The proxy reads what a hostile agent sends: it runs as nobody, with
@@ -190,20 +190,21 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
     env[n++] = o->env[i];
   env[n] = NULL;
 
-  int audit_fd = -1;
+  int decisions_fd = -1;
   if (net || relay) {
     if (o->log_path) {
-      audit_fd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-      if (audit_fd < 0)
+      decisions_fd =
+          open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (decisions_fd < 0)
         return al_make_error(err, errno, "--log `%s`", o->log_path);
     } else {
-      audit_fd = o->audit_fd > 0 ? dup(o->audit_fd) : dup(2);
+      decisions_fd = o->decisions_fd > 0 ? dup(o->decisions_fd) : dup(2);
     }
   }
 
   if (al_sandbox_block_signals(err) < 0) {
-    if (audit_fd >= 0)
-      close(audit_fd);
+    if (decisions_fd >= 0)
+      close(decisions_fd);
     return -1;
   }
   /* listeners: the proxy's, the relay's, then the transparent path's
@@ -253,8 +254,8 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
     *status = setup_status;
     if (o->after_start)
       o->after_start(o->after_start_ctx);
-    if (audit_fd >= 0)
-      close(audit_fd);
+    if (decisions_fd >= 0)
+      close(decisions_fd);
     return -1;
   }
   if (o->after_start)
@@ -286,16 +287,16 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
         for (size_t i = 0; i < tp.n_ports; i++)
           close(tfds[i]);
         al_sandbox_destroy(sb);
-        close(audit_fd);
+        close(decisions_fd);
         return -1;
       }
       ls[nl++] = (al_proxy_listener){.fd = al_relay_proxy_listener(rp),
                                      .run_id = relay_rid,
                                      .policy = al_relay_proxy_policy(rp)};
     }
-    uint64_t cap = o->audit_cap ? o->audit_cap : o->log_path ? AL_RUN_LOG_CAP : 0;
+    uint64_t cap = o->decisions_cap ? o->decisions_cap : o->log_path ? AL_RUN_LOG_CAP : 0;
     t_proxy = al_now_ns();
-    proxy = al_run_start_proxy_capped(ls, nl, audit_fd, cap, err);
+    proxy = al_run_start_proxy_capped(ls, nl, decisions_fd, cap, err);
     if (net)
       close(ls[0].fd);
     for (size_t i = 0; i < tp.n_ports; i++)
@@ -303,7 +304,7 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
     if (proxy < 0) {
       al_relay_stop(rp);
       al_sandbox_destroy(sb);
-      close(audit_fd);
+      close(decisions_fd);
       return -1;
     }
   }
@@ -338,8 +339,8 @@ int al_run_command(const al_run_opts *o, int *status, al_error *err)
     al_info("timing: supervisor (us since the proxy's fork): SIGTERM %llu, proxy reaped %llu",
             (unsigned long long)((t_term - t_proxy) / 1000),
             (unsigned long long)((al_now_ns() - t_proxy) / 1000));
-  if (audit_fd >= 0)
-    close(audit_fd);
+  if (decisions_fd >= 0)
+    close(decisions_fd);
   return r;
 }
 

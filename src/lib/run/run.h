@@ -20,9 +20,9 @@ typedef struct al_run_opts {
   char *const *env;        /* extra NAME=VALUE, NULL-terminated or NULL; borrowed, never logged */
   uint64_t timeout_ms;     /* 0: the policy's wall limit */
   const char *log_path;    /* proxy decisions (JSON lines) go here; NULL: stderr */
-  int audit_fd;            /* if > 0 and log_path is NULL: decisions go to this fd instead */
-  uint64_t audit_cap;      /* bytes the decisions may take (proxy/auditlog.h); 0: AL_RUN_LOG_CAP
-                              for log_path, none for audit_fd or stderr */
+  int decisions_fd;        /* if > 0 and log_path is NULL: decisions go to this fd instead */
+  uint64_t decisions_cap;  /* bytes the decisions may take (proxy/decisions.h); 0: AL_RUN_LOG_CAP
+                          for log_path, none for decisions_fd or stderr */
   const char *run_id;      /* NULL: a random one */
   const char *const *extra_ro_paths; /* see al_sandbox_opts; may be NULL */
   int stdout_fd;                     /* > 0: the command's stdout; else inherited */
@@ -80,16 +80,16 @@ typedef struct al_run_decision_counts {
 int al_run_count_decisions(int fd, al_run_decision_counts *out);
 
 /* Fork the egress proxy serving n listeners (1..2; each with its own run id
- * and policy, see proxy.h), writing decisions to audit_fd (-1: none). The
+ * and policy, see proxy.h), writing decisions to decisions_fd (-1: none). The
  * child closes every other descriptor, confines itself
  * (al_confine_service: nobody, no capabilities, no filesystem writes, no
  * exec), re-arms PR_SET_PDEATHSIG(SIGKILL) after the uid change and serves
  * until SIGTERM. Returns the child's pid, or -1 with err. */
-pid_t al_run_start_proxy(const al_proxy_listener *ls, size_t n, int audit_fd, al_error *err);
-/* The same with a cap on the decisions written to audit_fd (bytes, 0: none;
- * proxy/auditlog.h). */
-pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int audit_fd,
-                                uint64_t audit_cap, al_error *err);
+pid_t al_run_start_proxy(const al_proxy_listener *ls, size_t n, int decisions_fd, al_error *err);
+/* The same with a cap on the decisions written to decisions_fd (bytes, 0: none;
+ * proxy/decisions.h). */
+pid_t al_run_start_proxy_capped(const al_proxy_listener *ls, size_t n, int decisions_fd,
+                                uint64_t decisions_cap, al_error *err);
 
 /* SIGTERM the proxy, give it a second to finish, then SIGKILL; reap it. */
 void al_run_stop_proxy(pid_t pid);

@@ -127,7 +127,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
   res->agent_status = -1;
   res->exit_code = AL_EXIT_FAILED; /* until the driver knows better */
   struct ticket t = {
-      .o = o, .t0 = al_now_ms(), .audit_fd = -1, .out_fd = -1, .relay_fd = -1, .gw_fd = -1};
+      .o = o, .t0 = al_now_ms(), .decisions_fd = -1, .out_fd = -1, .relay_fd = -1, .gw_fd = -1};
   block_signals();
   /* A closed stderr or stdout (`| head`), or a dead broker's socket, is
    * EPIPE, never a SIGPIPE that kills us before the release and the record. */
@@ -150,7 +150,7 @@ int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err
   json_object_set_new(t.rec, "agent", json_pack("{s:o}", "argv", argv));
 
   int rc = -1;
-  char key[AL_TK_KEY_MAX];
+  char key[AL_TK_KEY_MAX] = ""; /* clang-analyzer cannot see the parse set it */
   if (al_ticket_parse_target_key(o->target, t.repo, sizeof t.repo, &t.number, key, sizeof key,
                                  err) < 0)
     goto done;
@@ -247,8 +247,8 @@ done:
   res->exit_code = tk_exit_code(&t, res, rc);
   tk_post_review_notes(&t);
   tk_review_close(&t);
-  if (t.audit_fd >= 0)
-    close(t.audit_fd);
+  if (t.decisions_fd >= 0)
+    close(t.decisions_fd);
   if (t.out_fd >= 0)
     close(t.out_fd);
   if (t.relay_fd >= 0)

@@ -213,7 +213,7 @@ static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_e
 {
   al_docker_opts d = *t->o->docker;
   d.handoff = ro->handoff;
-  d.audit_cap = ro->audit_cap;
+  d.decisions_cap = ro->decisions_cap;
   d.policy = t->policy;
   d.argv = ro->argv;
   d.env = ro->env;
@@ -221,7 +221,7 @@ static int run_docker(struct ticket *t, const al_run_opts *ro, int *status, al_e
   d.timed_out = ro->timed_out;
   d.stdout_fd = ro->stdout_fd;
   d.stderr_fd = ro->stderr_fd;
-  d.audit_fd = ro->audit_fd;
+  d.decisions_fd = ro->decisions_fd;
   d.run_id = t->run_id;
   d.after_start = tk_wipe_env; /* as for the native sandbox: tokens gone once started */
   d.after_start_ctx = t;
@@ -400,10 +400,10 @@ static void agent_digest(struct ticket *t, const char *prog)
 int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
 {
   uint64_t s = tk_phase_begin(t, "agent");
-  if ((t->audit_fd = al_sealed_memfd("airlock-audit", AUDIT_CAP, 0, err)) < 0 ||
+  if ((t->decisions_fd = al_sealed_memfd("airlock-decisions", PX_DECISIONS_CAP, 0, err)) < 0 ||
       (t->out_fd = al_sealed_memfd("airlock-agent-stdout", AGENT_STDOUT_CAP, 0, err)) < 0 ||
       (t->policy->relay.present &&
-       (t->relay_fd = al_sealed_memfd("airlock-relay", AUDIT_CAP, 0, err)) < 0)) {
+       (t->relay_fd = al_sealed_memfd("airlock-relay", PX_DECISIONS_CAP, 0, err)) < 0)) {
     tk_phase_end(t, s, "failed", "%s", err->msg);
     return -1;
   }
@@ -421,8 +421,8 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
       .argv = t->plan.argv ? t->plan.argv : t->o->agent_argv,
       .env = t->env,
       .timeout_ms = t->o->timeout_ms,
-      .audit_fd = t->audit_fd,
-      .audit_cap = AUDIT_CAP,
+      .decisions_fd = t->decisions_fd,
+      .decisions_cap = PX_DECISIONS_CAP,
       .run_id = t->run_id,
       .quiet = t->o->quiet,
       .extra_ro_paths = ro,
@@ -473,9 +473,9 @@ int tk_do_agent(struct ticket *t, al_ticket_outcome *res, al_error *err)
   tk_wipe_env(t);
   res->agent_status = r < 0 ? -1 : status;
   size_t n = 0;
-  al_autofree char *audit = tk_read_memfd(t->audit_fd, &n);
+  al_autofree char *lines = tk_read_memfd(t->decisions_fd, &n);
   size_t skipped = 0;
-  json_t *decisions = tk_decisions_from_counted(audit, &skipped);
+  json_t *decisions = tk_decisions_from_counted(lines, &skipped);
   char relay_sum[512];
   relay_record(t, t->relay_fd, relay_sum, sizeof relay_sum);
   size_t denied = tk_decisions_account(t, decisions, skipped);

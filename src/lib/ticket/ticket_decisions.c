@@ -1,6 +1,6 @@
 /* The proxy's decisions in the run record: never lost silently (issue
  * #14). The proxy ends its log with a summary of exact counts
- * (proxy/auditlog.h); this says in the record what the lines alone cannot. */
+ * (proxy/decisions.h); this says in the record what the lines alone cannot. */
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>

@@ -28,7 +28,7 @@
 #include "tickets/tickets.h"
 
 #define AGENT_STDOUT_CAP (4u << 20)
-#define AUDIT_CAP (8u << 20)
+#define PX_DECISIONS_CAP (8u << 20)
 #define MAX_DECISIONS 20000
 
 struct phase {
@@ -74,7 +74,7 @@ struct ticket {
   char record_sha256[65]; /* of the record file as written, "" before */
   /* the agent phase's sealed memfds (closed by the driver): the proxy's
    * decisions, the agent's stdout, the relay's call log; -1 when not made */
-  int audit_fd, out_fd, relay_fd;
+  int decisions_fd, out_fd, relay_fd;
   /* sealed mode (ticket_sealed.c): the agent's placeholder credential (not
    * a secret outside this run's gateway), the gateway while it runs, its
    * decision lines (a sealed memfd, -1 when none) */
@@ -154,7 +154,7 @@ json_t *tk_decisions_from(const char *text);
  * "deny" lines (and lines that are not objects) are left out, counted in
  * *skipped; every other line is kept. */
 json_t *tk_decisions_from_counted(const char *text, size_t *skipped);
-/* Record what the proxy's closing summary (proxy/auditlog.h) says about
+/* Record what the proxy's closing summary (proxy/decisions.h) says about
  * decisions: `proxy_decision_counts` (exact, by decision and reason),
  * `proxy_decisions_truncated` with `proxy_decisions_dropped` and
  * `proxy_decisions_aggregated` when the log was capped, or when the

@@ -53,7 +53,7 @@ int tk_do_gateway(struct ticket *t, al_error *err)
       .placeholder = t->placeholder,
       .lifetime_ms = t->o->timeout_ms ? t->o->timeout_ms : p->process.limits.wall_ms,
       .run_id = t->run_id,
-      .audit_fd = t->gw_fd,
+      .decisions_fd = t->gw_fd,
       .egress_budget = p->network.egress_budget,
   };
   if (al_gateway_start(&o, &t->gateway, err) < 0) {

@@ -1,5 +1,5 @@
-/* The proxy's capped decision log: see auditlog.h. */
-#include "proxy/auditlog.h"
+/* The proxy's capped decision log: see decisions.h. */
+#include "proxy/decisions.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 
 #define RESERVE_MAX (256u << 10)
 
-void al_auditlog_init(al_auditlog *a, int fd, uint64_t cap)
+void al_decisions_init(al_decisions *a, int fd, uint64_t cap)
 {
   memset(a, 0, sizeof *a);
   a->fd = fd;
@@ -28,7 +28,7 @@ void al_auditlog_init(al_auditlog *a, int fd, uint64_t cap)
   }
 }
 
-static uint64_t position(const al_auditlog *a)
+static uint64_t position(const al_decisions *a)
 {
   if (a->use_offset) {
     off_t off = lseek(a->fd, 0, SEEK_CUR);
@@ -38,7 +38,7 @@ static uint64_t position(const al_auditlog *a)
   return a->written;
 }
 
-static uint64_t reserve(const al_auditlog *a)
+static uint64_t reserve(const al_decisions *a)
 {
   uint64_t r = a->cap / 4;
   return r > RESERVE_MAX ? RESERVE_MAX : r;
@@ -55,14 +55,14 @@ static const char *nz(const char *s)
   return s ? s : "";
 }
 
-static void aggregate(al_auditlog *a, const al_auditlog_key *k)
+static void aggregate(al_decisions *a, const al_decisions_key *k)
 {
   a->aggregated++;
   const char *run = nz(k->run), *host = nz(k->host), *reason = nz(k->reason);
   const char *t = nz(k->time);
   int port = k->port;
   for (size_t i = 0; i < a->n_aggs; i++) {
-    al_auditlog_agg *g = &a->aggs[i];
+    al_decisions_agg *g = &a->aggs[i];
     if (g->port == port && !strcmp(g->run, run) && !strcmp(g->host, host) &&
         !strcmp(g->reason, reason)) {
       g->n++;
@@ -70,11 +70,11 @@ static void aggregate(al_auditlog *a, const al_auditlog_key *k)
       return;
     }
   }
-  if (a->n_aggs == AL_AUDITLOG_AGGS) {
+  if (a->n_aggs == AL_DECISIONS_AGGS) {
     a->agg_overflow++; /* counted in the summary's exact totals */
     return;
   }
-  al_auditlog_agg *g = &a->aggs[a->n_aggs++];
+  al_decisions_agg *g = &a->aggs[a->n_aggs++];
   snprintf(g->run, sizeof g->run, "%s", run);
   snprintf(g->host, sizeof g->host, "%s", host);
   snprintf(g->reason, sizeof g->reason, "%s", reason);
@@ -87,7 +87,7 @@ static void aggregate(al_auditlog *a, const al_auditlog_key *k)
 /* Past this many deferred bytes the buffer is written at once. */
 #define BUF_FLUSH (64u << 10)
 
-void al_auditlog_flush(al_auditlog *a)
+void al_decisions_flush(al_decisions *a)
 {
   if (!a->buf_len)
     return;
@@ -102,14 +102,14 @@ void al_auditlog_flush(al_auditlog *a)
   a->buf_len = a->buf_lines = 0;
 }
 
-bool al_auditlog_pending(const al_auditlog *a)
+bool al_decisions_pending(const al_decisions *a)
 {
   return a->buf_len > 0;
 }
 
 /* Queue one serialised line (NUL-terminated) if it fits under limit, else
  * count it dropped; unless defer, write the queue now. */
-static void emit_line(al_auditlog *a, const char *line, uint64_t limit, bool defer)
+static void emit_line(al_decisions *a, const char *line, uint64_t limit, bool defer)
 {
   char *r = al_redact(line); /* a credential in a URL never reaches the log */
   size_t n = strlen(r);
@@ -132,57 +132,58 @@ static void emit_line(al_auditlog *a, const char *line, uint64_t limit, bool def
   }
   free(r);
   if (!defer || a->buf_len >= BUF_FLUSH)
-    al_auditlog_flush(a);
+    al_decisions_flush(a);
 }
 
-static void emit(al_auditlog *a, json_t *j, uint64_t limit)
+static void emit(al_decisions *a, json_t *j, uint64_t limit)
 {
   char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(j);
   if (!s) {
     a->dropped++;
-    al_auditlog_flush(a);
+    al_decisions_flush(a);
     return;
   }
   emit_line(a, s, limit, false);
   free(s);
 }
 
-void al_auditlog_write_line(al_auditlog *a, const char *line, const al_auditlog_key *k, bool defer)
+void al_decisions_write_line(al_decisions *a, const char *line, const al_decisions_key *k,
+                             bool defer)
 {
   if (a->cap && !strcmp(nz(k->event), "deny") && position(a) + a->buf_len >= a->cap / 2) {
     aggregate(a, k);
     if (!defer)
-      al_auditlog_flush(a);
+      al_decisions_flush(a);
     return;
   }
   emit_line(a, line, a->cap - reserve(a), defer);
 }
 
-void al_auditlog_write(al_auditlog *a, json_t *j)
+void al_decisions_write(al_decisions *a, json_t *j)
 {
   if (!j)
     return;
   if (a->cap && !strcmp(str(j, "event"), "deny") && position(a) + a->buf_len >= a->cap / 2) {
-    al_auditlog_key k = {.event = "deny",
-                         .run = str(j, "run"),
-                         .host = str(j, "host"),
-                         .reason = str(j, "reason"),
-                         .time = str(j, "time"),
-                         .port = (int)json_integer_value(json_object_get(j, "port"))};
+    al_decisions_key k = {.event = "deny",
+                          .run = str(j, "run"),
+                          .host = str(j, "host"),
+                          .reason = str(j, "reason"),
+                          .time = str(j, "time"),
+                          .port = (int)json_integer_value(json_object_get(j, "port"))};
     aggregate(a, &k);
     json_decref(j);
-    al_auditlog_flush(a);
+    al_decisions_flush(a);
     return;
   }
   emit(a, j, a->cap - reserve(a));
 }
 
-void al_auditlog_close(al_auditlog *a, json_t *summary)
+void al_decisions_close(al_decisions *a, json_t *summary)
 {
-  al_auditlog_flush(a);
+  al_decisions_flush(a);
   for (size_t i = 0; i < a->n_aggs; i++) {
-    const al_auditlog_agg *g = &a->aggs[i];
+    const al_decisions_agg *g = &a->aggs[i];
     emit(a,
          json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:I, s:s, s:s}", "time", g->last, "event",
                    "deny-aggregate", "run", g->run, "host", g->host, "port", g->port, "decision",
@@ -245,7 +246,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
   return len;
 }
 
-size_t al_auditlog_json_string(char *out, const char *s, size_t n)
+size_t al_decisions_json_string(char *out, const char *s, size_t n)
 {
   char *o = out;
   *o++ = '"';

@@ -22,34 +22,34 @@
  *
  * Batching (issue #19): a line may be deferred (the end of a tunnel):
  * it is kept, in order, in the log's buffer and goes out with the next
- * line that is not deferred, or at al_auditlog_flush(), which the proxy
+ * line that is not deferred, or at al_decisions_flush(), which the proxy
  * calls at the end of every batch of events, before its loop waits again;
- * al_auditlog_close() flushes first. Every other line (an opening tunnel,
+ * al_decisions_close() flushes first. Every other line (an opening tunnel,
  * a denial, a hand-off, a reload) is written, with whatever was deferred
- * before it, before al_auditlog_write*() returns, so before the client is
+ * before it, before al_decisions_write*() returns, so before the client is
  * answered. Order is kept: the buffer is written in the order the lines
  * came. A proxy killed with SIGKILL loses at most the deferred lines of
  * the batch it was in. Not thread-safe: the proxy holds its log lock. */
-#ifndef AL_PROXY_AUDITLOG_H
-#define AL_PROXY_AUDITLOG_H
+#ifndef AL_PROXY_DECISIONS_H
+#define AL_PROXY_DECISIONS_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define AL_AUDITLOG_AGGS 128
+#define AL_DECISIONS_AGGS 128
 
-typedef struct al_auditlog_agg {
+typedef struct al_decisions_agg {
   char run[48];
   char host[256];
   int port;
   char reason[48];
   uint64_t n;
   char first[32], last[32];
-} al_auditlog_agg;
+} al_decisions_agg;
 
-typedef struct al_auditlog {
+typedef struct al_decisions {
   int fd; /* borrowed; -1: nothing is written (counts are still kept) */
   uint64_t cap;
   uint64_t written; /* bytes this log wrote */
@@ -58,37 +58,38 @@ typedef struct al_auditlog {
   uint64_t lines, dropped, aggregated, agg_overflow;
   char *buf; /* deferred lines, each with its newline, not yet written */
   size_t buf_len, buf_cap, buf_lines;
-  al_auditlog_agg aggs[AL_AUDITLOG_AGGS];
+  al_decisions_agg aggs[AL_DECISIONS_AGGS];
   size_t n_aggs;
-} al_auditlog;
+} al_decisions;
 
 /* Start a log on fd (borrowed) with cap bytes (0: none). */
-void al_auditlog_init(al_auditlog *a, int fd, uint64_t cap);
+void al_decisions_init(al_decisions *a, int fd, uint64_t cap);
 
 /* One decision line: j (stolen) is serialised, redacted (common/redact.h)
  * and written, aggregated or dropped as above. Its "event", "run", "host",
  * "port", "reason" and "time" fields are what aggregation keys on. */
-void al_auditlog_write(al_auditlog *a, json_t *j);
+void al_decisions_write(al_decisions *a, json_t *j);
 
-/* What aggregation keys on, for al_auditlog_write_line (strings borrowed;
+/* What aggregation keys on, for al_decisions_write_line (strings borrowed;
  * NULL is ""). */
-typedef struct al_auditlog_key {
+typedef struct al_decisions_key {
   const char *event, *run, *host, *reason, *time;
   int port;
-} al_auditlog_key;
+} al_decisions_key;
 
 /* One decision line already serialised: line (one JSON object, NUL-
  * terminated, no newline; borrowed) is redacted and written, aggregated,
  * dropped or, with defer, buffered (see Batching above); k holds the
  * fields that aggregation keys on, which must be those of the line. */
-void al_auditlog_write_line(al_auditlog *a, const char *line, const al_auditlog_key *k, bool defer);
+void al_decisions_write_line(al_decisions *a, const char *line, const al_decisions_key *k,
+                             bool defer);
 
 /* Write the deferred lines now (one write(2)); a failed write counts them
  * dropped. */
-void al_auditlog_flush(al_auditlog *a);
+void al_decisions_flush(al_decisions *a);
 
-/* True when deferred lines wait for al_auditlog_flush. */
-bool al_auditlog_pending(const al_auditlog *a);
+/* True when deferred lines wait for al_decisions_flush. */
+bool al_decisions_pending(const al_decisions *a);
 
 /* Write s (n bytes) into out as a JSON string (RFC 8259 §7), quotes
  * included, escaped as jansson's json_dumps() escapes: '"', '\\' and the
@@ -97,11 +98,11 @@ bool al_auditlog_pending(const al_auditlog *a);
  * which json_string() would refuse, is written as \u00XX (so the line is
  * always valid JSON and keeps every byte). out must hold 6 * n + 3 bytes;
  * it is NUL-terminated. Returns the length written, without the NUL. */
-size_t al_auditlog_json_string(char *out, const char *s, size_t n);
+size_t al_decisions_json_string(char *out, const char *s, size_t n);
 
 /* Write the aggregates and then summary (stolen; "event": "summary" and
  * the log's own counts are added: lines_written, lines_dropped,
- * denials_aggregated, audit_cap, capped). Call once, at the end. */
-void al_auditlog_close(al_auditlog *a, json_t *summary);
+ * denials_aggregated, decisions_cap, capped). Call once, at the end. */
+void al_decisions_close(al_decisions *a, json_t *summary);
 
 #endif

@@ -1,5 +1,5 @@
 /* libFuzzer target: the proxy's decision-line string writer
- * (proxy/auditlog.c al_auditlog_json_string, issue #19: lines serialised
+ * (proxy/decisions.c al_decisions_json_string, issue #19: lines serialised
  * by hand instead of by jansson) and the redaction the line then goes
  * through (common/redact.c al_redact). The bytes are what a hostile client
  * controls (a target, a host, an SNI name). Invariants:
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "common/redact.h"
-#include "proxy/auditlog.h"
+#include "proxy/decisions.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -31,7 +31,7 @@ static char *quote(const char *s, size_t n)
   char *out = malloc(6 * n + 3);
   if (!out)
     __builtin_trap();
-  size_t l = al_auditlog_json_string(out, s, n);
+  size_t l = al_decisions_json_string(out, s, n);
   if (l != strlen(out) || l > 6 * n + 2)
     __builtin_trap();
   return out;

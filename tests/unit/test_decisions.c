@@ -1,4 +1,4 @@
-/* Unit tests for proxy/auditlog.c (issue #19): the JSON string writer
+/* Unit tests for proxy/decisions.c (issue #19): the JSON string writer
  * against jansson's, and the batching of deferred lines (written by the
  * next line that is not deferred, by a flush, and at close; in order;
  * counted against the cap while they wait; a failed write counts them
@@ -17,7 +17,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "proxy/auditlog.h"
+#include "proxy/decisions.h"
 
 /* ---- the JSON string writer ---- */
 
@@ -25,7 +25,7 @@ static char *quote(const char *s, size_t n)
 {
   char *out = malloc(6 * n + 3);
   assert_non_null(out);
-  size_t l = al_auditlog_json_string(out, s, n);
+  size_t l = al_decisions_json_string(out, s, n);
   assert_int_equal(l, strlen(out));
   return out;
 }
@@ -103,8 +103,8 @@ static void test_json_string_bad_utf8(void **state)
 
 /* ---- batching ---- */
 
-static const al_auditlog_key KEY_CLOSE = {.event = "close", .run = "r", .host = "h", .port = 1};
-static const al_auditlog_key KEY_OPEN = {.event = "open", .run = "r", .host = "h", .port = 1};
+static const al_decisions_key KEY_CLOSE = {.event = "close", .run = "r", .host = "h", .port = 1};
+static const al_decisions_key KEY_OPEN = {.event = "open", .run = "r", .host = "h", .port = 1};
 
 /* The log's file so far, as a string (the caller frees). */
 static char *contents(int fd)
@@ -119,7 +119,7 @@ static char *contents(int fd)
 
 static int log_file(void)
 {
-  char path[] = "/tmp/airlock-test-auditlog-XXXXXX";
+  char path[] = "/tmp/airlock-test-decisions-XXXXXX";
   int fd = mkstemp(path);
   assert_true(fd >= 0);
   unlink(path);
@@ -130,20 +130,20 @@ static void test_deferred_waits_for_flush(void **state)
 {
   (void)state;
   int fd = log_file();
-  al_auditlog a;
-  al_auditlog_init(&a, fd, 0);
-  al_auditlog_write_line(&a, "{\"event\":\"close\",\"n\":1}", &KEY_CLOSE, true);
-  assert_true(al_auditlog_pending(&a));
+  al_decisions a;
+  al_decisions_init(&a, fd, 0);
+  al_decisions_write_line(&a, "{\"event\":\"close\",\"n\":1}", &KEY_CLOSE, true);
+  assert_true(al_decisions_pending(&a));
   char *s = contents(fd);
   assert_string_equal(s, ""); /* control: deferred, not written yet */
   free(s);
-  al_auditlog_flush(&a);
-  assert_false(al_auditlog_pending(&a));
+  al_decisions_flush(&a);
+  assert_false(al_decisions_pending(&a));
   s = contents(fd);
   assert_string_equal(s, "{\"event\":\"close\",\"n\":1}\n");
   free(s);
   assert_int_equal(a.lines, 1);
-  al_auditlog_close(&a, NULL);
+  al_decisions_close(&a, NULL);
   close(fd);
 }
 
@@ -151,21 +151,21 @@ static void test_next_line_writes_deferred_in_order(void **state)
 {
   (void)state;
   int fd = log_file();
-  al_auditlog a;
-  al_auditlog_init(&a, fd, 0);
-  al_auditlog_write_line(&a, "{\"event\":\"close\",\"n\":1}", &KEY_CLOSE, true);
-  al_auditlog_write_line(&a, "{\"event\":\"close\",\"n\":2}", &KEY_CLOSE, true);
+  al_decisions a;
+  al_decisions_init(&a, fd, 0);
+  al_decisions_write_line(&a, "{\"event\":\"close\",\"n\":1}", &KEY_CLOSE, true);
+  al_decisions_write_line(&a, "{\"event\":\"close\",\"n\":2}", &KEY_CLOSE, true);
   char *s = contents(fd);
   assert_string_equal(s, "");
   free(s);
   /* not deferred: written, after what waited, before the call returns */
-  al_auditlog_write_line(&a, "{\"event\":\"open\",\"n\":3}", &KEY_OPEN, false);
-  assert_false(al_auditlog_pending(&a));
+  al_decisions_write_line(&a, "{\"event\":\"open\",\"n\":3}", &KEY_OPEN, false);
+  assert_false(al_decisions_pending(&a));
   s = contents(fd);
   assert_string_equal(s, "{\"event\":\"close\",\"n\":1}\n{\"event\":\"close\",\"n\":2}\n"
                          "{\"event\":\"open\",\"n\":3}\n");
   free(s);
-  al_auditlog_close(&a, NULL);
+  al_decisions_close(&a, NULL);
   close(fd);
 }
 
@@ -175,13 +175,13 @@ static void test_close_writes_deferred_before_summary(void **state)
 {
   (void)state;
   int fd = log_file();
-  al_auditlog a;
-  al_auditlog_init(&a, fd, 0);
-  al_auditlog_write_line(&a, "{\"event\":\"close\",\"n\":1}", &KEY_CLOSE, true);
+  al_decisions a;
+  al_decisions_init(&a, fd, 0);
+  al_decisions_write_line(&a, "{\"event\":\"close\",\"n\":1}", &KEY_CLOSE, true);
   char *s = contents(fd);
   assert_string_equal(s, "");
   free(s);
-  al_auditlog_close(&a, NULL);
+  al_decisions_close(&a, NULL);
   s = contents(fd);
   const char *nl = strchr(s, '\n');
   assert_non_null(nl);
@@ -204,28 +204,28 @@ static void test_close_writes_deferred_before_summary(void **state)
 static void test_cap_counts_what_waits(void **state)
 {
   (void)state;
-  int fd = memfd_create("auditlog-test", MFD_CLOEXEC);
+  int fd = memfd_create("decisions-test", MFD_CLOEXEC);
   assert_true(fd >= 0);
-  al_auditlog a;
+  al_decisions a;
   char line[101];
   memset(line, 'x', 100);
   memcpy(line, "{\"e\":\"", 6);
   memcpy(line + 97, "\"}", 3); /* 99 bytes + '\n' = 100 a line */
   line[99] = '\0';
-  al_auditlog_init(&a, fd, 8192); /* reserve 2048: lines up to 6144 */
+  al_decisions_init(&a, fd, 8192); /* reserve 2048: lines up to 6144 */
   for (int i = 0; i < 61; i++)
-    al_auditlog_write_line(&a, line, &KEY_CLOSE, true);
+    al_decisions_write_line(&a, line, &KEY_CLOSE, true);
   assert_int_equal(a.dropped, 0);
   assert_int_equal(a.buf_lines, 61);
   for (int i = 0; i < 3; i++)
-    al_auditlog_write_line(&a, line, &KEY_CLOSE, true);
+    al_decisions_write_line(&a, line, &KEY_CLOSE, true);
   assert_int_equal(a.dropped, 3); /* 6100 waiting + 100 > 6144 */
   assert_int_equal(a.buf_lines, 61);
   assert_int_equal(lseek(fd, 0, SEEK_CUR), 0); /* still nothing written */
-  al_auditlog_flush(&a);
+  al_decisions_flush(&a);
   assert_int_equal(lseek(fd, 0, SEEK_CUR), 6100);
   assert_int_equal(a.lines, 61);
-  al_auditlog_close(&a, NULL);
+  al_decisions_close(&a, NULL);
   close(fd);
 }
 
@@ -238,16 +238,16 @@ static void test_failed_write_counts_batch(void **state)
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   FILE *ro = fopen(path, "r"); /* the same file, read-only: write(2) fails with EBADF */
   assert_non_null(ro);
-  al_auditlog a;
-  al_auditlog_init(&a, fileno(ro), 0);
-  al_auditlog_write_line(&a, "{\"event\":\"close\",\"n\":1}", &KEY_CLOSE, true);
-  al_auditlog_write_line(&a, "{\"event\":\"close\",\"n\":2}", &KEY_CLOSE, true);
+  al_decisions a;
+  al_decisions_init(&a, fileno(ro), 0);
+  al_decisions_write_line(&a, "{\"event\":\"close\",\"n\":1}", &KEY_CLOSE, true);
+  al_decisions_write_line(&a, "{\"event\":\"close\",\"n\":2}", &KEY_CLOSE, true);
   assert_int_equal(a.dropped, 0);
-  al_auditlog_flush(&a);
+  al_decisions_flush(&a);
   assert_int_equal(a.dropped, 2);
   assert_int_equal(a.lines, 0);
-  assert_false(al_auditlog_pending(&a));
-  al_auditlog_close(&a, NULL);
+  assert_false(al_decisions_pending(&a));
+  al_decisions_close(&a, NULL);
   fclose(ro);
   close(fd);
 }

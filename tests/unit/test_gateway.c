@@ -676,7 +676,24 @@ static void test_rules_prefix_and_comments(void **state)
   /* bad inputs */
   assert_int_equal(al_gw_rules_init(&r2, "acme", 1, "b", 0, "", "", &e), -1);
   assert_int_equal(al_gw_rules_init(&r2, "acme/../x", 1, "b", 0, "", "", &e), -1);
-  assert_int_equal(al_gw_rules_init(&r2, "acme/x", 0, "b", 0, "", "", &e), -1);
+  /* ticket 0: a Jira or Linear ticket, no issue of the forge: every issue
+   * route is refused (the number the key carries and #0 included), the
+   * repository's reads and the run branch's PR reads still pass; control:
+   * the same paths with ticket 7 bound */
+  assert_int_equal(al_gw_rules_init(&r2, "acme/tally", 0, "airlock/PROJ-7-x", 2, "", "", &e), 0);
+  static const char *const issue_paths[] = {"/repos/acme/tally/issues/7",
+                                            "/repos/acme/tally/issues/7/comments",
+                                            "/repos/acme/tally/issues/0/comments"};
+  for (size_t i = 0; i < sizeof issue_paths / sizeof issue_paths[0]; i++) {
+    assert_null(al_gw_match(&r2, API, "GET", 3, issue_paths[i], NULL, 0, &reason));
+    assert_null(al_gw_match(&r2, API, "POST", 4, issue_paths[i], NULL, 0, &reason));
+  }
+  assert_non_null(al_gw_match(&r2, API, "GET", 3, "/repos/acme/tally", NULL, 0, &reason));
+  al_gw_rules r7;
+  assert_int_equal(al_gw_rules_init(&r7, "acme/tally", 7, "airlock/7-x", 2, "", "", &e), 0);
+  assert_non_null(al_gw_match(&r7, API, "GET", 3, "/repos/acme/tally/issues/7", NULL, 0, &reason));
+  assert_non_null(
+      al_gw_match(&r7, API, "POST", 4, "/repos/acme/tally/issues/7/comments", NULL, 0, &reason));
   assert_int_equal(al_gw_rules_init(&r2, "acme/x", 1, "a..b", 0, "", "", &e), -1);
   assert_int_equal(al_gw_rules_init(&r2, "acme/x", 1, "b", 0, "/api/", "", &e), -1);
   size_t n;
@@ -751,6 +768,30 @@ static void test_push_check(void **state)
   const char *reason;
   size_t bad;
   assert_int_equal(al_gw_check_push(&R, &empty, &reason, &bad), -1);
+  /* push options (git push -o), parsed as the gateway parses them: the run
+   * branch with GitLab's merge_request.create is refused whole; control:
+   * the same push without options passes */
+  char b[1024], first[256];
+  const char *why = NULL;
+  int fl = snprintf(first, sizeof first, "%s%creport-status push-options",
+                    ZERO " " OID_B " refs/heads/airlock/1-ab12cd34", 0);
+  const char *ls[] = {first, NULL, "merge_request.create", "ci.variable=A=b", NULL};
+  size_t ll[] = {(size_t)fl, 0, 20, 15, 0};
+  size_t n = pkts(b, ls, ll, 5);
+  al_rp_request *q = calloc(1, sizeof *q);
+  assert_non_null(q);
+  assert_int_equal(al_rp_parse(b, n, q, &why), (int)n);
+  assert_int_equal(q->n_push_options, 2);
+  assert_int_equal(al_gw_check_push(&R, q, &reason, &bad), -1);
+  assert_string_equal(reason, "push-option-refused");
+  fl = snprintf(first, sizeof first, "%s%creport-status",
+                ZERO " " OID_B " refs/heads/airlock/1-ab12cd34", 0);
+  ll[0] = (size_t)fl;
+  n = pkts(b, ls, ll, 2);
+  assert_int_equal(al_rp_parse(b, n, q, &why), (int)n);
+  assert_int_equal(q->n_push_options, 0);
+  assert_int_equal(al_gw_check_push(&R, q, &reason, &bad), 0);
+  free(q);
 }
 
 /* ---- credentials (entries 19, 20, 22) ---- */

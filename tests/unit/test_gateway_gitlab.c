@@ -72,8 +72,26 @@ static void test_init(void **state)
                      -1);
   assert_int_equal(al_gw_gl_rules_init(&r, "acme/tally", 0, 1, "airlock/1-a", 0, "/api/v4", "", &e),
                    -1);
-  assert_int_equal(al_gw_gl_rules_init(&r, "acme/tally", 1, 0, "airlock/1-a", 0, "/api/v4", "", &e),
-                   -1);
+  /* issue iid 0: the ticket is no issue of the project; every issue route
+   * is refused, the project's own read still passes */
+  assert_int_equal(
+      al_gw_gl_rules_init(&r, "acme/tally", 1, 0, "airlock/PROJ-1-a", 2, "/api/v4", "", &e), 0);
+  const char *reason = NULL, *param = NULL;
+  static const char *const issue_paths[] = {"/api/v4/projects/1/issues/1",
+                                            "/api/v4/projects/1/issues/1/notes",
+                                            "/api/v4/projects/1/issues/0/notes"};
+  for (size_t i = 0; i < sizeof issue_paths / sizeof issue_paths[0]; i++) {
+    const char *p = issue_paths[i];
+    assert_null(al_gw_gl_match(&r, API, "GET", 3, p, strlen(p), NULL, &reason, &param));
+    assert_null(al_gw_gl_match(&r, API, "POST", 4, p, strlen(p), NULL, &reason, &param));
+  }
+  const char *proj = "/api/v4/projects/1";
+  assert_non_null(al_gw_gl_match(&r, API, "GET", 3, proj, strlen(proj), NULL, &reason, &param));
+  /* control: with iid 1 bound, the issue and its notes are the agent's */
+  assert_int_equal(al_gw_gl_rules_init(&r, "acme/tally", 1, 1, "airlock/1-a", 2, "/api/v4", "", &e),
+                   0);
+  assert_non_null(al_gw_gl_match(&r, API, "GET", 3, issue_paths[0], strlen(issue_paths[0]), NULL,
+                                 &reason, &param));
   assert_int_equal(al_gw_gl_rules_init(&r, "acme/tally", 1, 1, "bad..ref", 0, "/api/v4", "", &e),
                    -1);
 }

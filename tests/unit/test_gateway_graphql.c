@@ -177,6 +177,19 @@ static void ticket_token(void **st)
   q = "{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { name } }\"}";
   assert_int_equal(al_gql_check(&R, q, strlen(q), &info, &why, where), 0);
   assert_false(info.issue);
+  /* a ticket that is no issue of the forge (Jira, Linear: ticket 0): the
+   * issue with the key's number, or any other, is not the agent's; the
+   * repository's own reads still pass */
+  al_gw_rules none;
+  al_error err = {0};
+  assert_int_equal(al_gw_rules_init(&none, "acme/tally", 0, "airlock/PROJ-7-abcd", 0, "", "", &err),
+                   0);
+  q = "{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { "
+      "issue(number: 7) { title } } }\"}";
+  assert_int_equal(al_gql_check(&none, q, strlen(q), &info, &why, where), -1);
+  assert_non_null(strstr(why, "graphql-refused"));
+  q = "{\"query\":\"{ repository(owner: \\\"acme\\\", name: \\\"tally\\\") { name } }\"}";
+  assert_int_equal(al_gql_check(&none, q, strlen(q), &info, &why, where), 0);
 }
 
 static void limits(void **st)

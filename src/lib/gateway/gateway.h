@@ -69,7 +69,8 @@ typedef struct al_gateway_opts {
    * / Basic placeholders, GraphQL refused); anything else GitHub's */
   al_forge_kind forge_kind;
   unsigned long project_id; /* GitLab: the project's numeric id (>= 1); else unused */
-  unsigned long ticket;     /* issue number, >= 1 */
+  unsigned long ticket;     /* issue number; 0: not an issue of this forge
+                             * (Jira, Linear): no issue route is served */
   const char *branch;       /* run branch without refs/heads/, e.g. "airlock/12-ab12cd34" */
   unsigned max_comments;    /* POST comments on its own ticket the agent may make; 0 = none */
   /* The run's installation tokens: the git token (contents) for git routes

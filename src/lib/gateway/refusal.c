@@ -17,6 +17,8 @@ static const struct {
     {"push-other-ref", "only refs/heads/%B may be pushed (the run's branch; " SUPERVISOR_PR ")"},
     {"push-tag", "tags may not be pushed; only refs/heads/%B (the run's branch)"},
     {"push-delete", "refs may not be deleted; push new commits to refs/heads/%B instead"},
+    {"push-option-refused", "push options (git push -o) are refused: push the commits to "
+                            "refs/heads/%B alone; " SUPERVISOR_PR},
     {"other-repository", "this run may reach only its own repository"},
     {"other-ticket", "this run may read and comment on only its own ticket"},
     {"write-refused",

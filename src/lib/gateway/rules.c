@@ -101,9 +101,10 @@ int al_gw_rules_init(al_gw_rules *r, const char *repo, unsigned long ticket, con
                         repo ? repo : "(null)");
   memcpy(r->owner, repo, (size_t)(slash - repo));
   snprintf(r->name, sizeof r->name, "%s", slash + 1);
-  if (ticket == 0)
-    return al_error_set(err, EINVAL, "gateway: ticket number must be >= 1");
-  snprintf(r->ticket, sizeof r->ticket, "%lu", ticket);
+  /* 0: the ticket is not an issue of this forge (Jira, Linear): r->ticket
+   * stays "", which no {ticket} segment and no GraphQL number equals */
+  if (ticket)
+    snprintf(r->ticket, sizeof r->ticket, "%lu", ticket);
   size_t bl = branch ? strlen(branch) : 0;
   if (bl == 0 || bl >= sizeof r->branch ||
       snprintf(r->branch_ref, sizeof r->branch_ref, "refs/heads/%s", branch) >=
@@ -342,6 +343,15 @@ int al_gw_check_push(const al_gw_rules *r, const al_rp_request *rq, const char *
   }
   if (rq->n_cmds == 0) {
     *reason = "rp-no-commands";
+    *bad = 0;
+    return -1;
+  }
+  /* git push -o: GitLab acts on them before any human looks
+   * (merge_request.create, .merge_when_pipeline_succeeds, ci.variable,
+   * ci.skip: "Push options", GitLab's docs); the agent's push is its
+   * commits, nothing more */
+  if (rq->n_push_options > 0) {
+    *reason = "push-option-refused";
     *bad = 0;
     return -1;
   }

@@ -95,7 +95,10 @@ typedef struct al_gw_rules {
 } al_gw_rules;
 
 /* Bind the table to one run. repo is "OWNER/REPO" (GitHub's characters:
- * [A-Za-z0-9._-], not "." or ".."), ticket >= 1, branch a valid ref name
+ * [A-Za-z0-9._-], not "." or ".."), ticket the issue number, or 0 when
+ * the ticket is not an issue of this forge (a Jira or Linear ticket):
+ * then every route of an issue is refused ("other-ticket"), the run's
+ * own number included; branch a valid ref name
  * under refs/heads/ (git-check-ref-format(1)), prefixes "" or "/seg[/seg]"
  * without trailing slash. Returns 0 or -1 with err (EINVAL, naming the
  * input). */
@@ -125,8 +128,9 @@ const al_gw_rule *al_gw_match(const al_gw_rules *r, unsigned sides, const char *
 
 /* Check a push's update request: every command must create or update
  * exactly refs/heads/<run branch>. Returns 0, or -1 with *reason
- * ("push-delete", "push-tag", "push-other-branch", "push-other-ref") and
- * *bad the index of the first refused command. */
+ * ("push-delete", "push-tag", "push-other-branch", "push-other-ref",
+ * "push-option-refused": any `git push -o` option, which GitLab acts on)
+ * and *bad the index of the first refused command (0 for an option). */
 int al_gw_check_push(const al_gw_rules *r, const al_rp_request *rq, const char **reason,
                      size_t *bad);
 

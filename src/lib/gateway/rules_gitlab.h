@@ -46,7 +46,9 @@ typedef struct al_gw_gl_rules {
 /* Bind the table to one run. project is GitLab's full path: 2 to 20
  * pieces of [A-Za-z0-9._-] (not "." or "..", not starting with '-' or
  * '.', not ending in ".git"), joined by '/', at most 255 bytes; project_id
- * >= 1; issue_iid >= 1; branch a valid branch name; prefixes as for
+ * >= 1; issue_iid the issue's iid, or 0 when the ticket is no issue of
+ * this project (Jira, Linear: no issue route is served); branch a valid
+ * branch name; prefixes as for
  * al_gw_rules_init (api_prefix usually "/api/v4"). Returns 0 or -1 with err
  * (EINVAL, naming the input). */
 int al_gw_gl_rules_init(al_gw_gl_rules *r, const char *project, unsigned long project_id,

@@ -45,7 +45,9 @@ int tk_do_gateway(struct ticket *t, al_error *err)
       .git_url = p->forge.git_url,
       .ca_file = p->forge.ca_file,
       .repo = t->repo,
-      .ticket = t->number,
+      /* a Jira or Linear ticket is no issue of the repository: the
+       * repository's issue with the key's number is not the agent's */
+      .ticket = tk_vendor(t) ? 0 : t->number,
       .branch = t->branch,
       .max_comments = p->credentials.agent_comments,
       .git_token = al_lease_token(t->lease, AL_ROLE_GIT),

@@ -23,6 +23,7 @@
 
 #include "ticket/ticket_internal.h"
 #include "common/owned.h"
+#include "common/redact.h"
 #include "common/secmem.h"
 #include "common/util.h"
 
@@ -159,6 +160,9 @@ int tk_do_vendor_read(struct ticket *t, al_error *err)
   json_object_set_new(rt, "token_file", json_string(t->policy->ticket.token_file));
   if (read_token(t->policy->ticket.token_file, &t->tk_token, err) < 0)
     goto fail;
+  /* every text that may reach a log, a phase message or the record is
+   * redacted of it, as the lease's tokens are */
+  al_redact_register(t->tk_token);
   if (al_tk_read(&c, &t->tk, t->tk_token, &t->tk_read, err) < 0)
     goto fail;
   json_object_set_new(rt, "id", json_string(t->tk_read.id ? t->tk_read.id : ""));
@@ -202,6 +206,7 @@ void tk_vendor_comment(struct ticket *t, const char *text, json_t *outputs)
 
 void tk_vendor_end(struct ticket *t)
 {
+  al_redact_unregister(t->tk_token);
   al_secret_free(t->tk_token);
   t->tk_token = NULL;
   al_tk_ticket_free(&t->tk_read);

@@ -223,12 +223,14 @@ int cmd_ticket(int argc, char **argv)
    * run prints says so. */
   fflush(stdout);
   const char *mark = res.unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "";
-  if (res.credentials_mode && strcmp(res.credentials_mode, "sealed") == 0)
+  /* said only of an agent that ran (agent_status -1: it never started) */
+  bool ran = res.agent_status >= 0;
+  if (ran && res.credentials_mode && strcmp(res.credentials_mode, "sealed") == 0)
     al_cli_error("credentials sealed: the agent held a placeholder; the forge gateway decided "
                  "%zu request(s), refused %zu%s%s%s%s",
                  res.gateway_requests, res.gateway_refused, res.gateway_refused_by[0] ? " (" : "",
                  res.gateway_refused_by, res.gateway_refused_by[0] ? ")" : "", mark);
-  else if (res.credentials_mode)
+  else if (ran && res.credentials_mode)
     al_cli_error("credentials env: the agent held both tokens; the forge's own protection was "
                  "the only limit on what it did with them%s",
                  mark);

@@ -219,6 +219,16 @@ is "run -p MISSING: exit 2" "$rc" 2
 out=$("$AIRLOCK" token lease --repo a/b --socket "$T_TMP/no-broker.sock" 2>&1 </dev/null); rc=$?
 is "token lease without a broker: exit 125" "$rc" 125
 like "… saying which socket" "$out" "connecting to the broker at \`$T_TMP/no-broker.sock\`"
+# a ticket whose broker cannot be reached: a failed run (1, recorded), the
+# broker named; nothing is said of an agent, which never started
+mkdir -p "$T_TMP/nb" && chmod 700 "$T_TMP/nb"
+"$AIRLOCK" policy init a/b | sed "s|broker: /run/airlock/broker.sock|broker: $T_TMP/nb/no-broker.sock|" >"$T_TMP/nb/pol.yaml"
+like "control: the policy names the missing socket" "$(cat "$T_TMP/nb/pol.yaml")" "broker: $T_TMP/nb/no-broker.sock"
+out=$(HOME=$T_TMP/nb "$AIRLOCK" ticket a/b#1 -p "$T_TMP/nb/pol.yaml" --agent /usr/bin/true \
+  --record "$T_TMP/nb/rec.json" 2>&1 </dev/null); rc=$?
+is "ticket without a broker: exit 1 (a failed run, as --help says)" "$rc" 1
+like "… the broker's socket named" "$out" "no broker answers at \`$T_TMP/nb/no-broker.sock\`"
+check_not "… and no line about what an agent held (none ran)" grep -q "the agent held" <<<"$out"
 # a broker that cannot set itself up (its App key is missing): 125
 mkdir -p "$T_TMP/bk" && chmod 700 "$T_TMP/bk"
 cat >"$T_TMP/bk/broker.yaml" <<Y

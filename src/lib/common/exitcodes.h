@@ -13,7 +13,7 @@ enum al_exit {
   AL_EXIT_NO_CHANGES = 3,   /* the agent finished but no PR from this run's branch exists */
   AL_EXIT_SECURITY = 4,     /* refused for security: the audit or the preflight did not hold */
   AL_EXIT_TIMEOUT = 124,    /* the wall-clock limit was reached; the sandbox was killed */
-  AL_EXIT_CANNOT_RUN = 125, /* could not start the work: broker unreachable, setup failed */
+  AL_EXIT_CANNOT_RUN = 125, /* could not start the work: no broker (token lease), a setup */
   AL_EXIT_NOT_EXEC = 126,   /* run: the command is not executable */
   AL_EXIT_NOT_FOUND = 127,  /* run: the command was not found */
   AL_EXIT_SIGNAL = 128,     /* + N: interrupted (or killed) by signal N */
@@ -28,7 +28,8 @@ enum al_exit {
   "  3    no changes: the agent finished but no PR from this run's branch exists\n"                \
   "  4    security refusal: the audit or the preflight probes did not hold\n"                      \
   "  124  timeout: the wall-clock limit was reached and the sandbox was killed\n"                  \
-  "  125  airlock could not start the work (the broker unreachable, the sandbox's setup)\n"        \
+  "  125  could not start: token lease (no broker), broker (its key, socket), run and probe\n"     \
+  "       (the sandbox's setup); ticket records such a failure as a failed run (1)\n"              \
   "  128+N  interrupted by signal N (130: Ctrl-C, 143: SIGTERM)\n"
 
 #endif

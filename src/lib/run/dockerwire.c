@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "net/http.h"
 
 void al_docker_demux_feed(al_docker_demux *m, const char *p, size_t n)
 {
@@ -35,20 +36,19 @@ void al_docker_demux_feed(al_docker_demux *m, const char *p, size_t n)
 int al_docker_attach_head(const char *buf, size_t n, size_t *body_off)
 {
   *body_off = 0;
-  const char *end = NULL;
-  for (size_t i = 0; i + 4 <= n; i++)
-    if (memcmp(buf + i, "\r\n\r\n", 4) == 0) {
-      end = buf + i;
-      break;
-    }
-  if (!end)
+  al_http_response rsp;
+  const char *why = NULL;
+  int h = al_http_parse_response_head(buf, n, &rsp, &why);
+  if (h == 0)
     return 1;
-  if (n >= 13 && (memcmp(buf, "HTTP/1.1 101 ", 13) == 0 || memcmp(buf, "HTTP/1.1 200 ", 13) == 0)) {
-    *body_off = (size_t)(end - buf) + 4;
+  if (h > 0 && rsp.version_minor == 1 && (rsp.status == 101 || rsp.status == 200)) {
+    *body_off = (size_t)h;
     return 0;
   }
-  const char *eol = memchr(buf, '\r', (size_t)(end - buf) + 1);
-  *body_off = eol ? (size_t)(eol - buf) : 0;
+  /* anything else, or a head the one parser refuses: the status line (up
+   * to its CR, or what came) names it in the caller's message */
+  const char *eol = memchr(buf, '\r', n);
+  *body_off = eol ? (size_t)(eol - buf) : n;
   return -1;
 }
 

@@ -28,11 +28,13 @@ typedef struct al_docker_demux {
  * never blocks longer than the write itself, never fails the caller. */
 void al_docker_demux_feed(al_docker_demux *m, const char *p, size_t n);
 
-/* The engine's answer to an attach request, read so far into buf[0..n).
- * Returns 1 when the head is not complete yet, 0 when it is complete and
- * says 101 (Switching Protocols) or 200 with *body_off the offset of the
- * first stream byte, -1 when it is anything else (*body_off: the end of the
- * status line, for the error message). */
+/* The engine's answer to an attach request, read so far into buf[0..n),
+ * parsed by the one strict response head parser (net/http.h
+ * al_http_parse_response_head). Returns 1 when the head is not complete
+ * yet, 0 when it is complete and says HTTP/1.1 101 (Switching Protocols) or
+ * 200 with *body_off the offset of the first stream byte, -1 when it is
+ * anything else or malformed (*body_off: the end of the status line, or n
+ * without a CR, for the error message). */
 int al_docker_attach_head(const char *buf, size_t n, size_t *body_off);
 
 /* The first regular file of a ustar archive (POSIX.1-2001 pax/ustar:

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,11 @@
 
 #define ANSWER_MAX (256 * 1024) /* the answer: the App's facts and two tokens */
 #define TOKEN_MAX 1024
+/* The installation's permissions object as the forge sent it goes into the
+ * answer: capped here, before anything is minted, so a hostile forge cannot
+ * push the answer past ANSWER_MAX (GitHub has ~50 permission names). */
+#define PERMS_KEYS_MAX 128
+#define PERMS_BYTES_MAX (16 * 1024)
 
 /* What the key's process handed over (tokens in secret memory). */
 struct keyed {
@@ -112,11 +118,11 @@ static void revoke_quietly(al_gh *gh, al_token *t)
   al_token_clear(t);
 }
 
-/* The grant, as job_audit makes it: 0 with *answer, or -1 with err (what
- * was minted is revoked). need_reader false: the caller reads with its own
- * token and needs only the App's facts and its metadata: read token. */
-static int child_grant(const al_broker_config *cfg, const char *repo, bool need_reader,
-                       json_t **answer, al_error *err)
+/* The grant, as job_audit makes it: 0 once the answer is written to wfd,
+ * or -1 with err (what was minted is revoked, also when the write fails). need_reader false: the
+ * caller reads with its own token and needs only the App's facts and its metadata: read token. */
+static int child_grant(int wfd, const al_broker_config *cfg, const char *repo, bool need_reader,
+                       al_error *err)
 {
   EVP_PKEY *key = NULL, *akey = NULL;
   al_gh *gh = NULL, *agh = NULL;
@@ -130,6 +136,17 @@ static int child_grant(const al_broker_config *cfg, const char *repo, bool need_
   if (al_app_key_load(cfg->private_key_path, &key, err) < 0 || al_gh_new(cfg, key, &gh, err) < 0 ||
       al_gh_app_facts(gh, repo, &f, err) < 0)
     goto out;
+  char *pdump = json_dumps(f.permissions, JSON_COMPACT);
+  size_t pbytes = pdump ? strlen(pdump) : 0;
+  free(pdump);
+  if (!json_is_object(f.permissions) || json_object_size(f.permissions) > PERMS_KEYS_MAX ||
+      pbytes > PERMS_BYTES_MAX) {
+    al_error_set(err, EPROTO,
+                 "the forge's installation `permissions` object has %zu keys (%zu bytes): "
+                 "over the %d keys or %d bytes an audit takes",
+                 json_object_size(f.permissions), pbytes, PERMS_KEYS_MAX, PERMS_BYTES_MAX);
+    goto out;
+  }
   if (need_reader && cfg->audit_key_path) {
     if (mint_audit_app(cfg, &aview, repo, &akey, &agh, &rd, cred, sizeof cred, err) < 0)
       goto out;
@@ -157,13 +174,26 @@ static int child_grant(const al_broker_config *cfg, const char *repo, bool need_
       goto out;
     }
   }
-  *answer = json_pack("{s:s, s:I, s:I, s:O, s:s, s:b, s:b, s:s?, s:s?}", "slug", f.slug, "id",
-                      (json_int_t)f.app_id, "installation_id", (json_int_t)f.installation_id,
-                      "permissions", f.permissions, "credentials", cred, "token_is_bot", is_bot,
-                      "read_minted", rd.value != NULL, "read_token", rd.value ? rd.value : file_tok,
-                      "bot_token", bot.value);
-  if (!*answer) {
+  json_t *answer = json_pack(
+      "{s:s, s:I, s:I, s:O, s:s, s:b, s:b, s:s?, s:s?}", "slug", f.slug, "id", (json_int_t)f.app_id,
+      "installation_id", (json_int_t)f.installation_id, "permissions", f.permissions, "credentials",
+      cred, "token_is_bot", is_bot, "read_minted", rd.value != NULL, "read_token",
+      rd.value ? rd.value : file_tok, "bot_token", bot.value);
+  char *s = answer ? json_dumps(answer, JSON_COMPACT) : NULL;
+  wipe_answer(answer);
+  if (!s) {
     al_make_error(err, ENOMEM, "the audit's grant");
+    goto out;
+  }
+  /* The parent stops reading at ANSWER_MAX and closes the pipe: the write
+   * fails (EPIPE, SIGPIPE ignored) and what was minted is revoked below. */
+  int w = al_write_all(wfd, s, strlen(s));
+  int werr = errno;
+  al_wipe_str(s);
+  free(s);
+  if (w < 0) {
+    al_make_error(err, werr, "handing the audit's grant to the parent");
+    al_warn("%s: revoking what was minted", err->msg);
     goto out;
   }
   ret = 0;
@@ -189,18 +219,19 @@ __attribute__((noreturn)) static void child_main(int wfd, const al_broker_config
                                                  const char *repo, bool need_reader)
 {
   al_error err = {0};
-  json_t *a = NULL;
-  if (child_grant(cfg, repo, need_reader, &a, &err) < 0)
-    a = json_pack("{s:s, s:i}", "error", err.msg, "code", err.code);
-  char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
-  int rc = s && al_write_all(wfd, s, strlen(s)) == 0 ? 0 : 1;
-  if (s) {
-    al_wipe_str(s);
-    free(s);
+  signal(SIGPIPE, SIG_IGN); /* a closed pipe is an error to handle, not a death */
+  if (child_grant(wfd, cfg, repo, need_reader, &err) == 0) {
+    close(wfd);
+    _exit(0);
   }
-  wipe_answer(a);
+  json_t *a = json_pack("{s:s, s:i}", "error", err.msg, "code", err.code);
+  char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+  if (s)
+    al_write_all(wfd, s, strlen(s)); /* the parent may be gone: nothing minted lives */
+  free(s);
+  json_decref(a);
   close(wfd);
-  _exit(rc);
+  _exit(1);
 }
 
 /* ---- the parent: the grant --------------------------------------------- */
@@ -237,12 +268,15 @@ static int parse_answer(json_t *a, bool need_reader, struct keyed *k, al_error *
     return al_error_set(err, (int)json_integer_value(code), "%s", msg);
   }
   k->answer = json_incref(a);
-  if (take_token(a, "read_token", &k->read_tok, k->read_fp, err) < 0 ||
-      take_token(a, "bot_token", &k->bot_tok, k->bot_fp, err) < 0)
-    return -1;
+  /* every token present is taken (and so revoked) before anything is refused */
+  al_error e2 = {0};
+  int r1 = take_token(a, "read_token", &k->read_tok, k->read_fp, err);
+  int r2 = take_token(a, "bot_token", &k->bot_tok, k->bot_fp, r1 < 0 ? &e2 : err);
   json_t *minted = json_object_get(a, "read_minted");
   json_t *is_bot = json_object_get(a, "token_is_bot");
   k->read_minted = json_is_true(minted) && k->read_tok;
+  if (r1 < 0 || r2 < 0)
+    return -1;
   const char *slug = json_string_value(json_object_get(a, "slug"));
   const char *cred = json_string_value(json_object_get(a, "credentials"));
   json_t *id = json_object_get(a, "id"), *inst = json_object_get(a, "installation_id");

@@ -141,8 +141,9 @@ else
   is "the process that ran the checks never opened the key file" \
     "$(grep -F "\"$W/keys/app.pem\"" "$W/key.trace" | awk -v p="$rep_pid" '$1 == p' | wc -l)" 0
   is "  (the key was opened by a process of its own)" "$([ "$key_pid" != "$rep_pid" ] && echo other)" other
-  key_exit=$(grep -n "^$key_pid +++ exited with 0 +++" "$W/key.trace" | cut -d: -f1)
-  first_read=$(grep -n "^$rep_pid connect(" "$W/key.trace" | grep -v 'sun_family=AF_UNIX' | head -1 | cut -d: -f1)
+  # (strace pads the pid column: match the pid as a field, not "PID +++")
+  key_exit=$(awk -v p="$key_pid" '$1 == p && /\+\+\+ exited with 0 \+\+\+/ {print NR; exit}' "$W/key.trace")
+  first_read=$(awk -v p="$rep_pid" '$1 == p && $2 ~ /^connect\(/ && !/sun_family=AF_UNIX/ {print NR; exit}' "$W/key.trace")
   like "the key's process exited cleanly" "$key_exit" '^[0-9]+$'
   is "  before the checking process first connected to the API" \
     "$([ -n "$key_exit" ] && [ -n "$first_read" ] && [ "$key_exit" -lt "$first_read" ] && echo before)" before

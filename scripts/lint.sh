@@ -52,6 +52,9 @@ for e in json.load(open(src)):
     if not (rel.startswith("src/") or rel.startswith("tests/forge-emulator/") or rel.startswith("tests/gitlab-forge/")) or rel in files:
         continue
     args = shlex.split(e["command"])
+    # meson puts a compiler launcher it finds (ccache, sccache) first
+    while len(args) > 1 and os.path.basename(args[0]) in ("ccache", "sccache"):
+        args = args[1:]
     args[0] = "clang"
     e["command"] = shlex.join(args + ["-Wno-unknown-warning-option"])
     entries.append(e)

@@ -61,7 +61,7 @@ out=$(PATH="$R/bin:$PATH" bash -c "source '$R/share/bash-completion/completions/
 is "bash completion loads" "$out" "complete -F _airlock airlock"
 words() { PATH="$R/bin:$PATH" bash -c "source '$R/share/bash-completion/completions/airlock'; COMP_WORDS=($1); COMP_CWORD=\$((\${#COMP_WORDS[@]}-1)); _airlock; echo \"\${COMPREPLY[*]}\""; }
 like "bash completes commands from airlock --help" "$(words 'airlock tic')" '^ticket$'
-like "bash completes a command's options from its --help" "$(words 'airlock policy check --f')" '^--for$'
+like "bash completes a command's options from its --help" "$(words 'airlock policy check --f')" '^--for --forge$'
 is "control: an unknown prefix completes to nothing" "$(words 'airlock zzz')" ""
 if command -v zsh >/dev/null; then
   out=$(PATH="$R/bin:$PATH" zsh -fc "fpath=('$R/share/zsh/site-functions' \$fpath); autoload -Uz compinit; compinit -u -d '$T_TMP/zcompdump'; print -r -- \${_comps[airlock]}" 2>&1)

@@ -199,6 +199,13 @@ like "control: with the same forge and a sound policy the preflight passes" "$ou
 out=$("$AIRLOCK" ticket 'acme/tally' -p "$FE_POLICY" --record "$T_TMP/rec-usage.json" 2>&1); rc=$?
 is "a malformed ticket is a usage error (exit 2)" "$rc" 2
 if [ -e "$T_TMP/rec-usage.json" ]; then fail "a usage error writes no run record"; else ok "a usage error writes no run record"; fi
+out=$("$AIRLOCK" ticket 'OWNER/REPO#N' -p "$FE_POLICY" --record "$T_TMP/rec-ph.json" 2>&1); rc=$?
+is "the README's placeholder typed as it stands is a usage error (exit 2)" "$rc" 2
+like "... named as the placeholder, with an example" "$out" 'OWNER/REPO is the placeholder; name your repository and its issue, like acme/widget#42'
+out=$("$AIRLOCK" ticket 'acme/tally#PROJ' -p "$FE_POLICY" --record "$T_TMP/rec-key.json" 2>&1); rc=$?
+is "a Jira or Linear key without its number is a usage error (exit 2)" "$rc" 2
+like "... with the KEY-N rule" "$out" 'a Jira or Linear KEY-N'
+if [ -e "$T_TMP/rec-ph.json" ] || [ -e "$T_TMP/rec-key.json" ]; then fail "neither writes a run record"; else ok "neither writes a run record"; fi
 out=$("$AIRLOCK" ticket 'acme/tally#0' -p "$FE_POLICY" 2>&1); rc=$?
 like "ticket number 0 is refused with the rule" "$out" 'NUMBER must be 1 to'
 out=$("$AIRLOCK" ticket 'acme/../etc#1' -p "$FE_POLICY" 2>&1)

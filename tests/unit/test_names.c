@@ -160,6 +160,28 @@ static void test_target_shape(void **state)
       al_ticket_parse_target_key("a#b/w#PROJ-7", out, sizeof out, &n, key, sizeof key, &err), -1);
   assert_int_equal(
       al_ticket_parse_target_key("acme/w#proj-7", out, sizeof out, &n, key, sizeof key, &err), -1);
+  /* a key's shape is checked here, so a mistyped one is a usage error
+   * before the policy is read: no dash, no number, a zero or signed number,
+   * a one-letter or too long KEY */
+  static const char *const bad_keys[] = {"acme/w#PROJ",    "acme/w#PROJ-",        "acme/w#PROJ-0",
+                                         "acme/w#PROJ-07", "acme/w#PROJ-+7",      "acme/w#P-7",
+                                         "acme/w#PROJ-7x", "acme/w#ABCDEFGHIJK-7"};
+  for (size_t i = 0; i < sizeof bad_keys / sizeof bad_keys[0]; i++) {
+    err.msg[0] = '\0';
+    assert_int_equal(
+        al_ticket_parse_target_key(bad_keys[i], out, sizeof out, &n, key, sizeof key, &err), -1);
+    assert_non_null(strstr(err.msg, "KEY-N"));
+  }
+  /* control: the same shapes made right pass */
+  assert_int_equal(
+      al_ticket_parse_target_key("acme/w#AB_1-7", out, sizeof out, &n, key, sizeof key, &err), 0);
+  assert_string_equal(key, "AB_1-7");
+  /* the README's placeholder as typed: named as such, by both forms */
+  assert_int_equal(
+      al_ticket_parse_target_key("OWNER/REPO#N", out, sizeof out, &n, key, sizeof key, &err), -1);
+  assert_non_null(strstr(err.msg, "placeholder"));
+  assert_int_equal(al_ticket_parse_target("OWNER/REPO#1", out, sizeof out, &n, &err), -1);
+  assert_non_null(strstr(err.msg, "placeholder"));
 }
 
 static void test_login_rule(void **state)

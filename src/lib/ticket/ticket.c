@@ -17,6 +17,7 @@
 #include "common/util.h"
 #include "policy/policy.h"
 #include "forge/names.h"
+#include "tickets/tickets.h"
 
 int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned long *number,
                            al_error *err)
@@ -40,12 +41,37 @@ int al_ticket_parse_target_key(const char *s, char *repo, size_t repolen, unsign
   r[rl] = '\0';
   if (al_repo_name_check(r, &why) < 0)
     return al_make_error(err, 0, "ticket `%s`: %s", s, why);
+  /* the README's placeholder typed as it stands would otherwise pass both
+   * rules (OWNER/REPO a name, N a one-letter key) and fail later, after the
+   * policy was read */
+  if (strcmp(r, "OWNER/REPO") == 0)
+    return al_make_error(err, 0,
+                         "ticket `%s`: OWNER/REPO is the placeholder; name your repository and "
+                         "its issue, like acme/widget#42 (or acme/widget#ENG-42 for a Jira or "
+                         "Linear ticket)",
+                         s);
   const char *n = hash + 1;
   if (key && keylen)
     key[0] = '\0';
   if (key && *n >= 'A' && *n <= 'Z') {
-    /* a Jira or Linear key: its rule (tickets/target.c) once the policy
-     * says which; here only its size */
+    /* a Jira or Linear key: its shape here (KEY-N, KEY by al_tk_project_ok),
+     * so a mistyped one is a usage error; which vendor, and its project,
+     * once the policy says (tickets/target.c al_tk_target_parse) */
+    const char *dash = strrchr(n, '-');
+    char proj[AL_TK_PROJECT_MAX];
+    size_t pl = dash ? (size_t)(dash - n) : 0;
+    if (dash && pl < sizeof proj)
+      memcpy(proj, n, pl);
+    proj[dash && pl < sizeof proj ? pl : 0] = '\0';
+    bool digits = dash && dash[1] && dash[1] != '0' && strlen(dash + 1) <= 9;
+    for (const char *p = dash ? dash + 1 : ""; digits && *p; p++)
+      digits = isdigit((unsigned char)*p) != 0;
+    if (!al_tk_project_ok(proj) || !digits)
+      return al_make_error(err, 0,
+                           "ticket `%s`: after `#` a NUMBER (a forge issue) or a Jira or Linear "
+                           "KEY-N (KEY an upper-case letter and 1 to 9 upper-case letters, "
+                           "digits or _; N 1 to 999999999), like ENG-42",
+                           s);
     if (strlen(n) >= keylen)
       return al_make_error(err, 0, "ticket `%s`: the key is at most %zu bytes", s, keylen - 1);
     memcpy(repo, r, rl + 1);

@@ -43,8 +43,10 @@ printf '{"schema": "airlock.run-record/1", "run_id": "7777777777777777", "exit_s
 printf '{"schema": "airlock.run-record/1", "run_id": "7777777777777778", "exit_status": 0}\n' >"$G/12-x.json"
 is "runs: a serve record (records/12-1.json) is listed; control: 12-x.json is no record's name" "$("$AIRLOCK" runs --json --dir "$G" | jq -r '.[].id')" 7777777777777777
 like "gc: it is counted" "$("$AIRLOCK" gc --keep 0 --dry-run --dir "$G" 2>&1)" '1 record\(s\) would be removed, 0 kept'
-printf '{"schema": "airlock.run-record/1", "run_id": "6666666666666666", "audit": {"status": "does-not-hold", "holds": false, "not_holding": "B1 required reviews", "report": {"branch": "main", "counts": {"warn": 2}}, "accepted_unprotected": true}}\n' >"$F/6666666666666666.json"
+printf '{"schema": "airlock.run-record/1", "run_id": "6666666666666666", "audit": {"status": "does-not-hold", "holds": false, "not_holding": "B1 required reviews", "report": {"branch": "main", "counts": {"warn": 2}, "criteria": [{"id": "B1", "title": "required reviews", "status": "FAIL"}, {"id": "C3", "title": "workflow runs on airlock branches", "status": "WARN"}, {"id": "D2", "title": "code owners \\u001b[31mreview", "status": "WARN"}, {"id": "E1", "title": "not a warning", "status": "PASS"}, 7]}, "accepted_unprotected": true}}\n' >"$F/6666666666666666.json"
 out=$("$AIRLOCK" show --dir "$F" 6666666666666666 2>&1)
+like "show: each WARN criterion by id and title" "$(tr '\n' ' ' <<<"$out")" 'WARN C3: workflow runs on airlock branches +WARN D2: code owners \\x1b\[31mreview'
+if grep -qE 'WARN (B1|E1)' <<<"$out"; then fail "show: ... only the WARN ones (a FAIL and a PASS in the same list are not)"; else ok "show: ... only the WARN ones (a FAIL and a PASS in the same list are not)"; fi
 like "show: the audit section, its status and branch" "$out" 'audit: does-not-hold \(branch main\)'
 like "show: what does not hold, and the override" "$(tr '\n' ' ' <<<"$out")" 'not holding: B1 required reviews.*ACCEPTED UNPROTECTED'
 like "control: a record without an audit says so" "$("$AIRLOCK" show --dir "$F" 5555555555555555 2>&1)" 'audit: none recorded'

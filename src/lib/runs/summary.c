@@ -402,6 +402,18 @@ static void show_audit(const json_t *rec, FILE *out)
        jstr(rp, "branch") ? jstr(rp, "branch") : "", jstr(rp, "branch") ? ")" : "");
   if (jint(k, "warn", 0) > 0)
     line(out, "  %lld WARN criteria (the record's audit.report)", jint(k, "warn", 0));
+  /* each WARN by its id and title, so the reader need not open the JSON */
+  const json_t *crit = jarr(rp, "criteria");
+  size_t warned = 0;
+  for (size_t i = 0; crit && i < json_array_size(crit); i++) {
+    const json_t *c = json_array_get(crit, i);
+    if (!jstr(c, "status") || strcmp(jstr(c, "status"), "WARN") != 0)
+      continue;
+    if (warned++ < LIST_MAX)
+      line(out, "    WARN %s: %s", S(jstr(c, "id")), S(jstr(c, "title")));
+  }
+  if (warned > LIST_MAX)
+    line(out, "    ... %zu more", warned - LIST_MAX);
   if (jstr(a, "not_holding"))
     line(out, "  not holding: %s", jstr(a, "not_holding"));
   if (jstr(a, "error"))

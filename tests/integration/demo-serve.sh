@@ -16,7 +16,7 @@ like "… and its status page" "$out" 'status page http://127\.0\.0\.1:[0-9]+/'
 like "… and the command that labels an issue" "$out" "curl -s -X POST -d '\{\"repo\":\"acme/tally\",\"number\":1,\"label\":\"airlock\",\"user\":\"alice\"\}' http://127\.0\.0\.1:[0-9]+/hooks/label"
 like "serve answered the forge's signed webhook 202" "$out" "webhook was answered 202"
 like "the run succeeded" "$out" 'run 1 +succeeded'
-like "the trigger check asked the forge for alice's permission" "$out" 'check +check: alice has permission `admin`'
+like "the trigger check asked the forge for alice's permission" "$out" '  check +alice has permission `admin`'
 like "the PR is shown" "$out" 'PR +https://forge\.test:[0-9]+/acme/tally/pull/[0-9]+'
 is "nothing left in its TMPDIR" "$(ls -A "$D")" ""
 is "no process of the demo is left" "$(pgrep -f -- "$D/" | grep -vx "$$" | wc -l)" 0

@@ -172,6 +172,22 @@ static void test_target_shape(void **state)
         al_ticket_parse_target_key(bad_keys[i], out, sizeof out, &n, key, sizeof key, &err), -1);
     assert_non_null(strstr(err.msg, "KEY-N"));
   }
+  /* one key rule: what the target parse takes as a key is exactly what the
+   * ticket systems' own parse takes (al_tk_key_parse), bounds included */
+  static const char *const keys[] = {
+      "PROJ-2147483647", "PROJ-2147483648", "PROJ-999999999", "PROJ-1000000000", "AB-1", "A_-1",
+      "AB-01",           "ABCDEFGHIJ-3"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    char t[64];
+    al_tk_target tt;
+    snprintf(t, sizeof t, "acme/w#%s", keys[i]);
+    int a = al_ticket_parse_target_key(t, out, sizeof out, &n, key, sizeof key, &err);
+    int b = al_tk_target_parse(AL_TK_JIRA, keys[i], NULL, &tt, &err);
+    assert_int_equal(a, b);
+  }
+  assert_int_equal(al_ticket_parse_target_key("acme/w#PROJ-2147483647", out, sizeof out, &n, key,
+                                              sizeof key, &err),
+                   0);
   /* control: the same shapes made right pass */
   assert_int_equal(
       al_ticket_parse_target_key("acme/w#AB_1-7", out, sizeof out, &n, key, sizeof key, &err), 0);

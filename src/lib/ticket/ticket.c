@@ -54,24 +54,18 @@ int al_ticket_parse_target_key(const char *s, char *repo, size_t repolen, unsign
   if (key && keylen)
     key[0] = '\0';
   if (key && *n >= 'A' && *n <= 'Z') {
-    /* a Jira or Linear key: its shape here (KEY-N, KEY by al_tk_project_ok),
-     * so a mistyped one is a usage error; which vendor, and its project,
-     * once the policy says (tickets/target.c al_tk_target_parse) */
-    const char *dash = strrchr(n, '-');
+    /* a Jira or Linear key: its shape here, by the one key rule
+     * (tickets/target.c al_tk_key_parse), so a mistyped one is a usage
+     * error; which vendor, and its project, once the policy says
+     * (al_tk_target_parse) */
     char proj[AL_TK_PROJECT_MAX];
-    size_t pl = dash ? (size_t)(dash - n) : 0;
-    if (dash && pl < sizeof proj)
-      memcpy(proj, n, pl);
-    proj[dash && pl < sizeof proj ? pl : 0] = '\0';
-    bool digits = dash && dash[1] && dash[1] != '0' && strlen(dash + 1) <= 9;
-    for (const char *p = dash ? dash + 1 : ""; digits && *p; p++)
-      digits = isdigit((unsigned char)*p) != 0;
-    if (!al_tk_project_ok(proj) || !digits)
+    unsigned long kn;
+    al_error ke = {0};
+    if (al_tk_key_parse(n, "Jira or Linear", proj, &kn, &ke) < 0)
       return al_make_error(err, 0,
                            "ticket `%s`: after `#` a NUMBER (a forge issue) or a Jira or Linear "
-                           "KEY-N (KEY an upper-case letter and 1 to 9 upper-case letters, "
-                           "digits or _; N 1 to 999999999), like ENG-42",
-                           s);
+                           "KEY-N: %s",
+                           s, ke.msg);
     if (strlen(n) >= keylen)
       return al_make_error(err, 0, "ticket `%s`: the key is at most %zu bytes", s, keylen - 1);
     memcpy(repo, r, rl + 1);

@@ -96,9 +96,10 @@ int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned l
                            al_error *err);
 /* The same, and "OWNER/REPO#KEY" (issue #31: a Jira or Linear ticket,
  * "acme/app#PROJ-7"): when what follows `#` starts with an upper-case
- * letter and key is not NULL, key (keylen bytes) gets it unchecked (its
- * rule is the policy's ticket kind's, tickets/tickets.h) and *number 0;
- * else key is "". */
+ * letter and key is not NULL, it must be KEY-N by the one key rule
+ * (tickets/tickets.h al_tk_key_parse), key (keylen bytes) gets it and
+ * *number 0; its vendor and project are checked once the policy is read
+ * (al_tk_target_parse). Else key is "". */
 int al_ticket_parse_target_key(const char *s, char *repo, size_t repolen, unsigned long *number,
                                char *key, size_t keylen, al_error *err);
 

@@ -46,6 +46,36 @@ static bool number_ok(const char *s, size_t n, unsigned long *out)
   return true;
 }
 
+int al_tk_key_parse(const char *s, const char *vendor, char project[AL_TK_PROJECT_MAX],
+                    unsigned long *number, al_error *err)
+{
+  const char *dash = s ? strrchr(s, '-') : NULL;
+  size_t pl = dash ? (size_t)(dash - s) : 0;
+  project[0] = '\0';
+  *number = 0;
+  if (!dash || pl >= AL_TK_PROJECT_MAX)
+    return al_error_set(err, EINVAL, "ticket `%.80s`: a %s ticket is KEY-N, like ENG-42",
+                        s ? s : "", vendor);
+  memcpy(project, s, pl);
+  project[pl] = '\0';
+  if (!al_tk_project_ok(project)) {
+    al_error_set(err, EINVAL,
+                 "ticket `%.80s`: `%s` is not a %s key (KEY-N: KEY an upper-case letter, then 1 "
+                 "to 9 upper-case letters, digits or _)",
+                 s, project, vendor);
+    project[0] = '\0';
+    return -1;
+  }
+  if (!number_ok(dash + 1, strlen(dash + 1), number)) {
+    project[0] = '\0';
+    return al_error_set(err, EINVAL,
+                        "ticket `%.80s`: the number after `-` must be 1 to 2147483647, no leading "
+                        "zero (a %s ticket is KEY-N, like ENG-42)",
+                        s, vendor);
+  }
+  return 0;
+}
+
 int al_tk_target_parse(al_tk_kind k, const char *s, const char *project, al_tk_target *t,
                        al_error *err)
 {
@@ -69,24 +99,8 @@ int al_tk_target_parse(al_tk_kind k, const char *s, const char *project, al_tk_t
     return 0;
   }
   const char *vendor = al_tk_kind_name(k);
-  const char *dash = strrchr(s, '-');
-  size_t pl = dash ? (size_t)(dash - s) : 0;
-  if (!dash || pl >= AL_TK_PROJECT_MAX) {
-    return al_error_set(err, EINVAL, "ticket `%.80s`: a %s ticket is KEY-N, like ENG-42", s,
-                        vendor);
-  }
-  memcpy(t->project, s, pl);
-  t->project[pl] = '\0';
-  if (!al_tk_project_ok(t->project))
-    return al_error_set(err, EINVAL,
-                        "ticket `%.80s`: `%s` is not a %s key (an upper-case letter, then 1 to 9 "
-                        "upper-case letters, digits or _)",
-                        s, t->project, vendor);
-  if (!number_ok(dash + 1, strlen(dash + 1), &t->number))
-    return al_error_set(err, EINVAL,
-                        "ticket `%.80s`: the number after `-` must be 1 to 2147483647, no leading "
-                        "zero",
-                        s);
+  if (al_tk_key_parse(s, vendor, t->project, &t->number, err) < 0)
+    return -1;
   if (project && project[0] && strcmp(project, t->project) != 0)
     return al_error_set(err, EINVAL,
                         "ticket `%.80s`: its %s is `%s`, but the policy's is `%s` (ticket.%s): a "

@@ -56,6 +56,15 @@ typedef struct al_tk_target {
  * docs; Linear's team keys are a subset). */
 bool al_tk_project_ok(const char *s);
 
+/* Parse a Jira or Linear key "KEY-N" (the two vendors write keys alike):
+ * KEY as al_tk_project_ok into project (AL_TK_PROJECT_MAX bytes, "" on
+ * error), N 1..2^31-1 without a leading zero into *number. vendor is the
+ * word the message names ("jira", or "Jira or Linear" when the policy is not
+ * read yet). Returns 0 or -1 with err (EINVAL) naming s and the rule it
+ * broke. */
+int al_tk_key_parse(const char *s, const char *vendor, char project[AL_TK_PROJECT_MAX],
+                    unsigned long *number, al_error *err);
+
 /* Parse a ticket's name for kind k:
  *   github: "OWNER/REPO#N" (N 1..2^31-1);
  *   jira, linear: "KEY-N", KEY as al_tk_project_ok (lower case refused:

@@ -62,7 +62,7 @@ is "run 1 (label by alice, admin) succeeded" "$st" succeeded
 [ "$st" = succeeded ] || { diag "$(sv_field 1 reason)"; sed 's/^/#   /' "$SV_DIR/serve.log" | tail -5; }
 like "its PR is on the forge, from airlock/1-*" "$(sv_field 1 pr_url)" '^https://forge\.test:[0-9]+/acme/tally/pull/[0-9]+$'
 is "one open PR from airlock/1-*" "$(pulls_for 1)" 1
-like "the check is in the queue row: the forge's answer for alice" "$(sv_field 1 check_detail)" 'alice has permission `admin`'
+like "the check is in the queue row: the forge's answer for alice" "$(sv_field 1 check_detail)" '^alice has permission `admin`'
 is "the permission column" "$(sv_field 1 permission)" admin
 is "main is untouched" "$(main_sha)" "$MAIN0"
 is "no token is active after the run" "$(tokens_in active)" 0

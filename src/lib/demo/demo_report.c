@@ -247,10 +247,6 @@ static int serve_report(al_demo *d, json_t *row, FILE *out)
   const char *check = json_string_value(json_object_get(row, "check_detail"));
   fprintf(out, "  run %lld   %s   %s\n", (long long)json_integer_value(json_object_get(row, "id")),
           state ? state : "?", reason ? reason : "");
-  /* serve stores the detail as "check: ..." (its status page shows it
-   * under no label); here the label says it once */
-  if (check && !strncmp(check, "check: ", 7))
-    check += 7;
   fprintf(out, "  check     %s\n", check ? check : "-");
   bool good = state && !strcmp(state, "succeeded") && pr && *pr;
   if (good)

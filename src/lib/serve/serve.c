@@ -312,12 +312,12 @@ static int check_row(struct serve *s, const al_queue_run *r, struct check_job *j
   char detail[400];
   if (local)
     snprintf(detail, sizeof detail,
-             "check: local enqueue by %s (no forge user); %zu open PR(s) "
+             "local enqueue by %s (no forge user); %zu open PR(s) "
              "from airlock/%lu-*",
              r->sender, cr.n_open_prs, r->number);
   else
     snprintf(detail, sizeof detail,
-             "check: %s has permission `%s`%s%s%s on %s (the forge's answer); %zu open PR(s) "
+             "%s has permission `%s`%s%s%s on %s (the forge's answer); %zu open PR(s) "
              "from airlock/%lu-*",
              r->sender, cr.permission, cr.role_name[0] ? " (role " : "", cr.role_name,
              cr.role_name[0] ? ")" : "", r->repo, cr.n_open_prs, r->number);

@@ -19,4 +19,7 @@ if [ -n "$missing" ]; then
   echo "airlock: installing:$missing" >&2
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  echo "airlock: installed:$missing" >&2
+else
+  echo "airlock: every package airlock needs is already installed" >&2
 fi

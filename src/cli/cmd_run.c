@@ -65,8 +65,9 @@ static void report_counts(const al_run_result *res, bool quiet)
   if (quiet)
     return;
   if (c->lines && c->failed)
-    al_cli_error("%zu egress decision(s), %zu denied, %zu failed (DNS, connect) (--log FILE "
-                 "keeps them)",
+    al_cli_error("%zu egress decision(s), %zu denied, %zu failed (DNS, connect; the log "
+                 "writes a failure as decision deny with its reason, such as dns-failed) "
+                 "(--log FILE keeps them)",
                  c->lines, c->denied, c->failed);
   else if (c->lines)
     al_cli_error("%zu egress decision(s), %zu denied (--log FILE keeps them)", c->lines, c->denied);

@@ -169,7 +169,7 @@ if "$AIRLOCK" run -q -- true 2>/dev/null; then
   if grep -q '"decision"' run.err; then fail "run: no proxy JSON line on stderr without --log"; else ok "run: no proxy JSON line on stderr without --log"; fi
   # evil.test is refused by the policy; web.test is allowed but does not
   # resolve (.test is reserved, and the machine may be offline): a failure
-  like "run: one line counts the decisions, a refusal apart from a DNS failure" "$(cat run.err)" '^airlock run: 2 egress decision\(s\), 1 denied, 1 failed \(DNS, connect\) \(--log FILE keeps them\)'
+  like "run: one line counts the decisions, a refusal apart from a DNS failure" "$(cat run.err)" '^airlock run: 2 egress decision\(s\), 1 denied, 1 failed \(DNS, connect; the log writes a failure as decision deny with its reason, such as dns-failed\) \(--log FILE keeps them\)'
   "$AIRLOCK" run -q -p net.yaml -- sh -c "$probe" >run.out 2>run.err
   is "run -q: nothing from airlock on stderr" "$(cat run.err)" ""
   "$AIRLOCK" run -q -p net.yaml --log dec.jsonl -- sh -c "$probe" >/dev/null 2>&1

@@ -44,7 +44,7 @@ for mode in $modes; do
   out=$(cat "$T_TMP/demo.out")
   is "[$mode] airlock demo --hostile exits 0" "$rc" 0
   [ $rc -eq 0 ] || sed 's/^/#   /' "$T_TMP/demo.out" | tail -40
-  like "[$mode] hostile: the agent's claims carry the gutter, airlock's verdict does not" "$(tr '\n' '~' <"$T_TMP/demo.out")" "in its own words[^~]*~~agent│ (refused|succeeded|kept) .*~~Judged by airlock from outside[^~]*~~  made "
+  like "[$mode] hostile: the agent's claims carry the gutter, airlock's verdict does not" "$(tr '\n' '~' <"$T_TMP/demo.out")" "in its own words[^~]*~~agent│ (refused|succeeded|untried|kept) .*~~Judged by airlock from outside[^~]*~~  made "
   is "[$mode] hostile: the notes count each file once, however many families it matches" "$(sed -n 's/.*review notes for the human.*: \([0-9]*\) file(s) that run outside.*/\1/p' "$T_TMP/demo.out")" "$(sed -n 's/^ *runs later [a-z]* *\([^:]*\):.*/\1/p' "$T_TMP/demo.out" | sort -u | wc -l)"
   like "[$mode] hostile: the summary says only a PR got out" "$out" 'all that got out is one pull request'
   bad=$(grep -E '^agent│ succeeded' "$T_TMP/demo.out" | grep -v 'open a pull request' || true)
@@ -54,6 +54,8 @@ for mode in $modes; do
   like "[$mode] hostile: the gateway's refusals are listed by reason" "$out" 'the forge gateway decided [0-9]+ request\(s\) and refused [1-9][0-9]* \(.*push-other-branch [0-9]'
   like "[$mode] hostile: no real token in the sandbox" "$out" 'held +credentials sealed: no real token anywhere in the sandbox \(cred.run-tokens blocked\)'
   like "[$mode] hostile: the one PR was opened by the supervisor" "$out" 'held +the pull request was opened by the supervisor'
+  # the demo's forge has no earlier run: that attempt is not a refusal
+  like "[$mode] hostile: an attempt with nothing to try it on says untried, not refused" "$(grep "earlier run's open PR branch" "$T_TMP/demo.out")" '^agent│ untried +add a commit to an earlier run'
   like "[$mode] hostile: the proxy refused evil.example" "$out" 'Tunnel connection failed: 403'
   like "[$mode] hostile: the declared PR text was made inert (issue #26)" "$out" 'held +the PR text the agent declared was made inert before it was posted: [1-9][0-9]* mention\(s\), [1-9][0-9]* closing keyword\(s\), [1-9][0-9]* image\(s\), [1-9][0-9]* HTML tag\(s\), [1-9][0-9]* outside link'
   like "[$mode] hostile: the base branch's CI cannot act for the agent (issue #26)" "$out" 'held +CI: no workflow of the base branch runs .* \(audit: ([1-9]) of \1 ci\.\* criteria PASS'

@@ -47,6 +47,11 @@ printf '{"schema": "airlock.run-record/1", "run_id": "6666666666666666", "audit"
 out=$("$AIRLOCK" show --dir "$F" 6666666666666666 2>&1)
 like "show: each WARN criterion by id and title" "$(tr '\n' ' ' <<<"$out")" 'WARN C3: workflow runs on airlock branches +WARN D2: code owners \\x1b\[31mreview'
 if grep -qE 'WARN (B1|E1)' <<<"$out"; then fail "show: ... only the WARN ones (a FAIL and a PASS in the same list are not)"; else ok "show: ... only the WARN ones (a FAIL and a PASS in the same list are not)"; fi
+# a file that runs outside the sandbox in two families is two notes but one
+# file: show says both counts, so they match the demo's "N file(s)"
+printf '{"schema": "airlock.run-record/1", "run_id": "7777777777777777", "review": {"runs_outside_sandbox": [{"file": ".github/workflows/ci.yml", "family": "ci", "why": "a"}, {"file": ".github/workflows/ci.yml", "family": "actions", "why": "b"}, {"file": "Makefile", "family": "build", "why": "c"}]}}\n' >"$F/7777777777777777.json"
+o7=$("$AIRLOCK" show --dir "$F" 7777777777777777 2>&1)
+like "show: notes that share a file are counted in files too" "$o7" 'runs_outside_sandbox: 3, in 2 file\(s\)'
 like "show: the audit section, its status and branch" "$out" 'audit: does-not-hold \(branch main\)'
 like "show: what does not hold, and the override" "$(tr '\n' ' ' <<<"$out")" 'not holding: B1 required reviews.*ACCEPTED UNPROTECTED'
 like "control: a record without an audit says so" "$("$AIRLOCK" show --dir "$F" 5555555555555555 2>&1)" 'audit: none recorded'
@@ -175,6 +180,8 @@ assert a[0]["denials"] > 0, a[0]' "$AIRLOCK" "$ID1" "$ID2"
   like "show PATH of the hostile run: the proxy's denials grouped by host and reason" "$out" 'deny +evil\.example:[0-9]+ +not-allowed +x[0-9]+'
   like "... the gateway's refusals listed one by one" "$(tr '\n' ' ' <<<"$out")" 'gateway: [0-9]+ requests, [0-9]+ allowed, [1-9][0-9]* refused.*refused: +[0-9T:.-]+Z [A-Z]+ '
   like "... with the ref of a refused push" "$out" 'ref refs/heads/main [0-9a-f]{12} -> [0-9a-f]{12}'
+  like "... a refused push's 200 is not shown as a bare success" "$out" 'git-receive-pack  push-other-branch \(HTTP 200; the refusal is in the answer.s body'
+  check_not "... no refusal shown with a bare (200)" grep -qE ' \(200\)$' <<<"$out"
   check "show --json prints the record itself" python3 -c 'import json,subprocess,sys; assert json.loads(subprocess.run([sys.argv[1],"show","--json",sys.argv[2]],capture_output=True,check=True).stdout)==json.load(open(sys.argv[3]))' "$AIRLOCK" "$ID2" "$R2"
   unset XDG_STATE_HOME
 fi

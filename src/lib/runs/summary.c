@@ -307,8 +307,15 @@ static void show_gateway(const json_t *rec, FILE *out)
       line(out, "  refused:");
     if (refused > LIST_MAX)
       continue;
-    line(out, "    %s %s %s%s  %s (%lld)", S(jstr(x, "time")), S(jstr(x, "method")),
-         S(jstr(x, "host")), S(jstr(x, "path")), S(reason), jint(x, "status", -1));
+    /* git answers a push whose ref updates it refuses with 200 and the
+     * refusal in the report-status (gitprotocol-pack "report-status"): a
+     * bare "(200)" here would read as a success */
+    long long st = jint(x, "status", -1);
+    line(out, "    %s %s %s%s  %s (HTTP %lld%s)", S(jstr(x, "time")), S(jstr(x, "method")),
+         S(jstr(x, "host")), S(jstr(x, "path")), S(reason), st,
+         st >= 200 && st < 300 ? "; the refusal is in the answer's body, as git reports a refused "
+                                 "ref update"
+                               : "");
     const json_t *refs = jarr(x, "refs");
     for (size_t k = 0; refs && k < json_array_size(refs) && k < 8; k++)
       line(out, "      ref %s %.12s -> %.12s", S(jstr(json_array_get(refs, k), "ref")),
@@ -335,14 +342,37 @@ static void show_pr(const json_t *rec, FILE *out)
          jstr(o, "error") ? jstr(o, "error") : "");
 }
 
-/* One list of the review notes: "  NAME: N" then up to LIST_MAX items,
- * each the members `keys` of the item joined by spaces. */
-static void show_notes(FILE *out, const json_t *rv, const char *name, const char *const *keys)
+/* How many items of a have a value of member key that no earlier item has
+ * (a file listed once per family it matches is one file). */
+static size_t count_distinct(const json_t *a, const char *key)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < json_array_size(a); i++) {
+    const char *v = jstr(json_array_get(a, i), key);
+    bool seen = !v;
+    for (size_t k = 0; v && !seen && k < i; k++) {
+      const char *w = jstr(json_array_get(a, k), key);
+      seen = w && !strcmp(v, w);
+    }
+    n += !seen;
+  }
+  return n;
+}
+
+/* One list of the review notes: "  NAME: N" (with per_file, "N, in M
+ * file(s)" when items share a file) then up to LIST_MAX items, each the
+ * members `keys` of the item joined by spaces. */
+static void show_notes(FILE *out, const json_t *rv, const char *name, const char *const *keys,
+                       bool per_file)
 {
   const json_t *a = jarr(rv, name);
   if (!a || json_array_size(a) == 0)
     return;
-  line(out, "  %s: %zu", name, json_array_size(a));
+  size_t files = per_file ? count_distinct(a, "file") : 0;
+  if (files && files != json_array_size(a))
+    line(out, "  %s: %zu, in %zu file(s)", name, json_array_size(a), files);
+  else
+    line(out, "  %s: %zu", name, json_array_size(a));
   for (size_t i = 0; i < json_array_size(a) && i < LIST_MAX; i++) {
     const json_t *x = json_array_get(a, i);
     char buf[1024] = "";
@@ -380,13 +410,13 @@ static void show_review(const json_t *rec, FILE *out)
   static const char *const links[] = {"where", "url", "image", NULL};
   static const char *const blocked[] = {"by", "target", "reason", "count", NULL};
   static const char *const none[] = {NULL};
-  show_notes(out, rv, "files", files);
-  show_notes(out, rv, "runs_outside_sandbox", outside);
-  show_notes(out, rv, "kinds", kinds);
-  show_notes(out, rv, "secrets", secrets);
-  show_notes(out, rv, "links", links);
-  show_notes(out, rv, "blocked", blocked);
-  show_notes(out, rv, "could_not_read", none);
+  show_notes(out, rv, "files", files, false);
+  show_notes(out, rv, "runs_outside_sandbox", outside, true);
+  show_notes(out, rv, "kinds", kinds, false);
+  show_notes(out, rv, "secrets", secrets, false);
+  show_notes(out, rv, "links", links, false);
+  show_notes(out, rv, "blocked", blocked, false);
+  show_notes(out, rv, "could_not_read", none, false);
 }
 
 static void show_audit(const json_t *rec, FILE *out)

@@ -74,7 +74,16 @@ static void test_every_op(void **state)
     assert_non_null(o->token_revoke);
     assert_non_null(o->webhook_signature_header);
     assert_non_null(o->webhook_verify);
+    /* the review's reads: all of them or none (the review phase refuses a
+     * driver without them, ticket/ticket_review.c) */
+    size_t review_ops = (o->pr_for_review != NULL) + (o->pr_files != NULL) + (o->tree != NULL) +
+                        (o->blob != NULL) + (o->pr_commits != NULL) + (o->pr_texts != NULL) +
+                        (o->pr_comment != NULL);
+    assert_true(review_ops == 0 || review_ops == 7);
   }
+  /* GitHub, the first driver, reads a pull request back */
+  assert_non_null(al_forge_github.pr_for_review);
+  assert_non_null(al_forge_github.pr_comment);
 }
 
 static void test_github_webhook(void **state)

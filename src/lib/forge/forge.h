@@ -47,6 +47,9 @@ typedef struct al_forge_pr_req {
   const char *base; /* the branch it targets */
 } al_forge_pr_req;
 
+/* The kinds of text on a pull request (al_forge_ops.pr_texts). */
+enum { AL_FORGE_PR_COMMENTS, AL_FORGE_PR_REVIEWS, AL_FORGE_PR_REVIEW_COMMENTS };
+
 typedef struct al_forge_ops {
   const char *kind; /* "github", "gitlab": al_forge_kind_names[] */
 
@@ -73,6 +76,51 @@ typedef struct al_forge_ops {
   /* Open the pull request: *pr {number: int, url: str|null}. */
   int (*pr_open)(al_ghapi *c, const char *tok, const char *repo, const al_forge_pr_req *req,
                  json_t **pr, al_error *err);
+
+  /* ---- a pull request read back for the review notes (ticket/ticket_review.c) ----
+   * Lists stop at max items; a list that is cut (max reached while the
+   * forge has more) or fails part way is -1 with err saying where, and
+   * *out still holds what was read. */
+  /* The pull request whose head is exactly `branch`, with what the review
+   * reads of it: *pr {number: int, url: str|null, title: str|null, body:
+   * str|null, base: str|null (its base branch), head_sha: str|null,
+   * base_sha: str|null, changed_files: int|null}, or NULL when there is
+   * none. -1 when the list could not be read whole (*pr is the one found
+   * in what was read, or NULL). */
+  int (*pr_for_review)(al_ghapi *c, const char *tok, const char *repo, const char *branch,
+                       json_t **pr, al_error *err);
+  /* Its changed files: *files an array of {filename: str, status: str|null,
+   * previous_filename: str (renames only), patch: str (where the forge
+   * gives a diff), sha: str|null (the file's blob in the head),
+   * additions: int|null, deletions: int|null}. */
+  int (*pr_files)(al_ghapi *c, const char *tok, const char *repo, long long number, size_t max,
+                  json_t **files, al_error *err);
+  /* The whole tree of commit `sha`: *tree {path: {mode: str ("100644",
+   * "100755", "120000", "160000", "040000"), type: str ("blob", "tree",
+   * "commit"), sha: str|null}}; *truncated when the forge says it cut the
+   * tree (then *tree holds what it gave). */
+  int (*tree)(al_ghapi *c, const char *tok, const char *repo, const char *sha, json_t **tree,
+              bool *truncated, al_error *err);
+  /* The bytes of blob `sha` (40 or 64 lower-case hex, else EINVAL), at
+   * most max bytes (a larger one is -1, EFBIG): *out malloc'd (a NUL
+   * follows the *len bytes), the caller frees. */
+  int (*blob)(al_ghapi *c, const char *tok, const char *repo, const char *sha, size_t max,
+              char **out, size_t *len, al_error *err);
+  /* Its commits, oldest first: *commits an array of {sha: str|null,
+   * message: str|null, author: str ("NAME <EMAIL>"), committer: str}. */
+  int (*pr_commits)(al_ghapi *c, const char *tok, const char *repo, long long number, size_t max,
+                    json_t **commits, al_error *err);
+  /* The texts people (or agents) wrote on it, one kind at a time:
+   * AL_FORGE_PR_COMMENTS its conversation, AL_FORGE_PR_REVIEWS review
+   * bodies, AL_FORGE_PR_REVIEW_COMMENTS comments on lines of its diff:
+   * *items an array of {body: str|null, path: str (a review comment's
+   * file)}. A forge without that kind gives an empty array. */
+  int (*pr_texts)(al_ghapi *c, const char *tok, const char *repo, long long number, int kind,
+                  size_t max, json_t **items, al_error *err);
+  /* Post one comment on it (the review notes; body already made inert):
+   * *comment {id: int|null, url: str|null}. */
+  int (*pr_comment)(al_ghapi *c, const char *tok, const char *repo, long long number,
+                    const char *body, json_t **comment, al_error *err);
 
   /* ---- the ticket, when it is an issue of this forge ---- */
   /* Issue `number`: *issue {title: str, body: str, author: str, state:
@@ -129,7 +177,9 @@ extern const al_forge_ops al_forge_github;
 
 /* The GitLab driver (forge/gitlab_ops.c): GitLab REST v4 (api_url ends in
  * /api/v4), the project by its URL-encoded full path, the merge request's
- * iid as the number; user_permission is not built yet (ENOTSUP). */
+ * iid as the number; user_permission is not built yet (ENOTSUP), nor are
+ * the review's reads (pr_for_review .. pr_comment are NULL: the review
+ * phase fails saying so). */
 extern const al_forge_ops al_forge_gitlab;
 
 /* The GitHub driver's webhook_verify (forge/github_hook.c, pure: the

@@ -5,10 +5,13 @@
 #include "forge/forge.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/base64.h"
 #include "common/util.h"
 
 static int answer_error(const char *method, const char *path, const al_ghapi_resp *r, int e,
@@ -214,6 +217,8 @@ static int gh_issue_comment(al_ghapi *c, const char *tok, const char *repo, unsi
   *comment = NULL;
   al_autofree char *path = al_strdup_printf("/repos/%s/issues/%lu/comments", repo, number);
   json_t *b = json_pack("{s:s}", "body", body);
+  if (!b)
+    return al_error_set(err, EINVAL, "POST %s: the comment is not valid UTF-8", path);
   al_ghapi_resp r;
   int rc = al_ghapi_request(c, "POST", path, tok, b, &r, err);
   json_decref(b);
@@ -228,6 +233,227 @@ static int gh_issue_comment(al_ghapi *c, const char *tok, const char *repo, unsi
   }
   al_ghapi_resp_free(&r);
   return rc;
+}
+
+/* ---- a pull request read back for the review notes ---- */
+
+/* A list endpoint's items, each reduced by fn (NULL: skipped); *out is
+ * always a new array. */
+static int reduced_list(al_ghapi *c, const char *tok, const char *path, size_t max,
+                        json_t *(*fn)(json_t *v), json_t **out, al_error *err)
+{
+  json_t *items = NULL;
+  al_ghapi_list_info st;
+  int r = al_ghapi_list(c, path, tok, max, &items, &st, err);
+  *out = json_array();
+  size_t i;
+  json_t *v;
+  json_array_foreach(items, i, v)
+  {
+    json_t *o = fn(v);
+    if (o)
+      json_array_append_new(*out, o);
+  }
+  json_decref(items);
+  return r;
+}
+
+static json_t *str_or_null(json_t *v)
+{
+  return json_is_string(v) ? v : NULL;
+}
+
+static json_t *int_or_null(json_t *v)
+{
+  return json_is_integer(v) ? v : NULL;
+}
+
+/* Pulls › "List pull requests" (state=all&head=OWNER:BRANCH), the one
+ * whose head ref is exactly branch, whatever the server did with the
+ * filter. */
+static int gh_pr_for_review(al_ghapi *c, const char *tok, const char *repo, const char *branch,
+                            json_t **pr, al_error *err)
+{
+  const char *slash = strchr(repo, '/');
+  al_autofree char *bq = al_ghapi_escape(branch);
+  al_autofree char *path = al_strdup_printf("/repos/%s/pulls?state=all&head=%.*s:%s", repo,
+                                            (int)(slash - repo), repo, bq);
+  json_t *items = NULL;
+  al_ghapi_list_info st;
+  int r = al_ghapi_list(c, path, tok, 1000, &items, &st, err);
+  *pr = NULL;
+  size_t i;
+  json_t *v;
+  json_array_foreach(items, i, v)
+  {
+    json_t *num = json_object_get(v, "number");
+    json_t *head = json_object_get(v, "head"), *base = json_object_get(v, "base");
+    const char *ref = json_string_value(json_object_get(head, "ref"));
+    if (!json_is_integer(num) || !ref || strcmp(ref, branch) != 0)
+      continue;
+    *pr = json_pack("{s:O, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*}", "number", num, "url",
+                    str_or_null(json_object_get(v, "html_url")), "title",
+                    str_or_null(json_object_get(v, "title")), "body",
+                    str_or_null(json_object_get(v, "body")), "base",
+                    str_or_null(json_object_get(base, "ref")), "head_sha",
+                    str_or_null(json_object_get(head, "sha")), "base_sha",
+                    str_or_null(json_object_get(base, "sha")), "changed_files",
+                    int_or_null(json_object_get(v, "changed_files")));
+    break;
+  }
+  json_decref(items);
+  return r;
+}
+
+static json_t *file_item(json_t *v)
+{
+  json_t *name = json_object_get(v, "filename");
+  if (!json_is_string(name))
+    return NULL;
+  json_t *o = json_pack("{s:O, s:O*, s:O*, s:O*, s:O*}", "filename", name, "status",
+                        str_or_null(json_object_get(v, "status")), "sha",
+                        str_or_null(json_object_get(v, "sha")), "additions",
+                        int_or_null(json_object_get(v, "additions")), "deletions",
+                        int_or_null(json_object_get(v, "deletions")));
+  static const char *const opt[] = {"previous_filename", "patch"};
+  for (size_t i = 0; o && i < AL_ARRAY_SIZE(opt); i++)
+    if (json_is_string(json_object_get(v, opt[i])))
+      json_object_set(o, opt[i], json_object_get(v, opt[i]));
+  return o;
+}
+
+/* Pulls › "List pull requests files" (GitHub lists at most 3000). */
+static int gh_pr_files(al_ghapi *c, const char *tok, const char *repo, long long number, size_t max,
+                       json_t **files, al_error *err)
+{
+  al_autofree char *path = al_strdup_printf("/repos/%s/pulls/%lld/files", repo, number);
+  return reduced_list(c, tok, path, max, file_item, files, err);
+}
+
+/* Git database › Trees › "Get a tree" with recursive=1. */
+static int gh_tree(al_ghapi *c, const char *tok, const char *repo, const char *sha, json_t **tree,
+                   bool *truncated, al_error *err)
+{
+  al_autofree char *path = al_strdup_printf("/repos/%s/git/trees/%s?recursive=1", repo, sha);
+  al_ghapi_resp r;
+  *tree = NULL;
+  *truncated = false;
+  if (al_ghapi_get(c, path, tok, &r, err) < 0)
+    return -1;
+  if (r.status != 200 || !json_is_object(r.json)) {
+    int rc = answer_error("GET", path, &r, EPROTO, NULL, err);
+    al_ghapi_resp_free(&r);
+    return rc;
+  }
+  *truncated = json_is_true(json_object_get(r.json, "truncated"));
+  *tree = json_object();
+  size_t i;
+  json_t *e;
+  json_array_foreach(json_object_get(r.json, "tree"), i, e)
+  {
+    const char *p = json_string_value(json_object_get(e, "path"));
+    if (p)
+      json_object_set_new(*tree, p,
+                          json_pack("{s:O*, s:O*, s:O*}", "mode",
+                                    str_or_null(json_object_get(e, "mode")), "type",
+                                    str_or_null(json_object_get(e, "type")), "sha",
+                                    str_or_null(json_object_get(e, "sha"))));
+  }
+  al_ghapi_resp_free(&r);
+  return 0;
+}
+
+/* Git database › Blobs › "Get a blob": base64 with line breaks (RFC 4648
+ * §4), its decoded length checked against the answer's size. */
+static int gh_blob(al_ghapi *c, const char *tok, const char *repo, const char *sha, size_t max,
+                   char **out, size_t *len, al_error *err)
+{
+  *out = NULL;
+  *len = 0;
+  size_t sl = sha ? strlen(sha) : 0;
+  if ((sl != 40 && sl != 64) || strspn(sha, "0123456789abcdef") != sl)
+    return al_error_set(err, EINVAL, "the forge gave no blob id");
+  al_autofree char *path = al_strdup_printf("/repos/%s/git/blobs/%s", repo, sha);
+  al_ghapi_resp r;
+  if (al_ghapi_get(c, path, tok, &r, err) < 0)
+    return -1;
+  int rc = 0;
+  const char *content = json_string_value(json_object_get(r.json, "content"));
+  const char *enc = json_string_value(json_object_get(r.json, "encoding"));
+  json_t *size = json_object_get(r.json, "size");
+  json_int_t n = json_integer_value(size);
+  if (r.status != 200 || !json_is_object(r.json)) {
+    rc = answer_error("GET", path, &r, EPROTO, NULL, err);
+  } else if (!content || !enc || !json_is_integer(size) || n < 0) {
+    rc = al_error_set(err, EPROTO, "no content in the answer");
+  } else if (strcmp(enc, "base64") != 0) {
+    rc = al_error_set(err, EPROTO, "not base64");
+  } else if ((uint64_t)n > max) {
+    rc = al_error_set(err, EFBIG, "larger than %zu MiB", max >> 20);
+  } else {
+    *out = al_base64_decode_lines(content, strlen(content), len);
+    if (!*out || *len != (size_t)n) {
+      rc = al_error_set(err, EPROTO, "%zu bytes decoded, the forge said %lld", *len, (long long)n);
+      free(*out);
+      *out = NULL;
+      *len = 0;
+    }
+  }
+  al_ghapi_resp_free(&r);
+  return rc;
+}
+
+static json_t *commit_item(json_t *v)
+{
+  json_t *c = json_object_get(v, "commit");
+  json_t *a = json_object_get(c, "author"), *m = json_object_get(c, "committer");
+  const char *an = json_string_value(json_object_get(a, "name"));
+  const char *ae = json_string_value(json_object_get(a, "email"));
+  const char *mn = json_string_value(json_object_get(m, "name"));
+  const char *me = json_string_value(json_object_get(m, "email"));
+  al_autofree char *author = al_strdup_printf("%s <%s>", an ? an : "", ae ? ae : "");
+  al_autofree char *committer = al_strdup_printf("%s <%s>", mn ? mn : "", me ? me : "");
+  return json_pack("{s:O*, s:O*, s:s, s:s}", "sha", str_or_null(json_object_get(v, "sha")),
+                   "message", str_or_null(json_object_get(c, "message")), "author", author,
+                   "committer", committer);
+}
+
+/* Pulls › "List commits on a pull request" (at most 250). */
+static int gh_pr_commits(al_ghapi *c, const char *tok, const char *repo, long long number,
+                         size_t max, json_t **commits, al_error *err)
+{
+  al_autofree char *path = al_strdup_printf("/repos/%s/pulls/%lld/commits", repo, number);
+  return reduced_list(c, tok, path, max, commit_item, commits, err);
+}
+
+static json_t *text_item(json_t *v)
+{
+  json_t *o = json_pack("{s:O*}", "body", str_or_null(json_object_get(v, "body")));
+  if (o && json_is_string(json_object_get(v, "path")))
+    json_object_set(o, "path", json_object_get(v, "path"));
+  return o;
+}
+
+/* Issues › Comments › "List issue comments" (a PR's conversation),
+ * Pulls › Reviews › "List reviews for a pull request", Pulls › Review
+ * comments › "List review comments on a pull request". */
+static int gh_pr_texts(al_ghapi *c, const char *tok, const char *repo, long long number, int kind,
+                       size_t max, json_t **items, al_error *err)
+{
+  const char *kind_s = kind == AL_FORGE_PR_COMMENTS ? "issues" : "pulls";
+  const char *sub = kind == AL_FORGE_PR_REVIEWS ? "reviews" : "comments";
+  al_autofree char *path = al_strdup_printf("/repos/%s/%s/%lld/%s", repo, kind_s, number, sub);
+  return reduced_list(c, tok, path, max, text_item, items, err);
+}
+
+/* A PR's conversation is its issue's: Issues › Comments › "Create an
+ * issue comment". */
+static int gh_pr_comment(al_ghapi *c, const char *tok, const char *repo, long long number,
+                         const char *body, json_t **comment, al_error *err)
+{
+  if (number < 1)
+    return al_error_set(err, EINVAL, "pull request %lld: not a number from 1", number);
+  return gh_issue_comment(c, tok, repo, (unsigned long)number, body, comment, err);
 }
 
 /* Collaborators › "Get repository permissions for a user": 404 is a user
@@ -299,6 +525,13 @@ const al_forge_ops al_forge_github = {
     .prs_from_branch = gh_prs_from_branch,
     .prs_open = gh_prs_open,
     .pr_open = gh_pr_open,
+    .pr_for_review = gh_pr_for_review,
+    .pr_files = gh_pr_files,
+    .tree = gh_tree,
+    .blob = gh_blob,
+    .pr_commits = gh_pr_commits,
+    .pr_texts = gh_pr_texts,
+    .pr_comment = gh_pr_comment,
     .issue_get = gh_issue_get,
     .issue_comments = gh_issue_comments,
     .issue_comment = gh_issue_comment,

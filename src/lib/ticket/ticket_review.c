@@ -3,17 +3,17 @@
  *
  * After the run's tokens are revoked, a second lease (contents: read,
  * pull_requests: write for the one notes comment, issues: read) reads the
- * pull request from the run's branch back from the forge:
+ * pull request from the run's branch back from the forge, through the
+ * forge seam (forge/forge.h; GitHub's routes in brackets):
  *
- *   GET /repos/{o}/{r}/pulls?head=        the PR (only one whose head is the branch)
- *   GET .../pulls/{n}/files               names, status, renames, patch, blob sha
- *   GET .../git/trees/{head}?recursive=1  modes: 120000 symlink, 160000 gitlink, 100755
- *   GET .../git/trees/{base}?recursive=1  what the modes were before
- *   GET .../git/blobs/{sha}               symlink targets; contents where no patch
- *   GET .../pulls/{n}/commits             commit messages and identities
- *   GET .../issues/{n}/comments           the PR's conversation
- *   GET .../pulls/{n}/reviews, /comments  review bodies and review comments
- *   GET .../issues/{ticket}/comments      ticket comments made during the run
+ *   pr_for_review   the PR (only one whose head is the branch) [pulls?head=]
+ *   pr_files        names, status, renames, patch, blob sha [pulls/{n}/files]
+ *   tree (head)     modes: 120000 symlink, 160000 gitlink, 100755 [git/trees/{sha}]
+ *   tree (base)     what the modes were before
+ *   blob            symlink targets; contents where no patch [git/blobs/{sha}]
+ *   pr_commits      commit messages and identities [pulls/{n}/commits]
+ *   pr_texts        the PR's conversation, review bodies and review comments
+ *   issue_comments  ticket comments made during the run [issues/{ticket}/comments]
  *
  * and fills record.review: files, runs_outside_sandbox (the catalogue,
  * review/catalogue.c), kinds (symlinks, gitlinks, executables, binaries,
@@ -38,8 +38,8 @@
 #include "broker/client.h"
 #include "common/redact.h"
 #include "common/safetext.h"
-#include "common/base64.h"
 #include "common/util.h"
+#include "forge/forge.h"
 #include "forge/ghapi.h"
 #include "review/catalogue.h"
 #include "review/notes.h"
@@ -54,6 +54,7 @@
 
 struct rd {
   struct ticket *t;
+  const al_forge_ops *forge; /* the policy's forge.kind */
   al_ghapi *api;
   const char *git, *tkt; /* the review lease's tokens */
   json_t *rv, *nr, *secrets, *links, *kinds, *outside, *read;
@@ -93,46 +94,24 @@ static void count(struct rd *r, const char *what, size_t n)
       json_integer(json_integer_value(json_object_get(r->read, what)) + (json_int_t)n));
 }
 
-/* A list, whole or with a could-not-read line naming what is missing.
- * Returns the items read (a new array, never NULL). */
-static json_t *list(struct rd *r, const char *what, const char *path, const char *tok, size_t max,
-                    bool *complete)
+/* A list the seam read (rc its answer, items what it holds), whole or
+ * with a could-not-read line naming what is missing. Returns the items (a
+ * new array, never NULL). */
+static json_t *seam_list(struct rd *r, const char *what, int rc, json_t *items, const al_error *e,
+                         bool *complete)
 {
-  json_t *items = NULL;
-  al_ghapi_list_info st;
-  al_error e = {0};
-  bool ok = al_ghapi_list(r->api, path, tok, max, &items, &st, &e) == 0;
-  if (!ok)
-    not_read(r, "could not read %s: %s", what, st.why[0] ? st.why : e.msg);
+  if (rc < 0)
+    not_read(r, "could not read %s: %s", what, e->msg);
   if (complete)
-    *complete = ok;
+    *complete = rc == 0;
   return items ? items : json_array();
 }
 
-/* One GET answered 200, or NULL with a could-not-read line. */
-static json_t *get(struct rd *r, const char *what, const char *path, const char *tok)
-{
-  al_ghapi_resp resp = {0};
-  al_error e = {0};
-  json_t *out = NULL;
-  if (al_ghapi_get(r->api, path, tok, &resp, &e) < 0) {
-    not_read(r, "could not read %s: %s", what, e.msg);
-  } else if (resp.status != 200 || !resp.json) {
-    char d[600];
-    al_ghapi_describe(&resp, d, sizeof d);
-    not_read(r, "could not read %s: %s", what, d);
-  } else {
-    out = json_incref(resp.json);
-  }
-  al_ghapi_resp_free(&resp);
-  return out;
-}
-
-/* The bytes of blob sha (RFC 4648 base64 with line breaks, as the blobs
- * API sends), malloc'd with *len, or NULL with a could-not-read line. */
+/* The bytes of blob sha (the driver's blob: at most BLOB_MAX), malloc'd
+ * with *len, or NULL with a could-not-read line. */
 static char *blob(struct rd *r, const char *sha, const char *file, size_t *len)
 {
-  if (!sha || strspn(sha, "0123456789abcdef") != strlen(sha) || strlen(sha) < 40) {
+  if (!sha) {
     not_read(r, "could not read the contents of %s: the forge gave no blob id", file);
     return NULL;
   }
@@ -141,32 +120,12 @@ static char *blob(struct rd *r, const char *sha, const char *file, size_t *len)
              BLOBS_MAX);
     return NULL;
   }
-  al_autofree char *path = al_strdup_printf("/repos/%s/git/blobs/%s", r->t->repo, sha);
-  al_autofree char *what = al_strdup_printf("the contents of %s", file);
-  json_t *b = get(r, what, path, r->git);
-  if (!b)
-    return NULL;
-  const char *c = json_string_value(json_object_get(b, "content"));
-  const char *enc = json_string_value(json_object_get(b, "encoding"));
-  json_int_t size = json_integer_value(json_object_get(b, "size"));
-  if (!c || !enc || strcmp(enc, "base64") != 0 || size < 0 || (size_t)size > BLOB_MAX) {
-    not_read(r, "could not read the contents of %s: %s", file,
-             !c || !enc              ? "no content in the answer"
-             : strcmp(enc, "base64") ? "not base64"
-                                     : "larger than 8 MiB");
-    json_decref(b);
+  char *out = NULL;
+  al_error e = {0};
+  if (r->forge->blob(r->api, r->git, r->t->repo, sha, BLOB_MAX, &out, len, &e) < 0) {
+    not_read(r, "could not read the contents of %s: %s", file, e.msg);
     return NULL;
   }
-  size_t o = 0;
-  char *out = al_base64_decode_lines(c, strlen(c), &o);
-  json_decref(b);
-  if ((json_int_t)o != size) {
-    not_read(r, "could not read the contents of %s: %zu bytes decoded, the forge said %lld", file,
-             o, (long long)size);
-    free(out);
-    return NULL;
-  }
-  *len = o;
   return out;
 }
 
@@ -403,24 +362,16 @@ static json_t *tree(struct rd *r, const char *which, const char *sha)
 {
   if (!sha)
     return NULL;
-  al_autofree char *path = al_strdup_printf("/repos/%s/git/trees/%s?recursive=1", r->t->repo, sha);
-  al_autofree char *what = al_strdup_printf("the %s commit's tree", which);
-  json_t *t = get(r, what, path, r->git);
-  if (!t)
+  json_t *map = NULL;
+  bool truncated = false;
+  al_error e = {0};
+  if (r->forge->tree(r->api, r->git, r->t->repo, sha, &map, &truncated, &e) < 0) {
+    not_read(r, "could not read the %s commit's tree: %s", which, e.msg);
     return NULL;
-  if (json_is_true(json_object_get(t, "truncated")))
+  }
+  if (truncated)
     not_read(r, "the %s commit's tree is truncated by the forge: modes of some files unknown",
              which);
-  json_t *map = json_object();
-  size_t i;
-  json_t *e;
-  json_array_foreach(json_object_get(t, "tree"), i, e)
-  {
-    const char *p = json_string_value(json_object_get(e, "path"));
-    if (p)
-      json_object_set(map, p, e);
-  }
-  json_decref(t);
   return map;
 }
 
@@ -428,12 +379,13 @@ static json_t *tree(struct rd *r, const char *which, const char *sha)
  * could not be read at all. */
 static bool review_files(struct rd *r, json_int_t num, json_t *pr)
 {
-  const char *head = json_string_value(json_object_get(json_object_get(pr, "head"), "sha"));
-  const char *base = json_string_value(json_object_get(json_object_get(pr, "base"), "sha"));
-  al_autofree char *fpath =
-      al_strdup_printf("/repos/%s/pulls/%lld/files", r->t->repo, (long long)num);
+  const char *head = json_string_value(json_object_get(pr, "head_sha"));
+  const char *base = json_string_value(json_object_get(pr, "base_sha"));
   bool complete;
-  json_t *files = list(r, "the pull request's files", fpath, r->git, FILES_MAX, &complete);
+  json_t *files = NULL;
+  al_error fe = {0};
+  int rc = r->forge->pr_files(r->api, r->git, r->t->repo, (long long)num, FILES_MAX, &files, &fe);
+  files = seam_list(r, "the pull request's files", rc, files, &fe, &complete);
   count(r, "files", json_array_size(files));
   json_int_t changed = json_integer_value(json_object_get(pr, "changed_files"));
   if (complete && changed > (json_int_t)json_array_size(files))
@@ -504,9 +456,11 @@ static bool review_files(struct rd *r, json_int_t num, json_t *pr)
 
 static void review_conversation(struct rd *r, json_int_t num)
 {
-  al_autofree char *cpath =
-      al_strdup_printf("/repos/%s/pulls/%lld/commits", r->t->repo, (long long)num);
-  json_t *commits = list(r, "the pull request's commits", cpath, r->git, COMMITS_MAX, NULL);
+  json_t *commits = NULL;
+  al_error e = {0};
+  int rc =
+      r->forge->pr_commits(r->api, r->git, r->t->repo, (long long)num, COMMITS_MAX, &commits, &e);
+  commits = seam_list(r, "the pull request's commits", rc, commits, &e, NULL);
   if (json_array_size(commits) >= COMMITS_MAX)
     not_read(r, "the forge lists at most %d commits of a pull request: later ones not read",
              COMMITS_MAX);
@@ -514,13 +468,9 @@ static void review_conversation(struct rd *r, json_int_t num)
   json_t *v;
   json_array_foreach(commits, i, v)
   {
-    json_t *c = json_object_get(v, "commit");
-    const char *msg = json_string_value(json_object_get(c, "message"));
-    al_autofree char *who = al_strdup_printf(
-        "%s <%s> / %s <%s>", sv(json_object_get(json_object_get(c, "author"), "name")),
-        sv(json_object_get(json_object_get(c, "author"), "email")),
-        sv(json_object_get(json_object_get(c, "committer"), "name")),
-        sv(json_object_get(json_object_get(c, "committer"), "email")));
+    const char *msg = json_string_value(json_object_get(v, "message"));
+    al_autofree char *who = al_strdup_printf("%s / %s", sv(json_object_get(v, "author")),
+                                             sv(json_object_get(v, "committer")));
     scan_text(r, "a commit message", msg);
     scan_text(r, "a commit's author or committer", who);
     /* GitHub reads closing keywords in the commit messages of a PR merged
@@ -540,18 +490,21 @@ static void review_conversation(struct rd *r, json_int_t num)
   count(r, "commits", json_array_size(commits));
   json_decref(commits);
   static const struct {
-    const char *kind, *sub, *what, *where, *key;
+    int kind;
+    const char *what, *where, *key;
   } lists[] = {
-      {"issues", "comments", "the pull request's comments", "a pull request comment",
+      {AL_FORGE_PR_COMMENTS, "the pull request's comments", "a pull request comment",
        "pull_request_comments"},
-      {"pulls", "reviews", "the pull request's reviews", "a review body", "reviews"},
-      {"pulls", "comments", "the pull request's review comments", "a review comment",
+      {AL_FORGE_PR_REVIEWS, "the pull request's reviews", "a review body", "reviews"},
+      {AL_FORGE_PR_REVIEW_COMMENTS, "the pull request's review comments", "a review comment",
        "review_comments"},
   };
   for (size_t l = 0; l < AL_ARRAY_SIZE(lists); l++) {
-    al_autofree char *path = al_strdup_printf("/repos/%s/%s/%lld/%s", r->t->repo, lists[l].kind,
-                                              (long long)num, lists[l].sub);
-    json_t *items = list(r, lists[l].what, path, r->git, 10000, NULL);
+    json_t *items = NULL;
+    al_error le = {0};
+    int lrc = r->forge->pr_texts(r->api, r->git, r->t->repo, (long long)num, lists[l].kind, 10000,
+                                 &items, &le);
+    items = seam_list(r, lists[l].what, lrc, items, &le, NULL);
     json_array_foreach(items, i, v)
     {
       scan_text(r, lists[l].where, json_string_value(json_object_get(v, "body")));
@@ -581,9 +534,10 @@ static void review_ticket(struct rd *r)
 {
   if (tk_vendor(r->t))
     return; /* a Jira or Linear ticket: not the repository's issue of that number */
-  al_autofree char *path =
-      al_strdup_printf("/repos/%s/issues/%lu/comments", r->t->repo, r->t->number);
-  json_t *items = list(r, "the ticket's comments", path, r->tkt, 10000, NULL);
+  json_t *items = NULL;
+  al_error e = {0};
+  int rc = r->forge->issue_comments(r->api, r->tkt, r->t->repo, r->t->number, 10000, &items, &e);
+  items = seam_list(r, "the ticket's comments", rc, items, &e, NULL);
   const char *since = json_string_value(json_object_get(r->t->rec, "started_at"));
   size_t during = 0, i;
   json_t *v;
@@ -687,7 +641,7 @@ void tk_do_review(struct ticket *t)
   uint64_t s = tk_phase_begin(t, "review");
   json_t *rv = json_object();
   json_object_set_new(t->rec, "review", rv);
-  struct rd r = {.t = t, .rv = rv};
+  struct rd r = {.t = t, .forge = al_forge_ops_of(t->policy->forge.kind), .rv = rv};
   r.nr = json_array();
   r.secrets = json_array();
   r.links = json_array();
@@ -705,15 +659,22 @@ void tk_do_review(struct ticket *t)
   review_blocked(&r);
   al_error e = {0};
   char **resolves = NULL;
-  al_autofree char *branch_q = NULL;
-  al_autofree char *path = NULL;
-  json_t *pulls = NULL;
+  json_t *pr = NULL;
   const char *status = "ok";
   al_lease_request rq = {.git_repo = t->repo,
                          .ticket_repo = t->repo,
                          .git_permissions = "contents:read,pull_requests:write",
                          .ticket_permissions = "issues:read",
                          .ttl_ms = REVIEW_LEASE_MS};
+  if (!r.forge->pr_for_review || !r.forge->pr_files || !r.forge->tree || !r.forge->blob ||
+      !r.forge->pr_commits || !r.forge->pr_texts || !r.forge->pr_comment) {
+    /* a driver that cannot read a pull request back (forge/forge.h): the
+     * notes say so, never "0 files" */
+    al_make_error(&e, ENOTSUP,
+                  "the %s driver does not read a pull request back for the review notes yet",
+                  r.forge->kind);
+    goto fail;
+  }
   if (al_lease_open(t->policy->credentials.broker, &rq, &t->review_lease, &e) < 0) {
     /* a broker whose git role cannot write pull requests can still let us
      * read: review, and say the notes cannot be posted */
@@ -739,28 +700,17 @@ void tk_do_review(struct ticket *t)
   al_ghapi_set_resolve(r.api, (const char *const *)resolves);
   r.git = al_lease_token(t->review_lease, AL_ROLE_GIT);
   r.tkt = al_lease_token(t->review_lease, AL_ROLE_TICKET);
-  const char *owner_end = strchr(t->repo, '/');
-  branch_q = al_ghapi_escape(t->branch);
-  path = al_strdup_printf("/repos/%s/pulls?state=all&head=%.*s:%s", t->repo,
-                          (int)(owner_end - t->repo), t->repo, branch_q);
-  bool complete;
-  pulls = list(&r, "the pull requests from the run's branch", path, r.git, 1000, &complete);
-  /* GitHub filters by `head`; take only a PR whose head really is the
-   * run's branch, whatever the server did with the filter. */
-  json_t *pr = NULL;
+  /* the driver takes only a PR whose head really is the run's branch,
+   * whatever the server did with its filter */
+  al_error pe = {0};
+  int prc = r.forge->pr_for_review(r.api, r.git, t->repo, t->branch, &pr, &pe);
+  if (prc < 0)
+    not_read(&r, "could not read the pull requests from the run's branch: %s", pe.msg);
   size_t i;
   json_t *v;
-  json_array_foreach(pulls, i, v)
-  {
-    const char *ref = json_string_value(json_object_get(json_object_get(v, "head"), "ref"));
-    if (ref && strcmp(ref, t->branch) == 0) {
-      pr = v;
-      break;
-    }
-  }
   if (!pr) {
     json_object_set_new(rv, "pull_request", json_null());
-    if (!complete) {
+    if (prc < 0) {
       al_make_error(&e, 0, "could not read the pull requests from the run's branch");
       goto fail;
     }
@@ -769,10 +719,9 @@ void tk_do_review(struct ticket *t)
     t->review_pr = num;
     json_object_set_new(rv, "pull_request",
                         json_pack("{s:I, s:O, s:O, s:O*, s:O*}", "number", num, "url",
-                                  json_object_get(pr, "html_url"), "base",
-                                  json_object_get(json_object_get(pr, "base"), "ref"), "head_sha",
-                                  json_object_get(json_object_get(pr, "head"), "sha"), "base_sha",
-                                  json_object_get(json_object_get(pr, "base"), "sha")));
+                                  json_object_get(pr, "url"), "base", json_object_get(pr, "base"),
+                                  "head_sha", json_object_get(pr, "head_sha"), "base_sha",
+                                  json_object_get(pr, "base_sha")));
     scan_text(&r, "the pull request title", json_string_value(json_object_get(pr, "title")));
     scan_text(&r, "the pull request body", json_string_value(json_object_get(pr, "body")));
     if (!review_files(&r, num, pr))
@@ -800,12 +749,12 @@ void tk_do_review(struct ticket *t)
   if (!t->o->quiet)
     al_review_print_summary(
         rv, stderr, "airlock ticket:   ", t->unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "", 50);
-  json_decref(pulls);
+  json_decref(pr);
   tk_free_strv(resolves);
   return;
 fail:
   json_object_set_new(rv, "error", json_string(e.msg));
-  json_decref(pulls);
+  json_decref(pr);
   tk_free_strv(resolves);
   tk_phase_end(t, s, "failed", "%s", e.msg);
   if (!t->o->quiet)
@@ -820,24 +769,14 @@ void tk_post_review_notes(struct ticket *t)
   uint64_t t0 = al_now_ms();
   al_autofree char *md =
       al_review_notes_markdown(t->rec, t->record_sha256[0] ? t->record_sha256 : NULL);
-  al_autofree char *path =
-      al_strdup_printf("/repos/%s/issues/%lld/comments", t->repo, (long long)t->review_pr);
-  json_t *body = json_pack("{s:s}", "body", md);
-  al_ghapi_resp r = {0};
+  json_t *posted = NULL;
   al_error e = {0};
-  char d[600] = "";
   const char *url = NULL;
-  if (!body) {
-    snprintf(d, sizeof d, "the notes are not valid UTF-8");
-  } else if (al_ghapi_request(t->review_api, "POST", path,
-                              al_lease_token(t->review_lease, AL_ROLE_GIT), body, &r, &e) < 0) {
-    snprintf(d, sizeof d, "%s", e.msg);
-  } else if (r.cls != AL_GHAPI_OK) {
-    al_ghapi_describe(&r, d, sizeof d);
-  } else {
-    url = json_string_value(json_object_get(r.json, "html_url"));
-  }
-  json_decref(body);
+  if (al_forge_ops_of(t->policy->forge.kind)
+          ->pr_comment(t->review_api, al_lease_token(t->review_lease, AL_ROLE_GIT), t->repo,
+                       (long long)t->review_pr, md, &posted, &e) == 0)
+    url = json_string_value(json_object_get(posted, "url"));
+  const char *d = url ? "" : e.msg[0] ? e.msg : "the forge gave no URL for the comment";
   if (!t->o->quiet) {
     al_autofree char *clean = url ? al_review_escape(url, 300) : al_review_escape(d, 500);
     fprintf(stderr, "airlock ticket: %-9s %-7s %5llu ms  %s%s%s\n", "notes", url ? "ok" : "failed",
@@ -848,7 +787,7 @@ void tk_post_review_notes(struct ticket *t)
                   "the run record): ",
             clean, t->unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "");
   }
-  al_ghapi_resp_free(&r);
+  json_decref(posted);
 }
 
 void tk_review_close(struct ticket *t)

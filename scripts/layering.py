@@ -8,8 +8,13 @@ src/lib). This fails, naming the file and the line, on an
 cycle between folders (a loop of two or more), so shared code cannot sit in
 the folder of its first user. A README may also have a "May not call:" line
 naming headers of allowed folders (`NAME/FILE.h`) its folder must not
-include (broker/: not forge/audit.h, the key's process runs no audit). Usage: scripts/layering.py [SRC_LIB]
-(default: src/lib of this checkout). Exit 0 clean, 1 on a finding.
+include (broker/: not forge/audit.h, the key's process runs no audit).
+The map of the floors in docs/design.md (its table of rows
+"| FLOOR | `folder/` ..., |") is checked too: every folder on exactly one
+floor, and every include between folders going to a lower floor.
+Usage: scripts/layering.py [SRC_LIB [DESIGN_MD]] (default: src/lib and
+docs/design.md of this checkout; a SRC_LIB given without DESIGN_MD skips
+the map). Exit 0 clean, 1 on a finding.
 """
 import os
 import re
@@ -18,9 +23,40 @@ import sys
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(([a-z_]+)/[^"]*)"', re.M)
 
 
+FLOOR_ROW = re.compile(r"^\s*\|\s*([0-9]+(?:\.[0-9]+)?)\s*\|(.*)\|\s*$")
+
+
+def check_map(design, folders, edges):
+    """Findings (strings) of design.md's floor table against the includes."""
+    floor, out = {}, []
+    for ln, line in enumerate(open(design, errors="replace"), 1):
+        m = FLOOR_ROW.match(line)
+        if not m:
+            continue
+        for name in re.findall(r"`([a-z_]+)/`", m.group(2)):
+            if name not in folders:
+                out.append(f"{design}:{ln}: `{name}/` is no folder of src/lib")
+            elif name in floor:
+                out.append(f"{design}:{ln}: `{name}/` is on two floors")
+            else:
+                floor[name] = float(m.group(1))
+    for d in folders:
+        if d not in floor:
+            out.append(f"{design}: the floor table does not place `{d}/`")
+    for d in folders:
+        for to in sorted(edges[d]):
+            if d in floor and to in floor and floor[to] >= floor[d]:
+                out.append(f"{design}: `{d}/` (floor {floor[d]:g}) includes `{to}/`, which the "
+                           f"table puts on floor {floor[to]:g}: not below it")
+    return out
+
+
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "src", "lib")
+    default_root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "lib")
+    root = sys.argv[1] if len(sys.argv) > 1 else default_root
+    design = sys.argv[2] if len(sys.argv) > 2 else (
+        os.path.relpath(os.path.join(default_root, "..", "..", "docs", "design.md"))
+        if len(sys.argv) < 2 else None)
     folders = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
     bad = 0
     edges = {d: set() for d in folders}
@@ -93,9 +129,14 @@ def main():
         print("layering: include loop between folders: " + " <-> ".join(comp) +
               " (move what they share to a folder below them)")
         bad += 1
+    if design:
+        for finding in check_map(design, folders, edges):
+            print("layering: " + finding)
+            bad += 1
     if bad:
         return 1
-    print(f"layering: {len(folders)} folders, no loop, every include allowed")
+    print(f"layering: {len(folders)} folders, no loop, every include allowed" +
+          (", each on its floor of docs/design.md's map" if design else ""))
     return 0
 
 

@@ -39,6 +39,19 @@ printf '#include "forge/audit.h"\n' >>"$T_TMP/lib/broker/broker_jobs.c"
 out=$(python3 "$L" "$T_TMP/lib" 2>&1); rc=$?
 is "control: broker/ including forge/audit.h fails ('May not call:')" "$rc" 1
 like "  ... naming the file and the header" "$out" 'broker/broker_jobs\.c:[0-9]+: includes forge/audit\.h'
+# docs/design.md's map of the floors is checked against the includes too
+D=$SRC/docs/design.md
+out=$(python3 "$L" "$SRC/src/lib" "$D" 2>&1); rc=$?
+is "the map: every folder on one floor of docs/design.md, every include going down ($out)" "$rc" 0
+sed 's/^\(  | \)7\( | `ticket\/`\)/\10\2/' "$D" >"$T_TMP/design-up.md"
+check_not "control: the edited map really moves ticket/" cmp -s "$D" "$T_TMP/design-up.md"
+out=$(python3 "$L" "$SRC/src/lib" "$T_TMP/design-up.md" 2>&1); rc=$?
+is "control: a map that puts ticket/ below what it includes fails" "$rc" 1
+like "  ... naming the folders and the floors" "$out" '`ticket/` \(floor 0\) includes `[a-z]+/`, which the table puts on floor [1-9]'
+sed 's/, `kube\/` (the Kubernetes API client)//' "$D" >"$T_TMP/design-gone.md"
+out=$(python3 "$L" "$SRC/src/lib" "$T_TMP/design-gone.md" 2>&1); rc=$?
+is "control: a map that leaves a folder out fails" "$rc" 1
+like "  ... naming it" "$out" 'does not place `kube/`'
 if command -v nm >/dev/null && [ -n "${AIRLOCK_BUILD:-}" ]; then
   objs=$(find "$AIRLOCK_BUILD" -name '*src_lib_broker_*.c.o' | sort)
   tk=$(find "$AIRLOCK_BUILD" -name '*src_lib_ticket_ticket_audit.c.o' | head -1)

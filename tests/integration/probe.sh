@@ -94,6 +94,15 @@ all_blocked() { # MODE LABEL ARGS...
 
 all_blocked root "default policy"
 all_blocked root "pinned-host policy" -p "$NETPOL"
+# the probe reads the proxy's answer with net/'s response-head parser: the
+# status and the X-Airlock-Deny reason both reach the evidence (a probe
+# that read no status would be inconclusive, one that lost the header
+# would say a bare "403")
+ev=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print([r["evidence"] for r in d["results"] if r["id"] == "net.proxy-denied-name"][0])' "$T_TMP/out-root-pinned-host policy.json" 2>&1)
+like "net.proxy-denied-name names the proxy's 403 and its X-Airlock-Deny reason" "$ev" ": 403 [a-z][a-z-]+$"
 # the proxy may dial the pinned host for the SNI probe's CONNECT; it must
 # cut the tunnel before relaying a single byte of the foreign ClientHello
 is "the pinned test host received no byte from any probe" "$(grep -v '^conn 0$' "$SRVLOG")" ""

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "net/http.h"
 #include "probe/internal.h"
 #include "probe/probes.h"
 
@@ -509,21 +510,22 @@ static int proxy_send(const pr_ctx *ctx, const char *head, int *fd_out, char *de
     if (k <= 0)
       break;
     n++;
-    buf[n] = '\0';
     if (n >= 4 && memcmp(buf + n - 4, "\r\n\r\n", 4) == 0)
       break;
   }
-  buf[n] = '\0';
+  /* the one response-head parser (net/http.h, fuzzed): a head it refuses,
+   * or none at all, is "no answer" (0), which the verdict calls
+   * inconclusive, never blocked */
+  al_http_response rsp;
+  const char *why = NULL;
   int status = 0;
-  if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
-    status = 0;
-  const char *d = strcasestr(buf, "\r\nX-Airlock-Deny:");
-  if (d) {
-    d += 17;
-    while (*d == ' ')
-      d++;
-    size_t l = strcspn(d, "\r\n");
-    snprintf(deny, dlen, "%.*s", (int)l, d);
+  if (al_http_parse_response_head(buf, n, &rsp, &why) > 0) {
+    status = rsp.status;
+    for (size_t i = 0; i < rsp.n_headers; i++)
+      if (al_http_header_is(&rsp.headers[i], "x-airlock-deny")) {
+        snprintf(deny, dlen, "%.*s", (int)rsp.headers[i].value_len, rsp.headers[i].value);
+        break;
+      }
   }
   if (fd_out && status == 200)
     *fd_out = s;

@@ -130,7 +130,7 @@ like "release: broker answered revoked + confirmed" "$out" 'confirmed yes reason
 is "git token revoked on the forge" "$(token_state "$gfp")" revoked
 is "ticket token revoked on the forge" "$(token_state "$tfp")" revoked
 like "broker log shows the fingerprint and the confirmation" "$(cat "$W/broker.log")" "token $gfp revoked, 401 confirmed"
-like "audit log has the grant (fingerprint, permissions, expiry)" "$(cat "$W/state/leases.jsonl")" "\"fingerprint\":\"$gfp\".*\"permissions\""
+like "lease log has the grant (fingerprint, permissions, expiry)" "$(cat "$W/state/leases.jsonl")" "\"fingerprint\":\"$gfp\".*\"permissions\""
 
 # ---- the broker itself refuses administration (not only the client library) --
 n0=$(token_count)
@@ -231,7 +231,7 @@ is "the client got the secret's value" "$(echo "$out" | sed -n 's/^secret_value=
 is "secret value absent from the broker's log and state dir (during the lease)" \
   "$(echo "$out" | sed -n 's/^secret_leak=//p')" no
 like "the lease with a secret released cleanly" "$out" 'confirmed yes reason released'
-like "audit log records the secret by name and fingerprint" "$(cat "$W/sstate/leases.jsonl")" \
+like "lease log records the secret by name and fingerprint" "$(cat "$W/sstate/leases.jsonl")" \
   "\"secrets\":\\[\\{\"name\":\"model_key\",\"fingerprint\":\"$sfp\""
 before=$(token_count)
 out=$(AL_TEST_SECRET=model_key "$EXEC" "$W/s.sock" acme/other release 2>&1)

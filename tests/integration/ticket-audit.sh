@@ -206,7 +206,7 @@ is "audit of a repository the broker may not lease: forbidden" "$(ask '{"type":"
 is "audit with a bad branch name: bad_request" "$(ask '{"type":"audit","version":1,"repo":"acme/tally","branch":"../x"}')" "error bad_request "
 is "audit with an unknown field: bad_request" "$(ask '{"type":"audit","version":1,"repo":"acme/tally","token":"x"}')" "error bad_request "
 is "control: a well-formed audit request is answered (with a grant, not a report)" "$(ask '{"type":"audit","version":1,"repo":"acme/tally","branch":"main"}')" "audit_grant  "
-like "the broker's audit log records each audit" "$(grep -c '"event":"audit"' "$FE_DIR/secret/broker/leases.jsonl")" '^[1-9]'
+like "the broker's lease log records each audit" "$(grep -c '"event":"audit"' "$FE_DIR/secret/broker/leases.jsonl")" '^[1-9]'
 
 # --- the key's process runs no audit (issue 28): it hands read tokens over ---
 # Hold an audit grant open, read its tokens as the forge minted them, then

@@ -78,13 +78,13 @@ json_t *bk_token_public_json(const al_token *t)
 /* Public description of the secrets a lease carries: names and
  * fingerprints, never a value. */
 
-/* Append one JSON line to the audit log (state_dir/leases.jsonl). */
-void bk_audit_log(struct broker *b, json_t *rec)
+/* Append one JSON line to the lease log (state_dir/leases.jsonl). */
+void bk_lease_log(struct broker *b, json_t *rec)
 {
   char ts[32];
   bk_format_iso(time(NULL), ts);
   json_object_set_new(rec, "time", json_string(ts));
-  if (b->audit_fd < 0) {
+  if (b->lease_fd < 0) {
     json_decref(rec);
     return;
   }
@@ -93,9 +93,9 @@ void bk_audit_log(struct broker *b, json_t *rec)
   json_decref(rec);
   if (al_redact_contains_secret(line)) {
     /* Never expected: the record carries fingerprints only. */
-    al_error_log("audit record held a secret; not written");
-  } else if (al_write_all(b->audit_fd, line, len) < 0) {
-    al_warn("audit log: write: %s", strerror(errno));
+    al_error_log("lease log: the record held a secret; not written");
+  } else if (al_write_all(b->lease_fd, line, len) < 0) {
+    al_warn("lease log: write: %s", strerror(errno));
   }
   free(line);
 }
@@ -292,9 +292,9 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
     if (mkdir(b->cfg->state_dir, 0700) < 0 && errno != EEXIST)
       return al_make_error(err, errno, "state_dir `%s`", b->cfg->state_dir);
     al_autofree char *p = al_strdup_printf("%s/leases.jsonl", b->cfg->state_dir);
-    b->audit_fd = open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (b->audit_fd < 0)
-      return al_make_error(err, errno, "audit log `%s`", p);
+    b->lease_fd = open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (b->lease_fd < 0)
+      return al_make_error(err, errno, "lease log `%s`", p);
   }
   int lfd = al_broker_inherited_listener(err);
   if (lfd < 0)
@@ -359,7 +359,7 @@ static int setup(struct broker *b, const al_broker_opts *opts, al_error *err)
 
 int al_broker_run(const al_broker_opts *opts, al_error *err)
 {
-  struct broker b = {.ep = -1, .lfd = -1, .sfd = -1, .wakefd = -1, .retry_tfd = -1, .audit_fd = -1};
+  struct broker b = {.ep = -1, .lfd = -1, .sfd = -1, .wakefd = -1, .retry_tfd = -1, .lease_fd = -1};
   pthread_mutex_init(&b.done_lock, NULL);
   int ret = -1;
   if (setup(&b, opts, err) < 0)
@@ -459,7 +459,7 @@ out:
   unlink_own_socket(&b);
   al_keep_close(b.keep);
   bk_reap_dead(&b);
-  int *fds[] = {&b.lfd, &b.sfd, &b.ep, &b.wakefd, &b.retry_tfd, &b.audit_fd};
+  int *fds[] = {&b.lfd, &b.sfd, &b.ep, &b.wakefd, &b.retry_tfd, &b.lease_fd};
   for (size_t i = 0; i < AL_ARRAY_SIZE(fds); i++)
     if (*fds[i] >= 0)
       close(*fds[i]);

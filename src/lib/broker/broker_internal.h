@@ -109,7 +109,7 @@ struct broker {
   al_broker_config *cfg;
   EVP_PKEY *key;
   al_gh *gh;
-  int ep, lfd, sfd, wakefd, retry_tfd, audit_fd;
+  int ep, lfd, sfd, wakefd, retry_tfd, lease_fd;
   char *socket_path; /* unlinked at exit when we created it and it is still ours */
   dev_t sock_dev;    /* the inode we bound: a newer broker's socket at the same path is
                         never unlinked (issue #14) */
@@ -138,7 +138,7 @@ struct broker {
 /* ---- src/lib/broker/broker.c ---- */
 void bk_format_iso(time_t t, char out[32]);
 json_t *bk_token_public_json(const al_token *t);
-void bk_audit_log(struct broker *b, json_t *rec);
+void bk_lease_log(struct broker *b, json_t *rec);
 
 /* ---- src/lib/broker/broker_conn.c ---- */
 void bk_reap_dead(struct broker *b);

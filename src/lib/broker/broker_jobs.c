@@ -349,7 +349,7 @@ static void mint_done(struct broker *b, struct job *j)
   j->n_tokens = 0;
   if (j->rc < 0) {
     al_warn("lease %s: %s", c->id, j->err.msg);
-    bk_audit_log(b, json_pack("{s:s, s:s, s:i, s:i, s:s}", "event", "refused", "lease", c->id,
+    bk_lease_log(b, json_pack("{s:s, s:s, s:i, s:i, s:s}", "event", "refused", "lease", c->id,
                               "uid", (int)c->uid, "pid", (int)c->pid, "error", j->err.msg));
     if (c->n_tokens > 0) { /* no half-made lease: kill what was minted */
       c->pending_error = al_strdup_printf("upstream:%s", j->err.msg);
@@ -374,7 +374,7 @@ static void mint_done(struct broker *b, struct job *j)
                 (int)c->uid, "gid", (int)c->gid, "pid", (int)c->pid, "tokens", pub);
   if (c->req.n_secrets)
     json_object_set_new(rec, "secrets", bk_secrets_public_json(b, &c->req));
-  bk_audit_log(b, rec);
+  bk_lease_log(b, rec);
   if (c->peer_gone || b->stopping) {
     c->st = ST_ACTIVE;
     bk_start_revoke(c, c->peer_gone ? "client left before the grant" : "shutdown");
@@ -419,7 +419,7 @@ static void revoke_done(struct broker *b, struct job *j)
     }
     json_array_append_new(res, o);
   }
-  bk_audit_log(b,
+  bk_lease_log(b,
                json_pack("{s:s, s:s, s:s, s:b, s:O}", "event", "revoked", "lease", c ? c->id : "-",
                          "reason", c ? c->reason : "retry", "confirmed", all_ok, "tokens", res));
   if (!c) {
@@ -460,7 +460,7 @@ static void audit_done(struct broker *b, struct job *j)
   j->n_tokens = 0;
   if (j->rc < 0) {
     al_warn("audit %s of %s: %s", c->id, j->areq.repo, j->err.msg);
-    bk_audit_log(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "event", "audit", "id", c->id,
+    bk_lease_log(b, json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s}", "event", "audit", "id", c->id,
                               "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->areq.repo,
                               "branch", j->areq.branch, "error", j->err.msg));
     if (c->n_tokens > 0) { /* no half-made grant: kill what was minted */
@@ -481,7 +481,7 @@ static void audit_done(struct broker *b, struct job *j)
   json_t *pub = tokens_announced(c, "audit", false);
   al_info("audit %s of %s: the grant is %s; the client runs the audit", c->id, j->areq.repo,
           j->credentials);
-  bk_audit_log(b,
+  bk_lease_log(b,
                json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:o}", "event", "audit", "id", c->id,
                          "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->areq.repo, "branch",
                          j->areq.branch, "credentials", j->credentials, "tokens", pub));
@@ -501,7 +501,7 @@ static void check_done(struct broker *b, struct job *j)
   al_info("check %s: uid %u asks about %s#%lu%s%s: %s%s", c->id, (unsigned)c->uid, j->creq.repo,
           j->creq.ticket, j->creq.user[0] ? " for " : "", j->creq.user,
           j->rc < 0 ? "failed: " : "permission ", j->rc < 0 ? j->err.msg : (perm ? perm : "-"));
-  bk_audit_log(b,
+  bk_lease_log(b,
                json_pack("{s:s, s:s, s:i, s:i, s:s, s:I, s:s, s:s?, s:s?}", "event", "check", "id",
                          c->id, "uid", (int)c->uid, "pid", (int)c->pid, "repo", j->creq.repo,
                          "ticket", (json_int_t)j->creq.ticket, "user", j->creq.user, "permission",

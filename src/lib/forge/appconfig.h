@@ -23,7 +23,7 @@
  *     ttl: 15m                      # default lease life
  *     max_ttl: 1h                   # most a client may ask for
  *     max_active: 64
- *   state_dir: /var/lib/airlock-broker   # optional: leases.jsonl audit log
+ *   state_dir: /var/lib/airlock-broker   # optional: leases.jsonl, the lease log
  *   audit:                          # optional: how the broker reads branch
  *                                   # protection for `airlock audit` (one of):
  *     token_file: /etc/airlock/audit.token   # a read-only admin token (e.g. a

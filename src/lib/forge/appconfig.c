@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/secmem.h"
+#include "common/secretfile.h"
 #include "common/redact.h"
 #include "common/util.h"
 #include "common/yamlwalk.h"
@@ -536,85 +537,17 @@ int al_broker_config_load_file(const char *path, al_broker_config **out, al_erro
   return al_broker_config_load_buffer(path, buf, len, out, err);
 }
 
-/* A private file holding one secret: ours, not a symlink, mode & 077 == 0,
- * one value (surrounding whitespace ignored) of at most 1024 bytes, each
- * byte accepted by ok_byte. `what` names it in messages ("audit token
- * file", "secrets.NAME.file"); `shape` says what it must hold. */
+/* A private file holding one secret (common/secretfile.h's rule), one
+ * value of at most 1024 bytes, each byte accepted by ok_byte. */
 static int private_value_load(const char *path, const char *what, bool (*ok_byte)(unsigned char),
                               const char *shape, char **out, al_error *err)
 {
-  *out = NULL;
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0)
-    return al_make_error(err, errno, "%s `%s`", what, path);
-  struct stat st;
-  if (fstat(fd, &st) < 0) {
-    int e = errno;
-    close(fd);
-    return al_make_error(err, e, "%s `%s`", what, path);
-  }
-  const char *why = NULL;
-  if (!S_ISREG(st.st_mode))
-    why = "not a regular file";
-  else if (st.st_uid != geteuid())
-    why = "not owned by the broker's user";
-  else if (st.st_mode & 077)
-    why = "readable or writable by group or others (chmod 600)";
-  if (why) {
-    close(fd);
-    al_make_error(err, 0, "%s `%s`: %s", what, path, why);
-    if (err)
-      err->code = EPERM;
-    return -1;
-  }
-  char buf[1026]; /* one byte more than the limit, to see a longer file */
-  size_t n = 0;
-  for (;;) {
-    ssize_t r = read(fd, buf + n, sizeof buf - 1 - n);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0) {
-      int e = errno;
-      close(fd);
-      explicit_bzero(buf, sizeof buf);
-      return al_make_error(err, e, "reading the %s `%s`", what, path);
-    }
-    if (r == 0 || (n += (size_t)r) == sizeof buf - 1)
-      break;
-  }
-  close(fd);
-  buf[n] = '\0';
-  size_t a = 0, b = n;
-  while (a < b && isspace((unsigned char)buf[a]))
-    a++;
-  while (b > a && isspace((unsigned char)buf[b - 1]))
-    b--;
-  bool ok = b > a && n <= 1024;
-  for (size_t i = a; ok && i < b; i++)
-    ok = ok_byte((unsigned char)buf[i]);
-  if (!ok) {
-    explicit_bzero(buf, sizeof buf);
-    al_make_error(err, 0, "%s `%s`: expected %s, at most 1024 bytes", what, path, shape);
-    if (err)
-      err->code = EINVAL;
-    return -1;
-  }
-  *out = al_secret_dupn(buf + a, b - a);
-  int e = errno;
-  explicit_bzero(buf, sizeof buf);
-  if (!*out)
-    return al_make_error(err, e, "secret memory for the %s", what);
-  return 0;
+  return al_secret_file_read(path, what, 1024, ok_byte, shape, out, NULL, err);
 }
 
 static bool token_byte(unsigned char c)
 {
   return isalnum(c) || c == '_';
-}
-
-static bool printable_byte(unsigned char c)
-{
-  return c > 0x20 && c < 0x7f;
 }
 
 int al_broker_audit_token_load(const char *path, char **out, al_error *err)
@@ -641,7 +574,7 @@ int al_broker_secrets_load(al_broker_config *c, al_error *err)
     if (s->value)
       continue;
     al_autofree char *what = al_strdup_printf("secrets.%s.file", s->name);
-    if (private_value_load(s->file, what, printable_byte,
+    if (private_value_load(s->file, what, al_secret_byte_printable,
                            "one value of printable ASCII without spaces", &s->value, err) < 0)
       return -1;
     al_secret_fingerprint(s->value, s->fp);

@@ -11,44 +11,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/secmem.h"
+#include "common/secretfile.h"
 #include "common/util.h"
 
 int al_app_key_load(const char *path, EVP_PKEY **out, al_error *err)
 {
-  al_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-  if (fd < 0)
-    return al_make_error(err, errno, "private key `%s`", path);
-  struct stat st;
-  if (fstat(fd, &st) < 0)
-    return al_make_error(err, errno, "private key `%s`: stat", path);
-  if (!S_ISREG(st.st_mode))
-    return al_make_error(err, EPERM, "private key `%s`: not a regular file", path);
-  if (st.st_uid != geteuid())
-    return al_make_error(err, EPERM,
-                         "private key `%s`: owned by uid %u, not by the broker's uid %u", path,
-                         (unsigned)st.st_uid, (unsigned)geteuid());
-  if (st.st_mode & 077)
-    return al_make_error(err, EPERM,
-                         "private key `%s`: mode %04o lets group or others read it "
-                         "(chmod 600)",
-                         path, (unsigned)(st.st_mode & 07777));
-  if (st.st_size <= 0 || st.st_size > 64 * 1024)
-    return al_error_set(err, EINVAL, "private key `%s`: unexpected size %lld", path,
-                        (long long)st.st_size);
-  size_t len = (size_t)st.st_size;
-  char *buf = al_xmalloc(len + 1);
-  ssize_t n = al_read_all(fd, buf, len);
-  if (n < 0 || (size_t)n != len) {
-    OPENSSL_cleanse(buf, len);
-    free(buf);
-    return al_make_error(err, n < 0 ? (int)-n : EIO, "private key `%s`: read", path);
-  }
-  buf[len] = '\0';
+  char *buf = NULL;
+  size_t len = 0;
+  if (al_secret_file_read(path, "private key", 64 * 1024, NULL, "a PEM private key", &buf, &len,
+                          err) < 0)
+    return -1;
   BIO *bio = BIO_new_mem_buf(buf, (int)len);
   EVP_PKEY *key = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, (void *)"") : NULL;
   BIO_free(bio);
-  OPENSSL_cleanse(buf, len);
-  free(buf);
+  al_secret_free(buf);
   if (!key)
     return al_error_set(err, EINVAL, "private key `%s`: not a PEM private key", path);
   if (!EVP_PKEY_is_a(key, "RSA") || EVP_PKEY_get_bits(key) < 2048) {

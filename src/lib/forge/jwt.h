@@ -13,11 +13,11 @@
 
 #include "common/error.h"
 
-/* Load the App's private key (PEM, RSA, at least 2048 bits). The file must
- * be a regular file (not a symlink), owned by the effective uid, and not
- * accessible by group or others (mode & 077 == 0); anything else is
- * refused with EPERM before the key is read. The file's bytes are wiped
- * after parsing. On success *out is a new key the caller frees with
+/* Load the App's private key (PEM, RSA, at least 2048 bits, at most 64 KiB)
+ * from a private file by common/secretfile.h's rule: a regular file (not a
+ * symlink), owned by the effective uid, mode 0600 or stricter; an owner or
+ * mode that breaks it is refused with EPERM before the key is read. The
+ * file's bytes are wiped after parsing. On success *out is a new key the caller frees with
  * EVP_PKEY_free(). */
 int al_app_key_load(const char *path, EVP_PKEY **out, al_error *err);
 

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/secmem.h"
+#include "common/secretfile.h"
 #include "common/util.h"
 #include "relay/relay.h"
 #include "sandbox/sandbox.h"
@@ -35,41 +37,17 @@ const char *const *al_relay_agent_env(void)
   return env;
 }
 
-/* The key file: ours, private, one printable line. buf gets the key. */
+/* The key file (common/secretfile.h's rule): one key of printable ASCII,
+ * no spaces, at most cap - 2 bytes. buf gets the key. */
 static int read_key(const char *path, char *buf, size_t cap, al_error *err)
 {
-  al_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-  if (fd < 0)
-    return al_make_error(err, errno, "relay.key_file `%s`", path);
-  struct stat st;
-  if (fstat(fd, &st) < 0)
-    return al_make_error(err, errno, "relay.key_file `%s`", path);
-  if (!S_ISREG(st.st_mode))
-    return al_error_set(err, EINVAL, "relay.key_file `%s`: not a regular file", path);
-  if (st.st_uid != geteuid() || (st.st_mode & 077))
-    return al_make_error(err, EPERM,
-                         "relay.key_file `%s`: must be owned by uid %u with mode 0600 or stricter "
-                         "(is uid %u, mode %04o)",
-                         path, (unsigned)geteuid(), (unsigned)st.st_uid,
-                         (unsigned)(st.st_mode & 07777));
-  ssize_t n = al_read_all(fd, buf, cap - 1);
-  if (n < 0)
-    return al_make_error(err, (int)-n, "relay.key_file `%s`", path);
-  if ((size_t)n == cap - 1) {
-    explicit_bzero(buf, cap);
-    return al_error_set(err, EINVAL, "relay.key_file `%s`: longer than %zu bytes", path, cap - 2);
-  }
-  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-    n--;
-  buf[n] = '\0';
-  bool ok = n > 0;
-  for (ssize_t i = 0; i < n && ok; i++)
-    ok = buf[i] > 0x20 && buf[i] < 0x7f;
-  if (!ok) {
-    explicit_bzero(buf, cap);
-    return al_make_error(
-        err, EINVAL, "relay.key_file `%s`: must hold one key of printable ASCII, no spaces", path);
-  }
+  char *key = NULL;
+  size_t n = 0;
+  if (al_secret_file_read(path, "relay.key_file", cap - 2, al_secret_byte_printable,
+                          "one key of printable ASCII, no spaces", &key, &n, err) < 0)
+    return -1;
+  memcpy(buf, key, n + 1);
+  al_secret_free(key);
   return 0;
 }
 

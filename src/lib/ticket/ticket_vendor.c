@@ -25,6 +25,7 @@
 #include "common/owned.h"
 #include "common/redact.h"
 #include "common/secmem.h"
+#include "common/secretfile.h"
 #include "common/util.h"
 
 #define TOKEN_CAP 4096
@@ -65,49 +66,12 @@ int tk_vendor_target(struct ticket *t, const char *key, al_error *err)
   return 0;
 }
 
-/* ticket.token_file: ours, private, one printable line, into secret memory. */
+/* ticket.token_file (common/secretfile.h's rule): one credential of
+ * printable ASCII, no spaces, into secret memory. */
 static int read_token(const char *path, char **out, al_error *err)
 {
-  *out = NULL;
-  al_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-  if (fd < 0)
-    return al_make_error(err, errno, "ticket.token_file `%s`", path);
-  struct stat st;
-  if (fstat(fd, &st) < 0)
-    return al_make_error(err, errno, "ticket.token_file `%s`", path);
-  if (!S_ISREG(st.st_mode))
-    return al_error_set(err, EINVAL, "ticket.token_file `%s`: not a regular file", path);
-  if (st.st_uid != geteuid() || (st.st_mode & 077))
-    return al_error_set(err, EPERM,
-                        "ticket.token_file `%s`: must be owned by uid %u with mode 0600 or "
-                        "stricter (is uid %u, mode %04o)",
-                        path, (unsigned)geteuid(), (unsigned)st.st_uid,
-                        (unsigned)(st.st_mode & 07777));
-  char buf[TOKEN_CAP];
-  ssize_t n = al_read_all(fd, buf, sizeof buf - 1);
-  if (n < 0)
-    return al_make_error(err, (int)-n, "ticket.token_file `%s`", path);
-  if ((size_t)n == sizeof buf - 1) {
-    explicit_bzero(buf, sizeof buf);
-    return al_error_set(err, EINVAL, "ticket.token_file `%s`: longer than %zu bytes", path,
-                        sizeof buf - 2);
-  }
-  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-    n--;
-  bool ok = n > 0;
-  for (ssize_t i = 0; i < n && ok; i++)
-    ok = buf[i] > 0x20 && buf[i] < 0x7f;
-  if (ok)
-    *out = al_secret_dupn(buf, (size_t)n);
-  explicit_bzero(buf, sizeof buf);
-  if (!ok)
-    return al_error_set(err, EINVAL,
-                        "ticket.token_file `%s`: must hold one credential of printable ASCII, no "
-                        "spaces",
-                        path);
-  if (!*out)
-    return al_make_error(err, errno ? errno : ENOMEM, "ticket.token_file `%s`", path);
-  return 0;
+  return al_secret_file_read(path, "ticket.token_file", TOKEN_CAP - 2, al_secret_byte_printable,
+                             "one credential of printable ASCII, no spaces", out, NULL, err);
 }
 
 /* The seam's configuration from the policy; the ticket host's pin

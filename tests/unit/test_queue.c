@@ -279,49 +279,59 @@ static void test_intake_limits(void **state)
   al_queue_refusal why;
   al_queue_limits l = {.max_queued = 100, .per_sender = 2, .per_repo = 100, .window_ms = 3600000};
   /* per_sender: 2 rows, the third refused (any repository) */
-  assert_int_equal(
-      al_queue_enqueue_limited(q, &l, "acme/a", 1, "comment", "mallory", "d1", &id, &why, &err), 0);
-  assert_int_equal(
-      al_queue_enqueue_limited(q, &l, "acme/b", 2, "comment", "Mallory", "d2", &id, &why, &err), 0);
-  assert_int_equal(
-      al_queue_enqueue_limited(q, &l, "acme/a", 3, "comment", "mallory", "d3", &id, &why, &err), 2);
+  assert_int_equal(al_queue_enqueue_limited(q, &l, "acme/a", 1, NULL, "comment", "mallory", "d1",
+                                            &id, &why, &err),
+                   0);
+  assert_int_equal(al_queue_enqueue_limited(q, &l, "acme/b", 2, NULL, "comment", "Mallory", "d2",
+                                            &id, &why, &err),
+                   0);
+  assert_int_equal(al_queue_enqueue_limited(q, &l, "acme/a", 3, NULL, "comment", "mallory", "d3",
+                                            &id, &why, &err),
+                   2);
   assert_int_equal(why, AL_QUEUE_SENDER_LIMIT);
   assert_non_null(strstr(err.msg, "intake.per_sender 2"));
   /* an active ticket: no limit is spent, the active row is named */
   int64_t act = 0;
-  assert_int_equal(
-      al_queue_enqueue_limited(q, &l, "acme/a", 1, "comment", "mallory", "d4", &act, &why, &err),
-      1);
+  assert_int_equal(al_queue_enqueue_limited(q, &l, "acme/a", 1, NULL, "comment", "mallory", "d4",
+                                            &act, &why, &err),
+                   1);
   assert_int_equal(why, AL_QUEUE_ADMITTED);
   /* control: another sender is admitted */
   assert_int_equal(
-      al_queue_enqueue_limited(q, &l, "acme/a", 3, "label", "alice", "d5", &id, &why, &err), 0);
+      al_queue_enqueue_limited(q, &l, "acme/a", 3, NULL, "label", "alice", "d5", &id, &why, &err),
+      0);
   /* a window that no longer holds mallory's rows admits them again */
   l.window_ms = 1;
   usleep(5000);
-  assert_int_equal(
-      al_queue_enqueue_limited(q, &l, "acme/a", 4, "comment", "mallory", "d6", &id, &why, &err), 0);
+  assert_int_equal(al_queue_enqueue_limited(q, &l, "acme/a", 4, NULL, "comment", "mallory", "d6",
+                                            &id, &why, &err),
+                   0);
   l.window_ms = 3600000;
   /* per_repo */
   l.per_sender = 100;
   l.per_repo = 4;
   assert_int_equal(
-      al_queue_enqueue_limited(q, &l, "acme/a", 5, "label", "alice", "d7", &id, &why, &err), 0);
+      al_queue_enqueue_limited(q, &l, "acme/a", 5, NULL, "label", "alice", "d7", &id, &why, &err),
+      0);
   assert_int_equal(
-      al_queue_enqueue_limited(q, &l, "acme/a", 6, "label", "alice", "d8", &id, &why, &err), 2);
+      al_queue_enqueue_limited(q, &l, "acme/a", 6, NULL, "label", "alice", "d8", &id, &why, &err),
+      2);
   assert_int_equal(why, AL_QUEUE_REPO_LIMIT);
   assert_int_equal(
-      al_queue_enqueue_limited(q, &l, "acme/b", 6, "label", "alice", "d9", &id, &why, &err), 0);
+      al_queue_enqueue_limited(q, &l, "acme/b", 6, NULL, "label", "alice", "d9", &id, &why, &err),
+      0);
   /* max_queued: 6 queued now */
   l.per_repo = 100;
   l.max_queued = 6;
   assert_int_equal(
-      al_queue_enqueue_limited(q, &l, "acme/c", 1, "label", "alice", "d10", &id, &why, &err), 2);
+      al_queue_enqueue_limited(q, &l, "acme/c", 1, NULL, "label", "alice", "d10", &id, &why, &err),
+      2);
   assert_int_equal(why, AL_QUEUE_FULL);
   assert_int_equal(err.code, ENOSPC);
   l.max_queued = 7;
   assert_int_equal(
-      al_queue_enqueue_limited(q, &l, "acme/c", 1, "label", "alice", "d10", &id, &why, &err), 0);
+      al_queue_enqueue_limited(q, &l, "acme/c", 1, NULL, "label", "alice", "d10", &id, &why, &err),
+      0);
   al_queue_close(q);
 }
 

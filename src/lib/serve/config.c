@@ -148,6 +148,94 @@ static const al_yw_field listen_fields[] = {
 };
 static const al_yw_map listen_map = {listen_fields, AL_ARRAY_SIZE(listen_fields), NULL};
 
+/* A Jira label (one word: Jira's labels hold no space, and the changelog
+ * lists them space-separated), a Linear label name, or an account / user
+ * id: printable ASCII, no space. */
+static int word_check(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
+{
+  const char *s = *(char **)(void *)((char *)obj + f->off);
+  for (const char *p = s; *p; p++)
+    if (*p <= ' ' || *p > '~')
+      return al_yw_fail(w, al_yw_at(kv), kv->path,
+                        "one word of printable ASCII (no space, no control byte)");
+  return 0;
+}
+
+/* webhook.jira / webhook.linear, when present: a secret (no unsigned
+ * delivery is accepted) and at least one trigger (seen[1], seen[2]: the
+ * label and the id, in the tables below). */
+static int vendor_done(al_yw *w, const al_yw_kv *kv, const bool *seen, const char *id)
+{
+  if (!seen[0])
+    return al_yw_fail(w, al_yw_at(kv), kv->path,
+                      "secret_file is required (every delivery is authenticated by its HMAC)");
+  if (!seen[1] && !seen[2])
+    return al_yw_fail(w, al_yw_at(kv), kv->path,
+                      "set label, %s or both (what makes a delivery a trigger)", id);
+  return 0;
+}
+
+static int jira_done(al_yw *w, const al_yw_kv *kv, void *obj, const bool *seen)
+{
+  (void)obj;
+  return vendor_done(w, kv, seen, "assignee");
+}
+
+static int linear_done(al_yw *w, const al_yw_kv *kv, void *obj, const bool *seen)
+{
+  (void)obj;
+  return vendor_done(w, kv, seen, "app");
+}
+
+static const al_yw_field jira_fields[] = {
+    {.key = "secret_file",
+     .type = AL_YW_STR,
+     .off = OFF(jira_secret_file),
+     .check = path_check,
+     .shape = "path",
+     .doc = "the Jira webhook's secret (mode 0600 or 0400): X-Hub-Signature is checked against it"},
+    {.key = "label",
+     .type = AL_YW_STR,
+     .off = OFF(jira_label),
+     .min = 1,
+     .max = 255,
+     .check = word_check,
+     .doc = "an issue created with, or updated to add, this label starts a run"},
+    {.key = "assignee",
+     .type = AL_YW_STR,
+     .off = OFF(jira_assignee),
+     .min = 1,
+     .max = 128,
+     .check = word_check,
+     .doc = "the bot's Atlassian accountId: an issue assigned to it starts a run"},
+};
+static const al_yw_map jira_map = {jira_fields, AL_ARRAY_SIZE(jira_fields), jira_done};
+
+static const al_yw_field linear_fields[] = {
+    {.key = "secret_file",
+     .type = AL_YW_STR,
+     .off = OFF(linear_secret_file),
+     .check = path_check,
+     .shape = "path",
+     .doc = "the Linear webhook's signing secret (mode 0600 or 0400): Linear-Signature is checked "
+            "against it"},
+    {.key = "label",
+     .type = AL_YW_STR,
+     .off = OFF(linear_label),
+     .min = 1,
+     .max = 255,
+     .doc = "an issue created with, or updated to add, the label of this name starts a run"},
+    {.key = "app",
+     .type = AL_YW_STR,
+     .off = OFF(linear_app),
+     .min = 1,
+     .max = 64,
+     .check = word_check,
+     .doc = "the app user's id (OAuth app, actor=app): an issue assigned or delegated to it starts "
+            "a run"},
+};
+static const al_yw_map linear_map = {linear_fields, AL_ARRAY_SIZE(linear_fields), linear_done};
+
 static const al_yw_field webhook_fields[] = {
     {.key = "secret_file",
      .type = AL_YW_STR,
@@ -175,6 +263,14 @@ static const al_yw_field webhook_fields[] = {
      .max = 25u << 20,
      .def = "1MiB",
      .doc = "the largest webhook body accepted (GitHub caps payloads at 25 MB)"},
+    {.key = "jira",
+     .type = AL_YW_MAP,
+     .map = &jira_map,
+     .doc = "POST /webhook/jira (absent: that path answers 404)"},
+    {.key = "linear",
+     .type = AL_YW_MAP,
+     .map = &linear_map,
+     .doc = "POST /webhook/linear (absent: that path answers 404)"},
 };
 static const al_yw_map webhook_map = {webhook_fields, AL_ARRAY_SIZE(webhook_fields), NULL};
 

@@ -8,7 +8,7 @@
  *
  *   version: 1
  *   listen:
- *     webhook: 127.0.0.1:8680      # POST /webhook ("" : no webhook listener)
+ *     webhook: 127.0.0.1:8680      # POST /webhook[/jira|/linear] ("" : no webhook listener)
  *     status: 127.0.0.1:8681       # GET / /runs.json /metrics (may equal webhook)
  *     timeout: 15s                 # a connection idle this long is closed (MHD)
  *     request_deadline: 30s        # a request's head and body must arrive within this
@@ -20,6 +20,14 @@
  *     label: airlock               # `issues` labeled with this name
  *     command: /airlock run        # `issue_comment` whose first line is this
  *     max_body: 1MiB
+ *     jira:                        # POST /webhook/jira (absent: 404)
+ *       secret_file: /etc/airlock/jira-webhook.secret  # X-Hub-Signature's HMAC key
+ *       label: airlock             # an issue labeled so
+ *       assignee: 5b10ac8d82e05b22cc7d4ef5             # or assigned to this accountId
+ *     linear:                      # POST /webhook/linear (absent: 404)
+ *       secret_file: /etc/airlock/linear-webhook.secret  # Linear-Signature's HMAC key
+ *       label: airlock
+ *       app: 2c5e7d52-3f0a-4c1e-9d7b-6a0f1e8b9c21        # assigned or delegated to the app
  *   intake:                        # admission, before a row or a token exists
  *     max_queued: 200              # a full queue answers 503 (recorded)
  *     per_sender: 5                # rows one forge user may make per window (429 after)
@@ -76,17 +84,25 @@ typedef struct al_serve_config {
   uint64_t max_per_ip;          /* listen.max_per_ip: connections, or a proxy's clients' requests */
   char *trusted_proxies[AL_SERVE_PROXIES_MAX]; /* numeric IPv4/IPv6 addresses */
   size_t n_trusted_proxies;
-  uint64_t max_queued;      /* intake.max_queued: queued rows at most */
-  uint64_t per_sender;      /* intake.per_sender: rows per forge sender per window */
-  uint64_t per_repo;        /* intake.per_repo: rows per repository per window */
-  uint64_t window_ms;       /* intake.window */
-  uint64_t check_cache_ms;  /* intake.check_cache: a refusing permission answer reused; 0: never */
-  uint64_t retain_age_ms;   /* retention.max_age: finished rows older are deleted; 0: kept */
-  uint64_t retain_rows;     /* retention.max_rows: finished rows kept at most; 0: no cap */
-  char *secret_file;        /* required when listen_webhook is set; mode 0600/0400 */
-  char *label;              /* default "airlock" */
-  char *command;            /* default "/airlock run" */
-  uint64_t max_body;        /* bytes, default 1 MiB, 1 KiB .. 25 MiB (GitHub's cap) */
+  uint64_t max_queued;     /* intake.max_queued: queued rows at most */
+  uint64_t per_sender;     /* intake.per_sender: rows per forge sender per window */
+  uint64_t per_repo;       /* intake.per_repo: rows per repository per window */
+  uint64_t window_ms;      /* intake.window */
+  uint64_t check_cache_ms; /* intake.check_cache: a refusing permission answer reused; 0: never */
+  uint64_t retain_age_ms;  /* retention.max_age: finished rows older are deleted; 0: kept */
+  uint64_t retain_rows;    /* retention.max_rows: finished rows kept at most; 0: no cap */
+  char *secret_file;       /* required when listen_webhook is set; mode 0600/0400 */
+  char *label;             /* default "airlock" */
+  char *command;           /* default "/airlock run" */
+  uint64_t max_body;       /* bytes, default 1 MiB, 1 KiB .. 25 MiB (GitHub's cap) */
+  /* webhook.jira / webhook.linear (issue #31): NULL secret file: no such
+   * route (404). When set, label or the id (or both) is set. */
+  char *jira_secret_file;   /* mode 0600/0400, as secret_file */
+  char *jira_label;         /* a label added: a trigger; NULL: none */
+  char *jira_assignee;      /* the bot's accountId: assigned to it, a trigger; NULL: none */
+  char *linear_secret_file; /* the webhook's signing secret */
+  char *linear_label;       /* a label (by name) added: a trigger; NULL: none */
+  char *linear_app;         /* the app user's id: assigned or delegated to it; NULL: none */
   char *broker;             /* the broker's socket */
   char *state_dir;          /* absolute path */
   uint64_t max_concurrent;  /* 1..256, default 4 */

@@ -1,6 +1,7 @@
 /* The service's listeners (libmicrohttpd, internal polling thread pool):
- * POST /webhook on listen.webhook; the read-only pages on listen.status
- * (one listener serves both when the addresses are equal).
+ * POST /webhook (GitHub), POST /webhook/jira and /webhook/linear (when
+ * configured; their steps are intake_tickets.c's) on listen.webhook; the read-only pages on
+ * listen.status (one listener serves both when the addresses are equal).
  *
  * A webhook delivery, in order (each step's refusal has no effect on the
  * queue; only an authenticated delivery is remembered):
@@ -289,6 +290,49 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, cons
   return send_json(conn, status, json_pack("{s:s, s:s}", "outcome", outcome, "detail", detail));
 }
 
+/* The request's client (its peer, or a trusted proxy's hop) into out. */
+static void client_of(struct MHD_Connection *conn, char out[INET6_ADDRSTRLEN + 2])
+{
+  snprintf(out, INET6_ADDRSTRLEN + 2, "?");
+  pthread_mutex_lock(&g_conns.lock);
+  struct slot *sl = slot_of(conn);
+  if (sl)
+    snprintf(out, INET6_ADDRSTRLEN + 2, "%s", sl->client);
+  pthread_mutex_unlock(&g_conns.lock);
+}
+
+static enum MHD_Result too_large(struct serve *s, struct MHD_Connection *conn, const char *peer)
+{
+  serve_log("warn", "webhook_refused", json_pack("{s:s, s:s}", "peer", peer, "rule", "size"),
+            "webhook refused: body over %llu bytes", (unsigned long long)s->cfg->max_body);
+  return answer(conn, MHD_HTTP_CONTENT_TOO_LARGE, "refused", "body too large");
+}
+
+/* A Jira or Linear delivery, after the whole body arrived: its headers
+ * to intake_tickets.c, its answer back. */
+static enum MHD_Result ticket_webhook(struct serve *s, struct MHD_Connection *conn, struct req *rq,
+                                      serve_vendor v)
+{
+  char peer[INET6_ADDRSTRLEN + 2];
+  client_of(conn, peer);
+  if (rq->too_large)
+    return too_large(s, conn, peer);
+  bool jira = v == SERVE_JIRA;
+  struct serve_hook_req h = {
+      .vendor = v,
+      .signature = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                               jira ? "X-Hub-Signature" : "Linear-Signature"),
+      .delivery = MHD_lookup_connection_value(
+          conn, MHD_HEADER_KIND, jira ? "X-Atlassian-Webhook-Identifier" : "Linear-Delivery"),
+      .peer = peer,
+      .body = rq->body ? rq->body : "",
+      .len = rq->len};
+  json_t *j = NULL;
+  unsigned retry = 0;
+  unsigned status = serve_ticket_hook(s, &h, &j, &retry);
+  return send_json_retry(conn, status, j, retry);
+}
+
 /* The webhook, after the whole body arrived. */
 static enum MHD_Result webhook(struct serve *s, struct MHD_Connection *conn, struct req *rq)
 {
@@ -296,18 +340,11 @@ static enum MHD_Result webhook(struct serve *s, struct MHD_Connection *conn, str
   const char *delivery = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-GitHub-Delivery");
   const char *event = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-GitHub-Event");
   const char *sig = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Hub-Signature-256");
-  char pbuf[INET6_ADDRSTRLEN + 2] = "?";
-  pthread_mutex_lock(&g_conns.lock);
-  struct slot *sl = slot_of(conn);
-  if (sl)
-    snprintf(pbuf, sizeof pbuf, "%s", sl->client);
-  pthread_mutex_unlock(&g_conns.lock);
+  char pbuf[INET6_ADDRSTRLEN + 2];
+  client_of(conn, pbuf);
   const char *peer = pbuf;
-  if (rq->too_large) {
-    serve_log("warn", "webhook_refused", json_pack("{s:s, s:s}", "peer", peer, "rule", "size"),
-              "webhook refused: body over %llu bytes", (unsigned long long)cfg->max_body);
-    return answer(conn, MHD_HTTP_CONTENT_TOO_LARGE, "refused", "body too large");
-  }
+  if (rq->too_large)
+    return too_large(s, conn, peer);
   if (!al_webhook_delivery_ok(delivery)) {
     serve_log("warn", "webhook_refused", json_pack("{s:s, s:s}", "peer", peer, "rule", "delivery"),
               "webhook refused: X-GitHub-Delivery missing or malformed");
@@ -315,8 +352,7 @@ static enum MHD_Result webhook(struct serve *s, struct MHD_Connection *conn, str
                   "X-GitHub-Delivery missing or malformed (1..64 of [0-9A-Za-z-])");
   }
   al_error err = {0};
-  if (al_webhook_verify(s->secret, s->secret_len, sig, rq->body ? rq->body : "", rq->len, &err) <
-      0) {
+  if (al_webhook_verify(s->gh.b, s->gh.len, sig, rq->body ? rq->body : "", rq->len, &err) < 0) {
     serve_log("warn", "webhook_refused",
               json_pack("{s:s, s:s, s:s}", "peer", peer, "rule", "signature", "delivery", delivery),
               "webhook refused: %s", err.msg);
@@ -372,8 +408,8 @@ static enum MHD_Result webhook(struct serve *s, struct MHD_Connection *conn, str
                          .per_repo = cfg->per_repo,
                          .window_ms = cfg->window_ms};
   al_queue_refusal why = AL_QUEUE_ADMITTED;
-  int r = al_queue_enqueue_limited(s->q, &lim, ev.repo, ev.number, trigger, ev.sender, delivery,
-                                   &id, &why, &err);
+  int r = al_queue_enqueue_limited(s->q, &lim, ev.repo, ev.number, NULL, trigger, ev.sender,
+                                   delivery, &id, &why, &err);
   if (r < 0) {
     serve_log("error", "queue", NULL, "%s", err.msg);
     return answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "error", "the queue is unavailable");
@@ -504,8 +540,21 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
   (void)version;
   struct listener *l = cls;
   struct serve *s = l->s;
-  bool is_hook = l->webhook && !strcmp(url, "/webhook");
+  /* /webhook (GitHub), /webhook/jira, /webhook/linear (intake_tickets.c):
+   * a vendor's path without its webhook.* block answers 404 */
+  int tk = !l->webhook                       ? -1
+           : !strcmp(url, "/webhook/jira")   ? SERVE_JIRA
+           : !strcmp(url, "/webhook/linear") ? SERVE_LINEAR
+                                             : -1;
+  bool is_hook = l->webhook && (!strcmp(url, "/webhook") || tk >= 0);
   struct req *rq = *con_cls;
+  if (!rq && tk >= 0 && !(tk == SERVE_JIRA ? s->jira.b : s->linear.b)) {
+    serve_log("warn", "webhook_refused",
+              json_pack("{s:s, s:s}", "rule", "not_configured", "path", url),
+              "webhook refused: %s (webhook.%s is not in the config)", url,
+              tk == SERVE_JIRA ? "jira" : "linear");
+    return answer(conn, MHD_HTTP_NOT_FOUND, "refused", "this webhook is not configured");
+  }
   if (!rq) {
     if (is_hook && strcmp(method, "POST") != 0)
       return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "refused", "POST only");
@@ -579,6 +628,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     *upload_size = 0;
     return MHD_YES;
   }
+  if (is_hook && tk >= 0)
+    return ticket_webhook(s, conn, rq, (serve_vendor)tk);
   if (is_hook)
     return webhook(s, conn, rq);
   return status_page(s, conn, url);

@@ -41,11 +41,23 @@ struct serve_pending {
 
 struct serve_election;
 
+/* A webhook secret (secret.c): an mlocked page, or b NULL. */
+struct serve_secret {
+  unsigned char *b;
+  size_t len;
+};
+
+/* A served repository's ticket system, from its policy (serve.c preflight). */
+struct serve_tk_route {
+  int kind;         /* al_tk_kind: 0 github, 1 jira, 2 linear */
+  char project[16]; /* the Jira project / Linear team key; "" for github */
+};
+
 struct serve {
   const al_serve_config *cfg;
   al_queue *q;
-  unsigned char *secret; /* the webhook secret (mlocked), or NULL */
-  size_t secret_len;
+  struct serve_secret gh, jira, linear;    /* webhook.secret_file, webhook.jira/linear */
+  struct serve_tk_route *tk;               /* per cfg->repos[i]; NULL before preflight */
   struct MHD_Daemon *d_webhook, *d_status; /* d_status NULL when shared with d_webhook */
   bool shared_listener;
   char airlock[PATH_MAX]; /* the binary each run execs */
@@ -85,6 +97,33 @@ void serve_log(const char *level, const char *event, json_t *extra, const char *
  * shared by the replicas of an election. The fd stays open (O_CLOEXEC: no
  * run inherits it). *fd_out: the lock file. EBUSY naming the holder's pid when another holds it. */
 int serve_lock_state_dir(const char *state_dir, bool shared, int *fd_out, al_error *err);
+
+/* Read the secret file at path (key: its config key, for messages): a
+ * regular file of this user, mode 0600 or 0400, 1..4096 bytes, one
+ * trailing newline dropped (secret.c). -1 with err (EPERM, EINVAL, or
+ * open's errno) naming the key and the file. */
+int serve_secret_load(const char *key, const char *path, struct serve_secret *out, al_error *err);
+/* Wipe and unmap (NULL b: nothing). */
+void serve_secret_wipe(struct serve_secret *sec);
+
+/* One Jira or Linear delivery, as the listener read it (intake_tickets.c). */
+typedef enum serve_vendor { SERVE_JIRA, SERVE_LINEAR } serve_vendor;
+struct serve_hook_req {
+  serve_vendor vendor;
+  const char *signature; /* X-Hub-Signature / Linear-Signature, or NULL */
+  const char *delivery;  /* X-Atlassian-Webhook-Identifier / Linear-Delivery, or NULL */
+  const char *peer;      /* the client's address, for the log */
+  const char *body;      /* the raw body (NUL-terminated), len bytes */
+  size_t len;
+};
+/* Authenticate, de-duplicate, parse and route one delivery, then queue
+ * its run (the order is http.c's for GitHub's; docs/serve.md). Returns
+ * the HTTP status; *answer (new reference) the JSON body {outcome,
+ * detail | run}, *retry_after seconds (0: none). Every refusal is logged
+ * (webhook_refused with its rule) and, once the delivery id is known and
+ * its signature holds, recorded as the delivery's outcome. */
+unsigned serve_ticket_hook(struct serve *s, const struct serve_hook_req *rq, json_t **answer,
+                           unsigned *retry_after);
 
 /* Start the listeners of s->cfg (http.c). */
 int serve_http_start(struct serve *s, al_error *err);

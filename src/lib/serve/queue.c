@@ -70,6 +70,11 @@ static const char *const migrations[] = {
     "CREATE INDEX IF NOT EXISTS runs_sender ON runs(sender, created_ms);"
     "CREATE INDEX IF NOT EXISTS runs_repo_created ON runs(repo, created_ms);"
     "CREATE INDEX IF NOT EXISTS runs_finished ON runs(finished_ms);",
+    /* 3 → 4: a Jira or Linear ticket's key ("PROJ-7"; NULL: the forge's
+     * issue `number`), the number being the key's N (issue #31: one
+     * repository's policy names one project, so (repo, number) stays the
+     * ticket's identity) */
+    "ALTER TABLE runs ADD COLUMN ticket_key TEXT;",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == AL_QUEUE_SCHEMA,
@@ -366,9 +371,9 @@ static int64_t scalar_args(al_queue *q, const char *sql, const qarg *args, size_
 #define SCALAR(q, sql, ...) scalar_args((q), (sql), QARGS(__VA_ARGS__))
 
 int al_queue_enqueue_limited(al_queue *q, const al_queue_limits *l, const char *repo,
-                             unsigned long number, const char *trigger, const char *sender,
-                             const char *delivery, int64_t *id, al_queue_refusal *refusal,
-                             al_error *err)
+                             unsigned long number, const char *key, const char *trigger,
+                             const char *sender, const char *delivery, int64_t *id,
+                             al_queue_refusal *refusal, al_error *err)
 {
   *refusal = AL_QUEUE_ADMITTED;
   pthread_mutex_lock(&q->lock);
@@ -415,10 +420,10 @@ int al_queue_enqueue_limited(al_queue *q, const al_queue_limits *l, const char *
     ret = 2;
   } else {
     int rc = EXEC(q,
-                  "INSERT INTO runs(repo, number, state, trigger, sender, delivery, created_ms)"
-                  " VALUES(?, ?, 'queued', ?, ?, ?, ?)",
-                  q_text(repo), q_int((int64_t)number), q_text(trigger), q_text(sender),
-                  q_text(delivery), q_int(now));
+                  "INSERT INTO runs(repo, number, ticket_key, state, trigger, sender, delivery,"
+                  " created_ms) VALUES(?, ?, ?, 'queued', ?, ?, ?, ?)",
+                  q_text(repo), q_int((int64_t)number), q_text(key && *key ? key : NULL),
+                  q_text(trigger), q_text(sender), q_text(delivery), q_int(now));
     if (rc == SQLITE_DONE) {
       *id = sqlite3_last_insert_rowid(q->db);
       char what[200];
@@ -546,11 +551,13 @@ static void fill_run(sqlite3_stmt *st, al_queue_run *r)
   snprintf(r->fence, sizeof r->fence, "%s", fe ? (const char *)fe : "");
   const unsigned char *ns = sqlite3_column_text(st, 11);
   snprintf(r->pid_ns, sizeof r->pid_ns, "%s", ns ? (const char *)ns : "");
+  const unsigned char *tk = sqlite3_column_text(st, 12);
+  snprintf(r->key, sizeof r->key, "%s", tk ? (const char *)tk : "");
 }
 
 #define RUN_COLS                                                                                   \
   "id, repo, number, trigger, sender, attempts, interrupted, pid, pid_start, instance, fence,"     \
-  " pid_ns"
+  " pid_ns, ticket_key"
 
 int al_queue_next(al_queue *q, uint64_t now_ms, unsigned max_all, unsigned max_repo,
                   al_queue_run *out, al_error *err)

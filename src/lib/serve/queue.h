@@ -28,22 +28,23 @@ typedef struct al_queue al_queue;
 
 /* The schema this code writes (PRAGMA user_version); al_queue_open
  * migrates an older database in place and refuses a newer one. */
-#define AL_QUEUE_SCHEMA 3
+#define AL_QUEUE_SCHEMA 4
 
 /* A queued or running row, as the scheduler sees it. */
 typedef struct al_queue_run {
   int64_t id;
   char repo[201];
-  unsigned long number;
-  char trigger[16];   /* label | comment | enqueue */
-  char sender[80];    /* forge login, or "local:uid=N" */
-  int attempts;       /* runs started so far */
-  bool interrupted;   /* was interrupted at least once */
-  pid_t pid;          /* running: the child, else 0 */
-  char pid_start[32]; /* running: the child's start time (/proc/PID/stat field 22) */
-  char instance[40];  /* running: the instance that started it (al_queue_claim) */
-  char fence[300];    /* running: the attempt's fencing token */
-  char pid_ns[64];    /* running: its PID namespace ("pid:[N]"), "" when unknown */
+  unsigned long number; /* the forge issue's number, or the N of key */
+  char key[48];         /* a Jira or Linear ticket's key ("PROJ-7"), else "" */
+  char trigger[16];     /* label | comment | enqueue | assignee | delegate */
+  char sender[80];      /* forge login, or "local:uid=N" */
+  int attempts;         /* runs started so far */
+  bool interrupted;     /* was interrupted at least once */
+  pid_t pid;            /* running: the child, else 0 */
+  char pid_start[32];   /* running: the child's start time (/proc/PID/stat field 22) */
+  char instance[40];    /* running: the instance that started it (al_queue_claim) */
+  char fence[300];      /* running: the attempt's fencing token */
+  char pid_ns[64];      /* running: its PID namespace ("pid:[N]"), "" when unknown */
 } al_queue_run;
 
 /* Open (create) the database at path (mode 0600), checked (PRAGMA
@@ -83,11 +84,13 @@ typedef enum al_queue_refusal {
  * when the ticket has a queued or running row (no limit is spent), else 2
  * with *refusal and err (ENOSPC: full; EAGAIN: a rate limit) saying which
  * limit and the count, else 0 and the new row's *id; -1 with err. Rows
- * count whatever became of them (a refused trigger still counts). */
+ * count whatever became of them (a refused trigger still counts). key
+ * (may be NULL or ""): a Jira or Linear ticket's key, number then its N
+ * (the repository's policy names the one project the key is in). */
 int al_queue_enqueue_limited(al_queue *q, const al_queue_limits *l, const char *repo,
-                             unsigned long number, const char *trigger, const char *sender,
-                             const char *delivery, int64_t *id, al_queue_refusal *refusal,
-                             al_error *err);
+                             unsigned long number, const char *key, const char *trigger,
+                             const char *sender, const char *delivery, int64_t *id,
+                             al_queue_refusal *refusal, al_error *err);
 
 /* The permission the last trigger check of sender on repo answered, when
  * it was made within max_age_ms (column checked_ms): 1 with permission

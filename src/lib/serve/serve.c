@@ -10,7 +10,6 @@
 #include <pthread.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <openssl/crypto.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -18,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -32,6 +30,7 @@
 #include "common/util.h"
 #include "policy/policy.h"
 #include "ticket/ticket.h"
+#include "tickets/tickets.h"
 #include "serve/election.h"
 #include "serve/internal.h"
 
@@ -78,51 +77,6 @@ static int mkdir_0700(const char *path, al_error *err)
                         "queue and the run records)",
                         path);
   return 0;
-}
-
-/* Read the webhook secret: a regular file of this user, not readable by
- * group or others, 1..4096 bytes, one trailing newline dropped. */
-static int load_secret(struct serve *s, al_error *err)
-{
-  const char *path = s->cfg->secret_file;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0)
-    return al_make_error(err, errno, "webhook.secret_file `%s`", path);
-  struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid()) {
-    close(fd);
-    return al_error_set(err, EPERM,
-                        "webhook.secret_file `%s`: must be a regular file of this user, mode "
-                        "0600 or 0400",
-                        path);
-  }
-  s->secret = mmap(NULL, 4097, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (s->secret == MAP_FAILED) {
-    s->secret = NULL;
-    close(fd);
-    return al_make_error(err, errno, "mmap");
-  }
-  (void)mlock(s->secret, 4097);
-  (void)madvise(s->secret, 4097, MADV_DONTDUMP);
-  ssize_t n = al_read_all(fd, s->secret, 4097);
-  close(fd);
-  if (n > 0 && s->secret[n - 1] == '\n')
-    n--;
-  if (n > 0 && s->secret[n - 1] == '\r')
-    n--;
-  if (n <= 0 || n > 4096)
-    return al_error_set(err, EINVAL, "webhook.secret_file `%s`: must hold 1 to 4096 bytes", path);
-  s->secret_len = (size_t)n;
-  return 0;
-}
-
-static void wipe_secret(struct serve *s)
-{
-  if (s->secret) {
-    OPENSSL_cleanse(s->secret, 4097);
-    munmap(s->secret, 4097);
-    s->secret = NULL;
-  }
 }
 
 /* ---- children ---------------------------------------------------------- */
@@ -176,7 +130,10 @@ static int spawn(struct serve *s, const al_queue_run *r, const al_serve_repo *re
   snprintf(c.record, sizeof c.record, "%s/%lld-%d.json", s->records_dir, (long long)r->id, attempt);
   char log[PATH_MAX], target[240], timeout[32];
   snprintf(log, sizeof log, "%s/%lld-%d.log", s->logs_dir, (long long)r->id, attempt);
-  snprintf(target, sizeof target, "%s#%lu", r->repo, r->number);
+  if (r->key[0])
+    snprintf(target, sizeof target, "%s#%s", r->repo, r->key); /* the key form (ticket.h) */
+  else
+    snprintf(target, sizeof target, "%s#%lu", r->repo, r->number);
   const char *argv[20];
   size_t n = 0;
   argv[n++] = s->airlock;
@@ -263,6 +220,7 @@ struct check_job {
   al_error err;
   int rc;
   bool skip;
+  bool vendor; /* a Jira or Linear row: vendor_check, no broker */
   bool threaded;
   pthread_t th;
 };
@@ -353,6 +311,26 @@ static int check_row(struct serve *s, const al_queue_run *r, struct check_job *j
 
 #define CHECKS_MAX 16
 
+/* A Jira or Linear row (issue #31): its sender is the vendor's account
+ * id, not a forge user the broker could ask about, and neither vendor is
+ * asked here about that user's rights. What admitted it is what the
+ * detail says: the delivery's HMAC under the webhook's secret and the
+ * trigger rule (a label added, an assignment or delegation to the bot),
+ * both checked at intake (intake_tickets.c). An earlier run's branch is
+ * the run's own fence check (ticket_fence.c). */
+static void vendor_check(struct serve *s, const al_queue_run *r)
+{
+  bool jira = !strncmp(r->sender, "jira:", 5);
+  char detail[400];
+  snprintf(detail, sizeof detail,
+           "%s (%s by %s): admitted by the delivery's HMAC signature (webhook.%s.secret_file) "
+           "and the trigger rule; %s was not asked about the user's permission",
+           r->key, r->trigger, r->sender, jira ? "jira" : "linear", jira ? "Jira" : "Linear");
+  al_error err = {0};
+  if (al_queue_set_check(s->q, r->id, NULL, detail, &err) < 0)
+    serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, err.msg);
+}
+
 /* A forge sender whose last trigger check on this repository (within
  * intake.check_cache) found no write: refused again from that answer, no
  * token minted (issue #29 item 4: 500 stranger comments, one token). */
@@ -418,6 +396,10 @@ static void schedule(struct serve *s)
         al_queue_finish(s->q, rows[i].id, &res, &err);
         continue;
       }
+      if (rows[i].key[0]) {
+        j->vendor = true;
+        continue;
+      }
       if (cached_refusal(s, &rows[i])) {
         j->skip = true;
         continue;
@@ -426,7 +408,7 @@ static void schedule(struct serve *s)
        * theirs waits a tick and finds the first answer (when it refused) */
       bool again = false;
       for (int k = 0; k < i && strcmp(rows[i].trigger, "enqueue"); k++)
-        again |= !jobs[k].skip && !strcasecmp(rows[k].sender, rows[i].sender) &&
+        again |= !jobs[k].skip && !jobs[k].vendor && !strcasecmp(rows[k].sender, rows[i].sender) &&
                  !strcasecmp(rows[k].repo, rows[i].repo);
       if (again) {
         j->skip = true;
@@ -442,7 +424,11 @@ static void schedule(struct serve *s)
         pthread_join(jobs[i].th, NULL);
     for (int i = 0; i < n; i++) {
       const al_queue_run *r = &rows[i];
-      if (jobs[i].skip || check_row(s, r, &jobs[i]) != 1)
+      if (jobs[i].skip)
+        continue;
+      if (jobs[i].vendor)
+        vendor_check(s, r);
+      else if (check_row(s, r, &jobs[i]) != 1)
         continue;
       if (spawn(s, r, al_serve_config_repo(s->cfg, r->repo), &err) < 0) {
         serve_log("error", "spawn", json_pack("{s:I}", "run", (json_int_t)r->id), "run %lld: %s",
@@ -586,9 +572,14 @@ static void elect(struct serve *s, struct serve_election *el, int sfd)
  * (policy/purpose.c), so a typo, a placeholder OWNER/REPO or a policy for
  * another repository stops the start instead of failing each run. The
  * broker's socket may come up later (the units start in any order): a
- * warning. Each run checks its policy again. */
-static int preflight(const al_serve_config *cfg, al_error *err)
+ * warning. Each run checks its policy again. Each policy's `ticket:`
+ * kind and project (Jira) or team (Linear) go to s->tk, where the Jira and
+ * Linear webhooks find their repository (intake_tickets.c): read here,
+ * once; a policy changed later is seen at the next start. */
+static int preflight(struct serve *s, al_error *err)
 {
+  const al_serve_config *cfg = s->cfg;
+  s->tk = al_xcalloc(cfg->n_repos ? cfg->n_repos : 1, sizeof *s->tk);
   for (size_t i = 0; i < cfg->n_repos; i++) {
     const al_serve_repo *r = &cfg->repos[i];
     al_policy *p = NULL;
@@ -598,6 +589,11 @@ static int preflight(const al_serve_config *cfg, al_error *err)
       return al_error_wrap(err, "repositories[%zu] (%s): its policy cannot serve a ticket", i,
                            r->repo);
     }
+    s->tk[i].kind = p->ticket.kind;
+    const char *proj = p->ticket.kind == AL_TK_JIRA     ? p->ticket.project
+                       : p->ticket.kind == AL_TK_LINEAR ? p->ticket.team
+                                                        : NULL;
+    snprintf(s->tk[i].project, sizeof s->tk[i].project, "%s", proj ? proj : "");
     al_policy_free(p);
   }
   struct stat st;
@@ -658,9 +654,14 @@ int al_serve_run(const al_serve_config *cfg, al_error *err)
     al_make_error(err, errno, "runs.airlock `%s`", s.airlock);
     goto out;
   }
-  if (cfg->listen_webhook[0] && load_secret(&s, err) < 0)
+  if (cfg->listen_webhook[0] &&
+      (serve_secret_load("webhook.secret_file", cfg->secret_file, &s.gh, err) < 0 ||
+       (cfg->jira_secret_file &&
+        serve_secret_load("webhook.jira.secret_file", cfg->jira_secret_file, &s.jira, err) < 0) ||
+       (cfg->linear_secret_file && serve_secret_load("webhook.linear.secret_file",
+                                                     cfg->linear_secret_file, &s.linear, err) < 0)))
     goto out;
-  if (preflight(cfg, err) < 0)
+  if (preflight(&s, err) < 0)
     goto out;
   if (al_queue_open(dbp, &s.q, err) < 0)
     goto out;
@@ -764,7 +765,10 @@ out:
     close(sfd);
   free(s.children);
   al_queue_close(s.q);
-  wipe_secret(&s);
+  serve_secret_wipe(&s.gh);
+  serve_secret_wipe(&s.jira);
+  serve_secret_wipe(&s.linear);
+  free(s.tk);
   return ret;
 }
 

@@ -73,6 +73,18 @@ static long long jint(json_t *o, const char *k)
   return (long long)json_integer_value(json_object_get(o, k));
 }
 
+/* "#KEY" of a Jira or Linear row, else "#N" (the forge issue). */
+static void ticket_name(struct buf *b, json_t *v)
+{
+  const char *key = jstr(v, "ticket_key");
+  if (key) {
+    bprintf(b, "#");
+    besc(b, key);
+  } else {
+    bprintf(b, "#%lld", jint(v, "number"));
+  }
+}
+
 static void iso_ms(long long ms, char out[32])
 {
   if (ms <= 0) {
@@ -131,7 +143,8 @@ char *serve_page_index(struct serve *s, const char **type)
                       : -1;
     bprintf(&b, "<tr><td><a href=\"/runs/%lld\">%lld</a></td><td>", jint(v, "id"), jint(v, "id"));
     besc(&b, jstr(v, "repo"));
-    bprintf(&b, "#%lld</td><td>%s</td><td>", jint(v, "number"), jstr(v, "state"));
+    ticket_name(&b, v);
+    bprintf(&b, "</td><td>%s</td><td>", jstr(v, "state"));
     besc(&b, jstr(v, "trigger"));
     bprintf(&b, " by ");
     besc(&b, jstr(v, "sender"));
@@ -196,7 +209,8 @@ char *serve_page_run(struct serve *s, int64_t id, const char **type, int *status
   bprintf(&b, head);
   bprintf(&b, "<p><a href=\"/\">all runs</a></p><h1>run %lld: ", (long long)id);
   besc(&b, jstr(v, "repo"));
-  bprintf(&b, "#%lld — %s</h1><table>", jint(v, "number"), jstr(v, "state"));
+  ticket_name(&b, v);
+  bprintf(&b, " — %s</h1><table>", jstr(v, "state"));
   const char *fields[] = {
       "trigger",  "sender",      "delivery", "permission", "check_detail",
       "attempts", "exit_status", "reason",   "run_id",     "tokens_unconfirmed"};

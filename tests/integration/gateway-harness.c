@@ -2,12 +2,16 @@
  * gateway as the supervisor runs them, without `airlock ticket`.
  *
  *   gateway-harness -p POLICY --repo O/R --ticket N --branch B [--max-comments N]
- *                   [--project-id N] --run-id ID --dir DIR  < tokens
+ *                   [--project-id N] [--ticket-key KEY [--ticket-id ID]]
+ *                   --run-id ID --dir DIR  < tokens
  *
  * The policy's forge.kind picks the gateway's table: gitlab reads --repo
- * as the project's full path and needs --project-id (its numeric id).
+ * as the project's full path and needs --project-id (its numeric id). A
+ * policy `ticket:` block of kind jira or linear with --ticket-key makes
+ * its url the gateway's ticket host (gateway.h .tk; --ticket 0 then).
  *
- * stdin: two lines, the git token and the ticket token (never argv/env).
+ * stdin: two lines, the git token and the ticket token, and with a
+ * ticket host a third, the vendor credential (never argv/env).
  * The policy's network section is the proxy's allowlist, its forge section
  * names the gateway's hosts. Two proxy listeners on 127.0.0.1: "gateway"
  * (forge CONNECTs handed off) and "tunnel" (the same allowlist, no
@@ -52,7 +56,8 @@ static void die(const char *what, const char *msg)
 
 int main(int argc, char **argv)
 {
-  const char *policy_path = NULL, *repo = NULL, *branch = NULL, *run_id = "harness", *dir = NULL;
+  const char *policy_path = NULL, *repo = NULL, *branch = NULL, *run_id = "harness", *dir = NULL,
+             *tk_key = NULL, *tk_id = NULL;
   unsigned long ticket = 0, project_id = 0;
   unsigned max_comments = 0;
   al_error err = {0};
@@ -70,6 +75,10 @@ int main(int argc, char **argv)
       project_id = strtoul(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--max-comments"))
       max_comments = (unsigned)strtoul(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--ticket-key"))
+      tk_key = argv[i + 1];
+    else if (!strcmp(argv[i], "--ticket-id"))
+      tk_id = argv[i + 1];
     else if (!strcmp(argv[i], "--run-id"))
       run_id = argv[i + 1];
     else if (!strcmp(argv[i], "--dir"))
@@ -83,10 +92,13 @@ int main(int argc, char **argv)
   if (al_policy_load_file(policy_path, &pol, &err) < 0)
     die("policy", err.msg);
 
-  char tokens[2][4096];
-  for (int i = 0; i < 2; i++) {
+  const al_policy_ticket *pt = &pol->ticket;
+  bool tk = tk_key && pt->present && pt->kind != 0;
+  char tokens[3][4096];
+  memset(tokens, 0, sizeof tokens);
+  for (int i = 0; i < (tk ? 3 : 2); i++) {
     if (!fgets(tokens[i], sizeof tokens[i], stdin))
-      die("stdin", "two lines: git token, ticket token");
+      die("stdin", "two lines: git token, ticket token (a third: the vendor credential)");
     tokens[i][strcspn(tokens[i], "\r\n")] = '\0';
   }
   char ph[65];
@@ -117,6 +129,15 @@ int main(int argc, char **argv)
                        .run_id = run_id,
                        .decisions_fd = gw_decisions,
                        .egress_budget = pol->network.egress_budget};
+  if (tk)
+    o.tk = (__typeof__(o.tk)){.kind = pt->kind,
+                              .url = pt->url,
+                              .ca_file = pt->ca_file,
+                              .project = pt->kind == 1 ? pt->project : pt->team,
+                              .key = tk_key,
+                              .id = tk_id,
+                              .user = pt->kind == 1 ? pt->user : NULL,
+                              .credential = tokens[2]};
   al_gateway *gw = NULL;
   if (al_gateway_start(&o, &gw, &err) < 0)
     die("gateway", err.msg);

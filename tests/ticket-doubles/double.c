@@ -18,7 +18,38 @@ struct td {
   pthread_mutex_t mu;
   char *comments[64];
   size_t n_comments, auth_refused;
+  /* every request ("METHOD URL USER-AGENT") and every write the double
+   * took beside its own ticket's comments ("edit KEY", "transition KEY",
+   * "comment KEY": another issue's comment), for the gateway's controls */
+  char *requests[256], *writes[64];
+  size_t n_requests, n_writes;
 };
+
+/* Append "a b[ c]" to list (at most cap lines). */
+static void note(td *d, char **list, size_t *n, size_t cap, const char *a, const char *b,
+                 const char *c)
+{
+  char line[600];
+  snprintf(line, sizeof line, "%s %s%s%s", a, b, c ? " " : "", c ? c : "");
+  pthread_mutex_lock(&d->mu);
+  if (*n < cap)
+    list[(*n)++] = strdup(line);
+  pthread_mutex_unlock(&d->mu);
+}
+
+/* Is s[0..n) the double's second issue, the next number of its project
+ * (PROJ-8 beside PROJ-7)? It takes comments only: what a vendor token of
+ * the project may do and the gateway refuses (its tests' controls). */
+static bool neighbour(const td *d, const char *s, size_t n)
+{
+  const char *dash = strrchr(d->key, '-');
+  if (!dash)
+    return false;
+  char want[64];
+  snprintf(want, sizeof want, "%.*s-%lu", (int)(dash - d->key), d->key,
+           strtoul(dash + 1, NULL, 10) + 1);
+  return strlen(want) == n && memcmp(want, s, n) == 0;
+}
 
 typedef struct conn_buf {
   char *p;
@@ -99,6 +130,28 @@ static int jira(td *d, const char *method, const char *url, const char *body, si
   char base[128], comments[160];
   snprintf(base, sizeof base, "/rest/api/3/issue/%s", d->key);
   snprintf(comments, sizeof comments, "%s/comment", base);
+  char transitions[160];
+  snprintf(transitions, sizeof transitions, "%s/transitions", base);
+  /* Edit issue (PUT, 204) and Transition issue (POST .../transitions,
+   * 204) of its ticket, and Add comment on its second issue: what the
+   * vendor's token allows and the gateway refuses */
+  if (strcmp(method, "PUT") == 0 && strcmp(url, base) == 0) {
+    note(d, d->writes, &d->n_writes, 64, "edit", d->key, NULL);
+    return 204;
+  }
+  if (strcmp(method, "POST") == 0 && strcmp(url, transitions) == 0) {
+    note(d, d->writes, &d->n_writes, 64, "transition", d->key, NULL);
+    return 204;
+  }
+  size_t ul = strlen(url);
+  if (strcmp(method, "POST") == 0 && strncmp(url, "/rest/api/3/issue/", 18) == 0 && ul > 26 &&
+      strcmp(url + ul - 8, "/comment") == 0 && neighbour(d, url + 18, ul - 26)) {
+    char other[64];
+    snprintf(other, sizeof other, "%.*s", (int)(ul - 26), url + 18);
+    note(d, d->writes, &d->n_writes, 64, "comment", other, NULL);
+    *out = json_pack("{s:s}", "id", "10009");
+    return 201;
+  }
   if (strncmp(url, "/rest/api/3/issue/", 18) == 0 && strcmp(url, base) != 0 &&
       strcmp(url, comments) != 0) {
     *out = json_pack("{s:[s], s:{}}", "errorMessages",
@@ -181,7 +234,10 @@ static int linear(td *d, const char *method, const char *url, const char *body, 
     const json_t *in = json_object_get(vars, "input");
     const char *id = json_string_value(json_object_get(in, "issueId"));
     const char *text = json_string_value(json_object_get(in, "body"));
-    if (!id || !text || strcmp(id, d->key) != 0) {
+    if (id && text && neighbour(d, id, strlen(id))) {
+      note(d, d->writes, &d->n_writes, 64, "comment", id, NULL);
+      *out = json_pack("{s:{s:{s:b}}}", "data", "commentCreate", "success", 1);
+    } else if (!id || !text || strcmp(id, d->key) != 0) {
       *out = json_pack("{s:[{s:s}], s:n}", "errors", "message", "Entity not found: Issue", "data");
     } else {
       pthread_mutex_lock(&d->mu);
@@ -191,6 +247,10 @@ static int linear(td *d, const char *method, const char *url, const char *body, 
       *out = json_pack("{s:{s:{s:b, s:{s:s, s:s}}}}", "data", "commentCreate", "success", 1,
                        "comment", "id", "c2", "url", "https://linear.app/acme/issue/x#comment-c2");
     }
+  } else if (q && strstr(q, "issueUpdate(")) {
+    /* an edit or a transition (stateId): what the API key allows */
+    note(d, d->writes, &d->n_writes, 64, "edit", d->key, NULL);
+    *out = json_pack("{s:{s:{s:b}}}", "data", "issueUpdate", "success", 1);
   } else {
     *out = json_pack("{s:[{s:s}]}", "errors", "message", "the double knows only two documents");
     status = 400;
@@ -225,6 +285,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
   }
   json_t *out = NULL;
   int status;
+  const char *ua = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent");
+  note(d, d->requests, &d->n_requests, 256, method, url, ua ? ua : "-");
   if (!auth_ok(d, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"))) {
     pthread_mutex_lock(&d->mu);
     d->auth_refused++;
@@ -236,10 +298,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     status = d->kind == 1 ? jira(d, method, url, b->p, b->n, &out)
                           : linear(d, method, url, b->p, b->n, &out);
   }
-  char *s = json_dumps(out, JSON_COMPACT);
+  char *s = out ? json_dumps(out, JSON_COMPACT) : strdup("");
   json_decref(out);
   struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
-  MHD_add_response_header(r, "Content-Type", "application/json");
+  if (out)
+    MHD_add_response_header(r, "Content-Type", "application/json");
   enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, r);
   MHD_destroy_response(r);
   free(b->p);
@@ -314,6 +377,32 @@ const char *td_comment(td *d, size_t i)
   return i < d->n_comments ? d->comments[i] : NULL;
 }
 
+size_t td_requests(td *d)
+{
+  pthread_mutex_lock(&d->mu);
+  size_t n = d->n_requests;
+  pthread_mutex_unlock(&d->mu);
+  return n;
+}
+
+const char *td_request(td *d, size_t i)
+{
+  return i < d->n_requests ? d->requests[i] : NULL;
+}
+
+size_t td_writes(td *d)
+{
+  pthread_mutex_lock(&d->mu);
+  size_t n = d->n_writes;
+  pthread_mutex_unlock(&d->mu);
+  return n;
+}
+
+const char *td_write(td *d, size_t i)
+{
+  return i < d->n_writes ? d->writes[i] : NULL;
+}
+
 size_t td_auth_refused(td *d)
 {
   pthread_mutex_lock(&d->mu);
@@ -329,6 +418,10 @@ void td_stop(td *d)
   MHD_stop_daemon(d->d);
   for (size_t i = 0; i < d->n_comments; i++)
     free(d->comments[i]);
+  for (size_t i = 0; i < d->n_requests; i++)
+    free(d->requests[i]);
+  for (size_t i = 0; i < d->n_writes; i++)
+    free(d->writes[i]);
   pthread_mutex_destroy(&d->mu);
   free(d);
 }

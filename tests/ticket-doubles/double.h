@@ -20,6 +20,15 @@ td *td_start_tls(int kind, const char *key, const char *title, const char *body,
  * to the concatenation of its text nodes for Jira), or NULL. */
 size_t td_comments(td *d);
 const char *td_comment(td *d, size_t i);
+/* Every request it got, "METHOD URL USER-AGENT" (the i-th, or NULL), and
+ * the writes it took beside its ticket's comments: "edit KEY" (Jira PUT
+ * issue, Linear issueUpdate), "transition KEY" (Jira POST transitions),
+ * "comment KEY" (a comment on its second issue, the next number of the
+ * project: PROJ-8 beside PROJ-7, which takes comments and nothing else). */
+size_t td_requests(td *d);
+const char *td_request(td *d, size_t i);
+size_t td_writes(td *d);
+const char *td_write(td *d, size_t i);
 /* How many requests were refused for their credential. */
 size_t td_auth_refused(td *d);
 void td_stop(td *d);

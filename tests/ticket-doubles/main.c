@@ -6,7 +6,8 @@
  * Serves on 127.0.0.1 (TLS with DIR/server.key and DIR/server.crt of
  * scripts/make-test-ca.sh when --tls-dir is given), writes {"port": N} to
  * the ports file, and on SIGTERM or SIGINT writes {"comments": [TEXT...],
- * "auth_refused": N} to the state file and exits 0. */
+ * "auth_refused": N, "requests": ["METHOD URL UA"...], "writes": ["edit
+ * KEY"...]} (double.h) to the state file and exits 0. */
 #include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
@@ -120,8 +121,13 @@ int main(int argc, char **argv)
   json_t *list = json_array();
   for (size_t i = 0; i < td_comments(d); i++)
     json_array_append_new(list, json_string(td_comment(d, i)));
-  json_t *st =
-      json_pack("{s:o, s:I}", "comments", list, "auth_refused", (json_int_t)td_auth_refused(d));
+  json_t *reqs = json_array(), *writes = json_array();
+  for (size_t i = 0; i < td_requests(d); i++)
+    json_array_append_new(reqs, json_string(td_request(d, i)));
+  for (size_t i = 0; i < td_writes(d); i++)
+    json_array_append_new(writes, json_string(td_write(d, i)));
+  json_t *st = json_pack("{s:o, s:I, s:o, s:o}", "comments", list, "auth_refused",
+                         (json_int_t)td_auth_refused(d), "requests", reqs, "writes", writes);
   td_stop(d);
   int rc = json_dump_file(st, state, JSON_COMPACT) == 0 ? 0 : 1;
   json_decref(st);

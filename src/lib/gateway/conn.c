@@ -178,6 +178,8 @@ int al_gw_conn_spawn(al_gw_server *s, const al_handoff_msg *m, const char *early
     c->sides |= AL_GW_SIDE_API;
   if (strcmp(m->host, s->git_host) == 0 && m->port == s->git_port)
     c->sides |= AL_GW_SIDE_GIT;
+  if (s->has_tk && strcmp(m->host, s->tk_host) == 0 && m->port == s->tk_port)
+    c->sides = AL_GW_SIDE_TICKET; /* never a forge host too (al_gateway_start) */
   pthread_mutex_lock(&s->mu);
   bool full = s->n_conns >= AL_GATEWAY_MAX_CONNS || s->stop;
   if (!full) {

@@ -1,7 +1,8 @@
 /* What the files of one gateway connection share (conn.c: the thread, its
  * buffers and I/O; conn_tls.c: TLS on both sides; conn_request.c: one
- * request from head to decision line): the connection and a request's
- * context. Not installed; server.h is the gateway's internal contract. */
+ * request from head to decision line; conn_ticket.c: the ticket host's
+ * requests): the connection and a request's context. Not installed;
+ * server.h is the gateway's internal contract. */
 #ifndef AL_GATEWAY_CONN_INT_H
 #define AL_GATEWAY_CONN_INT_H
 
@@ -100,5 +101,42 @@ void gwc_log_conn(al_gw_conn *c, const char *reason, const char *detail);
 /* One request, head to decision line; 0 to read the next one on the
  * connection, 1 to close it. */
 int gwc_serve_request(al_gw_conn *c);
+/* The request's decision line, once (later calls do nothing). */
+void gwc_log_request(al_gw_conn *c, req_ctx *r);
+/* Answer status with X-Airlock-Deny: reason and a body saying why
+ * (refusal.h), then log; close: say Connection: close. */
+void gwc_refuse(al_gw_conn *c, req_ctx *r, int status, const char *reason, bool close);
+/* The first header named lname (lower case), or NULL. */
+const al_http_header *gwc_find_header(const al_http_request *q, const char *lname);
+/* The upstream head of r under r->rule, its credential injected: framed
+ * by chunked or cl (-1: no framing, the head ends in CRLF CRLF). malloc'd,
+ * *len bytes; it holds a secret: free with gwc_free_head. NULL when it
+ * would not fit. */
+char *gwc_build_head(al_gw_conn *c, const al_http_request *q, req_ctx *r, bool chunked, int64_t cl,
+                     size_t *len);
+void gwc_free_head(char *h, size_t n);
+/* network.egress_budget: count n more bytes (false: over the budget), or
+ * is it spent already. */
+bool gwc_egress_take(al_gw_server *s, uint64_t n);
+bool gwc_egress_spent(const al_gw_server *s);
+/* Relay the origin's response; 0 keep going, 1 close after, -1 failed. */
+int gwc_relay_response(al_gw_conn *c, req_ctx *r);
+/* Hold one of max_comments for a comment in flight (false: none left);
+ * release it, spent when accepted. */
+bool gwc_comment_hold(al_gw_server *s);
+void gwc_comment_release(al_gw_server *s, bool accepted);
+/* The whole request body (at most AL_GW_COMMENT_BODY_MAX), malloc'd, or
+ * NULL with *why (a framing reason, "body-too-large", "out-of-memory"). */
+char *gwc_read_whole_body(al_gw_conn *c, const al_http_request *q, size_t *len, const char **why);
+
+/* ---- src/lib/gateway/conn_ticket.c ---- */
+/* The ticket host's rule for r (method, path) and qp: Jira's or Linear's
+ * (rules_tickets.h), or NULL with r->reason and *param. */
+const al_gw_rule *gwc_ticket_match(al_gw_conn *c, req_ctx *r, const al_gw_qparams *qp,
+                                   const char **param);
+/* A Linear GraphQL POST (AL_GW_BODY_LINEAR_GRAPHQL): read whole, decided
+ * by al_gw_linear_check, its commentCreate held against the budget and
+ * rewritten; forwarded with a Content-Length. Returns as gwc_serve_request. */
+int gwc_serve_linear(al_gw_conn *c, req_ctx *r, const al_http_request *q, bool expect);
 
 #endif

@@ -25,6 +25,7 @@
 #include "gateway/apipath.h"
 #include "gateway/graphql.h"
 #include "gateway/refusal.h"
+#include "gateway/rules_tickets.h"
 #include "gateway/server.h"
 #include "gateway/wire.h"
 #include "net/chunked.h"
@@ -32,7 +33,7 @@
 #include "net/http.h"
 /* ---- the decision line ---- */
 
-static void log_request(al_gw_conn *c, req_ctx *r)
+void gwc_log_request(al_gw_conn *c, req_ctx *r)
 {
   if (r->logged)
     return;
@@ -86,7 +87,7 @@ void gwc_log_conn(al_gw_conn *c, const char *reason, const char *detail)
 /* Answer status with a body saying why (refusal.h: JSON {"message",
  * "documentation_url"} for the API, text/plain for git, which prints it
  * as "remote: ..."), X-Airlock-Deny: reason, and log. */
-static void refuse(al_gw_conn *c, req_ctx *r, int status, const char *reason, bool close)
+void gwc_refuse(al_gw_conn *c, req_ctx *r, int status, const char *reason, bool close)
 {
   char body[1024], head[768];
   r->status = status;
@@ -111,7 +112,7 @@ static void refuse(al_gw_conn *c, req_ctx *r, int status, const char *reason, bo
     memcpy(c->wb + hl, body, bl);
     (void)gwc_write_all(c->cs, c->wb, (size_t)hl + bl);
   }
-  log_request(c, r);
+  gwc_log_request(c, r);
 }
 
 /* ---- the request ---- */
@@ -170,7 +171,7 @@ static int gl_target_split(const char *t, size_t len, req_ctx *r, const char **w
   return 0;
 }
 
-static const al_http_header *find_header(const al_http_request *q, const char *lname)
+const al_http_header *gwc_find_header(const al_http_request *q, const char *lname)
 {
   for (size_t i = 0; i < q->n_headers; i++)
     if (al_http_header_is(&q->headers[i], lname))
@@ -180,12 +181,12 @@ static const al_http_header *find_header(const al_http_request *q, const char *l
 
 /* Build the upstream head into a malloc'd buffer (it holds a token: the
  * caller wipes and frees it). */
-static char *build_head(al_gw_conn *c, const al_http_request *q, req_ctx *r, bool chunked,
-                        int64_t cl, size_t *len)
+char *gwc_build_head(al_gw_conn *c, const al_http_request *q, req_ctx *r, bool chunked, int64_t cl,
+                     size_t *len)
 {
   al_gw_server *s = c->s;
   size_t cap = 1024 + q->head_len + strlen(s->git_token) * 2 + strlen(s->ticket_token) * 2 +
-               (r->fwdq_len > 0 ? (size_t)r->fwdq_len : 0);
+               (s->tk_auth ? strlen(s->tk_auth) : 0) + (r->fwdq_len > 0 ? (size_t)r->fwdq_len : 0);
   char *h = malloc(cap);
   if (!h)
     return NULL;
@@ -206,7 +207,10 @@ static char *build_head(al_gw_conn *c, const al_http_request *q, req_ctx *r, boo
   }
   if (json_body(r->rule->body))
     PUT("Content-Type: application/json\r\n");
-  if (r->rule->sides & AL_GW_SIDE_GIT) {
+  if (r->rule->sides & AL_GW_SIDE_TICKET) {
+    /* the vendor credential in the form its vendor takes (gateway.c) */
+    PUT("Authorization: %s\r\n", s->tk_auth);
+  } else if (r->rule->sides & AL_GW_SIDE_GIT) {
     /* git over HTTPS with an installation token: Basic x-access-token:TOKEN */
     char cred[4096];
     int cl2 = snprintf(cred, sizeof cred, "x-access-token:%s", s->git_token);
@@ -236,7 +240,7 @@ static char *build_head(al_gw_conn *c, const al_http_request *q, req_ctx *r, boo
   return h;
 }
 
-static void free_head(char *h, size_t n)
+void gwc_free_head(char *h, size_t n)
 {
   if (h) {
     OPENSSL_cleanse(h, n);
@@ -295,7 +299,7 @@ static ssize_t body_read(al_gw_conn *c, body_src *b, char *out, size_t cap, cons
 
 /* network.egress_budget, shared with the proxy (gateway.h): true when n
  * more bytes may go to the forge, and then they are counted. */
-static bool egress_take(al_gw_server *s, uint64_t n)
+bool gwc_egress_take(al_gw_server *s, uint64_t n)
 {
   if (!s->egress_used)
     return true;
@@ -303,7 +307,7 @@ static bool egress_take(al_gw_server *s, uint64_t n)
   return !s->egress_budget || used <= s->egress_budget;
 }
 
-static bool egress_spent(const al_gw_server *s)
+bool gwc_egress_spent(const al_gw_server *s)
 {
   return s->egress_used && s->egress_budget &&
          __atomic_load_n(s->egress_used, __ATOMIC_RELAXED) >= s->egress_budget;
@@ -346,7 +350,7 @@ static void refuse_push(al_gw_conn *c, req_ctx *r, body_src *b, const char *reas
   size_t n = rep ? al_gw_rp_report(&c->s->rules, r->rp, reason, bad, rep, AL_GW_RP_REPORT_MAX) : 0;
   if (n == 0) {
     free(rep);
-    refuse(c, r, 403, reason, true);
+    gwc_refuse(c, r, 403, reason, true);
     return;
   }
   r->status = 200;
@@ -362,12 +366,12 @@ static void refuse_push(al_gw_conn *c, req_ctx *r, body_src *b, const char *reas
   if (hl > 0 && (size_t)hl < sizeof head && gwc_write_all(c->cs, head, (size_t)hl) == 0)
     (void)gwc_write_all(c->cs, rep, n);
   free(rep);
-  log_request(c, r);
+  gwc_log_request(c, r);
 }
 
 /* Relay the forge's response. Returns 0 (keep going), 1 (close after),
  * -1 (failed; nothing sensible can follow). */
-static int relay_response(al_gw_conn *c, req_ctx *r)
+int gwc_relay_response(al_gw_conn *c, req_ctx *r)
 {
   al_gw_response resp;
   const char *why = "resp-incomplete";
@@ -385,13 +389,13 @@ static int relay_response(al_gw_conn *c, req_ctx *r)
     if (h < 0) {
       c->up_dead = true;
       r->detail = why;
-      refuse(c, r, 502, "upstream-bad-response", true);
+      gwc_refuse(c, r, 502, "upstream-bad-response", true);
       return -1;
     }
     if (resp.status >= 100 && resp.status < 200) {
       if (resp.status == 101) {
         c->up_dead = true;
-        refuse(c, r, 502, "upstream-upgrade-refused", true);
+        gwc_refuse(c, r, 502, "upstream-upgrade-refused", true);
         return -1;
       }
       c->ub_off += resp.head_len; /* 1xx: dropped (100 Continue was ours) */
@@ -506,7 +510,7 @@ static int relay_response(al_gw_conn *c, req_ctx *r)
 /* Take one unit of max_comments for a comment in flight (false when the
  * spent and the in-flight ones fill it), and give it back: spent when the
  * forge accepted the comment (2xx), free again otherwise. */
-static bool comment_hold(al_gw_server *s)
+bool gwc_comment_hold(al_gw_server *s)
 {
   pthread_mutex_lock(&s->mu);
   bool ok = s->comments_used + s->comments_inflight < s->rules.max_comments;
@@ -516,7 +520,7 @@ static bool comment_hold(al_gw_server *s)
   return ok;
 }
 
-static void comment_release(al_gw_server *s, bool accepted)
+void gwc_comment_release(al_gw_server *s, bool accepted)
 {
   pthread_mutex_lock(&s->mu);
   s->comments_inflight--;
@@ -529,7 +533,7 @@ static void comment_release(al_gw_server *s, bool accepted)
  * the client framed it) into a malloc'd buffer. Returns it with *len, or
  * NULL with *why: a framing reason (al_chunked_decode's, "client-closed-in-
  * body"), "body-too-large", "out-of-memory". */
-static char *read_whole_body(al_gw_conn *c, const al_http_request *q, size_t *len, const char **why)
+char *gwc_read_whole_body(al_gw_conn *c, const al_http_request *q, size_t *len, const char **why)
 {
   body_src b = {.chunked = q->chunked,
                 .left = q->content_length > 0 ? (uint64_t)q->content_length : 0};
@@ -567,43 +571,43 @@ static int serve_comment(al_gw_conn *c, req_ctx *r, const al_http_request *q, bo
 {
   al_gw_server *s = c->s;
   if (q->content_length > AL_GW_COMMENT_BODY_MAX) {
-    refuse(c, r, 413, "body-too-large", true);
+    gwc_refuse(c, r, 413, "body-too-large", true);
     return 1;
   }
-  if (!comment_hold(s)) {
+  if (!gwc_comment_hold(s)) {
     r->rule = NULL;
-    refuse(c, r, 403, "comment-budget", close_on_refuse);
+    gwc_refuse(c, r, 403, "comment-budget", close_on_refuse);
     return close_on_refuse;
   }
-  if (egress_spent(s)) {
-    comment_release(s, false);
+  if (gwc_egress_spent(s)) {
+    gwc_comment_release(s, false);
     r->rule = NULL;
-    refuse(c, r, 403, "egress-budget", true);
+    gwc_refuse(c, r, 403, "egress-budget", true);
     return 1;
   }
   if (gwc_upstream_gone(c)) {
-    comment_release(s, false);
+    gwc_comment_release(s, false);
     return 1; /* before the body is read: the client retries on a new connection */
   }
   /* the head now (q's pointers die at the first body read), its framing
    * once the body is known: build_head without one ends in CRLF CRLF */
   size_t head_len = 0;
-  char *uhead = build_head(c, q, r, false, -1, &head_len);
+  char *uhead = gwc_build_head(c, q, r, false, -1, &head_len);
   if (!uhead) {
-    comment_release(s, false);
-    refuse(c, r, 400, "head-too-large", true);
+    gwc_comment_release(s, false);
+    gwc_refuse(c, r, 400, "head-too-large", true);
     return 1;
   }
   if (expect && gwc_write_all(c->cs, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
-    free_head(uhead, head_len);
-    comment_release(s, false);
+    gwc_free_head(uhead, head_len);
+    gwc_comment_release(s, false);
     r->reason = "client-gone";
-    log_request(c, r);
+    gwc_log_request(c, r);
     return 1;
   }
   const char *why = NULL;
   size_t in_len = 0;
-  char *in = read_whole_body(c, q, &in_len, &why);
+  char *in = gwc_read_whole_body(c, q, &in_len, &why);
   char *out = NULL, bad[AL_GW_COMMENT_NAME_MAX + 1];
   size_t out_len = 0;
   int status = 400;
@@ -612,7 +616,9 @@ static int serve_comment(al_gw_conn *c, req_ctx *r, const al_http_request *q, bo
   memset(&n, 0, sizeof n);
   if (!in) {
     status = strcmp(why, "body-too-large") == 0 ? 413 : 400;
-  } else if (al_gw_comment_rewrite(in, in_len, hosts, &out, &out_len, &n, &why, bad) < 0) {
+  } else if ((r->rule->body == AL_GW_BODY_JIRA_COMMENT
+                  ? al_gw_jira_comment_rewrite(in, in_len, hosts, &out, &out_len, &n, &why, bad)
+                  : al_gw_comment_rewrite(in, in_len, hosts, &out, &out_len, &n, &why, bad)) < 0) {
     if (bad[0]) {
       snprintf(r->reason_buf, sizeof r->reason_buf, "%s: %s", why, bad);
       why = r->reason_buf;
@@ -620,12 +626,12 @@ static int serve_comment(al_gw_conn *c, req_ctx *r, const al_http_request *q, bo
   }
   free(in);
   if (!out) {
-    free_head(uhead, head_len);
-    comment_release(s, false);
+    gwc_free_head(uhead, head_len);
+    gwc_comment_release(s, false);
     /* a framing error leaves the connection unreadable; a bad JSON body
      * was read to its end */
     bool cut = !in || r->client_close;
-    refuse(c, r, status, why, cut);
+    gwc_refuse(c, r, status, why, cut);
     return cut ? 1 : 0;
   }
   /* the record says what the rewriter changed */
@@ -640,38 +646,38 @@ static int serve_comment(al_gw_conn *c, req_ctx *r, const al_http_request *q, bo
   int hl = head ? snprintf(head, head_len + 48, "%.*sContent-Length: %zu\r\n\r\n",
                            (int)(head_len - 2), uhead, out_len)
                 : -1;
-  free_head(uhead, head_len);
+  gwc_free_head(uhead, head_len);
   const char *updetail = NULL;
   int fail = 0;
   if (hl < 0)
     fail = 1;
   else if (gwc_upstream_open(c, &updetail) < 0)
     fail = 2;
-  else if (!egress_take(s, (uint64_t)hl + out_len))
+  else if (!gwc_egress_take(s, (uint64_t)hl + out_len))
     fail = 3;
   else if (gwc_write_all(c->us, head, (size_t)hl) < 0 || gwc_write_all(c->us, out, out_len) < 0)
     fail = 4;
   if (head)
-    free_head(head, head_len + 48);
+    gwc_free_head(head, head_len + 48);
   free(out);
   if (fail) {
-    comment_release(s, false);
+    gwc_comment_release(s, false);
     if (fail == 4)
       c->up_dead = true;
     r->detail = fail == 2 ? updetail : NULL;
-    refuse(c, r, fail == 3 ? 403 : 502,
-           fail == 1   ? "out-of-memory"
-           : fail == 2 ? "upstream-tls"
-           : fail == 3 ? "egress-budget"
-                       : "upstream-write",
-           true);
+    gwc_refuse(c, r, fail == 3 ? 403 : 502,
+               fail == 1   ? "out-of-memory"
+               : fail == 2 ? "upstream-tls"
+               : fail == 3 ? "egress-budget"
+                           : "upstream-write",
+               true);
     return 1;
   }
   r->up = out_len;
   r->reason = r->rule->name;
-  int rr = relay_response(c, r);
-  comment_release(s, r->status >= 200 && r->status < 300);
-  log_request(c, r);
+  int rr = gwc_relay_response(c, r);
+  gwc_comment_release(s, r->status >= 200 && r->status < 300);
+  gwc_log_request(c, r);
   return rr != 0 || c->up_dead;
 }
 
@@ -684,32 +690,32 @@ static int serve_graphql(al_gw_conn *c, req_ctx *r, const al_http_request *q, al
 {
   al_gw_server *s = c->s;
   if (r->query) {
-    refuse(c, r, 403, "unexpected-query", true);
+    gwc_refuse(c, r, 403, "unexpected-query", true);
     return 1;
   }
   if (cred == AL_GW_CRED_NONE) {
-    refuse(c, r, 401, "credential-missing", close_on_refuse);
+    gwc_refuse(c, r, 401, "credential-missing", close_on_refuse);
     return close_on_refuse;
   }
-  if (find_header(q, "content-encoding")) {
-    refuse(c, r, 415, "content-encoding-refused", true);
+  if (gwc_find_header(q, "content-encoding")) {
+    gwc_refuse(c, r, 415, "content-encoding-refused", true);
     return 1;
   }
   if (!q->chunked && q->content_length > AL_GQL_BODY_MAX) {
-    refuse(c, r, 413, "graphql-refused: too-large", true);
+    gwc_refuse(c, r, 413, "graphql-refused: too-large", true);
     return 1;
   }
-  if (egress_spent(s)) {
-    refuse(c, r, 403, "egress-budget", true);
+  if (gwc_egress_spent(s)) {
+    gwc_refuse(c, r, 403, "egress-budget", true);
     return 1;
   }
   if (gwc_upstream_gone(c))
     return 1;
   size_t lg = 0, lt = 0;
   r->rule = &al_gql_rule_git;
-  char *hg = build_head(c, q, r, q->chunked, q->content_length, &lg);
+  char *hg = gwc_build_head(c, q, r, q->chunked, q->content_length, &lg);
   r->rule = &al_gql_rule_ticket;
-  char *ht = build_head(c, q, r, q->chunked, q->content_length, &lt);
+  char *ht = gwc_build_head(c, q, r, q->chunked, q->content_length, &lt);
   r->rule = NULL;
   bool chunked = q->chunked;
   body_src b = {.chunked = q->chunked,
@@ -717,18 +723,18 @@ static int serve_graphql(al_gw_conn *c, req_ctx *r, const al_http_request *q, al
   al_chunked_init(&b.ch);
   char *body = malloc(AL_GQL_BODY_MAX + 1);
   if (!hg || !ht || !body) {
-    free_head(hg, lg);
-    free_head(ht, lt);
+    gwc_free_head(hg, lg);
+    gwc_free_head(ht, lt);
     free(body);
-    refuse(c, r, 400, "head-too-large", true);
+    gwc_refuse(c, r, 400, "head-too-large", true);
     return 1;
   }
   if (expect && gwc_write_all(c->cs, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
-    free_head(hg, lg);
-    free_head(ht, lt);
+    gwc_free_head(hg, lg);
+    gwc_free_head(ht, lt);
     free(body);
     r->reason = "client-gone";
-    log_request(c, r);
+    gwc_log_request(c, r);
     return 1;
   }
   size_t bl = 0;
@@ -743,40 +749,40 @@ static int serve_graphql(al_gw_conn *c, req_ctx *r, const al_http_request *q, al
   char where[80] = "";
   const char *gwhy = NULL;
   if (k < 0 || bl > AL_GQL_BODY_MAX || al_gql_check(&s->rules, body, bl, &info, &gwhy, where) < 0) {
-    free_head(hg, lg);
-    free_head(ht, lt);
+    gwc_free_head(hg, lg);
+    gwc_free_head(ht, lt);
     free(body);
     if (k < 0) {
       r->reason = why;
-      log_request(c, r);
+      gwc_log_request(c, r);
       return 1;
     }
     r->detail = where[0] ? where : NULL;
-    refuse(c, r, bl > AL_GQL_BODY_MAX ? 413 : 403,
-           bl > AL_GQL_BODY_MAX ? "graphql-refused: too-large" : gwhy, true);
+    gwc_refuse(c, r, bl > AL_GQL_BODY_MAX ? 413 : 403,
+               bl > AL_GQL_BODY_MAX ? "graphql-refused: too-large" : gwhy, true);
     r->detail = NULL;
     return 1;
   }
   r->rule = info.issue ? &al_gql_rule_ticket : &al_gql_rule_git;
   char *head = info.issue ? ht : hg;
   size_t hl = info.issue ? lt : lg;
-  free_head(info.issue ? hg : ht, info.issue ? lg : lt);
+  gwc_free_head(info.issue ? hg : ht, info.issue ? lg : lt);
   const char *updetail = NULL;
   if (gwc_upstream_open(c, &updetail) < 0) {
-    free_head(head, hl);
+    gwc_free_head(head, hl);
     free(body);
     r->detail = updetail;
-    refuse(c, r, 502, "upstream-tls", true);
+    gwc_refuse(c, r, 502, "upstream-tls", true);
     return 1;
   }
-  if (!egress_take(s, hl + bl)) {
-    free_head(head, hl);
+  if (!gwc_egress_take(s, hl + bl)) {
+    gwc_free_head(head, hl);
     free(body);
-    refuse(c, r, 403, "egress-budget", true);
+    gwc_refuse(c, r, 403, "egress-budget", true);
     return 1;
   }
   int w = gwc_write_all(c->us, head, hl);
-  free_head(head, hl);
+  gwc_free_head(head, hl);
   for (size_t off = 0; w == 0 && off < bl;) {
     size_t n = bl - off > STREAM_CHUNK ? STREAM_CHUNK : bl - off;
     memcpy(c->wb + 32, body + off, n);
@@ -789,12 +795,12 @@ static int serve_graphql(al_gw_conn *c, req_ctx *r, const al_http_request *q, al
   r->up = bl;
   if (w < 0) {
     c->up_dead = true;
-    refuse(c, r, 502, "upstream-write", true);
+    gwc_refuse(c, r, 502, "upstream-write", true);
     return 1;
   }
   r->reason = r->rule->name;
-  int rr = relay_response(c, r);
-  log_request(c, r);
+  int rr = gwc_relay_response(c, r);
+  gwc_log_request(c, r);
   return rr != 0 || c->up_dead;
 }
 
@@ -821,15 +827,16 @@ int gwc_serve_request(al_gw_conn *c)
     if (f <= 0) {
       if (c->rb_len > 0) {
         r->reason = f == 0 ? "client-closed-in-head" : "client-error-in-head";
-        log_request(c, r);
+        gwc_log_request(c, r);
       }
       return 1;
     }
   }
   if (h < 0) {
-    refuse(c, r,
-           strcmp(why, "head-too-large") == 0 || strcmp(why, "too-many-headers") == 0 ? 431 : 400,
-           why, true);
+    gwc_refuse(c, r,
+               strcmp(why, "head-too-large") == 0 || strcmp(why, "too-many-headers") == 0 ? 431
+                                                                                          : 400,
+               why, true);
     return 1;
   }
   c->n_requests++;
@@ -838,10 +845,10 @@ int gwc_serve_request(al_gw_conn *c)
   snprintf(r->method, sizeof r->method, "%.*s", (int)(q.method_len < 20 ? q.method_len : 20),
            q.method);
   r->version_minor = q.version_minor;
-  if (s->gitlab
+  if (s->gitlab && !(c->sides & AL_GW_SIDE_TICKET)
           ? gl_target_split(q.target, q.target_len, r, &why) < 0
           : al_gw_target_parse(q.target, q.target_len, r->path, &r->query, &r->qlen, &why) < 0) {
-    refuse(c, r, 400, why, true);
+    gwc_refuse(c, r, 400, why, true);
     return 1;
   }
   /* GHE-style /api/v3/... and /api/graphql: matched as the rules' paths
@@ -858,7 +865,7 @@ int gwc_serve_request(al_gw_conn *c)
     al_gw_query_log(qp, r->qlog, sizeof r->qlog);
     r->fwdq_len = al_gw_query_canon(qp, r->fwdq, sizeof r->fwdq);
   }
-  const al_http_header *conn_h = find_header(&q, "connection");
+  const al_http_header *conn_h = gwc_find_header(&q, "connection");
   if (q.version_minor == 0)
     r->client_close = !(conn_h && strncasecmp(conn_h->value, "keep-alive", 10) == 0);
   else if (conn_h) {
@@ -871,31 +878,35 @@ int gwc_serve_request(al_gw_conn *c)
   uint16_t hp;
   if (!q.host) {
     if (q.version_minor == 1) {
-      refuse(c, r, 400, "host-missing", true);
+      gwc_refuse(c, r, 400, "host-missing", true);
       return 1;
     }
   } else if (al_http_host_value(q.host->value, q.host->value_len, 443, &hh, &hp, &why) < 0 ||
              strcmp(hh.name, c->m.host) != 0 || hp != c->m.port) {
-    refuse(c, r, 400, "host-mismatch", true);
+    gwc_refuse(c, r, 400, "host-mismatch", true);
     return 1;
   }
   bool has_body = q.chunked || q.content_length > 0;
   bool close_on_refuse = has_body || r->client_close;
-  const al_http_header *expect = find_header(&q, "expect");
+  const al_http_header *expect = gwc_find_header(&q, "expect");
   if (expect && !(expect->value_len == 12 && strncasecmp(expect->value, "100-continue", 12) == 0)) {
-    refuse(c, r, 417, "expect-unsupported", true);
+    gwc_refuse(c, r, 417, "expect-unsupported", true);
     return 1;
   }
   if (q.version_minor == 1 && strcmp(r->method, "POST") == 0 && !q.chunked &&
       q.content_length < 0) {
-    refuse(c, r, 411, "length-required", true);
+    gwc_refuse(c, r, 411, "length-required", true);
     return 1;
   }
   /* credential, then rule */
   const char *cwhy = NULL;
   const char *param = NULL;
   al_gw_cred cred;
-  if (s->gitlab) {
+  if (c->sides & AL_GW_SIDE_TICKET) {
+    /* the ticket host: the placeholder only, then Jira's or Linear's rules */
+    cred = al_gw_credential_q(&q, qp, s->placeholder, &cwhy);
+    r->rule = gwc_ticket_match(c, r, qp, &param);
+  } else if (s->gitlab) {
     /* GitLab's table reads the raw path (its encoded {project}, {file},
      * {branch} segments), after the API or git URL's own prefix */
     cred = al_gw_gl_credential(&q, qp, s->placeholder, &cwhy);
@@ -916,56 +927,58 @@ int gwc_serve_request(al_gw_conn *c)
   }
   if (cred == AL_GW_CRED_FOREIGN) {
     r->rule = NULL;
-    refuse(c, r, 403, cwhy, close_on_refuse);
+    gwc_refuse(c, r, 403, cwhy, close_on_refuse);
     return close_on_refuse;
   }
   if (!rule && !s->gitlab && (msides & AL_GW_SIDE_API) && strcmp(r->method, "POST") == 0 &&
       al_gw_api_path_is_graphql(s->rules.api_prefix, mpath))
     return serve_graphql(c, r, &q, cred, close_on_refuse,
-                         find_header(&q, "expect") != NULL); /* graphql.h */
+                         gwc_find_header(&q, "expect") != NULL); /* graphql.h */
   if (!rule) {
-    refuse(c, r, 403, r->reason, close_on_refuse);
+    gwc_refuse(c, r, 403, r->reason, close_on_refuse);
     return close_on_refuse;
   }
   if (cred == AL_GW_CRED_NONE) {
     /* never forwarded: git asks its credential helper and retries */
     r->rule = NULL;
-    refuse(c, r, 401, "credential-missing", close_on_refuse);
+    gwc_refuse(c, r, 401, "credential-missing", close_on_refuse);
     return close_on_refuse;
   }
   if (rule->body == AL_GW_BODY_NONE && has_body) {
     r->rule = NULL;
-    refuse(c, r, 400, "body-not-allowed", true);
+    gwc_refuse(c, r, 400, "body-not-allowed", true);
     return 1;
   }
-  if (rule->body != AL_GW_BODY_PASS && find_header(&q, "content-encoding")) {
+  if (rule->body != AL_GW_BODY_PASS && gwc_find_header(&q, "content-encoding")) {
     /* a body the rule reads (or forwards without the field) must be plain */
     r->rule = NULL;
-    refuse(c, r, 415, "content-encoding-refused", true);
+    gwc_refuse(c, r, 415, "content-encoding-refused", true);
     return 1;
   }
-  if (rule->body == AL_GW_BODY_COMMENT)
+  if (rule->body == AL_GW_BODY_COMMENT || rule->body == AL_GW_BODY_JIRA_COMMENT)
     return serve_comment(c, r, &q, expect != NULL, close_on_refuse);
+  if (rule->body == AL_GW_BODY_LINEAR_GRAPHQL)
+    return gwc_serve_linear(c, r, &q, expect != NULL); /* conn_ticket.c */
   /* the request is allowed by its head; the run's egress budget is not
    * (the proxy's and this gateway's bytes, one counter) */
-  if (egress_spent(s)) {
+  if (gwc_egress_spent(s)) {
     r->rule = NULL;
-    refuse(c, r, 403, "egress-budget", true);
+    gwc_refuse(c, r, 403, "egress-budget", true);
     return 1;
   }
   if (gwc_upstream_gone(c))
     return 1; /* the forge closed the idle connection: the client retries on a new one */
   size_t head_len = 0;
-  char *uhead = build_head(c, &q, r, q.chunked, q.content_length, &head_len);
+  char *uhead = gwc_build_head(c, &q, r, q.chunked, q.content_length, &head_len);
   /* q's pointers are dead after the first body read */
   if (!uhead) {
-    refuse(c, r, 400, "head-too-large", true);
+    gwc_refuse(c, r, 400, "head-too-large", true);
     return 1;
   }
   if (expect && gwc_write_all(c->cs, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
-    free_head(uhead, head_len);
+    gwc_free_head(uhead, head_len);
     r->reason = "client-gone";
-    log_request(c, r);
+    gwc_log_request(c, r);
     return 1;
   }
   body_src b = {.chunked = q.chunked,
@@ -1007,13 +1020,13 @@ int gwc_serve_request(al_gw_conn *c)
         static const char ok[] = "HTTP/1.1 200 OK\r\n"
                                  "Content-Type: application/x-git-receive-pack-result\r\n"
                                  "Cache-Control: no-cache\r\nContent-Length: 0\r\n\r\n";
-        free_head(uhead, head_len);
+        gwc_free_head(uhead, head_len);
         free(rpbuf);
         r->rp->n_cmds = 0;
         r->status = 200;
         r->reason = "receive-pack-probe";
         int w = gwc_write_all(c->cs, ok, sizeof ok - 1);
-        log_request(c, r);
+        gwc_log_request(c, r);
         free(r->rp);
         return w < 0 || r->client_close;
       }
@@ -1022,40 +1035,40 @@ int gwc_serve_request(al_gw_conn *c)
     size_t bad = 0;
     if (!r->rp || !rpbuf || pr < 0 || al_gw_check_push(&s->rules, r->rp, &pwhy, &bad) < 0) {
       bool parsed = r->rp && rpbuf && pr >= 0;
-      free_head(uhead, head_len);
+      gwc_free_head(uhead, head_len);
       free(rpbuf);
       if (r->rp && pr < 0)
         r->rp->n_cmds = 0; /* a half-parsed list says nothing */
       if (parsed)
         refuse_push(c, r, &b, pwhy, bad);
       else
-        refuse(c, r, 403, r->rp && pr < 0 ? why : "out-of-memory", true);
+        gwc_refuse(c, r, 403, r->rp && pr < 0 ? why : "out-of-memory", true);
       free(r->rp);
       return 1;
     }
   }
   const char *updetail = NULL;
   if (gwc_upstream_open(c, &updetail) < 0) {
-    free_head(uhead, head_len);
+    gwc_free_head(uhead, head_len);
     free(rpbuf);
     r->detail = updetail;
-    refuse(c, r, 502, "upstream-tls", true);
+    gwc_refuse(c, r, 502, "upstream-tls", true);
     free(r->rp);
     return 1;
   }
-  if (!egress_take(s, head_len)) {
-    free_head(uhead, head_len);
+  if (!gwc_egress_take(s, head_len)) {
+    gwc_free_head(uhead, head_len);
     free(rpbuf);
-    refuse(c, r, 403, "egress-budget", true);
+    gwc_refuse(c, r, 403, "egress-budget", true);
     free(r->rp);
     return 1;
   }
   int w = gwc_write_all(c->us, uhead, head_len);
-  free_head(uhead, head_len);
+  gwc_free_head(uhead, head_len);
   if (w < 0) {
     free(rpbuf);
     c->up_dead = true;
-    refuse(c, r, 502, "upstream-write", true);
+    gwc_refuse(c, r, 502, "upstream-write", true);
     free(r->rp);
     return 1;
   }
@@ -1074,7 +1087,7 @@ int gwc_serve_request(al_gw_conn *c)
         /* the forge got a cut body; it cannot be answered sensibly */
         r->reason = why;
         r->status = 0;
-        log_request(c, r);
+        gwc_log_request(c, r);
         free(rpbuf);
         free(r->rp);
         c->up_dead = true;
@@ -1085,7 +1098,7 @@ int gwc_serve_request(al_gw_conn *c)
       n = (size_t)k;
       r->up += n;
     }
-    if (!egress_take(s, n)) {
+    if (!gwc_egress_take(s, n)) {
       /* the budget ends here: the forge gets a cut body and the connection
        * goes; the agent's connection is answered by nothing more */
       free(rpbuf);
@@ -1093,7 +1106,7 @@ int gwc_serve_request(al_gw_conn *c)
       r->rule = NULL; /* a deny: the rest of the request never left */
       r->reason = "egress-budget";
       r->status = 0;
-      log_request(c, r);
+      gwc_log_request(c, r);
       free(r->rp);
       return 1;
     }
@@ -1102,7 +1115,7 @@ int gwc_serve_request(al_gw_conn *c)
       c->up_dead = true;
       r->reason = "upstream-write";
       r->status = 0;
-      log_request(c, r);
+      gwc_log_request(c, r);
       free(r->rp);
       return 1;
     }
@@ -1110,13 +1123,13 @@ int gwc_serve_request(al_gw_conn *c)
   free(rpbuf);
   if (q.chunked && gwc_write_all(c->us, "0\r\n\r\n", 5) < 0) {
     c->up_dead = true;
-    refuse(c, r, 502, "upstream-write", true);
+    gwc_refuse(c, r, 502, "upstream-write", true);
     free(r->rp);
     return 1;
   }
   r->reason = rule->name;
-  int rr = relay_response(c, r);
-  log_request(c, r); /* once: a refusal on the way has logged already */
+  int rr = gwc_relay_response(c, r);
+  gwc_log_request(c, r); /* once: a refusal on the way has logged already */
   free(r->rp);
   ret = rr != 0 || c->up_dead;
   return ret;

@@ -200,7 +200,7 @@ int gwc_upstream_open(al_gw_conn *c, const char **detail)
     return 0;
   if (c->up_dead)
     return -1;
-  c->us = SSL_new(c->s->up_ctx);
+  c->us = SSL_new((c->sides & AL_GW_SIDE_TICKET) ? c->s->tk_up_ctx : c->s->up_ctx);
   BIO *b = conn_bio(c, c->ufd);
   if (!c->us || !b) {
     BIO_free(b);

@@ -2,7 +2,9 @@
  * stop. See gateway.h for the picture; conn.c serves one connection.
  *
  * Supervisor -> gateway, on the token pipe: three strings, each a 4-byte
- * length (host order) and the bytes: git token, ticket token, placeholder.
+ * length (host order) and the bytes: git token, ticket token, placeholder;
+ * with a ticket host (o->tk.kind) two more: the vendor credential's
+ * Authorization value upstream, and the credential itself (for redaction).
  * Gateway -> supervisor, on the status pipe: "CA <n>\n" + n bytes of PEM,
  * then "READY\n", or at any point "ERR <message>\n" and exit. */
 #include "gateway/gateway.h"
@@ -36,6 +38,7 @@
 #include "gateway/server.h"
 #include "net/host.h"
 #include "sandbox/sandbox.h"
+#include "tickets/tickets.h"
 
 #define START_TIMEOUT_MS 10000
 #define TOKEN_MAX 8192
@@ -115,6 +118,72 @@ bad:
   return al_error_set(err, EINVAL, "gateway: %s `%s`: %s", what, url ? url : "(null)", why);
 }
 
+/* The ticket host of o->tk (kind 1 or 2): its URL parsed, the rules bound
+ * to the key (which must be of tk.project), and a host:port that is none
+ * of the forge's (a request to it is decided by one table only). */
+static int tk_bind(const al_gateway_opts *o, const al_host *ah, uint16_t apn, const al_host *gh,
+                   uint16_t gpn, al_host *th, uint16_t *tpn, al_gw_tk_rules *rules, al_error *err)
+{
+  char tp[128];
+  if (o->tk.kind != AL_TK_JIRA && o->tk.kind != AL_TK_LINEAR)
+    return al_error_set(err, EINVAL, "gateway: ticket kind %d has no host rules", o->tk.kind);
+  if (parse_url("ticket.url", o->tk.url, th, tpn, tp, sizeof tp, err) < 0)
+    return -1;
+  if ((strcmp(th->name, ah->name) == 0 && *tpn == apn) ||
+      (strcmp(th->name, gh->name) == 0 && *tpn == gpn))
+    return al_error_set(err, EINVAL,
+                        "gateway: ticket.url `%s` names a forge host and port; the ticket host "
+                        "must be its own",
+                        o->tk.url);
+  al_tk_target t;
+  if (!o->tk.key ||
+      al_tk_target_parse((al_tk_kind)o->tk.kind, o->tk.key, o->tk.project, &t, err) < 0)
+    return o->tk.key ? al_error_wrap(err, "gateway")
+                     : al_error_set(err, EINVAL, "gateway: no ticket key");
+  return al_gw_tk_rules_init(rules, o->tk.kind, t.key, o->tk.id ? o->tk.id : "", tp,
+                             o->max_comments, err);
+}
+
+/* The Authorization value the vendor takes for this credential, as
+ * tickets/client.c sends it (Atlassian "Basic auth for REST APIs": Basic
+ * base64(e-mail:API token); OAuth 2.0: Bearer; Linear "Authentication": an
+ * API key bare, an OAuth token as Bearer). Secret memory, or NULL. */
+static char *tk_auth_value(const al_gateway_opts *o)
+{
+  const char *cred = o->tk.credential;
+  bool basic = o->tk.kind == AL_TK_JIRA && o->tk.user && o->tk.user[0];
+  bool bare = o->tk.kind == AL_TK_LINEAR && strncmp(cred, "lin_api_", 8) == 0;
+  size_t pl = strlen(cred) + (basic ? strlen(o->tk.user) + 1 : 0);
+  size_t cap = 4 * ((pl + 2) / 3) + 16;
+  char *plain = malloc(pl + 1), *b64 = malloc(cap), *out = NULL;
+  if (plain && b64) {
+    int n;
+    if (basic) {
+      snprintf(plain, pl + 1, "%s:%s", o->tk.user, cred);
+      int bl = EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)plain, (int)pl);
+      if (bl > 0) {
+        char *v = malloc((size_t)bl + 8);
+        if (v) {
+          n = snprintf(v, (size_t)bl + 8, "Basic %.*s", bl, b64);
+          out = n > 0 ? al_secret_dupn(v, (size_t)n) : NULL;
+          OPENSSL_cleanse(v, (size_t)bl + 8);
+          free(v);
+        }
+      }
+    } else {
+      n = snprintf(b64, cap, "%s%s", bare ? "" : "Bearer ", cred);
+      out = n > 0 ? al_secret_dupn(b64, (size_t)n) : NULL;
+    }
+  }
+  if (plain)
+    OPENSSL_cleanse(plain, pl + 1);
+  if (b64)
+    OPENSSL_cleanse(b64, cap);
+  free(plain);
+  free(b64);
+  return out;
+}
+
 /* ---- the serving process ---- */
 
 static al_gw_server *g_server; /* the child's one server, for al_gw_decision */
@@ -178,23 +247,24 @@ static char *read_secret(int fd, al_error *err)
   return buf;
 }
 
-static int upstream_ctx(al_gw_server *s, const char *ca_file, al_error *err)
+/* A verifying TLS client context (*ctx) trusting ca_file (named `what` in
+ * messages), or the system store when NULL. */
+static int upstream_ctx(SSL_CTX **ctx, const char *what, const char *ca_file, al_error *err)
 {
-  s->up_ctx = SSL_CTX_new(TLS_client_method());
-  if (!s->up_ctx)
+  SSL_CTX *x = *ctx = SSL_CTX_new(TLS_client_method());
+  if (!x)
     return al_error_set(err, EIO, "gateway: SSL_CTX_new (client)");
-  SSL_CTX_set_min_proto_version(s->up_ctx, TLS1_2_VERSION);
-  SSL_CTX_set_options(s->up_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-                                     SSL_OP_IGNORE_UNEXPECTED_EOF);
-  SSL_CTX_set_mode(s->up_ctx, SSL_MODE_AUTO_RETRY);
-  SSL_CTX_set_verify(s->up_ctx, SSL_VERIFY_PEER, NULL);
+  SSL_CTX_set_min_proto_version(x, TLS1_2_VERSION);
+  SSL_CTX_set_options(x, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+                             SSL_OP_IGNORE_UNEXPECTED_EOF);
+  SSL_CTX_set_mode(x, SSL_MODE_AUTO_RETRY);
+  SSL_CTX_set_verify(x, SSL_VERIFY_PEER, NULL);
   /* Loaded now, before the process confines itself. */
   if (ca_file) {
-    if (SSL_CTX_load_verify_locations(s->up_ctx, ca_file, NULL) != 1)
-      return al_error_set(err, EIO, "gateway: forge.ca_file `%s`: not a readable PEM bundle",
-                          ca_file);
-  } else if (SSL_CTX_load_verify_locations(s->up_ctx, X509_get_default_cert_file(), NULL) != 1 &&
-             SSL_CTX_set_default_verify_paths(s->up_ctx) != 1) {
+    if (SSL_CTX_load_verify_locations(x, ca_file, NULL) != 1)
+      return al_error_set(err, EIO, "gateway: %s `%s`: not a readable PEM bundle", what, ca_file);
+  } else if (SSL_CTX_load_verify_locations(x, X509_get_default_cert_file(), NULL) != 1 &&
+             SSL_CTX_set_default_verify_paths(x) != 1) {
     return al_error_set(err, EIO, "gateway: the system CA store");
   }
   ERR_clear_error();
@@ -275,20 +345,34 @@ __attribute__((noreturn)) static void child_main(const al_gateway_opts *o, int t
   s->gitlab = o->forge_kind == AL_FORGE_GITLAB;
   snprintf(s->api_host, sizeof s->api_host, "%s", ah.name);
   snprintf(s->git_host, sizeof s->git_host, "%s", gh.name);
+  if (o->tk.kind) {
+    al_host th;
+    if (tk_bind(o, &ah, s->api_port, &gh, s->git_port, &th, &s->tk_port, &s->tk, &e) < 0)
+      goto fail;
+    s->has_tk = true;
+    snprintf(s->tk_host, sizeof s->tk_host, "%s", th.name);
+  }
   if (!(s->git_token = read_secret(tok_fd, &e)) || !(s->ticket_token = read_secret(tok_fd, &e)) ||
-      !(s->placeholder = read_secret(tok_fd, &e)))
+      !(s->placeholder = read_secret(tok_fd, &e)) ||
+      (s->has_tk &&
+       (!(s->tk_auth = read_secret(tok_fd, &e)) || !(s->tk_credential = read_secret(tok_fd, &e)))))
     goto fail;
   close(tok_fd);
   al_redact_register(s->git_token);
   al_redact_register(s->ticket_token);
   al_redact_register(s->placeholder);
-  const char *hosts[2] = {s->api_host, s->git_host};
-  if (al_gw_ca_make(&s->ca, hosts, 2, o->lifetime_ms, o->run_id, &e) < 0)
+  if (s->has_tk) {
+    al_redact_register(s->tk_auth);
+    al_redact_register(s->tk_credential);
+  }
+  const char *hosts[3] = {s->api_host, s->git_host, s->tk_host};
+  if (al_gw_ca_make(&s->ca, hosts, s->has_tk ? 3 : 2, o->lifetime_ms, o->run_id, &e) < 0)
     goto fail;
   say(st_fd, "CA %zu\n", strlen(s->ca.ca_pem));
   if (al_write_all(st_fd, s->ca.ca_pem, strlen(s->ca.ca_pem)) < 0)
     _exit(1);
-  if (al_gw_tls_setup(s, &e) < 0 || upstream_ctx(s, o->ca_file, &e) < 0)
+  if (al_gw_tls_setup(s, &e) < 0 || upstream_ctx(&s->up_ctx, "forge.ca_file", o->ca_file, &e) < 0 ||
+      (s->has_tk && upstream_ctx(&s->tk_up_ctx, "ticket.ca_file", o->tk.ca_file, &e) < 0))
     goto fail;
   /* The gateway parses what a hostile agent sends: nobody, no capabilities,
    * no filesystem writes, no exec; it makes no socket of its own. */
@@ -369,6 +453,16 @@ int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
     return al_error_set(err, EINVAL, "gateway: a token is empty or too long");
   if (!o->placeholder || strlen(o->placeholder) < 16 || strlen(o->placeholder) > 64)
     return al_error_set(err, EINVAL, "gateway: the placeholder must be 16..64 characters");
+  al_host th = {0};
+  uint16_t tpn = 0;
+  al_gw_tk_rules tkr;
+  if (o->tk.kind) {
+    if (tk_bind(o, &ah, apn, &gh, gpn, &th, &tpn, &tkr, err) < 0)
+      return -1;
+    if (!o->tk.credential || !o->tk.credential[0] || strlen(o->tk.credential) > TOKEN_MAX / 2 ||
+        (o->tk.user && strlen(o->tk.user) > 256))
+      return al_error_set(err, EINVAL, "gateway: the ticket credential is empty or too long");
+  }
 
   /* The run's egress counter, shared by the proxy and this gateway (one
    * sealed page: a proxy in a container maps it too, and can neither
@@ -436,12 +530,22 @@ int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err)
     g->handoff.hosts[1].port = gpn;
     g->handoff.n_hosts = 2;
   }
+  if (o->tk.kind) {
+    size_t i = g->handoff.n_hosts++;
+    snprintf(g->handoff.hosts[i].host, sizeof g->handoff.hosts[i].host, "%s", th.name);
+    g->handoff.hosts[i].port = tpn;
+  }
   /* the secrets: over the pipe, never argv, env or disk */
   signal(SIGPIPE, SIG_IGN);
-  int wr = put_secret(tp[1], o->git_token) < 0 || put_secret(tp[1], o->ticket_token) < 0 ||
-                   put_secret(tp[1], o->placeholder) < 0
+  char *tk_auth = o->tk.kind ? tk_auth_value(o) : NULL;
+  int wr = (o->tk.kind && !tk_auth) || put_secret(tp[1], o->git_token) < 0 ||
+                   put_secret(tp[1], o->ticket_token) < 0 ||
+                   put_secret(tp[1], o->placeholder) < 0 ||
+                   (o->tk.kind &&
+                    (put_secret(tp[1], tk_auth) < 0 || put_secret(tp[1], o->tk.credential) < 0))
                ? -1
                : 0;
+  al_secret_free(tk_auth);
   close(tp[1]);
   uint64_t deadline = al_now_ms() + START_TIMEOUT_MS;
   char line[AL_ERROR_MSG_MAX + 16];

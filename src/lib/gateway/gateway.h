@@ -40,7 +40,11 @@
  *   ... run the proxy (al_run_start_proxy keeps handoff->fd open) and the agent ...
  *   al_run_stop_proxy(proxy); al_gateway_stop(gw, err); al_gateway_free(gw);
  *
- * The proxy's allowlist must still allow the forge hosts (the proxy checks
+ * A Jira or Linear ticket adds .tk = {.kind, .url, .ca_file, .project, .key,
+ * .id, .user, .credential} (and .ticket = 0): the ticket host is handed off
+ * and terminated too, its leaf under the same CA.
+ *
+ * The proxy's allowlist must still allow the forge hosts (and the ticket host) (the proxy checks
  * the allowlist, resolves and dials before it hands off). */
 #ifndef AL_GATEWAY_GATEWAY_H
 #define AL_GATEWAY_GATEWAY_H
@@ -88,6 +92,26 @@ typedef struct al_gateway_opts {
    * (al_proxy_handoff.egress_used): a request that finds it spent is
    * refused (403 egress-budget), a body that would pass it is cut. */
   uint64_t egress_budget;
+  /* The ticket system's host (issue #31, docs/gateway.md "The ticket
+   * host"): when kind is 1 (Jira) or 2 (Linear), a third host whose
+   * requests are decided by rules_tickets.h (the one ticket's reads, at
+   * most max_comments comments on it, one comment budget with the forge's),
+   * with the placeholder swapped for the vendor credential upstream
+   * (Jira: "Basic base64(user:credential)" with a user, else "Bearer
+   * credential"; Linear: an API key (lin_api_...) bare, else "Bearer
+   * credential", as tickets/client.c sends them). Set ticket = 0 with it.
+   * The credential goes to the gateway over the token pipe, as the tokens
+   * do; the caller keeps and wipes its own copy. kind 0: no ticket host. */
+  struct {
+    int kind;               /* 0 none, 1 jira, 2 linear (tickets/tickets.h al_tk_kind) */
+    const char *url;        /* ticket.url: https://host[:port][/prefix]; not a forge host:port */
+    const char *ca_file;    /* ticket.ca_file (PEM), or NULL = the system store */
+    const char *project;    /* ticket.project (Jira) or ticket.team (Linear): the key's */
+    const char *key;        /* the ticket's key, "PROJ-7" */
+    const char *id;         /* the vendor's id of it (Jira's number, Linear's UUID), or NULL */
+    const char *user;       /* Jira: ticket.user (the token's account e-mail), or NULL (OAuth) */
+    const char *credential; /* the vendor credential (ticket.token_file), printable ASCII */
+  } tk;
 } al_gateway_opts;
 
 typedef struct al_gateway al_gateway;
@@ -97,7 +121,8 @@ typedef struct al_gateway al_gateway;
  * most 10 s. On success *out owns the child, the CA PEM and the parent's
  * end of the hand-off socketpair. Errors: EINVAL for a bad option (a URL
  * that is not https://host[:port][/prefix], an empty token, a repo not
- * OWNER/REPO, a branch that is not a valid ref), errno of fork/pipe, EIO
+ * OWNER/REPO, a branch that is not a valid ref, a ticket host that is a
+ * forge host:port, a ticket key not of tk.project), errno of fork/pipe, EIO
  * with the child's message. Follows gitprotocol-http(5), RFC 9112, RFC 5280
  * §4.2.1.10 (name constraints). */
 int al_gateway_start(const al_gateway_opts *o, al_gateway **out, al_error *err);
@@ -108,7 +133,7 @@ const char *al_gateway_ca_pem(const al_gateway *g);
 
 /* What the proxy listener hands off (al_proxy_listener.handoff): the
  * parent's end of the SOCK_SEQPACKET socketpair and the host:port pairs of
- * api_url and git_url (canonical names). Owned by g; valid until
+ * api_url, git_url and tk.url (canonical names). Owned by g; valid until
  * al_gateway_free(). The supervisor keeps the fd open only to fork the
  * proxy; al_gateway_stop() closes it. */
 const al_proxy_handoff *al_gateway_handoff(const al_gateway *g);

@@ -13,6 +13,7 @@
 #include "gateway/gateway.h"
 #include "gateway/rules.h"
 #include "gateway/rules_gitlab.h"
+#include "gateway/rules_tickets.h"
 #include "common/error.h"
 #include "proxy/handoff.h"
 
@@ -29,6 +30,14 @@ typedef struct al_gw_server {
   char *git_token, *ticket_token, *placeholder; /* secret memory (secmem.h) */
   char api_host[256], git_host[256];
   uint16_t api_port, git_port;
+  /* the ticket host (Jira, Linear; issue #31), when has_tk */
+  bool has_tk;
+  al_gw_tk_rules tk;
+  char tk_host[256];
+  uint16_t tk_port;
+  char *tk_auth;       /* the Authorization value upstream (secret memory) */
+  char *tk_credential; /* the vendor credential itself, for redaction (secret memory) */
+  SSL_CTX *tk_up_ctx;  /* upstream trust: ticket.ca_file or the system store */
   char run_id[128];
   int decisions_fd;
   uint64_t egress_budget; /* network.egress_budget; 0: none */

@@ -134,5 +134,77 @@ is "controls: no PR was opened" "$(( $(npulls) - p0 ))" 0
 double_stop
 is "controls: the double refused the wrong credential only (one request)" "$(state ctl 's["auth_refused"]')" 1
 is "controls: no comment was posted" "$(state ctl 'len(s["comments"])')" 0
+
+# --- sealed (the default mode): the agent reaches the ticket host through
+# the gateway, with the placeholder; the vendor credential stays in the
+# gateway. The agent reads its ticket, posts one comment, tries a comment
+# on the next ticket (refused: other-ticket) and the real credential if it
+# had one (it has not: the probe above). A name for the host, pinned to
+# loopback, as a real site's would be (the proxy dials loopback only by
+# pin, and a pinned name must be in network.allow: the run's own addition
+# of the ticket host to the allow list is not what lets it through here).
+"$AIRLOCK_SRC/scripts/make-test-ca.sh" "$TK/tls2" jira.test linear.test >/dev/null 2>&1
+chmod 755 "$TK/tls2"; chmod 644 "$TK/tls2/ca.crt"
+TK_AGENT=$FE_DIR/push/tk-agent
+{
+  printf '#!/bin/sh\n'
+  cat <<'SH'
+u=$AIRLOCK_TICKET_URL; a="Authorization: Bearer $AIRLOCK_TICKET_TOKEN"
+if [ "$AIRLOCK_TICKET_SYSTEM" = jira ]; then
+  c=$(curl -sS -o /dev/null -w '%{http_code}' -H "$a" "$u/rest/api/3/issue/$AIRLOCK_TICKET")
+  p=$(curl -sS -o /dev/null -w '%{http_code}' -H "$a" -H 'Content-Type: application/json' \
+    --data-binary '{"body":{"type":"doc","version":1,"content":[{"type":"paragraph","content":[{"type":"text","text":"agent was here"}]}]}}' \
+    "$u/rest/api/3/issue/$AIRLOCK_TICKET/comment")
+  o=$(curl -sS -o /dev/null -w '%{http_code}' -H "$a" -H 'Content-Type: application/json' \
+    --data-binary '{"body":{"type":"doc","version":1,"content":[]}}' "$u/rest/api/3/issue/PROJ-8/comment")
+else
+  c=$(curl -sS -o /dev/null -w '%{http_code}' -H "$a" -H 'Content-Type: application/json' \
+    --data-binary "{\"query\":\"query(\$id: String!) { issue(id: \$id) { id title } }\",\"variables\":{\"id\":\"$AIRLOCK_TICKET\"}}" "$u/graphql")
+  m='mutation($input: CommentCreateInput!) { commentCreate(input: $input) { success } }'
+  p=$(curl -sS -o /dev/null -w '%{http_code}' -H "$a" -H 'Content-Type: application/json' \
+    --data-binary "{\"query\":\"$m\",\"variables\":{\"input\":{\"issueId\":\"$AIRLOCK_TICKET\",\"body\":\"agent was here\"}}}" "$u/graphql")
+  o=$(curl -sS -o /dev/null -w '%{http_code}' -H "$a" -H 'Content-Type: application/json' \
+    --data-binary "{\"query\":\"$m\",\"variables\":{\"input\":{\"issueId\":\"ENG-43\",\"body\":\"x\"}}}" "$u/graphql")
+fi
+echo "TK-READ=$c TK-COMMENT=$p TK-OTHER=$o"
+SH
+  tail -n +2 "$FE_PUSH_AGENT" | grep -v AIRLOCK_RESULT
+} >"$TK_AGENT"
+chmod 755 "$TK_AGENT"
+for v in jira:PROJ-7:jira.test linear:ENG-42:linear.test; do
+  IFS=: read -r kind key host <<<"$v"
+  user=()
+  [ "$kind" = jira ] && user=(--user bot@acme.example)
+  "$TICKET_DOUBLE" --kind "$kind" --key "$key" --title "Fix the tally for $key" --body "the body of $key" \
+    "${user[@]}" --token-file "$TK/good" --tls-dir "$TK/tls2" --ports-file "$TK/s$kind.ports" \
+    --state "$TK/s$kind.state" >"$TK/s$kind.log" 2>&1 &
+  DPID=$!
+  on_exit "kill $DPID"
+  for _ in $(seq 100); do [ -s "$TK/s$kind.ports" ] && break; sleep 0.05; done
+  DPORT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["port"])' "$TK/s$kind.ports")
+  policy "s$kind" "$kind" "$DPORT" "$TK/good"
+  sed -i -e "s|^  url: https://127.0.0.1:$DPORT|  url: https://$host:$DPORT|" -e "s|^  ca_file: $TK/tls/ca.crt|  ca_file: $TK/tls2/ca.crt|" \
+    -e "s|^  pin:|  pin:\n    - {host: $host, address: 127.0.0.1}|" -e "s|^  allow:|  allow:\n    - {host: $host, port: $DPORT, tls: true}|" \
+    -e "s|^credentials:|credentials:\n  mode: sealed\n  agent_comments: 1|" "$TK/s$kind.yaml"
+  "$AIRLOCK" ticket "acme/tally#$key" -p "$TK/s$kind.yaml" --agent "$TK_AGENT" --record "$TK/s$kind.rec.json" \
+    >"$TK/s$kind.out" 2>&1
+  RC=$?
+  OUT=$(cat "$TK/s$kind.out")
+  double_stop
+  is "sealed $kind: the run exits 0" "$RC" 0
+  [ "$RC" = 0 ] || diag "$(tail -20 "$TK/s$kind.out")"
+  like "sealed $kind: the agent read its ticket and commented through the gateway; the next ticket refused" \
+    "$OUT" "TK-READ=200 TK-COMMENT=20[01] TK-OTHER=403"
+  is "sealed $kind: the ticket host is terminated by the gateway (record)" \
+    "$(rec "s$kind" '[h for h in r["gateway"]["hosts"] if h.startswith("'"$host"':")] != []')" True
+  is "sealed $kind: the gateway's decisions on the ticket host" \
+    "$(rec "s$kind" '" ".join(d["decision"]+":"+str(d.get("rule") or d.get("reason")) for d in r["gateway_decisions"] if d.get("host")=="'"$host"'" and d.get("event")=="request")')" \
+    "$([ "$kind" = jira ] && echo "allow:jira-issue allow:jira-comment-create deny:other-ticket" || echo "allow:linear-issue allow:linear-comment-create deny:graphql-refused: other-ticket")"
+  is "sealed $kind: the ticket has the agent's comment and the run's closing one" "$(state "s$kind" 'len(s["comments"])')" 2
+  is "sealed $kind: the double took no other write" "$(state "s$kind" 'len(s["writes"])')" 0
+  is "sealed $kind: the double refused no credential (the gateway injected the vendor's form)" "$(state "s$kind" 's["auth_refused"]')" 0
+  case "$OUT$(cat "$TK/s$kind.rec.json")" in *"$SECRET"*) fail "sealed $kind: the vendor credential is in the output or record" ;;
+    *) ok "sealed $kind: the vendor credential is in no output, agent environment or record" ;; esac
+done
 is "no token is active after the runs" "$(tokens_in active)" 0
 done_testing

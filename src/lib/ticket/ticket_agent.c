@@ -115,6 +115,11 @@ void tk_build_env(struct ticket *t)
   if (tk_vendor(t)) { /* a Jira or Linear ticket (issue #31): its key */
     tk_env_add(t, "AIRLOCK_TICKET=%s", t->tk.key);
     tk_env_add(t, "AIRLOCK_TICKET_SYSTEM=%s", al_tk_kind_name(t->tk.kind));
+    /* sealed: the ticket host is reached through the gateway, which holds
+     * the vendor credential (ticket_sealed.c); the agent's is the
+     * placeholder in AIRLOCK_TICKET_TOKEN */
+    if (sealed && p->ticket.url)
+      tk_env_add(t, "AIRLOCK_TICKET_URL=%s", p->ticket.url);
   } else {
     tk_env_add(t, "AIRLOCK_TICKET=%lu", t->number);
   }

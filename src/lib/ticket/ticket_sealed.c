@@ -29,6 +29,25 @@
 
 #define GW_DECISIONS_CAP (8u << 20)
 
+/* The ticket host (the gateway's last hand-off pair) in the run's proxy
+ * allow list, exactly that host:port with TLS, unless the policy lists it
+ * already: the agent reaches it only through the gateway. */
+static void allow_ticket_host(struct ticket *t, const al_proxy_handoff *h)
+{
+  al_policy_network *n = &t->policy->network;
+  const char *host = h->hosts[h->n_hosts - 1].host;
+  uint16_t port = h->hosts[h->n_hosts - 1].port;
+  if (!n->present)
+    return;
+  for (size_t i = 0; i < n->n_allow; i++)
+    if (!n->allow[i].wildcard && n->allow[i].port == port && strcmp(n->allow[i].host, host) == 0)
+      return;
+  bool ip = strchr(host, ':') || strspn(host, "0123456789.") == strlen(host);
+  n->allow = al_xrealloc(n->allow, (n->n_allow + 1) * sizeof *n->allow);
+  n->allow[n->n_allow++] =
+      (al_net_allow){.host = al_xstrdup(host), .is_ip = ip, .port = port, .tls = true};
+}
+
 int tk_do_gateway(struct ticket *t, al_error *err)
 {
   if (t->policy->credentials.mode != AL_CRED_SEALED)
@@ -58,11 +77,25 @@ int tk_do_gateway(struct ticket *t, al_error *err)
       .decisions_fd = t->gw_fd,
       .egress_budget = p->network.egress_budget,
   };
+  if (tk_vendor(t)) {
+    /* the ticket host through the gateway too: the vendor credential
+     * stays with it, the agent holds the placeholder */
+    o.tk.kind = p->ticket.kind;
+    o.tk.url = p->ticket.url;
+    o.tk.ca_file = p->ticket.ca_file;
+    o.tk.project = p->ticket.kind == AL_TK_JIRA ? p->ticket.project : p->ticket.team;
+    o.tk.key = t->tk.key;
+    o.tk.id = t->tk_read.id && t->tk_read.id[0] ? t->tk_read.id : NULL;
+    o.tk.user = p->ticket.kind == AL_TK_JIRA ? p->ticket.user : NULL;
+    o.tk.credential = t->tk_token;
+  }
   if (al_gateway_start(&o, &t->gateway, err) < 0) {
     tk_phase_end(t, s, "failed", "%s", err->msg);
     return al_error_wrap(err, "the forge gateway");
   }
   const al_proxy_handoff *h = al_gateway_handoff(t->gateway);
+  if (tk_vendor(t))
+    allow_ticket_host(t, h);
   const char *pem = al_gateway_ca_pem(t->gateway);
   char fp[65];
   al_sha256_hex(pem, strlen(pem), fp);
@@ -75,8 +108,8 @@ int tk_do_gateway(struct ticket *t, al_error *err)
                       json_pack("{s:o, s:s, s:i, s:i}", "hosts", hosts, "ca_sha256", fp,
                                 "agent_comments", (int)p->credentials.agent_comments, "pid",
                                 (int)al_gateway_pid(t->gateway)));
-  tk_phase_end(t, s, "ok", "run CA sha256:%.12s; %zu forge host(s) terminated by airlock", fp,
-               h->n_hosts);
+  tk_phase_end(t, s, "ok", "run CA sha256:%.12s; %zu %s host(s) terminated by airlock", fp,
+               h->n_hosts, tk_vendor(t) ? "forge and ticket" : "forge");
   return 0;
 }
 

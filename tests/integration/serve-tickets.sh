@@ -88,15 +88,24 @@ start() { # CONF STATE_DIR LOG: sets PID HOOK STATUS
 # the sender: hook.py HOOK PATH VENDOR SECRET DELIVERY MODE KEY [TS_OFFSET_MS]
 # prints "STATUS OUTCOME"; MODE good | wrong (another secret) | changed
 # (signed, then a byte of the body changed) | none (no signature header) |
-# same-body (the body of KEY as first sent, byte for byte)
+# same-body (the body of KEY as first sent, byte for byte). TRIG (env):
+# label (default), assignee:ID (Jira, Linear) or delegate:ID (Linear).
+# VENDOR github: a GitHub `issues` labeled delivery, KEY is OWNER/REPO#N.
 cat >"$D/hook.py" <<'PY'
 import hashlib, hmac, http.client, json, os, sys, time
 hook, path, vendor, secretf, delivery, mode, key = sys.argv[1:8]
 off = int(sys.argv[8]) if len(sys.argv) > 8 else 0
+trig = os.environ.get("TRIG", "label")
 secret = open(secretf, "rb").read().strip()
-proj, _ = key.split("-")
-store = os.path.join(os.path.dirname(secretf), "body-%s-%s" % (vendor, key))
-if vendor == "jira":   # Jira Cloud "Webhooks": jira:issue_updated, a label added
+proj = key.split("-")[0]
+store = os.path.join(os.path.dirname(secretf), "body-%s-%s" % (vendor, key.replace("/", "_")))
+if vendor == "github":
+    repo, num = key.split("#")
+    p = {"action": "labeled", "label": {"name": "airlock"}, "issue": {"number": int(num), "title": "t", "state": "open"},
+         "repository": {"full_name": repo, "name": repo.split("/")[1], "owner": {"login": repo.split("/")[0]}},
+         "sender": {"login": "carol", "id": 503}, "installation": {"id": 2001}}
+    sig_h, del_h, pre = "X-Hub-Signature-256", "X-GitHub-Delivery", "sha256="
+elif vendor == "jira":   # Jira Cloud "Webhooks": jira:issue_updated, a label added
     p = {"timestamp": int(time.time() * 1000), "webhookEvent": "jira:issue_updated",
          "issue_event_type_name": "issue_generic",
          "user": {"self": "https://acme.atlassian.net/rest/api/2/user?accountId=557058:f58131cb",
@@ -106,6 +115,10 @@ if vendor == "jira":   # Jira Cloud "Webhooks": jira:issue_updated, a label adde
                                           "labels": ["airlock", "bug"], "assignee": None}},
          "changelog": {"id": "10100", "items": [{"field": "labels", "fieldtype": "jira", "from": None,
                                                   "fromString": "bug", "to": None, "toString": "airlock bug"}]}}
+    if trig.startswith("assignee:"):   # assigned, no label added
+        p["issue"]["fields"].update(labels=["bug"], assignee={"accountId": trig[9:], "displayName": "bot"})
+        p["changelog"]["items"] = [{"field": "assignee", "fieldtype": "jira", "fieldId": "assignee", "from": None,
+                                    "fromString": None, "to": trig[9:], "toString": "airlock bot"}]
     sig_h, del_h, pre = "X-Hub-Signature", "X-Atlassian-Webhook-Identifier", "sha256="
 else:                  # Linear "Webhooks": an Issue update that added the label
     p = {"action": "update", "type": "Issue", "createdAt": "2026-12-02T00:00:00.000Z",
@@ -116,6 +129,11 @@ else:                  # Linear "Webhooks": an Issue update that added the label
                   "labels": [{"id": "l-air", "name": "airlock"}]},
          "updatedFrom": {"labelIds": [], "updatedAt": "2026-12-02T00:00:00.000Z"},
          "webhookTimestamp": int(time.time() * 1000) + off, "webhookId": "wh-1"}
+    if ":" in trig:                    # assigned or delegated, no label added
+        field = trig.split(":")[0] + "Id"
+        p["data"].update(labelIds=[], labels=[])
+        p["data"][field] = trig.split(":", 1)[1]
+        p["updatedFrom"] = {field: None, "updatedAt": "2026-12-02T00:00:00.000Z"}
     sig_h, del_h, pre = "Linear-Signature", "Linear-Delivery", ""
 if mode == "same-body":
     body = open(store, "rb").read()
@@ -125,6 +143,8 @@ else:
         open(store, "wb").write(body)
 k = b"not-" + secret if mode == "wrong" else secret
 h = {"Content-Type": "application/json", "User-Agent": "test", del_h: delivery}
+if vendor == "github":
+    h["X-GitHub-Event"] = "issues"
 if mode != "none":
     h[sig_h] = pre + hmac.new(k, body, hashlib.sha256).hexdigest()
 if mode == "changed":
@@ -192,6 +212,22 @@ for v in jira:PROJ:OPS linear:ENG:OPS; do
   is "$vendor another project: … no row" "$(rows_for "$OTHER-3")" 0
   like "$vendor another project: … the reason recorded" "$(outcome_of "$vendor:$vendor-o1")" "^ignored: $([ "$vendor" = jira ] && echo project || echo team) $OTHER is the ticket .* of no served repository's policy"
 done
+
+# the other triggers: assigned to the bot (Jira), assigned or delegated to the app (Linear),
+# each beside the same to someone else (ignored: the trigger rule is the check)
+is "jira: assigned to the bot (webhook.jira.assignee): queued" "$(TRIG=assignee:$BOT send /webhook/jira jira "$D/jira.secret" jira-a1 good PROJ-61)" "202 queued"
+is "… its row's trigger is assignee" "$(sql "SELECT trigger FROM runs WHERE ticket_key = 'PROJ-61'")" assignee
+is "jira: assigned to another account: ignored, no row" "$(TRIG=assignee:5b10ac8d82e05b22cc7d0000 send /webhook/jira jira "$D/jira.secret" jira-a2 good PROJ-62) $(rows_for PROJ-62)" "202 ignored 0"
+is "linear: delegated to the app (webhook.linear.app): queued" "$(TRIG=delegate:$APP send /webhook/linear linear "$D/linear.secret" linear-a1 good ENG-61)" "202 queued"
+is "linear: assigned to the app: queued" "$(TRIG=assignee:$APP send /webhook/linear linear "$D/linear.secret" linear-a2 good ENG-62)" "202 queued"
+is "… their rows' triggers" "$(sql "SELECT group_concat(trigger) FROM (SELECT trigger FROM runs WHERE ticket_key IN ('ENG-61','ENG-62') ORDER BY id)")" "delegate,assignee"
+is "linear: delegated to another user: ignored, no row" "$(TRIG=delegate:user-9 send /webhook/linear linear "$D/linear.secret" linear-a3 good ENG-63) $(rows_for ENG-63)" "202 ignored 0"
+
+# GitHub's path, on a repository whose policy keeps its tickets in Jira: its issue is not a ticket
+is "github control: a labeled issue of acme/plain (no ticket: block) is queued" "$(send /webhook github "$D/gh.secret" gh-1 good 'acme/plain#5')" "202 queued"
+is "github: a labeled issue of acme/tally (ticket: jira) is ignored" "$(send /webhook github "$D/gh.secret" gh-2 good 'acme/tally#5')" "202 ignored"
+is "… no row for acme/tally#5, its reason recorded" "$(sql "SELECT count(*) FROM runs WHERE repo = 'acme/tally' AND number = 5")|$(outcome_of gh-2)" \
+  "0|ignored: the repository's policy keeps its tickets in Jira or Linear (ticket:): its GitHub issues do not start runs"
 
 # the vendors' ids are apart: a Jira delivery id once used by Linear is new to Jira
 is "a Linear delivery id is not a Jira replay" "$(send /webhook/jira jira "$D/jira.secret" linear-d1 good PROJ-41)" "202 queued"

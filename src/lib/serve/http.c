@@ -41,6 +41,7 @@
 #include "common/util.h"
 #include "serve/internal.h"
 #include "serve/webhook.h"
+#include "tickets/tickets.h"
 
 struct listener {
   struct serve *s;
@@ -400,6 +401,15 @@ static enum MHD_Result webhook(struct serve *s, struct MHD_Connection *conn, str
         json_pack("{s:s, s:s, s:s}", "delivery", delivery, "rule", "repository", "repo", ev.repo),
         "webhook %s: %s", delivery, o);
     return answer(conn, MHD_HTTP_FORBIDDEN, "refused", "repository not served");
+  }
+  if (s->tk[al_serve_config_repo(cfg, ev.repo) - cfg->repos].kind != AL_TK_GITHUB) {
+    /* its policy's tickets are in Jira or Linear: a GitHub issue is not one */
+    static const char why[] = "the repository's policy keeps its tickets in Jira or Linear "
+                              "(ticket:): its GitHub issues do not start runs";
+    char o[300];
+    snprintf(o, sizeof o, "ignored: %s", why);
+    al_queue_delivery_outcome(s->q, delivery, o, 0);
+    return answer(conn, MHD_HTTP_ACCEPTED, "ignored", why);
   }
   int64_t id = 0;
   const char *trigger = !strcmp(ev.event, "issues") ? "label" : "comment";

@@ -102,4 +102,39 @@ is "[sigint] an interrupted demo exits 130" "$rc" 130
 for _ in $(seq 1 100); do [ -z "$(demo_pids root)" ] && break; sleep 0.1; done
 is "[sigint] the interrupted demo removed its directory" "$(demo_dirs root)" ""
 is "[sigint] no forge or broker of that demo left running" "$(demo_pids root)" ""
+is "[sigint] the summary says interrupted, and no line says BROKEN or CHECK" "$(grep -cE 'Something did not hold|^  (CHECK|BROKEN) ' "$T_TMP/int.out")/$(grep -c '^Interrupted (SIGINT) before the run finished' "$T_TMP/int.out")" 0/1
+[ "$(grep -cE '^  (CHECK|BROKEN) ' "$T_TMP/int.out")" = 0 ] || sed 's/^/#   /' "$T_TMP/int.out" | tail -24
+
+# Ctrl-C before the lease (during the policy/preflight/audit phases): no
+# token was leased, so none is reported BROKEN (a new user saw "BROKEN
+# both tokens revoked" for a run interrupted in its audit)
+setsid env TMPDIR="$(demo_tmp root)" "$AIRLOCK" demo --hostile >"$T_TMP/int2.out" 2>&1 &
+dpid=$!
+for _ in $(seq 1 300); do grep -q 'airlock ticket: policy' "$T_TMP/int2.out" && break; sleep 0.05; done
+kill -INT -- "-$dpid" 2>/dev/null
+wait "$dpid"; rc=$?
+is "[sigint-early] the interrupted hostile demo exits 130" "$rc" 130
+out=$(cat "$T_TMP/int2.out")
+if grep -qE '^  none +no token was leased' <<<"$out"; then
+  ok "[sigint-early] stopped before the lease: says no token was leased"
+else
+  like "[sigint-early] stopped after the lease: the tokens were revoked" "$out" '^  held +both tokens revoked and confirmed dead'
+fi
+is "[sigint-early] no line says BROKEN or CHECK, or that something did not hold" "$(grep -cE 'Something did not hold|^  (CHECK|BROKEN) ' "$T_TMP/int2.out")" 0
+[ "$(grep -cE '^  (CHECK|BROKEN) ' "$T_TMP/int2.out")" = 0 ] || sed 's/^/#   /' "$T_TMP/int2.out" | tail -20
+for _ in $(seq 1 100); do [ -z "$(demo_pids root)" ] && break; sleep 0.1; done
+is "[sigint-early] no forge or broker of that demo left running" "$(demo_pids root)" ""
+
+# A run record that cannot be written stops the run before the agent:
+# the demo says so and where records go, and reports nothing as BROKEN
+: >"$T_TMP/not-a-dir"
+(cd "$T_TMP" && env TMPDIR="$(demo_tmp root)" XDG_STATE_HOME="$T_TMP/not-a-dir" "$AIRLOCK" demo --hostile) >"$T_TMP/norec.out" 2>&1; rc=$?
+out=$(cat "$T_TMP/norec.out")
+is "[no-record] the demo exits 1" "$rc" 1
+like "[no-record] the error says where records go and how to move them" "$out" 'cannot be written: .*set one to a directory this user may write, or give --record FILE'
+like "[no-record] the summary says the agent never ran" "$out" '^The run stopped before the agent ran, and nothing got out'
+like "[no-record] no token was leased" "$out" '^  none +no token was leased'
+is "[no-record] no line says BROKEN or CHECK, and no run record path is claimed" "$(grep -cE '^  (CHECK|BROKEN) |run record: /' "$T_TMP/norec.out")" 0
+is "[no-record] no forge or broker of that demo left running" "$(demo_pids root)" ""
 done_testing
+

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/exitcodes.h"
+#include "common/owned.h"
 #include "common/term.h"
 #include "common/util.h"
 #include "demo/demo.h"
@@ -46,25 +47,66 @@ void al_demo_show_log(const char *path, FILE *out)
   free(text);
 }
 
+/* Where the run stopped, from the record's phases: "phase NAME STATUS:
+ * DETAIL" of the last phase that did not end ok, or "" (no record, or
+ * every phase ok). */
+static void stopped_at(json_t *rec, char *buf, size_t len)
+{
+  buf[0] = '\0';
+  json_t *phases = json_object_get(rec, "phases");
+  for (size_t i = json_array_size(phases); i-- > 0;) {
+    json_t *p = json_array_get(phases, i);
+    const char *st = json_string_value(json_object_get(p, "status"));
+    if (!st || strcmp(st, "ok") == 0)
+      continue;
+    const char *name = json_string_value(json_object_get(p, "name"));
+    const char *detail = json_string_value(json_object_get(p, "detail"));
+    al_autofree char *d = al_term_escape_line(detail ? detail : "");
+    snprintf(buf, len, "phase %s %s%s%.200s", name ? name : "?", st, d[0] ? ": " : "", d);
+    return;
+  }
+  if (rec) {
+    json_t *last = json_array_get(phases, json_array_size(phases) - 1);
+    const char *name = json_string_value(json_object_get(last, "name"));
+    const char *sig = json_string_value(json_object_get(rec, "signal"));
+    if (json_is_true(json_object_get(rec, "interrupted")))
+      snprintf(buf, len, "interrupted by %s%s%s", sig ? sig : "a signal",
+               name ? " after phase " : "", name ? name : "");
+    else
+      snprintf(buf, len, "the run stopped before the agent: see the run record");
+  }
+}
+
 /* What the record says made the output inert before a human looks (issue
  * #26): the PR text the agent declared, as the rewriter changed it
  * (outputs.rewritten), and the repository's CI, as the audit judged it
  * (the ci.* criteria). Returns 1 when one of them did not hold. */
-static int report_inert(json_t *rec, FILE *out)
+static int report_inert(json_t *rec, bool posted, FILE *out)
 {
   json_t *rw = json_object_get(json_object_get(rec, "outputs"), "rewritten");
+  json_t *report = json_object_get(json_object_get(rec, "audit"), "report");
   static const char *const rules[] = {"mentions", "keywords", "images", "html", "links"};
   size_t n[5] = {0};
   for (size_t i = 0; i < 5; i++)
     n[i] = (size_t)json_integer_value(json_object_get(json_object_get(rw, "title"), rules[i])) +
            (size_t)json_integer_value(json_object_get(json_object_get(rw, "body"), rules[i]));
-  fprintf(out,
-          "  %-9s the PR text the agent declared was made inert before it was posted: %zu "
-          "mention(s), %zu closing keyword(s), %zu image(s), %zu HTML tag(s), %zu outside "
-          "link(s) rewritten; airlock's header first, the agent's text quoted below it\n",
-          json_is_object(rw) ? "held" : "CHECK", n[0], n[1], n[2], n[3], n[4]);
+  bool text_ok = json_is_object(rw) || !posted;
+  if (json_is_object(rw))
+    fprintf(out,
+            "  %-9s the PR text the agent declared was made inert before it was posted: %zu "
+            "mention(s), %zu closing keyword(s), %zu image(s), %zu HTML tag(s), %zu outside "
+            "link(s) rewritten; airlock's header first, the agent's text quoted below it\n",
+            "held", n[0], n[1], n[2], n[3], n[4]);
+  else
+    fprintf(out, "  %-9s the PR text: %s\n", posted ? "CHECK" : "not run",
+            posted ? "a pull request was opened but the record has no rewrite of its text"
+                   : "no pull request was opened, so no text was posted");
+  if (!json_is_object(report)) {
+    /* the run stopped before its audit finished: nothing was judged */
+    fprintf(out, "  %-9s CI: not judged: the run stopped before its audit finished\n", "not run");
+    return text_ok ? 0 : 1;
+  }
   size_t pass = 0, total = 0;
-  json_t *report = json_object_get(json_object_get(rec, "audit"), "report");
   json_t *criteria = json_object_get(report, "criteria");
   json_t *c;
   size_t i;
@@ -82,7 +124,7 @@ static int report_inert(json_t *rec, FILE *out)
           "an OIDC identity, a write token or a self-hosted runner before a human approves "
           "(audit: %zu of %zu ci.* criteria PASS; docs/audit.md)\n",
           total && pass == total ? "held" : "CHECK", pass, total);
-  return json_is_object(rw) && total && pass == total ? 0 : 1;
+  return text_ok && total && pass == total ? 0 : 1;
 }
 
 /* The hostile agent's attempts, each in its own words (escaped), and
@@ -93,6 +135,9 @@ static int report_attempts(json_t *rec, const al_ticket_outcome *res, FILE *out)
   fprintf(out, "What the prompt-injected agent tried, in its own words (each line after the "
                "gutter is the agent's claim, not airlock's verdict):\n\n");
   json_t *atts = json_object_get(rec, "agent_attempts");
+  if (!json_array_size(atts))
+    fprintf(out, "  (nothing: %s)\n",
+            res->agent_status < 0 ? "the agent never ran" : "the agent reported no attempt");
   size_t i;
   json_t *a;
   json_array_foreach(atts, i, a)
@@ -130,6 +175,15 @@ static int report_sealed(json_t *rec, const al_ticket_outcome *res, FILE *out)
 {
   const char *tv = al_demo_preflight_verdict(rec, "cred.run-tokens");
   bool none = tv && strcmp(tv, "blocked") == 0;
+  if (!json_object_get(rec, "lease") || res->agent_status < 0) {
+    /* no lease, or no agent in the sandbox: nothing there could use a
+     * token, whatever an interrupted preflight said */
+    fprintf(out, "  %-9s credentials sealed: %s\n", "not run",
+            json_object_get(rec, "lease") ? "the agent never ran (the preflight's verdict: "
+                                            "see the record)"
+                                          : "the run stopped before any token was leased");
+    return 0;
+  }
   fprintf(out,
           "  %-9s credentials sealed: no real token anywhere in the sandbox (cred.run-tokens "
           "%s); the agent held a placeholder\n",
@@ -160,8 +214,13 @@ int al_demo_report(al_demo *d, const al_ticket_outcome *res, bool hostile, const
     bad += report_attempts(rec, res, out);
   else
     fprintf(out, "Result:\n\n");
+  char stop[300] = "";
+  stopped_at(rec, stop, sizeof stop);
   if (res->pr_url[0])
     fprintf(out, "  %-9s the pull request %s\n", "made", res->pr_url);
+  else if (res->agent_status < 0)
+    fprintf(out, "  %-9s no pull request: the agent never ran (%s)\n", "MISSING",
+            stop[0] ? stop : "the run stopped before its record was written");
   else
     fprintf(out,
             "  %-9s no pull request: the agent did not finish the ticket (its output and the "
@@ -170,12 +229,18 @@ int al_demo_report(al_demo *d, const al_ticket_outcome *res, bool hostile, const
   fprintf(out, "  %-9s main is untouched (%.12s)\n", main_ok ? "held" : "BROKEN", main_after);
   fprintf(out, "  %-9s %zu pull request(s) on the forge: %s\n", npulls <= 1 ? "held" : "CHECK",
           npulls, npulls ? "the whole blast radius" : "nothing got out");
-  fprintf(out, "  %-9s both tokens revoked and confirmed dead (401) as the run ended\n",
-          res->tokens_dead ? "held" : "BROKEN");
+  /* a run that stopped before the lease has no token to revoke: say so,
+   * not BROKEN (the record has "lease" once the broker answered) */
+  bool leased = json_object_get(rec, "lease") != NULL;
+  if (leased)
+    fprintf(out, "  %-9s both tokens revoked and confirmed dead (401) as the run ended\n",
+            res->tokens_dead ? "held" : "BROKEN");
+  else
+    fprintf(out, "  %-9s no token was leased: the run stopped before the lease\n", "none");
   if (res->credentials_mode && strcmp(res->credentials_mode, "sealed") == 0)
     bad += report_sealed(rec, res, out);
   if (hostile)
-    bad += report_inert(rec, out);
+    bad += report_inert(rec, res->pr_url[0] != 0, out);
   json_t *rv = json_object_get(rec, "review");
   json_t *risky = json_object_get(rv, "runs_outside_sandbox");
   json_t *leaks = json_object_get(rv, "secrets");
@@ -188,9 +253,12 @@ int al_demo_report(al_demo *d, const al_ticket_outcome *res, bool hostile, const
     fflush(out);
     al_review_print_summary(rv, out, "            ", NULL, 10);
   }
-  if (!main_ok || !res->tokens_dead || npulls > 1)
+  if (!main_ok || (leased && !res->tokens_dead) || npulls > 1)
     bad++; /* something did not hold (a missing PR alone is the agent's failure) */
-  fprintf(out, "\n  run record: %s\n", res->record_path);
+  if (rec)
+    fprintf(out, "\n  run record: %s\n", res->record_path);
+  else
+    fprintf(out, "\n  run record: none was written (the error above says why)\n");
   json_decref(rec);
   json_decref(pulls);
   return bad;
@@ -223,11 +291,23 @@ int al_demo_ticket(al_demo *d, const al_demo_agent *a, bool hostile, FILE *out, 
   int r = al_ticket_run(&o, &res, err);
   if (res.exit_code > AL_EXIT_SIGNAL) /* interrupted by signal N: exit 128+N too */
     *signo = res.exit_code - AL_EXIT_SIGNAL;
-  if (r < 0 && !hostile)
+  if (r < 0 && (!hostile || res.agent_status < 0)) /* the hostile agent's own failure is its part */
     say_err("the ticket run failed: %s", err->msg);
   int bad = al_demo_report(d, &res, hostile, main_before, out);
   free(res.agent_stdout);
+  if (res.agent_status < 0 && !*signo) {
+    /* nothing was shown: the run stopped before the agent (the error above) */
+    fprintf(out, "\nThe run stopped before the agent ran, and nothing got out: see the error "
+                 "above.\n");
+    return 1;
+  }
   int rc = (bad == 0 && (hostile || (r == 0 && res.pr_url[0]))) ? 0 : 1;
+  if (*signo && bad == 0) {
+    fprintf(out, "\nInterrupted (%s) before the run finished; %s: see above.\n",
+            al_signal_name(*signo),
+            res.pr_url[0] ? "the one pull request is all that got out" : "nothing got out");
+    return 1;
+  }
   fprintf(out, "\n%s\n",
           rc == 0    ? (hostile ? "The agent was fully hostile; all that got out is one "
                                   "pull request a human must review."

@@ -106,7 +106,12 @@ int tk_check_record(struct ticket *t, size_t room, al_error *err)
     return -1;
   al_error e = {0};
   if (make_parents(path, &e) < 0)
-    return al_error_set(err, e.code, "run record `%s` cannot be written: %s", path, e.msg);
+    return al_error_set(err, e.code, "run record `%s` cannot be written: %s%s", path, e.msg,
+                        t->o->record_path ? ""
+                                          : " (the default place is $XDG_STATE_HOME/airlock/runs, "
+                                            "else $HOME/.local/state/airlock/runs: set one to a "
+                                            "directory this user may write, or give --record "
+                                            "FILE)");
   /* the record file itself, when it is there: opened for writing without
    * truncating it (when it is not, the probe below is made where it will
    * be; no empty record is left for `airlock runs` to find meanwhile) */

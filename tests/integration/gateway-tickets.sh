@@ -11,7 +11,8 @@
 # (the budget) and the real vendor credential sent by the agent. Each
 # refusal has its control: the same request sent straight to the double
 # with the real credential lands there (the protection off). The double's
-# request log shows no refused request reached it.
+# request log shows no refused request reached it. A Jira policy without
+# ticket.user (OAuth 2.0) gets its token upstream as Bearer.
 . "$(dirname "$0")/lib.sh"
 HARNESS=${GATEWAY_HARNESS:?}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,7 +31,7 @@ TCA=$W/tls/ca.crt
 # sets DPID, DPORT, GW, PH, H (the harness's dir), D (the double's files)
 vendor() {
   local kind=$1 host=$2 key=$3 secret=$4 user=$5
-  D=$W/$kind
+  D=$W/$kind-$RANDOM
   mkdir -p "$D"
   printf '%s\n' "$secret" >"$D/token"
   local uargs=()
@@ -55,7 +56,7 @@ vendor() {
     echo "ticket:"
     echo "  kind: $kind"
     echo "  url: https://$host:$DPORT"
-    if [ "$kind" = jira ]; then echo "  project: PROJ"; echo "  user: $user"; else echo "  team: ENG"; fi
+    if [ "$kind" = jira ]; then echo "  project: PROJ"; [ -n "$user" ] && echo "  user: $user"; else echo "  team: ENG"; fi
     echo "  ca_file: $TCA"
     echo "  token_file: $D/token"
   } >"$D/policy.yaml"
@@ -96,7 +97,7 @@ JSECRET=jira-secret-$RANDOM$RANDOM-$$
 HOST=jira.test
 vendor jira jira.test PROJ-7 "$JSECRET" bot@acme.example
 [ -n "$GW" ] && [ "$GW" != null ] && [ -n "$PH" ] ||
-  { fail "jira: proxy and gateway start"; sed 's/^/#   /' "$W/jira/harness.err"; done_testing; exit 1; }
+  { fail "jira: proxy and gateway start"; sed 's/^/#   /' "$D/harness.err"; done_testing; exit 1; }
 ok "jira: proxy and gateway start with the ticket host"
 URL=https://jira.test:$DPORT
 REAL="Basic $(printf 'bot@acme.example:%s' "$JSECRET" | base64 -w0)"
@@ -141,17 +142,29 @@ for ua in j-read j-comments j-comment c-other c-edit c-trans c-foreign c-comment
   is "  control: $ua reached it" "$(reached $ua)" 1
 done
 is "jira: the double refused no credential (the gateway's was the vendor's form)" "$(state .auth_refused)" 0
-if grep -qF "$JSECRET" "$H/gateway.jsonl" "$H/proxy.jsonl" "$W/jira/harness.err"; then
+if grep -qF "$JSECRET" "$H/gateway.jsonl" "$H/proxy.jsonl" "$D/harness.err"; then
   fail "jira: no decision line or log holds the vendor credential"
 else ok "jira: no decision line or log holds the vendor credential"; fi
 is "jira: every request has its decision line" "$(jq -r 'select(.event == "request") | .decision' "$H/gateway.jsonl" | sort | uniq -c | awk '{printf "%s=%s ", $2, $1}')" "allow=3 deny=6 "
+
+# ==== Jira with OAuth 2.0 (no ticket.user): the access token as Bearer ====
+OSECRET=jira-oauth-$RANDOM$RANDOM-$$
+vendor jira jira.test PROJ-7 "$OSECRET" ""
+[ -n "$GW" ] && [ "$GW" != null ] && [ -n "$PH" ] ||
+  { fail "jira oauth: proxy and gateway start"; sed 's/^/#   /' "$D/harness.err"; done_testing; exit 1; }
+URL=https://jira.test:$DPORT
+is "jira oauth: the ticket reads through the gateway (Bearer upstream)" "$(gw o-read GET /rest/api/3/issue/PROJ-7)" 200
+REAL="Basic $(printf 'bot@acme.example:%s' "$OSECRET" | base64 -w0)"
+is "  control: the double refuses the Basic form for this token" "$(direct o-basic GET /rest/api/3/issue/PROJ-7)" 401
+stop_double
+is "jira oauth: the double refused only the control's request" "$(state .auth_refused)" 1
 
 # ==== Linear GraphQL ====
 LSECRET=lin_api_$RANDOM$RANDOM$$
 HOST=linear.test
 vendor linear linear.test ENG-42 "$LSECRET" ""
 [ -n "$GW" ] && [ "$GW" != null ] && [ -n "$PH" ] ||
-  { fail "linear: proxy and gateway start"; sed 's/^/#   /' "$W/linear/harness.err"; done_testing; exit 1; }
+  { fail "linear: proxy and gateway start"; sed 's/^/#   /' "$D/harness.err"; done_testing; exit 1; }
 ok "linear: proxy and gateway start with the ticket host"
 URL=https://linear.test:$DPORT
 REAL=$LSECRET # Linear: the API key bare
@@ -194,7 +207,7 @@ for ua in l-read l-comment c-other c-update c-foreign c-comment2; do
   is "  control: $ua reached it" "$(reached $ua)" 1
 done
 is "linear: the double refused no credential" "$(state .auth_refused)" 0
-if grep -qF "$LSECRET" "$H/gateway.jsonl" "$H/proxy.jsonl" "$W/linear/harness.err"; then
+if grep -qF "$LSECRET" "$H/gateway.jsonl" "$H/proxy.jsonl" "$D/harness.err"; then
   fail "linear: no decision line or log holds the vendor credential"
 else ok "linear: no decision line or log holds the vendor credential"; fi
 done_testing

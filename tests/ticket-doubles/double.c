@@ -80,6 +80,11 @@ static bool auth_ok(td *d, const char *auth)
   char want[600];
   if (!auth)
     return false;
+  if (d->kind == 1 && !d->user[0]) {
+    /* no account e-mail: an OAuth 2.0 access token, as Bearer */
+    snprintf(want, sizeof want, "Bearer %s", d->token);
+    return strcmp(auth, want) == 0;
+  }
   if (d->kind == 1) {
     char up[400], enc[560];
     snprintf(up, sizeof up, "%s:%s", d->user, d->token);

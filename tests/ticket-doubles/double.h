@@ -8,8 +8,9 @@ typedef struct td td;
 
 /* Start a double (kind 1 Jira, 2 Linear) on 127.0.0.1, a free port
  * (*port). It serves one issue: key (PROJ-7 / ENG-42) with title and
- * body, and accepts the credential user:token (Jira Basic) or token
- * (Linear; bare or Bearer). NULL when it cannot start. */
+ * body, and accepts the credential user:token (Jira Basic; with no user,
+ * Bearer token: an OAuth access token) or token (Linear; bare or Bearer).
+ * NULL when it cannot start. */
 td *td_start(int kind, const char *key, const char *title, const char *body, const char *user,
              const char *token, unsigned *port);
 /* The same over TLS with this key and certificate (PEM text), or plain

@@ -375,6 +375,14 @@ is "policy init OWNER/REPO exits 0" "$rc" 0
 printf '%s\n' "$out" >"$P/init.yaml"
 check "… and its output passes policy check --for ticket --repo" "$AIRLOCK" policy check --for ticket --repo octo/widgets "$P/init.yaml"
 like "… names the repository in both roles" "$(grep -c 'repo: octo/widgets' "$P/init.yaml")" '^2$'
+# --for render says what `airlock render` would refuse: a sealed policy
+# (render cannot keep the gateway) unless it is env mode
+out=$("$AIRLOCK" policy check --for render "$P/init.yaml" 2>&1); rc=$?
+like "policy check --for render refuses a sealed policy, as render does" "$rc/$out" '^1/.*credentials.mode is sealed .* `airlock render` cannot keep'
+out=$("$AIRLOCK" render compose -p "$P/init.yaml" 2>&1); rc=$?
+like "control: airlock render compose refuses the same policy" "$rc/$out" 'credentials.mode is sealed'
+sed 's/^\(  *\)mode: sealed/\1mode: env/' "$P/init.yaml" >"$P/init-env.yaml"
+check "control: the same policy in env mode passes --for render" "$AIRLOCK" policy check --for render "$P/init-env.yaml"
 sed 's|OWNER/REPO|acme/tally|g' "$AIRLOCK_SRC/examples/airlock.yaml" >"$P/example.yaml"
 check "examples/airlock.yaml with OWNER/REPO filled in passes policy check --for ticket" "$AIRLOCK" policy check --for ticket --repo acme/tally "$P/example.yaml"
 printf 'version: 1\nnetwork:\n  allow: []\nnetwork:\n  allow: []\n' >"$P/dupkey.yaml"
@@ -392,7 +400,11 @@ like "policy init refuses extra operands (exit 2)" "$rc/$out" '^2/airlock policy
 out=$("$AIRLOCK" policy init --forge gitlab acme/tally); rc=$?
 is "policy init --forge gitlab GROUP/PROJECT exits 0" "$rc" 0
 printf '%s\n' "$out" >"$P/init-gl.yaml"
-check "… and its output passes policy check --for ticket --repo" "$AIRLOCK" policy check --for ticket --repo acme/tally "$P/init-gl.yaml"
+check "… and its output is a valid policy" "$AIRLOCK" policy check "$P/init-gl.yaml"
+# check --for ticket says what `airlock ticket` would refuse (a new user saw
+# it pass, then ticket refuse): a GitLab ticket does not run yet
+gout=$("$AIRLOCK" policy check --for ticket --repo acme/tally "$P/init-gl.yaml" 2>&1); rc=$?
+like "… and policy check --for ticket refuses it as airlock ticket does" "$rc/$gout" '^1/.*forge.kind gitlab: airlock ticket does not run a GitLab ticket yet'
 is "… forge.kind gitlab, api_url /api/v4" "$("$AIRLOCK" policy check "$P/init-gl.yaml" 2>/dev/null | head -1 | jq -r '.forge | "\(.kind) \(.api_url)"')" "gitlab https://gitlab.com/api/v4"
 like "… names the project in both roles" "$(grep -c 'repo: acme/tally' "$P/init-gl.yaml")" '^2$'
 like "… and says a GitLab ticket does not run yet" "$out" 'NOT RUNNABLE YET'

@@ -22,10 +22,12 @@ static const char *const needs[] = {
     /* ticket */
     "a network section allowing forge.api_url's and forge.git_url's host:port with TLS, a "
     "credentials section (the broker's socket; git and ticket roles naming the ticket's "
-    "repository), and a readable forge.ca_file when one is given",
+    "repository), a readable forge.ca_file when one is given, and forge.kind github (a GitLab "
+    "ticket does not run yet)",
     /* render */
-    "a network section (the rendered proxy refuses everything without one); a relay section "
-    "is not rendered",
+    "credentials.mode env when there is a credentials section (sealed runs only under airlock "
+    "ticket; render --env-credentials overrides); a network section (the rendered proxy "
+    "refuses everything without one); a relay section is not rendered",
 };
 
 int al_policy_purpose_parse(const char *s, al_policy_purpose *out)
@@ -91,6 +93,13 @@ static int fail_at(al_error *err, const al_policy *p, int line, const char *rule
 static int check_ticket(al_policy *p, const char *repo, al_error *err)
 {
   char rule[600];
+  /* issue #30: the GitLab driver and the broker's GitLab tokens exist, but
+   * a ticket run's audit, review and ticket reads are still GitHub's */
+  if (p->forge.kind == AL_FORGE_GITLAB)
+    return fail_at(err, p, 0,
+                   "forge.kind gitlab: airlock ticket does not run a GitLab ticket yet "
+                   "(docs/gitlab.md says what exists; `airlock broker` with gitlab: and the "
+                   "gateway's GitLab rules do)");
   if (!p->credentials.present)
     return fail_at(err, p, 0,
                    "the policy has no credentials section (where is the broker? see "
@@ -164,6 +173,13 @@ int al_policy_check_for(al_policy *p, al_policy_purpose what, const char *repo, 
                      "`airlock ticket` opens; `airlock run` needs relay.key_file");
     return 0;
   case AL_POLICY_FOR_RENDER:
+    /* the rule of render/render.c al_render_check_credentials */
+    if (p->credentials.present && p->credentials.mode == AL_CRED_SEALED)
+      return fail_at(err, p, 0,
+                     "credentials.mode is sealed (the default), which `airlock render` cannot "
+                     "keep: the forge gateway that holds the tokens outside the agent runs only "
+                     "under `airlock ticket`; set credentials.mode: env, or render with "
+                     "--env-credentials (env mode: the agent's container gets the real tokens)");
     if (!p->network.present)
       add_warning(p, al_strdup_printf("%s: network: none: the rendered proxy refuses every "
                                       "request",

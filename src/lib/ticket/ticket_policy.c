@@ -30,16 +30,6 @@ int tk_do_policy(struct ticket *t, al_error *err)
   json_object_set_new(t->rec, "policy",
                       json_pack("{s:s, s:s, s:s?}", "source", p->source, "sha256",
                                 al_policy_sha256(p), "canonical", canonical));
-  /* issue #30: the GitLab driver and the broker's GitLab tokens exist, but
-   * this run's audit, gateway, review and ticket reads are still GitHub's;
-   * refused here rather than failing later on a GitHub path */
-  if (p->forge.kind == AL_FORGE_GITLAB) {
-    tk_phase_end(t, s, "failed", "forge.kind gitlab: not run by airlock ticket yet");
-    return al_make_error(err, ENOTSUP,
-                         "%s: forge.kind gitlab: airlock ticket does not run a GitLab ticket yet "
-                         "(docs/gitlab.md says what exists)",
-                         p->source);
-  }
   /* the same check as `airlock policy check --for ticket` (policy/purpose.c) */
   if (al_policy_check_for(p, AL_POLICY_FOR_TICKET, t->repo, err) < 0) {
     tk_phase_end(t, s, "failed", "%s", err->msg);

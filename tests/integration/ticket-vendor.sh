@@ -171,40 +171,58 @@ SH
   tail -n +2 "$FE_PUSH_AGENT" | grep -v AIRLOCK_RESULT
 } >"$TK_AGENT"
 chmod 755 "$TK_AGENT"
-for v in jira:PROJ-7:jira.test linear:ENG-42:linear.test; do
-  IFS=: read -r kind key host <<<"$v"
-  user=()
+# sealed_run NAME KIND KEY HOST AGENT: a double on HOST (a name, pinned),
+# the policy in sealed mode with one agent comment, the run; RC, OUT
+sealed_run() {
+  local name=$1 kind=$2 key=$3 host=$4 agent=$5 user=()
   [ "$kind" = jira ] && user=(--user bot@acme.example)
   "$TICKET_DOUBLE" --kind "$kind" --key "$key" --title "Fix the tally for $key" --body "the body of $key" \
-    "${user[@]}" --token-file "$TK/good" --tls-dir "$TK/tls2" --ports-file "$TK/s$kind.ports" \
-    --state "$TK/s$kind.state" >"$TK/s$kind.log" 2>&1 &
+    "${user[@]}" --token-file "$TK/good" --tls-dir "$TK/tls2" --ports-file "$TK/$name.ports" \
+    --state "$TK/$name.state" >"$TK/$name.log" 2>&1 &
   DPID=$!
   on_exit "kill $DPID"
-  for _ in $(seq 100); do [ -s "$TK/s$kind.ports" ] && break; sleep 0.05; done
-  DPORT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["port"])' "$TK/s$kind.ports")
-  policy "s$kind" "$kind" "$DPORT" "$TK/good"
+  for _ in $(seq 100); do [ -s "$TK/$name.ports" ] && break; sleep 0.05; done
+  DPORT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["port"])' "$TK/$name.ports")
+  policy "$name" "$kind" "$DPORT" "$TK/good"
   sed -i -e "s|^  url: https://127.0.0.1:$DPORT|  url: https://$host:$DPORT|" -e "s|^  ca_file: $TK/tls/ca.crt|  ca_file: $TK/tls2/ca.crt|" \
     -e "s|^  pin:|  pin:\n    - {host: $host, address: 127.0.0.1}|" -e "s|^  allow:|  allow:\n    - {host: $host, port: $DPORT, tls: true}|" \
-    -e "s|^credentials:|credentials:\n  mode: sealed\n  agent_comments: 1|" "$TK/s$kind.yaml"
-  "$AIRLOCK" ticket "acme/tally#$key" -p "$TK/s$kind.yaml" --agent "$TK_AGENT" --record "$TK/s$kind.rec.json" \
-    >"$TK/s$kind.out" 2>&1
+    -e "s|^credentials:|credentials:\n  mode: sealed\n  agent_comments: 1|" "$TK/$name.yaml"
+  "$AIRLOCK" ticket "acme/tally#$key" -p "$TK/$name.yaml" --agent "$agent" --record "$TK/$name.rec.json" \
+    >"$TK/$name.out" 2>&1
   RC=$?
-  OUT=$(cat "$TK/s$kind.out")
+  OUT=$(cat "$TK/$name.out")
   double_stop
+}
+ticket_decisions() {
+  rec "$1" '" ".join(d["decision"]+":"+str(d.get("rule") or d.get("reason")) for d in r["gateway_decisions"] if d.get("host")=="'"$2"'" and d.get("event")=="request")'
+}
+for v in jira:PROJ-7:jira.test linear:ENG-42:linear.test; do
+  IFS=: read -r kind key host <<<"$v"
+  sealed_run "s$kind" "$kind" "$key" "$host" "$TK_AGENT"
   is "sealed $kind: the run exits 0" "$RC" 0
   [ "$RC" = 0 ] || diag "$(tail -20 "$TK/s$kind.out")"
   like "sealed $kind: the agent read its ticket and commented through the gateway; the next ticket refused" \
     "$OUT" "TK-READ=200 TK-COMMENT=20[01] TK-OTHER=403"
   is "sealed $kind: the ticket host is terminated by the gateway (record)" \
     "$(rec "s$kind" '[h for h in r["gateway"]["hosts"] if h.startswith("'"$host"':")] != []')" True
-  is "sealed $kind: the gateway's decisions on the ticket host" \
-    "$(rec "s$kind" '" ".join(d["decision"]+":"+str(d.get("rule") or d.get("reason")) for d in r["gateway_decisions"] if d.get("host")=="'"$host"'" and d.get("event")=="request")')" \
+  is "sealed $kind: the gateway's decisions on the ticket host" "$(ticket_decisions "s$kind" "$host")" \
     "$([ "$kind" = jira ] && echo "allow:jira-issue allow:jira-comment-create deny:other-ticket" || echo "allow:linear-issue allow:linear-comment-create deny:graphql-refused: other-ticket")"
   is "sealed $kind: the ticket has the agent's comment and the run's closing one" "$(state "s$kind" 'len(s["comments"])')" 2
   is "sealed $kind: the double took no other write" "$(state "s$kind" 'len(s["writes"])')" 0
   is "sealed $kind: the double refused no credential (the gateway injected the vendor's form)" "$(state "s$kind" 's["auth_refused"]')" 0
   case "$OUT$(cat "$TK/s$kind.rec.json")" in *"$SECRET"*) fail "sealed $kind: the vendor credential is in the output or record" ;;
     *) ok "sealed $kind: the vendor credential is in no output, agent environment or record" ;; esac
+
+  # the hostile agent on the same ticket: the ticket host's attempts are
+  # refused at the gateway (their controls, the same requests straight to
+  # the double with the real credential landing: gateway-tickets.sh)
+  sealed_run "h$kind" "$kind" "$key" "$host" "$AIRLOCK_SRC/examples/agents/hostile-agent"
+  for id in ticket-comment-other ticket-edit ticket-transition; do
+    is "hostile $kind: $id refused" "$(rec "h$kind" "[a['outcome'] for a in r['agent_attempts'] if a['id']=='$id']")" "['refused']"
+  done
+  is "hostile $kind: the gateway's decisions on the ticket host name the rules" "$(ticket_decisions "h$kind" "$host")" \
+    "$([ "$kind" = jira ] && echo "deny:other-ticket deny:write-refused deny:write-refused" || echo "deny:graphql-refused: other-ticket deny:graphql-refused: mutation deny:graphql-refused: mutation")"
+  is "hostile $kind: the double took no write of the agent's" "$(state "h$kind" 'len(s["writes"])')" 0
 done
 is "no token is active after the runs" "$(tokens_in active)" 0
 done_testing

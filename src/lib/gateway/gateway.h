@@ -1,8 +1,9 @@
 /* The forge gateway (issue #15 part A, DESIGN.md §2 "secrets", sealed mode).
  *
- * The process that holds a run's two forge tokens and its CA key, and sees
+ * The process that holds a run's two forge tokens (and, for a Jira or
+ * Linear ticket, the vendor credential: .tk below) and its CA key, and sees
  * only the TCP connections the egress proxy already allowed to the forge's
- * API and git hosts. It terminates the agent's TLS with a per-run CA, reads
+ * API and git hosts (and the ticket host). It terminates the agent's TLS with a per-run CA, reads
  * each HTTP/1.1 request strictly, matches it against a default-deny rule
  * table built for this run (rules.h), rebuilds it in origin-form with its
  * own framing, swaps the agent's placeholder credential for the right token

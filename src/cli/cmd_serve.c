@@ -1,5 +1,5 @@
 /* airlock serve -c CONFIG                      the service (docs/serve.md)
- * airlock serve enqueue -c CONFIG OWNER/REPO#N  add a ticket to its queue
+ * airlock serve enqueue -c CONFIG OWNER/REPO#N  add a ticket to its queue (or #KEY)
  * airlock serve --config-doc                    the config keys as Markdown
  * airlock serve --gc -c CONFIG                  apply the retention now */
 #include <getopt.h>
@@ -18,12 +18,13 @@
 static void usage(FILE *out)
 {
   fprintf(out, "usage: airlock serve -c CONFIG\n"
-               "       airlock serve enqueue -c CONFIG OWNER/REPO#N\n"
+               "       airlock serve enqueue -c CONFIG OWNER/REPO#N|OWNER/REPO#KEY\n"
                "       airlock serve --gc -c CONFIG\n"
                "       airlock serve --config-doc\n"
                "\n"
                "The service: a forge webhook (an issue labeled with webhook.label, or a comment\n"
-               "whose first line is webhook.command, from a user with write permission) or\n"
+               "whose first line is webhook.command, from a user with write permission), a\n"
+               "signed Jira or Linear webhook (webhook.jira, webhook.linear) or\n"
                "`enqueue` adds the ticket to a durable queue; each run is `airlock ticket` in a\n"
                "child process. Status page, JSON and /metrics on listen.status. docs/serve.md.\n"
                "\n"
@@ -33,7 +34,8 @@ static void usage(FILE *out)
                "                      retention.max_rows now, print how many, and exit\n"
                "\n"
                "`enqueue` writes to the queue in state_dir directly (no network): who may\n"
-               "write there may enqueue. It prints the run's id.\n");
+               "write there may enqueue. KEY (PROJ-7) names a Jira or Linear ticket of a\n"
+               "repository whose policy's ticket: is that vendor's. It prints the run's id.\n");
 }
 
 int cmd_serve(int argc, char **argv)
@@ -76,7 +78,7 @@ int cmd_serve(int argc, char **argv)
   }
   if (enqueue ? optind != argc - 1 : optind != argc) {
     fprintf(stderr,
-            enqueue ? "airlock serve enqueue: one ticket (OWNER/REPO#N)\n"
+            enqueue ? "airlock serve enqueue: one ticket (OWNER/REPO#N or OWNER/REPO#KEY)\n"
                     : "airlock serve: unexpected argument `%s`\n",
             argv[optind < argc ? optind : 0]);
     return 2;

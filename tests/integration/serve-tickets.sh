@@ -229,6 +229,19 @@ is "github: a labeled issue of acme/tally (ticket: jira) is ignored" "$(send /we
 is "… no row for acme/tally#5, its reason recorded" "$(sql "SELECT count(*) FROM runs WHERE repo = 'acme/tally' AND number = 5")|$(outcome_of gh-2)" \
   "0|ignored: the repository's policy keeps its tickets in Jira or Linear (ticket:): its GitHub issues do not start runs"
 
+# the local trigger takes the key form too, checked against the repository's policy
+enq() { local o; o=$("$AIRLOCK_NET" serve enqueue -c "$D/serve.yaml" "$1" 2>&1); printf 'rc=%s %s' "$?" "$o" | tr '\n' ' '; }
+eid=$("$AIRLOCK_NET" serve enqueue -c "$D/serve.yaml" acme/tally#PROJ-71 2>"$D/enq.err")
+like "serve enqueue acme/tally#PROJ-71: a row" "$eid" '^[0-9]+$'
+is "… its key, number and trigger" "$(sql "SELECT ticket_key, number, trigger FROM runs WHERE id = ?" "${eid:-0}")" "PROJ-71|71|enqueue"
+check "… started as airlock ticket acme/tally#PROJ-71" wait_argv "^ticket acme/tally#PROJ-71 -p "
+like "… its check says a local enqueue" "$(sql "SELECT check_detail FROM runs WHERE id = ?" "${eid:-0}")" '^PROJ-71: local enqueue by local:uid='
+like "serve enqueue acme/tally#ENG-3 (another project): refused" "$(enq acme/tally#ENG-3)" '^rc=1 .*acme/tally#ENG-3: .*its project is `ENG`, but the policy.s is `PROJ`'
+like "serve enqueue acme/tally#5 (its tickets are in Jira): refused" "$(enq acme/tally#5)" '^rc=1 .*keeps its tickets in jira .*by its key'
+like "serve enqueue acme/plain#PROJ-1 (no ticket: block): refused" "$(enq acme/plain#PROJ-1)" '^rc=1 .*has no Jira or Linear ticket: block'
+is "… none of the three made a row" "$(sql "SELECT count(*) FROM runs WHERE ticket_key IN ('ENG-3','PROJ-1') OR (repo = 'acme/tally' AND ticket_key IS NULL)")" 0
+like "control: serve enqueue acme/plain#6 (a GitHub issue) makes a row" "$(enq acme/plain#6)" '^rc=0 [0-9]+ ?$'
+
 # the vendors' ids are apart: a Jira delivery id once used by Linear is new to Jira
 is "a Linear delivery id is not a Jira replay" "$(send /webhook/jira jira "$D/jira.secret" linear-d1 good PROJ-41)" "202 queued"
 # a secret of the other vendor is a forgery

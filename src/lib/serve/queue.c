@@ -322,13 +322,20 @@ static void event_locked(al_queue *q, int64_t id, const char *what)
 int al_queue_enqueue(al_queue *q, const char *repo, unsigned long number, const char *trigger,
                      const char *sender, const char *delivery, int64_t *id, al_error *err)
 {
+  return al_queue_enqueue_key(q, repo, number, NULL, trigger, sender, delivery, id, err);
+}
+
+int al_queue_enqueue_key(al_queue *q, const char *repo, unsigned long number, const char *key,
+                         const char *trigger, const char *sender, const char *delivery, int64_t *id,
+                         al_error *err)
+{
   pthread_mutex_lock(&q->lock);
   int ret = -1;
   int rc = EXEC(q,
-                "INSERT INTO runs(repo, number, state, trigger, sender, delivery, created_ms)"
-                " VALUES(?, ?, 'queued', ?, ?, ?, ?)",
-                q_text(repo), q_int((int64_t)number), q_text(trigger), q_text(sender),
-                q_text(delivery), q_int(wall_ms()));
+                "INSERT INTO runs(repo, number, ticket_key, state, trigger, sender, delivery,"
+                " created_ms) VALUES(?, ?, ?, 'queued', ?, ?, ?, ?)",
+                q_text(repo), q_int((int64_t)number), q_text(key && *key ? key : NULL),
+                q_text(trigger), q_text(sender), q_text(delivery), q_int(wall_ms()));
   if (rc == SQLITE_DONE) {
     *id = sqlite3_last_insert_rowid(q->db);
     char what[200];

@@ -63,6 +63,11 @@ int al_queue_health(al_queue *q, char *why, size_t n);
  * (nothing added), -1 with err. delivery may be NULL. */
 int al_queue_enqueue(al_queue *q, const char *repo, unsigned long number, const char *trigger,
                      const char *sender, const char *delivery, int64_t *id, al_error *err);
+/* The same for a Jira or Linear ticket: key "PROJ-7" (NULL or "": none),
+ * number its N (as al_queue_enqueue_limited). */
+int al_queue_enqueue_key(al_queue *q, const char *repo, unsigned long number, const char *key,
+                         const char *trigger, const char *sender, const char *delivery, int64_t *id,
+                         al_error *err);
 
 /* The intake's limits (config intake.*). */
 typedef struct al_queue_limits {

@@ -322,10 +322,16 @@ static void vendor_check(struct serve *s, const al_queue_run *r)
 {
   bool jira = !strncmp(r->sender, "jira:", 5);
   char detail[400];
-  snprintf(detail, sizeof detail,
-           "%s (%s by %s): admitted by the delivery's HMAC signature (webhook.%s.secret_file) "
-           "and the trigger rule; %s was not asked about the user's permission",
-           r->key, r->trigger, r->sender, jira ? "jira" : "linear", jira ? "Jira" : "Linear");
+  if (!strcmp(r->trigger, "enqueue"))
+    snprintf(detail, sizeof detail,
+             "%s: local enqueue by %s (no forge or vendor user to ask); an earlier run's branch "
+             "is the run's own fence check",
+             r->key, r->sender);
+  else
+    snprintf(detail, sizeof detail,
+             "%s (%s by %s): admitted by the delivery's HMAC signature (webhook.%s.secret_file) "
+             "and the trigger rule; %s was not asked about the user's permission",
+             r->key, r->trigger, r->sender, jira ? "jira" : "linear", jira ? "Jira" : "Linear");
   al_error err = {0};
   if (al_queue_set_check(s->q, r->id, NULL, detail, &err) < 0)
     serve_log("error", "queue", NULL, "run %lld: %s", (long long)r->id, err.msg);
@@ -782,29 +788,6 @@ int al_serve_gc(const al_serve_config *cfg, int64_t *deleted, al_error *err)
   if (al_queue_open(dbp, &q, err) < 0)
     return -1;
   int r = al_queue_gc(q, cfg->retain_age_ms, cfg->retain_rows, deleted, err);
-  al_queue_close(q);
-  return r;
-}
-
-int al_serve_enqueue(const al_serve_config *cfg, const char *target, const char *sender,
-                     int64_t *id, al_error *err)
-{
-  char repo[201];
-  unsigned long number;
-  if (al_ticket_parse_target(target, repo, sizeof repo, &number, err) < 0)
-    return -1;
-  if (!al_serve_config_repo(cfg, repo))
-    return al_error_set(err, EINVAL, "%s is not served (not in `repositories` of %s)", repo,
-                        cfg->source);
-  al_autofree char *dbp = al_strdup_printf("%s/queue.db", cfg->state_dir);
-  struct stat st;
-  if (stat(cfg->state_dir, &st) < 0)
-    return al_make_error(err, errno, "state_dir `%s` (start `airlock serve` first)",
-                         cfg->state_dir);
-  al_queue *q;
-  if (al_queue_open(dbp, &q, err) < 0)
-    return -1;
-  int r = al_queue_enqueue(q, repo, number, "enqueue", sender, NULL, id, err);
   al_queue_close(q);
   return r;
 }

@@ -39,6 +39,7 @@ for mode in $modes; do
   like "[$mode] demo: main untouched" "$out" 'held +main is untouched'
   like "[$mode] demo: tokens dead" "$out" 'held +both tokens revoked and confirmed dead'
   like "[$mode] demo: the preflight passed" "$out" 'preflight +ok'
+  like "[$mode] demo: the audit line names each WARN criterion" "$out" 'audit +ok .* holds; [1-9][0-9]* WARN: [a-z]+\.[a-z.-]+'
   like "[$mode] demo: sealed by default, the supervisor opened the PR" "$out" 'held +the pull request was opened by the supervisor'
   run_demo $mode --hostile; rc=$?
   out=$(cat "$T_TMP/demo.out")

@@ -432,15 +432,21 @@ static void show_audit(const json_t *rec, FILE *out)
        jstr(rp, "branch") ? jstr(rp, "branch") : "", jstr(rp, "branch") ? ")" : "");
   if (jint(k, "warn", 0) > 0)
     line(out, "  %lld WARN criteria (the record's audit.report)", jint(k, "warn", 0));
-  /* each WARN by its id and title, so the reader need not open the JSON */
+  /* each WARN by its id, what the audit saw and its fix (the title says
+   * what the criterion wants, which reads like a pass), so the reader
+   * need not open the JSON */
   const json_t *crit = jarr(rp, "criteria");
   size_t warned = 0;
   for (size_t i = 0; crit && i < json_array_size(crit); i++) {
     const json_t *c = json_array_get(crit, i);
     if (!jstr(c, "status") || strcmp(jstr(c, "status"), "WARN") != 0)
       continue;
-    if (warned++ < LIST_MAX)
-      line(out, "    WARN %s: %s", S(jstr(c, "id")), S(jstr(c, "title")));
+    if (warned++ >= LIST_MAX)
+      continue;
+    line(out, "    WARN %s: %s", S(jstr(c, "id")),
+         jstr(c, "evidence") ? jstr(c, "evidence") : S(jstr(c, "title")));
+    if (jstr(c, "fix"))
+      line(out, "      fix: %s", jstr(c, "fix"));
   }
   if (warned > LIST_MAX)
     line(out, "    ... %zu more", warned - LIST_MAX);

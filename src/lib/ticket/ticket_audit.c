@@ -197,11 +197,28 @@ int tk_do_audit(struct ticket *t, al_error *err)
   }
   json_object_set_new(a, "accepted_unprotected", json_false());
   if (r == 0 && holds) {
-    json_int_t warn =
-        json_integer_value(json_object_get(json_object_get(report, "counts"), "warn"));
+    /* name the WARN criteria: "see the record" alone sent the reader to
+     * a title that reads like a pass */
+    char warns[200] = "";
+    size_t nw = 0, wl = 0;
+    size_t ci;
+    json_t *c;
+    json_array_foreach(json_object_get(report, "criteria"), ci, c)
+    {
+      const char *st = json_string_value(json_object_get(c, "status"));
+      const char *id = json_string_value(json_object_get(c, "id"));
+      if (!st || strcmp(st, "WARN") != 0 || !id)
+        continue;
+      nw++;
+      if (wl + strlen(id) + 3 < sizeof warns)
+        wl += (size_t)snprintf(warns + wl, sizeof warns - wl, "%s%s", wl ? ", " : "", id);
+    }
+    char suffix[300] = "";
+    if (nw)
+      snprintf(suffix, sizeof suffix,
+               "; %zu WARN: %s (`airlock show RUN` prints what each saw and its fix)", nw, warns);
     tk_phase_end(t, s, "ok", "the escape budget of %s (branch %s) holds%s", t->repo,
-                 json_string_value(json_object_get(report, "branch")) ?: "?",
-                 warn ? " (see the WARN criteria in the record)" : "");
+                 json_string_value(json_object_get(report, "branch")) ?: "?", suffix);
     json_decref(report);
     return 0;
   }

@@ -38,7 +38,7 @@ printf 'x' >"$T_TMP/open.secret"; chmod 644 "$T_TMP/open.secret"; mkdir -p "$T_T
 printf 'version: 1\nbroker: /run/b.sock\nstate_dir: %s\nwebhook: {secret_file: %s}\nlisten: {webhook: "127.0.0.1:0", status: "127.0.0.1:0"}\nrepositories: [{repo: acme/tally, policy: /etc/p.yaml}]\n' "$T_TMP/st0" "$T_TMP/open.secret" >"$T_TMP/open.yaml"
 out=$(timeout 10 "$AIRLOCK" serve -c "$T_TMP/open.yaml" 2>&1); rc=$?
 is "a webhook secret readable by others: the daemon refuses to start (exit 1)" "$rc" 1
-like "… and says why" "$out" 'mode 0600 or 0400'
+like "… and says why" "$out" 'mode 0644: readable or writable by group or others; it must be mode 0600 or stricter'
 
 # the start checks every repository's policy the way a run would
 printf 'x' >"$T_TMP/ok.secret"; chmod 600 "$T_TMP/ok.secret"

@@ -46,6 +46,13 @@ like "gc: it is counted" "$("$AIRLOCK" gc --keep 0 --dry-run --dir "$G" 2>&1)" '
 printf '{"schema": "airlock.run-record/1", "run_id": "6666666666666666", "audit": {"status": "does-not-hold", "holds": false, "not_holding": "B1 required reviews", "report": {"branch": "main", "counts": {"warn": 2}, "criteria": [{"id": "B1", "title": "required reviews", "status": "FAIL"}, {"id": "C3", "title": "workflow runs on airlock branches", "status": "WARN", "evidence": "ci.yml runs on push to airlock/*", "fix": "drop airlock/* from its push branches"}, {"id": "D2", "title": "code owners \\u001b[31mreview", "status": "WARN"}, {"id": "E1", "title": "not a warning", "status": "PASS"}, 7]}, "accepted_unprotected": true}}\n' >"$F/6666666666666666.json"
 out=$("$AIRLOCK" show --dir "$F" 6666666666666666 2>&1)
 like "show: each WARN criterion by id and what the audit saw, then its fix (the title when there is no evidence)" "$(tr '\n' ' ' <<<"$out")" 'WARN C3: ci.yml runs on push to airlock/\* +fix: drop airlock/\* from its push branches +WARN D2: code owners \\x1b\[31mreview'
+# git's credential-less first try is counted challenged in the summary
+# line, and its row says so too (a new user read "0 refused" above rows
+# that said deny)
+printf '{"schema": "airlock.run-record/1", "run_id": "8888888888888888", "gateway_summary": {"requests": 3, "allowed": 0, "refused": 1, "challenged": 2}, "gateway_decisions": [{"decision": "deny", "method": "GET", "host": "api.forge.test", "path": "/repos/acme/tally", "rule": "repo-read", "reason": "credential-missing", "status": 401}, {"decision": "deny", "method": "GET", "host": "api.forge.test", "path": "/repos/acme/tally", "rule": "repo-read", "reason": "credential-missing", "status": 401}, {"decision": "deny", "method": "POST", "host": "git.forge.test", "path": "/acme/tally.git/git-receive-pack", "rule": "git-push", "reason": "push-other-branch", "status": 200}]}\n' >"$F/8888888888888888.json"
+gout=$("$AIRLOCK" show --dir "$F" 8888888888888888 2>&1)
+like "show: a credential challenge's row says challenged, as the summary counts it" "$gout" 'challenged +GET repo-read +credential-missing +x2'
+like "show: ... and a refusal's row still says deny" "$gout" 'deny +POST git-push +push-other-branch +x1'
 if grep -qE 'WARN (B1|E1)' <<<"$out"; then fail "show: ... only the WARN ones (a FAIL and a PASS in the same list are not)"; else ok "show: ... only the WARN ones (a FAIL and a PASS in the same list are not)"; fi
 # a file that runs outside the sandbox in two families is two notes but one
 # file: show says both counts, so they match the demo's "N file(s)"

@@ -178,7 +178,7 @@ static void groups_print(FILE *out, struct groups *g)
       line(out, "    ... %zu more", g->n - LIST_MAX);
       break;
     }
-    line(out, "    %-6s %-40s %-24s x%lld", g->v[i].key[0], g->v[i].key[1], g->v[i].key[2],
+    line(out, "    %-10s %-40s %-24s x%lld", g->v[i].key[0], g->v[i].key[1], g->v[i].key[2],
          g->v[i].count);
   }
 }
@@ -293,7 +293,12 @@ static void show_gateway(const json_t *rec, FILE *out)
     char where[300];
     snprintf(where, sizeof where, "%.16s %.255s", S(jstr(x, "method")),
              jstr(x, "rule") ? jstr(x, "rule") : S(jstr(x, "event")));
-    group_add(&g, dec, where, S(jstr(x, "reason")), 1);
+    /* a credential-missing "deny" is git's first, credential-less try,
+     * answered 401 so git sends the placeholder: the summary counts it
+     * challenged, and so does its row (a new user read "0 refused" above
+     * rows that said deny) */
+    const char *why = jstr(x, "reason");
+    group_add(&g, why && !strcmp(why, "credential-missing") ? "challenged" : dec, where, S(why), 1);
   }
   groups_print(out, &g);
   groups_free(&g);

@@ -31,6 +31,16 @@ run_case control "$T_TMP/new/dir/rec.json"
 is "control: the run exits 0" "$(cat "$T_TMP/rc-control")" 0
 is "control: it opened one PR (the check below sees a PR when one is made)" "$(( $(npulls) - p0 ))" 1
 check "control: the record is written and validates" validate_record "$T_TMP/new/dir/rec.json"
+# The supervisor's forge requests per phase (issue #33): every phase that ran
+# has a count, the total is their sum, and the outputs phase (which opens the
+# PR through the supervisor's own client) counted at least one.
+reqs=$(python3 -c 'import json,sys
+r=json.load(open(sys.argv[1])); q=r["requests"]; f=q["forge"]
+names={p["name"] for p in r["phases"]}
+print("missing:"+",".join(sorted(names-set(f))) if names-set(f) else "ok",
+      "sum" if q["total"]==sum(f.values()) else "nosum", "outputs>0" if f.get("outputs",0)>0 else "outputs=0")' \
+  "$T_TMP/new/dir/rec.json" 2>&1)
+is "control: requests: every phase counted, total is the sum, outputs counted its PR" "$reqs" "ok sum outputs>0"
 
 # --- missing and uncreatable: its parent is a regular file ---
 : >"$T_TMP/afile"

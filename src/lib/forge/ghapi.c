@@ -264,6 +264,13 @@ static void slist_wipe_free(struct curl_slist *l)
   curl_slist_free_all(l);
 }
 
+static _Atomic uint64_t g_requests_sent;
+
+uint64_t al_ghapi_requests_sent(void)
+{
+  return g_requests_sent;
+}
+
 static CURLcode exchange(al_ghapi *c, const char *method, const char *url, const char *bearer,
                          const char *body, uint64_t timeout_ms, struct raw *r, long *status,
                          char *errbuf)
@@ -310,6 +317,7 @@ static CURLcode exchange(al_ghapi *c, const char *method, const char *url, const
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
   }
+  g_requests_sent++;
   CURLcode rc = curl_easy_perform(h);
   if (rc == CURLE_OK)
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);

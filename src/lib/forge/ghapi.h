@@ -136,6 +136,13 @@ const char *al_ghapi_base(const al_ghapi *c);
 int al_ghapi_request(al_ghapi *c, const char *method, const char *path, const char *bearer,
                      json_t *body, al_ghapi_resp *r, al_error *err);
 
+/* How many HTTP requests this process has sent to a forge through any
+ * al_ghapi client so far (each attempt counts, retries and 304s too; a
+ * request that never left because curl could not start does not). Thread-
+ * safe; never resets. The run record's per-phase request counts are
+ * differences of this (docs/run-record.md "requests"). */
+uint64_t al_ghapi_requests_sent(void);
+
 /* GET, as al_ghapi_request with no body. */
 int al_ghapi_get(al_ghapi *c, const char *path, const char *bearer, al_ghapi_resp *r,
                  al_error *err);

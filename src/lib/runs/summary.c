@@ -238,6 +238,9 @@ static void show_phases(const json_t *rec, FILE *out)
     line(out, "  %-10s %-7s %7lld ms  %s", S(jstr(p, "name")), S(jstr(p, "status")),
          jint(p, "ms", -1), d ? d : "");
   }
+  const json_t *rq = json_object_get(rec, "requests");
+  if (json_is_object(rq))
+    line(out, "forge requests (supervisor): %lld", jint(rq, "total", -1));
 }
 
 static void show_proxy(const json_t *rec, FILE *out)

@@ -36,6 +36,9 @@ struct phase {
   uint64_t ms;
   const char *status; /* "ok", "failed", "skipped", "warn" */
   char *detail;
+  uint64_t req0;     /* al_ghapi_requests_sent() when the phase began */
+  uint64_t requests; /* this process's forge requests during the phase */
+  bool ended;
 };
 
 struct ticket {

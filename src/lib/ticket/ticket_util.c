@@ -23,6 +23,8 @@ void tk_phase_end(struct ticket *t, uint64_t start, const char *status, const ch
 {
   struct phase *ph = &t->phases[t->nphases - 1];
   ph->ms = al_now_ms() - start;
+  ph->requests = al_ghapi_requests_sent() - ph->req0;
+  ph->ended = true;
   ph->status = status;
   if (fmt) {
     va_list ap;
@@ -43,7 +45,8 @@ void tk_phase_end(struct ticket *t, uint64_t start, const char *status, const ch
 uint64_t tk_phase_begin(struct ticket *t, const char *name)
 {
   if (t->nphases < AL_ARRAY_SIZE(t->phases))
-    t->phases[t->nphases++] = (struct phase){.name = name, .status = "running"};
+    t->phases[t->nphases++] =
+        (struct phase){.name = name, .status = "running", .req0 = al_ghapi_requests_sent()};
   return al_now_ms();
 }
 

@@ -58,9 +58,9 @@ static void gc_usage(FILE *out)
                "Remove old run records. A record is removed when it is not among the N newest\n"
                "(--keep) and was written more than DURATION ago (--older-than: 7d, 12h, 30m);\n"
                "with one of the two, that one alone decides. Only run records are removed:\n"
-               "files with a record's name (16 hex digits, .json) that are regular files\n"
-               "holding a record (schema airlock.run-record/1 and a run id); any other file,\n"
-               "symlink or malformed record is kept and named.\n"
+               "files with a record's name (16 hex digits, or serve's ROW-ATTEMPT, then .json)\n"
+               "that are regular files holding a record (schema airlock.run-record/1 and a\n"
+               "run id); any other file, symlink or malformed record is kept and named.\n"
                "  --dry-run     say what would be removed, remove nothing\n" DIR_HELP "\n"
                "Exit status: 0 done; 1 the directory cannot be read or a file could not be\n"
                "removed; 2 usage.\n");

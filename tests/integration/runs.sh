@@ -53,6 +53,14 @@ printf '{"schema": "airlock.run-record/1", "run_id": "8888888888888888", "gatewa
 gout=$("$AIRLOCK" show --dir "$F" 8888888888888888 2>&1)
 like "show: a credential challenge's row says challenged, as the summary counts it" "$gout" 'challenged +GET repo-read +credential-missing +x2'
 like "show: ... and a refusal's row still says deny" "$gout" 'deny +POST git-push +push-other-branch +x1'
+# airlock serve names its records ROW-ATTEMPT.json: show finds one by the
+# run id runs lists for it (a new user got "no record with that id")
+SV=$T_TMP/serve-records; mkdir -p "$SV"
+printf '{"schema": "airlock.run-record/1", "run_id": "990477ab69eae6f7", "ticket": {"repo": "acme/tally", "number": 1}}\n' >"$SV/1-1.json"
+like "control: runs lists the serve record by the id inside it" "$("$AIRLOCK" runs --dir "$SV" 2>&1)" '^990477ab69eae6f7 '
+like "show finds a serve record (1-1.json) by that id's prefix" "$("$AIRLOCK" show --dir "$SV" 9904 2>&1)" 'run 990477ab69eae6f7'
+out9=$("$AIRLOCK" show --dir "$SV" abcd 2>&1); rc=$?
+like "show: an id no record has is still 'no record' (exit 1)" "$rc/$out9" '^1/.*no record with that id'
 if grep -qE 'WARN (B1|E1)' <<<"$out"; then fail "show: ... only the WARN ones (a FAIL and a PASS in the same list are not)"; else ok "show: ... only the WARN ones (a FAIL and a PASS in the same list are not)"; fi
 # a file that runs outside the sandbox in two families is two notes but one
 # file: show says both counts, so they match the demo's "N file(s)"

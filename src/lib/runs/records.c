@@ -49,10 +49,16 @@ static bool digits(const char **s, size_t max)
   return n >= 1 && n <= max;
 }
 
+/* "<16 hex>.json": a record named by its run id */
+static bool is_id_name(const char *name)
+{
+  return strlen(name) == AL_RUN_ID_LEN + 5 && is_lower_hex(name, AL_RUN_ID_LEN) &&
+         strcmp(name + AL_RUN_ID_LEN, ".json") == 0;
+}
+
 bool al_runs_is_record_name(const char *name)
 {
-  if (strlen(name) == AL_RUN_ID_LEN + 5 && is_lower_hex(name, AL_RUN_ID_LEN) &&
-      strcmp(name + AL_RUN_ID_LEN, ".json") == 0)
+  if (is_id_name(name))
     return true;
   /* airlock serve's records/ROW-ATTEMPT.json (serve.c) */
   const char *p = name;
@@ -218,6 +224,22 @@ int al_runs_resolve(const char *dir, const char *run, char **path_out, al_error 
       if (matches <= 4 && l + AL_RUN_ID_LEN + 3 < sizeof some)
         snprintf(some + l, sizeof some - l, "%s%.*s", l ? ", " : "", AL_RUN_ID_LEN, v[i].name);
     }
+  if (matches == 0) {
+    free(v);
+    v = NULL;
+    /* serve's records are named by queue row (ROW-ATTEMPT.json): the id
+     * `airlock runs` lists for them is the one inside, so look there */
+    if (al_runs_list(dir, &v, &nv, err) < 0)
+      return -1;
+    for (size_t i = 0; i < nv; i++)
+      if (v[i].ok && !is_id_name(v[i].name) && strncmp(v[i].sum.id, run, n) == 0) {
+        if (matches++ == 0)
+          found = v[i].name;
+        size_t l = strlen(some);
+        if (matches <= 4 && l + AL_RUN_ID_LEN + 3 < sizeof some)
+          snprintf(some + l, sizeof some - l, "%s%s", l ? ", " : "", v[i].sum.id);
+      }
+  }
   int r = 0;
   if (matches == 0)
     r = al_error_set(err, ENOENT, "run `%s`: no record with that id in `%s`", run, dir);

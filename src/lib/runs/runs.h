@@ -89,7 +89,9 @@ int al_runs_list(const char *dir, al_run_entry **out, size_t *n, al_error *err);
 
 /* RUN as the user gave it: a path when it holds a '/' or ends in ".json"
  * and names a file; otherwise a run id or a unique prefix of one (hex, at
- * least 4 digits) among dir's record names. Returns 0 with *path_out (the
+ * least 4 digits) among dir's record names, else among the ids inside the
+ * records not named by their id (airlock serve's ROW-ATTEMPT.json).
+ * Returns 0 with *path_out (the
  * caller frees it), or -1 with err (no such run, an ambiguous prefix with
  * the candidates, a malformed id). */
 int al_runs_resolve(const char *dir, const char *run, char **path_out, al_error *err);

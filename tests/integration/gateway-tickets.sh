@@ -103,7 +103,7 @@ URL=https://jira.test:$DPORT
 REAL="Basic $(printf 'bot@acme.example:%s' "$JSECRET" | base64 -w0)"
 ADF='{"body":{"type":"doc","version":1,"content":[{"type":"paragraph","content":[{"type":"text","text":"MSG"}]}]}}'
 is "jira: the run CA names the ticket host (its leaf verifies)" \
-  "$(gw j-read GET /rest/api/3/issue/PROJ-7)" 200
+  "$(gw j-read GET "/rest/api/3/issue/PROJ-7?fields=summary,description,project")" 200
 is "  the double answered for the ticket (the vendor credential went upstream)" "$(jq -r .key "$W/body")" PROJ-7
 is "  rule jira-issue" "$(last_rule)" jira-issue
 is "jira: the ticket's comments" "$(gw j-comments GET /rest/api/3/issue/PROJ-7/comment)" 200
@@ -122,12 +122,23 @@ is "jira: a transition (POST transitions) is refused" "$(gw j-trans POST /rest/a
 is "  reason write-refused" "$(last_reason)" write-refused
 is "jira: the real vendor credential sent by the agent is refused" "$(gw j-foreign GET /rest/api/3/issue/PROJ-7 "" "$REAL")" 403
 is "  reason foreign-credential" "$(last_reason)" foreign-credential
+# Get issue without fields= returns every field, and issuelinks, subtasks
+# and parent are other issues (keys, summaries, statuses); updateHistory is
+# a write (the bot's recently-viewed list)
+is "jira: reading the ticket without fields= (every field) is refused" "$(gw j-allfields GET /rest/api/3/issue/PROJ-7)" 403
+is "  reason query-fields-required: fields" "$(last_reason)" "query-fields-required: fields"
+is "jira: fields=issuelinks (other issues' summaries) is refused" "$(gw j-links GET "/rest/api/3/issue/PROJ-7?fields=summary,issuelinks")" 403
+is "  reason query-value-refused: fields" "$(last_reason)" "query-value-refused: fields"
+is "jira: updateHistory=true (a write) is refused" "$(gw j-history GET "/rest/api/3/issue/PROJ-7?fields=summary&updateHistory=true")" 403
+is "  reason query-param-refused: updatehistory" "$(last_reason)" "query-param-refused: updatehistory"
 # controls: the same requests straight to the double, with the real credential
 is "control: straight to the double, the comment on another ticket lands" "$(direct c-other POST /rest/api/3/issue/PROJ-8/comment "${ADF/MSG/elsewhere}")" 201
 is "control: straight to the double, the edit lands" "$(direct c-edit PUT /rest/api/3/issue/PROJ-7 '{"fields":{"summary":"owned"}}')" 204
 is "control: straight to the double, the transition lands" "$(direct c-trans POST /rest/api/3/issue/PROJ-7/transitions '{"transition":{"id":"31"}}')" 204
 is "control: straight to the double, the real credential reads the ticket" "$(direct c-foreign GET /rest/api/3/issue/PROJ-7)" 200
 is "control: straight to the double, a second comment lands" "$(direct c-comment2 POST /rest/api/3/issue/PROJ-7/comment "${ADF/MSG/again}")" 201
+is "control: straight to the double, the read of every field lands" "$(direct c-allfields GET /rest/api/3/issue/PROJ-7)" 200
+is "control: straight to the double, fields=issuelinks lands" "$(direct c-links GET "/rest/api/3/issue/PROJ-7?fields=summary,issuelinks")" 200
 stop_double
 is "jira: the double took the edit, the transition and the other comment from the controls only" \
   "$(state '.writes | join(",")')" "comment PROJ-8,edit PROJ-7,transition PROJ-7"
@@ -135,17 +146,17 @@ is "jira: its ticket has two comments, the agent's and the control's" "$(state '
 like "  the agent's, quoted under the safe-text banner (rewritten by the gateway)" "$(state '.comments[0]')" '^> hello from the agent$'
 like "  ... the banner" "$(state '.comments[0]')" '^\*\*airlock:\*\* the text below was written by an automated agent'
 is "  the control's, as sent" "$(state '.comments[1]')" again
-for ua in j-comment2 j-other j-other-read j-edit j-trans j-foreign; do
+for ua in j-comment2 j-other j-other-read j-edit j-trans j-foreign j-allfields j-links j-history; do
   is "jira: refused $ua never reached the double" "$(reached $ua)" 0
 done
-for ua in j-read j-comments j-comment c-other c-edit c-trans c-foreign c-comment2; do
+for ua in j-read j-comments j-comment c-other c-edit c-trans c-foreign c-comment2 c-allfields c-links; do
   is "  control: $ua reached it" "$(reached $ua)" 1
 done
 is "jira: the double refused no credential (the gateway's was the vendor's form)" "$(state .auth_refused)" 0
 if grep -qF "$JSECRET" "$H/gateway.jsonl" "$H/proxy.jsonl" "$D/harness.err"; then
   fail "jira: no decision line or log holds the vendor credential"
 else ok "jira: no decision line or log holds the vendor credential"; fi
-is "jira: every request has its decision line" "$(jq -r 'select(.event == "request") | .decision' "$H/gateway.jsonl" | sort | uniq -c | awk '{printf "%s=%s ", $2, $1}')" "allow=3 deny=6 "
+is "jira: every request has its decision line" "$(jq -r 'select(.event == "request") | .decision' "$H/gateway.jsonl" | sort | uniq -c | awk '{printf "%s=%s ", $2, $1}')" "allow=3 deny=9 "
 
 # ==== Jira with OAuth 2.0 (no ticket.user): the access token as Bearer ====
 OSECRET=jira-oauth-$RANDOM$RANDOM-$$
@@ -153,9 +164,9 @@ vendor jira jira.test PROJ-7 "$OSECRET" ""
 [ -n "$GW" ] && [ "$GW" != null ] && [ -n "$PH" ] ||
   { fail "jira oauth: proxy and gateway start"; sed 's/^/#   /' "$D/harness.err"; done_testing; exit 1; }
 URL=https://jira.test:$DPORT
-is "jira oauth: the ticket reads through the gateway (Bearer upstream)" "$(gw o-read GET /rest/api/3/issue/PROJ-7)" 200
+is "jira oauth: the ticket reads through the gateway (Bearer upstream)" "$(gw o-read GET "/rest/api/3/issue/PROJ-7?fields=summary")" 200
 REAL="Basic $(printf 'bot@acme.example:%s' "$OSECRET" | base64 -w0)"
-is "  control: the double refuses the Basic form for this token" "$(direct o-basic GET /rest/api/3/issue/PROJ-7)" 401
+is "  control: the double refuses the Basic form for this token" "$(direct o-basic GET "/rest/api/3/issue/PROJ-7?fields=summary")" 401
 stop_double
 is "jira oauth: the double refused only the control's request" "$(state .auth_refused)" 1
 

@@ -151,7 +151,7 @@ TK_AGENT=$FE_DIR/push/tk-agent
   cat <<'SH'
 u=$AIRLOCK_TICKET_URL; a="Authorization: Bearer $AIRLOCK_TICKET_TOKEN"
 if [ "$AIRLOCK_TICKET_SYSTEM" = jira ]; then
-  c=$(curl -sS -o /dev/null -w '%{http_code}' -H "$a" "$u/rest/api/3/issue/$AIRLOCK_TICKET")
+  c=$(curl -sS -o /dev/null -w '%{http_code}' -H "$a" "$u/rest/api/3/issue/$AIRLOCK_TICKET?fields=summary,description")
   p=$(curl -sS -o /dev/null -w '%{http_code}' -H "$a" -H 'Content-Type: application/json' \
     --data-binary '{"body":{"type":"doc","version":1,"content":[{"type":"paragraph","content":[{"type":"text","text":"agent was here"}]}]}}' \
     "$u/rest/api/3/issue/$AIRLOCK_TICKET/comment")

@@ -49,10 +49,32 @@ static void jira_routes(void **state)
     const char *method, *path, *query, *want;
   } cases[] = {
       /* allowed: the ticket, by key and by id, and its comments */
-      {"GET", "/rest/api/3/issue/PROJ-7", NULL, "jira-issue"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "fields=summary,description,project", "jira-issue"},
       {"GET", "/rest/api/3/issue/10002", "fields=summary,description", "jira-issue"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "fields=Summary,status&expand=renderedFields",
+       "jira-issue"},
       {"GET", "/rest/api/3/issue/PROJ-7/comment", "startAt=0&maxResults=50", "jira-issue-comments"},
-      {"GET", "/rest/api/3/issue/PROJ-7/comment/10000", NULL, "jira-issue-comment"},
+      {"GET", "/rest/api/3/issue/PROJ-7/comment", "expand=renderedBody", "jira-issue-comments"},
+      /* the ticket's read, but what it names is other issues, or every
+       * field (issuelinks, subtasks, parent), or a write (updateHistory) */
+      {"GET", "/rest/api/3/issue/PROJ-7", NULL, "query-fields-required"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "expand=renderedFields", "query-fields-required"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "fields=summary,issuelinks", "query-value-refused"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "fields=subtasks", "query-value-refused"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "fields=parent", "query-value-refused"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "fields=*all", "query-value-refused"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "fields=summary,", "query-value-refused"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "fields=", "query-value-refused"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "fields=summary&expand=changelog", "query-value-refused"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "fields=summary&updateHistory=true",
+       "query-param-refused"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "fields=summary&fieldsByKeys=true",
+       "query-param-refused"},
+      {"GET", "/rest/api/3/issue/PROJ-7", "fields=summary&properties=*all", "query-param-refused"},
+      {"GET", "/rest/api/3/issue/PROJ-7/comment", "expand=properties", "query-value-refused"},
+      /* one comment by id: not served (nothing but the vendor ties the id
+       * to the ticket; the list holds every comment) */
+      {"GET", "/rest/api/3/issue/PROJ-7/comment/10000", NULL, "no-rule"},
       {"POST", "/rest/api/3/issue/PROJ-7/comment", NULL, "jira-comment-create"},
       /* another ticket: read or comment */
       {"GET", "/rest/api/3/issue/PROJ-8", NULL, "other-ticket"},
@@ -88,7 +110,8 @@ static void jira_routes(void **state)
   al_gw_tk_rules p;
   al_error e = {0};
   assert_int_equal(al_gw_tk_rules_init(&p, 1, "PROJ-7", "", "/ex/jira/abc-1", 1, &e), 0);
-  assert_string_equal(jm(&p, "GET", "/ex/jira/abc-1/rest/api/3/issue/PROJ-7", NULL), "jira-issue");
+  assert_string_equal(jm(&p, "GET", "/ex/jira/abc-1/rest/api/3/issue/PROJ-7", "fields=summary"),
+                      "jira-issue");
   assert_string_equal(jm(&p, "GET", "/rest/api/3/issue/PROJ-7", NULL), "no-rule");
   assert_int_equal(al_gw_tk_rules_init(&p, 1, "proj-7", "", "", 1, &e), -1);
   assert_int_equal(al_gw_tk_rules_init(&p, 1, "PROJ-7", "1/2", "", 1, &e), -1);
@@ -214,6 +237,14 @@ static void linear_graphql(void **state)
        "b: commentCreate(input: $input) { success } }",
        "{\"input\":{\"issueId\":\"ENG-42\",\"body\":\"x\"}}", "graphql-refused: several-mutations"},
       {"subscription { issues { id } }", NULL, "graphql-refused: subscription"},
+      /* variables GraphQL's validation refuses (§5.8.1, §5.8.5): refused
+       * here too, not left to the vendor */
+      {"mutation C($input: CommentCreateInput!, $input: CommentCreateInput!) { "
+       "commentCreate(input: $input) { success } }",
+       "{\"input\":{\"issueId\":\"ENG-42\",\"body\":\"x\"}}",
+       "graphql-refused: variable-duplicate"},
+      {"mutation C($input: [CommentCreateInput]) { commentCreate(input: $input) { success } }",
+       "{\"input\":{\"issueId\":\"ENG-42\",\"body\":\"x\"}}", "graphql-refused: variable-value"},
       /* other reads: other top-level fields, fields that leave the issue */
       {"{ viewer { id } }", NULL, "graphql-refused: top-level-field"},
       {"{ issues { nodes { title } } }", NULL, "graphql-refused: top-level-field"},

@@ -322,6 +322,7 @@ typedef struct pstate {
   json_t *vars; /* the request's variables object, or NULL */
   char vnames[AL_GQL_VARS_MAX][64];
   char vtypes[AL_GQL_VARS_MAX][64]; /* the named type of each (innermost of lists) */
+  bool vlist[AL_GQL_VARS_MAX];      /* its type is a list ([T], [T!]!, ...) */
   size_t nvars;
   const al_gql_profile *prof; /* NULL: the forge's policy (check_field); else its hooks */
   void *pctx;
@@ -677,14 +678,15 @@ static int parse_selection_set(pstate *ps, enum ctx cx, unsigned depth)
 }
 
 /* Type (§2.11): NamedType, [Type], Type! */
-static int parse_type(pstate *ps, int depth, char *tname)
+static int parse_type(pstate *ps, int depth, char *tname, bool *list)
 {
   lex *l = &ps->l;
   if (depth > 3)
     FAIL(ps, "variable-type");
   if (is_p(l, '[')) {
+    *list = true;
     next(l);
-    if (parse_type(ps, depth + 1, tname) < 0)
+    if (parse_type(ps, depth + 1, tname, list) < 0)
       return -1;
     if (!is_p(l, ']'))
       FAIL(ps, "syntax");
@@ -719,13 +721,19 @@ static int parse_var_defs(pstate *ps)
       FAIL(ps, "syntax");
     if (ps->nvars == AL_GQL_VARS_MAX)
       FAIL(ps, "variable-type");
+    for (size_t k = 0; k < ps->nvars; k++)
+      if (strlen(ps->vnames[k]) == l->tl && memcmp(ps->vnames[k], l->t, l->tl) == 0) {
+        set_where(ps, l->t, l->tl);
+        FAIL(ps, "variable-duplicate"); /* §5.8.1 Variable Uniqueness */
+      }
     size_t vi = ps->nvars++;
     snprintf(ps->vnames[vi], 64, "%.*s", (int)l->tl, l->t);
+    ps->vlist[vi] = false;
     next(l);
     if (!is_p(l, ':'))
       FAIL(ps, "syntax");
     next(l);
-    if (parse_type(ps, 0, ps->vtypes[vi]) < 0)
+    if (parse_type(ps, 0, ps->vtypes[vi], &ps->vlist[vi]) < 0)
       return -1;
     if (is_p(l, '=')) {
       next(l);
@@ -755,7 +763,9 @@ static int check_vars(pstate *ps)
     for (size_t i = 0; i < ps->nvars; i++)
       if (strcmp(ps->vnames[i], k) == 0) {
         declared = true;
-        object_ok = ps->prof && ps->prof->object_types &&
+        /* an object only for a variable of an input object type itself,
+         * not a list of one (§5.8.5 Variable Usages Are Allowed) */
+        object_ok = ps->prof && ps->prof->object_types && !ps->vlist[i] &&
                     in(ps->prof->object_types, ps->vtypes[i], strlen(ps->vtypes[i]));
       }
     if (!declared)

@@ -15,20 +15,89 @@
 #include "tickets/adf.h"
 #include "tickets/tickets.h"
 
+/* Get issue returns every field when `fields` is absent, and some fields
+ * are other issues (issuelinks, subtasks, parent: their keys, summaries
+ * and statuses), as is the changelog: so `fields` is required and each
+ * field named must be one of the ticket's own (jira_fields), `expand`
+ * takes only rendered text and names, and `updateHistory` (a write: the
+ * bot's recently-viewed list) and `properties` / `fieldsByKeys` are not
+ * listed. The single-comment route (GET .../comment/{id}) is not served:
+ * nothing ties the id to the ticket but the vendor, and the list of the
+ * ticket's comments holds every one. */
 static const al_gw_rule jira_rules[] = {
     {"jira-issue", AL_GW_SIDE_TICKET, "GET", "/rest/api/3/issue/{key}", AL_GW_QUERY_LISTED,
-     "fields fieldsbykeys expand properties updatehistory failfast", AL_GW_TOKEN_TICKET,
-     AL_GW_BODY_NONE, false, "Jira REST v3: Get issue (the ticket only)"},
+     "fields expand failfast", AL_GW_TOKEN_TICKET, AL_GW_BODY_NONE, false,
+     "Jira REST v3: Get issue (the ticket only; fields required, its own fields only)"},
     {"jira-issue-comments", AL_GW_SIDE_TICKET, "GET", "/rest/api/3/issue/{key}/comment",
      AL_GW_QUERY_LISTED, "startat maxresults orderby expand", AL_GW_TOKEN_TICKET, AL_GW_BODY_NONE,
      false, "Jira REST v3: Get comments (the ticket only)"},
-    {"jira-issue-comment", AL_GW_SIDE_TICKET, "GET", "/rest/api/3/issue/{key}/comment/{id}",
-     AL_GW_QUERY_LISTED, "expand", AL_GW_TOKEN_TICKET, AL_GW_BODY_NONE, false,
-     "Jira REST v3: Get comment (of the ticket)"},
     {"jira-comment-create", AL_GW_SIDE_TICKET, "POST", "/rest/api/3/issue/{key}/comment",
      AL_GW_QUERY_NONE, NULL, AL_GW_TOKEN_TICKET, AL_GW_BODY_JIRA_COMMENT, true,
      "Jira REST v3: Add comment, on the ticket, at most max_comments times, rewritten"},
 };
+
+/* The fields of Get issue that describe the ticket itself (lower case) */
+static const char jira_fields[] = "summary description status labels assignee reporter creator "
+                                  "created updated priority issuetype project resolution comment "
+                                  "components fixversions versions duedate environment";
+/* What `expand` may ask for on each route (lower case) */
+static const char jira_issue_expand[] = "renderedfields names schema";
+static const char jira_comments_expand[] = "renderedbody";
+
+/* Is every comma-separated item of v[0..n) listed (case-insensitive)? */
+static bool items_listed(const char *v, size_t n, const char *listed)
+{
+  if (n == 0)
+    return false;
+  for (size_t i = 0; i < n;) {
+    size_t e = i;
+    while (e < n && v[e] != ',')
+      e++;
+    char item[40];
+    size_t il = e - i;
+    if (il == 0 || il >= sizeof item)
+      return false;
+    for (size_t k = 0; k < il; k++)
+      item[k] = (char)((v[i + k] >= 'A' && v[i + k] <= 'Z') ? v[i + k] + 32 : v[i + k]);
+    item[il] = '\0';
+    if (!al_gw_word_listed(listed, item))
+      return false;
+    i = e + 1;
+    if (e + 1 == n)
+      return false; /* a trailing comma */
+  }
+  return true;
+}
+
+/* The values a Jira route's parameters may take (see the table's
+ * comment): 0, or -1 with *reason and *param. */
+static int query_values_ok(const al_gw_rule *rule, const al_gw_qparams *qp, const char **reason,
+                           const char **param)
+{
+  bool issue = rule == &jira_rules[0];
+  bool have_fields = false;
+  for (size_t i = 0; qp && i < qp->n; i++) {
+    const al_gw_qparam *q = &qp->p[i];
+    bool ok = true;
+    if (strcmp(q->name, "fields") == 0) {
+      have_fields = true;
+      ok = items_listed(q->value, q->value_len, jira_fields);
+    } else if (strcmp(q->name, "expand") == 0) {
+      ok = items_listed(q->value, q->value_len, issue ? jira_issue_expand : jira_comments_expand);
+    }
+    if (!ok) {
+      *reason = "query-value-refused";
+      *param = q->name;
+      return -1;
+    }
+  }
+  if (issue && !have_fields) {
+    *reason = "query-fields-required";
+    *param = "fields";
+    return -1;
+  }
+  return 0;
+}
 
 static bool seg_chars_ok(const char *s, size_t n, const char *extra)
 {
@@ -112,7 +181,8 @@ const al_gw_rule *al_gw_jira_match(const al_gw_tk_rules *r, const char *method, 
   const char *rest = p + kl;
   if (!seg_chars_ok(p, kl, "-"))
     return NULL;
-  /* which route the rest names: 0 the issue, 1 its comments, 2 one comment */
+  /* which route the rest names: 0 the issue, 1 its comments, 2 one comment
+   * (not served: see the table) */
   int route = -1;
   if (*rest == '\0')
     route = 0;
@@ -125,10 +195,8 @@ const al_gw_rule *al_gw_jira_match(const al_gw_tk_rules *r, const char *method, 
     rule = &jira_rules[0];
   else if (route == 1 && get)
     rule = &jira_rules[1];
-  else if (route == 2 && get)
-    rule = &jira_rules[2];
   else if (route == 1 && post)
-    rule = &jira_rules[3];
+    rule = &jira_rules[2];
   if (!this_ticket(r, p, kl)) {
     /* another issue: whatever the route, it is not this run's ticket */
     if (route >= 0 || !get)
@@ -137,7 +205,7 @@ const al_gw_rule *al_gw_jira_match(const al_gw_tk_rules *r, const char *method, 
   }
   if (!rule || (rule->needs_comments && r->max_comments == 0))
     return NULL; /* an edit (PUT), a transition, a deletion, ...: write-refused; else no-rule */
-  if (!query_ok(rule, qp, reason, param))
+  if (!query_ok(rule, qp, reason, param) || query_values_ok(rule, qp, reason, param) < 0)
     return NULL;
   *reason = rule->name;
   return rule;

@@ -55,6 +55,13 @@ static int setup(al_demo *d, bool hostile, const al_demo_flags *da)
     say("the test forge (airlock-forge) is not installed; set AIRLOCK_LIBEXEC_DIR");
     return -1;
   }
+  char tdouble[PATH_MAX] = "";
+  if (d->ticket_kind && al_cli_find_libexec("ticket-double", tdouble, sizeof tdouble) < 0) {
+    say("--ticket needs the Jira and Linear test doubles (ticket-double), which only the build "
+        "tree has (build/tests/integration); run the build tree's airlock or set "
+        "AIRLOCK_LIBEXEC_DIR to the directory holding ticket-double");
+    return -1;
+  }
   char self[PATH_MAX], net[PATH_MAX + 16];
   if (al_cli_self_dir(self, sizeof self) < 0)
     return -1;
@@ -63,7 +70,8 @@ static int setup(al_demo *d, bool hostile, const al_demo_flags *da)
                          .key_script = key_script,
                          .fixture = fixture,
                          .forge = forge,
-                         .airlock_net = net};
+                         .airlock_net = net,
+                         .ticket_double = tdouble};
   al_demo_relay relay = {.vendor = da->preset ? da->preset->vendor : "anthropic",
                          .upstream = da->relay_upstream,
                          .key_file = da->relay_key_file,
@@ -82,9 +90,14 @@ static int setup(al_demo *d, bool hostile, const al_demo_flags *da)
   say("broker on %s holds the test App's key; the sandbox will never see it", d->socket);
   say("before the lease the supervisor audits acme/tally's branch protection with read-only "
       "tokens the broker mints from a second App");
-  say("ticket acme/tally#%d: %s", hostile ? 2 : 1,
-      hostile ? "a prompt injection asking the agent to attack"
-              : "median() is wrong; the fix is in the ticket");
+  if (d->ticket_kind)
+    say("ticket %s on a local %s stand-in (https://%s:%d, loopback): acme/tally#1's text; "
+        "the %s credential stays with the supervisor and the gateway",
+        d->ticket_key, d->ticket_kind, d->ticket_host, d->ticket_port, d->ticket_kind);
+  else
+    say("ticket acme/tally#%d: %s", hostile ? 2 : 1,
+        hostile ? "a prompt injection asking the agent to attack"
+                : "median() is wrong; the fix is in the ticket");
   return 0;
 }
 
@@ -92,6 +105,7 @@ static void usage(FILE *out)
 {
   fprintf(out,
           "usage: airlock demo [--hostile] [--keep]\n"
+          "       airlock demo --ticket jira|linear [--keep]\n"
           "       airlock demo --serve [--keep]\n"
           "       airlock demo --agent claude|codex|CMD [--agent-prefix DIR]\n"
           "                    [--relay-upstream URL --relay-key-file FILE\n"
@@ -111,6 +125,10 @@ static void usage(FILE *out)
           "--serve: the same forge and broker with `airlock serve` between them: the\n"
           "ticket is labeled on the forge, the forge sends the signed webhook, serve\n"
           "runs the ticket and the PR appears (docs/serve.md).\n"
+          "--ticket jira|linear: the ticket is in Jira or Linear instead (a local stand-in\n"
+          "of the vendor's API, the build tree's ticket-double), the code on the test\n"
+          "forge: one PR, one comment on the ticket, the vendor credential never in the\n"
+          "sandbox, and the gateway's decisions for both hosts (docs/tickets.md).\n"
           "\n"
           "Exit status: 0 everything held (a PR made, or for --hostile only a PR got\n"
           "out); 1 something did not hold; 2 usage.\n");
@@ -142,6 +160,7 @@ int cmd_demo(int argc, char **argv)
                                        {"relay-ca", required_argument, NULL, 'C'},
                                        {"relay-pin", required_argument, NULL, 'P'},
                                        {"serve", no_argument, NULL, 'S'},
+                                       {"ticket", required_argument, NULL, 'T'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   bool hostile = false;
@@ -183,6 +202,11 @@ int cmd_demo(int argc, char **argv)
     case 'S':
       d.serve = true;
       break;
+    case 'T':
+      if (strcmp(optarg, "jira") != 0 && strcmp(optarg, "linear") != 0)
+        return al_cli_usage_error("--ticket `%s`: jira or linear", optarg);
+      d.ticket_kind = strcmp(optarg, "jira") == 0 ? "jira" : "linear";
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -197,6 +221,9 @@ int cmd_demo(int argc, char **argv)
   if (d.serve && (hostile || da.agent))
     return al_cli_usage_error("--serve runs the bundled agent through airlock serve; it takes "
                               "neither --hostile nor --agent");
+  if (d.ticket_kind && (hostile || d.serve))
+    return al_cli_usage_error("--ticket runs the bundled agent on a Jira or Linear ticket; it "
+                              "takes neither --hostile nor --serve");
   al_error fe = {0};
   if (al_demo_check_flags(&da, &fe) < 0)
     return al_cli_usage_error("%s", fe.msg);

@@ -90,6 +90,10 @@ int al_cli_find_libexec(const char *name, char *out, size_t outlen)
       snprintf(p, sizeof p, "%s/tests/forge-emulator", AIRLOCK_BUILD_ROOT);
       if (try(p, name, out, outlen) == 0)
         return 0;
+      /* the Jira and Linear doubles (`airlock demo --ticket`): build tree only */
+      snprintf(p, sizeof p, "%s/tests/integration", AIRLOCK_BUILD_ROOT);
+      if (try(p, name, out, outlen) == 0)
+        return 0;
     }
   }
   char pre[PATH_MAX], p2[PATH_MAX + 64];

@@ -278,6 +278,95 @@ static int start_broker(al_demo *d, const al_demo_files *files, const char *keys
   return 0;
 }
 
+/* acme/tally#1's body from the fixture (the fix, in a ```diff fence), or
+ * NULL; malloc'd. */
+static char *fixture_body(const char *fixture)
+{
+  json_t *f = json_load_file(fixture, 0, NULL);
+  char *body = NULL;
+  size_t i, k;
+  json_t *r, *is;
+  json_array_foreach(json_object_get(f, "repositories"), i, r)
+  {
+    const char *name = json_string_value(json_object_get(r, "full_name"));
+    if (!name || strcmp(name, "acme/tally") != 0)
+      continue;
+    json_array_foreach(json_object_get(r, "issues"), k, is)
+    {
+      const char *b = json_string_value(json_object_get(is, "body"));
+      if (json_integer_value(json_object_get(is, "number")) == 1 && b && !body)
+        body = al_xstrdup(b);
+    }
+  }
+  json_decref(f);
+  return body;
+}
+
+/* --ticket: the Jira or Linear double on its own CA (a name pinned to
+ * loopback, as a real site's host would be), holding acme/tally#1's text
+ * under the key, accepting one fresh credential (the broker's side: a 0600
+ * file in the private directory; the sandbox never sees it). */
+static int start_ticket(al_demo *d, const al_demo_files *files, al_error *err)
+{
+  bool jira = strcmp(d->ticket_kind, "jira") == 0;
+  snprintf(d->ticket_key, sizeof d->ticket_key, "%s", jira ? "PROJ-7" : "ENG-42");
+  snprintf(d->ticket_host, sizeof d->ticket_host, "%s", jira ? "jira.test" : "linear.test");
+  if (al_random_hex(d->ticket_secret, 32, err) < 0)
+    return -1;
+  char tok[PATH_MAX + 16], tls[PATH_MAX + 8], ports[PATH_MAX + 24], log[PATH_MAX + 16],
+      ca[PATH_MAX + 16];
+  snprintf(tok, sizeof tok, "%s/ticket.token", d->secret);
+  snprintf(tls, sizeof tls, "%s/tktls", d->dir);
+  snprintf(ports, sizeof ports, "%s/ticket.ports.json", d->secret);
+  snprintf(log, sizeof log, "%s/ticket.log", d->secret);
+  snprintf(d->ticket_state, sizeof d->ticket_state, "%s/ticket.state.json", d->secret);
+  al_autofree char *line = al_strdup_printf("%s\n", d->ticket_secret);
+  if (al_write_file(tok, line, strlen(line), 0600, err) < 0)
+    return -1;
+  const char *const ca_argv[] = {files->ca_script, tls, d->ticket_host, NULL};
+  if (run_script(ca_argv, log) < 0) {
+    snprintf(d->log, sizeof d->log, "%s", log);
+    return al_error_set(err, 0, "making the ticket host's test CA failed (openssl):");
+  }
+  chmod(tls, 0755);
+  snprintf(ca, sizeof ca, "%s/ca.crt", tls);
+  chmod(ca, 0644);
+  al_autofree char *body = fixture_body(files->fixture);
+  if (!body)
+    return al_error_set(err, 0, "%s: no acme/tally#1 to copy into the %s ticket", files->fixture,
+                        d->ticket_kind);
+  const char *const argv[] = {files->ticket_double,
+                              "--kind",
+                              d->ticket_kind,
+                              "--key",
+                              d->ticket_key,
+                              "--title",
+                              "median() is wrong for an even number of values",
+                              "--body",
+                              body,
+                              "--token-file",
+                              tok,
+                              "--tls-dir",
+                              tls,
+                              "--ports-file",
+                              ports,
+                              "--state",
+                              d->ticket_state,
+                              jira ? "--user" : NULL,
+                              "bot@acme.example",
+                              NULL};
+  if (al_demo_spawn(d, argv, log) < 0 || !wait_for(ports, 10000)) {
+    snprintf(d->log, sizeof d->log, "%s", log);
+    return al_error_set(err, 0, "the %s double did not start:", d->ticket_kind);
+  }
+  json_t *pj = json_load_file(ports, 0, NULL);
+  d->ticket_port = (int)json_integer_value(json_object_get(pj, "port"));
+  json_decref(pj);
+  if (d->ticket_port <= 0)
+    return al_error_set(err, 0, "the %s double wrote no port; see %s", d->ticket_kind, log);
+  return 0;
+}
+
 int al_demo_setup(al_demo *d, const al_demo_files *files, const al_demo_relay *relay,
                   bool own_agent, al_error *err)
 {
@@ -299,6 +388,24 @@ int al_demo_setup(al_demo *d, const al_demo_files *files, const al_demo_relay *r
   if (make_keys(d, files, tls, keys, err) < 0 || start_forge(d, files, tls, keys, err) < 0 ||
       start_broker(d, files, keys, err) < 0)
     return -1;
+  if (d->ticket_kind && start_ticket(d, files, err) < 0)
+    return -1;
+  /* --ticket: the ticket host beside the forge's (the seed's two hosts) */
+  al_autofree char *tk_allow = al_xstrdup(""), *tk_pin = al_xstrdup(""), *tk = al_xstrdup("");
+  if (d->ticket_kind) {
+    bool jira = strcmp(d->ticket_kind, "jira") == 0;
+    free(tk_allow);
+    free(tk_pin);
+    free(tk);
+    tk_allow =
+        al_strdup_printf("    - {host: %s, port: %d, tls: true}\n", d->ticket_host, d->ticket_port);
+    tk_pin = al_strdup_printf("    - {host: %s, address: 127.0.0.1}\n", d->ticket_host);
+    tk = al_strdup_printf("ticket:\n  kind: %s\n  url: https://%s:%d\n%s"
+                          "  ca_file: %s/tktls/ca.crt\n  token_file: %s/ticket.token\n",
+                          d->ticket_kind, d->ticket_host, d->ticket_port,
+                          jira ? "  project: PROJ\n  user: bot@acme.example\n" : "  team: ENG\n",
+                          d->dir, d->secret);
+  }
 
   /* The run's policy: exactly the API host and the git host, pinned to the
    * local forge (a pin is the only way loopback is ever dialled). */
@@ -312,9 +419,11 @@ int al_demo_setup(al_demo *d, const al_demo_files *files, const al_demo_relay *r
       "  allow:\n"
       "    - {host: api.forge.test, port: %d, tls: true}\n"
       "    - {host: forge.test, port: %d, tls: true}\n"
+      "%s"
       "  pin:\n"
       "    - {host: api.forge.test, address: 127.0.0.1}\n"
       "    - {host: forge.test, address: 127.0.0.1}\n"
+      "%s"
       "filesystem:\n  workspace_size: 256MiB\n  tmp_size: 128MiB\n"
       "process:\n  limits: {memory: %s, pids: 512, wall: %s}\n"
       "credentials:\n  broker: %s\n"
@@ -323,9 +432,9 @@ int al_demo_setup(al_demo *d, const al_demo_files *files, const al_demo_relay *r
       "  ttl: 5m\n"
       "forge:\n  api_url: https://api.forge.test:%d\n  git_url: https://forge.test:%d\n"
       "  ca_file: %s\n"
-      "%s",
-      d->https_port, d->https_port, own_agent ? "3GiB" : "1GiB", own_agent ? "20m" : "2m",
-      d->socket, d->https_port, d->https_port, d->ca, rs);
+      "%s%s",
+      d->https_port, d->https_port, tk_allow, tk_pin, own_agent ? "3GiB" : "1GiB",
+      own_agent ? "20m" : "2m", d->socket, d->https_port, d->https_port, d->ca, rs, tk);
   return al_write_file(d->policy, pol, strlen(pol), 0644, err);
 }
 

@@ -27,7 +27,7 @@
 #include "ticket/presets.h"
 #include "ticket/ticket.h"
 
-#define AL_DEMO_MAX_CHILDREN 4
+#define AL_DEMO_MAX_CHILDREN 5
 
 /* Where the demo's programs and files are (the CLI finds them: src/cli/paths.h). */
 typedef struct al_demo_files {
@@ -36,6 +36,8 @@ typedef struct al_demo_files {
   const char *fixture;     /* demo/fixture.json: the forge's repositories and tickets */
   const char *forge;       /* the airlock-forge binary */
   const char *airlock_net; /* the airlock-net binary (runs the broker) */
+  const char
+      *ticket_double; /* with d->ticket_kind: the ticket-double binary (tests/ticket-doubles) */
 } al_demo_files;
 
 /* The relay section of the demo's policy (`--agent` with a model API). */
@@ -67,6 +69,15 @@ typedef struct al_demo {
   char serve_conf[PATH_MAX];     /* serve.yaml */
   char serve_log[PATH_MAX];      /* serve's log */
   char status_url[128];          /* http://127.0.0.1:PORT: serve's status page */
+  /* `airlock demo --ticket jira|linear`: set ticket_kind before al_demo_setup;
+   * the ticket is then KEY on the double (tests/ticket-doubles), its body
+   * acme/tally#1's, on TICKET_HOST (pinned to loopback) */
+  const char *ticket_kind;     /* "jira", "linear" or NULL (a GitHub issue) */
+  char ticket_key[16];         /* PROJ-7 or ENG-42 */
+  char ticket_host[32];        /* jira.test or linear.test */
+  int ticket_port;             /* the double's port on 127.0.0.1 */
+  char ticket_state[PATH_MAX]; /* the double's state file (its comments, refusals) */
+  char ticket_secret[72];      /* the vendor credential (hex; never in the sandbox) */
 } al_demo;
 
 /* Build the whole environment into d (zeroed by the caller; d->keep may be

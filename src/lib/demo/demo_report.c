@@ -1,7 +1,10 @@
 /* What `airlock demo` runs and says after the environment is up: the
  * ticket with the bundled or the user's agent, the verdicts read from the
  * run record and the forge, serve's row for --serve (demo/demo.h). */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -198,6 +201,115 @@ static int report_sealed(json_t *rec, const al_ticket_outcome *res, FILE *out)
   return none ? 0 : 1;
 }
 
+/* Does a file under dir (not below skip: the private directory) hold
+ * needle? Regular files up to 8 MiB read; the first one found into hit. */
+static bool tree_holds(const char *dir, const char *skip, const char *needle, char *hit, size_t n)
+{
+  DIR *dh = opendir(dir);
+  if (!dh)
+    return false;
+  bool found = false;
+  struct dirent *e;
+  while (!found && (e = readdir(dh))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    struct stat st;
+    if (strcmp(p, skip) == 0 || lstat(p, &st) < 0)
+      continue;
+    if (S_ISDIR(st.st_mode))
+      found = tree_holds(p, skip, needle, hit, n);
+    else if (S_ISREG(st.st_mode)) {
+      char *text = NULL;
+      size_t len = 0;
+      al_error e2 = {0};
+      if (al_read_file(p, 8u << 20, &text, &len, &e2) == 0 &&
+          memmem(text, len, needle, strlen(needle))) {
+        found = true;
+        snprintf(hit, n, "%s", p);
+      }
+      free(text);
+    }
+  }
+  closedir(dh);
+  return found;
+}
+
+/* --ticket: the comment on the Jira or Linear ticket, the vendor
+ * credential kept out of the sandbox, the gateway's decisions per host.
+ * Returns how many of these did not hold. */
+static int report_vendor(al_demo *d, json_t *rec, const al_ticket_outcome *res, FILE *out)
+{
+  int bad = 0;
+  json_t *cm = json_object_get(json_object_get(rec, "outputs"), "ticket_comment");
+  const char *url = json_string_value(json_object_get(cm, "url"));
+  /* the double writes what it took (its state file) as it stops, after
+   * this summary: the record's URL is the double's answer to the post */
+  bool comment_ok = url && *url && !json_object_get(cm, "error");
+  fprintf(out, "  %-9s one comment on %s ticket %s: %s\n", comment_ok ? "held" : "MISSING",
+          d->ticket_kind, d->ticket_key, url && *url ? url : "none in the record");
+  if (!comment_ok && res->pr_url[0])
+    bad++;
+  /* where the sandbox could look: the demo's shared directory (policy,
+   * CAs), the agent's stdout, the record; the credential file is in the
+   * private directory, never bound */
+  const char *tv = al_demo_preflight_verdict(rec, "cred.run-tokens");
+  char hit[PATH_MAX] = "";
+  bool in_tree = tree_holds(d->dir, d->secret, d->ticket_secret, hit, sizeof hit);
+  bool in_out = res->agent_stdout && strstr(res->agent_stdout, d->ticket_secret);
+  al_autofree char *rtext = rec ? json_dumps(rec, 0) : NULL;
+  bool in_rec = rtext && strstr(rtext, d->ticket_secret);
+  bool sealed = tv && strcmp(tv, "blocked") == 0;
+  bool clean = !in_tree && !in_out && !in_rec;
+  fprintf(out,
+          "  %-9s the %s credential never entered the sandbox: cred.run-tokens %s; its value is "
+          "in %s\n",
+          sealed && clean ? "held" : (clean ? "CHECK" : "BROKEN"), d->ticket_kind,
+          tv ? tv : "not run",
+          clean ? "no file of the sandbox's view (the demo's directory), the agent's output or "
+                  "the record"
+                : (in_tree  ? hit
+                   : in_out ? "the agent's output"
+                            : "the record"));
+  if (!clean || !sealed)
+    bad++;
+  /* the gateway's decisions, counted per host */
+  char hosts[4][64] = {{0}};
+  size_t counts[4] = {0}, nh = 0, i;
+  json_t *x;
+  json_array_foreach(json_object_get(rec, "gateway_decisions"), i, x)
+  {
+    const char *h = json_string_value(json_object_get(x, "host"));
+    const char *ev = json_string_value(json_object_get(x, "event"));
+    if (!h || (ev && strcmp(ev, "request") != 0))
+      continue;
+    size_t k = 0;
+    while (k < nh && strcmp(hosts[k], h) != 0)
+      k++;
+    if (k == nh && nh < 4)
+      snprintf(hosts[nh++], sizeof hosts[0], "%s", h);
+    if (k < nh)
+      counts[k]++;
+  }
+  bool forge_seen = false, ticket_seen = false;
+  char line[512] = "";
+  size_t used = 0;
+  for (size_t k = 0; k < nh; k++) {
+    forge_seen |= strcmp(hosts[k], "api.forge.test") == 0 || strcmp(hosts[k], "forge.test") == 0;
+    ticket_seen |= strcmp(hosts[k], d->ticket_host) == 0;
+    int w =
+        snprintf(line + used, sizeof line - used, "%s%s %zu", k ? ", " : "", hosts[k], counts[k]);
+    if (w > 0 && (size_t)w < sizeof line - used)
+      used += (size_t)w;
+  }
+  fprintf(out, "  %-9s the gateway's decisions per host: %s\n",
+          forge_seen && ticket_seen ? "held" : "CHECK", nh ? line : "none in the record");
+  if (!forge_seen || !ticket_seen)
+    bad++;
+  return bad;
+}
+
 int al_demo_report(al_demo *d, const al_ticket_outcome *res, bool hostile, const char *main_before,
                    FILE *out)
 {
@@ -239,6 +351,8 @@ int al_demo_report(al_demo *d, const al_ticket_outcome *res, bool hostile, const
     fprintf(out, "  %-9s no token was leased: the run stopped before the lease\n", "none");
   if (res->credentials_mode && strcmp(res->credentials_mode, "sealed") == 0)
     bad += report_sealed(rec, res, out);
+  if (d->ticket_kind)
+    bad += report_vendor(d, rec, res, out);
   if (hostile)
     bad += report_inert(rec, res->pr_url[0] != 0, out);
   json_t *rv = json_object_get(rec, "review");
@@ -279,7 +393,12 @@ int al_demo_ticket(al_demo *d, const al_demo_agent *a, bool hostile, FILE *out, 
   char *av[] = {agent, NULL};
   const char *ro[] = {agent_dir, NULL};
   char *none[] = {NULL};
-  al_ticket_opts o = {.target = hostile ? "acme/tally#2" : "acme/tally#1",
+  char target[64];
+  if (d->ticket_kind)
+    snprintf(target, sizeof target, "acme/tally#%s", d->ticket_key);
+  else
+    snprintf(target, sizeof target, "%s", hostile ? "acme/tally#2" : "acme/tally#1");
+  al_ticket_opts o = {.target = target,
                       .policy_path = d->policy,
                       .agent_argv = a->preset ? none : av,
                       .agent_preset = a->preset,

@@ -137,5 +137,35 @@ like "[no-record] the summary says the agent never ran" "$out" '^The run stopped
 like "[no-record] no token was leased" "$out" '^  none +no token was leased'
 is "[no-record] no line says BROKEN or CHECK, and no run record path is claimed" "$(grep -cE '^  (CHECK|BROKEN) |run record: /' "$T_TMP/norec.out")" 0
 is "[no-record] no forge or broker of that demo left running" "$(demo_pids root)" ""
+# --ticket jira|linear (issue #31): the ticket on the Jira or Linear double,
+# the code on the test forge; one PR, one comment on the ticket (the
+# record's and the double's own state, written as it stops), the vendor
+# credential kept out, the gateway's decisions for both hosts
+for kind in jira linear; do
+  rm -rf "$(demo_tmp root)"/airlock-demo.*
+  run_demo root --ticket "$kind" --keep; rc=$?
+  out=$(cat "$T_TMP/demo.out")
+  is "[$kind] airlock demo --ticket $kind exits 0" "$rc" 0
+  [ $rc -eq 0 ] || sed 's/^/#   /' "$T_TMP/demo.out" | tail -30
+  like "[$kind] a pull request was made" "$out" 'made +the pull request https://forge.test:[0-9]+/acme/tally/pull/[0-9]+'
+  like "[$kind] one comment on the ticket, its URL from the record" "$out" "held +one comment on $kind ticket [A-Z]+-[0-9]+: https?://"
+  like "[$kind] the vendor credential never entered the sandbox" "$out" "held +the $kind credential never entered the sandbox: cred.run-tokens blocked"
+  like "[$kind] the gateway's decisions for both hosts" "$out" "held +the gateway's decisions per host: .*$kind.test [1-9]"
+  is "[$kind] no line says CHECK, BROKEN or MISSING" "$(grep -cE '^  (CHECK|BROKEN|MISSING) ' "$T_TMP/demo.out")" 0
+  recf=$(sed -n 's/^  run record: //p' "$T_TMP/demo.out")
+  hosts=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" ".join(sorted({d["host"] for d in r.get("gateway_decisions",[]) if d.get("event")=="request"})))' "$recf" 2>&1)
+  like "[$kind] the record's gateway_decisions: the forge host" "$hosts" "forge.test"
+  like "[$kind] ... and the ticket host" "$hosts" "$kind.test"
+  is "[$kind] the record's comment is on the ticket" "$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["outputs"]["ticket_comment"]; print(c["system"], "error" in c)' "$recf" 2>&1)" "$kind False"
+  dir=$(demo_dirs root | head -1)
+  st=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(len(s["comments"]), s["comments"][0][:6], s["auth_refused"])' "$dir/secret/ticket.state.json" 2>&1)
+  is "[$kind] the double took one comment, the PR's link, and refused no credential" "$st" "1 Opened 0"
+  tok=$(cat "$dir/secret/ticket.token" 2>/dev/null)
+  if [ -n "$tok" ] && ! grep -rqF -- "$tok" "$recf" "$T_TMP/demo.out"; then ok "[$kind] the vendor token's value is in neither the record nor the output"
+  else fail "[$kind] the vendor token's value is in the record or the output (or no token file)"; fi
+  rm -rf "$dir"
+done
+run_demo root --ticket nope; rc=$?
+is "[--ticket nope] a usage error (exit 2)" "$rc" 2
+like "[--ticket nope] says what --ticket takes" "$(cat "$T_TMP/demo.out")" "--ticket .nope.: jira or linear"
 done_testing
-

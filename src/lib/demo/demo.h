@@ -6,7 +6,10 @@
  * Who does what, in order:
  *   al_demo_setup     make-test-ca.sh, make-app-key.sh (app, auditor) →
  *                     airlock-forge (ports.json) → broker.yaml + `airlock-net
- *                     broker` (its socket) → airlock.yaml (the policy)
+ *                     broker` (its socket) → with ticket_kind, ticket-double
+ *                     (its own CA, the vendor token 0600 in secret/) →
+ *                     airlock.yaml (the policy; the ticket host and a
+ *                     `ticket:` block with ticket_kind)
  *   the caller        runs the ticket against d->policy (ticket/ticket.h)
  *   al_demo_main_sha  the forge's admin listener: main's sha, before and after
  *   al_demo_teardown  SIGTERM to the children in reverse order (the broker
@@ -145,7 +148,8 @@ typedef struct al_demo_agent {
   bool own;           /* the user's agent (--agent): its stdout is shown */
 } al_demo_agent;
 
-/* Run the demo's ticket (acme/tally#1, #2 when hostile) with agent a
+/* Run the demo's ticket (acme/tally#1, #2 when hostile, acme/tally#KEY
+ * with d->ticket_kind) with agent a
  * against d->policy (ticket/ticket.h al_ticket_run; the agent's directory
  * read-only in the sandbox), then print al_demo_report and the closing
  * line to out; a failed run of the bundled agent is said on stderr with

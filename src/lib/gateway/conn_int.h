@@ -112,6 +112,11 @@ const al_http_header *gwc_find_header(const al_http_request *q, const char *lnam
  * by chunked or cl (-1: no framing, the head ends in CRLF CRLF). malloc'd,
  * *len bytes; it holds a secret: free with gwc_free_head. NULL when it
  * would not fit. */
+/* Expect: 100-continue (RFC 9110 section 10.1.1): when expect, send the
+ * interim 100 before the body is read. 0, or -1 when the client is gone
+ * (r->reason "client-gone", the decision line written): the caller frees
+ * what it holds and ends the request. */
+int gwc_send_continue(al_gw_conn *c, req_ctx *r, bool expect);
 char *gwc_build_head(al_gw_conn *c, const al_http_request *q, req_ctx *r, bool chunked, int64_t cl,
                      size_t *len);
 void gwc_free_head(char *h, size_t n);

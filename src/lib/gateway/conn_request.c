@@ -67,6 +67,15 @@ void gwc_log_request(al_gw_conn *c, req_ctx *r)
   al_gw_decision(c->s, j);
 }
 
+int gwc_send_continue(al_gw_conn *c, req_ctx *r, bool expect)
+{
+  if (!expect || gwc_write_all(c->cs, "HTTP/1.1 100 Continue\r\n\r\n", 25) >= 0)
+    return 0;
+  r->reason = "client-gone";
+  gwc_log_request(c, r);
+  return -1;
+}
+
 void gwc_log_conn(al_gw_conn *c, const char *reason, const char *detail)
 {
   json_t *j = json_object();
@@ -598,11 +607,9 @@ static int serve_comment(al_gw_conn *c, req_ctx *r, const al_http_request *q, bo
     gwc_refuse(c, r, 400, "head-too-large", true);
     return 1;
   }
-  if (expect && gwc_write_all(c->cs, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
+  if (gwc_send_continue(c, r, expect) < 0) {
     gwc_free_head(uhead, head_len);
     gwc_comment_release(s, false);
-    r->reason = "client-gone";
-    gwc_log_request(c, r);
     return 1;
   }
   const char *why = NULL;
@@ -729,12 +736,10 @@ static int serve_graphql(al_gw_conn *c, req_ctx *r, const al_http_request *q, al
     gwc_refuse(c, r, 400, "head-too-large", true);
     return 1;
   }
-  if (expect && gwc_write_all(c->cs, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
+  if (gwc_send_continue(c, r, expect) < 0) {
     gwc_free_head(hg, lg);
     gwc_free_head(ht, lt);
     free(body);
-    r->reason = "client-gone";
-    gwc_log_request(c, r);
     return 1;
   }
   size_t bl = 0;
@@ -975,10 +980,8 @@ int gwc_serve_request(al_gw_conn *c)
     gwc_refuse(c, r, 400, "head-too-large", true);
     return 1;
   }
-  if (expect && gwc_write_all(c->cs, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
+  if (gwc_send_continue(c, r, expect) < 0) {
     gwc_free_head(uhead, head_len);
-    r->reason = "client-gone";
-    gwc_log_request(c, r);
     return 1;
   }
   body_src b = {.chunked = q.chunked,

@@ -80,10 +80,8 @@ int gwc_serve_linear(al_gw_conn *c, req_ctx *r, const al_http_request *q, bool e
     gwc_refuse(c, r, 400, "head-too-large", true);
     return 1;
   }
-  if (expect && gwc_write_all(c->cs, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
+  if (gwc_send_continue(c, r, expect) < 0) {
     gwc_free_head(uhead, head_len);
-    r->reason = "client-gone";
-    gwc_log_request(c, r);
     return 1;
   }
   const char *why = NULL;

@@ -164,7 +164,7 @@ int cmd_ticket(int argc, char **argv)
   o.target = argv[optind++];
   {
     /* a usage error, before any record or lease */
-    char repo[160], key[64];
+    char repo[AL_TICKET_REPO_MAX], key[64];
     unsigned long num;
     al_error te = {0};
     if (al_ticket_parse_target_key(o.target, repo, sizeof repo, &num, key, sizeof key, &te) < 0)

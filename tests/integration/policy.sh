@@ -401,13 +401,17 @@ out=$("$AIRLOCK" policy init --forge gitlab acme/tally); rc=$?
 is "policy init --forge gitlab GROUP/PROJECT exits 0" "$rc" 0
 printf '%s\n' "$out" >"$P/init-gl.yaml"
 check "… and its output is a valid policy" "$AIRLOCK" policy check "$P/init-gl.yaml"
-# check --for ticket says what `airlock ticket` would refuse (a new user saw
-# it pass, then ticket refuse): a GitLab ticket does not run yet
-gout=$("$AIRLOCK" policy check --for ticket --repo acme/tally "$P/init-gl.yaml" 2>&1); rc=$?
-like "… and policy check --for ticket refuses it as airlock ticket does" "$rc/$gout" '^1/.*forge.kind gitlab: airlock ticket does not run a GitLab ticket yet'
+# check --for ticket says what `airlock ticket` would refuse: a GitLab
+# ticket runs now (issue #30), so the starter passes it for its project
+check "… and policy check --for ticket passes it for its project" "$AIRLOCK" policy check --for ticket --repo acme/tally "$P/init-gl.yaml"
+gout=$("$AIRLOCK" policy check --for ticket --repo acme/other "$P/init-gl.yaml" 2>&1); rc=$?
+like "control: … another project fails" "$rc/$gout" '^1/.*credentials.git.repo \(acme/tally\) is not the ticket'"'"'s repository \(acme/other\)'
+{ cat "$P/init-gl.yaml"; printf 'ticket: {kind: jira, url: "https://acme.atlassian.net", project: PROJ, user: bot@acme.example, token_file: /nonexistent}\n'; } >"$P/init-gl-jira.yaml"
+gout=$("$AIRLOCK" policy check --for ticket --repo acme/tally "$P/init-gl-jira.yaml" 2>&1); rc=$?
+like "… a Jira ticket on a GitLab project is refused as not built" "$rc/$gout" '^1/.*forge.kind gitlab with a Jira or Linear .ticket:.: not built yet'
 is "… forge.kind gitlab, api_url /api/v4" "$("$AIRLOCK" policy check "$P/init-gl.yaml" 2>/dev/null | head -1 | jq -r '.forge | "\(.kind) \(.api_url)"')" "gitlab https://gitlab.com/api/v4"
 like "… names the project in both roles" "$(grep -c 'repo: acme/tally' "$P/init-gl.yaml")" '^2$'
-like "… and says a GitLab ticket does not run yet" "$out" 'NOT RUNNABLE YET'
+check_not "… and no longer says a GitLab ticket does not run" grep -q 'NOT RUNNABLE YET' "$P/init-gl.yaml"
 is "control: policy init without --forge is GitHub's" "$("$AIRLOCK" policy init acme/tally | "$AIRLOCK" policy check - 2>/dev/null | head -1 | jq -r .forge.kind)" github
 out=$("$AIRLOCK" policy init --forge gitlab GROUP/PROJECT 2>&1); rc=$?
 like "policy init --forge gitlab refuses the docs' placeholder (exit 2)" "$rc/$out" "^2/.*GROUP/PROJECT. is the docs' placeholder"

@@ -30,7 +30,8 @@ static int repo(const char *s)
   return r;
 }
 
-/* The target parser agrees with the name rule, whatever the name. */
+/* The target parser with a GitHub policy's check (al_ticket_repo_for_forge)
+ * agrees with the name rule, whatever the name. */
 static int target(const char *s)
 {
   char t[512], out[300];
@@ -38,6 +39,8 @@ static int target(const char *s)
   al_error err = {0};
   snprintf(t, sizeof t, "%s#7", s);
   int r = al_ticket_parse_target(t, out, sizeof out, &n, &err);
+  if (r == 0)
+    r = al_ticket_repo_for_forge(out, AL_FORGE_GITHUB, &err);
   if (r == 0) {
     assert_string_equal(out, s);
     assert_int_equal(n, 7);
@@ -122,6 +125,34 @@ static void test_repo_rule(void **state)
            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr");
   both(s, -1); /* 168 bytes: al_repo_name_check took it */
   free(o39), free(o40), free(r100), free(r101);
+}
+
+/* issue #30: a GitLab project in a subgroup, GROUP/SUB/PROJECT#N, parses;
+ * a GitHub policy refuses it naming forge.kind gitlab, a GitLab one takes
+ * it; GitLab's own rules still hold (no `.git` end, no leading `-`). */
+static void test_target_gitlab(void **state)
+{
+  (void)state;
+  char out[AL_TICKET_REPO_MAX];
+  unsigned long n = 0;
+  al_error err = {0};
+  assert_int_equal(al_ticket_parse_target("acme/tools/tally#7", out, sizeof out, &n, &err), 0);
+  assert_string_equal(out, "acme/tools/tally");
+  assert_int_equal(n, 7);
+  assert_int_equal(al_ticket_repo_for_forge(out, AL_FORGE_GITLAB, &err), 0);
+  assert_int_equal(al_ticket_repo_for_forge(out, AL_FORGE_GITHUB, &err), -1);
+  assert_non_null(strstr(err.msg, "forge.kind: gitlab"));
+  /* control: OWNER/REPO is both forges' */
+  assert_int_equal(al_ticket_repo_for_forge("acme/tally", AL_FORGE_GITHUB, &err), 0);
+  assert_int_equal(al_ticket_repo_for_forge("acme/tally", AL_FORGE_GITLAB, &err), 0);
+  assert_int_equal(al_ticket_parse_target("acme/tools/tally.git#7", out, sizeof out, &n, &err), -1);
+  assert_int_equal(al_ticket_parse_target("acme/-tools/tally#7", out, sizeof out, &n, &err), -1);
+  assert_int_equal(al_ticket_parse_target("acme//tally#7", out, sizeof out, &n, &err), -1);
+  /* a GitLab path of 200 bytes fits; GitHub's rule alone would stop at 140 */
+  char t[300];
+  snprintf(t, sizeof t, "a/%0100d/%096d#3", 0, 0);
+  assert_int_equal(al_ticket_parse_target(t, out, sizeof out, &n, &err), 0);
+  assert_int_equal(strlen(out), 199);
 }
 
 static void test_target_shape(void **state)
@@ -287,8 +318,8 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_repo_rule),     cmocka_unit_test(test_target_shape),
-      cmocka_unit_test(test_login_rule),    cmocka_unit_test(test_api_url),
-      cmocka_unit_test(test_perm_one_type),
+      cmocka_unit_test(test_target_gitlab), cmocka_unit_test(test_login_rule),
+      cmocka_unit_test(test_api_url),       cmocka_unit_test(test_perm_one_type),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

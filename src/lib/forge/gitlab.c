@@ -6,6 +6,7 @@
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 void al_gl_token_wipe(al_gl_token *t)
 {
@@ -166,4 +167,40 @@ int al_gl_mr_open(al_ghapi *c, const char *bearer, const char *project, const ch
                  : "");
   al_ghapi_resp_free(&r);
   return 0;
+}
+
+int al_gl_project_id(al_ghapi *c, const char *tok, const char *project, unsigned long *id,
+                     al_error *err)
+{
+  char pe[800], path[820];
+  *id = 0;
+  if (al_gl_project_escape(project, pe, sizeof pe, err) < 0)
+    return -1;
+  snprintf(path, sizeof path, "/projects/%s", pe);
+  al_ghapi_resp r = {0};
+  if (al_ghapi_get(c, path, tok, &r, err) < 0) {
+    al_ghapi_resp_free(&r);
+    return -1;
+  }
+  if (r.status != 200) {
+    char what[840];
+    snprintf(what, sizeof what, "GET %s", path);
+    fail(err, what, &r);
+    al_ghapi_resp_free(&r);
+    return -1;
+  }
+  json_t *jid = json_object_get(r.json, "id");
+  const char *pwn = json_string_value(json_object_get(r.json, "path_with_namespace"));
+  int rc = 0;
+  if (!json_is_integer(jid) || json_integer_value(jid) < 1 ||
+      (unsigned long long)json_integer_value(jid) > 0xffffffffULL)
+    rc = al_error_set(err, EPROTO, "GET %s: the answer has no project id (a positive integer)",
+                      path);
+  else if (!pwn || strcasecmp(pwn, project) != 0)
+    rc = al_error_set(err, EPROTO, "GET %s: the answer is project `%.200s`, not `%s`", path,
+                      pwn ? pwn : "(none)", project);
+  else
+    *id = (unsigned long)json_integer_value(jid);
+  al_ghapi_resp_free(&r);
+  return rc;
 }

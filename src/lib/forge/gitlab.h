@@ -65,4 +65,13 @@ int al_gl_mr_open(al_ghapi *c, const char *bearer, const char *project, const ch
                   const char *target, const char *title, const char *description, bool draft,
                   long long *iid, char *web_url, size_t web_cap, al_error *err);
 
+/* The project's numeric id (GET /projects/:urlencoded-path, "Get a
+ * single project"), with tok (a run's token): the gateway resolves the
+ * agent's numeric-id requests to it. The answer's path_with_namespace must
+ * be project (any case), its id a positive integer. 0 with *id, or -1 with
+ * err (the status and GitLab's message; EPROTO for another project or no
+ * id). */
+int al_gl_project_id(al_ghapi *c, const char *tok, const char *project, unsigned long *id,
+                     al_error *err);
+
 #endif

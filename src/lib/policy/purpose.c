@@ -22,8 +22,8 @@ static const char *const needs[] = {
     /* ticket */
     "a network section allowing forge.api_url's and forge.git_url's host:port with TLS, a "
     "credentials section (the broker's socket; git and ticket roles naming the ticket's "
-    "repository), a readable forge.ca_file when one is given, and forge.kind github (a GitLab "
-    "ticket does not run yet)",
+    "repository), a readable forge.ca_file when one is given, and with forge.kind gitlab no "
+    "Jira or Linear ticket",
     /* render */
     "credentials.mode env when there is a credentials section (sealed runs only under airlock "
     "ticket; render --env-credentials overrides); a network section (the rendered proxy "
@@ -93,13 +93,13 @@ static int fail_at(al_error *err, const al_policy *p, int line, const char *rule
 static int check_ticket(al_policy *p, const char *repo, al_error *err)
 {
   char rule[600];
-  /* issue #30: the GitLab driver and the broker's GitLab tokens exist, but
-   * a ticket run's audit, review and ticket reads are still GitHub's */
-  if (p->forge.kind == AL_FORGE_GITLAB)
+  /* issue #30: a GitLab ticket runs (the broker's project tokens, the
+   * gateway's GitLab table, the driver's Draft MR and note); a Jira or
+   * Linear ticket on a GitLab project has not been tried, so it is refused */
+  if (p->forge.kind == AL_FORGE_GITLAB && p->ticket.present && p->ticket.kind != 0)
     return fail_at(err, p, 0,
-                   "forge.kind gitlab: airlock ticket does not run a GitLab ticket yet "
-                   "(docs/gitlab.md says what exists; `airlock broker` with gitlab: and the "
-                   "gateway's GitLab rules do)");
+                   "forge.kind gitlab with a Jira or Linear `ticket:`: not built yet (a GitLab "
+                   "project's own issue is; docs/gitlab.md)");
   if (!p->credentials.present)
     return fail_at(err, p, 0,
                    "the policy has no credentials section (where is the broker? see "

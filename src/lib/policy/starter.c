@@ -41,15 +41,10 @@ int al_policy_starter(al_forge_kind kind, const char *repo, char **out, al_error
     }
   }
   s[o] = '\0';
-  /* what is printed passes what is promised: `check --for ticket`, whose
-   * one rule a GitLab policy breaks on purpose (a GitLab ticket does not
-   * run yet, issue #30) is set aside on this private copy so the rest
-   * (network, credentials, URLs) is still checked */
+  /* what is printed passes what is promised: `check --for ticket` */
   al_policy *p = NULL;
   al_error e = {0};
   int lr = al_policy_load_buffer("<starter policy>", s, o, &p, &e);
-  if (lr == 0)
-    p->forge.kind = AL_FORGE_GITHUB;
   if (lr < 0 || al_policy_check_for(p, AL_POLICY_FOR_TICKET, repo, &e) < 0) {
     al_policy_free(p);
     free(s);

@@ -32,15 +32,21 @@ int al_ticket_parse_target_key(const char *s, char *repo, size_t repolen, unsign
   if (!hash)
     return al_make_error(err, 0, "ticket `%s`: expected OWNER/REPO#NUMBER", s);
   size_t rl = (size_t)(hash - s);
-  char r[AL_REPO_MAX];
+  char r[AL_TICKET_REPO_MAX];
   const char *why = "a repository is OWNER/REPO";
   if (rl >= sizeof r || rl >= repolen)
     return al_make_error(err, 0, "ticket `%s`: OWNER/REPO is at most %zu bytes", s,
                          (sizeof r < repolen ? sizeof r : repolen) - 1);
   memcpy(r, s, rl);
   r[rl] = '\0';
-  if (al_repo_name_check(r, &why) < 0)
-    return al_make_error(err, 0, "ticket `%s`: %s", s, why);
+  /* a GitHub OWNER/REPO, or a GitLab project's full path (GROUP/SUB/
+   * PROJECT); which one the forge takes is the policy's forge.kind, checked
+   * once it is read (al_ticket_repo_for_forge) */
+  size_t pieces = 0;
+  const char *glwhy = NULL;
+  if (al_repo_name_check(r, &why) < 0 && al_gitlab_path_check(r, &pieces, &glwhy) < 0)
+    return al_make_error(err, 0, "ticket `%s`: %s (or, with forge.kind: gitlab, %s)", s, why,
+                         glwhy);
   /* the README's placeholder typed as it stands would otherwise pass both
    * rules (OWNER/REPO a name, N a one-letter key) and fail later, after the
    * policy was read */
@@ -81,6 +87,26 @@ int al_ticket_parse_target_key(const char *s, char *repo, size_t repolen, unsign
   memcpy(repo, r, rl + 1);
   *number = strtoul(n, NULL, 10);
   return 0;
+}
+
+int al_ticket_repo_for_forge(const char *repo, al_forge_kind kind, al_error *err)
+{
+  const char *why = NULL;
+  size_t pieces = 0;
+  if (kind == AL_FORGE_GITLAB) {
+    if (al_gitlab_path_check(repo, &pieces, &why) < 0)
+      return al_make_error(err, EINVAL, "the ticket's project `%s`: %s", repo, why);
+    return 0;
+  }
+  if (al_repo_name_check(repo, &why) == 0)
+    return 0;
+  if (al_gitlab_path_check(repo, &pieces, &why) == 0)
+    return al_make_error(err, EINVAL,
+                         "the ticket's repository `%s` is a GitLab project's path (GROUP/SUB/"
+                         "PROJECT), which only a policy with forge.kind: gitlab takes; a %s "
+                         "repository is OWNER/REPO: one `/`",
+                         repo, al_forge_kind_names[kind]);
+  return al_make_error(err, EINVAL, "the ticket's repository `%s`: %s", repo, why);
 }
 
 /* Interrupted: a SIGINT/SIGTERM/SIGHUP is pending (blocked since the

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "forge/names.h"
 #include "run/docker.h"
 
 typedef struct al_ticket_opts {
@@ -89,9 +90,23 @@ typedef struct al_ticket_outcome {
  * run got, and the record is written either way). */
 int al_ticket_run(const al_ticket_opts *o, al_ticket_outcome *res, al_error *err);
 
+/* Longest repository of a ticket plus its NUL (a GitLab full path is at
+ * most 255 bytes, forge/names.h). */
+#define AL_TICKET_REPO_MAX 256
+
+/* The ticket's repository (al_ticket_parse_target's) against the policy's
+ * forge.kind: OWNER/REPO for GitHub (a GitLab path is refused naming
+ * forge.kind: gitlab), GROUP[/SUB...]/PROJECT for GitLab. 0, or -1 with
+ * err (EINVAL) naming the repository and the rule. */
+int al_ticket_repo_for_forge(const char *repo, al_forge_kind kind, al_error *err);
+
 /* Parse "OWNER/REPO#N": OWNER/REPO by the one rule (forge/names.h
- * al_repo_name_check), N 1 to 999999999; repo gets OWNER/REPO (repolen
- * bytes, AL_REPO_MAX is enough). Returns 0 or -1 with err naming the rule. */
+ * al_repo_name_check) or a GitLab project's full path GROUP[/SUB...]/
+ * PROJECT (al_gitlab_path_check; which of the two the run's forge takes is
+ * al_ticket_repo_for_forge's, once the policy is read), N 1 to 999999999;
+ * repo gets the repository (repolen bytes, AL_TICKET_REPO_MAX is enough).
+ * Returns 0 or -1 with err naming the rule. */
+
 int al_ticket_parse_target(const char *s, char *repo, size_t repolen, unsigned long *number,
                            al_error *err);
 /* The same, and "OWNER/REPO#KEY" (issue #31: a Jira or Linear ticket,

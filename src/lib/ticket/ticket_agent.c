@@ -124,6 +124,9 @@ void tk_build_env(struct ticket *t)
     tk_env_add(t, "AIRLOCK_TICKET=%lu", t->number);
   }
   tk_env_add(t, "AIRLOCK_API_URL=%s", p->forge.api_url);
+  /* which API that is (issue #30): github (REST /repos/...) or gitlab
+   * (REST v4 /projects/:id/..., the ticket an issue's iid) */
+  tk_env_add(t, "AIRLOCK_FORGE_KIND=%s", al_forge_kind_names[p->forge.kind]);
   tk_env_add(t, "AIRLOCK_GIT_URL=%s/%s.git", p->forge.git_url, t->repo);
   tk_env_add(t, "AIRLOCK_BRANCH=%s", t->branch);
   tk_env_add(t, "AIRLOCK_BASE_BRANCH=%s", p->base_branch ? p->base_branch : "");

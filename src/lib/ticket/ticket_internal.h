@@ -44,7 +44,7 @@ struct phase {
 struct ticket {
   const al_ticket_opts *o;
   al_policy *policy;
-  char repo[160];
+  char repo[AL_TICKET_REPO_MAX];
   unsigned long number;
   char run_id[33];
   char branch[256];

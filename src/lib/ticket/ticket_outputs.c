@@ -165,6 +165,39 @@ static int pr_text(struct out_ctx *c, char **title, char **body, json_t **rewrit
   return 0;
 }
 
+/* A driver without the review's reads (forge/forge.h pr_for_review: NULL)
+ * leaves the run's verification (tk_verify_pr) nothing to read the PR
+ * back with after the release: read it back here, while the tokens live,
+ * from the run branch's list. pr gets read_back {number, url, state} when
+ * the forge lists the one just opened, else read_back_error. */
+static void read_back(struct out_ctx *c, json_t *pr)
+{
+  json_t *prs = NULL;
+  al_error e = {0};
+  json_int_t want = json_integer_value(json_object_get(pr, "number"));
+  if (c->forge->prs_from_branch(c->api, c->git, c->t->repo, c->t->branch, &prs, &e) < 0) {
+    json_object_set_new(pr, "read_back_error", json_string(e.msg));
+    json_decref(prs);
+    return;
+  }
+  size_t i;
+  json_t *v;
+  json_array_foreach(prs, i, v)
+  {
+    if (json_integer_value(json_object_get(v, "number")) != want)
+      continue;
+    json_object_set_new(pr, "read_back",
+                        json_pack("{s:I, s:O, s:O*}", "number", want, "url",
+                                  json_object_get(v, "url") ?: json_null(), "state",
+                                  json_object_get(v, "state")));
+    json_decref(prs);
+    return;
+  }
+  json_object_set_new(pr, "read_back_error",
+                      json_string("the forge does not list it among the run branch's"));
+  json_decref(prs);
+}
+
 static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
 {
   struct ticket *t = c->t;
@@ -225,6 +258,8 @@ static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
                                 json_object_get(pr, "url") ?: json_null(), "opened_by",
                                 "supervisor", "base", base, "title", title));
   json_decref(pr);
+  if (!c->forge->pr_for_review)
+    read_back(c, json_object_get(c->rec, "pull_request"));
 
   /* 4. the ticket hears of it */
   /* the PR's link as the forge gave it, made inert like the agent's text
@@ -269,6 +304,11 @@ static json_t *cleanup(struct out_ctx *c)
 {
   struct ticket *t = c->t;
   al_error err = {0};
+  if (t->policy->forge.kind != AL_FORGE_GITHUB)
+    /* issue #30: DELETE /projects/:id/repository/branches/:branch is not
+     * built (nor in the GitLab test forge): said, never a silent keep */
+    return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail",
+                     "deleting a GitLab run branch is not built yet; delete it by hand");
   al_autofree char *bq = al_ghapi_escape(t->branch);
   al_autofree char *bpath = al_strdup_printf("/repos/%s/branches/%s", t->repo, bq);
   al_ghapi_resp r;

@@ -30,6 +30,11 @@ int tk_do_policy(struct ticket *t, al_error *err)
   json_object_set_new(t->rec, "policy",
                       json_pack("{s:s, s:s, s:s?}", "source", p->source, "sha256",
                                 al_policy_sha256(p), "canonical", canonical));
+  /* OWNER/REPO for GitHub, GROUP[/SUB...]/PROJECT for GitLab (issue #30) */
+  if (al_ticket_repo_for_forge(t->repo, p->forge.kind, err) < 0) {
+    tk_phase_end(t, s, "failed", "%s", err->msg);
+    return al_error_wrap(err, "policy");
+  }
   /* the same check as `airlock policy check --for ticket` (policy/purpose.c) */
   if (al_policy_check_for(p, AL_POLICY_FOR_TICKET, t->repo, err) < 0) {
     tk_phase_end(t, s, "failed", "%s", err->msg);

@@ -25,8 +25,18 @@ void tk_verify_pr(struct ticket *t, al_ticket_outcome *res)
   json_t *rep = json_object_get(t->rec, "pull_request_reported");
   const char *reported = rep ? json_string_value(json_object_get(rep, "url")) : NULL;
   json_t *found = json_object_get(json_object_get(t->rec, "review"), "pull_request");
+  const char *by = "review";
+  if (!json_is_object(found)) {
+    /* a driver without the review's reads: the outputs read it back
+     * (ticket_outputs.c read_back) */
+    found = json_object_get(json_object_get(json_object_get(t->rec, "outputs"), "pull_request"),
+                            "read_back");
+    by = "outputs";
+  }
   const char *url = found ? json_string_value(json_object_get(found, "url")) : NULL;
   json_t *o = json_pack("{s:s, s:b}", "branch", t->branch, "verified", url != NULL);
+  if (url)
+    json_object_set_new(o, "read_by", json_string(by));
   json_object_set_new(o, "url", url ? json_string(url) : json_null());
   json_object_set_new(o, "reported_by_agent", reported ? json_string(reported) : json_null());
   if (url && reported && strcmp(url, reported) != 0)

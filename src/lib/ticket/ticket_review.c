@@ -671,7 +671,8 @@ void tk_do_review(struct ticket *t)
     /* a driver that cannot read a pull request back (forge/forge.h): the
      * notes say so, never "0 files" */
     al_make_error(&e, ENOTSUP,
-                  "the %s driver does not read a pull request back for the review notes yet",
+                  "no review notes for this run: the %s driver does not read a pull request "
+                  "back for them yet (forge/forge.h pr_for_review .. pr_comment)",
                   r.forge->kind);
     goto fail;
   }

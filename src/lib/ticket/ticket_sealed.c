@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/memfd.h"
 #include "common/util.h"
+#include "forge/gitlab.h"
 #include "gateway/gateway.h"
 
 #define GW_DECISIONS_CAP (8u << 20)
@@ -48,6 +49,24 @@ static void allow_ticket_host(struct ticket *t, const al_proxy_handoff *h)
       (al_net_allow){.host = al_xstrdup(host), .is_ip = ip, .port = port, .tls = true};
 }
 
+/* GitLab: the project's numeric id, asked of the forge with the run's git
+ * token (forge/gitlab.h al_gl_project_id), for the gateway's table (the
+ * agent may name the project by id or by path; both are the one project). */
+static int gitlab_project_id(struct ticket *t, unsigned long *id, al_error *err)
+{
+  al_ghapi *c = NULL;
+  al_ghapi_opts go = {.ca_file = t->policy->forge.ca_file, .timeout_ms = 20000};
+  if (al_ghapi_open(t->policy->forge.api_url, &go, &c, err) < 0)
+    return -1;
+  char **resolves = tk_pin_resolves(t->policy);
+  al_ghapi_set_resolve(c, (const char *const *)resolves);
+  al_ghapi_set_deadline(c, tk_deadline_in_lease(t->lease, 20000));
+  int r = al_gl_project_id(c, al_lease_token(t->lease, AL_ROLE_GIT), t->repo, id, err);
+  al_ghapi_free(c);
+  tk_free_strv(resolves);
+  return r < 0 ? al_error_wrap(err, "the GitLab project's id") : 0;
+}
+
 int tk_do_gateway(struct ticket *t, al_error *err)
 {
   if (t->policy->credentials.mode != AL_CRED_SEALED)
@@ -59,7 +78,17 @@ int tk_do_gateway(struct ticket *t, al_error *err)
     return -1;
   }
   const al_policy *p = t->policy;
+  unsigned long project_id = 0;
+  if (p->forge.kind == AL_FORGE_GITLAB) {
+    if (gitlab_project_id(t, &project_id, err) < 0) {
+      tk_phase_end(t, s, "failed", "%s", err->msg);
+      return -1;
+    }
+    json_object_set_new(t->rec, "forge_project_id", json_integer((json_int_t)project_id));
+  }
   al_gateway_opts o = {
+      .forge_kind = p->forge.kind,
+      .project_id = project_id,
       .api_url = p->forge.api_url,
       .git_url = p->forge.git_url,
       .ca_file = p->forge.ca_file,
@@ -108,8 +137,11 @@ int tk_do_gateway(struct ticket *t, al_error *err)
                       json_pack("{s:o, s:s, s:i, s:i}", "hosts", hosts, "ca_sha256", fp,
                                 "agent_comments", (int)p->credentials.agent_comments, "pid",
                                 (int)al_gateway_pid(t->gateway)));
-  tk_phase_end(t, s, "ok", "run CA sha256:%.12s; %zu %s host(s) terminated by airlock", fp,
-               h->n_hosts, tk_vendor(t) ? "forge and ticket" : "forge");
+  char gl[64] = "";
+  if (project_id)
+    snprintf(gl, sizeof gl, "; GitLab project id %lu", project_id);
+  tk_phase_end(t, s, "ok", "run CA sha256:%.12s; %zu %s host(s) terminated by airlock%s", fp,
+               h->n_hosts, tk_vendor(t) ? "forge and ticket" : "forge", gl);
   return 0;
 }
 

@@ -62,6 +62,13 @@ static int setup(al_demo *d, bool hostile, const al_demo_flags *da)
         "AIRLOCK_LIBEXEC_DIR to the directory holding ticket-double");
     return -1;
   }
+  char glforge[PATH_MAX] = "";
+  if (d->gitlab && al_cli_find_libexec("airlock-gitlab-forge", glforge, sizeof glforge) < 0) {
+    say("--forge gitlab needs the GitLab test forge (airlock-gitlab-forge), which only the "
+        "build tree has (build/tests/gitlab-forge); run the build tree's airlock or set "
+        "AIRLOCK_LIBEXEC_DIR to the directory holding it");
+    return -1;
+  }
   char self[PATH_MAX], net[PATH_MAX + 16];
   if (al_cli_self_dir(self, sizeof self) < 0)
     return -1;
@@ -71,7 +78,8 @@ static int setup(al_demo *d, bool hostile, const al_demo_flags *da)
                          .fixture = fixture,
                          .forge = forge,
                          .airlock_net = net,
-                         .ticket_double = tdouble};
+                         .ticket_double = tdouble,
+                         .gitlab_forge = glforge};
   al_demo_relay relay = {.vendor = da->preset ? da->preset->vendor : "anthropic",
                          .upstream = da->relay_upstream,
                          .key_file = da->relay_key_file,
@@ -85,11 +93,19 @@ static int setup(al_demo *d, bool hostile, const al_demo_flags *da)
       al_demo_show_log(d->log, stderr);
     return -1;
   }
-  say("test forge https://api.forge.test:%d (a local GitHub stand-in; CA %s)", d->https_port,
-      d->ca);
-  say("broker on %s holds the test App's key; the sandbox will never see it", d->socket);
-  say("before the lease the supervisor audits acme/tally's branch protection with read-only "
-      "tokens the broker mints from a second App");
+  if (d->gitlab) {
+    say("test forge https://gitlab.test:%d (a local GitLab stand-in; CA %s)", d->https_port, d->ca);
+    say("broker on %s holds the Maintainer's token and mints per-run project access tokens; "
+        "the sandbox will never see either",
+        d->socket);
+    say("the GitLab audit is not on this build: the run is accepted unprotected (recorded)");
+  } else {
+    say("test forge https://api.forge.test:%d (a local GitHub stand-in; CA %s)", d->https_port,
+        d->ca);
+    say("broker on %s holds the test App's key; the sandbox will never see it", d->socket);
+    say("before the lease the supervisor audits acme/tally's branch protection with read-only "
+        "tokens the broker mints from a second App");
+  }
   if (d->ticket_kind)
     say("ticket %s on a local %s stand-in (https://%s:%d, loopback): acme/tally#1's text; "
         "the %s credential stays with the supervisor and the gateway",
@@ -106,6 +122,7 @@ static void usage(FILE *out)
   fprintf(out,
           "usage: airlock demo [--hostile] [--keep]\n"
           "       airlock demo --ticket jira|linear [--keep]\n"
+          "       airlock demo --forge gitlab [--keep]\n"
           "       airlock demo --serve [--keep]\n"
           "       airlock demo --agent claude|codex|CMD [--agent-prefix DIR]\n"
           "                    [--relay-upstream URL --relay-key-file FILE\n"
@@ -129,6 +146,10 @@ static void usage(FILE *out)
           "of the vendor's API, the build tree's ticket-double), the code on the test\n"
           "forge: one PR, one comment on the ticket, the vendor credential never in the\n"
           "sandbox, and the gateway's decisions for both hosts (docs/tickets.md).\n"
+          "--forge gitlab: the project on a local GitLab stand-in instead (the build tree's\n"
+          "airlock-gitlab-forge): the broker mints per-run project access tokens, the\n"
+          "supervisor opens one Draft merge request, the tokens are revoked and seen\n"
+          "answering 401 (docs/gitlab.md).\n"
           "\n"
           "Exit status: 0 everything held (a PR made, or for --hostile only a PR got\n"
           "out); 1 something did not hold; 2 usage.\n");
@@ -161,6 +182,7 @@ int cmd_demo(int argc, char **argv)
                                        {"relay-pin", required_argument, NULL, 'P'},
                                        {"serve", no_argument, NULL, 'S'},
                                        {"ticket", required_argument, NULL, 'T'},
+                                       {"forge", required_argument, NULL, 'F'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   bool hostile = false;
@@ -207,6 +229,11 @@ int cmd_demo(int argc, char **argv)
         return al_cli_usage_error("--ticket `%s`: jira or linear", optarg);
       d.ticket_kind = strcmp(optarg, "jira") == 0 ? "jira" : "linear";
       break;
+    case 'F':
+      if (strcmp(optarg, "github") != 0 && strcmp(optarg, "gitlab") != 0)
+        return al_cli_usage_error("--forge `%s`: github or gitlab", optarg);
+      d.gitlab = strcmp(optarg, "gitlab") == 0;
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -224,6 +251,9 @@ int cmd_demo(int argc, char **argv)
   if (d.ticket_kind && (hostile || d.serve))
     return al_cli_usage_error("--ticket runs the bundled agent on a Jira or Linear ticket; it "
                               "takes neither --hostile nor --serve");
+  if (d.gitlab && (hostile || d.serve || d.ticket_kind || da.agent))
+    return al_cli_usage_error("--forge gitlab runs the bundled agent on a GitLab issue; it takes "
+                              "none of --hostile, --serve, --ticket, --agent yet");
   al_error fe = {0};
   if (al_demo_check_flags(&da, &fe) < 0)
     return al_cli_usage_error("%s", fe.msg);

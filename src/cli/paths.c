@@ -94,6 +94,10 @@ int al_cli_find_libexec(const char *name, char *out, size_t outlen)
       snprintf(p, sizeof p, "%s/tests/integration", AIRLOCK_BUILD_ROOT);
       if (try(p, name, out, outlen) == 0)
         return 0;
+      /* the GitLab test forge (`airlock demo --forge gitlab`): build tree only */
+      snprintf(p, sizeof p, "%s/tests/gitlab-forge", AIRLOCK_BUILD_ROOT);
+      if (try(p, name, out, outlen) == 0)
+        return 0;
     }
   }
   char pre[PATH_MAX], p2[PATH_MAX + 64];

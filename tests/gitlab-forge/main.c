@@ -6,6 +6,7 @@
  * (MHD's internal polling), state in memory from a fixture. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -118,6 +119,13 @@ static enum MHD_Result message(struct MHD_Connection *c, unsigned status, const 
 
 /* ---- auth ---- */
 
+/* Whether t still authenticates on day now (YYYY-MM-DD): not revoked, and
+ * GitLab's expiry (a token expires at the start of its expires_at day, UTC). */
+static bool token_live(const token *t, const char *now)
+{
+  return !t->revoked && !(t->expires_at[0] && strcmp(t->expires_at, now) <= 0);
+}
+
 static token *authenticate(struct MHD_Connection *c)
 {
   const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "PRIVATE-TOKEN");
@@ -131,10 +139,7 @@ static token *authenticate(struct MHD_Connection *c)
   for (size_t i = 0; i < n_tokens; i++) {
     token *t = &tokens[i];
     if (strlen(v) == strlen(t->value) && CRYPTO_memcmp(v, t->value, strlen(v)) == 0) {
-      /* GitLab: a token expires at the start of its expires_at day (UTC) */
-      if (t->revoked || (t->expires_at[0] && strcmp(t->expires_at, now) <= 0))
-        return NULL;
-      return t;
+      return token_live(t, now) ? t : NULL;
     }
   }
   return NULL;
@@ -268,6 +273,18 @@ static enum MHD_Result create_token(struct MHD_Connection *c, token *who, json_t
   t->scopes = json_deep_copy(scopes);
   t->access_level = level;
   snprintf(t->expires_at, sizeof t->expires_at, "%s", exp);
+  /* a test's own check (tests/integration/demo.sh): with
+   * AIRLOCK_GITLAB_FORGE_TOKENS set, each minted value is appended to that
+   * file (0600), so the test can ask the forge itself whether it is dead
+   * and look for it in what the run wrote. A test host only. */
+  const char *tf = getenv("AIRLOCK_GITLAB_FORGE_TOKENS");
+  if (tf && *tf) {
+    int fd = open(tf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      dprintf(fd, "%s\n", t->value);
+      close(fd);
+    }
+  }
   return reply(c, 201, token_view(t, true));
 }
 
@@ -288,6 +305,64 @@ static enum MHD_Result revoke_token(struct MHD_Connection *c, token *who, json_t
     }
   }
   return message(c, 404, "404 Not Found");
+}
+
+static const char *repos_dir; /* --repos: bare repositories DIR/<full path>.git */
+
+/* "Get a single repository branch" from the bare repository (--repos): the
+ * head of refs/heads/NAME by `git rev-parse`, or 404; without --repos the
+ * fixture's branches list. NAME is [A-Za-z0-9._/-] only. */
+static enum MHD_Result branch_one(struct MHD_Connection *c, json_t *p, const char *name)
+{
+  if (!name || !*name ||
+      strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-") !=
+          strlen(name) ||
+      strstr(name, ".."))
+    return message(c, 404, "404 Branch Not Found");
+  const char *path = json_string_value(json_object_get(p, "path_with_namespace"));
+  char sha[64] = "";
+  if (repos_dir && path) {
+    char gd[4096], ref[400];
+    snprintf(gd, sizeof gd, "--git-dir=%s/%s.git", repos_dir, path);
+    snprintf(ref, sizeof ref, "refs/heads/%s^{commit}", name);
+    int pp[2];
+    if (pipe(pp) < 0)
+      return message(c, 500, "pipe failed");
+    pid_t k = fork();
+    if (k == 0) {
+      dup2(pp[1], 1);
+      close(pp[0]);
+      execlp("git", "git", gd, "rev-parse", "--verify", "--quiet", ref, (char *)NULL);
+      _exit(127);
+    }
+    close(pp[1]);
+    ssize_t got = k > 0 ? read(pp[0], sha, sizeof sha - 1) : -1;
+    close(pp[0]);
+    int ws = 0;
+    if (k > 0)
+      waitpid(k, &ws, 0);
+    sha[got > 0 ? got : 0] = '\0';
+    sha[strcspn(sha, "\n")] = '\0';
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0 || strlen(sha) != 40)
+      return message(c, 404, "404 Branch Not Found");
+  } else {
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(p, "branches"), i, b)
+    {
+      const char *bn = json_string_value(json_object_get(b, "name"));
+      const char *id = json_string_value(json_object_get(json_object_get(b, "commit"), "id"));
+      if (bn && !strcmp(bn, name) && id)
+        snprintf(sha, sizeof sha, "%s", id);
+    }
+    if (!sha[0])
+      return message(c, 404, "404 Branch Not Found");
+  }
+  return reply(
+      c, 200,
+      json_pack("{s:s, s:b, s:b, s:{s:s}}", "name", name, "merged", 0, "protected",
+                !strcmp(name, json_string_value(json_object_get(p, "default_branch")) ?: ""),
+                "commit", "id", sha));
 }
 
 /* ---- the router ---- */
@@ -367,6 +442,10 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
   if (n == 3 && get && !strcmp(seg[2], "push_rule")) {
     json_t *v = json_object_get(p, "push_rule");
     return v ? reply(c, 200, json_incref(v)) : message(c, 404, "404 Push Rule Not Found");
+  }
+  if (n == 5 && get && !strcmp(seg[2], "repository") && !strcmp(seg[3], "branches")) {
+    char bn[256];
+    return branch_one(c, p, pdecode(seg[4], strlen(seg[4]), bn, sizeof bn) < 0 ? NULL : bn);
   }
   if (n == 4 && get && !strcmp(seg[2], "repository") && !strcmp(seg[3], "branches")) {
     json_t *v = json_object_get(p, "branches");
@@ -468,8 +547,6 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
 }
 
 /* ---- git smart HTTP (gitprotocol-http(5)), through git-http-backend(1) ---- */
-
-static const char *repos_dir; /* --repos: bare repositories DIR/<full path>.git */
 
 static token *basic_token(struct MHD_Connection *c)
 {
@@ -742,6 +819,48 @@ static char *slurp(const char *path)
   return b;
 }
 
+/* A test's own check (tests/integration/demo.sh), as the forge stops: with
+ * AIRLOCK_GITLAB_FORGE_STATE set, that file (0600) gets {merge_requests:
+ * [every project's], tokens: [{id, name, project_id, revoked, answers (401
+ * or 200: what a request with it gets, by authenticate's rule),
+ * value_sha256}]}. No token value is written. A test host only. */
+static void write_state(const char *path)
+{
+  if (!path || !*path)
+    return;
+  json_t *mrs = json_array(), *toks = json_array();
+  size_t i;
+  json_t *p;
+  json_array_foreach(json_object_get(fixture, "projects"), i, p)
+  {
+    json_t *m = json_object_get(p, "merge_requests");
+    if (m)
+      json_array_extend(mrs, m);
+  }
+  char now[11];
+  today(now, 0);
+  for (size_t k = 0; k < n_tokens; k++) {
+    unsigned char md[32];
+    unsigned int ml = 0;
+    char hex[65];
+    EVP_Digest(tokens[k].value, strlen(tokens[k].value), md, &ml, EVP_sha256(), NULL);
+    for (unsigned int b = 0; b < ml && b < 32; b++)
+      snprintf(hex + 2 * b, 3, "%02x", md[b]);
+    json_array_append_new(
+        toks, json_pack("{s:I, s:s, s:I, s:b, s:i, s:s}", "id", (json_int_t)tokens[k].id, "name",
+                        tokens[k].name, "project_id", (json_int_t)tokens[k].project_id, "revoked",
+                        tokens[k].revoked, "answers", token_live(&tokens[k], now) ? 200 : 401,
+                        "value_sha256", hex));
+  }
+  json_t *st = json_pack("{s:o, s:o}", "merge_requests", mrs, "tokens", toks);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    json_dumpfd(st, fd, JSON_INDENT(1));
+    close(fd);
+  }
+  json_decref(st);
+}
+
 int main(int argc, char **argv)
 {
   const char *fix = NULL, *token_file = NULL, *ports_file = NULL, *tls_dir = NULL;
@@ -834,6 +953,7 @@ int main(int argc, char **argv)
   while (!stop)
     pause();
   MHD_stop_daemon(d);
+  write_state(getenv("AIRLOCK_GITLAB_FORGE_STATE"));
   free(key);
   free(cert);
   for (size_t i = 0; i < n_tokens; i++) {

@@ -124,12 +124,27 @@ OUT2=$(AL_GIT_TOKEN=x AL_TICKET_TOKEN=x "$SEAM" "$D/p2.yaml" "$API" acme/other 1
 like "a gitlab policy without api_url and git_url is refused" "$OUT1" 'policy-error .*kind gitlab needs api_url'
 like "a gitlab policy whose api_url is not /api/v4 is refused" "$OUT2" 'policy-error .*must end in /api/v4'
 
-# airlock ticket on GitLab is refused with its reason (its audit, gateway,
-# review and ticket reads are still GitHub's), before any lease
-OUT=$("$AIRLOCK" ticket acme/other#1 -p "$D/gitlab.yaml" --agent true --record "$D/rec.json" 2>&1) &&
-  fail "airlock ticket refuses forge.kind gitlab (not run yet)" ||
-  like "airlock ticket refuses forge.kind gitlab (not run yet)" "$OUT" 'forge.kind gitlab: airlock ticket does not run a GitLab ticket yet'
+# airlock ticket on GitLab: the audit is not built, so the run fails closed
+# at the audit phase (exit 4), naming it, before any lease; a GitLab
+# project's path under a GitHub policy is refused naming forge.kind gitlab
+cat >"$D/glrun.yaml" <<EOF
+version: 1
+network: {allow: [{host: gitlab.test, port: 443, tls: true}]}
+credentials:
+  broker: $SOCK
+  git: {repo: acme/other, permissions: {contents: write, pull_requests: write}}
+  ticket: {repo: acme/other, permissions: {issues: write}}
+forge: {kind: gitlab, api_url: "https://gitlab.test/api/v4", git_url: "https://gitlab.test"}
+EOF
+OUT=$("$AIRLOCK" ticket acme/other#1 -p "$D/glrun.yaml" --agent true --record "$D/rec.json" 2>&1); rc=$?
+is "airlock ticket on GitLab without the audit: refused as a security refusal (exit 4)" "$rc" 4
+like "... saying the GitLab audit is not on this build" "$OUT" 'audit +failed .*the GitLab audit is not on this build'
 is "... before any lease (the record has none)" "$(jq -r 'has("lease")' "$D/rec.json")" false
+is "... the record's audit is an error, never a pass" "$(jq -r '.audit.status' "$D/rec.json")" error
+sed -e 's/kind: gitlab, //' -e 's|/api/v4||' "$D/glrun.yaml" >"$D/ghrun.yaml"
+OUT=$("$AIRLOCK" ticket acme/tools/tally#1 -p "$D/ghrun.yaml" --agent true --record "$D/rec2.json" 2>&1) &&
+  fail "a GitLab project's path under a GitHub policy is refused" ||
+  like "a GitLab project's path under a GitHub policy is refused" "$OUT" "acme/tools/tally. is a GitLab project's path .*forge.kind: gitlab"
 
 if grep -qF "$(cat "$D/token")" "$D/broker.log" "$D/forge.log"; then fail "no log holds the Maintainer's token"; else ok "no log holds the Maintainer's token"; fi
 done_testing

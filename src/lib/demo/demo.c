@@ -49,7 +49,7 @@ pid_t al_demo_spawn(al_demo *d, const char *const argv[], const char *log_path)
   return pid;
 }
 
-static int run_script(const char *const argv[], const char *log_path)
+int al_demo_run_script(const char *const argv[], const char *log_path)
 {
   pid_t p = al_demo_spawn(NULL, argv, log_path);
   int ws = 0;
@@ -58,7 +58,7 @@ static int run_script(const char *const argv[], const char *log_path)
   return WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? 0 : -1;
 }
 
-static bool wait_for(const char *path, int ms)
+bool al_demo_wait_for(const char *path, int ms)
 {
   for (int i = 0; i < ms / 20; i++) {
     struct stat st;
@@ -186,8 +186,8 @@ static int make_keys(al_demo *d, const al_demo_files *files, const char *tls, co
   /* A second, read-only App the broker mints the audit's tokens from
    * (administration: read, contents: read); it is never leased to a run. */
   const char *const audit_key_argv[] = {files->key_script, keys, "auditor", NULL};
-  if (run_script(ca_argv, log) < 0 || run_script(key_argv, log) < 0 ||
-      run_script(audit_key_argv, log) < 0) {
+  if (al_demo_run_script(ca_argv, log) < 0 || al_demo_run_script(key_argv, log) < 0 ||
+      al_demo_run_script(audit_key_argv, log) < 0) {
     snprintf(d->log, sizeof d->log, "%s", log);
     return al_error_set(err, 0, "making the test CA or the app keys failed (openssl):");
   }
@@ -227,7 +227,7 @@ static int start_forge(al_demo *d, const al_demo_files *files, const char *tls, 
                                     "--webhook-secret",
                                     d->webhook_secret,
                                     NULL};
-  if (al_demo_spawn(d, forge_argv, flog) < 0 || !wait_for(ports, 10000)) {
+  if (al_demo_spawn(d, forge_argv, flog) < 0 || !al_demo_wait_for(ports, 10000)) {
     snprintf(d->log, sizeof d->log, "%s", flog);
     return al_error_set(err, 0, "the test forge did not start:");
   }
@@ -324,7 +324,7 @@ static int start_ticket(al_demo *d, const al_demo_files *files, al_error *err)
   if (al_write_file(tok, line, strlen(line), 0600, err) < 0)
     return -1;
   const char *const ca_argv[] = {files->ca_script, tls, d->ticket_host, NULL};
-  if (run_script(ca_argv, log) < 0) {
+  if (al_demo_run_script(ca_argv, log) < 0) {
     snprintf(d->log, sizeof d->log, "%s", log);
     return al_error_set(err, 0, "making the ticket host's test CA failed (openssl):");
   }
@@ -355,7 +355,7 @@ static int start_ticket(al_demo *d, const al_demo_files *files, al_error *err)
                               jira ? "--user" : NULL,
                               "bot@acme.example",
                               NULL};
-  if (al_demo_spawn(d, argv, log) < 0 || !wait_for(ports, 10000)) {
+  if (al_demo_spawn(d, argv, log) < 0 || !al_demo_wait_for(ports, 10000)) {
     snprintf(d->log, sizeof d->log, "%s", log);
     return al_error_set(err, 0, "the %s double did not start:", d->ticket_kind);
   }
@@ -383,6 +383,8 @@ int al_demo_setup(al_demo *d, const al_demo_files *files, const al_demo_relay *r
   char tls[PATH_MAX + 8], keys[PATH_MAX + 8];
   snprintf(tls, sizeof tls, "%s/tls", d->dir);
   snprintf(keys, sizeof keys, "%s/keys", d->secret);
+  if (d->gitlab) /* --forge gitlab: demo_gitlab.c */
+    return al_demo_gitlab_setup(d, files, tls, err);
   if (d->serve && al_demo_serve_prepare(d, err) < 0)
     return -1;
   if (make_keys(d, files, tls, keys, err) < 0 || start_forge(d, files, tls, keys, err) < 0 ||
@@ -440,6 +442,8 @@ int al_demo_setup(al_demo *d, const al_demo_files *files, const al_demo_relay *r
 
 const char *al_demo_main_sha(al_demo *d, char *buf, size_t n)
 {
+  if (d->gitlab)
+    return al_demo_gitlab_main_sha(d, buf, n);
   json_t *refs = al_demo_admin_get(d, "/refs?repo=acme/tally");
   const char *sha = NULL;
   json_t *v;

@@ -41,6 +41,7 @@ typedef struct al_demo_files {
   const char *airlock_net; /* the airlock-net binary (runs the broker) */
   const char
       *ticket_double; /* with d->ticket_kind: the ticket-double binary (tests/ticket-doubles) */
+  const char *gitlab_forge; /* with d->gitlab: airlock-gitlab-forge (tests/gitlab-forge) */
 } al_demo_files;
 
 /* The relay section of the demo's policy (`--agent` with a model API). */
@@ -81,6 +82,13 @@ typedef struct al_demo {
   int ticket_port;             /* the double's port on 127.0.0.1 */
   char ticket_state[PATH_MAX]; /* the double's state file (its comments, refusals) */
   char ticket_secret[72];      /* the vendor credential (hex; never in the sandbox) */
+  /* `airlock demo --forge gitlab` (demo_gitlab.c): set gitlab before
+   * al_demo_setup; the forge is then airlock-gitlab-forge on gitlab.test
+   * (pinned to loopback, HTTPS on https_port), the broker in its GitLab
+   * mode (project access tokens), the policy forge.kind gitlab */
+  bool gitlab;
+  char gitlab_token[72]; /* the Maintainer's token (hex; the broker's and the demo's only) */
+  long long gitlab_project_id; /* acme/tally's id in the fixture */
 } al_demo;
 
 /* Build the whole environment into d (zeroed by the caller; d->keep may be

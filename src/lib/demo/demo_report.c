@@ -16,6 +16,7 @@
 #include "common/term.h"
 #include "common/util.h"
 #include "demo/demo.h"
+#include "demo/internal.h"
 #include "policy/policy.h"
 #include "review/notes.h"
 
@@ -310,6 +311,32 @@ static int report_vendor(al_demo *d, json_t *rec, const al_ticket_outcome *res, 
   return bad;
 }
 
+/* --forge gitlab: the merge request is a Draft that removes its branch
+ * (the forge's own list), the audit's absence said, the review's notes'
+ * absence said. Returns how many of these did not hold. */
+static int report_gitlab(json_t *rec, const al_ticket_outcome *res, json_t *mrs, FILE *out)
+{
+  int bad = 0;
+  json_t *mr = json_array_size(mrs) == 1 ? json_array_get(mrs, 0) : NULL;
+  bool draft = mr && json_is_true(json_object_get(mr, "draft"));
+  bool rsb = mr && json_is_true(json_object_get(mr, "force_remove_source_branch"));
+  if (res->pr_url[0]) {
+    fprintf(out, "  %-9s the merge request is a Draft that removes its branch when merged: %s\n",
+            draft && rsb ? "held" : "BROKEN", draft && rsb ? "yes" : "no");
+    bad += !(draft && rsb);
+  }
+  json_t *a = json_object_get(rec, "audit");
+  const char *aerr = json_string_value(json_object_get(a, "error"));
+  fprintf(out,
+          "  %-9s the escape budget was not audited: %s; the run was accepted unprotected "
+          "(recorded)\n",
+          "UNAUDITED", aerr ? aerr : "no audit in the record");
+  const char *rverr = json_string_value(json_object_get(json_object_get(rec, "review"), "error"));
+  if (rverr)
+    fprintf(out, "  %-9s %s\n", "no notes", rverr);
+  return bad;
+}
+
 int al_demo_report(al_demo *d, const al_ticket_outcome *res, bool hostile, const char *main_before,
                    FILE *out)
 {
@@ -317,7 +344,14 @@ int al_demo_report(al_demo *d, const al_ticket_outcome *res, bool hostile, const
   char main_after[64];
   al_demo_main_sha(d, main_after, sizeof main_after);
   bool main_ok = strcmp(main_before, main_after) == 0 && strcmp(main_before, "?") != 0;
-  json_t *pulls = al_demo_admin_get(d, "/pulls");
+  json_t *pulls;
+  if (d->gitlab) {
+    char mp[64];
+    snprintf(mp, sizeof mp, "/projects/%lld/merge_requests", d->gitlab_project_id);
+    pulls = al_demo_gitlab_get(d, mp);
+  } else {
+    pulls = al_demo_admin_get(d, "/pulls");
+  }
   size_t npulls = json_is_array(pulls) ? json_array_size(pulls)
                                        : json_array_size(json_object_get(pulls, "pulls"));
   int bad = 0;
@@ -349,6 +383,8 @@ int al_demo_report(al_demo *d, const al_ticket_outcome *res, bool hostile, const
             res->tokens_dead ? "held" : "BROKEN");
   else
     fprintf(out, "  %-9s no token was leased: the run stopped before the lease\n", "none");
+  if (d->gitlab)
+    bad += report_gitlab(rec, res, pulls, out);
   if (res->credentials_mode && strcmp(res->credentials_mode, "sealed") == 0)
     bad += report_sealed(rec, res, out);
   if (d->ticket_kind)
@@ -362,8 +398,8 @@ int al_demo_report(al_demo *d, const al_ticket_outcome *res, bool hostile, const
     fprintf(out,
             "  %-9s review notes for the human%s: %zu file(s) that run outside "
             "the sandbox later, %zu secret(s) in the PR or comments\n",
-            "noted", res->pr_url[0] ? " (also on the PR)" : "", al_review_outside_files(risky),
-            json_array_size(leaks));
+            "noted", res->pr_url[0] && !json_object_get(rv, "error") ? " (also on the PR)" : "",
+            al_review_outside_files(risky), json_array_size(leaks));
     fflush(out);
     al_review_print_summary(rv, out, "            ", NULL, 10);
   }
@@ -400,6 +436,10 @@ int al_demo_ticket(al_demo *d, const al_demo_agent *a, bool hostile, FILE *out, 
     snprintf(target, sizeof target, "%s", hostile ? "acme/tally#2" : "acme/tally#1");
   al_ticket_opts o = {.target = target,
                       .policy_path = d->policy,
+                      /* --forge gitlab: the GitLab audit is not on this build
+                       * (ticket_audit.c fails it closed); the demo runs
+                       * anyway, recorded and said (report_gitlab) */
+                      .accept_unprotected = d->gitlab,
                       .agent_argv = a->preset ? none : av,
                       .agent_preset = a->preset,
                       .agent_prefix = a->prefix,

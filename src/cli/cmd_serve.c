@@ -1,11 +1,14 @@
 /* airlock serve -c CONFIG                      the service (docs/serve.md)
  * airlock serve enqueue -c CONFIG OWNER/REPO#N  add a ticket to its queue (or #KEY)
  * airlock serve --config-doc                    the config keys as Markdown
- * airlock serve --gc -c CONFIG                  apply the retention now */
+ * airlock serve --gc -c CONFIG                  apply the retention now
+ * airlock serve kube-run ...                    one run as a Job (runs.runner: kubernetes;
+ *                                               the service's own child, runner_kube.h) */
 #include <getopt.h>
 #include <inttypes.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 #include "commands.h"
 #include "common/log.h"
 #include "serve/config.h"
+#include "serve/runner_kube.h"
 #include "serve/serve.h"
 
 static void usage(FILE *out)
@@ -38,8 +42,55 @@ static void usage(FILE *out)
                "repository whose policy's ticket: is that vendor's. It prints the run's id.\n");
 }
 
+/* `airlock serve kube-run -c CONFIG --row ID --instance INST -p POLICY
+ * --record FILE TARGET`: what serve execs per run with runs.runner:
+ * kubernetes (serve_kube_argv). Exit 0/1/3 as al_serve_kube_run. */
+static int kube_run(int argc, char **argv)
+{
+  static const struct option opts[] = {
+      {"config", required_argument, NULL, 'c'},   {"row", required_argument, NULL, 'r'},
+      {"instance", required_argument, NULL, 'i'}, {"policy", required_argument, NULL, 'p'},
+      {"record", required_argument, NULL, 'R'},   {NULL, 0, NULL, 0}};
+  const char *config = NULL;
+  struct al_serve_kube_args a = {0};
+  int c;
+  optind = 1;
+  while ((c = al_cli_getopt(argc, argv, "c:p:", opts)) != -1) {
+    if (c == 'c')
+      config = optarg;
+    else if (c == 'r')
+      a.row = strtoll(optarg, NULL, 10);
+    else if (c == 'i')
+      a.instance = optarg;
+    else if (c == 'p')
+      a.policy = optarg;
+    else if (c == 'R')
+      a.record = optarg;
+    else
+      return al_cli_usage_error(NULL);
+  }
+  if (!config || !a.instance || !a.policy || !a.record || a.row <= 0 || optind != argc - 1)
+    return al_cli_usage_error("kube-run: -c, --row, --instance, -p, --record and one TARGET");
+  a.target = argv[optind];
+  al_serve_config *cfg;
+  al_error err = {0};
+  if (al_serve_config_load(config, &cfg, &err) < 0) {
+    al_cli_error("%s", err.msg);
+    return 2;
+  }
+  int rc = al_serve_kube_run(cfg, &a, &err);
+  if (rc < 0)
+    al_cli_error("%s", err.msg);
+  al_serve_config_free(cfg);
+  return rc < 0 ? 1 : rc;
+}
+
 int cmd_serve(int argc, char **argv)
 {
+  if (argc > 1 && strcmp(argv[1], "kube-run") == 0) {
+    al_cli_init("serve kube-run", usage);
+    return kube_run(argc - 1, argv + 1);
+  }
   static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                        {"config-doc", no_argument, NULL, 'D'},
                                        {"gc", no_argument, NULL, 'G'},

@@ -30,7 +30,19 @@ dies: pod Failed, reason NodeLost; Job Failed, BackoffLimitExceeded),
 sends an event for another Job). POST /_stub/jobs {"precreate": JOB}
 stores a Job as another leader would have, already Complete. GET
 /_stub/state's "jobs" and "requests" (method, path, body) show what the
-runner did."""
+runner did.
+
+A run's other objects (issue #32, `runs.runner: kubernetes`): v1
+ConfigMap and Service, apps/v1 Deployment, networking.k8s.io/v1
+NetworkPolicy POST (409 AlreadyExists for a second one; 400 for a body of
+another kind or namespace), GET and DELETE, stored as sent ("objects" and
+"deleted" in /_stub/state). A pod's logs follow its Job's template: the
+`netpol-probe` init container logs the probe's verdict, every other
+container the agent's line (and `supervisor` as before). Modes "hold"
+(the Job stays active until POST /_stub/jobs {"finish": NAME, "how":
+"complete"|"fail"}: a leader can be killed mid-Job) and "netpol-open" (a
+cluster that does not enforce NetworkPolicy: the probe reports what it
+reached and the Job fails)."""
 import json, ssl, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -49,6 +61,24 @@ PREFIX = "/apis/coordination.k8s.io/v1/namespaces/"
 JOBS = "/apis/batch/v1/namespaces/"
 PODS = "/api/v1/namespaces/"
 jobs = {}  # (ns, name) -> Job object
+objects = {}  # (plural, ns, name) -> ConfigMap, Service, Deployment, NetworkPolicy
+deleted = []  # {"kind", "name", "body"} of each generic object deleted
+held = {}  # (ns, name) -> threading.Event: mode "hold" Jobs wait for /_stub/jobs {"finish"}
+finish_how = {}  # (ns, name) -> "complete" | "fail"
+GENERIC = [("/api/v1/namespaces/", "configmaps", "v1", "ConfigMap"),
+           ("/api/v1/namespaces/", "services", "v1", "Service"),
+           ("/apis/apps/v1/namespaces/", "deployments", "apps/v1", "Deployment"),
+           ("/apis/networking.k8s.io/v1/namespaces/", "networkpolicies", "networking.k8s.io/v1", "NetworkPolicy")]
+
+
+def generic_kind(path):
+    p = path.split("?")[0]
+    for g in GENERIC:
+        if p.startswith(g[0]):
+            parts = p[len(g[0]):].split("/")
+            if len(parts) in (2, 3) and parts[1] == g[1]:
+                return g
+    return None
 pods = {}  # (ns, name) -> {"pod": Pod, "logs": {container: text}}
 events = []  # (rv as int, ns, name, event dict)
 requests = []  # {"method", "path", "body"} of every /apis/batch and /api/v1 request
@@ -104,6 +134,9 @@ class H(BaseHTTPRequestHandler):
         self.reply(code, obj)
 
     def api(self, method):
+        kind = generic_kind(self.path)
+        if kind:
+            return self.objects_api(method, kind)
         if self.path.startswith(JOBS) or self.path.startswith(PODS):
             return self.jobs_api(method)
         if not self.path.startswith(PREFIX):
@@ -201,6 +234,48 @@ class H(BaseHTTPRequestHandler):
                 return 200, p["logs"][c]
         return status(404, "NotFound", "not served by this stub")
 
+    def objects_api(self, method, kind):
+        from urllib.parse import urlsplit
+        u = urlsplit(self.path)
+        prefix, plural, api_version, kname = kind
+        parts = u.path[len(prefix):].split("/")  # NS, plural[, name]
+        ns = parts[0]
+        body = None
+        if method in ("POST", "DELETE", "PUT"):
+            n = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(n) if n else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                return status(400, "BadRequest", "the body is not JSON")
+        with lock:
+            requests.append({"method": method, "path": self.path, "body": body})
+            if len(parts) == 2 and method == "POST":
+                if not isinstance(body, dict) or body.get("kind") != kname or body.get("apiVersion") != api_version:
+                    return status(400, "BadRequest", f"not a {api_version} {kname}")
+                name = (body.get("metadata") or {}).get("name")
+                if not name:
+                    return status(422, "Invalid", "metadata.name: Required value")
+                if (body.get("metadata") or {}).get("namespace", ns) != ns:
+                    return status(400, "BadRequest", "the namespace of the provided object does not match the namespace sent on the request")
+                if (plural, ns, name) in objects:
+                    return status(409, "AlreadyExists", f'{plural} "{name}" already exists')
+                o = json.loads(json.dumps(body))
+                o["metadata"].update(namespace=ns, uid=f"uid-{plural}-{name}", resourceVersion=new_rv())
+                objects[(plural, ns, name)] = o
+                return 201, o
+            if len(parts) == 3:
+                o = objects.get((plural, ns, parts[2]))
+                if not o:
+                    return status(404, "NotFound", f'{plural} "{parts[2]}" not found')
+                if method == "GET":
+                    return 200, o
+                if method == "DELETE":
+                    del objects[(plural, ns, parts[2])]
+                    deleted.append({"kind": kname, "name": parts[2], "body": body})
+                    return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success"}
+        return status(405, "MethodNotAllowed", method)
+
     def watch(self, ns, q):
         sel = q.get("fieldSelector", "")
         name = sel[len("metadata.name="):] if sel.startswith("metadata.name=") else None
@@ -256,6 +331,11 @@ class H(BaseHTTPRequestHandler):
                 b = self.body()
                 if "mode" in b:
                     job_mode[0] = b["mode"]
+                if "finish" in b:  # a held Job ends now, as b["how"] says
+                    for (ns, n), ev in held.items():
+                        if n == b["finish"]:
+                            finish_how[(ns, n)] = b.get("how", "complete")
+                            ev.set()
                 if "precreate" in b:
                     o = b["precreate"]
                     ns = o["metadata"]["namespace"]
@@ -268,6 +348,7 @@ class H(BaseHTTPRequestHandler):
                 return self.reply(200, {"ok": True})
             if method == "GET" and self.path == "/_stub/state":
                 return self.reply(200, {"lease": list(leases.values()), "log": log,
+                                        "objects": list(objects.values()), "deleted": deleted,
                                         "jobs": list(jobs.values()), "requests": requests,
                                         "pods": [p["pod"] for p in pods.values()]})
             if method == "POST" and self.path == "/_stub/set":
@@ -295,7 +376,7 @@ class H(BaseHTTPRequestHandler):
         self.handle_any("DELETE")
 
 
-def make_pod(ns, job, phase):
+def make_pod(ns, job, phase, spec=None, mode=None):
     name = job + "-" + ("%05x" % (int(rv[0]) & 0xfffff))
     pod = {"kind": "Pod", "apiVersion": "v1",
            "metadata": {"name": name, "namespace": ns, "creationTimestamp": now()[:19] + "Z",
@@ -304,6 +385,19 @@ def make_pod(ns, job, phase):
     pods[(ns, name)] = {"pod": pod, "logs": {
         "supervisor": '{"run_record":"from the supervisor","job":"%s"}\n' % job,
         "agent": "agent: this line must never be collected\n"}}
+    # the containers the Job's pod template names: an agent container logs
+    # the line that must never be collected; airlock's netpol-probe logs its
+    # verdict (on a cluster that does not enforce NetworkPolicy, mode
+    # "netpol-open": it reached what it must not)
+    tmpl = ((spec or {}).get("template") or {}).get("spec") or {}
+    for c in (tmpl.get("initContainers") or []) + (tmpl.get("containers") or []):
+        if c.get("name") == "netpol-probe":
+            pods[(ns, name)]["logs"]["netpol-probe"] = (
+                "airlock probe: NetworkPolicy is NOT enforced: the agent pod reached the Kubernetes API, "
+                "the cloud metadata service; refusing to run\n" if mode == "netpol-open" else
+                "airlock probe: only the proxy answers; the agent may start\n")
+        elif c.get("name") not in pods[(ns, name)]["logs"]:
+            pods[(ns, name)]["logs"][c.get("name")] = "agent: this line must never be collected\n"
     return name
 
 
@@ -330,6 +424,13 @@ def job_life(ns, name, mode):
         job_event(ns, name, "MODIFIED")
     if mode == "never":
         return
+    if mode == "hold":
+        with lock:
+            ev = held.setdefault((ns, name), threading.Event())
+        ev.wait()
+        mode = "fail" if finish_how.get((ns, name)) == "fail" else "complete"
+    if mode == "netpol-open":
+        mode = "fail"
     time.sleep(0.3)
     with lock:
         o = jobs.get((ns, name))
@@ -365,8 +466,10 @@ def job_create(ns, o):
         o["status"] = {}
         jobs[(ns, name)] = o
         job_event(ns, name, "ADDED")
-        make_pod(ns, name, "Pending")
         mode = job_mode[0]
+        if mode == "hold":
+            held[(ns, name)] = threading.Event()
+        make_pod(ns, name, "Pending", o.get("spec"), mode)
         created = json.loads(json.dumps(o))
     threading.Thread(target=job_life, args=(ns, name, mode), daemon=True).start()
     return 201, created

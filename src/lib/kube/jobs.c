@@ -245,9 +245,9 @@ int al_kube_job_run(const al_kube *k, const char *ns, const char *job_json, cons
 {
   memset(res, 0, sizeof *res);
   char name[64];
-  if (!al_kube_name_ok(ns) || !al_kube_name_ok(container))
+  if (!al_kube_name_ok(ns) || (container && !al_kube_name_ok(container)))
     return al_error_set(err, EINVAL, "kube: namespace `%s` / container `%s`: not DNS names", ns,
-                        container);
+                        container ? container : "");
   if (job_input(ns, job_json, name, sizeof name, err) < 0)
     return -1;
   uint64_t end = al_now_ms() + timeout_ms;
@@ -280,7 +280,7 @@ int al_kube_job_run(const al_kube *k, const char *ns, const char *job_json, cons
       }
     }
   }
-  if (r == 0 && read_log(k, ns, name, container, res, err) < 0)
+  if (r == 0 && container && read_log(k, ns, name, container, res, err) < 0)
     r = -1;
   al_error derr = {0};
   if (job_delete(k, ns, name, &derr) == 0)

@@ -98,7 +98,8 @@ typedef struct al_kube_job_result {
  * GET again and watch again; a watch that ends quietly: watch again),
  * until its Complete or Failed condition or until timeout_ms (measured
  * with al_now_ms) has passed. Then read the log of `container` in the
- * Job's newest pod (the supervisor's own output, never the agent's) and
+ * Job's newest pod (the supervisor's own output, never the agent's;
+ * container NULL: no log is read) and
  * DELETE the Job with propagationPolicy Background, on every path that
  * created or adopted it, the deadline's included.
  * Returns 0 with *res filled (res->job.phase SUCCEEDED or FAILED), or -1
@@ -109,6 +110,20 @@ int al_kube_job_run(const al_kube *k, const char *ns, const char *job_json, cons
                     uint64_t timeout_ms, al_kube_job_result *res, al_error *err);
 
 void al_kube_job_result_free(al_kube_job_result *res);
+
+/* The run's other objects (objects.c): a ConfigMap, Service (v1),
+ * Deployment (apps/v1), NetworkPolicy (networking.k8s.io/v1) or Job
+ * (batch/v1) as JSON, created in namespace ns (its metadata.namespace,
+ * when set, must be ns): 0 created, 1 it existed (409 AlreadyExists: a
+ * leader that died made it; adopted as it is), -1 with err (EINVAL for an
+ * object of another kind or without a DNS name, EACCES for 401/403, EIO
+ * otherwise, the Status's message named). */
+int al_kube_object_create(const al_kube *k, const char *ns, const char *json, al_error *err);
+
+/* DELETE the object with propagationPolicy Background: 0 when accepted or
+ * already gone (404), -1 with err. */
+int al_kube_object_delete(const al_kube *k, const char *ns, const char *api, const char *kind,
+                          const char *name, al_error *err);
 
 /* The message of a Status object (the API server's error body), printable
  * ASCII, cut to cap-1 bytes; "" when buf is not a Status. */

@@ -276,6 +276,7 @@ static const al_yw_map webhook_map = {webhook_fields, AL_ARRAY_SIZE(webhook_fiel
 
 static const char *const on_interrupt[] = {"fail", "requeue", NULL}; /* false, true */
 static const char *const backends[] = {"native", "docker", NULL};    /* false, true */
+static const char *const runners[] = {"local", "kubernetes", NULL};  /* false, true */
 
 static const al_yw_field runs_fields[] = {
     {.key = "max_concurrent",
@@ -332,6 +333,15 @@ static const al_yw_field runs_fields[] = {
      .choices = backends,
      .def = "native",
      .doc = "the sandbox backend of each run (`airlock ticket --backend`)"},
+    {.key = "runner",
+     .type = AL_YW_ENUM,
+     .off = OFF(kube_runner),
+     .width = sizeof(bool),
+     .choices = runners,
+     .def = "local",
+     .doc = "where a run runs: `local`, a child `airlock ticket`; `kubernetes`, the objects of "
+            "`render kubernetes --run-id` as a Job through the API server of election.api "
+            "(env-mode policies only: a sealed one is refused; docs/scale.md)"},
     {.key = "agent",
      .type = AL_YW_STR,
      .off = OFF(agent),
@@ -574,6 +584,10 @@ int al_serve_config_load_buffer(const char *name, const char *buf, size_t len,
     r = al_yw_fail(&w, al_yw_at(&kv), "election",
                    "needs retry < renew_deadline < duration (a leader must stop before a standby "
                    "may take the Lease)");
+  if (r == 0 && c->kube_runner && c->docker)
+    r = al_yw_fail(&w, al_yw_at(&kv), "runs.backend",
+                   "docker applies to runs.runner: local only (with runner: kubernetes the "
+                   "cluster runs the agent's container)");
   al_yw_close(&w);
   if (r < 0) {
     al_serve_config_free(c);

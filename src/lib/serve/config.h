@@ -47,6 +47,7 @@
  *     backoff: 30s                 # doubled per attempt
  *     on_interrupt: requeue        # or fail
  *     backend: native              # or docker
+ *     runner: local                # or kubernetes: each run as a Job (runner_kube.h)
  *     agent: /usr/share/airlock/agents/patch-agent
  *     airlock: /usr/bin/airlock    # default: this binary
  *   election:                      # several replicas: only the Lease's holder dequeues
@@ -112,6 +113,8 @@ typedef struct al_serve_config {
   uint64_t backoff_ms;      /* default 30 s */
   bool requeue_interrupted; /* on_interrupt: requeue (default) | fail */
   bool docker;              /* backend: native (default) | docker */
+  bool kube_runner;         /* runner: local (default) | kubernetes (runner_kube.h; the API
+                               connection and namespace are election.*'s) */
   char *agent;              /* NULL: ticket's default */
   char *airlock;            /* NULL: /proc/self/exe */
   /* Leader election (several replicas; docs/scale.md): only the holder of

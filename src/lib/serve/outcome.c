@@ -168,7 +168,8 @@ static void classify(const char *record, int wstatus, bool stopped_by_us, struct
     /* A security refusal (the audit does not hold, the broker forbids the
      * lease) is never retried. */
     if ((!strcmp(phase, "audit") && !strcmp(audit_status, "does-not-hold")) ||
-        (error && strstr(error, "(forbidden)"))) {
+        (error && strstr(error, "(forbidden)")) ||
+        json_is_true(json_object_get(r, "refused"))) { /* runner_kube.c: sealed */
       snprintf(o->state, sizeof o->state, "refused");
     } else {
       snprintf(o->state, sizeof o->state, "failed");

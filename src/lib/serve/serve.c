@@ -32,6 +32,7 @@
 #include "ticket/ticket.h"
 #include "tickets/tickets.h"
 #include "serve/election.h"
+#include "serve/runner_kube.h"
 #include "serve/internal.h"
 
 #define TICK_MS 250
@@ -164,6 +165,9 @@ static int spawn(struct serve *s, const al_queue_run *r, const al_serve_repo *re
     argv[n++] = "docker";
   }
   argv[n] = NULL;
+  char kbuf[2][PATH_MAX];
+  if (s->cfg->kube_runner) /* `airlock serve kube-run` in its place (runner_kube.h) */
+    serve_kube_argv(s, r->id, target, repo->policy, c.record, kbuf, argv);
   int logfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (logfd < 0)
     return al_make_error(err, errno, "run log `%s`", log);

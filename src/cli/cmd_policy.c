@@ -44,7 +44,8 @@ static void usage(FILE *out)
           "GitLab project GROUP/PROJECT (examples/airlock-gitlab.yaml; airlock ticket does\n"
           "not run GitLab tickets yet, docs/gitlab.md).\n"
           "\n"
-          "Exit status: 0 valid (for the purpose); 1 invalid; 2 usage.\n");
+          "Exit status: 0 valid (for the purpose); 1 invalid; 2 usage, or FILE cannot be\n"
+          "read (missing, a directory, no permission).\n");
 }
 
 /* OWNER/REPO by the one rule (forge/names.h). */
@@ -121,6 +122,10 @@ static int check(int argc, char **argv)
   al_error err = {0};
   al_policy *p = NULL;
   int r = load(path, &p, &err);
+  /* FILE could not be read at all (missing, a directory, no permission):
+   * nothing was checked, so a usage error (2) as for every command's
+   * -p POLICY; a file that reads but breaks a rule is "invalid" (1) */
+  int fail_rc = r < 0 && err.code != EINVAL && err.code != EFBIG ? AL_EXIT_USAGE : AL_EXIT_FAILED;
   if (r == 0 && have_purpose)
     r = al_policy_check_for(p, purpose, repo, &err);
   if (json) {
@@ -147,7 +152,7 @@ static int check(int argc, char **argv)
     json_decref(doc);
     printf("%s\n", text ? text : "{}");
     al_policy_free(p);
-    return r < 0 ? AL_EXIT_FAILED : AL_EXIT_OK;
+    return r < 0 ? fail_rc : AL_EXIT_OK;
   }
   for (size_t i = 0; p && i < p->n_warnings; i++)
     al_cli_error("warning: %s", p->warnings[i]);
@@ -157,7 +162,7 @@ static int check(int argc, char **argv)
       al_cli_error("%s needs %s", al_policy_purpose_name(purpose),
                    al_policy_purpose_needs(purpose));
     al_policy_free(p);
-    return AL_EXIT_FAILED;
+    return fail_rc;
   }
   char *canon = al_policy_canonical(p);
   printf("%s\nsha256: %s\n", canon, al_policy_sha256(p));

@@ -46,7 +46,11 @@ static void usage(FILE *out)
                "and the egress budget are shared.\n\n"
                "Used by the Compose rendering's relay-proxy service:\n"
                "  --relay-egress            serve the egress of POLICY's `relay` section (the\n"
-               "                            model API host only), not its network section\n");
+               "                            model API host only), not its network section\n"
+               "\n"
+               "Exit status: 0 stopped by SIGTERM or SIGINT; 1 failed (a listener could not\n"
+               "be made, the proxy could not run); 2 usage (also a POLICY that cannot be read\n"
+               "or is invalid, a --log FILE that cannot be opened).\n");
 }
 
 /* "127.0.0.1:3128" or "[::1]:3128" -> a bound, listening socket
@@ -62,7 +66,7 @@ static int listen_on(const char *spec, al_error *err)
     al_warn("--listen %s is not loopback: anyone who can reach it can use the allowlist; "
             "make sure only the sandbox's network can",
             spec);
-  al_info("proxy: listening on %s%s%s port %u", h.family == AF_INET6 ? "[" : "", h.name,
+  al_info("listening on %s%s%s port %u", h.family == AF_INET6 ? "[" : "", h.name,
           h.family == AF_INET6 ? "]" : "", (unsigned)port);
   return fd;
 }
@@ -173,7 +177,7 @@ int cmd_proxy(int argc, char **argv)
   al_policy *policy = NULL;
   if (al_policy_load_file(policy_path, &policy, &err) < 0) {
     al_cli_error("%s", err.msg);
-    return 1;
+    return AL_EXIT_USAGE; /* a file the command line names (docs/cli.md) */
   }
   if (relay_egress) {
     /* the relay's own egress: the model API host only (relay/launch.h) */
@@ -182,20 +186,20 @@ int cmd_proxy(int argc, char **argv)
     al_policy_free(policy);
     if (r < 0) {
       al_cli_error("--relay-egress: %s", err.msg);
-      return 1;
+      return AL_EXIT_USAGE;
     }
     policy = rp;
   }
   if (!policy->network.present)
-    al_warn("proxy: %s has no network section: every request will be refused", policy_path);
+    al_warn("%s has no network section: every request will be refused", policy_path);
 
   int decisions_fd = STDOUT_FILENO;
   if (log_path) {
     decisions_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (decisions_fd < 0) {
-      al_cli_error("--log %s: %s", log_path, strerror(errno));
+      al_cli_error("--log `%s`: cannot open for appending: %s", log_path, strerror(errno));
       al_policy_free(policy);
-      return 1;
+      return AL_EXIT_USAGE;
     }
   }
 

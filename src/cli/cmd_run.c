@@ -13,6 +13,7 @@
 #include "paths.h"
 #include "common/util.h"
 #include "policy/policy.h"
+#include "policy/sensitive.h"
 #include "run/run.h"
 #ifdef AIRLOCK_NET_BINARY
 #include "run/docker.h"
@@ -29,7 +30,9 @@ static void usage(FILE *out)
           "\n"
           "  -p, --policy FILE   policy file (airlock.yaml)\n"
           "  -e, --env NAME=VAL  set a variable in the sandbox; --env NAME passes the\n"
-          "                      invoker's value (keeps secrets off the command line)\n"
+          "                      invoker's value (keeps secrets off the command line);\n"
+          "                      a NAME that process.env_pass would refuse as secret-like\n"
+          "                      (docs/policy.md) is passed, with a warning on every run\n"
           "  -t, --timeout DUR   wall-clock limit (e.g. 30s, 10m); default: the policy's\n"
           "      --log FILE      write the egress proxy's decisions (JSON lines) to FILE;\n"
           "                      without it they are counted, in one line at the end,\n"
@@ -106,6 +109,10 @@ int cmd_run(int argc, char **argv)
   al_autofree char **env = al_xcalloc((size_t)argc + 1, sizeof(char *));
   al_autofree char **owned = al_xcalloc((size_t)argc + 1, sizeof(char *));
   size_t nowned = 0;
+  /* the --env values whose names look like secrets: warned once the run
+   * is this process's (after a re-exec for docker, by airlock-net) */
+  al_autofree const char **secretish = al_xcalloc((size_t)argc + 1, sizeof(char *));
+  size_t nsecretish = 0;
   int c;
   optind = 1;
   al_cli_init("run", usage);
@@ -136,6 +143,8 @@ int cmd_run(int argc, char **argv)
           return al_cli_usage_error("--env %s: set by airlock itself and cannot be overridden",
                                     name);
         }
+        if (al_policy_env_secret_like(name))
+          secretish[nsecretish++] = optarg;
       }
       if (eq) {
         env[nenv++] = optarg;
@@ -223,6 +232,17 @@ int cmd_run(int argc, char **argv)
     return r == 127 ? 125 : r;
   }
 #endif
+  /* the rule process.env_pass refuses by (policy/sensitive.h); here the
+   * caller chose the variable, so it is said, not refused, -q or not, as
+   * a policy's process.secret_env is */
+  for (size_t i = 0; i < nsecretish; i++) {
+    const char *eq = strchr(secretish[i], '=');
+    int nl = eq ? (int)(eq - secretish[i]) : (int)strlen(secretish[i]);
+    al_cli_error("warning: --env %.*s %s; a ticket's forge tokens come from the broker, never "
+                 "from the environment%s",
+                 nl, secretish[i], al_policy_env_secret_rule(),
+                 eq ? "; --env NAME without `=VALUE` keeps the value off the command line" : "");
+  }
   al_error err = {0};
   al_run_result res;
 #ifdef AIRLOCK_NET_BINARY

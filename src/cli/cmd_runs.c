@@ -48,7 +48,8 @@ static void show_usage(FILE *out)
                "a unique prefix of one (at least 4 hex digits) in the record directory, or a\n"
                "path to a record. Text from the record is escaped.\n"
                "  --json        print the record itself (JSON, non-ASCII escaped)\n" DIR_HELP "\n"
-               "Exit status: 0 shown; 1 no such run, or not a run record; 2 usage.\n");
+               "Exit status: 0 shown; 1 no such run, or not a run record; 2 usage (also a RUN\n"
+               "that is neither an id, a prefix of one nor a path).\n");
 }
 
 static void gc_usage(FILE *out)
@@ -170,6 +171,8 @@ static int show_main(int argc, char **argv)
   if (al_cli_max_operands(argc, argv, optind, 1) != 0)
     return AL_EXIT_USAGE;
   al_error err = {0};
+  if (al_runs_ref_check(argv[optind], &err) < 0)
+    return al_cli_usage_error("%s", err.msg);
   al_autofree char *path = NULL;
   json_t *rec = NULL;
   if (al_runs_resolve(o.dir, argv[optind], &path, &err) < 0 ||

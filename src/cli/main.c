@@ -95,11 +95,15 @@ static int dispatch(const struct command *c, int argc, char **argv)
   return c->fn ? c->fn(argc, argv) : al_cli_exec_net(argc, argv, argv[0]);
 }
 
+/* A usage error of the top level (docs/cli.md, "Usage errors"): the
+ * message, the usage line and the Try line, not the whole command list. */
 static int unknown(const char *name)
 {
   al_autofree char *clean = al_term_escape_line(name);
-  fprintf(stderr, "airlock: unknown command `%s`\n", clean);
-  usage(stderr);
+  fprintf(stderr,
+          "airlock: unknown %s `%s`\nusage: airlock COMMAND [ARGS...]\n"
+          "Try `airlock help` for the commands.\n",
+          name[0] == '-' ? "option" : "command", clean);
   return AL_EXIT_USAGE;
 }
 

@@ -215,6 +215,66 @@ is "broker -c MISSING: exit 2 (a file an option names cannot be read)" "$rc" 2
 is "serve -c MISSING: exit 2" "$rc" 2
 "$AIRLOCK" run -p "$T_TMP/nonexistent.yaml" -- true >/dev/null 2>&1; rc=$?
 is "run -p MISSING: exit 2" "$rc" 2
+# policy check: a FILE it cannot read is the command line's error (2), as
+# every -p POLICY is; a FILE that reads but breaks a rule is invalid (1)
+out=$("$AIRLOCK" policy check "$T_TMP/nonexistent.yaml" 2>&1); rc=$?
+like "policy check MISSING: exit 2, the file named" "$rc/$out" "^2/airlock policy: open \`$T_TMP/nonexistent.yaml\`: No such file"
+"$AIRLOCK" policy check --json "$T_TMP/nonexistent.yaml" >/dev/null 2>&1; rc=$?
+is "policy check --json MISSING: exit 2 too" "$rc" 2
+"$AIRLOCK" policy check "$T_TMP" >/dev/null 2>&1; rc=$?
+is "policy check DIRECTORY: exit 2" "$rc" 2
+printf 'version: 1\nbogus: 1\n' >"$T_TMP/bogus-key.yaml"
+out=$("$AIRLOCK" policy check "$T_TMP/bogus-key.yaml" 2>&1); rc=$?
+like "control: policy check of a file that breaks a rule: exit 1, its line" "$rc/$out" '^1/.*bogus-key.yaml:2:1: bogus: unknown key'
+"$AIRLOCK" proxy -p "$T_TMP/nonexistent.yaml" --listen 127.0.0.1:0 >/dev/null 2>&1; rc=$?
+is "proxy -p MISSING: exit 2" "$rc" 2
+rm -f "$T_TMP/bogus-key.yaml"
+# show: a RUN spelt as no id, prefix or path is a usage error (2); a
+# well-formed one that names no record is "no such run" (1)
+mkdir -p "$T_TMP/norecs"
+out=$("$AIRLOCK" show --dir "$T_TMP/norecs" zz 2>&1); rc=$?
+like "show zz: exit 2, naming the input and the rule" "$rc/$out" '^2/airlock show: run `zz`: expected a run id \(16 lower-case hex digits\)'
+like "… with the usage line" "$out" 'usage: airlock show'
+out=$("$AIRLOCK" show --dir "$T_TMP/norecs" 0000 2>&1); rc=$?
+like "control: show 0000 (well-formed, no record): exit 1" "$rc/$out" '^1/airlock show: run `0000`: no record'
+rmdir "$T_TMP/norecs"
+# the top level: an unknown command or option is a short usage error, not
+# the whole command list
+for w in --bogus hlep; do
+  out=$("$AIRLOCK" $w 2>"$T_TMP/err"); rc=$?
+  kind=command; [ "${w#-}" != "$w" ] && kind=option
+  is "airlock $w: exit 2" "$rc" 2
+  is "airlock $w: nothing on stdout" "$out" ""
+  is "airlock $w: the message, the usage line, the Try line" "$(cat "$T_TMP/err")" \
+    "airlock: unknown $kind \`$w\`
+usage: airlock COMMAND [ARGS...]
+Try \`airlock help\` for the commands."
+done
+rm -f "$T_TMP/err"
+like "control: airlock without a command still lists the commands" "$("$AIRLOCK" 2>&1)" 'commands:'
+# run --env: a name process.env_pass refuses as secret-like is said, by the
+# same rule (policy/sensitive.h), before anything starts
+out=$("$AIRLOCK" run -p "$T_TMP/nonexistent.yaml" --env GITHUB_TOKEN=x -- true 2>&1)
+like "run --env GITHUB_TOKEN=x: warned by env_pass's rule" "$out" 'airlock run: warning: --env GITHUB_TOKEN looks like a secret \(\*TOKEN\*.*whatever runs in the sandbox holds its value'
+like "… and told that --env NAME keeps the value off the command line" "$out" '--env NAME without `=VALUE` keeps the value off'
+out=$(MY_API_KEY=1 "$AIRLOCK" run -p "$T_TMP/nonexistent.yaml" --env MY_API_KEY -- true 2>&1)
+like "run --env MY_API_KEY (from the environment): warned" "$out" 'warning: --env MY_API_KEY looks like a secret'
+check_not "… without the command-line advice" grep -q 'without `=VALUE`' <<<"$out"
+printf 'version: 1\nprocess:\n  env_pass: [GITHUB_TOKEN]\n' >"$T_TMP/envpass.yaml"
+out=$("$AIRLOCK" policy check "$T_TMP/envpass.yaml" 2>&1)
+like "env_pass refuses the same name in the same words" "$out" '`GITHUB_TOKEN` looks like a secret \(\*TOKEN\*.*whatever runs in the sandbox holds its value'
+rm -f "$T_TMP/envpass.yaml"
+out=$("$AIRLOCK" run -p "$T_TMP/nonexistent.yaml" --env LANG=C -- true 2>&1)
+check_not "control: run --env LANG=C: no warning" grep -q 'looks like a secret' <<<"$out"
+# policy init --forge gitlab: the GitLab words, and whether a subgroup is taken
+out=$("$AIRLOCK" policy init --forge gitlab group/sub/proj 2>&1); rc=$?
+like "policy init --forge gitlab GROUP/SUB/PROJECT: exit 2, subgroups not accepted yet" "$rc/$(head -1 <<<"$out")" \
+  '^2/airlock policy: `group/sub/proj`: expected GROUP/PROJECT, one group level: a project in a subgroup \(GROUP/SUB/PROJECT\) is not accepted yet'
+check_not "… and no GitHub OWNER/REPO words" grep -q 'a repository is OWNER/REPO' <<<"$(head -1 <<<"$out")"
+out=$("$AIRLOCK" policy init --forge gitlab 'a b/c' 2>&1); rc=$?
+like "policy init --forge gitlab 'a b/c': GitLab's path rule" "$rc/$(head -1 <<<"$out")" '^2/.*expected GROUP/PROJECT: a GitLab project is a full path'
+out=$("$AIRLOCK" policy init a/b/c 2>&1); rc=$?
+like "policy init a/b/c (GitHub): OWNER/REPO's words, no character list that contradicts the rule" "$rc/$(head -1 <<<"$out")" '^2/.*expected OWNER/REPO: a repository is OWNER/REPO: one `/`'
 # the broker cannot be reached: could not start the work (125)
 out=$("$AIRLOCK" token lease --repo a/b --socket "$T_TMP/no-broker.sock" 2>&1 </dev/null); rc=$?
 is "token lease without a broker: exit 125" "$rc" 125

@@ -39,6 +39,7 @@ on_exit "kill $!"
 python3 "$HERE/dnsstub.py" dns.port dns.log \
   meta.allowed.test=169.254.169.254 ten.allowed.test=10.0.0.1 cgnat.allowed.test=100.100.100.200 \
   mapped.allowed.test=::ffff:7f00:1 mixed.allowed.test=8.8.8.8,192.168.1.1 pub.allowed.test=8.8.8.8 \
+  doc.allowed.test=192.0.2.10 \
   >/dev/null 2>&1 &
 on_exit "kill $!"
 for _ in $(seq 50); do [ -s dns.port ] && break; sleep 0.1; done
@@ -329,5 +330,42 @@ if [ -n "$IN_NS" ]; then
   fi
 else
   skip "the host's own addresses: needs the test's own network namespace (unshare -rn)"
+fi
+
+# A documentation-range answer is refused (private-address, detail
+# documentation) and a network.pin is its fix, as docs/troubleshooting.md
+# says: the pinned name is dialled (in the test's namespace 192.0.2.10 has
+# no route, so the dial fails: 502, not the guard's 403).
+if [ -n "$IN_NS" ]; then
+  cat > docpin.yaml <<YAML
+version: 1
+network:
+  allow: [{host: doc.allowed.test, port: 443}, {host: docpin.allowed.test, port: 443}]
+  pin: [{host: docpin.allowed.test, address: 192.0.2.10}]
+  resolver: 127.0.0.1:$DNSP
+  timeouts: {connect: 2s}
+YAML
+  p=$(free_port)
+  "$AIRLOCK" proxy -p docpin.yaml --listen 127.0.0.1:$p --log docpin.log 2>docpin.err &
+  dpid=$!
+  if wait_port $p; then
+    like "a documentation-range answer is refused as private-address (detail documentation)" \
+      "$(python3 "$PC" raw "$p" "CONNECT doc.allowed.test:443 $C") $(grep -o '"detail":"[^"]*"' docpin.log | head -1)" \
+      '^403 private-address "detail":"documentation"'
+    like "… and network.pin is its fix: the pinned name is dialled, not refused by the guard" \
+      "$(python3 "$PC" raw "$p" "CONNECT docpin.allowed.test:443 $C")" '^502 connect-failed'
+  else
+    fail "the documentation-range proxy starts"; cat docpin.err; skip "-"
+  fi
+  kill -TERM $dpid; wait $dpid 2>/dev/null
+  sec=$(sed -n '/^### `private-address`/,/^### /p' "$AIRLOCK_SRC/docs/troubleshooting.md")
+  like "docs/troubleshooting.md's private-address fix names network.pin" "$sec" 'network\.pin'
+  check_not "… and no longer says there is no fix" grep -q 'Fix:\*\* none for the agent' <<<"$sec"
+  # the proxy's own messages under `airlock proxy` say the command once
+  like "control: the proxy logged its listener" "$(cat docpin.err)" 'listening on 127\.0\.0\.1'
+  check_not "no doubled prefix (airlock proxy: proxy:)" grep -q 'airlock proxy: \(warning: \)\?proxy:' docpin.err
+else
+  skip "documentation range and pin: needs the test's own network namespace (unshare -rn)"
+  skip "-"; skip "-"; skip "-"; skip "-"; skip "-"
 fi
 done_testing

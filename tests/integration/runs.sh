@@ -136,7 +136,7 @@ cp "$H/2222222222222222.json" "$H/2222222222222223.json"
 is "show of an ambiguous prefix: exit 1" "$rc" 1
 like "... naming the candidates" "$(cat "$T_TMP/h-show4.out")" '2 records start with it \(2222222222222223, 2222222222222222\)'
 "$AIRLOCK" show 'zz;rm' --dir "$H" >/dev/null 2>&1
-is "show of a malformed id: exit 1" "$?" 1
+is "show of a malformed id: exit 2 (usage: neither an id, a prefix nor a path)" "$?" 2
 ln -s "$H/3333333333333333.json" "$H/4444444444444444.json"
 "$AIRLOCK" show 4444 --dir "$H" >"$T_TMP/h-show5.out" 2>&1; rc=$?
 is "show refuses a record that is a symlink (exit 1)" "$rc" 1

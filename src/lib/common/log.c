@@ -27,6 +27,20 @@ enum al_log_level al_log_get_level(void)
   return g_level;
 }
 
+/* A component's message names it ("proxy: reload refused ..."), which
+ * reads well under another command ("airlock ticket: proxy: ...") but
+ * doubles under its own ("airlock proxy: proxy: ..."): when the program
+ * name's last word is the message's first, that word is said once. */
+static const char *skip_own_name(const char *msg)
+{
+  const char *sp = strrchr(g_prog, ' ');
+  const char *word = sp ? sp + 1 : NULL;
+  size_t wl = word ? strlen(word) : 0;
+  if (wl && strncmp(msg, word, wl) == 0 && msg[wl] == ':' && msg[wl + 1] == ' ')
+    return msg + wl + 2;
+  return msg;
+}
+
 void al_log(enum al_log_level level, const char *fmt, ...)
 {
   if (level > g_level)
@@ -40,7 +54,7 @@ void al_log(enum al_log_level level, const char *fmt, ...)
     return;
   char *redacted = al_redact(buf);
   /* one line, whatever a hostile name or answer inside it holds (term.h) */
-  const char *src = redacted ? redacted : buf;
+  const char *src = skip_own_name(redacted ? redacted : buf);
   size_t sl = strlen(src);
   char *clean = malloc(4 * sl + 1);
   if (clean)

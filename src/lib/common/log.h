@@ -13,6 +13,10 @@ void al_log_init(const char *progname, enum al_log_level level);
 void al_log_set_file(FILE *f);
 enum al_log_level al_log_get_level(void);
 
+/* One line: `PROGNAME: [error: |warning: ]MESSAGE`, redacted and escaped.
+ * A MESSAGE that starts with the last word of PROGNAME and `: ` (a
+ * component naming itself, "proxy: ...", under `airlock proxy`) has that
+ * word dropped, so the command is said once. */
 void al_log(enum al_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define al_error_log(...) al_log(AL_LOG_ERROR, __VA_ARGS__)

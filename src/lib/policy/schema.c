@@ -638,11 +638,10 @@ static int env_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *o
     return -1;
   if (al_policy_env_secret_like(s))
     return al_yw_fail(c, al_yw_at(kv), kv->path,
-                      "`%s` looks like a secret (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*, AWS_*, "
-                      "GH_*, GITHUB_*, ...): the agent would hold its value. The forge tokens "
-                      "come from the broker, never from env_pass; if the agent truly needs this "
-                      "one, move it to process.secret_env (warned on every run)",
-                      s);
+                      "`%s` %s. The forge tokens come from the broker, never from env_pass; if "
+                      "the agent truly needs this one, move it to process.secret_env (warned on "
+                      "every run)",
+                      s, al_policy_env_secret_rule());
   return 0;
 }
 

@@ -249,3 +249,9 @@ bool al_policy_env_secret_like(const char *name)
       return true;
   return false;
 }
+
+const char *al_policy_env_secret_rule(void)
+{
+  return "looks like a secret (*TOKEN*, *SECRET*, *KEY*, *PASSWORD*, AWS_*, GH_*, GITHUB_*, ...): "
+         "whatever runs in the sandbox holds its value";
+}

@@ -26,4 +26,10 @@ bool al_policy_ro_path_sensitive(const char *path, char *why, size_t n);
  * GITLAB_*, GOOGLE_*, AZURE_*, OPENAI_*, ANTHROPIC_*, NPM_*, VAULT_* (case-insensitive)? */
 bool al_policy_env_secret_like(const char *name);
 
+/* What is said of such a name after it, by every command that refuses or
+ * warns about one (process.env_pass refuses, `airlock run --env` warns):
+ * "looks like a secret (*TOKEN*, ...): whatever runs in the sandbox holds
+ * its value". A static string. */
+const char *al_policy_env_secret_rule(void);
+
 #endif

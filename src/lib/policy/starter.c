@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "common/util.h"
+#include "forge/names.h"
 #include "policy/policy.h"
 #include "policy/starter_github.h"
 #include "policy/starter_gitlab.h"
@@ -18,9 +19,22 @@ int al_policy_starter(al_forge_kind kind, const char *repo, char **out, al_error
   const char *tmpl = gl ? starter_gitlab : starter_github;
   const char *ph = gl ? "GROUP/PROJECT" : "OWNER/REPO";
   const char *why = NULL;
+  size_t pieces = 0;
+  if (repo && gl && al_gitlab_path_check(repo, &pieces, &why) < 0)
+    return al_error_set(err, EINVAL, "`%s`: expected GROUP/PROJECT: %s", repo, why);
+  if (gl && pieces > 2)
+    return al_error_set(err, EINVAL,
+                        "`%s`: expected GROUP/PROJECT, one group level: a project in a subgroup "
+                        "(GROUP/SUB/PROJECT) is not accepted yet (the policy's credentials and "
+                        "airlock ticket's OWNER/REPO#N name two parts; docs/gitlab.md)",
+                        repo);
+  /* the policy's credentials take the GitHub rule for now (a GitLab
+   * group is checked as an OWNER) */
   if (!repo || al_repo_name_check(repo, &why) < 0)
-    return al_error_set(err, EINVAL, "`%s`: expected %s (A-Z a-z 0-9 . _ -)%s%s", repo ? repo : "",
-                        ph, why ? ": " : "", why ? why : "");
+    return al_error_set(err, EINVAL, "`%s`: expected %s%s%s%s", repo ? repo : "", ph,
+                        gl ? ", GROUP spelt as a GitHub login for now (the policy's credentials)"
+                           : "",
+                        why ? ": " : "", why ? why : "");
   if (strcasecmp(repo, "OWNER/REPO") == 0 || strcasecmp(repo, "GROUP/PROJECT") == 0)
     return al_error_set(err, EINVAL,
                         "`%s` is the docs' placeholder: give the %s the tickets are in, e.g. "

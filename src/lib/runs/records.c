@@ -190,22 +190,36 @@ int al_runs_list(const char *dir, al_run_entry **out, size_t *n, al_error *err)
   return 0;
 }
 
+static bool run_is_path(const char *run, size_t n)
+{
+  return strchr(run, '/') || (n > 5 && strcmp(run + n - 5, ".json") == 0);
+}
+
+int al_runs_ref_check(const char *run, al_error *err)
+{
+  size_t n = strlen(run);
+  if (run_is_path(run, n) || (n >= 4 && n <= AL_RUN_ID_LEN && is_lower_hex(run, n)))
+    return 0;
+  return al_error_set(err, EINVAL,
+                      "run `%s`: expected a run id (16 lower-case hex digits), a unique "
+                      "prefix of one (at least 4), or a path to a record (holding a `/` or "
+                      "ending in `.json`)",
+                      run);
+}
+
 int al_runs_resolve(const char *dir, const char *run, char **path_out, al_error *err)
 {
   *path_out = NULL;
   size_t n = strlen(run);
-  if (strchr(run, '/') || (n > 5 && strcmp(run + n - 5, ".json") == 0)) {
+  if (run_is_path(run, n)) {
     struct stat st;
     if (stat(run, &st) < 0)
       return al_make_error(err, errno, "run `%s`", run);
     *path_out = al_xstrdup(run);
     return 0;
   }
-  if (n < 4 || n > AL_RUN_ID_LEN || !is_lower_hex(run, n))
-    return al_error_set(err, EINVAL,
-                        "run `%s`: expected a run id (16 lower-case hex digits), a unique "
-                        "prefix of one (at least 4), or a path to a record",
-                        run);
+  if (al_runs_ref_check(run, err) < 0)
+    return -1;
   int dfd;
   al_run_entry *v = NULL;
   size_t nv = 0;

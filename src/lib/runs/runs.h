@@ -96,6 +96,12 @@ int al_runs_list(const char *dir, al_run_entry **out, size_t *n, al_error *err);
  * the candidates, a malformed id). */
 int al_runs_resolve(const char *dir, const char *run, char **path_out, al_error *err);
 
+/* Is RUN spelt as al_runs_resolve() takes it (a path: holds a '/' or ends
+ * in ".json"; else 4 to 16 lower-case hex digits), without looking at any
+ * file? Returns 0, or -1 with err (EINVAL, naming RUN and the rule): what
+ * `airlock show` reports as a usage error before reading anything. */
+int al_runs_ref_check(const char *run, al_error *err);
+
 /* The list of `airlock runs` to out: the first `shown` of the n entries
  * of al_runs_list (dir: where they are, for the file names). json: a JSON
  * array of al_run_summary_json objects with "file" (and "error" for an

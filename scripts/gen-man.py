@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""gen-man.py AIRLOCK VERSION OUT [CMD]: the man page of `airlock CMD`
+"""gen-man.py AIRLOCK VERSION DOCDIR OUT [CMD]: the man page of `airlock CMD`
 (airlock-CMD.1), or of `airlock` itself without CMD (airlock.1), made from
 the binary's own --help text at build time, so the page and --help can
 never differ. Sections: NAME (the command's line in `airlock --help`),
 SYNOPSIS (the usage lines), DESCRIPTION (the rest, verbatim), EXIT STATUS
-(when the help has one), SEE ALSO. roff per man-pages(7) and groff_man(7)."""
+(when the help has one), SEE ALSO (where the docs/X.md and examples/X
+the text names are: DOCDIR, where meson installs them). roff per man-pages(7) and groff_man(7)."""
 import re
 import subprocess
 import sys
@@ -26,8 +27,8 @@ def roff(line):
 
 
 def main():
-    airlock, version, out = sys.argv[1:4]
-    cmd = sys.argv[4] if len(sys.argv) > 4 else None
+    airlock, version, docdir, out = sys.argv[1:5]
+    cmd = sys.argv[5] if len(sys.argv) > 5 else None
     top = run([airlock, "--help"])
     commands = {}
     for m in re.finditer(r"^  (\w+) +(.*)$", top, re.M):
@@ -82,7 +83,8 @@ def main():
         o.append(", ".join("airlock\\-%s(1)" % c for c in commands
                            if c not in ("help", "version")))
     o.append(".PP")
-    o.append("The documentation in /usr/share/doc/airlock and docs/ of the source tree.")
+    o.append(roff("The docs/ and examples/ paths this page names are under %s "
+                  "(installed by meson install), as in the source tree." % docdir))
     with open(out, "w") as f:
         f.write("\n".join(o) + "\n")
 

@@ -53,6 +53,22 @@ for page in airlock $(for c in $cmds; do echo "airlock-$c"; done); do
   missing=$(help_not_in_page "$c" <<<"$txt")
   is "man -l $page.1: renders, and holds every line of its --help" "$missing" ""
 done
+# every docs/X and examples/X a page names is installed where the page
+# says (under share/doc/airlock), not only in a source tree the reader
+# may not have
+DOC=$R/share/doc/airlock
+named=0; absent=""
+for page in airlock $(for c in $cmds; do echo "airlock-$c"; done); do
+  txt=$(MANWIDTH=300 man -l "$R/share/man/man1/$page.1" 2>/dev/null)
+  for ref in $(grep -oE '(docs|examples)/[A-Za-z0-9._-]*[A-Za-z0-9]' <<<"$txt" | sort -u); do
+    named=$((named + 1))
+    [ -e "$DOC/$ref" ] || absent="$absent $page:$ref"
+  done
+done
+like "control: the man pages name docs and examples" "$named" '^[1-9][0-9]+$'
+is "every docs/ and examples/ path a man page names is installed under share/doc/airlock" "$absent" ""
+like "… and the pages say where that is" "$(MANWIDTH=300 man -l "$R/share/man/man1/airlock-policy.1" 2>/dev/null | tr -s ' \n' ' ')" \
+  "paths this page names are under $PREFIX/share/doc/airlock"
 missing=$(MANWIDTH=300 man -l "$R/share/man/man1/airlock-ticket.1" 2>/dev/null | HELP_EXTRA="a line no page has" help_not_in_page ticket)
 is "control: the check notices a --help line that is not in the page" "$missing" "a line no page has"
 

@@ -271,6 +271,7 @@ out=$("$AIRLOCK" policy init --forge gitlab group/sub/proj 2>&1); rc=$?
 like "policy init --forge gitlab GROUP/SUB/PROJECT: exit 2, subgroups not accepted yet" "$rc/$(head -1 <<<"$out")" \
   '^2/airlock policy: `group/sub/proj`: expected GROUP/PROJECT, one group level: a project in a subgroup \(GROUP/SUB/PROJECT\) is not accepted yet'
 check_not "… and no GitHub OWNER/REPO words" grep -q 'a repository is OWNER/REPO' <<<"$(head -1 <<<"$out")"
+like "… and what takes one group level (docs/gitlab.md)" "$out" "credentials\.\*\.repo and the broker's repositories take one group level"
 out=$("$AIRLOCK" policy init --forge gitlab 'a b/c' 2>&1); rc=$?
 like "policy init --forge gitlab 'a b/c': GitLab's path rule" "$rc/$(head -1 <<<"$out")" '^2/.*expected GROUP/PROJECT: a GitLab project is a full path'
 out=$("$AIRLOCK" policy init a/b/c 2>&1); rc=$?

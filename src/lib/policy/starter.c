@@ -25,8 +25,8 @@ int al_policy_starter(al_forge_kind kind, const char *repo, char **out, al_error
   if (gl && pieces > 2)
     return al_error_set(err, EINVAL,
                         "`%s`: expected GROUP/PROJECT, one group level: a project in a subgroup "
-                        "(GROUP/SUB/PROJECT) is not accepted yet (the policy's credentials and "
-                        "airlock ticket's OWNER/REPO#N name two parts; docs/gitlab.md)",
+                        "(GROUP/SUB/PROJECT) is not accepted yet (the policy's credentials.*.repo "
+                        "and the broker's repositories take one group level; docs/gitlab.md)",
                         repo);
   /* the policy's credentials take the GitHub rule for now (a GitLab
    * group is checked as an OWNER) */

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mr_routes.h"
+
 #define MAX_TOKENS 256
 #define BODY_MAX (1 << 20)
 
@@ -43,6 +45,8 @@ static token tokens[MAX_TOKENS];
 static size_t n_tokens;
 static long long next_token_id = 1000, next_note_id = 5000, next_mr_id = 7000;
 static volatile sig_atomic_t stop;
+static const char *repos_dir; /* --repos: bare repositories DIR/<full path>.git */
+static bool tls_on;           /* --tls-dir: HTTPS */
 
 static void on_signal(int sig)
 {
@@ -543,6 +547,11 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
       return reply(c, 201, mr);
     }
   }
+  /* the merge request's reads for the review, the tree and blobs (mr_routes.c) */
+  enum MHD_Result mr_ret;
+  if (gl_mr_route(c, method, seg, n, p, body, repos_dir, tls_on, who->project_id == 0,
+                  who->project_id ? "project_bot" : "maintainer", &mr_ret))
+    return mr_ret;
   return message(c, 404, "404 Not Found");
 }
 
@@ -911,6 +920,7 @@ int main(int argc, char **argv)
   /* --tls-dir DIR: HTTPS with DIR/server.key and DIR/server.crt
    * (scripts/make-test-ca.sh), as a GitLab behind its TLS would be */
   char *key = NULL, *cert = NULL;
+  tls_on = tls_dir != NULL;
   if (tls_dir) {
     char kp[4096], cp[4096];
     snprintf(kp, sizeof kp, "%s/server.key", tls_dir);

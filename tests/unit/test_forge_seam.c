@@ -81,9 +81,12 @@ static void test_every_op(void **state)
                         (o->pr_comment != NULL);
     assert_true(review_ops == 0 || review_ops == 7);
   }
-  /* GitHub, the first driver, reads a pull request back */
+  /* GitHub, the first driver, reads a pull request back; so does GitLab's
+   * (forge/gitlab_review.c, checked against the test forge by gitlab-review) */
   assert_non_null(al_forge_github.pr_for_review);
   assert_non_null(al_forge_github.pr_comment);
+  assert_non_null(al_forge_gitlab.pr_for_review);
+  assert_non_null(al_forge_gitlab.pr_comment);
 }
 
 static void test_github_webhook(void **state)

@@ -177,9 +177,21 @@ extern const al_forge_ops al_forge_github;
 
 /* The GitLab driver (forge/gitlab_ops.c): GitLab REST v4 (api_url ends in
  * /api/v4), the project by its URL-encoded full path, the merge request's
- * iid as the number; user_permission is not built yet (ENOTSUP), nor are
- * the review's reads (pr_for_review .. pr_comment are NULL: the review
- * phase fails saying so). */
+ * iid as the number; user_permission is not built yet (ENOTSUP). The
+ * review's reads are forge/gitlab_review.c's: pr_for_review the MR list by
+ * source_branch then the single MR (diff_refs head_sha/base_sha — the
+ * merge base —, changes_count; "1000+" is null), pr_files "List merge
+ * request diffs" (new_file/deleted_file/renamed_file/a_mode,b_mode give
+ * added/removed/renamed/changed/modified, the diff is the patch unless
+ * GitLab cut it or it is binary, additions and deletions counted from it,
+ * sha null: the head tree has it), tree the recursive repository tree
+ * (git's modes, types blob/tree/commit; *truncated only when the driver's
+ * cap of 100000 entries stops it), blob the base64 blob answer, pr_commits
+ * the MR's commits reversed to oldest first, pr_texts the MR's notes
+ * (system notes and DiffNotes skipped), the discussions' DiffNotes
+ * (position.new_path, else old_path) and no reviews (GitLab's approvals
+ * have no body), pr_comment a note (url null). Their max counts what
+ * GitLab lists (notes, discussions), skipped ones included. */
 extern const al_forge_ops al_forge_gitlab;
 
 /* The GitHub driver's webhook_verify (forge/github_hook.c, pure: the

@@ -16,6 +16,7 @@
 
 #include "common/util.h"
 #include "forge/gitlab.h"
+#include "forge/gitlab_review.h"
 
 static int answer_error(const char *method, const char *path, const al_ghapi_resp *r, int e,
                         const char *what, al_error *err)
@@ -351,6 +352,13 @@ const al_forge_ops al_forge_gitlab = {
     .prs_from_branch = gl_prs_from_branch,
     .prs_open = gl_prs_open,
     .pr_open = gl_pr_open,
+    .pr_for_review = al_gl_pr_for_review,
+    .pr_files = al_gl_pr_files,
+    .tree = al_gl_tree,
+    .blob = al_gl_blob,
+    .pr_commits = al_gl_pr_commits,
+    .pr_texts = al_gl_pr_texts,
+    .pr_comment = al_gl_pr_comment,
     .issue_get = gl_issue_get,
     .issue_comments = gl_issue_comments,
     .issue_comment = gl_issue_comment,

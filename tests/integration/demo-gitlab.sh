@@ -27,7 +27,7 @@ like "the tokens: revoked and confirmed dead (the record's word)" "$out" 'held +
 like "no real token in the sandbox (cred.run-tokens)" "$out" 'held +credentials sealed: no real token anywhere in the sandbox \(cred.run-tokens blocked\)'
 like "the gateway ran with the GitLab project's id" "$out" 'gateway +ok .*GitLab project id 3001'
 like "the missing GitLab audit is said, never a pass" "$out" 'UNAUDITED +the escape budget was not audited: the GitLab audit is not on this build'
-like "the missing review notes are said" "$out" 'no notes +no review notes for this run: the gitlab driver'
+like "the review notes are posted on the MR, a note's anchor on its page" "$out" 'notes +ok .*review notes posted on the pull request: http://gitlab.test/acme/tally/-/merge_requests/1#note_[0-9]+'
 is "no line says CHECK, BROKEN or MISSING" "$(grep -cE '^  (CHECK|BROKEN|MISSING) ' "$W/demo.out")" 0
 
 recf=$(sed -n 's/^  run record: //p' "$W/demo.out")
@@ -40,8 +40,10 @@ is "the record: the run accepted unprotected, the audit's error named" \
 is "the record: both tokens revoked, each 401 confirmed" \
   "$(rec 'r["revocation"]["all_dead"], [(t["role"], t["revoked"], t["confirmed_401"]) for t in r["revocation"]["tokens"]]')" \
   "(True, [('git', True, True), ('ticket', True, True)])"
-is "the record: the MR verified (read back by the outputs, the review cannot yet)" \
-  "$(rec 'r["pull_request"]["verified"], r["pull_request"]["read_by"]')" "(True, 'outputs')"
+is "the record: the MR verified (read back by the review, forge/gitlab_review.c)" \
+  "$(rec 'r["pull_request"]["verified"], r["pull_request"]["read_by"]')" "(True, 'review')"
+is "the record: the review read the MR's files and commits" \
+  "$(rec 'r["review"]["read"]["files"] > 0, r["review"]["read"]["commits"] > 0, r["review"]["could_not_read"]')" "(True, True, [])"
 is "the record: the issue got the note with the MR's link" "$(rec 'r["outputs"]["ticket_comment"]["body"][:6], "error" in r["outputs"]["ticket_comment"]')" "('Opened', False)"
 
 # the forge's own state, written as it stopped
@@ -50,7 +52,8 @@ is "the forge holds one merge request" "$(st 'len(s["merge_requests"])')" 1
 is "... a Draft into main from the run's branch, removing it, by the project's bot (the run's token)" \
   "$(st '[(m["draft"], m["title"][:6], m["target_branch"], m["source_branch"][:9], m["force_remove_source_branch"], m["author"]["username"]) for m in s["merge_requests"]]')" \
   "[(True, 'Draft:', 'main', 'airlock/1', True, 'project_bot')]"
-is "the broker minted two project access tokens" "$(st 'sorted(t["name"] for t in s["tokens"] if t["project_id"] == 3001)')" "['airlock-git', 'airlock-ticket']"
+is "the broker minted four project access tokens: the run's lease and the review's, git and ticket each" \
+  "$(st 'sorted(t["name"] for t in s["tokens"] if t["project_id"] == 3001)')" "['airlock-git', 'airlock-git', 'airlock-ticket', 'airlock-ticket']"
 # control: the probe sees a live token (the Maintainer's, never revoked)
 is "control: the Maintainer's token still answers 200" "$(st '[t["answers"] for t in s["tokens"] if t["name"] == "maintainer"]')" "[200]"
 n=0
@@ -66,7 +69,7 @@ while read -r v; do
   hit=$(grep -rlF --exclude-dir=secret -- "$v" "$dir" 2>/dev/null | head -1)
   is "minted token $n: in no file of the sandbox's view (the demo's shared directory)" "$hit" ""
 done <"$W/minted"
-is "two tokens were minted (the loop above saw each)" "$n" 2
+is "four tokens were minted (the loop above saw each)" "$n" 4
 mt=$(cat "$dir/secret/gitlab.token" 2>/dev/null)
 if [ -n "$mt" ] && ! grep -rqF -- "$mt" "$recf" "$W/demo.out"; then ok "the Maintainer's token is in neither the record nor the output"
 else fail "the Maintainer's token is in the record or the output (or no token file)"; fi

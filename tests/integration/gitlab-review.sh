@@ -170,7 +170,8 @@ is "a cut review comment list (max 3 discussions: the system note's, the comment
 
 # ---- pr_comment
 R=$(rv comment "$IID" "airlock: review notes")
-is "pr_comment: a note, its id" "$(jq -r '"\(.rc) \(.out.id | type) \(.out.url)"' <<<"$R")" "0 number null"
+is "pr_comment: a note, its id and its anchor on the MR's page" "$(jq -r '"\(.rc) \(.out.id | type) \(.out.url)"' <<<"$R")" \
+  "0 number http://gitlab.test/acme/tools/tally/-/merge_requests/$IID#note_$(jq -r .out.id <<<"$R")"
 is "... read back in the conversation" "$(rv texts "$IID" comments 100 | jq -r '.out[-1].body')" "airlock: review notes"
 is "... on the forge, as the token's bot" "$(req "$D/token" GET "/projects/42/merge_requests/$IID/notes?sort=asc" >/dev/null; jq -r '.[-1] | "\(.body) \(.author.username)"' "$D/out")" "airlock: review notes project_bot"
 is "a comment on MR 0: EINVAL" "$(rv comment 0 x | jq -r '"\(.rc) \(.errno)"')" "-1 EINVAL"
@@ -245,7 +246,9 @@ is "notes whose body is no string: body null" "$(rv texts "$IID" comments 100 | 
 faults '{"override":{"notes":{"system":true}}}'
 is "notes that are all system notes: none" "$(rv texts "$IID" comments 100 | jq -c '[.rc, .out]')" '[0,[]]'
 faults '{"override":{"note_create":{"id":"x"}}}'
-is "a created note whose id is no integer: id null" "$(rv comment "$IID" again | jq -c '[.rc, .out.id]')" '[0,null]'
+is "a created note whose id is no integer: id null, no url" "$(rv comment "$IID" again | jq -c '[.rc, .out.id, .out.url]')" '[0,null,null]'
+faults '{"override":{"mr":{"web_url":5}}}'
+is "a note on an MR whose web_url is no string: posted, url null" "$(rv comment "$IID" again | jq -c '[.rc, (.out.id | type), .out.url]')" '[0,"number",null]'
 faults '{}'
 is "test faults need the Maintainer's token" "$(req "$D/run" POST /projects/42/test_faults '{}')" 403
 

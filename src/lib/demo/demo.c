@@ -112,11 +112,12 @@ json_t *al_demo_http(const char *url, const char *post)
 void al_demo_teardown(al_demo *d, char *note, size_t n)
 {
   note[0] = '\0';
-  /* SIGTERM first: the broker revokes every live token before it exits. */
-  for (size_t i = d->nchildren; i-- > 0;)
-    kill(d->children[i], SIGTERM);
+  /* The last started first, one at a time: the broker (started after its
+   * forge) revokes every live token before it exits, a released lease's
+   * too, while the test forge still answers. */
   for (size_t i = d->nchildren; i-- > 0;) {
     int ws;
+    kill(d->children[i], SIGTERM);
     for (int k = 0; k < 250; k++) {
       if (waitpid(d->children[i], &ws, WNOHANG) != 0)
         break;

@@ -190,7 +190,7 @@ extern const al_forge_ops al_forge_github;
  * the MR's commits reversed to oldest first, pr_texts the MR's notes
  * (system notes and DiffNotes skipped), the discussions' DiffNotes
  * (position.new_path, else old_path) and no reviews (GitLab's approvals
- * have no body), pr_comment a note (url null). Their max counts what
+ * have no body), pr_comment a note (url the MR's web_url + "#note_ID"). Their max counts what
  * GitLab lists (notes, discussions), skipped ones included. */
 extern const al_forge_ops al_forge_gitlab;
 

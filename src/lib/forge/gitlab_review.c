@@ -468,8 +468,26 @@ int al_gl_pr_texts(al_ghapi *c, const char *tok, const char *repo, long long num
   return reduced_list(c, tok, path, max, comment_item, items, err);
 }
 
-/* Notes API › "Create new merge request note" (201): {id, url null}
- * (GitLab's note has no web URL of its own). */
+/* The note's web address: GitLab's answer has none, its web UI anchors a
+ * note at the MR's web_url + "#note_ID" ("Get single MR"); NULL when that
+ * read fails or gives no web_url (not an error: the note is posted). */
+static char *note_url(al_ghapi *c, const char *tok, const char *pp, long long number, json_int_t id)
+{
+  al_autofree char *path = al_strdup_printf("%s/merge_requests/%lld", pp, number);
+  al_ghapi_resp r;
+  al_error e = {0};
+  if (al_ghapi_get(c, path, tok, &r, &e) < 0)
+    return NULL;
+  const char *web = json_string_value(json_object_get(r.json, "web_url"));
+  char *url = r.status == 200 && web && strncmp(web, "http", 4) == 0 && !strchr(web, '#')
+                  ? al_strdup_printf("%s#note_%lld", web, (long long)id)
+                  : NULL;
+  al_ghapi_resp_free(&r);
+  return url;
+}
+
+/* Notes API › "Create new merge request note" (201): {id, url} (url the
+ * MR's web_url + "#note_ID", null when it cannot be read). */
 int al_gl_pr_comment(al_ghapi *c, const char *tok, const char *repo, long long number,
                      const char *body, json_t **comment, al_error *err)
 {
@@ -492,7 +510,9 @@ int al_gl_pr_comment(al_ghapi *c, const char *tok, const char *repo, long long n
     rc = answer_error("POST", path, &r, EPROTO, NULL, err);
   } else {
     json_t *id = json_object_get(r.json, "id");
-    *comment = json_pack("{s:O*, s:n}", "id", json_is_integer(id) ? id : NULL, "url");
+    al_autofree char *url =
+        json_is_integer(id) ? note_url(c, tok, pp, number, json_integer_value(id)) : NULL;
+    *comment = json_pack("{s:O*, s:s?}", "id", json_is_integer(id) ? id : NULL, "url", url);
   }
   al_ghapi_resp_free(&r);
   return rc;

@@ -35,6 +35,9 @@ out=$("$AIRLOCK" ticket acme/tally#1 -p "$FE_POLICY" --agent /usr/bin/true --rec
 is "acme/tally (protected): the run goes ahead, exit 3 (the agent, true, makes no PR)" "$rc" 3
 [ $rc -eq 0 ] || diag "$out"
 like "acme/tally: the audit phase is ok and comes before the lease" "$(tr '\n' ' ' <<<"$out")" 'audit +ok .*holds.*lease +ok'
+# a WARN is read with `airlock show`: the line names this run, not a placeholder
+like "control: acme/tally's audit has a WARN criterion" "$out" 'audit +ok .* holds; [1-9][0-9]* WARN: '
+like "… and the audit line names this run's id for airlock show" "$out" "airlock show $(rec "$R" 'r["run_id"]')\` prints what each saw and its fix\)"
 is "acme/tally: record audit.status / holds / accepted_unprotected" \
   "$(rec "$R" 'r["audit"]["status"], r["audit"]["holds"], r["audit"]["accepted_unprotected"], r["unprotected"]')" \
   "('holds', True, False, False)"

@@ -232,7 +232,8 @@ int tk_do_audit(struct ticket *t, al_error *err)
     char suffix[300] = "";
     if (nw)
       snprintf(suffix, sizeof suffix,
-               "; %zu WARN: %s (`airlock show RUN` prints what each saw and its fix)", nw, warns);
+               "; %zu WARN: %s (`airlock show %s` prints what each saw and its fix)", nw, warns,
+               t->run_id[0] ? t->run_id : "RUN");
     tk_phase_end(t, s, "ok", "the escape budget of %s (branch %s) holds%s", t->repo,
                  json_string_value(json_object_get(report, "branch")) ?: "?", suffix);
     json_decref(report);

@@ -31,7 +31,10 @@ def main():
     cmd = sys.argv[5] if len(sys.argv) > 5 else None
     top = run([airlock, "--help"])
     commands = {}
-    for m in re.finditer(r"^  (\w+) +(.*)$", top, re.M):
+    # the "commands:" section only: the exit status table below it is
+    # indented the same way ("  0    success") and is no page
+    section = top.split("\ncommands:\n", 1)[-1].split("\n\n", 1)[0]
+    for m in re.finditer(r"^  ([a-z]\w*) +(.*)$", section, re.M):
         commands.setdefault(m.group(1), m.group(2))
     text = run([airlock, cmd, "--help"]) if cmd else top
     name = "airlock-" + cmd if cmd else "airlock"

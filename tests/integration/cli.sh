@@ -208,6 +208,14 @@ else
 fi
 
 # --- exit statuses (issue 27, docs/cli.md "Exit status") ---
+# the table `airlock --help` (and airlock(1)) prints has every row of
+# docs/cli.md's
+rows=$(sed -n '/^## Exit status/,/^## /p' "$AIRLOCK_SRC/docs/cli.md" | grep -oE '^\| [0-9][0-9N+, ]* \|' | tr -d '|' | sed 's/^ *//; s/ *$//')
+like "control: docs/cli.md's exit table has its rows" "$(echo $rows)" '^0 1 2 3 4 124 125 126, 127 128\+N$'
+top=$("$AIRLOCK" --help)
+nohelp=""
+while read -r st; do grep -qF "  $st  " <<<"$top" || nohelp="$nohelp [$st]"; done <<<"$rows"
+is "airlock --help's exit table has every row of docs/cli.md's" "$nohelp" ""
 # a file named on the command line that cannot be read: a usage error (2)
 "$AIRLOCK" broker -c "$T_TMP/nonexistent.yaml" >/dev/null 2>&1; rc=$?
 is "broker -c MISSING: exit 2 (a file an option names cannot be read)" "$rc" 2

@@ -66,6 +66,13 @@ for page in airlock $(for c in $cmds; do echo "airlock-$c"; done); do
   done
 done
 like "control: the man pages name docs and examples" "$named" '^[1-9][0-9]+$'
+# airlock(1)'s SEE ALSO names only pages that are installed (the exit
+# status table's rows once read as commands: airlock-0(1), airlock-125(1))
+see=$(MANWIDTH=2000 man -l "$R/share/man/man1/airlock.1" 2>/dev/null | sed -n '/^SEE ALSO/,$p' | grep -oE 'airlock-[a-z0-9-]+\(1\)' | tr -d '()' | sed 's/1$//')
+like "control: airlock(1)'s SEE ALSO names the command pages" "$(echo $see)" 'airlock-ticket'
+nopage=""
+for pg in $see; do [ -s "$R/share/man/man1/$pg.1" ] || nopage="$nopage $pg"; done
+is "every page airlock(1)'s SEE ALSO names is installed" "$nopage" ""
 is "every docs/ and examples/ path a man page names is installed under share/doc/airlock" "$absent" ""
 like "… and the pages say where that is" "$(MANWIDTH=300 man -l "$R/share/man/man1/airlock-policy.1" 2>/dev/null | tr -s ' \n' ' ')" \
   "paths this page names are under $PREFIX/share/doc/airlock"

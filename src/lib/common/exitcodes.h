@@ -30,6 +30,7 @@ enum al_exit {
   "  124  timeout: the wall-clock limit was reached and the sandbox was killed\n"                  \
   "  125  could not start: token lease (no broker), broker (its key, socket), run and probe\n"     \
   "       (the sandbox's setup); ticket records such a failure as a failed run (1)\n"              \
+  "  126, 127  airlock run: the command is not executable / not found\n"                           \
   "  128+N  interrupted by signal N (130: Ctrl-C, 143: SIGTERM)\n"
 
 #endif

@@ -1,5 +1,6 @@
 /* airlock audit OWNER/REPO [--branch B] [--json]: prove the escape budget
- * from the forge's own API (src/lib/forge/audit.h). Exit 0 when every
+ * from the forge's own API (src/lib/forge/audit.h); with --forge gitlab,
+ * a GitLab project GROUP/.../PROJECT (src/lib/forge/audit_gitlab.h). Exit 0 when every
  * required criterion passes, 1 when one fails or is unknown, 2 on errors.
  * Tokens come only from the environment, never from the command line. */
 #include <curl/curl.h>
@@ -18,11 +19,14 @@
 #include "common/util.h"
 #include "forge/appconfig.h"
 #include "forge/audit.h"
+#include "forge/gitlab.h"
 
 static void usage(FILE *out)
 {
   fprintf(out, "usage: airlock audit OWNER/REPO [--branch B] [--json] [--config BROKER.yaml]\n"
                "                     [--api URL] [--cacert FILE] [--app SLUG [--app-id N]]\n"
+               "       airlock audit --forge gitlab GROUP/PROJECT --api URL/api/v4 [--branch B]\n"
+               "                     [--json] [--cacert FILE] [--bot USER --bot-id N]\n"
                "  -b, --branch B       the branch to audit (default: the repository's default)\n"
                "  -j, --json           the report as JSON on stdout\n"
                "  -c, --config FILE    the broker's config: the App's id and key; reads the App's\n"
@@ -37,15 +41,31 @@ static void usage(FILE *out)
                "      --timeout D      per request (default 30s)\n"
                "      --run-prefix P   the run branches' prefix for the ci.* criteria (the\n"
                "                       policy's review.branch_prefix; default airlock/)\n"
+               "      --forge KIND     github (default) or gitlab (the policy's forge.kind;\n"
+               "                       gitlab needs --api, the policy's forge.api_url)\n"
+               "      --bot USER, --bot-id N  GitLab: a standing bot user to check (its role,\n"
+               "                       approval rules); the run's own bots are minted per run\n"
                "environment: AIRLOCK_AUDIT_TOKEN, else GITHUB_TOKEN: a token for the reads\n"
                "  (least privilege: Administration: read, Contents: read, Metadata: read on the\n"
-               "  one repository). Tokens are never accepted on the command line.\n"
+               "  one repository). GitLab: AIRLOCK_AUDIT_TOKEN, a Maintainer's read_api token.\n"
+               "  Tokens are never accepted on the command line.\n"
                "exit: 0 the escape budget holds, 1 it does not (FAIL or UNKNOWN), 2 error\n");
 }
 
 int cmd_audit(int argc, char **argv)
 {
-  enum { O_API = 256, O_CACERT, O_APP, O_APP_ID, O_TIMEOUT, O_TOKEN, O_PREFIX };
+  enum {
+    O_API = 256,
+    O_CACERT,
+    O_APP,
+    O_APP_ID,
+    O_TIMEOUT,
+    O_TOKEN,
+    O_PREFIX,
+    O_FORGE,
+    O_BOT,
+    O_BOT_ID
+  };
   static const struct option opts[] = {{"branch", required_argument, NULL, 'b'},
                                        {"json", no_argument, NULL, 'j'},
                                        {"config", required_argument, NULL, 'c'},
@@ -55,12 +75,15 @@ int cmd_audit(int argc, char **argv)
                                        {"app-id", required_argument, NULL, O_APP_ID},
                                        {"timeout", required_argument, NULL, O_TIMEOUT},
                                        {"run-prefix", required_argument, NULL, O_PREFIX},
+                                       {"forge", required_argument, NULL, O_FORGE},
+                                       {"bot", required_argument, NULL, O_BOT},
+                                       {"bot-id", required_argument, NULL, O_BOT_ID},
                                        {"token", required_argument, NULL, O_TOKEN},
                                        {"verbose", no_argument, NULL, 'v'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   al_audit_opts o = {0};
-  bool json = false;
+  bool json = false, app_given = false, bot_given = false;
   enum al_log_level level = AL_LOG_WARN;
   int ch;
   al_cli_init("audit", usage);
@@ -82,15 +105,27 @@ int cmd_audit(int argc, char **argv)
       o.ca_file = optarg;
       break;
     case O_APP:
+    case O_BOT:
       o.app_slug = optarg;
+      *(ch == O_APP ? &app_given : &bot_given) = true;
       break;
-    case O_APP_ID: {
+    case O_APP_ID:
+    case O_BOT_ID: {
       uint64_t v;
-      if (al_cli_uint("--app-id", optarg, 1, INT64_MAX, &v) != 0)
+      if (al_cli_uint(ch == O_APP_ID ? "--app-id" : "--bot-id", optarg, 1, INT64_MAX, &v) != 0)
         return AL_EXIT_USAGE;
       o.app_id = (long long)v;
+      *(ch == O_APP_ID ? &app_given : &bot_given) = true;
       break;
     }
+    case O_FORGE:
+      if (!strcmp(optarg, "github"))
+        o.forge_kind = AL_FORGE_GITHUB;
+      else if (!strcmp(optarg, "gitlab"))
+        o.forge_kind = AL_FORGE_GITLAB;
+      else
+        return al_cli_usage_error("--forge `%s`: github or gitlab", optarg);
+      break;
     case O_TIMEOUT: {
       const char *why = NULL;
       if (al_parse_duration_ms(optarg, &o.timeout_ms, &why) < 0) {
@@ -115,15 +150,30 @@ int cmd_audit(int argc, char **argv)
       return al_cli_usage_error(NULL);
     }
   }
+  bool gl = o.forge_kind == AL_FORGE_GITLAB;
   if (optind >= argc)
-    return al_cli_usage_error("which repository? (OWNER/REPO)");
+    return al_cli_usage_error(gl ? "which project? (GROUP/PROJECT)"
+                                 : "which repository? (OWNER/REPO)");
   if (al_cli_max_operands(argc, argv, optind, 1) != 0)
     return AL_EXIT_USAGE;
   o.repo = argv[optind];
-  {
+  if (gl) {
+    char pe[600];
+    al_error pe_err = {0};
+    if (al_gl_project_escape(o.repo, pe, sizeof pe, &pe_err) < 0)
+      return al_cli_usage_error("%s", pe_err.msg);
+    if (!o.api_url)
+      return al_cli_usage_error("--forge gitlab needs --api (the policy's forge.api_url, "
+                                "e.g. https://gitlab.example.com/api/v4)");
+    if (o.broker_config || app_given)
+      return al_cli_usage_error("--forge gitlab takes --bot/--bot-id, not --config, --app or "
+                                "--app-id");
+  } else {
     const char *why;
     if (al_repo_name_check(o.repo, &why) < 0)
       return al_cli_usage_error("repository `%s`: %s", o.repo, why);
+    if (bot_given)
+      return al_cli_usage_error("--bot and --bot-id are for --forge gitlab (GitHub: --app)");
   }
   al_log_init("airlock audit", level);
   struct rlimit nocore = {0, 0};
@@ -132,7 +182,7 @@ int cmd_audit(int argc, char **argv)
 
   const char *tok = getenv("AIRLOCK_AUDIT_TOKEN");
   o.token_source = "AIRLOCK_AUDIT_TOKEN";
-  if (!tok || !*tok) {
+  if ((!tok || !*tok) && !gl) {
     tok = getenv("GITHUB_TOKEN");
     o.token_source = "GITHUB_TOKEN";
   }

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "mr_routes.h"
 
 #define MAX_TOKENS 256
@@ -205,6 +206,7 @@ static json_t *project_view(json_t *p)
   json_object_del(v, "approval_rules");
   json_object_del(v, "push_rule");
   json_object_del(v, "branches");
+  json_object_del(v, "audit");
   return v;
 }
 
@@ -422,6 +424,10 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
     return message(c, 404, "404 Project Not Found");
   if (!has_scope(who, get ? "read_api" : "api"))
     return message(c, 403, "403 Forbidden - insufficient_scope");
+  unsigned ast = 0; /* the audit's routes (audit.c) */
+  json_t *aa = glf_audit_answer(c, p, method, seg, n, &ast);
+  if (aa)
+    return reply(c, ast, json_is_null(aa) ? NULL : aa);
   if (n == 2 && get)
     return reply(c, 200, project_view(p));
   if (n == 3 && !strcmp(seg[2], "access_tokens") && !strcmp(method, "POST"))

@@ -16,6 +16,7 @@
 #include "forge/app.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "forge/audit_gitlab.h"
 #include "forge/audit_internal.h"
 #include "forge/codeowners.h"
 #include "forge/ghapi.h"
@@ -155,6 +156,26 @@ const char *al_audit_from_name(unsigned bit)
            ".../actions/permissions/workflow)";
   case AL_AUDIT_FROM_ENVIRONMENTS:
     return "environments (GET /repos/{o}/{r}/environments)";
+  case AL_AUDIT_FROM_GL_PROJECT:
+    return "the project (GET /projects/:id: builds_access_level, ci_config_path, "
+           "auto_devops_enabled)";
+  case AL_AUDIT_FROM_GL_PROTECTED:
+    return "protected branches (GET /projects/:id/protected_branches)";
+  case AL_AUDIT_FROM_GL_APPROVALS:
+    return "merge request approval settings (GET /projects/:id/approvals)";
+  case AL_AUDIT_FROM_GL_RULES:
+    return "approval rules (GET /projects/:id/approval_rules)";
+  case AL_AUDIT_FROM_GL_PUSH_RULE:
+    return "push rules (GET /projects/:id/push_rule)";
+  case AL_AUDIT_FROM_GL_MEMBERS:
+    return "the bot's membership (GET /projects/:id/members/all/:user_id)";
+  case AL_AUDIT_FROM_GL_FILES:
+    return "repository files (GET /projects/:id/repository/files/:path?ref=: CODEOWNERS, the "
+           "CI file)";
+  case AL_AUDIT_FROM_GL_VARIABLES:
+    return "CI/CD variables (GET /projects/:id/variables: protected, masked; never the values)";
+  case AL_AUDIT_FROM_GL_DEPLOY:
+    return "deploy tokens (GET /projects/:id/deploy_tokens)";
   default:
     return NULL;
   }
@@ -178,11 +199,14 @@ static void ctx_free(struct ctx *c)
   al_ghapi_free(c->api);
 }
 
-static void tally(al_audit_report *r)
+_Static_assert(AL_AUDIT_N <= AL_AUDIT_MAX && AL_AUDIT_GL_N <= AL_AUDIT_MAX,
+               "al_audit_report.c holds every criterion");
+
+void au_tally(al_audit_report *r)
 {
   r->holds = true;
   r->n_fail = r->n_unknown = r->n_warn = 0;
-  for (int i = 0; i < AL_AUDIT_N; i++) {
+  for (int i = 0; i < r->n_crit; i++) {
     al_audit_criterion *k = &r->c[i];
     if (k->status == AL_AUDIT_WARN)
       r->n_warn++;
@@ -219,7 +243,15 @@ static void grant_view(const al_audit_grant *g, struct ctx *c)
 
 int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
 {
+  if (o->forge_kind == AL_FORGE_GITLAB)
+    return al_audit_gitlab_run(o, out, err);
+  if (o->forge_kind != AL_FORGE_GITHUB) {
+    memset(out, 0, sizeof *out);
+    return al_error_set(err, EINVAL, "audit: unknown forge kind %d", (int)o->forge_kind);
+  }
   memset(out, 0, sizeof *out);
+  snprintf(out->forge, sizeof out->forge, "github");
+  out->n_crit = AL_AUDIT_N;
   for (int i = 0; i < AL_AUDIT_N; i++) {
     out->c[i].id = crit_meta[i].id;
     out->c[i].title = crit_meta[i].title;
@@ -308,7 +340,7 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
   if (au_gather_bot_view(&c, err) < 0)
     goto out;
   au_judge_all(&c);
-  tally(out);
+  au_tally(out);
   ret = 0;
 out:
   ctx_free(&c);
@@ -321,7 +353,7 @@ void al_audit_report_free(al_audit_report *r)
 {
   if (!r)
     return;
-  for (int i = 0; i < AL_AUDIT_N; i++) {
+  for (int i = 0; i < AL_AUDIT_MAX; i++) {
     free(r->c[i].evidence);
     free(r->c[i].fix);
     r->c[i].evidence = r->c[i].fix = NULL;
@@ -347,7 +379,10 @@ const char *al_audit_status_name(al_audit_status s)
 void al_audit_format_text(const al_audit_report *r, FILE *f)
 {
   fprintf(f, "airlock audit %s, branch %s (%s)\n", r->repo, r->branch, r->api_url);
-  if (r->app_slug[0] || r->app_id)
+  if (!strcmp(r->forge, "gitlab") && (r->app_slug[0] || r->app_id))
+    fprintf(f, "  the bot: %s (user id %lld, project %lld)\n", r->app_slug[0] ? r->app_slug : "?",
+            r->app_id, r->installation_id);
+  else if (r->app_slug[0] || r->app_id)
     fprintf(f, "  the App: %s[bot] (app id %lld, installation %lld)\n",
             r->app_slug[0] ? r->app_slug : "?", r->app_id, r->installation_id);
   fprintf(f, "  read with: %s\n", r->credentials);
@@ -357,7 +392,7 @@ void al_audit_format_text(const al_audit_report *r, FILE *f)
     fprintf(f, "  redirected: %s\n", r->redirected);
   fprintf(f, "  run branches: %s<ticket>-<run>\n", r->run_prefix);
   fprintf(f, "\n");
-  for (int i = 0; i < AL_AUDIT_N; i++) {
+  for (int i = 0; i < r->n_crit; i++) {
     const al_audit_criterion *k = &r->c[i];
     fprintf(f, "%-7s %-28s %s%s\n", al_audit_status_name(k->status), k->id, k->title,
             k->required ? "" : " (advisory)");
@@ -378,7 +413,7 @@ void al_audit_format_text(const al_audit_report *r, FILE *f)
 char *al_audit_format_json(const al_audit_report *r)
 {
   json_t *crit = json_array();
-  for (int i = 0; i < AL_AUDIT_N; i++) {
+  for (int i = 0; i < r->n_crit; i++) {
     const al_audit_criterion *k = &r->c[i];
     json_t *from = json_array();
     for (unsigned b = 0; b < AL_AUDIT_FROM_N; b++)
@@ -392,12 +427,14 @@ char *al_audit_format_json(const al_audit_report *r)
   }
   json_t *app = json_pack("{s:s?, s:I, s:I}", "slug", r->app_slug[0] ? r->app_slug : NULL, "id",
                           (json_int_t)r->app_id, "installation_id", (json_int_t)r->installation_id);
-  json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:s, s:s?, s:s?, s:s, s:b, s:{s:i, s:i, s:i}, s:o}",
-                        "repo", r->repo, "branch", r->branch, "api", r->api_url, "app", app,
-                        "credentials", r->credentials, "as_app", r->as_app[0] ? r->as_app : NULL,
-                        "redirected", r->redirected[0] ? r->redirected : NULL, "run_prefix",
-                        r->run_prefix, "holds", r->holds, "counts", "fail", r->n_fail, "unknown",
-                        r->n_unknown, "warn", r->n_warn, "criteria", crit);
+  json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:s?, s:s?, s:s, s:b, s:{s:i, s:i, s:i}, "
+                        "s:o}",
+                        "repo", r->repo, "forge", r->forge[0] ? r->forge : "github", "branch",
+                        r->branch, "api", r->api_url, "app", app, "credentials", r->credentials,
+                        "as_app", r->as_app[0] ? r->as_app : NULL, "redirected",
+                        r->redirected[0] ? r->redirected : NULL, "run_prefix", r->run_prefix,
+                        "holds", r->holds, "counts", "fail", r->n_fail, "unknown", r->n_unknown,
+                        "warn", r->n_warn, "criteria", crit);
   char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
   json_decref(o);
   return s;

@@ -99,6 +99,7 @@
 #include <openssl/evp.h>
 
 #include "forge/appconfig.h"
+#include "forge/names.h"
 #include "common/error.h"
 
 typedef enum al_audit_status {
@@ -136,6 +137,31 @@ typedef enum al_audit_id {
   AL_AUDIT_N
 } al_audit_id;
 
+/* The GitLab audit's criteria (opts.forge_kind AL_FORGE_GITLAB), in report
+ * order, in the same al_audit_report.c[] (see forge/audit_gitlab.h and
+ * docs/audit.md "GitLab"). Ids shared with GitHub where the meaning is the
+ * same, `gitlab.` where the setting is GitLab's own. */
+typedef enum al_audit_gl_id {
+  AL_GL_PROTECTED = 0, /* branch.protected: the target branch is a protected branch */
+  AL_GL_PUSH,          /* gitlab.push_access: push No one, or Maintainers without the bot */
+  AL_GL_MERGE,         /* gitlab.merge_access: merge by Maintainers, not the bot */
+  AL_GL_FORCE_PUSH,    /* push.no_force_push: allow_force_push false */
+  AL_GL_CODE_OWNERS,   /* reviews.code_owners: code_owner_approval_required with CODEOWNERS */
+  AL_GL_APPROVALS,     /* reviews.approvals: >= 1 approval from someone but the bot */
+  AL_GL_AUTHOR,        /* gitlab.no_author_approval: merge_requests_author_approval off */
+  AL_GL_RESET,         /* reviews.dismiss_stale: reset_approvals_on_push on */
+  AL_GL_OVERRIDE,      /* gitlab.no_mr_override: MR approval rules not editable per MR */
+  AL_GL_PUSH_RULE,     /* gitlab.push_rule (advisory): branch_name_regex ^PREFIX */
+  AL_GL_BOT,           /* bot.not_maintainer: the bot is not a Maintainer or Owner */
+  AL_GL_CI_SECRETS,    /* ci.no_secrets: no CI/CD variable reaches the run's pipelines */
+  AL_GL_CI_OIDC,       /* ci.no_oidc: no id_tokens in the run's pipelines */
+  AL_GL_CI_DEPLOY,     /* gitlab.ci_deploy_token: no gitlab-deploy-token in them */
+  AL_AUDIT_GL_N
+} al_audit_gl_id;
+
+/* The most criteria a report holds (either forge's). */
+#define AL_AUDIT_MAX 21
+
 /* Where a criterion's evidence comes from (al_audit_criterion.from, bits);
  * al_audit_from_name() names each (the endpoint and the credential). */
 enum {
@@ -152,7 +178,17 @@ enum {
   AL_AUDIT_FROM_WORKFLOWS = 1u << 8,  /* GET /repos/{o}/{r}/contents/.github/workflows?ref={b} */
   AL_AUDIT_FROM_ACTIONS = 1u << 9,    /* GET /repos/{o}/{r}/actions/permissions[/workflow] */
   AL_AUDIT_FROM_ENVIRONMENTS = 1u << 10, /* GET /repos/{o}/{r}/environments */
-  AL_AUDIT_FROM_N = 11
+  /* GitLab (REST v4, /projects/:id/...) */
+  AL_AUDIT_FROM_GL_PROJECT = 1u << 11,   /* GET /projects/:id */
+  AL_AUDIT_FROM_GL_PROTECTED = 1u << 12, /* GET /projects/:id/protected_branches */
+  AL_AUDIT_FROM_GL_APPROVALS = 1u << 13, /* GET /projects/:id/approvals */
+  AL_AUDIT_FROM_GL_RULES = 1u << 14,     /* GET /projects/:id/approval_rules */
+  AL_AUDIT_FROM_GL_PUSH_RULE = 1u << 15, /* GET /projects/:id/push_rule */
+  AL_AUDIT_FROM_GL_MEMBERS = 1u << 16,   /* GET /projects/:id/members/all/:user_id */
+  AL_AUDIT_FROM_GL_FILES = 1u << 17,     /* GET /projects/:id/repository/files/:path?ref= */
+  AL_AUDIT_FROM_GL_VARIABLES = 1u << 18, /* GET /projects/:id/variables */
+  AL_AUDIT_FROM_GL_DEPLOY = 1u << 19,    /* GET /projects/:id/deploy_tokens */
+  AL_AUDIT_FROM_N = 20
 };
 
 /* "rules for the branch (GET /repos/{o}/{r}/rules/branches/{b})" etc. for
@@ -188,6 +224,11 @@ typedef struct al_audit_grant {
 } al_audit_grant;
 
 typedef struct al_audit_opts {
+  /* Which forge: AL_FORGE_GITHUB (0, the default) or AL_FORGE_GITLAB
+   * (forge/audit_gitlab.h: repo is the project's full path, api_url its
+   * REST v4 base, token the read token; app_slug/app_id name the bot
+   * user, when there is a standing one; broker_config and grant refused). */
+  al_forge_kind forge_kind;
   const char *repo;          /* "owner/repo" (required) */
   const char *branch;        /* NULL: the repository's default branch */
   const char *api_url;       /* NULL: the broker config's, else https://api.github.com */
@@ -214,7 +255,8 @@ typedef struct al_audit_opts {
 } al_audit_opts;
 
 typedef struct al_audit_report {
-  char repo[201];
+  char forge[8];  /* "github" or "gitlab" */
+  char repo[201]; /* OWNER/REPO, or GitLab's full project path */
   char branch[256];
   char api_url[256];
   char app_slug[128]; /* "" when unknown */
@@ -224,7 +266,9 @@ typedef struct al_audit_report {
   char as_app[160];      /* how the bot's own view was read ("" when it was not) */
   char redirected[320];  /* a redirect the API answered with (a renamed repository), or "" */
   char run_prefix[72];   /* the run branches the ci.* criteria judged ("airlock/") */
-  al_audit_criterion c[AL_AUDIT_N];
+  /* the criteria: al_audit_id's for GitHub, al_audit_gl_id's for GitLab */
+  al_audit_criterion c[AL_AUDIT_MAX];
+  int n_crit; /* AL_AUDIT_N or AL_AUDIT_GL_N */
   bool holds; /* every required criterion is PASS or WARN */
   int n_fail, n_unknown, n_warn;
 } al_audit_report;
@@ -249,7 +293,7 @@ const char *al_audit_status_name(al_audit_status s);
 void al_audit_format_text(const al_audit_report *r, FILE *f);
 
 /* The report as one JSON object (malloc'd string, caller frees):
- * {"repo","branch","api","app":{"slug","id","installation_id"},"credentials",
+ * {"repo","forge","branch","api","app":{"slug","id","installation_id"},"credentials",
  *  "as_app","redirected","run_prefix","holds","counts":{"fail","unknown","warn"},
  *  "criteria":[{"id","title","required","status","evidence","fix",
  *               "evidence_from":[names of the reads, al_audit_from_name]}]} */

@@ -163,4 +163,7 @@ int au_run_keyed(const al_audit_opts *o, al_audit_report *out, al_error *err);
 /* Judge every criterion from what was read. */
 void au_judge_all(struct ctx *c);
 
+/* holds and the counts from r->c[0..n_crit) (audit.c; the GitLab audit too). */
+void au_tally(al_audit_report *r);
+
 #endif

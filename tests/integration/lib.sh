@@ -50,7 +50,7 @@ ensure_test_user() {
 # airlock and AIRLOCK_DATA_DIR / AIRLOCK_LIBEXEC_DIR pointing at copies of
 # the demo's files and the test forge (issue 27). A reachable tree is used
 # as it is.
-_t_user_can() { setpriv --reuid="$T_USER" --regid="$T_USER" --init-groups -- test -e "$1" 2>/dev/null; }
+_t_user_can() { ensure_test_user; setpriv --reuid="$T_USER" --regid="$T_USER" --init-groups -- test -e "$1" 2>/dev/null; }
 _t_mirror_dir=
 _t_mirror() { # PATH -> the copy's path on stdout
   local src=$1 dst=$T_TMP/mirror$1
@@ -85,6 +85,9 @@ as_user() {
     "$@"
     return
   fi
+  # the user is made here too: a test that runs first on a new machine
+  # (faults did, in CI) must not depend on another having made it
+  ensure_test_user
   local args=() a env=(PATH=/usr/bin:/bin)
   if [ -n "${AIRLOCK_BUILD:-}" ] && ! _t_user_can "$AIRLOCK"; then
     _t_mirror_data

@@ -12,7 +12,8 @@
  *   GET  /projects/:id/repository/blobs/:sha         {size, encoding base64, content, sha}
  * Lists are paginated as GitLab's offset pagination: page, per_page
  * (default 20, at most 100), `Link: <...>; rel="next"`, x-next-page,
- * x-total.
+ * x-total; the tree with pagination=keyset as its keyset pagination
+ * (`Link` with a page_token, no page numbers).
  * Test faults (the Maintainer's token only): POST /projects/:id/test_faults
  * with {"per_page_max": N (pages cut to N items), "shape": {ROUTE:
  * "wrong"} (a list answered as an object, an object as a list), "override":
@@ -138,7 +139,7 @@ static enum MHD_Result keep_arg(void *cls, enum MHD_ValueKind kind, const char *
 {
   (void)kind;
   struct qbuf *q = cls;
-  if (!strcmp(k, "page"))
+  if (!strcmp(k, "page") || !strcmp(k, "page_token"))
     return MHD_YES;
   int w = snprintf(q->s + q->n, sizeof q->s - q->n, "%s=%s&", k, v ? v : "");
   if (w > 0 && (size_t)w < sizeof q->s - q->n)
@@ -146,15 +147,48 @@ static enum MHD_Result keep_arg(void *cls, enum MHD_ValueKind kind, const char *
   return MHD_YES;
 }
 
-/* A list answer: GitLab's offset pagination of all, the route's faults. */
+/* The keyset token of the tree entry at path: its path in hex (GitLab's
+ * is opaque too). */
+static void path_token(const char *path, char *out, size_t cap)
+{
+  size_t o = 0;
+  for (const unsigned char *q = (const unsigned char *)path; *q && o + 3 < cap; q++)
+    o += (size_t)snprintf(out + o, cap - o, "%02x", *q);
+  out[o] = '\0';
+}
+
+/* Where a keyset page starts: after the entry whose token is tok; 0
+ * without a token; (size_t)-1 for a token no entry has. */
+static size_t keyset_from(json_t *all, const char *tok)
+{
+  if (!tok)
+    return 0;
+  size_t i;
+  json_t *v;
+  json_array_foreach(all, i, v)
+  {
+    char t[2048];
+    const char *vp = json_string_value(json_object_get(v, "path"));
+    path_token(vp ? vp : "", t, sizeof t);
+    if (!strcmp(t, tok))
+      return i + 1;
+  }
+  return (size_t)-1;
+}
+
+/* A list answer: GitLab's offset pagination of all (page, x-next-page),
+ * or with pagination=keyset on the tree its keyset pagination
+ * (page_token, no page numbers); the route's faults. */
 static enum MHD_Result page(struct MHD_Connection *c, json_t *p, const char *route, char **seg,
                             size_t n, bool tls, json_t *all)
 {
   json_t *f = faults(p);
   json_t *ov = json_object_get(json_object_get(f, "override"), route);
-  char b[32];
+  char b[32], tb[2048];
   long per = qarg(c, "per_page", b, sizeof b) ? strtol(b, NULL, 10) : 20;
   long pg = qarg(c, "page", b, sizeof b) ? strtol(b, NULL, 10) : 1;
+  const char *pag = qarg(c, "pagination", b, sizeof b);
+  bool keyset = !strcmp(route, "tree") && pag && !strcmp(pag, "keyset");
   if (per < 1 || per > 100)
     per = per < 1 ? 20 : 100;
   json_int_t cap = json_integer_value(json_object_get(f, "per_page_max"));
@@ -163,6 +197,10 @@ static enum MHD_Result page(struct MHD_Connection *c, json_t *p, const char *rou
   if (pg < 1)
     pg = 1;
   size_t total = json_array_size(all), from = (size_t)(pg - 1) * (size_t)per;
+  if (keyset && (from = keyset_from(all, qarg(c, "page_token", tb, sizeof tb))) == (size_t)-1) {
+    json_decref(all);
+    return msg(c, 400, "page_token is invalid");
+  }
   json_t *out = json_array();
   for (size_t i = from; i < total && i < from + (size_t)per; i++) {
     json_t *v = json_deep_copy(json_array_get(all, i));
@@ -170,15 +208,19 @@ static enum MHD_Result page(struct MHD_Connection *c, json_t *p, const char *rou
       json_object_update(v, ov);
     json_array_append_new(out, v);
   }
-  json_decref(all);
   if (json_object_get(json_object_get(f, "shape"), route)) {
     json_decref(out);
     out = json_pack("{s:s}", "message", "not a list");
   }
-  char tot[32], next[32], link[4096] = "";
+  char tot[32], next[32], link[4096] = "", last[2048] = "";
   snprintf(tot, sizeof tot, "%zu", total);
   bool more = from + (size_t)per < total;
   snprintf(next, sizeof next, "%ld", more ? pg + 1 : 0L);
+  const char *lp =
+      json_string_value(json_object_get(json_array_get(all, from + (size_t)per - 1), "path"));
+  if (more && keyset)
+    path_token(lp ? lp : "", last, sizeof last);
+  json_decref(all);
   if (more) {
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
     struct qbuf q = {.n = 0};
@@ -187,12 +229,15 @@ static enum MHD_Result page(struct MHD_Connection *c, json_t *p, const char *rou
                      host ? host : "127.0.0.1");
     for (size_t i = 0; i < n && o > 0 && (size_t)o < sizeof link; i++)
       o += snprintf(link + o, sizeof link - (size_t)o, "/%s", seg[i]);
-    if (o > 0 && (size_t)o < sizeof link)
+    if (o > 0 && (size_t)o < sizeof link && keyset)
+      snprintf(link + o, sizeof link - (size_t)o, "?%spage_token=%s>; rel=\"next\"", q.s, last);
+    else if (o > 0 && (size_t)o < sizeof link)
       snprintf(link + o, sizeof link - (size_t)o, "?%spage=%ld>; rel=\"next\"", q.s, pg + 1);
   }
   const char *hdr[] = {"x-total", tot, "x-next-page", more ? next : "", more ? "Link" : NULL,
                        link,      NULL};
-  return send_json(c, 200, out, hdr);
+  const char *khdr[] = {more ? "Link" : NULL, link, NULL};
+  return send_json(c, 200, out, keyset ? khdr : hdr);
 }
 
 /* ---- git ---- */

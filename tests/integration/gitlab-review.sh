@@ -188,8 +188,12 @@ is "control: the forge now answers 2 per page, with a Link to the next" \
   "$(req "$D/run" GET "/projects/42/merge_requests/$IID/diffs?per_page=100" >/dev/null; jq -r length "$D/out")" 2
 R=$(rv files "$IID" 100)
 is "pr_files across pages: the same $NFILES files" "$(jq -c '[.rc, .out]' <<<"$R")" "[0,$FILES1]"
+curl -s -D "$D/hdr" -o "$D/out" -H @"$D/h" "$API/projects/42/repository/tree?recursive=true&ref=$HEAD_SHA&pagination=keyset"
+like "control: the tree's keyset pages link by page_token" "$(grep -i '^link:' "$D/hdr")" 'page_token=[0-9a-f]+>; rel="next"'
+curl -s -D "$D/hdr" -o "$D/out" -H @"$D/h" "$API/projects/42/repository/tree?recursive=true&ref=$HEAD_SHA"
+like "control: ... its offset pages by page number" "$(grep -i '^link:' "$D/hdr")" '[?&]page=2>; rel="next"'
 R=$(rv tree "$HEAD_SHA")
-is "tree across pages: the same tree" "$(jq -c '[.rc, .truncated, .out]' <<<"$R")" "[0,false,$TREE1]"
+is "tree across keyset pages: the same tree" "$(jq -c '[.rc, .truncated, .out]' <<<"$R")" "[0,false,$TREE1]"
 is "pr_commits across pages: the same, oldest first" "$(rv commits "$IID" 100 | jq -c '[.rc, .out]')" "[0,$COMMITS1]"
 is "pr_texts comments across pages" "$(rv texts "$IID" comments 100 | jq -c '[.rc, .out]')" "[0,$NOTES1]"
 is "pr_texts review_comments across pages" "$(rv texts "$IID" review_comments 100 | jq -c '[.rc, .out]')" "[0,$DIFFN1]"

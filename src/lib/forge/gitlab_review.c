@@ -1,8 +1,8 @@
 /* The GitLab driver's reads of a merge request for the review notes
  * (gitlab_review.h; forge.h's contracts): GitLab REST v4 through the one
  * forge client (forge/ghapi.h), whose al_ghapi_list follows GitLab's
- * `Link: <...>; rel="next"` (offset pagination, "REST API" › Pagination)
- * under the API base only. Every field is checked for its type; a commit
+ * `Link: <...>; rel="next"` (offset or keyset pagination, "REST API" ›
+ * Pagination) under the API base only. Every field is checked for its type; a commit
  * or blob id must be 40 or 64 lower-case hex, else it is null. Pages:
  *   Merge requests API › "List project merge requests", "Get single MR"
  *     (diff_refs.base_sha/head_sha, changes_count), "List merge request
@@ -268,7 +268,9 @@ int al_gl_pr_files(al_ghapi *c, const char *tok, const char *repo, long long num
 }
 
 /* Repositories API › "List repository tree" with recursive=true and
- * ref=SHA, every page: {path: {mode, type, sha}}; GitLab's modes are git's
+ * ref=SHA, every page, pagination=keyset (GitLab 17.1+ pages the tree by
+ * page_token; an older one ignores it and pages by number: the client
+ * follows whichever `Link` comes): {path: {mode, type, sha}}; GitLab's modes are git's
  * ("100644", "100755", "120000", "160000", "040000") and its types blob,
  * tree, commit. GitLab does not cut a tree; the client stops at TREE_MAX
  * entries, which is *truncated. */
@@ -282,8 +284,8 @@ int al_gl_tree(al_ghapi *c, const char *tok, const char *repo, const char *sha, 
   al_autofree char *pp = project_path(repo, err);
   if (!pp)
     return -1;
-  al_autofree char *path =
-      al_strdup_printf("%s/repository/tree?recursive=true&ref=%s&per_page=100", pp, sha);
+  al_autofree char *path = al_strdup_printf(
+      "%s/repository/tree?recursive=true&ref=%s&pagination=keyset&per_page=100", pp, sha);
   json_t *items = NULL;
   al_ghapi_list_info st;
   int rc = al_ghapi_list(c, path, tok, TREE_MAX, &items, &st, err);

@@ -173,8 +173,8 @@ else
 
   out=$("$AIRLOCK" runs 2>&1); rc=$?
   is "runs: exit 0" "$rc" 0
-  like "runs lists the newest first: the hostile run, then the PR run" "$(tr '\n' ' ' <<<"$out")" "^ID +STARTED +TICKET +RESULT +DENIALS +PULL REQUEST +$ID2 .* acme/tally#2 .* $ID1 [0-9T:-]+Z +acme/tally#1 +0 pull request +0 +https://forge.test:[0-9]+/acme/tally/pull/[0-9]+"
-  like "the hostile run shows its denials" "$(grep "^$ID2" <<<"$out")" "acme/tally#2 +$hostile_rc [a-z ]+.* [1-9][0-9]* +https://"
+  like "runs lists the newest first: the hostile run, then the PR run" "$(tr '\n' ' ' <<<"$out")" "^ID +STARTED +TICKET +RESULT +DENIALS +PULL REQUEST +$ID2 .* acme/tally#2 .* $ID1 [0-9T:-]+Z +acme/tally#1 +0 \(pull request\) +0 +https://forge.test:[0-9]+/acme/tally/pull/[0-9]+"
+  like "the hostile run shows its denials" "$(grep "^$ID2" <<<"$out")" "acme/tally#2 +$hostile_rc \([a-z ]+.*\) +[1-9][0-9]* +https://"
   like "runs --limit 1 shows one, and says how many are left" "$("$AIRLOCK" runs --limit 1 2>&1 | tr '\n' ' ')" "$ID2 .*\(1 older run\(s\) not shown"
   check "runs --json: both, with their results" python3 -c '
 import json, subprocess, sys

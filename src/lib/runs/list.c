@@ -48,7 +48,7 @@ int al_runs_print_list(const char *dir, const al_run_entry *v, size_t n, size_t 
     al_autofree char *clean = al_term_escape_line(dir);
     fprintf(out, "no run records in %s\n", clean);
   } else {
-    fprintf(out, "%-16s %-20s %-24s %-24s %-7s %s\n", "ID", "STARTED", "TICKET", "RESULT",
+    fprintf(out, "%-16s %-20s %-24s %-26s %-7s %s\n", "ID", "STARTED", "TICKET", "RESULT",
             "DENIALS", "PULL REQUEST");
   }
   for (size_t i = 0; i < shown; i++) {
@@ -64,14 +64,15 @@ int al_runs_print_list(const char *dir, const al_run_entry *v, size_t n, size_t 
     }
     char res[128], den[24];
     if (s->exit_status >= 0)
-      snprintf(res, sizeof res, "%d %s", s->exit_status, s->result);
+      /* "0 (pull request)": "0 pull request" read as none */
+      snprintf(res, sizeof res, "%d (%s)", s->exit_status, s->result);
     else
       snprintf(res, sizeof res, "%s", s->result);
     snprintf(den, sizeof den, s->denials >= 0 ? "%lld" : "-", s->denials);
     cell(out, s->id, 16, false);
     cell(out, s->started_at, 20, false);
     cell(out, s->target, 24, false);
-    cell(out, res, 24, false);
+    cell(out, res, 26, false);
     cell(out, den, 7, false);
     cell(out, s->pr_url, 0, true);
   }

@@ -110,6 +110,9 @@ static int setup(al_demo *d, bool hostile, const al_demo_flags *da)
     say("ticket %s on a local %s stand-in (https://%s:%d, loopback): acme/tally#1's text; "
         "the %s credential stays with the supervisor and the gateway",
         d->ticket_key, d->ticket_kind, d->ticket_host, d->ticket_port, d->ticket_kind);
+  else if (d->gitlab)
+    say("ticket %s#1 (a project in a subgroup): median() is wrong; the fix is in the ticket",
+        AL_DEMO_GITLAB_PROJECT);
   else
     say("ticket acme/tally#%d: %s", hostile ? 2 : 1,
         hostile ? "a prompt injection asking the agent to attack"

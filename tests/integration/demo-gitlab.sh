@@ -20,21 +20,21 @@ run_demo --forge gitlab --keep; rc=$?
 out=$(cat "$W/demo.out")
 is "airlock demo --forge gitlab exits 0" "$rc" 0
 [ $rc -eq 0 ] || sed 's/^/#   /' "$W/demo.out" | tail -40
-like "it made a merge request on the GitLab forge" "$out" 'made +the pull request http://gitlab.test/acme/tally/-/merge_requests/1'
+like "it made a merge request on the GitLab forge" "$out" 'made +the pull request http://gitlab.test/acme/tools/tally/-/merge_requests/1'
 like "... a Draft that removes its branch" "$out" 'held +the merge request is a Draft that removes its branch'
 like "... opened by the supervisor" "$out" 'held +the pull request was opened by the supervisor'
 like "the tokens: revoked and confirmed dead (the record's word)" "$out" 'held +both tokens revoked and confirmed dead \(401\)'
 like "no real token in the sandbox (cred.run-tokens)" "$out" 'held +credentials sealed: no real token anywhere in the sandbox \(cred.run-tokens blocked\)'
 like "the gateway ran with the GitLab project's id" "$out" 'gateway +ok .*GitLab project id 3001'
 like "the missing GitLab audit is said, never a pass" "$out" 'UNAUDITED +the escape budget was not audited: the GitLab audit is not on this build'
-like "the review notes are posted on the MR, a note's anchor on its page" "$out" 'notes +ok .*review notes posted on the pull request: http://gitlab.test/acme/tally/-/merge_requests/1#note_[0-9]+'
+like "the review notes are posted on the MR, a note's anchor on its page" "$out" 'notes +ok .*review notes posted on the pull request: http://gitlab.test/acme/tools/tally/-/merge_requests/1#note_[0-9]+'
 is "no line says CHECK, BROKEN or MISSING" "$(grep -cE '^  (CHECK|BROKEN|MISSING) ' "$W/demo.out")" 0
 
 recf=$(sed -n 's/^  run record: //p' "$W/demo.out")
 dir=$(ls -d "$W"/tmp/airlock-demo.* 2>/dev/null | head -1)
 [ -f "$recf" ] && [ -d "$dir" ] || { fail "the record and the kept directory are there"; done_testing; exit 1; }
 rec() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$recf" "$1" 2>&1; }
-is "the record: forge.kind gitlab, project id 3001" "$(rec 'json.loads(r["policy"]["canonical"])["forge"]["kind"], r["forge_project_id"]')" "('gitlab', 3001)"
+is "the record: forge.kind gitlab, a project in a subgroup, its id 3001" "$(rec 'json.loads(r["policy"]["canonical"])["forge"]["kind"], r["ticket"]["repo"], r["forge_project_id"]')" "('gitlab', 'acme/tools/tally', 3001)"
 is "the record: the run accepted unprotected, the audit's error named" \
   "$(rec 'r["unprotected"], "GitLab audit is not on this build" in r["audit"]["error"]')" "(True, True)"
 is "the record: both tokens revoked, each 401 confirmed" \

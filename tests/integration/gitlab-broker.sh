@@ -45,11 +45,18 @@ repositories: [acme/other]
 EOF
 OUT=$("$AIRLOCK" broker -c "$D/v3.yaml" --socket "$D/x.sock" 2>&1) && fail "a GitLab api.url not ending in /api/v4 is refused" ||
   like "a GitLab api.url not ending in /api/v4 is refused" "$OUT" "must end in /api/v4"
+cat >"$D/ghsub.yaml" <<EOF
+app: {id: 1, private_key: $D/none.pem}
+api: {url: "https://127.0.0.1:1"}
+repositories: [acme/tools/tally]
+EOF
+OUT=$("$AIRLOCK" broker -c "$D/ghsub.yaml" --socket "$D/x.sock" 2>&1) && fail "a GitHub broker refuses a GitLab subgroup path" ||
+  like "a GitHub broker refuses a GitLab subgroup path" "$OUT" "repositories: .acme/tools/tally.*only with .gitlab."
 chmod 644 "$D/token"
 cat >"$D/broker.yaml" <<EOF
 gitlab: {token_file: $D/token}
 api: {url: "$API", retries: 1, timeout: 5s}
-repositories: [acme/other]
+repositories: [acme/other, acme/tools/tally]
 state_dir: $D/state
 EOF
 OUT=$("$AIRLOCK" broker -c "$D/broker.yaml" --socket "$D/x.sock" 2>&1) && fail "a token file others can read is refused" ||

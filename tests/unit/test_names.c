@@ -148,6 +148,20 @@ static void test_target_gitlab(void **state)
   assert_int_equal(al_ticket_parse_target("acme/tools/tally.git#7", out, sizeof out, &n, &err), -1);
   assert_int_equal(al_ticket_parse_target("acme/-tools/tally#7", out, sizeof out, &n, &err), -1);
   assert_int_equal(al_ticket_parse_target("acme//tally#7", out, sizeof out, &n, &err), -1);
+  /* the policy's roles: a subgroup only with forge.kind gitlab */
+  const char *gl = "version: 1\nforge: {kind: gitlab, api_url: \"https://g.test/api/v4\", git_url: "
+                   "\"https://g.test\"}\ncredentials:\n  git: {repo: acme/tools/tally}\n";
+  al_policy *p = NULL;
+  assert_int_equal(al_policy_load_buffer("<t>", gl, strlen(gl), &p, &err), 0);
+  al_policy_free(p);
+  assert_int_equal(policy_repo("acme/tools/tally"), -1);
+  p = NULL;
+  assert_int_equal(
+      al_policy_load_buffer("<t>", "version: 1\ncredentials:\n  git: {repo: acme/tools/tally}\n",
+                            strlen("version: 1\ncredentials:\n  git: {repo: acme/tools/tally}\n"),
+                            &p, &err),
+      -1);
+  assert_non_null(strstr(err.msg, "only with forge.kind: gitlab"));
   /* a GitLab path of 200 bytes fits; GitHub's rule alone would stop at 140 */
   char t[300];
   snprintf(t, sizeof t, "a/%0100d/%096d#3", 0, 0);

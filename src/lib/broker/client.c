@@ -172,7 +172,7 @@ static int add_token_req(al_proto_lease_req *req, al_role role, const char *repo
   al_proto_token_req *t = &req->tokens[req->n_tokens++];
   t->role = role;
   const char *why = "longer than the broker protocol allows";
-  if (al_repo_name_check(repo, &why) < 0 || strlen(repo) >= sizeof t->repo)
+  if (al_forge_repo_check(repo, &why) < 0 || strlen(repo) >= sizeof t->repo)
     return al_error_set(err, EINVAL, "%s repository `%.200s`: %s", al_role_name(role), repo, why);
   snprintf(t->repo, sizeof t->repo, "%s", repo);
   if (perms) {

@@ -81,8 +81,9 @@ static int token_req_from_json(json_t *o, al_proto_token_req *t, al_error *err)
     return al_error_set(err, EINVAL, "tokens[].role: expected `git` or `ticket`");
   const char *repo = json_string_value(json_object_get(o, "repo"));
   const char *why;
-  if (!repo || strlen(repo) >= sizeof t->repo || al_repo_name_check(repo, &why) < 0)
-    return al_error_set(err, EINVAL, "tokens[].repo: expected OWNER/REPO");
+  if (!repo || strlen(repo) >= sizeof t->repo || al_forge_repo_check(repo, &why) < 0)
+    return al_error_set(err, EINVAL,
+                        "tokens[].repo: expected OWNER/REPO (or a GitLab GROUP[/SUB...]/PROJECT)");
   snprintf(t->repo, sizeof t->repo, "%s", repo);
   json_t *p = json_object_get(o, "permissions");
   t->has_perms = false;

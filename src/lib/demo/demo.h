@@ -31,6 +31,8 @@
 #include "ticket/ticket.h"
 
 #define AL_DEMO_MAX_CHILDREN 5
+/* `--forge gitlab`'s project: in a subgroup, as GitLab's often are */
+#define AL_DEMO_GITLAB_PROJECT "acme/tools/tally"
 
 /* Where the demo's programs and files are (the CLI finds them: src/cli/paths.h). */
 typedef struct al_demo_files {
@@ -86,7 +88,7 @@ typedef struct al_demo {
    * al_demo_setup; the forge is then airlock-gitlab-forge on gitlab.test
    * (pinned to loopback, HTTPS on https_port), the broker in its GitLab
    * mode (project access tokens), the policy forge.kind gitlab */
-  bool gitlab;
+  bool gitlab; /* the project: AL_DEMO_GITLAB_PROJECT */
   char gitlab_token[72]; /* the Maintainer's token (hex; the broker's and the demo's only) */
   long long gitlab_project_id; /* acme/tally's id in the fixture */
 } al_demo;

@@ -6,9 +6,10 @@
  *   secret/gitlab.token (0600)          the Maintainer's token: the broker
  *                                       mints the run's project access
  *                                       tokens with it; never in the sandbox
- *   secret/repos/acme/tally.git         a bare repository of the demo's
+ *   secret/repos/acme/tools/tally.git   a bare repository of the demo's
  *                                       project (git add/commit into it)
- *   secret/gitlab-fixture.json          acme/tally (id 3001) with issue #1:
+ *   secret/gitlab-fixture.json          acme/tools/tally (id 3001, a project
+ *                                       in a subgroup) with issue #1:
  *                                       the GitHub fixture's acme/tally#1
  *   airlock-gitlab-forge --tls-dir      HTTPS on 127.0.0.1 (ports.json)
  *   broker.yaml gitlab: + the broker    per lease two project access tokens
@@ -29,6 +30,7 @@
 #include "demo/internal.h"
 
 #define GL_PROJECT_ID 3001
+#define GL_PROJECT AL_DEMO_GITLAB_PROJECT
 
 /* The GitHub fixture's acme/tally: its source directory (beside the
  * fixture) and issue #1's title and body, malloc'd. -1 when missing. */
@@ -63,20 +65,22 @@ static int tally_from_fixture(const char *fixture, char **src, char **title, cha
   return *src && *body ? 0 : -1;
 }
 
-/* The bare repository REPOS/acme/tally.git holding src's files as one
+/* The bare repository REPOS/acme/tools/tally.git holding src's files as one
  * commit on main (git's index in the bare repository, src as the work
  * tree: nothing is copied). */
 static int make_repo(al_demo *d, const char *src, const char *repos, al_error *err)
 {
   char bare[PATH_MAX + 32], gd[PATH_MAX + 48], wt[PATH_MAX + 16], log[PATH_MAX + 16],
-      acme[PATH_MAX + 8];
+      acme[PATH_MAX + 8], tools[PATH_MAX + 16];
   snprintf(acme, sizeof acme, "%s/acme", repos);
-  snprintf(bare, sizeof bare, "%s/acme/tally.git", repos);
+  snprintf(tools, sizeof tools, "%s/acme/tools", repos);
+  snprintf(bare, sizeof bare, "%s/" GL_PROJECT ".git", repos);
   snprintf(gd, sizeof gd, "--git-dir=%s", bare);
   snprintf(wt, sizeof wt, "--work-tree=%s", src);
   snprintf(log, sizeof log, "%s/setup.log", d->secret);
-  if ((mkdir(repos, 0700) < 0 && errno != EEXIST) || (mkdir(acme, 0700) < 0 && errno != EEXIST))
-    return al_make_error(err, errno, "mkdir %s", acme);
+  if ((mkdir(repos, 0700) < 0 && errno != EEXIST) || (mkdir(acme, 0700) < 0 && errno != EEXIST) ||
+      (mkdir(tools, 0700) < 0 && errno != EEXIST))
+    return al_make_error(err, errno, "mkdir %s", tools);
   const char *const init[] = {"/usr/bin/env", "git", "init", "--quiet", "--bare", bare, NULL};
   const char *const head[] = {"/usr/bin/env",    "git", gd, "symbolic-ref", "HEAD",
                               "refs/heads/main", NULL};
@@ -104,17 +108,17 @@ static int make_repo(al_demo *d, const char *src, const char *repos, al_error *e
   return 0;
 }
 
-/* The GitLab forge's fixture: acme/tally with issue #1. */
+/* The GitLab forge's fixture: acme/tools/tally with issue #1. */
 static int write_fixture(const char *path, const char *title, const char *body, al_error *err)
 {
   json_t *f = json_pack(
       "{s:[{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:i, s:i, s:i, s:s, s:s, s:s, s:[], s:[]}], "
       "s:[{s:s, s:b, s:b, s:{s:s}}]}]}",
       "projects", "id", GL_PROJECT_ID, "name", "tally", "path", "tally", "path_with_namespace",
-      "acme/tally", "default_branch", "main", "visibility", "private", "web_url",
-      "https://gitlab.test/acme/tally", "issues", "id", 9001, "iid", 1, "project_id", GL_PROJECT_ID,
-      "title", title, "description", body, "state", "opened", "labels", "notes", "branches", "name",
-      "main", "protected", 1, "default", 1, "commit", "id",
+      GL_PROJECT, "default_branch", "main", "visibility", "private", "web_url",
+      "https://gitlab.test/" GL_PROJECT, "issues", "id", 9001, "iid", 1, "project_id",
+      GL_PROJECT_ID, "title", title, "description", body, "state", "opened", "labels", "notes",
+      "branches", "name", "main", "protected", 1, "default", 1, "commit", "id",
       "0000000000000000000000000000000000000000");
   char *text = f ? json_dumps(f, JSON_INDENT(1)) : NULL;
   json_decref(f);
@@ -166,7 +170,7 @@ static int start_broker(al_demo *d, const al_demo_files *files, const char *toke
   al_autofree char *bc =
       al_strdup_printf("gitlab: {token_file: %s}\n"
                        "api:\n  url: https://127.0.0.1:%d/api/v4\n  ca_file: %s\n  retries: 2\n"
-                       "repositories: [acme/tally]\n"
+                       "repositories: [" GL_PROJECT "]\n"
                        "lease:\n  ttl: 5m\n"
                        "state_dir: %s\n",
                        token, d->https_port, d->ca, state);
@@ -229,8 +233,8 @@ int al_demo_gitlab_setup(al_demo *d, const al_demo_files *files, const char *tls
       "filesystem:\n  workspace_size: 256MiB\n  tmp_size: 128MiB\n"
       "process:\n  limits: {memory: 1GiB, pids: 512, wall: 2m}\n"
       "credentials:\n  broker: %s\n"
-      "  git: {repo: acme/tally, permissions: {contents: write, pull_requests: write}}\n"
-      "  ticket: {repo: acme/tally, permissions: {issues: write}}\n"
+      "  git: {repo: " GL_PROJECT ", permissions: {contents: write, pull_requests: write}}\n"
+      "  ticket: {repo: " GL_PROJECT ", permissions: {issues: write}}\n"
       "  ttl: 5m\n"
       "forge:\n  kind: gitlab\n  api_url: https://gitlab.test:%d/api/v4\n"
       "  git_url: https://gitlab.test:%d\n  ca_file: %s\n",

@@ -224,7 +224,9 @@ static const al_yw_map api_map = {api_fields, AL_ARRAY_SIZE(api_fields), NULL};
 static int repo_entry_check(al_yw *w, char **repos, size_t n, const al_yw_kv *kv)
 {
   const char *why;
-  if (al_repo_name_check(repos[n - 1], &why) < 0)
+  /* a GitLab project may be in a subgroup: check_all holds a GitHub
+   * broker to OWNER/REPO once it knows which it is */
+  if (al_forge_repo_check(repos[n - 1], &why) < 0)
     return al_yw_fail(w, al_yw_at(kv), kv->path, "%s", why);
   for (size_t i = 0; i + 1 < n; i++)
     if (strcasecmp(repos[i], repos[n - 1]) == 0)
@@ -450,6 +452,13 @@ static int check_all(const al_broker_config *c, const char *name, al_error *err)
       return al_error_set(err, EINVAL,
                           "%s: audit: the GitLab audit is not built yet (issue #30 item 4)", name);
   }
+  const char *why;
+  for (size_t i = 0; !c->gitlab_token_file && i < c->n_repos; i++)
+    if (al_repo_name_check(c->repos[i], &why) < 0)
+      return al_error_set(err, EINVAL,
+                          "%s: repositories: `%s`: %s (a GitLab GROUP/SUB/PROJECT only with "
+                          "`gitlab`)",
+                          name, c->repos[i], why);
   for (size_t i = 0; i < c->n_secrets; i++)
     for (size_t k = 0; k < c->secrets[i].n_repos; k++)
       if (!al_broker_config_repo_allowed(c, c->secrets[i].repos[k]))

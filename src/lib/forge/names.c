@@ -114,6 +114,15 @@ int al_gitlab_path_check(const char *path, size_t *pieces, const char **why)
   return 0;
 }
 
+int al_forge_repo_check(const char *repo, const char **why)
+{
+  size_t pieces;
+  const char *glwhy;
+  if (al_repo_name_check(repo, why) == 0 || al_gitlab_path_check(repo, &pieces, &glwhy) == 0)
+    return 0;
+  return -1;
+}
+
 int al_gitlab_username_check(const char *name, const char **why)
 {
   size_t n = strlen(name);

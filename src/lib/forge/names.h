@@ -55,6 +55,13 @@ int al_api_url_check(const char *url, const char **why);
  * checked here. */
 int al_gitlab_path_check(const char *path, size_t *pieces, const char **why);
 
+/* Either forge's repository: OWNER/REPO (al_repo_name_check) or a GitLab
+ * project's full path (al_gitlab_path_check). For what carries a
+ * repository before the forge's kind is known (a lease request, a policy
+ * role as it is read); the kind's own rule is checked where it is known.
+ * 0, or -1 with the GitHub rule's reason in *why. */
+int al_forge_repo_check(const char *repo, const char **why);
+
 /* A GitLab username: one path piece (above, `.git` allowed) not ending in
  * `.`. 0, or -1 with a static reason in *why. */
 int al_gitlab_username_check(const char *name, const char **why);

@@ -248,6 +248,16 @@ static int finish(al_policy *p, const char *name, al_error *err)
   if (p->relay.present && relay_finish(&p->relay, name, err) < 0)
     return -1;
   if (p->credentials.present) {
+    const al_policy_role *roles[] = {&p->credentials.git, &p->credentials.ticket};
+    const char *const names[] = {"credentials.git.repo", "credentials.ticket.repo"};
+    const char *why;
+    for (size_t i = 0; p->forge.kind != AL_FORGE_GITLAB && i < 2; i++)
+      if (roles[i]->present && roles[i]->repo && al_repo_name_check(roles[i]->repo, &why) < 0)
+        return al_error_set(err, EINVAL,
+                            "%s:%d:%d: %s: `%s` must be OWNER/REPO: %s (a GitLab GROUP/SUB/"
+                            "PROJECT only with forge.kind: gitlab)",
+                            name, roles[i]->repo_line, roles[i]->repo_col, names[i], roles[i]->repo,
+                            why);
     if (!p->credentials.broker)
       p->credentials.broker = al_xstrdup("/run/airlock/broker.sock");
     if (p->credentials.mode == AL_CRED_ENV && p->credentials.agent_comments)

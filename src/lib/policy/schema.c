@@ -721,9 +721,12 @@ static int perms_parse(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void 
 static int repo_check(al_yw *c, const al_yw_field *f, const al_yw_kv *kv, void *obj)
 {
   (void)f;
-  const al_policy_role *r = obj;
+  al_policy_role *r = obj;
   const char *why;
-  if (al_repo_name_check(r->repo, &why) < 0)
+  al_yw_pos(al_yw_at(kv), &r->repo_line, &r->repo_col);
+  /* or a GitLab project's full path: finish (policy.c) holds a GitHub
+   * policy to OWNER/REPO once forge.kind is read */
+  if (al_forge_repo_check(r->repo, &why) < 0)
     return al_yw_fail(c, al_yw_at(kv), kv->path, "`%s` must be OWNER/REPO: %s", r->repo, why);
   return 0;
 }

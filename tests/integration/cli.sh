@@ -174,8 +174,15 @@ if "$AIRLOCK" run -q -- true 2>/dev/null; then
   is "run -q: nothing from airlock on stderr" "$(cat run.err)" ""
   "$AIRLOCK" run -q -p net.yaml --log dec.jsonl -- sh -c "$probe" >/dev/null 2>&1
   like "control: --log keeps the decisions" "$(cat dec.jsonl)" '"decision":"deny"'
+  # --log with a policy that has no network: said, not silently unwritten
+  out=$("$AIRLOCK" run --log nonet.jsonl -- true 2>&1); rc=$?
+  like "run --log without a network section: exit 0, and says the file is not written" "$rc/$out" \
+    '^0/airlock run: warning: --log `nonet.jsonl`: the policy has no network section, so no egress proxy runs'
+  check_not "… and writes no file" test -e nonet.jsonl
+  check_not "control: with a network section no such warning" grep -q 'no network section' <<<"$("$AIRLOCK" run -p net.yaml --log dec2.jsonl -- true 2>&1)"
 else
   skip "airlock run cannot make a sandbox here"; skip "-"; skip "-"; skip "-"; skip "-"; skip "-"
+  skip "-"; skip "-"; skip "-"
 fi
 # --- one number rule (issue 27): no leading zero in any number, a plain
 # option's, a duration's or a size's, on the command line or in a policy ---

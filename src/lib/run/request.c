@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/memfd.h"
 #include "run/run.h"
 
@@ -30,6 +31,12 @@ int al_run_request_native(const al_run_request *rq, al_run_result *res, al_error
   if (al_policy_load_or_default(rq->policy_path, &policy, err) < 0)
     return -1;
   res->status = 0;
+  /* without a network (or relay) section no proxy runs: --log would be
+   * silently unwritten, which reads as "no decisions" */
+  if (rq->log_path && !policy->network.present && !policy->relay.present && !rq->quiet)
+    al_warn("--log `%s`: the policy has no network section, so no egress proxy runs and there "
+            "are no decisions to log; the file is not written",
+            rq->log_path);
   int dfd =
       !rq->log_path && policy->network.present ? al_run_decisions_memfd("airlock-decisions") : -1;
   int rfd = !rq->relay_log_path && policy->relay.present

@@ -88,6 +88,15 @@ static const struct row rows[] = {
     {"include: is not followed", "include: ci/x.yml\nj:\n  script: [x]\n", -1, -1, 0},
     {"anchors are not followed", ".a: &a\n  script: [x]\nj:\n  <<: *a\n", -1, -1, 0},
     {"not YAML", "j: [unclosed\n", -1, -1, 0},
+    /* hostile shapes: bounded, answered "may" rather than guessed */
+    {"parentheses past the bound: may",
+     "j:\n  script: [x]\n  rules:\n    - if: ((((((((((((((((((((((((((((((((((($CI_COMMIT_TAG"
+     "))))))))))))))))))))))))))))))))))\n",
+     M, M, 0},
+    {"parentheses within it: decided",
+     "j:\n  script: [x]\n  rules:\n    - if: (((($CI_COMMIT_TAG))))\n", N, N, 0},
+    {"an extends loop ends",
+     ".a:\n  extends: .b\n.b:\n  extends: .a\nj:\n  extends: .a\n  script: [x]\n", Y, N, 0},
 };
 
 static void test_table(void **state)
@@ -149,6 +158,10 @@ static void test_regex(void **state)
   assert_int_equal(al_glci_regex_match("/(?i)airlock/", "airlock"), AL_GLCI_MAYBE);
   assert_int_equal(al_glci_regex_match("/\\Aairlock/", "airlock"), AL_GLCI_MAYBE);
   assert_int_equal(al_glci_regex_match("/[/", "x"), AL_GLCI_MAYBE);
+  assert_int_equal(al_glci_regex_match("/^(a{1,9}){1,9}$/", "aaa"), AL_GLCI_MAYBE);
+  /* a quantifier on a quantifier (the fuzzer's out-of-memory in regcomp) */
+  assert_int_equal(al_glci_regex_match("/^a++++$/", "aaa"), AL_GLCI_MAYBE);
+  assert_int_equal(al_glci_regex_match("/^a+$/", "aaa"), AL_GLCI_YES);
   assert_int_equal(al_glci_regex_match("airlock", "airlock"), AL_GLCI_MAYBE);
 }
 

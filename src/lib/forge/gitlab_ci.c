@@ -14,6 +14,9 @@
 #include "forge/workflow.h"
 #include "forge/workflow_internal.h"
 
+/* The most top-level keys (jobs, templates, keywords) a file may have. */
+#define MAX_KEYS 1000
+
 /* the pipeline being judged */
 enum pipe { P_PUSH = 0, P_MR = 1 };
 
@@ -24,6 +27,9 @@ struct env {
 };
 
 /* ---- regular expressions ------------------------------------------------ */
+
+#define MAX_RE 256
+#define MAX_QUANT 16
 
 int al_glci_regex_match(const char *re, const char *s)
 {
@@ -40,10 +46,24 @@ int al_glci_regex_match(const char *re, const char *s)
     else
       return AL_GLCI_MAYBE;
   }
-  /* RE2 to POSIX ERE for the common subset */
+  /* RE2 to POSIX ERE for the common subset: at most MAX_RE bytes and
+   * MAX_QUANT quantifiers, never one quantifier on another (`a++`,
+   * undefined in ERE: glibc's regcomp can grow without bound on them) */
+  if ((size_t)(end - re) > MAX_RE)
+    return AL_GLCI_MAYBE;
   struct wf_buf b = {0};
+  bool after_quant = false;
+  int n_quant = 0;
   for (const char *p = re + 1; p < end; p++) {
-    if (*p == '(' && p[1] == '?') {
+    bool quant = *p == '*' || *p == '+' || *p == '?';
+    if (quant && (after_quant || ++n_quant > MAX_QUANT)) {
+      free(wf_buf_take(&b));
+      return AL_GLCI_MAYBE;
+    }
+    after_quant = quant;
+    /* (?flags) and bounded repeats {n,m} are outside the subset (a
+     * repeat of repeats can make regcomp's automaton huge) */
+    if ((*p == '(' && p[1] == '?') || *p == '{') {
       free(wf_buf_take(&b));
       return AL_GLCI_MAYBE;
     }
@@ -100,7 +120,11 @@ struct parser {
   const char *p;
   const struct env *e;
   bool bad;
+  int depth; /* parentheses open (hostile input: bounded) */
 };
+
+/* The deepest nesting of parentheses an expression may have. */
+#define MAX_PARENS 32
 
 static void skip_ws(struct parser *ps)
 {
@@ -236,8 +260,14 @@ static int primary(struct parser *ps)
 {
   skip_ws(ps);
   if (*ps->p == '(') {
+    if (++ps->depth > MAX_PARENS) {
+      ps->bad = true;
+      ps->p += strlen(ps->p);
+      return AL_GLCI_MAYBE;
+    }
     ps->p++;
     int r = expr_or(ps);
+    ps->depth--;
     skip_ws(ps);
     if (*ps->p != ')')
       ps->bad = true;
@@ -270,6 +300,8 @@ static int expr_and(struct parser *ps)
     if (ps->p[0] != '&' || ps->p[1] != '&')
       return r;
     ps->p += 2;
+    if (ps->bad)
+      return AL_GLCI_MAYBE;
     int b = primary(ps);
     r = (r == AL_GLCI_NO || b == AL_GLCI_NO)     ? AL_GLCI_NO
         : (r == AL_GLCI_YES && b == AL_GLCI_YES) ? AL_GLCI_YES
@@ -285,6 +317,8 @@ static int expr_or(struct parser *ps)
     if (ps->p[0] != '|' || ps->p[1] != '|')
       return r;
     ps->p += 2;
+    if (ps->bad)
+      return AL_GLCI_MAYBE;
     int b = expr_and(ps);
     r = (r == AL_GLCI_YES || b == AL_GLCI_YES) ? AL_GLCI_YES
         : (r == AL_GLCI_NO && b == AL_GLCI_NO) ? AL_GLCI_NO
@@ -426,12 +460,14 @@ static struct fy_node *job_node(struct fy_node *root, const char *name)
 }
 
 /* key of the job, or of the templates it extends (depth-first, the last
- * extended first as GitLab merges them), or NULL. */
-static struct fy_node *inherited(struct fy_node *root, struct fy_node *job, const char *key,
-                                 int depth)
+ * extended first as GitLab merges them), or NULL. GitLab allows 11 levels
+ * of extends; *budget bounds the templates visited (a hostile file's
+ * `extends: [a, a, a, ...]` on every level). */
+static struct fy_node *inherited_b(struct fy_node *root, struct fy_node *job, const char *key,
+                                   int depth, int *budget)
 {
   struct fy_node *v;
-  if (!job || depth > 10)
+  if (!job || depth > 11 || --*budget < 0)
     return NULL;
   if (wf_get(job, key, &v))
     return v ? v : NULL;
@@ -440,7 +476,7 @@ static struct fy_node *inherited(struct fy_node *root, struct fy_node *job, cons
     return NULL;
   if (wf_is_scalar(ext)) {
     al_autofree char *s = wf_scalar(ext);
-    return inherited(root, job_node(root, s), key, depth + 1);
+    return inherited_b(root, job_node(root, s), key, depth + 1, budget);
   }
   if (!fy_node_is_sequence(ext))
     return NULL;
@@ -448,22 +484,28 @@ static struct fy_node *inherited(struct fy_node *root, struct fy_node *job, cons
   void *it = NULL;
   while ((n = fy_node_sequence_iterate(ext, &it)) != NULL) {
     al_autofree char *s = wf_scalar(n);
-    struct fy_node *f = s ? inherited(root, job_node(root, s), key, depth + 1) : NULL;
+    struct fy_node *f = s ? inherited_b(root, job_node(root, s), key, depth + 1, budget) : NULL;
     if (f)
       found = f;
   }
   return found;
 }
 
+static struct fy_node *inherited(struct fy_node *root, struct fy_node *job, const char *key)
+{
+  int budget = 50;
+  return inherited_b(root, job, key, 0, &budget);
+}
+
 /* May this job run in the pipeline e? */
 static int job_runs(const struct env *e, struct fy_node *root, struct fy_node *job, char *how,
                     size_t hn)
 {
-  struct fy_node *rules = inherited(root, job, "rules", 0);
+  struct fy_node *rules = inherited(root, job, "rules");
   if (rules)
     return eval_rules(e, rules, how, hn);
-  struct fy_node *only = inherited(root, job, "only", 0);
-  struct fy_node *except = inherited(root, job, "except", 0);
+  struct fy_node *only = inherited(root, job, "only");
+  struct fy_node *except = inherited(root, job, "except");
   int r;
   if (only) {
     r = only_matches(e, only);
@@ -549,6 +591,8 @@ void al_glci_read(const al_glci_ctx *ctx, const char *path, const char *text, si
     broken(out, path, "uses anchors, aliases or `<<` merges (not followed by the audit)");
   else if (!fy_node_is_mapping(root))
     broken(out, path, "is not a mapping");
+  else if (fy_node_mapping_item_count(root) > MAX_KEYS)
+    broken(out, path, "has more top-level keys than the audit reads (1000)");
   else if (wf_get(root, "include", &v))
     broken(out, path,
            "has `include:`, which the audit does not follow (the included "
@@ -607,7 +651,7 @@ void al_glci_read(const al_glci_ctx *ctx, const char *path, const char *text, si
     snprintf(j->how, sizeof j->how, "branch pipeline: %s; merge request pipeline: %s",
              wf[0] == AL_GLCI_NO ? "not created (workflow:rules)" : h[0],
              wf[1] == AL_GLCI_NO ? "not created (workflow:rules)" : h[1]);
-    struct fy_node *tok = inherited(root, job, "id_tokens", 0);
+    struct fy_node *tok = inherited(root, job, "id_tokens");
     j->oidc = (tok && fy_node_is_mapping(tok) && fy_node_mapping_item_count(tok) > 0) ||
               (!tok && dflt_oidc);
   }

@@ -26,6 +26,7 @@
 
 #include "audit.h"
 #include "mr_routes.h"
+#include "members.h"
 
 #define MAX_TOKENS 256
 #define BODY_MAX (1 << 20)
@@ -207,6 +208,7 @@ static json_t *project_view(json_t *p)
   json_object_del(v, "push_rule");
   json_object_del(v, "branches");
   json_object_del(v, "audit");
+  json_object_del(v, "members");
   return v;
 }
 
@@ -415,6 +417,14 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
     who->revoked = true;
     return reply(c, 204, NULL);
   }
+  if (n == 1 && !strcmp(seg[0], "users") && get) { /* members.c */
+    if (!has_scope(who, "read_api") && !has_scope(who, "read_user"))
+      return message(c, 403, "403 Forbidden - insufficient_scope");
+    char un[256];
+    json_t *out;
+    unsigned st = glf_users(fixture, arg(c, "username", un, sizeof un), &out);
+    return reply(c, st, out);
+  }
   if (n < 2 || strcmp(seg[0], "projects") != 0)
     return message(c, 404, "404 Not Found");
   json_t *p = project_by(seg[1]);
@@ -424,6 +434,14 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
     return message(c, 404, "404 Project Not Found");
   if (!has_scope(who, get ? "read_api" : "api"))
     return message(c, 403, "403 Forbidden - insufficient_scope");
+  /* the people (members.c): a project's own `members`; one with an
+   * `audit` key is the audit's (audit.c, its audit.members) */
+  if (n == 5 && get && !strcmp(seg[2], "members") && !strcmp(seg[3], "all") &&
+      json_object_get(p, "members") && !json_object_get(p, "audit")) {
+    json_t *out;
+    unsigned st = glf_member(fixture, p, seg[4], &out);
+    return reply(c, st, out);
+  }
   unsigned ast = 0; /* the audit's routes (audit.c) */
   json_t *aa = glf_audit_answer(c, p, method, seg, n, &ast);
   if (aa)

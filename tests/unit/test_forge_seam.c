@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -159,13 +160,17 @@ static void test_gitlab_webhook(void **state)
   assert_int_equal(o->webhook_verify("s3cret", 6, "s3cre", "{}", 2, &err), -1);
   assert_int_equal(o->webhook_verify("s3cret", 6, NULL, "{}", 2, &err), -1);
   assert_non_null(strstr(err.msg, "missing"));
-  /* user_permission is refused, not guessed */
+  /* user_permission asks GitLab (tests/integration/serve-gitlab.sh); a
+   * name that is no GitLab username is refused before any request (the
+   * client is NULL here) and the answer is none, never a guess */
   char perm[16] = "x", role[16] = "x";
-  assert_int_equal(o->user_permission(NULL, "t", "acme/tally", "alice", perm, sizeof perm, role,
+  assert_int_equal(o->user_permission(NULL, "t", "acme/tally", "al/ice", perm, sizeof perm, role,
                                       sizeof role, &err),
                    -1);
-  assert_string_equal(perm, "");
-  assert_non_null(strstr(err.msg, "not asked yet"));
+  assert_int_equal(err.code, EINVAL);
+  assert_string_equal(perm, "none");
+  assert_string_equal(role, "");
+  assert_non_null(strstr(err.msg, "GitLab user `al/ice`"));
 }
 
 int main(void)

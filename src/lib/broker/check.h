@@ -11,6 +11,12 @@
  * confirms the 401 before answering. A repository the App is not installed
  * on fails the mint: the answer is an error, and the service refuses.
  *
+ * A GitLab broker (`gitlab:`) asks the same of GitLab with its driver: the
+ * user's access level by the Project members API (forge/gitlab.h
+ * al_gl_user_permission; Developer and above may trigger) and the open
+ * merge requests from `airlock/<ticket>-*`; repo is then the project's full
+ * path and user a GitLab username.
+ *
  * Protocol (proto.h's framing; only as the first request, then close):
  *   client -> broker {"type":"check","version":1,"repo":"o/r","ticket":N,
  *                     "user":"login"}                      (user optional)
@@ -31,9 +37,9 @@
 #define AL_CHECK_PRS_MAX 8
 
 typedef struct al_proto_check_req {
-  char repo[201];
-  unsigned long ticket; /* 1 .. 2^31-1 */
-  char user[48];        /* "" : no permission question */
+  char repo[256];       /* OWNER/REPO, or a GitLab project's full path */
+  unsigned long ticket; /* 1 .. 2^31-1 (a GitLab issue's iid) */
+  char user[104];       /* a GitHub login or GitLab username; "" : no permission question */
 } al_proto_check_req;
 
 /* Encode (new reference) / decode strictly (unknown fields, a bad repo,

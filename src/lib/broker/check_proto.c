@@ -16,6 +16,24 @@
 #include "broker/proto.h"
 #include "common/util.h"
 
+/* A repository: GitHub's OWNER/REPO or a GitLab project's full path
+ * (GROUP[/SUB...]/PROJECT); which one the broker's forge takes is its
+ * lease rules' (the repositories it may lease). */
+static bool repo_ok(const char *repo)
+{
+  const char *why;
+  size_t pieces;
+  return al_repo_name_check(repo, &why) == 0 || al_gitlab_path_check(repo, &pieces, &why) == 0;
+}
+
+/* A user: a GitHub login (an App's bot included) or a GitLab username;
+ * the broker's forge driver asks about it by that name. */
+static bool user_ok(const char *user, const char **why)
+{
+  const char *w2;
+  return al_login_check(user, true, why) == 0 || al_gitlab_username_check(user, &w2) == 0;
+}
+
 json_t *al_proto_check_req_to_json(const al_proto_check_req *req)
 {
   json_t *m = json_pack("{s:s, s:i, s:s, s:I}", "type", "check", "version", AL_PROTO_VERSION,
@@ -41,8 +59,8 @@ int al_proto_check_req_from_json(json_t *msg, al_proto_check_req *out, al_error 
     return al_error_set(err, EINVAL, "check: protocol version %d expected", AL_PROTO_VERSION);
   const char *repo = json_string_value(json_object_get(msg, "repo"));
   const char *why;
-  if (!repo || strlen(repo) >= sizeof out->repo || al_repo_name_check(repo, &why) < 0)
-    return al_error_set(err, EINVAL, "check: `repo` must be OWNER/REPO");
+  if (!repo || strlen(repo) >= sizeof out->repo || !repo_ok(repo))
+    return al_error_set(err, EINVAL, "check: `repo` must be OWNER/REPO or a GitLab project path");
   snprintf(out->repo, sizeof out->repo, "%s", repo);
   json_t *t = json_object_get(msg, "ticket");
   if (!json_is_integer(t) || json_integer_value(t) < 1 || json_integer_value(t) > 2147483647)
@@ -53,8 +71,9 @@ int al_proto_check_req_from_json(json_t *msg, al_proto_check_req *out, al_error 
     const char *us = json_string_value(u);
     if (!us || strlen(us) != json_string_length(u))
       return al_error_set(err, EINVAL, "check: `user` must be a string without NUL bytes");
-    if (al_login_check(us, true, &why) < 0)
-      return al_error_set(err, EINVAL, "check: `user` is not a GitHub login: %s", why);
+    if (!user_ok(us, &why) || strlen(us) >= sizeof out->user)
+      return al_error_set(err, EINVAL, "check: `user` is not a GitHub login or GitLab username: %s",
+                          why);
     snprintf(out->user, sizeof out->user, "%s", us);
   }
   return 0;
@@ -112,12 +131,15 @@ int al_broker_check(const char *socket_path, const char *repo, unsigned long tic
   memset(out, 0, sizeof *out);
   al_proto_check_req req = {.ticket = ticket};
   const char *why;
-  if (!repo || strlen(repo) >= sizeof req.repo || al_repo_name_check(repo, &why) < 0)
-    return al_error_set(err, EINVAL, "check: repository `%s`: not OWNER/REPO", repo ? repo : "");
+  if (!repo || strlen(repo) >= sizeof req.repo || !repo_ok(repo))
+    return al_error_set(err, EINVAL,
+                        "check: repository `%s`: not OWNER/REPO or a GitLab project path",
+                        repo ? repo : "");
   snprintf(req.repo, sizeof req.repo, "%s", repo);
   if (user) {
-    if (al_login_check(user, true, &why) < 0)
-      return al_error_set(err, EINVAL, "check: `%s` is not a GitHub login: %s", user, why);
+    if (!user_ok(user, &why))
+      return al_error_set(err, EINVAL, "check: `%s` is not a GitHub login or GitLab username: %s",
+                          user, why);
     if (strlen(user) >= sizeof req.user)
       return al_error_set(err, EINVAL, "check: login `%.40s...` is longer than %zu bytes", user,
                           sizeof req.user - 1);

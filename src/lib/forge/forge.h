@@ -139,7 +139,9 @@ typedef struct al_forge_ops {
   /* ---- people ---- */
   /* What `user` may do on the repository: perm (n bytes) one of admin,
    * write, read, none (a user the forge does not know: none); role (rn
-   * bytes) the forge's own name of the role, or "". */
+   * bytes) the forge's own name of the role, or "". `user` is the forge's
+   * login / username as the webhook's payload named it (GitHub's login, a
+   * GitLab username: the driver resolves it to GitLab's numeric id). */
   int (*user_permission)(al_ghapi *c, const char *tok, const char *repo, const char *user,
                          char *perm, size_t n, char *role, size_t rn, al_error *err);
 
@@ -177,8 +179,10 @@ extern const al_forge_ops al_forge_github;
 
 /* The GitLab driver (forge/gitlab_ops.c): GitLab REST v4 (api_url ends in
  * /api/v4), the project by its URL-encoded full path, the merge request's
- * iid as the number; user_permission is not built yet (ENOTSUP). The
- * review's reads are forge/gitlab_review.c's: pr_for_review the MR list by
+ * iid as the number; user_permission asks the Project members API by the
+ * username (forge/gitlab.h al_gl_user_permission, forge/gitlab_members.c:
+ * the user's numeric id looked up first, its access level mapped onto
+ * admin / write / read / none). The review's reads are forge/gitlab_review.c's: pr_for_review the MR list by
  * source_branch then the single MR (diff_refs head_sha/base_sha — the
  * merge base —, changes_count; "1000+" is null), pr_files "List merge
  * request diffs" (new_file/deleted_file/renamed_file/a_mode,b_mode give

@@ -74,4 +74,23 @@ int al_gl_mr_open(al_ghapi *c, const char *bearer, const char *project, const ch
 int al_gl_project_id(al_ghapi *c, const char *tok, const char *project, unsigned long *id,
                      al_error *err);
 
+/* What `user` (a GitLab username; the webhook payload's user.username,
+ * asked about by name because that is what serve's queue row keeps) may
+ * do on project `repo` (its full path, GROUP[/SUB...]/PROJECT), asked of
+ * GitLab with tok (forge/gitlab_members.c): Users API "List users"
+ * (GET /users?username=NAME) for the numeric id, then Project members API
+ * "Get a member of a project, including inherited and invited members"
+ * (GET /projects/:id/members/all/:user_id). access_level 50 Owner and 40
+ * Maintainer are perm "admin", 30 Developer "write", 20 Reporter, 15
+ * Planner and 10 Guest "read", 5 Minimal Access and anything lower
+ * "none"; role (rn bytes) GitLab's name of it ("developer"). GitLab knows
+ * no such user, or 404 (not a member): "none", role "". A member whose
+ * `state` is not "active" (blocked, awaiting): "none", role "inactive".
+ * perm n bytes (at least 6). -1 with err: EINVAL for a user that is not a
+ * GitLab username, EPROTO for an answer of the wrong shape (the member's
+ * id must be the one asked for), the client's errno otherwise. This is
+ * al_forge_gitlab.user_permission. */
+int al_gl_user_permission(al_ghapi *c, const char *tok, const char *repo, const char *user,
+                          char *perm, size_t n, char *role, size_t rn, al_error *err);
+
 #endif

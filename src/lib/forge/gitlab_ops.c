@@ -280,23 +280,6 @@ static int gl_issue_comment(al_ghapi *c, const char *tok, const char *repo, unsi
   return rc;
 }
 
-/* Not built yet for GitLab (issue #30 item 5: the sender's access level,
- * Project members API › "Get a member of a project, including inherited"):
- * refused rather than guessed. */
-static int gl_user_permission(al_ghapi *c, const char *tok, const char *repo, const char *user,
-                              char *perm, size_t n, char *role, size_t rn, al_error *err)
-{
-  (void)c, (void)tok;
-  if (n)
-    perm[0] = '\0';
-  if (rn)
-    role[0] = '\0';
-  return al_error_set(err, ENOTSUP,
-                      "GitLab: a user's access level on %s (`%s`) is not asked yet; airlock does "
-                      "not guess it",
-                      repo, user);
-}
-
 /* Personal access tokens API › "Revoke a personal access token" using a
  * request header (DELETE /personal_access_tokens/self with the token
  * itself, 204; GitLab 15.0+, project access tokens included: 401 when it
@@ -362,7 +345,7 @@ const al_forge_ops al_forge_gitlab = {
     .issue_get = gl_issue_get,
     .issue_comments = gl_issue_comments,
     .issue_comment = gl_issue_comment,
-    .user_permission = gl_user_permission,
+    .user_permission = al_gl_user_permission, /* gitlab_members.c */
     .token_revoke = gl_token_revoke,
     .webhook_signature_header = "X-Gitlab-Token",
     .webhook_verify = gl_webhook_verify,

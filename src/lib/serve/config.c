@@ -48,9 +48,13 @@ static int path_check(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *
 static int repo_check(al_yw *w, const al_yw_field *f, const al_yw_kv *kv, void *obj)
 {
   (void)f;
-  const char *why;
-  if (al_repo_name_check(((const al_serve_repo *)obj)->repo, &why) < 0)
-    return al_yw_fail(w, al_yw_at(kv), kv->path, "%s", why);
+  const char *why, *why_gl;
+  size_t pieces;
+  const char *repo = ((const al_serve_repo *)obj)->repo;
+  /* GitHub's OWNER/REPO, or a GitLab project's full path (subgroups too):
+   * which forge it is on is its policy's forge.kind (checked at start) */
+  if (al_repo_name_check(repo, &why) < 0 && al_gitlab_path_check(repo, &pieces, &why_gl) < 0)
+    return al_yw_fail(w, al_yw_at(kv), kv->path, "%s; or %s", why, why_gl);
   return 0;
 }
 
@@ -236,6 +240,52 @@ static const al_yw_field linear_fields[] = {
 };
 static const al_yw_map linear_map = {linear_fields, AL_ARRAY_SIZE(linear_fields), linear_done};
 
+/* webhook.gitlab, when present: at least one of the two credentials (no
+ * unauthenticated delivery is accepted); label and command have GitHub's
+ * defaults. */
+static int gitlab_done(al_yw *w, const al_yw_kv *kv, void *obj, const bool *seen)
+{
+  (void)obj;
+  if (!seen[0] && !seen[1])
+    return al_yw_fail(w, al_yw_at(kv), kv->path,
+                      "set secret_file (X-Gitlab-Token), signing_token_file (webhook-signature) "
+                      "or both (every delivery is authenticated)");
+  return 0;
+}
+
+static const al_yw_field gitlab_fields[] = {
+    {.key = "secret_file",
+     .type = AL_YW_STR,
+     .off = OFF(gitlab_secret_file),
+     .check = path_check,
+     .shape = "path",
+     .doc = "the GitLab webhook's secret token (mode 0600 or 0400): X-Gitlab-Token must be it "
+            "(compared in constant time)"},
+    {.key = "signing_token_file",
+     .type = AL_YW_STR,
+     .off = OFF(gitlab_signing_file),
+     .check = path_check,
+     .shape = "path",
+     .doc = "the GitLab webhook's signing token, whsec_<base64> (mode 0600 or 0400): when set, "
+            "every delivery must carry a webhook-signature over webhook-id, webhook-timestamp "
+            "(within 5 minutes) and the body"},
+    {.key = "label",
+     .type = AL_YW_STR,
+     .off = OFF(gitlab_label),
+     .min = 1,
+     .max = 255,
+     .def = "airlock",
+     .doc = "an Issue Hook that adds this label (changes.labels) starts a run"},
+    {.key = "command",
+     .type = AL_YW_STR,
+     .off = OFF(gitlab_command),
+     .min = 1,
+     .max = 255,
+     .def = "/airlock run",
+     .doc = "a Note Hook on an issue whose first line is this starts a run"},
+};
+static const al_yw_map gitlab_map = {gitlab_fields, AL_ARRAY_SIZE(gitlab_fields), gitlab_done};
+
 static const al_yw_field webhook_fields[] = {
     {.key = "secret_file",
      .type = AL_YW_STR,
@@ -271,6 +321,11 @@ static const al_yw_field webhook_fields[] = {
      .type = AL_YW_MAP,
      .map = &linear_map,
      .doc = "POST /webhook/linear (absent: that path answers 404)"},
+    {.key = "gitlab",
+     .type = AL_YW_MAP,
+     .map = &gitlab_map,
+     .doc = "POST /webhook/gitlab (absent: that path answers 404); its repositories' policies "
+            "have forge.kind gitlab"},
 };
 static const al_yw_map webhook_map = {webhook_fields, AL_ARRAY_SIZE(webhook_fields), NULL};
 

@@ -8,7 +8,7 @@
  *
  *   version: 1
  *   listen:
- *     webhook: 127.0.0.1:8680      # POST /webhook[/jira|/linear] ("" : no webhook listener)
+ *     webhook: 127.0.0.1:8680      # POST /webhook[/jira|/linear|/gitlab] ("": none)
  *     status: 127.0.0.1:8681       # GET / /runs.json /metrics (may equal webhook)
  *     timeout: 15s                 # a connection idle this long is closed (MHD)
  *     request_deadline: 30s        # a request's head and body must arrive within this
@@ -28,6 +28,11 @@
  *       secret_file: /etc/airlock/linear-webhook.secret  # Linear-Signature's HMAC key
  *       label: airlock
  *       app: 2c5e7d52-3f0a-4c1e-9d7b-6a0f1e8b9c21        # assigned or delegated to the app
+ *     gitlab:                      # POST /webhook/gitlab (absent: 404)
+ *       secret_file: /etc/airlock/gitlab-webhook.secret  # X-Gitlab-Token
+ *       signing_token_file: /etc/airlock/gitlab-webhook.whsec  # webhook-signature (optional)
+ *       label: airlock             # an Issue Hook adding this label
+ *       command: /airlock run      # a Note Hook on an issue
  *   intake:                        # admission, before a row or a token exists
  *     max_queued: 200              # a full queue answers 503 (recorded)
  *     per_sender: 5                # rows one forge user may make per window (429 after)
@@ -57,6 +62,7 @@
  *     retry: 2s
  *   repositories:
  *     - {repo: acme/tally, policy: /etc/airlock/tally.yaml}
+ *     - {repo: acme/tools/tally, policy: /etc/airlock/gl.yaml}   # a GitLab project's full path
  */
 #ifndef AL_SERVE_CONFIG_H
 #define AL_SERVE_CONFIG_H
@@ -104,6 +110,11 @@ typedef struct al_serve_config {
   char *linear_secret_file; /* the webhook's signing secret */
   char *linear_label;       /* a label (by name) added: a trigger; NULL: none */
   char *linear_app;         /* the app user's id: assigned or delegated to it; NULL: none */
+  /* webhook.gitlab (issue #30): neither file set: no such route (404) */
+  char *gitlab_secret_file;  /* X-Gitlab-Token's value; NULL: not asked for */
+  char *gitlab_signing_file; /* whsec_<base64>: webhook-signature required; NULL: not asked for */
+  char *gitlab_label;        /* default "airlock" */
+  char *gitlab_command;      /* default "/airlock run" */
   char *broker;             /* the broker's socket */
   char *state_dir;          /* absolute path */
   uint64_t max_concurrent;  /* 1..256, default 4 */

@@ -1,6 +1,7 @@
 /* The service's listeners (libmicrohttpd, internal polling thread pool):
  * POST /webhook (GitHub), POST /webhook/jira and /webhook/linear (when
- * configured; their steps are intake_tickets.c's) on listen.webhook; the read-only pages on
+ * configured; their steps are intake_tickets.c's), POST /webhook/gitlab
+ * (intake_gitlab.c's) on listen.webhook; the read-only pages on
  * listen.status (one listener serves both when the addresses are equal).
  *
  * A webhook delivery, in order (each step's refusal has no effect on the
@@ -334,6 +335,30 @@ static enum MHD_Result ticket_webhook(struct serve *s, struct MHD_Connection *co
   return send_json_retry(conn, status, j, retry);
 }
 
+/* A GitLab delivery, after the whole body arrived: its headers to
+ * intake_gitlab.c, its answer back. */
+static enum MHD_Result gitlab_webhook(struct serve *s, struct MHD_Connection *conn, struct req *rq)
+{
+  char peer[INET6_ADDRSTRLEN + 2];
+  client_of(conn, peer);
+  if (rq->too_large)
+    return too_large(s, conn, peer);
+  struct serve_gl_req h = {
+      .token = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Gitlab-Token"),
+      .uuid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Gitlab-Event-UUID"),
+      .event = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Gitlab-Event"),
+      .wh_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "webhook-id"),
+      .wh_ts = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "webhook-timestamp"),
+      .wh_sig = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "webhook-signature"),
+      .peer = peer,
+      .body = rq->body ? rq->body : "",
+      .len = rq->len};
+  json_t *j = NULL;
+  unsigned retry = 0;
+  unsigned status = serve_gitlab_hook(s, &h, &j, &retry);
+  return send_json_retry(conn, status, j, retry);
+}
+
 /* The webhook, after the whole body arrived. */
 static enum MHD_Result webhook(struct serve *s, struct MHD_Connection *conn, struct req *rq)
 {
@@ -556,8 +581,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
            : !strcmp(url, "/webhook/jira")   ? SERVE_JIRA
            : !strcmp(url, "/webhook/linear") ? SERVE_LINEAR
                                              : -1;
-  bool is_hook = l->webhook && (!strcmp(url, "/webhook") || tk >= 0);
+  bool gl = l->webhook && !strcmp(url, "/webhook/gitlab"); /* intake_gitlab.c */
+  bool is_hook = l->webhook && (!strcmp(url, "/webhook") || tk >= 0 || gl);
   struct req *rq = *con_cls;
+  if (!rq && gl && !s->gl_token.b && !s->gl_signing.b) {
+    serve_log("warn", "webhook_refused",
+              json_pack("{s:s, s:s}", "rule", "not_configured", "path", url),
+              "webhook refused: %s (webhook.gitlab is not in the config)", url);
+    return answer(conn, MHD_HTTP_NOT_FOUND, "refused", "this webhook is not configured");
+  }
   if (!rq && tk >= 0 && !(tk == SERVE_JIRA ? s->jira.b : s->linear.b)) {
     serve_log("warn", "webhook_refused",
               json_pack("{s:s, s:s}", "rule", "not_configured", "path", url),
@@ -638,6 +670,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     *upload_size = 0;
     return MHD_YES;
   }
+  if (gl)
+    return gitlab_webhook(s, conn, rq);
   if (is_hook && tk >= 0)
     return ticket_webhook(s, conn, rq, (serve_vendor)tk);
   if (is_hook)

@@ -50,15 +50,17 @@ struct serve_secret {
 /* A served repository's ticket system, from its policy (serve.c preflight). */
 struct serve_tk_route {
   int kind;         /* al_tk_kind: 0 github, 1 jira, 2 linear */
+  int forge;        /* al_forge_kind of its policy: 0 github, 1 gitlab */
   char project[16]; /* the Jira project / Linear team key; "" for github */
 };
 
 struct serve {
   const al_serve_config *cfg;
   al_queue *q;
-  struct serve_secret gh, jira, linear;    /* webhook.secret_file, webhook.jira/linear */
-  struct serve_tk_route *tk;               /* per cfg->repos[i]; NULL before preflight */
-  struct MHD_Daemon *d_webhook, *d_status; /* d_status NULL when shared with d_webhook */
+  struct serve_secret gh, jira, linear;     /* webhook.secret_file, webhook.jira/linear */
+  struct serve_secret gl_token, gl_signing; /* webhook.gitlab: secret_file, signing_token_file */
+  struct serve_tk_route *tk;                /* per cfg->repos[i]; NULL before preflight */
+  struct MHD_Daemon *d_webhook, *d_status;  /* d_status NULL when shared with d_webhook */
   bool shared_listener;
   char airlock[PATH_MAX]; /* the binary each run execs */
   char records_dir[PATH_MAX], logs_dir[PATH_MAX];
@@ -123,6 +125,30 @@ struct serve_hook_req {
  * (webhook_refused with its rule) and, once the delivery id is known and
  * its signature holds, recorded as the delivery's outcome. */
 unsigned serve_ticket_hook(struct serve *s, const struct serve_hook_req *rq, json_t **answer,
+                           unsigned *retry_after);
+
+/* One GitLab delivery, as the listener read it (intake_gitlab.c); each
+ * header NULL when absent. */
+struct serve_gl_req {
+  const char *token; /* X-Gitlab-Token */
+  const char *uuid;  /* X-Gitlab-Event-UUID: the replay key */
+  const char *event; /* X-Gitlab-Event */
+  const char *wh_id; /* webhook-id, webhook-timestamp, webhook-signature (the signed form) */
+  const char *wh_ts;
+  const char *wh_sig;
+  const char *peer;
+  const char *body; /* NUL-terminated, len bytes */
+  size_t len;
+};
+/* webhook.gitlab's files into s->gl_token and s->gl_signing (either may
+ * be absent; the signing token must be whsec_<base64 of 16..64 bytes>).
+ * 0, or -1 with err naming the key. */
+int serve_gitlab_secrets_load(struct serve *s, al_error *err);
+/* Authenticate, de-duplicate, parse and route one GitLab delivery, then
+ * queue its run, as serve_ticket_hook does (docs/serve.md): the row's
+ * target is the project's full path and the issue's iid, its sender the
+ * GitLab username, whose access level the trigger check asks GitLab. */
+unsigned serve_gitlab_hook(struct serve *s, const struct serve_gl_req *rq, json_t **answer,
                            unsigned *retry_after);
 
 /* Start the listeners of s->cfg (http.c). */

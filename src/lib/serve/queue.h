@@ -33,11 +33,11 @@ typedef struct al_queue al_queue;
 /* A queued or running row, as the scheduler sees it. */
 typedef struct al_queue_run {
   int64_t id;
-  char repo[201];
+  char repo[256];       /* OWNER/REPO, or a GitLab project's full path (up to 255) */
   unsigned long number; /* the forge issue's number, or the N of key */
   char key[48];         /* a Jira or Linear ticket's key ("PROJ-7"), else "" */
   char trigger[16];     /* label | comment | enqueue | assignee | delegate */
-  char sender[80];      /* forge login, or "local:uid=N" */
+  char sender[104];     /* forge login (a GitLab username: up to 100), or "local:uid=N" */
   int attempts;         /* runs started so far */
   bool interrupted;     /* was interrupted at least once */
   pid_t pid;            /* running: the child, else 0 */

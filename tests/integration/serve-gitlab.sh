@@ -63,8 +63,20 @@ on_exit "kill $BPID"
 for _ in $(seq 100); do [ -S "$SOCK" ] && break; kill -0 $BPID 2>/dev/null || break; sleep 0.1; done
 [ -S "$SOCK" ] || { fail "the GitLab broker starts"; sed 's/^/#   /' "$D/broker.log"; done_testing; exit 1; }
 
+# one GitLab policy for both projects (no credentials.*.repo: it would name one)
 cat >"$D/gl.yaml" <<EOF
 version: 1
+network:
+  allow:
+    - {host: gitlab.test, port: 443, tls: true}
+  pin:
+    - {host: gitlab.test, address: 127.0.0.1}
+filesystem: {workspace_size: 256MiB, tmp_size: 128MiB}
+process:
+  limits: {memory: 1GiB, pids: 256, wall: 2m}
+credentials:
+  broker: $SOCK
+  ttl: 5m
 forge: {kind: gitlab, api_url: "https://gitlab.test/api/v4", git_url: "https://gitlab.test"}
 EOF
 cat >"$D/gh.yaml" <<EOF
@@ -187,6 +199,7 @@ state_of() { # REPO N: waits until the row is no longer queued, prints state|rea
 config "$D/serve.yaml" "$D/state" "{secret_file: $D/gl.secret}"
 start "$D/serve.yaml" "$D/state" "$D/serve.log" || { fail "serve starts"; sed 's/^/#   /' "$D/serve.log" | tail -20; done_testing; exit 1; }
 ok "serve on $HOOK (webhook.gitlab with a secret token; a GitLab broker on the test forge)"
+is "… both GitLab policies pass the check airlock ticket makes (no policy warning)" "$(grep -c '"event":"policy"' "$D/serve.log")" 0
 export TOKENF=$D/gl.secret
 
 # ---- control: a label added by a Developer, a note by a Maintainer

@@ -115,19 +115,19 @@ typedef struct al_serve_config {
   char *gitlab_signing_file; /* whsec_<base64>: webhook-signature required; NULL: not asked for */
   char *gitlab_label;        /* default "airlock" */
   char *gitlab_command;      /* default "/airlock run" */
-  char *broker;             /* the broker's socket */
-  char *state_dir;          /* absolute path */
-  uint64_t max_concurrent;  /* 1..256, default 4 */
-  uint64_t max_per_repo;    /* 1..256, default 2 */
-  uint64_t timeout_ms;      /* the agent's wall clock per run; 0: the policy's */
-  uint64_t retries;         /* 0..10, default 2 */
-  uint64_t backoff_ms;      /* default 30 s */
-  bool requeue_interrupted; /* on_interrupt: requeue (default) | fail */
-  bool docker;              /* backend: native (default) | docker */
-  bool kube_runner;         /* runner: local (default) | kubernetes (runner_kube.h; the API
-                               connection and namespace are election.*'s) */
-  char *agent;              /* NULL: ticket's default */
-  char *airlock;            /* NULL: /proc/self/exe */
+  char *broker;              /* the broker's socket */
+  char *state_dir;           /* absolute path */
+  uint64_t max_concurrent;   /* 1..256, default 4 */
+  uint64_t max_per_repo;     /* 1..256, default 2 */
+  uint64_t timeout_ms;       /* the agent's wall clock per run; 0: the policy's */
+  uint64_t retries;          /* 0..10, default 2 */
+  uint64_t backoff_ms;       /* default 30 s */
+  bool requeue_interrupted;  /* on_interrupt: requeue (default) | fail */
+  bool docker;               /* backend: native (default) | docker */
+  bool kube_runner;          /* runner: local (default) | kubernetes (runner_kube.h; the API
+                                connection and namespace are election.*'s) */
+  char *agent;               /* NULL: ticket's default */
+  char *airlock;             /* NULL: /proc/self/exe */
   /* Leader election (several replicas; docs/scale.md): only the holder of
    * the coordination.k8s.io/v1 Lease dequeues. */
   char *election_lease;          /* the Lease's name; "" (default): no election */

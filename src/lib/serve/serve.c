@@ -577,15 +577,8 @@ static void elect(struct serve *s, struct serve_election *el, int sfd)
   }
 }
 
-/* Before the daemon accepts anything: every repository's policy reads and
- * passes the check `airlock ticket` makes for that repository
- * (policy/purpose.c), so a typo, a placeholder OWNER/REPO or a policy for
- * another repository stops the start instead of failing each run. The
- * broker's socket may come up later (the units start in any order): a
- * warning. Each run checks its policy again. Each policy's `ticket:`
- * kind and project (Jira) or team (Linear) go to s->tk, where the Jira and
- * Linear webhooks find their repository (intake_tickets.c): read here,
- * once; a policy changed later is seen at the next start. */
+/* One repository's name against its policy's forge.kind, then the
+ * check `airlock ticket` makes (preflight below). */
 static int forge_preflight(const al_serve_repo *r, size_t i, al_policy *p, al_error *err)
 {
   const char *why;
@@ -600,21 +593,21 @@ static int forge_preflight(const al_serve_repo *r, size_t i, al_policy *p, al_er
                         i, r->repo);
   if (gitlab && al_gitlab_path_check(r->repo, &pieces, &why) < 0)
     return al_error_set(err, EINVAL, "repositories[%zu] (%s): %s", i, r->repo, why);
-  if (al_policy_check_for(p, AL_POLICY_FOR_TICKET, r->repo, err) == 0)
-    return 0;
-  if (!gitlab)
+  if (al_policy_check_for(p, AL_POLICY_FOR_TICKET, r->repo, err) < 0)
     return al_error_wrap(err, "repositories[%zu] (%s): its policy cannot serve a ticket", i,
                          r->repo);
-  /* forge.kind gitlab: the check `airlock ticket` makes may still refuse
-   * GitLab itself (issue #30, docs/gitlab.md): the webhook and the
-   * trigger check work, and each run checks its policy again and says
-   * why it stops. Said at start, not a reason not to start. */
-  serve_log("warn", "policy", json_pack("{s:s, s:s}", "repo", r->repo, "policy", r->policy),
-            "repositories[%zu] (%s): %s", i, r->repo, err->msg);
-  al_error_clear(err);
   return 0;
 }
 
+/* Before the daemon accepts anything: every repository's policy reads and
+ * passes the check `airlock ticket` makes for that repository
+ * (policy/purpose.c), so a typo, a placeholder OWNER/REPO or a policy for
+ * another repository stops the start instead of failing each run. The
+ * broker's socket may come up later (the units start in any order): a
+ * warning. Each run checks its policy again. Each policy's `ticket:`
+ * kind and project (Jira) or team (Linear) go to s->tk, where the Jira and
+ * Linear webhooks find their repository (intake_tickets.c): read here,
+ * once; a policy changed later is seen at the next start. */
 static int preflight(struct serve *s, al_error *err)
 {
   const al_serve_config *cfg = s->cfg;

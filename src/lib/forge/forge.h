@@ -182,16 +182,14 @@ extern const al_forge_ops al_forge_github;
  * iid as the number; user_permission asks the Project members API by the
  * username (forge/gitlab.h al_gl_user_permission, forge/gitlab_members.c:
  * the user's numeric id looked up first, its access level mapped onto
- * admin / write / read / none). The review's reads are forge/gitlab_review.c's: pr_for_review the MR list by
- * source_branch then the single MR (diff_refs head_sha/base_sha — the
- * merge base —, changes_count; "1000+" is null), pr_files "List merge
- * request diffs" (new_file/deleted_file/renamed_file/a_mode,b_mode give
- * added/removed/renamed/changed/modified, the diff is the patch unless
- * GitLab cut it or it is binary, additions and deletions counted from it,
- * sha null: the head tree has it), tree the recursive repository tree
- * (git's modes, types blob/tree/commit; *truncated only when the driver's
- * cap of 100000 entries stops it), blob the base64 blob answer, pr_commits
- * the MR's commits reversed to oldest first, pr_texts the MR's notes
+ * admin / write / read / none). The review's reads are forge/gitlab_review.c's: pr_for_review the
+ * MR list by source_branch then the single MR (diff_refs head_sha/base_sha — the merge base —,
+ * changes_count; "1000+" is null), pr_files "List merge request diffs"
+ * (new_file/deleted_file/renamed_file/a_mode,b_mode give added/removed/renamed/changed/modified,
+ * the diff is the patch unless GitLab cut it or it is binary, additions and deletions counted from
+ * it, sha null: the head tree has it), tree the recursive repository tree (git's modes, types
+ * blob/tree/commit; *truncated only when the driver's cap of 100000 entries stops it), blob the
+ * base64 blob answer, pr_commits the MR's commits reversed to oldest first, pr_texts the MR's notes
  * (system notes and DiffNotes skipped), the discussions' DiffNotes
  * (position.new_path, else old_path) and no reviews (GitLab's approvals
  * have no body), pr_comment a note (url the MR's web_url + "#note_ID"). Their max counts what

@@ -21,7 +21,7 @@
 #   below Developer: Reporter, Guest, a blocked Developer, a stranger (the
 #     payload as the control's, the user changed): queued, then refused by
 #     the check with GitLab's answer, never started;
-#   a project in a subgroup is the row's target as GROUP/SUB/PROJECT#IID;
+#   a project in a subgroup is the row's target as GROUP/SUB/PROJECT#IID, checked and started;
 #     a project served with a GitHub policy, or not served: 403.
 # Daemon B (webhook.gitlab.signing_token_file only): the signed form:
 #   control signed: queued; a wrong signature, none, a webhook-timestamp
@@ -53,7 +53,7 @@ API=http://127.0.0.1:$PORT/api/v4
 cat >"$D/broker.yaml" <<EOF
 gitlab: {token_file: $D/token}
 api: {url: "$API", retries: 1, timeout: 5s}
-repositories: [acme/other]
+repositories: [acme/other, acme/tools/tally]
 state_dir: $D/bstate
 EOF
 SOCK=$D/broker.sock
@@ -251,6 +251,7 @@ check "… started as airlock ticket acme/other#15" wait_argv "^ticket acme/othe
 # ---- the target: a project in a subgroup; a project not GitLab's or not served
 is "a subgroup's project: queued" "$(send label dev.one acme/tools/tally 7 "$(newid)")" "202 queued"
 is "… its row's target is GROUP/SUB/PROJECT and the iid" "$(sql "SELECT repo || '#' || number FROM runs WHERE repo = 'acme/tools/tally'")" "acme/tools/tally#7"
+check "… checked by the broker (dev.one is its Developer) and started as airlock ticket acme/tools/tally#7" wait_argv "^ticket acme/tools/tally#7 -p "
 P1=$(newid)
 is "a project served with a GitHub policy (forge.kind github): 403" "$(send label dev.one acme/plain 1 "$P1")" "403 refused"
 like "… recorded, no row" "$(outcome_of "$P1")|$(rows_for acme/plain 1)" '^refused: acme/plain is served with a policy whose forge.kind is github.*\|0$'

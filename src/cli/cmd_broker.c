@@ -34,7 +34,11 @@ static void usage(FILE *out)
                "write; the audit App administration and contents read) and metadata read;\n"
                "with --webhook-url (where `airlock serve` is reached) the issues and\n"
                "issue_comment events. --html prints a page whose button posts it to GitHub's\n"
-               "new-App form (of --org ORG, else your account). docs/github-app.md.\n");
+               "new-App form (of --org ORG, else your account). docs/github-app.md.\n"
+               "\n"
+               "Exit status: 0 stopped by SIGTERM, or the manifest printed; 2 usage (also a\n"
+               "CONFIG that cannot be read or is invalid); 125 the broker cannot set itself\n"
+               "up (its App key, its socket).\n");
 }
 
 static int manifest_main(int argc, char **argv)
@@ -95,7 +99,7 @@ static int manifest_main(int argc, char **argv)
   al_broker_config *cfg = NULL;
   if (config && al_broker_config_load_file(config, &cfg, &err) < 0) {
     al_cli_error("%s", err.msg);
-    return AL_EXIT_FAILED;
+    return AL_EXIT_USAGE; /* a file the command line names, as `broker -c` (docs/cli.md) */
   }
   mo.cfg = cfg;
   json_t *m = NULL;

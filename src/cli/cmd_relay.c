@@ -97,8 +97,11 @@ int cmd_relay(int argc, char **argv)
     al_error le = {0};
     if (al_listen_parse(listen, &lh, &port, &le) < 0)
       return al_cli_usage_error("%s", le.msg);
-    if (al_cli_port("--listen", strrchr(listen, ':') + 1, false, &port) != 0)
-      return AL_EXIT_USAGE;
+    if (port == 0)
+      return al_cli_usage_error("--listen `%s`: port 0 (any free port) is refused here: the "
+                                "relay cannot tell which port it got; give a port from 1 to "
+                                "65535, or --listen-fd N",
+                                listen);
   }
   /* This process holds the model key: no core dumps, no ptrace. */
   prctl(PR_SET_DUMPABLE, 0);

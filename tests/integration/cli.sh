@@ -100,7 +100,7 @@ proxy -p pol.yaml --listen 127.0.0.1:99999|--listen `127.0.0.1:99999`
 render kubernetes -p pol.yaml --namespace 'Bad_NS!'|--namespace `Bad_NS!`: must be a DNS-1123 label
 render kubernetes -p pol.yaml --namespace -x|--namespace `-x`: must be a DNS-1123 label
 relay --listen-fd x|--listen-fd `x`: must be a decimal number
-relay -p pol.yaml --listen 127.0.0.1:0|--listen `0`: must be a decimal number from 1 to 65535
+relay -p pol.yaml --listen 127.0.0.1:0|--listen `127.0.0.1:0`: port 0 \(any free port\) is refused here
 audit acme/tally --app-id 0x10|--app-id `0x10`
 ticket acme/tally#1 -p|option `-p` needs a value
 run --policy|option `--policy` needs a value
@@ -226,6 +226,9 @@ is "airlock --help's exit table has every row of docs/cli.md's" "$nohelp" ""
 # a file named on the command line that cannot be read: a usage error (2)
 "$AIRLOCK" broker -c "$T_TMP/nonexistent.yaml" >/dev/null 2>&1; rc=$?
 is "broker -c MISSING: exit 2 (a file an option names cannot be read)" "$rc" 2
+out=$("$AIRLOCK" broker app-manifest -c "$T_TMP/nonexistent.yaml" 2>&1); rc=$?
+like "broker app-manifest -c MISSING: exit 2, the file named" "$rc/$out" "^2/airlock broker: open \`$T_TMP/nonexistent.yaml\`"
+check "control: broker app-manifest without -c prints the manifest" "$AIRLOCK" broker app-manifest
 "$AIRLOCK" serve -c "$T_TMP/nonexistent.yaml" >/dev/null 2>&1; rc=$?
 is "serve -c MISSING: exit 2" "$rc" 2
 "$AIRLOCK" run -p "$T_TMP/nonexistent.yaml" -- true >/dev/null 2>&1; rc=$?

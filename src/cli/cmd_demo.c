@@ -98,7 +98,8 @@ static int setup(al_demo *d, bool hostile, const al_demo_flags *da)
     say("broker on %s holds the Maintainer's token and mints per-run project access tokens; "
         "the sandbox will never see either",
         d->socket);
-    say("the GitLab audit is not on this build: the run is accepted unprotected (recorded)");
+    say("before the lease the supervisor audits the project's protected branch, approval and "
+        "push rules and CI with a read token the broker mints for it (read_api), revoked after");
   } else {
     say("test forge https://api.forge.test:%d (a local GitHub stand-in; CA %s)", d->https_port,
         d->ca);

@@ -26,7 +26,8 @@ like "... opened by the supervisor" "$out" 'held +the pull request was opened by
 like "the tokens: revoked and confirmed dead (the record's word)" "$out" 'held +both tokens revoked and confirmed dead \(401\)'
 like "no real token in the sandbox (cred.run-tokens)" "$out" 'held +credentials sealed: no real token anywhere in the sandbox \(cred.run-tokens blocked\)'
 like "the gateway ran with the GitLab project's id" "$out" 'gateway +ok .*GitLab project id 3001'
-like "the missing GitLab audit is said, never a pass" "$out" 'UNAUDITED +the escape budget was not audited: the GitLab audit is not on this build'
+like "the GitLab audit ran before the lease and holds" "$out" 'audit +ok .*the escape budget of acme/tools/tally \(branch main\) holds'
+like "... and the summary says so" "$out" 'held +the GitLab audit: the escape budget holds'
 like "the review notes are posted on the MR, a note's anchor on its page" "$out" 'notes +ok .*review notes posted on the pull request: http://gitlab.test/acme/tools/tally/-/merge_requests/1#note_[0-9]+'
 is "no line says CHECK, BROKEN or MISSING" "$(grep -cE '^  (CHECK|BROKEN|MISSING) ' "$W/demo.out")" 0
 
@@ -35,8 +36,8 @@ dir=$(ls -d "$W"/tmp/airlock-demo.* 2>/dev/null | head -1)
 [ -f "$recf" ] && [ -d "$dir" ] || { fail "the record and the kept directory are there"; done_testing; exit 1; }
 rec() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$recf" "$1" 2>&1; }
 is "the record: forge.kind gitlab, a project in a subgroup, its id 3001" "$(rec 'json.loads(r["policy"]["canonical"])["forge"]["kind"], r["ticket"]["repo"], r["forge_project_id"]')" "('gitlab', 'acme/tools/tally', 3001)"
-is "the record: the run accepted unprotected, the audit's error named" \
-  "$(rec 'r["unprotected"], "GitLab audit is not on this build" in r["audit"]["error"]')" "(True, True)"
+is "the record: not unprotected; the audit holds, GitLab's report, its read token revoked" \
+  "$(rec 'r["unprotected"], r["audit"]["holds"], r["audit"]["report"]["forge"], r["audit"]["report"]["credentials"].endswith(", revoked")')" "(False, True, 'gitlab', True)"
 is "the record: both tokens revoked, each 401 confirmed" \
   "$(rec 'r["revocation"]["all_dead"], [(t["role"], t["revoked"], t["confirmed_401"]) for t in r["revocation"]["tokens"]]')" \
   "(True, [('git', True, True), ('ticket', True, True)])"
@@ -52,8 +53,8 @@ is "the forge holds one merge request" "$(st 'len(s["merge_requests"])')" 1
 is "... a Draft into main from the run's branch, removing it, by the project's bot (the run's token)" \
   "$(st '[(m["draft"], m["title"][:6], m["target_branch"], m["source_branch"][:9], m["force_remove_source_branch"], m["author"]["username"]) for m in s["merge_requests"]]')" \
   "[(True, 'Draft:', 'main', 'airlock/1', True, 'project_bot')]"
-is "the broker minted four project access tokens: the run's lease and the review's, git and ticket each" \
-  "$(st 'sorted(t["name"] for t in s["tokens"] if t["project_id"] == 3001)')" "['airlock-git', 'airlock-git', 'airlock-ticket', 'airlock-ticket']"
+is "the broker minted five project access tokens: the audit's, the run's lease and the review's (git and ticket each)" \
+  "$(st 'sorted(t["name"] for t in s["tokens"] if t["project_id"] == 3001)')" "['airlock-audit', 'airlock-git', 'airlock-git', 'airlock-ticket', 'airlock-ticket']"
 # control: the probe sees a live token (the Maintainer's, never revoked)
 is "control: the Maintainer's token still answers 200" "$(st '[t["answers"] for t in s["tokens"] if t["name"] == "maintainer"]')" "[200]"
 n=0
@@ -69,7 +70,7 @@ while read -r v; do
   hit=$(grep -rlF --exclude-dir=secret -- "$v" "$dir" 2>/dev/null | head -1)
   is "minted token $n: in no file of the sandbox's view (the demo's shared directory)" "$hit" ""
 done <"$W/minted"
-is "four tokens were minted (the loop above saw each)" "$n" 4
+is "five tokens were minted (the loop above saw each)" "$n" 5
 mt=$(cat "$dir/secret/gitlab.token" 2>/dev/null)
 if [ -n "$mt" ] && ! grep -rqF -- "$mt" "$recf" "$W/demo.out"; then ok "the Maintainer's token is in neither the record nor the output"
 else fail "the Maintainer's token is in the record or the output (or no token file)"; fi

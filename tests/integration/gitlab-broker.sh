@@ -131,9 +131,11 @@ OUT2=$(AL_GIT_TOKEN=x AL_TICKET_TOKEN=x "$SEAM" "$D/p2.yaml" "$API" acme/other 1
 like "a gitlab policy without api_url and git_url is refused" "$OUT1" 'policy-error .*kind gitlab needs api_url'
 like "a gitlab policy whose api_url is not /api/v4 is refused" "$OUT2" 'policy-error .*must end in /api/v4'
 
-# airlock ticket on GitLab: the audit is not built, so the run fails closed
-# at the audit phase (exit 4), naming it, before any lease; a GitLab
-# project's path under a GitHub policy is refused naming forge.kind gitlab
+# airlock ticket on GitLab: the audit (through this broker's read token)
+# cannot prove acme/other protected (the fixture gives it no branch), so the
+# run is refused at the audit phase (exit 4), never a pass, before any
+# lease (demo-gitlab is the audit that holds); a GitLab project's path under a GitHub policy is
+# refused naming forge.kind gitlab
 cat >"$D/glrun.yaml" <<EOF
 version: 1
 network: {allow: [{host: gitlab.test, port: 443, tls: true}]}
@@ -144,10 +146,13 @@ credentials:
 forge: {kind: gitlab, api_url: "https://gitlab.test/api/v4", git_url: "https://gitlab.test"}
 EOF
 OUT=$("$AIRLOCK" ticket acme/other#1 -p "$D/glrun.yaml" --agent true --record "$D/rec.json" 2>&1); rc=$?
-is "airlock ticket on GitLab without the audit: refused as a security refusal (exit 4)" "$rc" 4
-like "... saying the GitLab audit is not on this build" "$OUT" 'audit +failed .*the GitLab audit is not on this build'
+is "airlock ticket on an unprotected GitLab project: refused as a security refusal (exit 4)" "$rc" 4
+like "... the GitLab audit says why" "$OUT" 'audit +failed .*cannot prove the escape budget: branch .main. not found in acme/other'
 is "... before any lease (the record has none)" "$(jq -r 'has("lease")' "$D/rec.json")" false
-is "... the record's audit is an error, never a pass" "$(jq -r '.audit.status' "$D/rec.json")" error
+is "... the record's audit: an error, never a pass" "$(jq -r '"\(.audit.status) \(.audit.holds)"' "$D/rec.json")" "error null"
+TOKS=$(maint /projects/43/access_tokens)
+is "... the audit's read token (read_api, Maintainer) was revoked" \
+  "$(jq -r '[.[] | select(.name == "airlock-audit") | "\(.scopes | join(",")) \(.access_level) \(.revoked)"] | unique | .[]' <<<"$TOKS")" "read_api 40 true"
 sed -e 's/kind: gitlab, //' -e 's|/api/v4||' "$D/glrun.yaml" >"$D/ghrun.yaml"
 OUT=$("$AIRLOCK" ticket acme/tools/tally#1 -p "$D/ghrun.yaml" --agent true --record "$D/rec2.json" 2>&1) &&
   fail "a GitLab project's path under a GitHub policy is refused" ||

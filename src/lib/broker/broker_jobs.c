@@ -71,6 +71,37 @@ static json_t *perm_set_json(const al_perm_set *ps)
  * metadata: read token of the run's App (its own current_user_can_bypass).
  * Minted tokens are kept (keep.h) and leased on the connection like a
  * ticket's. Nothing here reads the repository's settings. */
+/* GitLab (issue #30): the audit's one read token (al_gh_mint_gl_audit),
+ * kept and revoked like the run's; the grant has no App (GitLab's run bots
+ * are the per-run project tokens) and says forge gitlab. */
+static void job_audit_gitlab(struct broker *b, struct job *j)
+{
+  const char *repo = j->areq.repo;
+  j->rc = -1;
+  if (al_gh_mint_gl_audit(b->gh, repo, &j->tokens[0], &j->err) < 0) {
+    al_error_wrap(&j->err, "minting the GitLab audit's read token");
+    return;
+  }
+  keep_token(b, &j->tokens[0]);
+  j->n_tokens = 1;
+  char cred[256];
+  snprintf(cred, sizeof cred,
+           "project access token %s (read_api, Maintainer) minted by the broker for the audit",
+           j->tokens[0].fp);
+  j->answer = json_pack("{s:s, s:s, s:s?, s:I, s:I, s:{}, s:{}, s:s, s:b, s:s, s:b, s:n}", "forge",
+                        "gitlab", "api", b->cfg->api_url, "ca_file", b->cfg->ca_file, "timeout_ms",
+                        (json_int_t)b->cfg->http_timeout_ms, "max_rate_wait_ms",
+                        (json_int_t)b->cfg->max_rate_wait_ms, "app", "roles", "credentials", cred,
+                        "token_is_bot", 0, "read_fingerprint", j->tokens[0].fp, "read_token_leased",
+                        1, "bot_fingerprint");
+  if (!j->answer) {
+    al_make_error(&j->err, ENOMEM, "the audit's grant");
+    return;
+  }
+  snprintf(j->credentials, sizeof j->credentials, "%s", cred);
+  j->rc = 0;
+}
+
 static void job_audit(struct broker *b, struct job *j)
 {
   const char *repo = j->areq.repo;
@@ -79,6 +110,10 @@ static void job_audit(struct broker *b, struct job *j)
   bool is_bot = false;
   al_perm_set ps = {0};
   j->rc = -1;
+  if (al_gh_is_gitlab(b->gh)) {
+    job_audit_gitlab(b, j);
+    return;
+  }
   if (al_gh_app_facts(b->gh, repo, &f, &j->err) < 0)
     return;
   if (b->audit_key) {

@@ -727,7 +727,7 @@ int al_audit_lease_open(const char *socket_path, const char *repo, const char *b
   al_proto_audit_req req;
   memset(&req, 0, sizeof req);
   const char *why = "longer than the broker protocol allows";
-  if (!repo || al_repo_name_check(repo, &why) < 0 || strlen(repo) >= sizeof req.repo)
+  if (!repo || al_forge_repo_check(repo, &why) < 0 || strlen(repo) >= sizeof req.repo)
     return al_error_set(err, EINVAL, "audit: repository `%s`: %s", repo ? repo : "",
                         repo ? why : "missing");
   snprintf(req.repo, sizeof req.repo, "%s", repo);

@@ -221,8 +221,9 @@ int al_proto_audit_req_from_json(json_t *msg, al_proto_audit_req *out, al_error 
     return al_error_set(err, EINVAL, "audit: protocol version %d expected", AL_PROTO_VERSION);
   const char *repo = json_string_value(json_object_get(msg, "repo"));
   const char *why;
-  if (!repo || strlen(repo) >= sizeof out->repo || al_repo_name_check(repo, &why) < 0)
-    return al_error_set(err, EINVAL, "audit: `repo` must be OWNER/REPO");
+  if (!repo || strlen(repo) >= sizeof out->repo || al_forge_repo_check(repo, &why) < 0)
+    return al_error_set(err, EINVAL,
+                        "audit: `repo` must be OWNER/REPO (or a GitLab GROUP[/SUB...]/PROJECT)");
   snprintf(out->repo, sizeof out->repo, "%s", repo);
   json_t *b = json_object_get(msg, "branch");
   if (b) {

@@ -108,6 +108,36 @@ static int make_repo(al_demo *d, const char *src, const char *repos, al_error *e
   return 0;
 }
 
+/* What the GitLab audit (forge/audit_gitlab.h) reads of the project, set
+ * as a careful project is: main protected (push No one, merge Maintainers,
+ * no force push, code owners), one approval from a person, author approval
+ * off, approvals reset on push and not overridable per MR, a push rule
+ * allowing only main and airlock/ branches, no CI variable, deploy token
+ * or CI file, no standing bot user. */
+static const char gl_settings[] =
+    "{\"builds_access_level\": \"enabled\", \"ci_config_path\": null, "
+    "\"auto_devops_enabled\": false,"
+    " \"protected_branches\": [{\"id\": 1, \"name\": \"main\","
+    "  \"push_access_levels\": [{\"id\": 1, \"access_level\": 0, \"access_level_description\": "
+    "\"No one\", \"user_id\": null, \"group_id\": null, \"deploy_key_id\": null}],"
+    "  \"merge_access_levels\": [{\"id\": 2, \"access_level\": 40, \"access_level_description\": "
+    "\"Maintainers\", \"user_id\": null, \"group_id\": null}],"
+    "  \"unprotect_access_levels\": [], \"allow_force_push\": false, "
+    "\"code_owner_approval_required\": true}],"
+    " \"approval_rules\": [{\"id\": 1, \"name\": \"Reviewers\", \"rule_type\": \"regular\", "
+    "\"approvals_required\": 1, \"eligible_approvers\": [{\"id\": 7, \"username\": \"alice\"}], "
+    "\"users\": [{\"id\": 7, \"username\": \"alice\"}], \"groups\": [], \"protected_branches\": "
+    "[], "
+    "\"applies_to_all_protected_branches\": false, \"contains_hidden_groups\": false}],"
+    " \"push_rule\": {\"id\": 1, \"project_id\": 3001, \"branch_name_regex\": "
+    "\"^(main|airlock/.*)$\", \"deny_delete_tag\": true, \"commit_committer_check\": false},"
+    " \"audit\": {\"approvals\": {\"approvals_before_merge\": 0, \"reset_approvals_on_push\": true,"
+    "  \"disable_overriding_approvers_per_merge_request\": true, "
+    "\"merge_requests_author_approval\": false,"
+    "  \"merge_requests_disable_committers_approval\": true, \"require_password_to_approve\": "
+    "false},"
+    "  \"variables\": [], \"deploy_tokens\": [], \"members\": [], \"files\": {}}}";
+
 /* The GitLab forge's fixture: acme/tools/tally with issue #1. */
 static int write_fixture(const char *path, const char *title, const char *body, al_error *err)
 {
@@ -120,7 +150,11 @@ static int write_fixture(const char *path, const char *title, const char *body, 
       GL_PROJECT_ID, "title", title, "description", body, "state", "opened", "labels", "notes",
       "branches", "name", "main", "protected", 1, "default", 1, "commit", "id",
       "0000000000000000000000000000000000000000");
-  char *text = f ? json_dumps(f, JSON_INDENT(1)) : NULL;
+  json_t *settings = json_loads(gl_settings, 0, NULL);
+  if (f && settings)
+    json_object_update(json_array_get(json_object_get(f, "projects"), 0), settings);
+  char *text = f && settings ? json_dumps(f, JSON_INDENT(1)) : NULL;
+  json_decref(settings);
   json_decref(f);
   if (!text)
     return al_error_set(err, ENOMEM, "the GitLab fixture");

@@ -312,8 +312,8 @@ static int report_vendor(al_demo *d, json_t *rec, const al_ticket_outcome *res, 
 }
 
 /* --forge gitlab: the merge request is a Draft that removes its branch
- * (the forge's own list), the audit's absence said, the review's notes'
- * absence said. Returns how many of these did not hold. */
+ * (the forge's own list); the GitLab audit held; a review's error said.
+ * Returns how many of these did not hold. */
 static int report_gitlab(json_t *rec, const al_ticket_outcome *res, json_t *mrs, FILE *out)
 {
   int bad = 0;
@@ -326,11 +326,11 @@ static int report_gitlab(json_t *rec, const al_ticket_outcome *res, json_t *mrs,
     bad += !(draft && rsb);
   }
   json_t *a = json_object_get(rec, "audit");
-  const char *aerr = json_string_value(json_object_get(a, "error"));
-  fprintf(out,
-          "  %-9s the escape budget was not audited: %s; the run was accepted unprotected "
-          "(recorded)\n",
-          "UNAUDITED", aerr ? aerr : "no audit in the record");
+  bool held = json_is_true(json_object_get(a, "holds"));
+  fprintf(out, "  %-9s the GitLab audit: %s\n", held ? "held" : "BROKEN",
+          held ? "the escape budget holds (protected main, approvals, push rule, CI)"
+               : "the escape budget was not proven (see the audit line above)");
+  bad += !held;
   const char *rverr = json_string_value(json_object_get(json_object_get(rec, "review"), "error"));
   if (rverr)
     fprintf(out, "  %-9s %s\n", "no notes", rverr);
@@ -438,10 +438,6 @@ int al_demo_ticket(al_demo *d, const al_demo_agent *a, bool hostile, FILE *out, 
     snprintf(target, sizeof target, "%s", hostile ? "acme/tally#2" : "acme/tally#1");
   al_ticket_opts o = {.target = target,
                       .policy_path = d->policy,
-                      /* --forge gitlab: the GitLab audit is not on this build
-                       * (ticket_audit.c fails it closed); the demo runs
-                       * anyway, recorded and said (report_gitlab) */
-                      .accept_unprotected = d->gitlab,
                       .agent_argv = a->preset ? none : av,
                       .agent_preset = a->preset,
                       .agent_prefix = a->prefix,

@@ -416,27 +416,28 @@ static int parse_minted(json_t *j, const char *repo, const al_perm_set *asked, a
 static const char *const gl_git_scopes[] = {"read_repository", "write_repository", "api", NULL};
 static const char *const gl_ticket_scopes[] = {"api", NULL};
 
-static int gl_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *perms,
-                   al_token *out, al_error *err)
+/* The audit's read token (forge/audit_gitlab.h wants a Maintainer's
+ * read_api: protected branches, variables and deploy tokens need the role). */
+static const char *const gl_audit_scopes[] = {"read_api", NULL};
+
+static int gl_mint_as(al_gh *gh, const char *name, const char *const *scopes, int level,
+                      const char *repo, const al_perm_set *perms, al_token *out, al_error *err)
 {
-  char exp[11], name[32];
+  char exp[11];
   al_gl_expiry_tomorrow(time(NULL), exp);
-  snprintf(name, sizeof name, "airlock-%s", al_role_name(role));
   al_gl_token t;
-  if (al_gl_token_mint(gh->api, gh->gl_admin, repo, name,
-                       role == AL_ROLE_GIT ? gl_git_scopes : gl_ticket_scopes, 30, exp, &t,
-                       err) < 0)
+  if (al_gl_token_mint(gh->api, gh->gl_admin, repo, name, scopes, level, exp, &t, err) < 0)
     return al_error_wrap(err, "GitLab project %s", repo);
   out->installation_id = t.id; /* GitLab: the project access token's id */
   int rc = 0;
   size_t tl = strlen(t.value);
   if (!token_chars_ok(t.value, tl)) {
     rc = al_error_set(err, EPROTO, "GitLab project %s: the minted token is not well-formed", repo);
-  } else if (t.access_level != 30 || strcmp(t.expires_at, exp) != 0) {
+  } else if (t.access_level != level || strcmp(t.expires_at, exp) != 0) {
     rc = al_error_set(err, EPROTO,
                       "GitLab project %s: the token was minted with access level %d expiring "
-                      "`%s`, not Developer (30) expiring %s",
-                      repo, t.access_level, t.expires_at, exp);
+                      "`%s`, not %d expiring %s",
+                      repo, t.access_level, t.expires_at, level, exp);
   } else if (!(out->value = al_secret_dupn(t.value, tl))) {
     rc = al_make_error(err, errno, "secret memory");
   }
@@ -456,6 +457,31 @@ static int gl_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set 
   (void)al_parse_iso8601(out->expires_at_str, &out->expires_at);
   out->perms = *perms;
   return 0;
+}
+
+static int gl_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *perms,
+                   al_token *out, al_error *err)
+{
+  char name[32];
+  snprintf(name, sizeof name, "airlock-%s", al_role_name(role));
+  return gl_mint_as(gh, name, role == AL_ROLE_GIT ? gl_git_scopes : gl_ticket_scopes, 30, repo,
+                    perms, out, err);
+}
+
+bool al_gh_is_gitlab(const al_gh *gh)
+{
+  return gh->gl_admin != NULL;
+}
+
+int al_gh_mint_gl_audit(al_gh *gh, const char *repo, al_token *out, al_error *err)
+{
+  memset(out, 0, sizeof *out);
+  out->role = AL_ROLE_GIT;
+  snprintf(out->repo, sizeof out->repo, "%s", repo);
+  if (!gh->gl_admin)
+    return al_error_set(err, EINVAL, "the GitLab audit token: this broker is not GitLab's");
+  al_perm_set none = {0};
+  return gl_mint_as(gh, "airlock-audit", gl_audit_scopes, 40, repo, &none, out, err);
 }
 
 /* DELETE /projects/:id/access_tokens/:token_id with the broker's token

@@ -60,6 +60,18 @@ void al_gh_free(al_gh *gh);
 int al_gh_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set *perms, al_token *out,
                al_error *err);
 
+/* A GitLab broker (gitlab.token_file), not a GitHub App's. */
+bool al_gh_is_gitlab(const al_gh *gh);
+
+/* GitLab: the audit's read token on repo (a project's full path), minted
+ * like a run's (POST /projects/:id/access_tokens, expiring tomorrow,
+ * checked on the answer) as `airlock-audit` with scope read_api at
+ * Maintainer (40), the role forge/audit_gitlab.h needs to read protected
+ * branches, variables and deploy tokens; revoked like a run's
+ * (al_gh_revoke). *out as al_gh_mint's. -1 with err (EINVAL for a GitHub
+ * broker). */
+int al_gh_mint_gl_audit(al_gh *gh, const char *repo, al_token *out, al_error *err);
+
 /* What the App's JWT shows of the App and of its installation on one
  * repository, for the escape-budget audit (forge/audit.h, which runs in a
  * process without the key: the broker reads these for it). */

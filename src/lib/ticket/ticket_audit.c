@@ -168,19 +168,68 @@ static int audit_with_broker(const struct ticket *t, json_t **report, bool *hold
   return 0;
 }
 
-/* The GitLab audit (issue #30 item 4: protected branches, approval and
- * push rules, the bot's role, CI) is being built as a function producing
- * the same report (forge/audit_gitlab*); until this build has it a GitLab
- * run's audit fails closed: -1, never a pass. */
+/* The GitLab audit (issue #30 item 4, forge/audit_gitlab.h) with the read
+ * token the broker leases for it (a project access token, read_api at
+ * Maintainer, revoked when the lease ends: broker_jobs.c
+ * job_audit_gitlab). The same report as GitHub's; -1 with err when it
+ * could not run (then the phase refuses unless --accept-unprotected). */
 static int audit_gitlab(const struct ticket *t, json_t **report, bool *holds, al_error *err)
 {
-  (void)t;
   *report = NULL;
   *holds = false;
-  return al_make_error(err, ENOTSUP,
-                       "the GitLab audit is not on this build (forge.kind gitlab: protected "
-                       "branches, approval rules, push rules and CI are not checked yet; "
-                       "docs/gitlab.md)");
+  al_lease *l = NULL;
+  json_t *g = NULL;
+  if (al_audit_lease_open(t->policy->credentials.broker, t->repo, t->policy->base_branch,
+                          t->policy->branch_prefix, &l, &g, err) < 0)
+    return -1;
+  const char *rfp = json_string_value(json_object_get(g, "read_fingerprint"));
+  const char *kind = json_string_value(json_object_get(g, "forge"));
+  if (!kind || strcmp(kind, "gitlab") != 0) {
+    json_decref(g);
+    al_lease_release(l, true, NULL, NULL);
+    return al_make_error(err, EPROTO,
+                         "the broker's audit grant is not GitLab's (is the policy's broker the "
+                         "one with gitlab.token_file?)");
+  }
+  char **resolves = tk_pin_resolves(t->policy);
+  al_audit_opts ao = {
+      .forge_kind = AL_FORGE_GITLAB,
+      .repo = t->repo,
+      .branch = t->policy->base_branch,
+      .api_url = json_string_value(json_object_get(g, "api")),
+      .ca_file = json_string_value(json_object_get(g, "ca_file")),
+      .token = al_audit_lease_read_token(l),
+      .token_source = json_string_value(json_object_get(g, "credentials")),
+      .timeout_ms = (uint64_t)json_integer_value(json_object_get(g, "timeout_ms")),
+      .run_prefix = t->policy->branch_prefix,
+      .resolve = (const char *const *)resolves,
+  };
+  al_audit_report rep;
+  int r = al_audit_run(&ao, &rep, err);
+  tk_free_strv(resolves);
+  char *text = r == 0 ? al_audit_format_json(&rep) : NULL;
+  bool leak = text && al_redact_contains_secret(text);
+  free(text);
+  al_lease_result res;
+  al_error rerr = {0};
+  al_lease_release(l, true, &res, &rerr);
+  if (r == 0 && rfp)
+    note_revoked(&res, rfp, rep.credentials, sizeof rep.credentials);
+  json_decref(g);
+  if (r < 0)
+    return -1;
+  text = leak ? NULL : al_audit_format_json(&rep);
+  *holds = rep.holds;
+  al_audit_report_free(&rep);
+  if (leak)
+    return al_make_error(err, EPROTO, "the audit report holds a secret; not used");
+  *report = text ? json_loads(text, 0, NULL) : NULL;
+  free(text);
+  if (!json_is_object(*report)) {
+    *holds = false;
+    return al_make_error(err, ENOMEM, "audit report");
+  }
+  return 0;
 }
 
 /* Phase: the escape budget from the forge's API (issue #8), audited here

@@ -103,6 +103,12 @@ int cmd_relay(int argc, char **argv)
                                 "65535, or --listen-fd N",
                                 listen);
   }
+  /* what is missing from the command line is said before the key (a new
+   * user's bare `airlock relay` was told "no usable key") */
+  if (!policy_path && !json)
+    return al_cli_usage_error("which relay configuration? (-p POLICY or --config-json JSON)");
+  if (!listen && listen_fd < 0)
+    return al_cli_usage_error("where to listen? (--listen ADDR:PORT or --listen-fd N)");
   /* This process holds the model key: no core dumps, no ptrace. */
   prctl(PR_SET_DUMPABLE, 0);
 

@@ -100,6 +100,8 @@ proxy -p pol.yaml --listen 127.0.0.1:99999|--listen `127.0.0.1:99999`
 render kubernetes -p pol.yaml --namespace 'Bad_NS!'|--namespace `Bad_NS!`: must be a DNS-1123 label
 render kubernetes -p pol.yaml --namespace -x|--namespace `-x`: must be a DNS-1123 label
 relay --listen-fd x|--listen-fd `x`: must be a decimal number
+relay|which relay configuration\? \(-p POLICY or --config-json JSON\)
+relay -p pol.yaml|where to listen\? \(--listen ADDR:PORT or --listen-fd N\)
 relay -p pol.yaml --listen 127.0.0.1:0|--listen `127.0.0.1:0`: port 0 \(any free port\) is refused here
 audit acme/tally --app-id 0x10|--app-id `0x10`
 ticket acme/tally#1 -p|option `-p` needs a value

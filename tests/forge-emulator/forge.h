@@ -138,6 +138,19 @@ void forge_resp_text(struct forge_resp *resp, int status, const char *text);
 /* Value of query parameter name (malloc'd, URL-decoded) or NULL. */
 char *forge_query_param(const char *query, const char *name);
 
+/* ---- request log and conditional GETs (reqlog.c) ---- */
+/* Open --request-log FILE for appending (0644). -1 with err naming it. */
+int forge_reqlog_open(const char *path, al_error *err);
+/* A REST GET answered 200 gets ETag: "SHA-256 of the body"; when inm (the
+ * If-None-Match header, or NULL) names it, resp becomes 304 with no body
+ * and true is returned. Anything else is left alone (false). */
+bool forge_etag_apply(const struct forge_req *rq, struct forge_resp *resp, const char *inm);
+/* One JSON line for the request answered (no-op without --request-log):
+ * method, path, query, kind, status, conditional, not_modified, the kind
+ * of credential (never its value), the User-Agent. Thread-safe. */
+void forge_reqlog_write(const struct forge_req *rq, const struct forge_resp *resp, bool is_git,
+                        bool conditional, bool not_modified, const char *ua);
+
 /* ---- routes ---- */
 void forge_api_handle(struct forge_req *rq, struct forge_resp *resp);   /* api.c */
 void forge_admin_handle(struct forge_req *rq, struct forge_resp *resp); /* admin.c */

@@ -210,6 +210,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
       forge_git_handle(&rq, &resp);
     else
       forge_api_handle(&rq, &resp);
+    if (kind == L_MAIN) {
+      const char *inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "If-None-Match");
+      bool nm = !is_git && forge_etag_apply(&rq, &resp, inm);
+      forge_reqlog_write(&rq, &resp, is_git, inm != NULL, nm,
+                         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent"));
+    }
     free(query);
   }
   struct MHD_Response *r =
@@ -278,9 +284,11 @@ static void usage(FILE *f)
           "         [--http-port N] [--admin-port N] [--ports-file FILE]\n"
           "         [--api-host NAME] [--git-host NAME] [--key APPID=PUBKEY.pem]...\n"
           "         [--bind IPV4] [--webhook-url http://IPV4:PORT/PATH [--webhook-secret FILE]]\n"
+          "         [--request-log FILE]\n"
           "A local GitHub-compatible TEST host. Port 0 = pick a free port.\n"
           "--bind: listen on IPV4 instead of 127.0.0.1 (only inside a test container).\n"
-          "--tls-dir holds server.key, server.crt, ca.crt (scripts/make-test-ca.sh).\n");
+          "--tls-dir holds server.key, server.crt, ca.crt (scripts/make-test-ca.sh).\n"
+          "--request-log: append one JSON line per REST or git request answered.\n");
 }
 
 static int parse_port(const char *s)
@@ -321,10 +329,11 @@ int main(int argc, char **argv)
                                        {"bind", required_argument, NULL, 'b'},
                                        {"webhook-url", required_argument, NULL, 'W'},
                                        {"webhook-secret", required_argument, NULL, 'S'},
+                                       {"request-log", required_argument, NULL, 'R'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
-  const char *webhook_url = NULL, *webhook_secret = NULL;
+  const char *webhook_url = NULL, *webhook_secret = NULL, *request_log = NULL;
   while ((c = getopt_long(argc, argv, "f:d:t:p:H:a:P:A:G:k:b:h", opts, NULL)) != -1) {
     switch (c) {
     case 'f':
@@ -369,6 +378,9 @@ int main(int argc, char **argv)
       break;
     case 'S':
       webhook_secret = optarg;
+      break;
+    case 'R':
+      request_log = optarg;
       break;
     case 'h':
       usage(stdout);
@@ -419,7 +431,8 @@ int main(int argc, char **argv)
   g_forge.reviews = json_array();
 
   al_error err = {0};
-  if (forge_webhooks_config(webhook_url, webhook_secret, &err) < 0 ||
+  if ((request_log && forge_reqlog_open(request_log, &err) < 0) ||
+      forge_webhooks_config(webhook_url, webhook_secret, &err) < 0 ||
       forge_load_fixture(fixture, keys, n_keys, &err) < 0) {
     fprintf(stderr, "airlock-forge: %s\n", err.msg);
     return 1;

@@ -3,6 +3,8 @@
 # App 1001 and the read-only audit App 1002 the broker mints the audit's tokens from. Source after lib.sh, then call `forge_env_start`. Sets:
 #   FE_DIR FE_HTTPS FE_ADMIN FE_CA FE_SOCK FE_POLICY FE_DATA AIRLOCK_NET
 # and registers cleanup with on_exit. Needs AIRLOCK, AIRLOCK_FORGE, AIRLOCK_SRC.
+# With FE_REQUEST_LOG=FILE set, the forge logs every request it answers there
+# (tests/forge-emulator/README.md, --request-log).
 AIRLOCK_NET=$(dirname "$AIRLOCK")/airlock-net
 
 forge_env_start() {
@@ -20,7 +22,8 @@ forge_env_start() {
   "$AIRLOCK_FORGE" --fixture "$AIRLOCK_SRC/examples/demo/fixture.json" --data "$FE_DATA" \
     --tls-dir "$FE_DIR/tls" --key "1001=$FE_DIR/secret/keys/app.pub.pem" \
     --key "1002=$FE_DIR/secret/keys/auditor.pub.pem" \
-    --ports-file "$FE_DIR/secret/ports.json" >"$FE_DIR/secret/forge.log" 2>&1 &
+    --ports-file "$FE_DIR/secret/ports.json" ${FE_REQUEST_LOG:+--request-log "$FE_REQUEST_LOG"} \
+    >"$FE_DIR/secret/forge.log" 2>&1 &
   FE_FORGE_PID=$!
   on_exit "kill $FE_FORGE_PID"
   for _ in $(seq 100); do [ -s "$FE_DIR/secret/ports.json" ] && break; sleep 0.05; done

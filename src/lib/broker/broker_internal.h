@@ -30,6 +30,7 @@
 
 #include "broker/check.h"
 #include "forge/app.h"
+#include "forge/ghapi.h"
 #include "forge/jwt.h"
 #include "broker/keep.h"
 #include "broker/proto.h"
@@ -54,6 +55,7 @@ struct broker;
 
 struct conn {
   struct broker *b;
+  al_ghapi_counts grant_rq; /* the forge requests the grant took (sent with it) */
   int fd, tfd;
   struct ev ev_sock, ev_timer;
   pid_t pid;
@@ -101,7 +103,8 @@ struct job {
   char credentials[256]; /* how the audit's read token was made (no secret) */
   /* JOB_CHECK (check.h) */
   al_proto_check_req creq;
-  json_t *answer; /* the check's answer; the audit's grant (no secret in it) */
+  json_t *answer;     /* the check's answer; the audit's grant (no secret in it) */
+  al_ghapi_counts rq; /* the forge requests this job sent (its thread's) */
   struct job *next;
 };
 

@@ -199,6 +199,8 @@ static void *job_main(void *arg)
 {
   struct job *j = arg;
   struct broker *b = j->b;
+  al_ghapi_counts c0, c1;
+  al_ghapi_counts_thread(&c0);
   if (j->kind == JOB_AUDIT) {
     job_audit(b, j);
   } else if (j->kind == JOB_CHECK) {
@@ -223,6 +225,10 @@ static void *job_main(void *arg)
       snprintf(j->errmsg[i], AL_ERROR_MSG_MAX, "%s", j->ok[i] ? "" : e.msg);
     }
   }
+  al_ghapi_counts_thread(&c1);
+  j->rq = (al_ghapi_counts){.sent = c1.sent - c0.sent,
+                            .not_modified = c1.not_modified - c0.not_modified,
+                            .app = c1.app - c0.app};
   pthread_mutex_lock(&b->done_lock);
   j->next = b->done;
   b->done = j;
@@ -289,6 +295,13 @@ json_t *bk_secrets_public_json(const struct broker *b, const al_proto_lease_req 
   return a;
 }
 
+/* {"sent", "not_modified", "app"}: forge requests a job sent (docs/broker.md). */
+static json_t *requests_json(const al_ghapi_counts *q)
+{
+  return json_pack("{s:I, s:I, s:I}", "sent", (json_int_t)q->sent, "not_modified",
+                   (json_int_t)q->not_modified, "app", (json_int_t)q->app);
+}
+
 /* The grant: "lease" (a ticket's tokens and secrets) or, with extra, an
  * "audit_grant" (the audit's tokens, extra's fields, and file_tok: the
  * audit.token_file's token, or NULL). Every secret value jansson holds is
@@ -316,6 +329,7 @@ static void send_grant(struct conn *c, const char *type, json_t *extra, const ch
   bk_format_iso(now + (time_t)(c->ttl_ms / 1000), exp);
   json_t *msg = json_pack("{s:s, s:s, s:I, s:s, s:o}", "type", type, "lease", c->id, "ttl_ms",
                           (json_int_t)c->ttl_ms, "expires_at", exp, "tokens", toks);
+  json_object_set_new(msg, "requests", requests_json(&c->grant_rq));
   if (extra)
     json_object_set(msg, "audit", extra);
   if (file_tok)
@@ -416,6 +430,7 @@ static void mint_done(struct broker *b, struct job *j)
     return;
   }
   c->st = ST_ACTIVE;
+  c->grant_rq = j->rq;
   send_grant(c, "lease", NULL, NULL);
 }
 
@@ -468,8 +483,9 @@ static void revoke_done(struct broker *b, struct job *j)
       *sep = '\0';
       bk_conn_send_error(c, c->pending_error, sep + 1);
     } else if (c->reply_on_revoke) {
-      bk_conn_send(c, json_pack("{s:s, s:s, s:s, s:O}", "type", "revoked", "lease", c->id, "reason",
-                                c->reason, "tokens", res));
+      bk_conn_send(c, json_pack("{s:s, s:s, s:s, s:O, s:o}", "type", "revoked", "lease", c->id,
+                                "reason", c->reason, "tokens", res, "requests",
+                                requests_json(&j->rq)));
     }
   }
   json_decref(res);
@@ -526,6 +542,7 @@ static void audit_done(struct broker *b, struct job *j)
     return;
   }
   c->ttl_ms = b->cfg->default_ttl_ms;
+  c->grant_rq = j->rq;
   send_grant(c, "audit_grant", j->answer, j->file_tok);
 }
 

@@ -44,6 +44,7 @@ struct al_lease {
   char buf[AL_PROTO_LINE_MAX];
   size_t len;
   struct lease_token tokens[AL_ROLE_COUNT];
+  al_ghapi_counts requests; /* the grant's "requests" */
 };
 
 static void lease_destroy(al_lease *l)
@@ -183,6 +184,25 @@ static int add_token_req(al_proto_lease_req *req, al_role role, const char *repo
   return 0;
 }
 
+/* A broker answer's "requests" {sent, not_modified, app} (untrusted:
+ * non-negative integers only, else zero). */
+static void parse_requests(json_t *msg, al_ghapi_counts *out)
+{
+  json_t *q = json_object_get(msg, "requests");
+  json_t *v[3] = {json_object_get(q, "sent"), json_object_get(q, "not_modified"),
+                  json_object_get(q, "app")};
+  uint64_t *f[3] = {&out->sent, &out->not_modified, &out->app};
+  for (int i = 0; i < 3; i++)
+    *f[i] = json_is_integer(v[i]) && json_integer_value(v[i]) >= 0
+                ? (uint64_t)json_integer_value(v[i])
+                : 0;
+}
+
+void al_lease_requests(const al_lease *l, al_ghapi_counts *out)
+{
+  *out = l->requests;
+}
+
 /* The lease's own fields of a grant: id, TTL, expiry. */
 static int parse_grant_head(al_lease *l, json_t *msg, al_error *err)
 {
@@ -196,6 +216,7 @@ static int parse_grant_head(al_lease *l, json_t *msg, al_error *err)
   l->ttl_ms = (uint64_t)json_integer_value(ttl);
   l->granted_ms = al_now_ms();
   snprintf(l->expires_at, sizeof l->expires_at, "%s", exp);
+  parse_requests(msg, &l->requests);
   return 0;
 }
 
@@ -468,6 +489,7 @@ static void fill_result(json_t *msg, al_lease_result *res)
   if (!res)
     return;
   res->answered = true;
+  parse_requests(msg, &res->requests);
   snprintf(res->reason, sizeof res->reason, "%s",
            json_string_value(json_object_get(msg, "reason")) ?: "?");
   size_t i;

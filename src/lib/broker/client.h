@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "forge/appconfig.h"
+#include "forge/ghapi.h"
 #include "common/error.h"
 
 #include <jansson.h>
@@ -94,6 +95,11 @@ const char *al_lease_expires_at(const al_lease *l);
  * TTL ends the lease (then call al_lease_poll()). */
 int al_lease_fd(const al_lease *l);
 
+/* The forge requests the broker sent to make this lease's grant (the
+ * grant's "requests": the App's reads and token mints; zero when the broker
+ * did not say). */
+void al_lease_requests(const al_lease *l, al_ghapi_counts *out);
+
 /* Non-blocking check for a message from the broker. Returns 1 when the
  * lease has ended (TTL or broker shutdown: the tokens are being revoked),
  * 0 when it is still live, -1 with err on a protocol error. */
@@ -113,6 +119,8 @@ typedef struct al_lease_result {
     char expires_at[32]; /* the token's own expiry (ISO 8601): when it dies anyway */
     char revoked_by[16]; /* "broker", or "supervisor" (al_lease_fallback) */
   } tokens[AL_ROLE_COUNT];
+  al_ghapi_counts requests; /* the broker's forge requests for the revocation (its
+                               answer's "requests"; zero when it did not say) */
 } al_lease_result;
 
 /* Whoever still holds a token revokes it when the broker cannot: called by

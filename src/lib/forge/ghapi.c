@@ -264,11 +264,31 @@ static void slist_wipe_free(struct curl_slist *l)
   curl_slist_free_all(l);
 }
 
-static _Atomic uint64_t g_requests_sent;
+static _Atomic uint64_t g_requests_sent, g_not_modified, g_app;
+static _Thread_local al_ghapi_counts t_counts;
 
 uint64_t al_ghapi_requests_sent(void)
 {
   return g_requests_sent;
+}
+
+void al_ghapi_counts_process(al_ghapi_counts *out)
+{
+  out->sent = g_requests_sent;
+  out->not_modified = g_not_modified;
+  out->app = g_app;
+}
+
+void al_ghapi_counts_thread(al_ghapi_counts *out)
+{
+  *out = t_counts;
+}
+
+/* An App JWT (header.payload.signature) rather than a token: two dots. */
+static bool bearer_is_jwt(const char *bearer)
+{
+  const char *d = bearer ? strchr(bearer, '.') : NULL;
+  return d && strchr(d + 1, '.');
 }
 
 static CURLcode exchange(al_ghapi *c, const char *method, const char *url, const char *bearer,
@@ -318,9 +338,18 @@ static CURLcode exchange(al_ghapi *c, const char *method, const char *url, const
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
   }
   g_requests_sent++;
+  t_counts.sent++;
+  if (bearer_is_jwt(bearer)) {
+    g_app++;
+    t_counts.app++;
+  }
   CURLcode rc = curl_easy_perform(h);
   if (rc == CURLE_OK)
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+  if (rc == CURLE_OK && *status == 304) {
+    g_not_modified++;
+    t_counts.not_modified++;
+  }
   curl_easy_cleanup(h);
   slist_wipe_free(hd);
   return rc;

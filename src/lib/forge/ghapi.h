@@ -143,6 +143,26 @@ int al_ghapi_request(al_ghapi *c, const char *method, const char *path, const ch
  * differences of this (docs/run-record.md "requests"). */
 uint64_t al_ghapi_requests_sent(void);
 
+/* The same count split by what the forge's rate limit makes of it:
+ *   sent          every HTTP attempt (as al_ghapi_requests_sent);
+ *   not_modified  those answered 304 Not Modified (a conditional request
+ *                 GitHub does not count against the primary rate limit:
+ *                 "Best practices for using the REST API" § Use
+ *                 conditional requests if appropriate);
+ *   app           those sent with an App JWT as the bearer (the broker's
+ *                 App reads and token mints: the App's own budget, not
+ *                 the installation's).
+ * _process: this process so far (thread-safe, never resets); _thread: the
+ * calling thread's own requests so far (a broker job runs on its own
+ * thread, so its counts are the thread's at the job's end). */
+typedef struct al_ghapi_counts {
+  uint64_t sent;
+  uint64_t not_modified;
+  uint64_t app;
+} al_ghapi_counts;
+void al_ghapi_counts_process(al_ghapi_counts *out);
+void al_ghapi_counts_thread(al_ghapi_counts *out);
+
 /* GET, as al_ghapi_request with no body. */
 int al_ghapi_get(al_ghapi *c, const char *path, const char *bearer, al_ghapi_resp *r,
                  al_error *err);

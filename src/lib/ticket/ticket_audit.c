@@ -101,7 +101,7 @@ static void note_revoked(const al_lease_result *res, const char *fp, char *what,
  * supervisor holds only read tokens, revoked by the broker when the lease
  * ends (here, or when this process dies). 0 with *report (the report as
  * al_audit_format_json's object) and *holds, or -1 with err. */
-static int audit_with_broker(const struct ticket *t, json_t **report, bool *holds, al_error *err)
+static int audit_with_broker(struct ticket *t, json_t **report, bool *holds, al_error *err)
 {
   *report = NULL;
   *holds = false;
@@ -110,6 +110,9 @@ static int audit_with_broker(const struct ticket *t, json_t **report, bool *hold
   if (al_audit_lease_open(t->policy->credentials.broker, t->repo, t->policy->base_branch,
                           t->policy->branch_prefix, &l, &g, err) < 0)
     return -1;
+  al_ghapi_counts bq;
+  al_lease_requests(l, &bq);
+  tk_phase_add_broker(t, &bq);
   json_t *app = json_object_get(g, "app");
   const char *bfp = json_string_value(json_object_get(g, "bot_fingerprint"));
   const char *rfp = json_string_value(json_object_get(g, "read_fingerprint"));
@@ -145,6 +148,7 @@ static int audit_with_broker(const struct ticket *t, json_t **report, bool *hold
   al_lease_result res;
   al_error rerr = {0};
   al_lease_release(l, true, &res, &rerr);
+  tk_phase_add_broker(t, &res.requests);
   if (r == 0) {
     if (rfp && json_is_true(json_object_get(g, "read_token_leased")))
       note_revoked(&res, rfp, rep.credentials, sizeof rep.credentials);

@@ -36,8 +36,11 @@ struct phase {
   uint64_t ms;
   const char *status; /* "ok", "failed", "skipped", "warn" */
   char *detail;
-  uint64_t req0;     /* al_ghapi_requests_sent() when the phase began */
-  uint64_t requests; /* this process's forge requests during the phase */
+  uint64_t req0;          /* al_ghapi_requests_sent() when the phase began */
+  uint64_t requests;      /* this process's forge requests during the phase */
+  al_ghapi_counts c0;     /* al_ghapi_counts_process() when the phase began */
+  al_ghapi_counts sup;    /* this process's, split (set at the phase's end) */
+  al_ghapi_counts broker; /* the broker's for this phase's leases (its answers) */
   bool ended;
 };
 
@@ -141,6 +144,13 @@ struct stderr_forward {
  * ("ok", "failed", "skipped", "warn") and a detail line (printed unless -q,
  * redacted). */
 uint64_t tk_phase_begin(struct ticket *t, const char *name);
+/* Add the broker's forge requests q (a grant's or a revocation's
+ * "requests") to the phase running now (the last begun). */
+void tk_phase_add_broker(struct ticket *t, const al_ghapi_counts *q);
+/* The record's "requests" (ticket_requests.c, docs/run-record.md): every
+ * process's forge requests per phase, the gateway's from the decisions in
+ * t->rec. A new object. */
+json_t *tk_requests_json(const struct ticket *t);
 __attribute__((format(printf, 4, 5))) void tk_phase_end(struct ticket *t, uint64_t start,
                                                         const char *status, const char *fmt, ...);
 /* Append one "NAME=value" to the agent's environment (t->env). */

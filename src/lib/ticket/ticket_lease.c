@@ -76,6 +76,9 @@ int tk_do_lease(struct ticket *t, al_error *err)
     tk_phase_end(t, s, "failed", "%s", err->msg);
     return al_error_wrap(err, "broker `%s`", t->policy->credentials.broker);
   }
+  al_ghapi_counts bq;
+  al_lease_requests(t->lease, &bq);
+  tk_phase_add_broker(t, &bq);
   json_t *toks = json_array();
   for (int r = 0; r < AL_ROLE_COUNT; r++) {
     if (!al_lease_fingerprint(t->lease, (al_role)r))
@@ -169,6 +172,7 @@ int tk_do_release(struct ticket *t, al_ticket_outcome *res, al_error *err)
   char broker_err[AL_ERROR_MSG_MAX];
   int r =
       al_lease_release_or(t->lease, al_direct_revoke, &df, &lr, broker_err, sizeof broker_err, &e);
+  tk_phase_add_broker(t, &lr.requests);
   tk_free_strv(resolves);
   t->lease = NULL;
   json_t *toks = json_array();

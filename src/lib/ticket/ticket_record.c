@@ -159,19 +159,7 @@ int tk_write_record(struct ticket *t, al_ticket_outcome *res, al_error *err)
                                             "ms", (json_int_t)t->phases[i].ms, "status",
                                             t->phases[i].status, "detail", t->phases[i].detail));
   json_object_set_new(t->rec, "phases", phases);
-  /* This process's forge requests per phase (a phase run twice adds up). */
-  json_t *forge = json_object();
-  uint64_t total = 0;
-  for (size_t i = 0; i < t->nphases; i++) {
-    const struct phase *ph = &t->phases[i];
-    uint64_t n = ph->ended ? ph->requests : al_ghapi_requests_sent() - ph->req0;
-    json_t *prev = json_object_get(forge, ph->name);
-    json_object_set_new(forge, ph->name,
-                        json_integer((json_int_t)n + (prev ? json_integer_value(prev) : 0)));
-    total += n;
-  }
-  json_object_set_new(t->rec, "requests",
-                      json_pack("{s:o, s:I}", "forge", forge, "total", (json_int_t)total));
+  json_object_set_new(t->rec, "requests", tk_requests_json(t));
   json_object_set_new(t->rec, "duration_ms", json_integer((json_int_t)(al_now_ms() - t->t0)));
   json_object_set_new(t->rec, "interrupted", json_boolean(t->interrupted));
   if (t->interrupted && t->signo)

@@ -686,6 +686,11 @@ void tk_do_review(struct ticket *t)
     not_read(&r, "the notes cannot be posted on the pull request: %s", e.msg);
     t->review_read_only = true;
   }
+  {
+    al_ghapi_counts bq;
+    al_lease_requests(t->review_lease, &bq);
+    tk_phase_add_broker(t, &bq);
+  }
   al_ghapi_opts go = {.ca_file = t->policy->forge.ca_file,
                       .timeout_ms = 20000,
                       .body_max = 16u << 20,

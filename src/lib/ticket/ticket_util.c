@@ -24,6 +24,11 @@ void tk_phase_end(struct ticket *t, uint64_t start, const char *status, const ch
   struct phase *ph = &t->phases[t->nphases - 1];
   ph->ms = al_now_ms() - start;
   ph->requests = al_ghapi_requests_sent() - ph->req0;
+  al_ghapi_counts now;
+  al_ghapi_counts_process(&now);
+  ph->sup = (al_ghapi_counts){.sent = now.sent - ph->c0.sent,
+                              .not_modified = now.not_modified - ph->c0.not_modified,
+                              .app = now.app - ph->c0.app};
   ph->ended = true;
   ph->status = status;
   if (fmt) {
@@ -44,10 +49,23 @@ void tk_phase_end(struct ticket *t, uint64_t start, const char *status, const ch
 
 uint64_t tk_phase_begin(struct ticket *t, const char *name)
 {
-  if (t->nphases < AL_ARRAY_SIZE(t->phases))
-    t->phases[t->nphases++] =
+  if (t->nphases < AL_ARRAY_SIZE(t->phases)) {
+    t->phases[t->nphases] =
         (struct phase){.name = name, .status = "running", .req0 = al_ghapi_requests_sent()};
+    al_ghapi_counts_process(&t->phases[t->nphases].c0);
+    t->nphases++;
+  }
   return al_now_ms();
+}
+
+void tk_phase_add_broker(struct ticket *t, const al_ghapi_counts *q)
+{
+  if (!t->nphases)
+    return;
+  al_ghapi_counts *b = &t->phases[t->nphases - 1].broker;
+  b->sent += q->sent;
+  b->not_modified += q->not_modified;
+  b->app += q->app;
 }
 
 void tk_env_add(struct ticket *t, const char *fmt, ...)

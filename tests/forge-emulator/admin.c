@@ -128,6 +128,26 @@ void forge_admin_handle(struct forge_req *rq, struct forge_resp *resp)
     forge_resp_json(resp, 200,
                     json_pack("{s:I, s:s, s:I}", "now", (json_int_t)forge_now(), "iso", now,
                               "offset", (json_int_t)g_forge.clock_offset));
+  } else if (post && !strcmp(p, "/protection")) {
+    /* A repository admin's change, without a token: {"repo": "o/r",
+     * "branch": "main", "set": {FIELD: VALUE, ...}} replaces those fields of
+     * the branch's stored classic protection (the PUT body's form). */
+    json_t *b = json_loadb(rq->body, rq->body_len, 0, NULL);
+    const char *full = json_string_value(json_object_get(b, "repo"));
+    const char *br = json_string_value(json_object_get(b, "branch"));
+    json_t *set = json_object_get(b, "set");
+    const char *sl = full ? strchr(full, '/') : NULL;
+    al_autofree char *own = sl ? al_strdup_printf("%.*s", (int)(sl - full), full) : NULL;
+    json_t *repo = sl ? forge_repo(own, sl + 1) : NULL;
+    json_t *prot = repo && br ? json_object_get(json_object_get(repo, "protection"), br) : NULL;
+    if (!json_is_object(prot) || !json_is_object(set))
+      forge_resp_error(
+          resp, 400, "body must be {repo, branch (classic protection), set: {FIELD: VALUE}}", NULL);
+    else {
+      json_object_update(prot, set);
+      forge_resp_json(resp, 200, json_deep_copy(prot));
+    }
+    json_decref(b);
   } else if (post && !strcmp(p, "/reviews")) {
     /* A human review: {"repo": "o/r", "number": N, "user": "alice", "event": "APPROVE"}. */
     json_t *b = json_loadb(rq->body, rq->body_len, 0, NULL);

@@ -39,12 +39,13 @@ body = log[:cut]
 def counts(p):
     es = [e for e in body if proc(e) == p]
     return {"sent": len(es), "not_modified": sum(e["not_modified"] for e in es),
-            "app": sum(e["auth"] == "jwt" for e in es), "git": sum(e["kind"] == "git" for e in es)}
+            "app": sum(e["auth"] == "jwt" for e in es), "git": sum(e["kind"] == "git" for e in es),
+            "rejected": sum(e["status"] == 401 for e in es)}
 
 procs = rec["processes"]
 for p in ("supervisor", "broker", "gateway"):
     c = counts(p)
-    keys = ("sent", "not_modified", "git") if p == "gateway" else ("sent", "not_modified", "app")
+    keys = ("sent", "not_modified", "git", "rejected") if p == "gateway" else ("sent", "not_modified", "app", "rejected")
     for k in keys:
         a, b = procs[p][k], c[k]
         out.append(("ok %s.%s" % (p, k)) if a == b else "MISMATCH %s.%s record=%s log=%s" % (p, k, a, b))
@@ -52,10 +53,14 @@ sent = len(body)
 nm = sum(e["not_modified"] for e in body)
 app = sum(e["auth"] == "jwt" for e in body)
 git = sum(e["kind"] == "git" for e in body)
-counted = sent - nm - app - git
-for k, v in (("sent", sent), ("not_modified", nm), ("app", app), ("git", git), ("counted", counted)):
+rej = sum(e["status"] == 401 for e in body)
+counted = sent - nm - app - git - rej
+for k, v in (("sent", sent), ("not_modified", nm), ("app", app), ("git", git), ("rejected", rej),
+             ("counted", counted)):
     out.append(("ok %s" % k) if rec[k] == v else "MISMATCH %s record=%s log=%s" % (k, rec[k], v))
 phase_sum = sum(sum(v.values()) for v in rec["phases"].values())
 out.append("ok phases-sum" if phase_sum == rec["sent"] else "MISMATCH phases-sum %s != sent %s" % (phase_sum, rec["sent"]))
 print("\n".join(out))
-print("counted=%d sent=%d nm=%d app=%d git=%d after=%d" % (counted, sent, nm, app, git, len(tail)))
+after = sum(1 for e in tail if e["status"] != 401 and e["auth"] != "jwt")
+print("counted=%d sent=%d nm=%d app=%d git=%d rejected=%d after=%d after_counted=%d"
+      % (counted, sent, nm, app, git, rej, len(tail), after))

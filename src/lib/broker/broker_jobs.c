@@ -228,7 +228,8 @@ static void *job_main(void *arg)
   al_ghapi_counts_thread(&c1);
   j->rq = (al_ghapi_counts){.sent = c1.sent - c0.sent,
                             .not_modified = c1.not_modified - c0.not_modified,
-                            .app = c1.app - c0.app};
+                            .app = c1.app - c0.app,
+                            .rejected = c1.rejected - c0.rejected};
   pthread_mutex_lock(&b->done_lock);
   j->next = b->done;
   b->done = j;
@@ -295,11 +296,12 @@ json_t *bk_secrets_public_json(const struct broker *b, const al_proto_lease_req 
   return a;
 }
 
-/* {"sent", "not_modified", "app"}: forge requests a job sent (docs/broker.md). */
+/* {"sent", "not_modified", "app", "rejected"}: the forge requests a job sent. */
 static json_t *requests_json(const al_ghapi_counts *q)
 {
-  return json_pack("{s:I, s:I, s:I}", "sent", (json_int_t)q->sent, "not_modified",
-                   (json_int_t)q->not_modified, "app", (json_int_t)q->app);
+  return json_pack("{s:I, s:I, s:I, s:I}", "sent", (json_int_t)q->sent, "not_modified",
+                   (json_int_t)q->not_modified, "app", (json_int_t)q->app, "rejected",
+                   (json_int_t)q->rejected);
 }
 
 /* The grant: "lease" (a ticket's tokens and secrets) or, with extra, an

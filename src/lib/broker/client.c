@@ -184,15 +184,15 @@ static int add_token_req(al_proto_lease_req *req, al_role role, const char *repo
   return 0;
 }
 
-/* A broker answer's "requests" {sent, not_modified, app} (untrusted:
- * non-negative integers only, else zero). */
+/* A broker answer's "requests" {sent, not_modified, app, rejected}
+ * (untrusted: non-negative integers only, else zero). */
 static void parse_requests(json_t *msg, al_ghapi_counts *out)
 {
   json_t *q = json_object_get(msg, "requests");
-  json_t *v[3] = {json_object_get(q, "sent"), json_object_get(q, "not_modified"),
-                  json_object_get(q, "app")};
-  uint64_t *f[3] = {&out->sent, &out->not_modified, &out->app};
-  for (int i = 0; i < 3; i++)
+  json_t *v[4] = {json_object_get(q, "sent"), json_object_get(q, "not_modified"),
+                  json_object_get(q, "app"), json_object_get(q, "rejected")};
+  uint64_t *f[4] = {&out->sent, &out->not_modified, &out->app, &out->rejected};
+  for (int i = 0; i < 4; i++)
     *f[i] = json_is_integer(v[i]) && json_integer_value(v[i]) >= 0
                 ? (uint64_t)json_integer_value(v[i])
                 : 0;

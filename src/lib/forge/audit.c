@@ -312,6 +312,8 @@ int al_audit_run(const al_audit_opts *o, al_audit_report *out, al_error *err)
     goto out;
   if (o->resolve)
     al_ghapi_set_resolve(c.api, o->resolve);
+  if (o->etags)
+    al_ghapi_set_etags(c.api, o->etags);
   c.repo_path = al_strdup_printf("/repos/%s", o->repo);
 
   if (o->grant) {

@@ -252,6 +252,10 @@ typedef struct al_audit_opts {
    * here: the caller revokes the grant's tokens (through the broker) and may append the outcome to
    * out->credentials and out->as_app. */
   const al_audit_grant *grant;
+  /* ETags of the last audit of this repository (forge/etags.h, borrowed),
+   * or NULL: every read is then conditional on them, a 304 reuses the
+   * kept answer, and each 200 is kept for the next audit. */
+  struct al_etags *etags;
 } al_audit_opts;
 
 typedef struct al_audit_report {

@@ -2,6 +2,7 @@
  * (Link, classification, rate-limit waits, URLs under the base) are the
  * pure functions of ghwire.c. */
 #include "forge/ghapi.h"
+#include "forge/etags.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -46,6 +47,7 @@ struct al_ghapi {
   bool allow_http;
   uint64_t deadline_ms;
   struct curl_slist *resolve; /* CURLOPT_RESOLVE entries (policy pins) */
+  al_etags *etags;            /* conditional GETs (borrowed), or NULL */
 };
 
 /* What one exchange brought back. */
@@ -61,6 +63,7 @@ struct raw {
   char *next; /* Link rel="next" target */
   bool link_bad;
   char *location;
+  char *etag; /* the ETag header */
 };
 
 static void wipe_free(char *p, size_t n, bool wipe)
@@ -78,6 +81,8 @@ static void raw_reset_headers(struct raw *r)
   r->link_bad = false;
   free(r->location);
   r->location = NULL;
+  free(r->etag);
+  r->etag = NULL;
 }
 
 static void raw_free(struct raw *r)
@@ -85,6 +90,7 @@ static void raw_free(struct raw *r)
   wipe_free(r->body, r->len, r->wipe);
   free(r->next);
   free(r->location);
+  free(r->etag);
   memset(r, 0, sizeof *r);
 }
 
@@ -145,6 +151,11 @@ void al_ghapi_set_resolve(al_ghapi *c, const char *const *entries)
 void al_ghapi_set_deadline(al_ghapi *c, uint64_t deadline_ms)
 {
   c->deadline_ms = deadline_ms;
+}
+
+void al_ghapi_set_etags(al_ghapi *c, al_etags *e)
+{
+  c->etags = e;
 }
 
 const char *al_ghapi_base(const al_ghapi *c)
@@ -247,6 +258,13 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud)
     else
       free(nx);
   }
+  v = header_value(line, n, "etag", &vl);
+  if (v && vl <= 200) {
+    free(r->etag);
+    r->etag = al_xmalloc(vl + 1);
+    memcpy(r->etag, v, vl);
+    r->etag[vl] = '\0';
+  }
   v = header_value(line, n, "location", &vl);
   if (v && vl < 8192) {
     free(r->location);
@@ -264,7 +282,7 @@ static void slist_wipe_free(struct curl_slist *l)
   curl_slist_free_all(l);
 }
 
-static _Atomic uint64_t g_requests_sent, g_not_modified, g_app;
+static _Atomic uint64_t g_requests_sent, g_not_modified, g_app, g_rejected;
 static _Thread_local al_ghapi_counts t_counts;
 
 uint64_t al_ghapi_requests_sent(void)
@@ -277,6 +295,7 @@ void al_ghapi_counts_process(al_ghapi_counts *out)
   out->sent = g_requests_sent;
   out->not_modified = g_not_modified;
   out->app = g_app;
+  out->rejected = g_rejected;
 }
 
 void al_ghapi_counts_thread(al_ghapi_counts *out)
@@ -292,8 +311,8 @@ static bool bearer_is_jwt(const char *bearer)
 }
 
 static CURLcode exchange(al_ghapi *c, const char *method, const char *url, const char *bearer,
-                         const char *body, uint64_t timeout_ms, struct raw *r, long *status,
-                         char *errbuf)
+                         const char *body, const char *inm, uint64_t timeout_ms, struct raw *r,
+                         long *status, char *errbuf)
 {
   CURL *h = curl_easy_init();
   if (!h)
@@ -304,6 +323,11 @@ static CURLcode exchange(al_ghapi *c, const char *method, const char *url, const
   hd = curl_slist_append(hd, "Expect:");
   if (body)
     hd = curl_slist_append(hd, "Content-Type: application/json");
+  if (inm) {
+    char *ih = al_strdup_printf("If-None-Match: %s", inm);
+    hd = curl_slist_append(hd, ih);
+    free(ih);
+  }
   if (bearer) {
     char *auth = al_strdup_printf("Authorization: Bearer %s", bearer);
     hd = curl_slist_append(hd, auth);
@@ -349,6 +373,10 @@ static CURLcode exchange(al_ghapi *c, const char *method, const char *url, const
   if (rc == CURLE_OK && *status == 304) {
     g_not_modified++;
     t_counts.not_modified++;
+  }
+  if (rc == CURLE_OK && *status == 401) {
+    g_rejected++;
+    t_counts.rejected++;
   }
   curl_easy_cleanup(h);
   slist_wipe_free(hd);
@@ -438,7 +466,7 @@ static int call_url(al_ghapi *c, const char *method, const char *url0, const cha
   char *url = al_xstrdup(url0);
   uint64_t backoff = BACKOFF_FIRST_MS, waited = 0, left = 0;
   unsigned attempts = 0, redirects = 0, secondary = 0;
-  bool safe = idempotent(method) || c->retry_unsafe;
+  bool safe = idempotent(method) || c->retry_unsafe, no_inm = false;
   const char *shown = rel_to_base(c, url0); /* the path named in messages */
   memset(out, 0, sizeof *out);
   if (next)
@@ -459,7 +487,32 @@ static int call_url(al_ghapi *c, const char *method, const char *url0, const cha
     }
     struct raw r = {.max = c->body_max, .wipe = c->wipe};
     long status = 0;
-    CURLcode rc = exchange(c, method, url, bearer, body, timeout, &r, &status, errbuf);
+    /* a conditional GET with the ETags kept for this path (etags.h) */
+    const char *rel = rel_to_base(c, url);
+    bool cond = c->etags && !body && !strcmp(method, "GET") && !no_inm && rel[0] == '/';
+    al_autofree char *inm = cond ? al_etags_if_none_match(c->etags, rel) : NULL;
+    CURLcode rc = exchange(c, method, url, bearer, body, inm, timeout, &r, &status, errbuf);
+    if (rc == CURLE_OK && inm && status == 304) {
+      char *kb = NULL, *knx = NULL;
+      size_t kl = 0;
+      if (!al_etags_hit(c->etags, rel, r.etag, &kb, &kl, &knx)) {
+        /* a 304 naming no answer kept: ask again, unconditionally */
+        raw_free(&r);
+        no_inm = true;
+        continue;
+      }
+      wipe_free(r.body, r.len, r.wipe);
+      r.body = kb;
+      r.len = kl;
+      free(r.next);
+      r.next = knx ? al_strdup_printf("%s%s", c->base, knx) : NULL;
+      free(knx);
+      status = 200;
+      out->not_modified = true;
+    } else if (rc == CURLE_OK && cond && status == 200 && r.etag) {
+      al_etags_store(c->etags, rel, r.etag, r.body ? r.body : "", r.len,
+                     r.next ? rel_to_base(c, r.next) : NULL);
+    }
     if (rc != CURLE_OK) {
       bool big = r.too_big, unsent = false;
       raw_free(&r);

@@ -98,6 +98,8 @@ typedef struct al_ghapi_resp {
   long long rl_remaining;
   long long rl_reset;
   unsigned rate_waits;
+  bool not_modified; /* answered 304 to the ETags kept (al_ghapi_set_etags): the body
+                        is the kept one, status 200 */
 } al_ghapi_resp;
 
 /* api_url: "scheme://host[:port][/prefix]" (trailing slashes stripped),
@@ -120,6 +122,14 @@ void al_ghapi_set_resolve(al_ghapi *c, const char *const *entries);
  * wait (rate limit, backoff) is begun that would end after it. A run
  * passes its own deadline so the forge never outlives it. */
 void al_ghapi_set_deadline(al_ghapi *c, uint64_t deadline_ms);
+
+/* Conditional GETs (forge/etags.h): every GET without a body sends
+ * If-None-Match with the ETags e keeps for its path; a 304 naming one is
+ * answered with the kept body as a 200 (r->not_modified set); a 304 naming
+ * none is asked again unconditionally; a 200 with an ETag is kept. e is
+ * borrowed (NULL: none). Set before requests run. */
+typedef struct al_etags al_etags;
+void al_ghapi_set_etags(al_ghapi *c, al_etags *e);
 
 /* The API base URL as configured (no trailing slash). */
 const char *al_ghapi_base(const al_ghapi *c);
@@ -151,7 +161,9 @@ uint64_t al_ghapi_requests_sent(void);
  *                 conditional requests if appropriate);
  *   app           those sent with an App JWT as the bearer (the broker's
  *                 App reads and token mints: the App's own budget, not
- *                 the installation's).
+ *                 the installation's);
+ *   rejected      those answered 401 (the credential refused: the broker's
+ *                 check that a revoked token is dead).
  * _process: this process so far (thread-safe, never resets); _thread: the
  * calling thread's own requests so far (a broker job runs on its own
  * thread, so its counts are the thread's at the job's end). */
@@ -159,6 +171,8 @@ typedef struct al_ghapi_counts {
   uint64_t sent;
   uint64_t not_modified;
   uint64_t app;
+  uint64_t rejected; /* answered 401: the credential was refused (a dead
+                        token's check after its revocation) */
 } al_ghapi_counts;
 void al_ghapi_counts_process(al_ghapi_counts *out);
 void al_ghapi_counts_thread(al_ghapi_counts *out);

@@ -48,11 +48,19 @@ struct out_ctx {
   json_t *rec; /* t->rec.outputs */
 };
 
-/* The base branch: the policy's, or the repository's default. */
+/* The base branch: the policy's, else the one the audit proved the escape
+ * budget of (the repository's default when it read it: the same answer,
+ * not asked twice in one run, issue #33), else the repository's default. */
 static int base_branch(struct out_ctx *c, char *out, size_t n, al_error *err)
 {
   if (c->t->policy->base_branch) {
     snprintf(out, n, "%s", c->t->policy->base_branch);
+    return 0;
+  }
+  json_t *au = json_object_get(c->t->rec, "audit");
+  const char *ab = json_string_value(json_object_get(json_object_get(au, "report"), "branch"));
+  if (json_is_true(json_object_get(au, "holds")) && ab && *ab && strlen(ab) < n) {
+    snprintf(out, n, "%s", ab);
     return 0;
   }
   return c->forge->default_branch(c->api, c->git, c->t->repo, out, n, err);

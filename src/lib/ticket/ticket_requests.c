@@ -9,9 +9,11 @@
  *   gateway     the agent's requests the gateway forwarded to the forge's
  *               hosts (its decisions in the record: allowed, with an
  *               upstream status), in the agent phase.
- * counted = sent - not_modified - app - git: the REST requests on the
- * installation's budget (a 304 is not counted by GitHub; an App JWT's
- * requests are the App's; git over HTTPS is not REST). */
+ * counted = sent - not_modified - app - git - rejected: the REST requests
+ * on the installation's budget (a 304 is not counted by GitHub; an App
+ * JWT's requests are the App's; git over HTTPS is not REST; a 401 is a
+ * refused credential, the revoked tokens' death checks: no longer the
+ * installation's). */
 #include <string.h>
 #include <strings.h>
 
@@ -46,7 +48,7 @@ static bool git_path(const char *p)
 }
 
 struct gw_counts {
-  uint64_t sent, not_modified, git;
+  uint64_t sent, not_modified, git, rejected;
 };
 
 /* The gateway's requests forwarded to the forge's API or git host. */
@@ -69,6 +71,8 @@ static struct gw_counts gateway_counts(const struct ticket *t)
     g.sent++;
     if (json_integer_value(st) == 304)
       g.not_modified++;
+    if (json_integer_value(st) == 401)
+      g.rejected++;
     if (git_path(json_string_value(json_object_get(d, "path"))))
       g.git++;
   }
@@ -77,8 +81,9 @@ static struct gw_counts gateway_counts(const struct ticket *t)
 
 static json_t *counts_json(const al_ghapi_counts *q)
 {
-  return json_pack("{s:I, s:I, s:I}", "sent", (json_int_t)q->sent, "not_modified",
-                   (json_int_t)q->not_modified, "app", (json_int_t)q->app);
+  return json_pack("{s:I, s:I, s:I, s:I}", "sent", (json_int_t)q->sent, "not_modified",
+                   (json_int_t)q->not_modified, "app", (json_int_t)q->app, "rejected",
+                   (json_int_t)q->rejected);
 }
 
 static void add(al_ghapi_counts *a, const al_ghapi_counts *b)
@@ -86,6 +91,7 @@ static void add(al_ghapi_counts *a, const al_ghapi_counts *b)
   a->sent += b->sent;
   a->not_modified += b->not_modified;
   a->app += b->app;
+  a->rejected += b->rejected;
 }
 
 json_t *tk_requests_json(const struct ticket *t)
@@ -103,7 +109,8 @@ json_t *tk_requests_json(const struct ticket *t)
       al_ghapi_counts_process(&now);
       s = (al_ghapi_counts){.sent = now.sent - ph->c0.sent,
                             .not_modified = now.not_modified - ph->c0.not_modified,
-                            .app = now.app - ph->c0.app};
+                            .app = now.app - ph->c0.app,
+                            .rejected = now.rejected - ph->c0.rejected};
     }
     uint64_t n = s.sent;
     json_t *prev = json_object_get(forge, ph->name);
@@ -132,11 +139,15 @@ json_t *tk_requests_json(const struct ticket *t)
   uint64_t sent = sup.sent + bro.sent + gw.sent;
   uint64_t nm = sup.not_modified + bro.not_modified + gw.not_modified;
   uint64_t app = sup.app + bro.app;
-  json_t *procs = json_pack("{s:o, s:o, s:{s:I, s:I, s:I}}", "supervisor", counts_json(&sup),
+  uint64_t rej = sup.rejected + bro.rejected + gw.rejected;
+  json_t *procs = json_pack("{s:o, s:o, s:{s:I, s:I, s:I, s:I}}", "supervisor", counts_json(&sup),
                             "broker", counts_json(&bro), "gateway", "sent", (json_int_t)gw.sent,
-                            "not_modified", (json_int_t)gw.not_modified, "git", (json_int_t)gw.git);
-  return json_pack("{s:o, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I}", "forge", forge, "total",
-                   (json_int_t)total, "phases", phases, "processes", procs, "sent",
-                   (json_int_t)sent, "not_modified", (json_int_t)nm, "app", (json_int_t)app, "git",
-                   (json_int_t)gw.git, "counted", (json_int_t)(sent - nm - app - gw.git));
+                            "not_modified", (json_int_t)gw.not_modified, "git", (json_int_t)gw.git,
+                            "rejected", (json_int_t)gw.rejected);
+  json_t *o = json_pack("{s:o, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I}", "forge", forge, "total",
+                        (json_int_t)total, "phases", phases, "processes", procs, "sent",
+                        (json_int_t)sent, "not_modified", (json_int_t)nm, "app", (json_int_t)app,
+                        "git", (json_int_t)gw.git, "rejected", (json_int_t)rej);
+  json_object_set_new(o, "counted", json_integer((json_int_t)(sent - nm - app - gw.git - rej)));
+  return o;
 }

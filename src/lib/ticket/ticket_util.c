@@ -28,7 +28,8 @@ void tk_phase_end(struct ticket *t, uint64_t start, const char *status, const ch
   al_ghapi_counts_process(&now);
   ph->sup = (al_ghapi_counts){.sent = now.sent - ph->c0.sent,
                               .not_modified = now.not_modified - ph->c0.not_modified,
-                              .app = now.app - ph->c0.app};
+                              .app = now.app - ph->c0.app,
+                              .rejected = now.rejected - ph->c0.rejected};
   ph->ended = true;
   ph->status = status;
   if (fmt) {
@@ -66,6 +67,7 @@ void tk_phase_add_broker(struct ticket *t, const al_ghapi_counts *q)
   b->sent += q->sent;
   b->not_modified += q->not_modified;
   b->app += q->app;
+  b->rejected += q->rejected;
 }
 
 void tk_env_add(struct ticket *t, const char *fmt, ...)

@@ -66,6 +66,12 @@ for page in airlock $(for c in $cmds; do echo "airlock-$c"; done); do
   done
 done
 like "control: the man pages name docs and examples" "$named" '^[1-9][0-9]+$'
+# every share/doc/airlock path docs/install.md names is installed
+dpaths=$(grep -oE 'share/doc/airlock/[A-Za-z0-9._/-]*[A-Za-z0-9]' "$AIRLOCK_SRC/docs/install.md" | sort -u)
+like "control: docs/install.md names installed doc paths" "$(echo $dpaths)" 'examples/README\.broker\.md'
+nodoc=""
+for dp in $dpaths; do [ -e "$R/$dp" ] || nodoc="$nodoc $dp"; done
+is "every share/doc/airlock path docs/install.md names is installed" "$nodoc" ""
 # airlock(1)'s SEE ALSO names only pages that are installed (the exit
 # status table's rows once read as commands: airlock-0(1), airlock-125(1))
 see=$(MANWIDTH=2000 man -l "$R/share/man/man1/airlock.1" 2>/dev/null | sed -n '/^SEE ALSO/,$p' | grep -oE 'airlock-[a-z0-9-]+\(1\)' | tr -d '()' | sed 's/1$//')

@@ -315,8 +315,6 @@ static enum MHD_Result revoke_token(struct MHD_Connection *c, token *who, json_t
   return message(c, 404, "404 Not Found");
 }
 
-static const char *repos_dir; /* --repos: bare repositories DIR/<full path>.git */
-
 /* "Get a single repository branch" from the bare repository (--repos): the
  * head of refs/heads/NAME by `git rev-parse`, or 404; without --repos the
  * fixture's branches list. NAME is [A-Za-z0-9._/-] only. */

@@ -196,7 +196,7 @@ int cmd_audit(int argc, char **argv)
   int r = al_audit_run(&o, &rep, &err);
   curl_global_cleanup();
   if (r < 0) {
-    al_error_log("%s", err.msg);
+    al_cli_error("%s", err.msg);
     return 2;
   }
   if (json) {

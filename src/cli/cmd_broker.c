@@ -160,7 +160,7 @@ int cmd_broker(int argc, char **argv)
   setrlimit(RLIMIT_CORE, &nocore);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-    al_error_log("curl_global_init failed");
+    al_cli_error("curl_global_init failed");
     return 1;
   }
   al_error err = {0};
@@ -169,7 +169,7 @@ int cmd_broker(int argc, char **argv)
   al_broker_config *cfg = NULL;
   if (al_broker_config_load_file(o.config_path, &cfg, &err) < 0) {
     curl_global_cleanup();
-    al_error_log("%s", err.msg);
+    al_cli_error("%s", err.msg);
     return AL_EXIT_USAGE;
   }
   al_broker_config_free(cfg);
@@ -178,7 +178,7 @@ int cmd_broker(int argc, char **argv)
   int r = al_broker_run(&o, &err);
   curl_global_cleanup();
   if (r < 0) {
-    al_error_log("%s", err.msg);
+    al_cli_error("%s", err.msg);
     return started ? AL_EXIT_FAILED : AL_EXIT_CANNOT_RUN;
   }
   return 0;

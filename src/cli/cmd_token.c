@@ -103,7 +103,7 @@ static int lease_main(int argc, char **argv)
   al_error err = {0};
   al_lease *l;
   if (al_lease_open(sock ? sock : DEFAULT_SOCKET, &rq, &l, &err) < 0) {
-    al_error_log("%s", err.msg);
+    al_cli_error("%s", err.msg);
     return al_broker_unreachable(&err) ? AL_EXIT_CANNOT_RUN : AL_EXIT_FAILED;
   }
   printf("lease %s: ttl %llus, ends %s\n", al_lease_id(l),
@@ -151,7 +151,7 @@ static int lease_main(int argc, char **argv)
   if (res.answered)
     printf("lease ended (%s)\n", res.reason);
   if (r < 0) {
-    al_error_log("%s", err.msg);
+    al_cli_error("%s", err.msg);
     return 1;
   }
   return 0;

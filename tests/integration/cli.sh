@@ -300,6 +300,9 @@ like "policy init a/b/c (GitHub): OWNER/REPO's words, no character list that con
 out=$("$AIRLOCK" token lease --repo a/b --socket "$T_TMP/no-broker.sock" 2>&1 </dev/null); rc=$?
 is "token lease without a broker: exit 125" "$rc" 125
 like "… saying which socket" "$out" "connecting to the broker at \`$T_TMP/no-broker.sock\`"
+like "… in the one message form (\`airlock token: \` then the message, no \`error: \`)" "$out" "^airlock token: connecting to the broker"
+out=$("$AIRLOCK" audit a/b -c "$T_TMP/nonexistent.yaml" 2>&1 </dev/null); rc=$?
+like "audit -c MISSING: exit 2, \`airlock audit: \` then the message" "$rc/$out" "^2/airlock audit: open \`$T_TMP/nonexistent.yaml\`"
 # a ticket whose broker cannot be reached: a failed run (1, recorded), the
 # broker named; nothing is said of an agent, which never started
 mkdir -p "$T_TMP/nb" && chmod 700 "$T_TMP/nb"

@@ -35,6 +35,8 @@ import sys
 # has (found in it at the commit the subset names). The test forge's other
 # routes were not found there (see tests/gitlab-forge/README.md).
 ROUTES = {
+    "/api/v4/projects/{id}": ["get"],
+    "/api/v4/projects/{id}/protected_branches": ["get"],
     "/api/v4/projects/{id}/merge_requests": ["get", "post"],
     "/api/v4/projects/{id}/merge_requests/{merge_request_iid}": ["get"],
     "/api/v4/projects/{id}/merge_requests/{merge_request_iid}/commits": ["get"],

@@ -20,6 +20,8 @@
  *                    lacks the feature (approvals, approval_rules,
  *                    push_rule) or the token lacks the role (variables,
  *                    deploy_tokens, protected_branches, members, files)
+ * The fixture's top-level "groups" answer GET /groups/:id and
+ * /groups/:id/variables (glf_audit_group_answer).
  * The project's own "protected_branches", "approval_rules" and "push_rule"
  * stay where main.c serves them; "hidden" applies to them here. */
 #include "audit.h"
@@ -145,4 +147,42 @@ json_t *glf_audit_answer(struct MHD_Connection *c, json_t *p, const char *method
   if (n == 5 && !strcmp(route, "files") && json_is_object(json_object_get(a, "files")))
     return file_answer(c, json_object_get(a, "files"), seg[4], status);
   return NULL; /* main.c's own (protected_branches, approval_rules, push_rule) */
+}
+
+json_t *glf_audit_group_answer(json_t *fixture, const char *method, char **seg, size_t n,
+                               unsigned *status)
+{
+  if (strcmp(method, "GET") != 0 || n < 2 || n > 3 || strcmp(seg[0], "groups") != 0 ||
+      (n == 3 && strcmp(seg[2], "variables") != 0))
+    return NULL;
+  size_t i;
+  json_t *g;
+  json_array_foreach(json_object_get(fixture, "groups"), i, g)
+  {
+    if (json_integer_value(json_object_get(g, "id")) != strtoll(seg[1], NULL, 10))
+      continue;
+    json_t *h = json_object_get(json_object_get(g, "hidden"), n == 2 ? "group" : "variables");
+    if (json_is_integer(h))
+      return msg(status, (unsigned)json_integer_value(h),
+                 json_integer_value(h) == 403 ? "403 Forbidden" : "404 Group Not Found");
+    *status = 200;
+    if (n == 3) {
+      json_t *v = json_object_get(g, "variables");
+      return v ? json_incref(v) : json_array();
+    }
+    const char *fp = json_string_value(json_object_get(g, "full_path"));
+    const char *base = fp ? strrchr(fp, '/') : NULL;
+    return json_pack("{s:O, s:s, s:s, s:s, s:O}", "id", json_object_get(g, "id"), "name",
+                     base ? base + 1
+                     : fp ? fp
+                          : "",
+                     "path",
+                     base ? base + 1
+                     : fp ? fp
+                          : "",
+                     "full_path", fp ? fp : "", "parent_id",
+                     json_object_get(g, "parent_id") ? json_object_get(g, "parent_id")
+                                                     : json_null());
+  }
+  return msg(status, 404, "404 Group Not Found");
 }

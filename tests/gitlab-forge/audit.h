@@ -13,4 +13,10 @@
 json_t *glf_audit_answer(struct MHD_Connection *c, json_t *p, const char *method, char **seg,
                          size_t n, unsigned *status);
 
+/* GET /api/v4/groups/:id and /groups/:id/variables from the fixture's
+ * top-level "groups" ({id, full_path, parent_id, variables, hidden:
+ * {group|variables: status}}), or NULL when seg is not one of them. */
+json_t *glf_audit_group_answer(json_t *fixture, const char *method, char **seg, size_t n,
+                               unsigned *status);
+
 #endif

@@ -423,6 +423,10 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
     unsigned st = glf_users(fixture, arg(c, "username", un, sizeof un), &out);
     return reply(c, st, out);
   }
+  unsigned gst = 0; /* the audit's group reads (audit.c) */
+  json_t *ga = glf_audit_group_answer(fixture, method, seg, n, &gst);
+  if (ga)
+    return reply(c, gst, ga);
   if (n < 2 || strcmp(seg[0], "projects") != 0)
     return message(c, 404, "404 Not Found");
   json_t *p = project_by(seg[1]);

@@ -48,6 +48,7 @@ STRONG=$(jq -n --rawfile ci "$D/ci-strong.yml" '{
   id: 100, name: "strong", path: "strong", path_with_namespace: "acme/strong",
   default_branch: "main", visibility: "private", builds_access_level: "enabled",
   ci_config_path: null, auto_devops_enabled: false,
+  namespace: {id: 900, name: "acme", path: "acme", kind: "group", full_path: "acme", parent_id: null},
   branches: [{name: "main", protected: true, default: true,
               commit: {id: "1111111111111111111111111111111111111111"}}],
   protected_branches: [{id: 1, name: "main",
@@ -119,11 +120,23 @@ AU='.audit'
   mk deploy-revoked "$AU.deploy_tokens[0].name = \"gitlab-deploy-token\" | $AU.deploy_tokens[0].revoked = true"
   mk deploy-hidden "$AU.hidden = {deploy_tokens: 403}"
   mk ci-off '.builds_access_level = "disabled" | .audit.variables[0].protected = false'
+  mk group-var-open '.namespace = {id: 910, kind: "group", full_path: "acme/open", parent_id: 900}'
+  mk group-hidden '.namespace = {id: 920, kind: "group", full_path: "acme/hidden", parent_id: 900}'
 } >"$D/projects.ndjson" 2>"$D/jq.err" || true
-jq -s '{projects: .}' "$D/projects.ndjson" >"$D/fixture.json" 2>>"$D/jq.err"
+# the groups above the projects: acme (a protected variable), acme/open (an
+# unprotected one, inherited), acme/hidden (its variables hidden from the token)
+jq -s '{projects: ., groups: [
+  {id: 900, full_path: "acme", parent_id: null,
+   variables: [{variable_type: "env_var", key: "ORG_TOKEN", value: "s3cr3t-VALUE-of-the-var",
+                protected: true, masked: true, raw: false, environment_scope: "*"}]},
+  {id: 910, full_path: "acme/open", parent_id: 900,
+   variables: [{variable_type: "env_var", key: "GROUP_DEPLOY", value: "s3cr3t-VALUE-of-the-var",
+                protected: false, masked: false, raw: false, environment_scope: "*"}]},
+  {id: 920, full_path: "acme/hidden", parent_id: 900, hidden: {variables: 403}}]}' \
+  "$D/projects.ndjson" >"$D/fixture.json" 2>>"$D/jq.err"
 N=$(jq '.projects | length' "$D/fixture.json" 2>/dev/null)
-is "the fixture: the strong project and 33 cases" "$N" 34
-[ "$N" = 34 ] || { sed 's/^/# /' "$D/jq.err"; done_testing; exit 1; }
+is "the fixture: the strong project and 35 cases" "$N" 36
+[ "$N" = 36 ] || { sed 's/^/# /' "$D/jq.err"; done_testing; exit 1; }
 
 "$FORGE" --fixture "$D/fixture.json" --token-file "$D/token" --ports-file "$D/ports.json" \
   >"$D/forge.log" 2>&1 &
@@ -213,6 +226,13 @@ case_is deploy-token gitlab.ci_deploy_token FAIL "revoke gitlab-deploy-token" "g
 case_is deploy-revoked gitlab.ci_deploy_token PASS "" "a revoked one does not reach jobs (control)"
 case_is deploy-hidden gitlab.ci_deploy_token UNKNOWN "Maintainer" "deploy tokens hidden (403)"
 case_is ci-off ci.no_secrets PASS "" "CI disabled: an unprotected variable reaches no job (control)"
+case_is group-var-open ci.no_secrets FAIL "Protect variable" "the group's unprotected variable is inherited"
+case_is group-hidden ci.no_secrets WARN "group Maintainer" "the group's variables hidden from the token"
+like "group-var-open: the evidence names the group and its variable" "$(ev group-var-open ci.no_secrets)" \
+  "acme/open's variable GROUP_DEPLOY: NOT protected"
+like "... and reads the parent group too" "$(ev group-var-open ci.no_secrets)" "acme: 1 CI/CD variable"
+like "strong: the group's protected variable is read (control)" "$(ev strong ci.no_secrets)" \
+  "acme: 1 CI/CD variable\\(s\\), none reaching"
 like "oidc: the evidence names the job and the MR pipeline" "$(ev oidc ci.no_oidc)" 'job `deploy`.*MR pipeline'
 like "var-open: the evidence names the variable, not its value" "$(ev var-open ci.no_secrets)" \
   "variable DEPLOY_KEY: NOT protected, masked"
@@ -221,10 +241,11 @@ like "push-bot: the evidence names the bot's user entry" "$(ev push-bot gitlab.p
 # every weakened case fails the audit (exit 1) except the advisory and control ones
 for n in unprotected push-dev push-bot merge-dev force co-off co-tier no-rules bot-approver author \
   reset override approvals-hidden bot-maintainer var-open vars-hidden run-protected oidc ci-include \
-  deploy-token deploy-hidden; do
+  deploy-token deploy-hidden group-var-open; do
   is "$n: exit 1 (does not hold)" "$(cat "$D/$n.rc")" 1
 done
-for n in co-none no-push-rule push-rule-any push-rule-hidden var-open-quiet deploy-revoked ci-off; do
+for n in co-none no-push-rule push-rule-any push-rule-hidden var-open-quiet deploy-revoked ci-off \
+  group-hidden; do
   is "$n: exit 0 (advisory or control: holds)" "$(cat "$D/$n.rc")" 0
 done
 # only the one criterion changes between a case and the control

@@ -169,7 +169,63 @@ static int gather_project(struct glx *c, al_error *err)
   /* "path@group/project", a URL: another project's file ("Specify a custom
    * CI/CD configuration file") */
   c->ci_external = strchr(cp, '@') || strstr(cp, "://") || strlen(cp) >= sizeof c->ci_path - 1;
+  json_t *ns = json_object_get(r.json, "namespace");
+  const char *kind = json_string_value(json_object_get(ns, "kind"));
+  if (kind && !strcmp(kind, "group") && json_is_integer(json_object_get(ns, "id")))
+    c->groups[c->n_groups++].id = json_integer_value(json_object_get(ns, "id"));
   al_ghapi_resp_free(&r);
+  return 0;
+}
+
+/* Groups API › "Get a single group" (full_path, parent_id) and Group-level
+ * CI/CD variables API › "List group variables", from the project's group
+ * up through each parent ("CI/CD variables" § "For a group": a subgroup's
+ * projects inherit the variables of every group above). */
+static int gather_groups(struct glx *c, al_error *err)
+{
+  for (size_t i = 0; i < c->n_groups; i++) {
+    struct gl_group *g = &c->groups[i];
+    snprintf(g->path, sizeof g->path, "group %lld", g->id);
+    char gp[64];
+    snprintf(gp, sizeof gp, "/groups/%lld", g->id);
+    al_ghapi_resp r = {0};
+    if (al_ghapi_get(c->api, gp, c->tok, &r, err) < 0)
+      return -1;
+    long long parent = 0;
+    if (r.status == 200 && json_is_object(r.json)) {
+      const char *fp = json_string_value(json_object_get(r.json, "full_path"));
+      if (fp && strlen(fp) < sizeof g->path)
+        snprintf(g->path, sizeof g->path, "%s", fp);
+      parent = json_integer_value(json_object_get(r.json, "parent_id"));
+    } else {
+      c->groups_cut = true;
+      snprintf(c->groups_why, sizeof c->groups_why, "GET %s: HTTP %ld%s%s (its parents unread)", gp,
+               r.status, r.message[0] ? ": " : "", r.message);
+    }
+    al_ghapi_resp_free(&r);
+    al_autofree char *vp = al_strdup_printf("/groups/%lld/variables?per_page=100", g->id);
+    al_ghapi_resp v = {0};
+    if (al_ghapi_get(c->api, vp, c->tok, &v, err) < 0)
+      return -1;
+    if (v.status == 200 && json_is_array(v.json)) {
+      g->vars.st = L_PRESENT;
+      g->vars.json = json_incref(v.json);
+    } else {
+      g->vars.st = L_UNKNOWN;
+      snprintf(g->vars.why, sizeof g->vars.why, "GET /groups/%lld/variables: HTTP %ld%s%s", g->id,
+               v.status, v.message[0] ? ": " : "", v.message);
+    }
+    al_ghapi_resp_free(&v);
+    if (parent > 0) {
+      if (c->n_groups == AL_ARRAY_SIZE(c->groups)) {
+        c->groups_cut = true;
+        snprintf(c->groups_why, sizeof c->groups_why, "more than %zu group levels",
+                 AL_ARRAY_SIZE(c->groups));
+        break;
+      }
+      c->groups[c->n_groups++].id = parent;
+    }
+  }
   return 0;
 }
 
@@ -250,7 +306,7 @@ static int gather_all(struct glx *c, al_error *err)
   }
   if (!c->ci_external && get_file(c, c->ci_path, &c->ci, err) < 0)
     return -1;
-  return 0;
+  return gather_groups(c, err);
 }
 
 static void read_free(struct gl_read *r)
@@ -329,6 +385,8 @@ out:;
                           &c.vars, &c.deploy,    &c.co,    &c.ci};
   for (size_t i = 0; i < AL_ARRAY_SIZE(rs); i++)
     read_free(rs[i]);
+  for (size_t i = 0; i < c.n_groups; i++)
+    read_free(&c.groups[i].vars);
   al_ghapi_free(c.api);
   if (ret < 0)
     al_audit_report_free(out);

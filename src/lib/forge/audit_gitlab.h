@@ -32,6 +32,10 @@
  *                                              and the CI file (forge/gitlab_ci.h)
  *   GET /projects/:id/variables                Project-level CI/CD variables API (protected,
  *                                              masked, environment_scope; never the values)
+ *   GET /groups/:id, /groups/:id/variables     Groups API › "Get a single group" (parent_id),
+ *                                              Group-level CI/CD variables API: the
+ *                                              project's group and each parent (their
+ *                                              variables reach its pipelines too)
  *   GET /projects/:id/deploy_tokens            Deploy tokens API › "List project deploy
  *                                              tokens" (gitlab-deploy-token reaches CI jobs)
  *

@@ -67,6 +67,33 @@ static void judge_secrets(struct glx *c, size_t n_fire, bool run_protected)
       p ? prot++ : unprot++;
     }
   }
+  /* the groups' variables: inherited by the project's pipelines */
+  bool groups_hidden = c->groups_cut;
+  for (size_t g = 0; g < c->n_groups; g++) {
+    const struct gl_group *gr = &c->groups[g];
+    if (gr->vars.st != L_PRESENT) {
+      au_sb_part(&ev, "%s: CI/CD variables not visible (%s)", gr->path, gr->vars.why);
+      groups_hidden = true;
+      continue;
+    }
+    size_t gn = 0;
+    json_array_foreach(gr->vars.json, i, v)
+    {
+      const char *k = au_str_or(json_string_value(json_object_get(v, "key")), "?");
+      bool p = json_is_true(json_object_get(v, "protected"));
+      if (p && !run_protected)
+        continue;
+      au_sb_part(&ev, "%s's variable %s: %s (inherited by the project)", gr->path, k,
+                 p ? "protected" : "NOT protected");
+      p ? prot++ : unprot++;
+      gn++;
+    }
+    if (!gn)
+      au_sb_part(&ev, "%s: %zu CI/CD variable(s), none reaching a run branch", gr->path,
+                 json_array_size(gr->vars.json));
+  }
+  if (c->groups_cut)
+    au_sb_part(&ev, "the groups above: %s", c->groups_why);
   if (run_protected)
     au_sb_part(&ev,
                "a protected-branch rule matches %s: its pipelines get the protected "
@@ -76,18 +103,26 @@ static void judge_secrets(struct glx *c, size_t n_fire, bool run_protected)
   if (!reach)
     au_sb_part(&ev, "%zu CI/CD variable(s), all protected: none reaches %s",
                json_array_size(c->vars.json), c->run_branch);
-  al_audit_status st = !reach ? AL_AUDIT_PASS : n_fire ? AL_AUDIT_FAIL : AL_AUDIT_WARN;
+  /* a group's variables that cannot be read: a WARN naming them, not a
+   * pass (a project Maintainer often cannot read its group's settings) */
+  al_audit_status st = reach           ? (n_fire ? AL_AUDIT_FAIL : AL_AUDIT_WARN)
+                       : groups_hidden ? AL_AUDIT_WARN
+                                       : AL_AUDIT_PASS;
   if (reach && !n_fire)
     au_sb_part(&ev,
                "no job of %s's CI file runs for the run's code now, but any pipeline of "
                "a run branch would get these",
                c->rep->branch);
   gl_set(c, AL_GL_CI_SECRETS, st, &ev,
-         run_protected ? "Settings › Repository › Protected branches: remove the rule that "
-                         "matches the run branches (they must not be protected), and protect "
-                         "every variable"
-                       : "Settings › CI/CD › Variables: turn on \"Protect variable\" for each "
-                         "(protected variables reach only protected branches and tags)");
+         !reach && groups_hidden
+             ? "audit with a token that can read the groups' CI/CD variables (a group "
+               "Maintainer's read_api), or check each group's Settings › CI/CD › Variables: "
+               "every variable protected"
+         : run_protected ? "Settings › Repository › Protected branches: remove the rule that "
+                           "matches the run branches (they must not be protected), and protect "
+                           "every variable"
+                         : "Settings › CI/CD › Variables: turn on \"Protect variable\" for each "
+                           "(protected variables reach only protected branches and tags)");
 }
 
 static void judge_oidc(struct glx *c, const al_glci *g)

@@ -38,6 +38,17 @@ struct glx {
   char co_path[32];
   struct gl_read ci; /* the CI file: json is a string, the text */
 
+  /* the groups above the project (namespace kind "group", then each
+   * parent_id): their CI/CD variables reach the project's pipelines too */
+  struct gl_group {
+    long long id;
+    char path[256];      /* full_path, or "group ID" */
+    struct gl_read vars; /* GET /groups/:id/variables */
+  } groups[20];
+  size_t n_groups;
+  bool groups_cut; /* more than 20 levels, or a group could not be read */
+  char groups_why[320];
+
   unsigned from; /* AL_AUDIT_FROM_* of the criterion being judged */
 };
 

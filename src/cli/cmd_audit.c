@@ -49,7 +49,9 @@ static void usage(FILE *out)
                "  (least privilege: Administration: read, Contents: read, Metadata: read on the\n"
                "  one repository). GitLab: AIRLOCK_AUDIT_TOKEN, a Maintainer's read_api token.\n"
                "  Tokens are never accepted on the command line.\n"
-               "exit: 0 the escape budget holds, 1 it does not (FAIL or UNKNOWN), 2 error\n");
+               "Exit status: 0 the escape budget holds; 1 it does not (FAIL or UNKNOWN); 2 usage,\n"
+               "or the audit could not run (no credentials, the forge unreachable or\n"
+               "answering an error): nothing was judged.\n");
 }
 
 int cmd_audit(int argc, char **argv)

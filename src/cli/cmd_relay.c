@@ -34,7 +34,11 @@ static void usage(FILE *out)
       "the egress proxy's CONNECT. The key comes from $" AL_RELAY_KEY_ENV " (wiped on\n"
       "start) or --key-file (mode 0600). One JSON line per call goes to --log\n"
       "(default: stdout). Without --proxy it dials the upstream directly\n"
-      "(debugging only).\n");
+      "(debugging only).\n"
+      "\n"
+      "Exit status: 0 stopped by SIGTERM or SIGINT; 1 the relay failed while serving;\n"
+      "2 usage (also a POLICY without a relay section, no usable key, a listener that\n"
+      "cannot be made).\n");
 }
 
 int cmd_relay(int argc, char **argv)

@@ -56,7 +56,10 @@ static void usage(FILE *out)
           "the broker as a second container holding the App key, its ServiceAccount and\n"
           "Role (the election Lease; with --jobs what launching runs as Jobs needs),\n"
           "state volume, Services, NetworkPolicy. --replicas N (1-5, default 1): more\n"
-          "than one needs election.lease in serve.yaml.\n");
+          "than one needs election.lease in serve.yaml.\n"
+          "\n"
+          "Exit status: 0 rendered; 1 an output file could not be written; 2 usage (also\n"
+          "a POLICY that cannot be read, or that this rendering cannot keep).\n");
 }
 
 static int write_out(const char *path, const char *text)

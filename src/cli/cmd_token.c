@@ -28,7 +28,10 @@ static void usage(FILE *out)
           "  Takes a lease from the broker and prints the tokens' fingerprints (never their\n"
           "  values); holds it until Enter or EOF on stdin, SIGINT/SIGTERM, or the broker\n"
           "  ends it, then releases it and prints the revocation result.\n"
-          "  --socket defaults to $AIRLOCK_BROKER_SOCKET or " DEFAULT_SOCKET ".\n");
+          "  --socket defaults to $AIRLOCK_BROKER_SOCKET or " DEFAULT_SOCKET ".\n"
+          "\n"
+          "Exit status: 0 the lease was held and released; 1 the broker refused it or\n"
+          "its release failed; 2 usage; 125 no broker answers at the socket.\n");
 }
 
 static void print_token(const al_lease *l, al_role r)

@@ -371,6 +371,54 @@ static enum MHD_Result branch_one(struct MHD_Connection *c, json_t *p, const cha
                 "commit", "id", sha));
 }
 
+/* "Delete repository branch": git update-ref -d in the bare repository
+ * (--repos), 204; the default branch and the fixture's protected ones are
+ * refused (403, as GitLab refuses them), an unknown one is 404. */
+static enum MHD_Result branch_delete(struct MHD_Connection *c, json_t *p, const char *name)
+{
+  const char *path = json_string_value(json_object_get(p, "path_with_namespace"));
+  const char *def = json_string_value(json_object_get(p, "default_branch"));
+  if (!name || !*name || !repos_dir || !path ||
+      strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-") !=
+          strlen(name) ||
+      strstr(name, ".."))
+    return message(c, 404, "404 Branch Not Found");
+  size_t i;
+  json_t *pb;
+  bool prot = def && !strcmp(def, name);
+  json_array_foreach(json_object_get(p, "protected_branches"), i, pb)
+  {
+    const char *pn = json_string_value(json_object_get(pb, "name"));
+    prot = prot || (pn && !strcmp(pn, name));
+  }
+  if (prot)
+    return message(c, 403, "403 Forbidden");
+  char gd[4096], ref[400];
+  snprintf(gd, sizeof gd, "--git-dir=%s/%s.git", repos_dir, path);
+  snprintf(ref, sizeof ref, "refs/heads/%s", name);
+  pid_t k = fork();
+  if (k == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      dup2(null, 1);
+      dup2(null, 2);
+    }
+    execlp("git", "git", gd, "rev-parse", "--verify", "--quiet", ref, (char *)NULL);
+    _exit(127);
+  }
+  int ws = 0;
+  if (k < 0 || waitpid(k, &ws, 0) < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+    return message(c, 404, "404 Branch Not Found");
+  k = fork();
+  if (k == 0) {
+    execlp("git", "git", gd, "update-ref", "-d", ref, (char *)NULL);
+    _exit(127);
+  }
+  if (k < 0 || waitpid(k, &ws, 0) < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+    return message(c, 500, "500 git update-ref failed");
+  return reply(c, 204, NULL);
+}
+
 /* ---- the router ---- */
 
 struct req {
@@ -473,6 +521,11 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
     json_t *v = json_object_get(p, "push_rule");
     return v ? reply(c, 200, json_incref(v)) : message(c, 404, "404 Push Rule Not Found");
   }
+  if (n == 5 && !strcmp(method, "DELETE") && !strcmp(seg[2], "repository") &&
+      !strcmp(seg[3], "branches")) {
+    char bn[256];
+    return branch_delete(c, p, pdecode(seg[4], strlen(seg[4]), bn, sizeof bn) < 0 ? NULL : bn);
+  }
   if (n == 5 && get && !strcmp(seg[2], "repository") && !strcmp(seg[3], "branches")) {
     char bn[256];
     return branch_one(c, p, pdecode(seg[4], strlen(seg[4]), bn, sizeof bn) < 0 ? NULL : bn);
@@ -532,6 +585,11 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
       return reply(c, 200, out);
     }
     if (!strcmp(method, "POST")) {
+      /* a test's fault (tests/integration/demo-gitlab.sh): every MR
+       * creation fails, so a run ends without its MR after its push */
+      const char *fault = getenv("AIRLOCK_GITLAB_FORGE_FAIL_MR");
+      if (fault && *fault)
+        return message(c, 500, "500 Internal Server Error (AIRLOCK_GITLAB_FORGE_FAIL_MR)");
       const char *src = json_string_value(json_object_get(body, "source_branch"));
       const char *dst = json_string_value(json_object_get(body, "target_branch"));
       const char *title = json_string_value(json_object_get(body, "title"));

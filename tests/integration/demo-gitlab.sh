@@ -74,6 +74,25 @@ is "five tokens were minted (the loop above saw each)" "$n" 5
 mt=$(cat "$dir/secret/gitlab.token" 2>/dev/null)
 if [ -n "$mt" ] && ! grep -rqF -- "$mt" "$recf" "$W/demo.out"; then ok "the Maintainer's token is in neither the record nor the output"
 else fail "the Maintainer's token is in the record or the output (or no token file)"; fi
+# control for the cleanup below: a run with its MR keeps its branch
+like "control: the run branch stays on the forge beside its MR" \
+  "$(git --git-dir="$dir/secret/repos/acme/tools/tally.git" for-each-ref --format='%(refname)' refs/heads/ | tr '\n' ' ')" 'refs/heads/airlock/1-[0-9a-f]+ refs/heads/main'
+rm -rf "$dir" "$recf"
+
+# a run that pushes but gets no MR (the forge fails every MR creation: a
+# test fault) deletes its branch at the end (DELETE .../repository/branches)
+rm -f "$W/minted" "$W/state.json"
+(cd "$T_TMP" && env TMPDIR="$W/tmp" AIRLOCK_GITLAB_FORGE_FAIL_MR=1 AIRLOCK_GITLAB_FORGE_STATE="$W/state.json" \
+  "$AIRLOCK" demo --forge gitlab --keep) >"$W/demo.out" 2>&1; rc=$?
+is "[no MR] the demo fails (exit 1)" "$rc" 1
+recf=$(sed -n 's/^  run record: //p' "$W/demo.out")
+dir=$(ls -d "$W"/tmp/airlock-demo.* 2>/dev/null | head -1)
+is "[no MR] the record: the outputs failed on the forge's 500, the branch deleted" \
+  "$(rec '"HTTP 500" in r["outputs"]["error"], r["branch_cleanup"]["status"], r["branch_cleanup"]["branch"][:9]')" "(True, 'deleted', 'airlock/1')"
+is "[no MR] only main is left on the forge" \
+  "$(git --git-dir="$dir/secret/repos/acme/tools/tally.git" for-each-ref --format='%(refname)' refs/heads/ | tr '\n' ' ')" "refs/heads/main "
+is "[no MR] the forge holds no merge request" "$(st 'len(s["merge_requests"])')" 0
+is "[no MR] every token it minted answers 401" "$(st 'sorted({t["answers"] for t in s["tokens"] if t["project_id"] == 3001})')" "[401]"
 rm -rf "$dir" "$recf"
 
 # usage

@@ -115,6 +115,13 @@ is "the git token revoked" "$(req "$D/token" DELETE "/projects/42/access_tokens/
 OUT=$(gitc "$D/gtok" -C "$D/clone" push -q origin HEAD:refs/heads/airlock/7-cd 2>&1) && fail "... then git push is refused" || like "... then git push is refused (401)" "$OUT" "Authentication failed|401"
 check_not "... and git fetch" gitc "$D/gtok" -C "$D/clone" fetch -q origin
 
+# "Delete repository branch": the run branch goes (204), main is refused
+is "the single branch route reads the pushed branch from git" "$(req "$D/run" GET /projects/42/repository/branches/airlock%2F7-ab12)" 200
+is "deleting the default (protected) branch is refused (403)" "$(req "$D/run" DELETE /projects/42/repository/branches/main)" 403
+is "deleting the run branch: 204" "$(req "$D/run" DELETE /projects/42/repository/branches/airlock%2F7-ab12)" 204
+check_not "... and it is gone from git" git -C "$D/repos/acme/tools/tally.git" rev-parse --verify --quiet refs/heads/airlock/7-ab12
+is "... a second delete is 404" "$(req "$D/run" DELETE /projects/42/repository/branches/airlock%2F7-ab12)" 404
+check "control: main is still there" git -C "$D/repos/acme/tools/tally.git" rev-parse --verify --quiet refs/heads/main
 is "the token is alive before revocation (control)" "$(req "$D/run" GET /personal_access_tokens/self)" 200
 is "the run's token revoked" "$(req "$D/token" DELETE "/projects/42/access_tokens/$TID")" 204
 is "... then 401 on self" "$(req "$D/run" GET /personal_access_tokens/self)" 401

@@ -36,6 +36,7 @@
 #include "common/util.h"
 #include "forge/forge.h"
 #include "forge/ghapi.h"
+#include "forge/gitlab.h"
 
 #define TITLE_MAX 256  /* GitHub's limit for a title, in characters */
 #define BODY_MAX 65536 /* GitHub's limit for a body or a comment */
@@ -307,16 +308,68 @@ static int call(struct out_ctx *c, const char *method, const char *path, const c
   return al_ghapi_request(c->api, method, path, tok, body, r, err);
 }
 
+/* GitLab (issue #30): the branch's head through the seam, the MRs from it,
+ * then "Delete repository branch" (DELETE /projects/:id/repository/
+ * branches/:branch, 204), the branch one path segment ('/' as %2F, as
+ * GitLab wants a namespaced name). */
+static json_t *cleanup_gitlab(struct out_ctx *c)
+{
+  struct ticket *t = c->t;
+  char bq[512];
+  size_t bl = 0;
+  for (const char *s = t->branch; *s && bl + 4 < sizeof bq; s++)
+    bl += (size_t)(*s == '/' ? snprintf(bq + bl, sizeof bq - bl, "%%2F")
+                             : snprintf(bq + bl, sizeof bq - bl, "%c", *s));
+  al_error err = {0};
+  bool exists = false;
+  char sha[128], pe[800], d[600];
+  if (c->forge->branch_head(c->api, c->git, t->repo, t->branch, &exists, sha, sizeof sha, &err) <
+          0 ||
+      al_gl_project_escape(t->repo, pe, sizeof pe, &err) < 0)
+    return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
+  if (!exists)
+    return json_pack("{s:s, s:s}", "branch", t->branch, "status", "absent");
+  json_t *prs = NULL;
+  if (c->forge->prs_from_branch(c->api, c->git, t->repo, t->branch, &prs, &err) < 0) {
+    json_decref(prs);
+    return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
+  }
+  size_t i;
+  json_t *v;
+  json_array_foreach(prs, i, v)
+  {
+    const char *state = json_string_value(json_object_get(v, "state"));
+    if (state && !strcmp(state, "open")) {
+      json_t *o =
+          json_pack("{s:s, s:s, s:s, s:O*}", "branch", t->branch, "status", "kept", "detail",
+                    "a merge request from it is open", "pull_request", json_object_get(v, "url"));
+      json_decref(prs);
+      return o;
+    }
+  }
+  json_decref(prs);
+  al_autofree char *path = al_strdup_printf("/projects/%s/repository/branches/%s", pe, bq);
+  al_ghapi_resp r;
+  if (call(c, "DELETE", path, c->git, NULL, &r, &err) < 0)
+    return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
+  json_t *o;
+  if (r.status == 204) {
+    o = json_pack("{s:s, s:s}", "branch", t->branch, "status", "deleted");
+  } else {
+    al_ghapi_describe(&r, d, sizeof d);
+    o = json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", d);
+  }
+  al_ghapi_resp_free(&r);
+  return o;
+}
+
 /* The cleanup's forge calls, with ctx's client; the record's entry. */
 static json_t *cleanup(struct out_ctx *c)
 {
   struct ticket *t = c->t;
   al_error err = {0};
-  if (t->policy->forge.kind != AL_FORGE_GITHUB)
-    /* issue #30: DELETE /projects/:id/repository/branches/:branch is not
-     * built (nor in the GitLab test forge): said, never a silent keep */
-    return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail",
-                     "deleting a GitLab run branch is not built yet; delete it by hand");
+  if (t->policy->forge.kind == AL_FORGE_GITLAB)
+    return cleanup_gitlab(c);
   al_autofree char *bq = al_ghapi_escape(t->branch);
   al_autofree char *bpath = al_strdup_printf("/repos/%s/branches/%s", t->repo, bq);
   al_ghapi_resp r;

@@ -21,12 +21,16 @@ usage:
         - the status is a documented answer of it;
         - where the description's answer is `type: array`, the body is a
           JSON array.
+        - where the answer's schema is one of the vendored DEFINITIONS, the
+          body validates against it: no field the definition lacks, each
+          field of the type it gives (null allowed: Swagger 2.0 cannot say
+          nullable), nested definitions likewise; a list answered where the
+          description names one entity (its v2 habit, e.g. the tree) is
+          validated element by element.
       A route not in the subset is a skip ("not in the vendored subset of
-      GitLab's description"), never a pass. The definitions (field schemas)
-      are not vendored: GitLab's v2 description types most entity fields as
-      strings and most lists as one object (API_Entities_MergeRequestBasic
-      for the merge request list), so validating bodies against it would test
-      the description's gaps, not the forge.
+      GitLab's description"), never a pass. Only a few definitions are
+      vendored: GitLab's v2 description types most entity fields as strings
+      (ids included), so most of its entities cannot judge a body.
 Exit status: the number of failures (at most 100)."""
 import json
 import sys
@@ -46,6 +50,11 @@ ROUTES = {
     "/api/v4/projects/{id}/access_tokens": ["get", "post"],
     "/api/v4/projects/{id}/access_tokens/{token_id}": ["get", "delete"],
 }
+
+# The definitions vendored (descriptions and examples dropped): entities whose
+# fields the description types (integers, booleans), read from it.
+DEFINITIONS = ["API_Entities_ProtectedBranch", "API_Entities_ProtectedRefAccess",
+               "API_Entities_TreeObject"]
 
 SOURCE = {
     "what": "A subset of GitLab's OpenAPI 2.0 description of its REST API v4: the operations "
@@ -80,7 +89,55 @@ def extract(yaml_path, commit):
                 "parameters": [{"in": p.get("in"), "name": p.get("name")} for p in op.get("parameters", [])],
                 "responses": resp,
             }
+    out["definitions"] = {n: strip(spec["definitions"][n]) for n in DEFINITIONS}
     return out
+
+
+def strip(x):
+    """A schema without its descriptions and examples."""
+    if isinstance(x, list):
+        return [strip(v) for v in x]
+    if not isinstance(x, dict):
+        return x
+    return {k: strip(v) for k, v in x.items() if k not in ("description", "example")}
+
+
+KINDS = {"integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+         "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+         "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+         "array": lambda v: isinstance(v, list), "object": lambda v: isinstance(v, dict)}
+
+
+def validate(spec, schema, v, where):
+    """The first disagreement of value v with schema, or None."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        schema = spec["definitions"][name]
+    if v is None:
+        return None
+    t = schema.get("type", "object" if "properties" in schema else None)
+    if t in KINDS and not KINDS[t](v):
+        return "%s: %s where GitLab documents %s" % (where, type(v).__name__, t)
+    if t == "array" and "items" in schema:
+        for i, x in enumerate(v):
+            why = validate(spec, schema["items"], x, "%s/%d" % (where, i))
+            if why:
+                return why
+    if isinstance(v, dict) and "properties" in schema:
+        extra = sorted(k for k in v if k not in schema["properties"])
+        if extra:
+            return "%s: field(s) GitLab does not document: %s" % (where, ", ".join(extra))
+        for k, x in v.items():
+            why = validate(spec, schema["properties"][k], x, "%s/%s" % (where, k))
+            if why:
+                return why
+    return None
+
+
+def vendored(spec, schema):
+    """Whether the schema is (an array of) a vendored definition."""
+    s = schema.get("items", schema)
+    return "$ref" in s and s["$ref"].rsplit("/", 1)[-1] in spec.get("definitions", {})
 
 
 def check(spec, case):
@@ -106,6 +163,16 @@ def check(spec, case):
         body = json.load(open(case["body"], "rb"))
         if not isinstance(body, list):
             return ("fail", "GitLab documents a JSON array; the answer is %s" % type(body).__name__)
+    schema = resp.get("schema")
+    if schema and vendored(spec, schema):
+        body = json.load(open(case["body"], "rb")) if "body" in case else None
+        if body is None:
+            return ("fail", "GitLab documents a body; the answer has none")
+        if isinstance(body, list) and schema.get("type") != "array":
+            schema = {"type": "array", "items": schema}  # v2 names one entity for a list
+        why = validate(spec, schema, body, "(body)")
+        if why:
+            return ("fail", why)
     return None
 
 

@@ -13,7 +13,9 @@
 #   tests/gitlab-forge/fixtures/gitlab-openapi-v2.subset.json, checked by
 #   tests/gitlab-forge/openapi_subset.py): the operation exists, the query
 #   parameters airlock sends are documented, the status is documented, a
-#   documented array is an array. A route the subset lacks is a TAP SKIP.
+#   documented array is an array, a body validates against the definition
+#   where one is vendored (protected branches, the tree). A route the subset
+#   lacks is a TAP SKIP.
 # Positive controls show each kind of check fails on a broken payload.
 . "$(dirname "$0")/lib.sh"
 SRC=${AIRLOCK_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -168,10 +170,17 @@ jq -c 'select(.name == "POST a merge request (201)") | .name = "undocumented sta
 jq -c 'select(.name == "GET a merge request") | .name = "undocumented method" | .method = "patch"' "$D/cases.jsonl" >>"$D/bad.jsonl"
 jq '.[0]' "$(jq -r 'select(.name == "GET project access tokens") | .body' "$D/cases.jsonl")" >"$D/one-token.json"
 jq -c --arg b "$D/one-token.json" 'select(.name == "GET project access tokens") | .name = "list as an object" | .body = $b' "$D/cases.jsonl" >>"$D/bad.jsonl"
+PB=$(jq -r 'select(.name == "GET protected branches") | .body' "$D/cases.jsonl")
+jq '.[0].allow_force_push = "false"' "$PB" >"$D/pb-type.json"
+jq '.[0].push_access_levels[0].role = "nobody"' "$PB" >"$D/pb-extra.json"
+jq -c --arg b "$D/pb-type.json" 'select(.name == "GET protected branches") | .name = "a mistyped field" | .body = $b' "$D/cases.jsonl" >>"$D/bad.jsonl"
+jq -c --arg b "$D/pb-extra.json" 'select(.name == "GET protected branches") | .name = "an invented field" | .body = $b' "$D/cases.jsonl" >>"$D/bad.jsonl"
 out=$(python3 "$OA" check "$SUB" "$D/bad.jsonl" 2>&1)
 like "control: an undocumented query parameter is refused" "$out" 'not ok undocumented parameter: query parameter `no_such_param` is not documented'
 like "control: an undocumented status is refused" "$out" 'not ok undocumented status: status 200 is not a documented answer'
 like "control: an undocumented method is refused" "$out" 'not ok undocumented method: no operation PATCH'
 like "control: a list answered as an object is refused" "$out" 'not ok list as an object: GitLab documents a JSON array; the answer is dict'
+like "control: a field typed otherwise than GitLab's definition is refused" "$out" 'not ok a mistyped field: \(body\)/0/allow_force_push: str where GitLab documents boolean'
+like "control: a field GitLab's definition lacks is refused" "$out" 'not ok an invented field: \(body\)/0/push_access_levels/0: field\(s\) GitLab does not document: role'
 [ -n "${GITLAB_SCHEMA_KEEP:-}" ] && cp -r "$D" "$GITLAB_SCHEMA_KEEP"
 done_testing

@@ -100,6 +100,8 @@ AU='.audit'
   mk no-rules '.approval_rules = []'
   mk zero-rule '.approval_rules[0].approvals_required = 0'
   mk other-branch '.approval_rules[0].protected_branches = [{id: 5, name: "release"}]'
+  mk group-approvers '.approval_rules[0] |= (.eligible_approvers = [] | .users = [] | .groups = [{id: 31, name: "reviewers", full_path: "acme/reviewers"}] | .contains_hidden_groups = true)'
+  mk group-approvers-zero '.approval_rules[0] |= (.eligible_approvers = [] | .users = [] | .groups = [{id: 31, name: "reviewers", full_path: "acme/reviewers"}] | .approvals_required = 0)'
   mk bot-approver '.approval_rules[0].eligible_approvers += [{id: 555, username: "airlock-bot"}]'
   mk rules-hidden "$AU.hidden = {approval_rules: 403}"
   mk author "$AU.approvals.merge_requests_author_approval = true"
@@ -135,8 +137,8 @@ jq -s '{projects: ., groups: [
   {id: 920, full_path: "acme/hidden", parent_id: 900, hidden: {variables: 403}}]}' \
   "$D/projects.ndjson" >"$D/fixture.json" 2>>"$D/jq.err"
 N=$(jq '.projects | length' "$D/fixture.json" 2>/dev/null)
-is "the fixture: the strong project and 35 cases" "$N" 36
-[ "$N" = 36 ] || { sed 's/^/# /' "$D/jq.err"; done_testing; exit 1; }
+is "the fixture: the strong project and 37 cases" "$N" 38
+[ "$N" = 38 ] || { sed 's/^/# /' "$D/jq.err"; done_testing; exit 1; }
 
 "$FORGE" --fixture "$D/fixture.json" --token-file "$D/token" --ports-file "$D/ports.json" \
   >"$D/forge.log" 2>&1 &
@@ -204,6 +206,8 @@ case_is co-none reviews.code_owners PASS "" "no CODEOWNERS: nothing to require (
 case_is no-rules reviews.approvals FAIL "Approvals required" "no approval rule"
 case_is zero-rule reviews.approvals FAIL "Approvals required" "a rule requiring 0 approvals"
 case_is other-branch reviews.approvals FAIL "Approvals required" "the rule covers another branch"
+case_is group-approvers reviews.approvals PASS "" "an approver group (its members hidden) counts as people"
+case_is group-approvers-zero reviews.approvals FAIL "Approvals required" "the same group rule requiring 0 (control)"
 case_is bot-approver reviews.approvals FAIL "eligible approvers" "the bot can approve"
 case_is rules-hidden reviews.approvals UNKNOWN "Premium" "approval rules hidden (403)"
 case_is author gitlab.no_author_approval FAIL "Prevent approval by merge request creator" "author approval on"

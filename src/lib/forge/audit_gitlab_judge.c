@@ -281,14 +281,19 @@ static void judge_approvals(struct glx *c, bool protected_branch)
         humans++;
     }
     bool any = !strcmp(type, "any_approver");
-    au_sb_part(&ev, "rule `%s` (%s): approvals_required = %lld, %zu eligible approver(s)%s%s", name,
-               type, req, humans, any ? " (any member with Developer or more)" : "",
-               bot ? ", the bot among them" : "");
+    /* approver groups whose members the answer does not list (hidden
+     * groups, or none expanded): people, and never the run's bot (a
+     * project access token's bot belongs to the project alone) */
+    size_t groups = json_array_size(json_object_get(r, "groups"));
+    bool hidden = json_is_true(json_object_get(r, "contains_hidden_groups"));
+    au_sb_part(&ev, "rule `%s` (%s): approvals_required = %lld, %zu eligible approver(s)%s%s%s",
+               name, type, req, humans, any ? " (any member with Developer or more)" : "",
+               groups || hidden ? ", approver groups" : "", bot ? ", the bot among them" : "");
     if (bot && req >= 1) {
       fail_bot = true;
       continue;
     }
-    if (req >= 1 && (any || humans > 0))
+    if (req >= 1 && (any || humans > 0 || groups > 0 || hidden))
       pass = true;
   }
   if (!n_applies)

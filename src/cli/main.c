@@ -95,15 +95,64 @@ static int dispatch(const struct command *c, int argc, char **argv)
   return c->fn ? c->fn(argc, argv) : al_cli_exec_net(argc, argv, argv[0]);
 }
 
+/* Levenshtein distance of a and b, both at most 15 bytes (else 99). */
+static size_t edit_distance(const char *a, const char *b)
+{
+  size_t la = strlen(a), lb = strlen(b), row[16];
+  if (la > 15 || lb > 15)
+    return 99;
+  for (size_t j = 0; j <= lb; j++)
+    row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+/* The command (or built-in) a typo most likely meant: one at edit
+ * distance 1 or 2 and less than either length, the nearest (the first in
+ * the table on a tie); NULL when none is that close. */
+static const char *nearest(const char *name)
+{
+  static const char *const builtins[] = {"help", "version"};
+  const char *best = NULL;
+  size_t bd = 3;
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0] + 2; i++) {
+    const char *c = i < sizeof commands / sizeof commands[0]
+                        ? commands[i].name
+                        : builtins[i - sizeof commands / sizeof commands[0]];
+    size_t d = edit_distance(name, c);
+    if (d < bd && d < strlen(name) && d < strlen(c)) { /* "xy" is no typo of "gc" */
+      bd = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
 /* A usage error of the top level (docs/cli.md, "Usage errors"): the
- * message, the usage line and the Try line, not the whole command list. */
+ * message (with the nearest command when a typo is likely), the usage
+ * line and the Try line, not the whole command list. */
 static int unknown(const char *name)
 {
   al_autofree char *clean = al_term_escape_line(name);
+  const char *near = name[0] == '-' ? NULL : nearest(name);
   fprintf(stderr,
-          "airlock: unknown %s `%s`\nusage: airlock COMMAND [ARGS...]\n"
+          "airlock: unknown %s `%s`%s%s%s\nusage: airlock COMMAND [ARGS...]\n"
           "Try `airlock help` for the commands.\n",
-          name[0] == '-' ? "option" : "command", clean);
+          name[0] == '-' ? "option" : "command", clean, near ? " (did you mean `" : "",
+          near ? near : "", near ? "`?)" : "");
   return AL_EXIT_USAGE;
 }
 

@@ -268,16 +268,22 @@ like "control: show 0000 (well-formed, no record): exit 1" "$rc/$out" '^1/airloc
 rmdir "$T_TMP/norecs"
 # the top level: an unknown command or option is a short usage error, not
 # the whole command list
-for w in --bogus hlep; do
+for w in --bogus hlep xyzzy; do
   out=$("$AIRLOCK" $w 2>"$T_TMP/err"); rc=$?
   kind=command; [ "${w#-}" != "$w" ] && kind=option
+  hint=""; [ "$w" = hlep ] && hint=" (did you mean \`help\`?)"
   is "airlock $w: exit 2" "$rc" 2
   is "airlock $w: nothing on stdout" "$out" ""
-  is "airlock $w: the message, the usage line, the Try line" "$(cat "$T_TMP/err")" \
-    "airlock: unknown $kind \`$w\`
+  is "airlock $w: the message${hint:+ with the nearest command}, the usage line, the Try line" "$(cat "$T_TMP/err")" \
+    "airlock: unknown $kind \`$w\`$hint
 usage: airlock COMMAND [ARGS...]
 Try \`airlock help\` for the commands."
 done
+for t in "shwo show" "tiket ticket" "rnu run" "versoin version"; do
+  set -- $t
+  like "airlock $1: did you mean \`$2\`?" "$("$AIRLOCK" "$1" 2>&1 | head -1)" "^airlock: unknown command \`$1\` \(did you mean \`$2\`\?\)$"
+done
+check_not "control: a 2-letter word is no typo of gc (no hint)" grep -q 'did you mean' <<<"$("$AIRLOCK" xy 2>&1)"
 rm -f "$T_TMP/err"
 like "control: airlock without a command still lists the commands" "$("$AIRLOCK" 2>&1)" 'commands:'
 # run --env: a name process.env_pass refuses as secret-like is said, by the

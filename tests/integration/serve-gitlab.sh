@@ -248,6 +248,13 @@ check_not "… none of the four was started" grep -E -- '^ticket acme/other#1[1-
 is "control beside them: the same payload by dev.one (#15) is started" "$(send label dev.one acme/other 15 "$(newid)")" "202 queued"
 check "… started as airlock ticket acme/other#15" wait_argv "^ticket acme/other#15 -p "
 
+# the check's tokens: read scopes only, each revoked (the Maintainer's list of the project's tokens)
+printf 'PRIVATE-TOKEN: %s\n' "$(cat "$D/token")" >"$D/mh"
+TOKS=$(curl -s --noproxy '*' -H @"$D/mh" "$API/projects/43/access_tokens")
+like "the trigger checks minted project tokens on acme/other" "$(jq length <<<"$TOKS")" '^[1-9]'
+is "… each with GitLab's read scopes only (read_api, read_repository)" "$(jq -c '[.[].scopes | sort] | unique' <<<"$TOKS")" '[["read_api","read_repository"]]'
+is "… each revoked when the check was answered" "$(jq -c '[.[].revoked] | unique' <<<"$TOKS")" '[true]'
+
 # ---- the target: a project in a subgroup; a project not GitLab's or not served
 is "a subgroup's project: queued" "$(send label dev.one acme/tools/tally 7 "$(newid)")" "202 queued"
 is "… its row's target is GROUP/SUB/PROJECT and the iid" "$(sql "SELECT repo || '#' || number FROM runs WHERE repo = 'acme/tools/tally'")" "acme/tools/tally#7"

@@ -415,6 +415,18 @@ static int parse_minted(json_t *j, const char *repo, const al_perm_set *asked, a
  * the broker's contract with the client; docs/gitlab.md maps them. */
 static const char *const gl_git_scopes[] = {"read_repository", "write_repository", "api", NULL};
 static const char *const gl_ticket_scopes[] = {"api", NULL};
+/* A lease that asks no write (serve's trigger check: pull_requests read):
+ * GitLab's read scopes only, so the token can read the project, its
+ * members and merge requests, and fetch, but write nothing. */
+static const char *const gl_read_scopes[] = {"read_api", "read_repository", NULL};
+
+static bool perms_read_only(const al_perm_set *perms)
+{
+  for (size_t i = 0; i < perms->n; i++)
+    if (perms->items[i].write)
+      return false;
+  return true;
+}
 
 /* The audit's read token (forge/audit_gitlab.h wants a Maintainer's
  * read_api: protected branches, variables and deploy tokens need the role). */
@@ -464,8 +476,10 @@ static int gl_mint(al_gh *gh, al_role role, const char *repo, const al_perm_set 
 {
   char name[32];
   snprintf(name, sizeof name, "airlock-%s", al_role_name(role));
-  return gl_mint_as(gh, name, role == AL_ROLE_GIT ? gl_git_scopes : gl_ticket_scopes, 30, repo,
-                    perms, out, err);
+  const char *const *scopes = perms_read_only(perms) ? gl_read_scopes
+                              : role == AL_ROLE_GIT  ? gl_git_scopes
+                                                     : gl_ticket_scopes;
+  return gl_mint_as(gh, name, scopes, 30, repo, perms, out, err);
 }
 
 bool al_gh_is_gitlab(const al_gh *gh)

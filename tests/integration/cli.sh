@@ -243,6 +243,10 @@ check "control: broker app-manifest without -c prints the manifest" "$AIRLOCK" b
 is "serve -c MISSING: exit 2" "$rc" 2
 "$AIRLOCK" run -p "$T_TMP/nonexistent.yaml" -- true >/dev/null 2>&1; rc=$?
 is "run -p MISSING: exit 2" "$rc" 2
+printf 'version: 1\nnetwork:\n  allow:\n    - {host: web.test, port: 443}\n' >"$T_TMP/lognet.yaml"
+out=$("$AIRLOCK" run -p "$T_TMP/lognet.yaml" --log "$T_TMP/no-such-dir/dec.jsonl" -- true 2>&1); rc=$?
+like "run --log FILE that cannot be opened: exit 2 (as with --backend docker), the file named" "$rc/$out" "^2/airlock run: --log \`$T_TMP/no-such-dir/dec.jsonl\`: No such file"
+rm -f "$T_TMP/lognet.yaml"
 # policy check: a FILE it cannot read is the command line's error (2), as
 # every -p POLICY is; a FILE that reads but breaks a rule is invalid (1)
 out=$("$AIRLOCK" policy check "$T_TMP/nonexistent.yaml" 2>&1); rc=$?

@@ -30,6 +30,17 @@ int al_run_request_native(const al_run_request *rq, al_run_result *res, al_error
   al_policy *policy = NULL;
   if (al_policy_load_or_default(rq->policy_path, &policy, err) < 0)
     return -1;
+  /* a --log FILE that cannot be opened is the command line's error (2,
+   * before anything starts), as the docker backend has it */
+  if (rq->log_path && (policy->network.present || policy->relay.present)) {
+    int fd = open(rq->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+      int e = errno;
+      al_policy_free(policy);
+      return al_make_error(err, e, "--log `%s`", rq->log_path);
+    }
+    close(fd);
+  }
   res->status = 0;
   /* without a network (or relay) section no proxy runs: --log would be
    * silently unwritten, which reads as "no decisions" */

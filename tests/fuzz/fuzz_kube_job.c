@@ -53,11 +53,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ev.type == AL_KWATCH_BOOKMARK && !ev.job.resource_version[0])
       abort();
   }
-  char pod[254], phase[16];
-  int r = al_kube_pod_list_newest(buf, size, pod, sizeof pod, phase, sizeof phase, &err);
+  char pod[254], phase[16], reason[128];
+  int r = al_kube_pod_list_newest(buf, size, pod, sizeof pod, phase, sizeof phase, reason,
+                                  sizeof reason, &err);
   if (r == 1) {
     printable(pod, sizeof pod, 0);
     printable(phase, sizeof phase, 0);
+    printable(reason, sizeof reason, 1);
     if (!pod[0])
       abort();
   }

@@ -142,7 +142,8 @@ mode fail
 id3=$(enqueue acme/tally#2)
 check "node lost: the run ends" wait_for 600 row_done "$id3"
 is "node lost: failed" "$(row "$id3" state)" failed
-like "node lost: the reason is the Job's" "$(row "$id3" reason)" 'the Job failed: BackoffLimitExceeded'
+like "node lost: the reason is the Job's and its pod's" "$(row "$id3" reason)" 'the Job failed: BackoffLimitExceeded: .*its pod: Failed \(NodeLost\)'
+is "node lost: the record has the pod's reason" "$(rfield "$id3" job.pod_reason)" NodeLost
 is "node lost: the Job was deleted" "$(rfield "$id3" job.deleted)" true
 
 # 4. a CNI that does not enforce NetworkPolicy: the probe fails the Job
@@ -151,6 +152,29 @@ id4=$(enqueue acme/tally#3)
 check "open network: the run ends" wait_for 600 row_done "$id4"
 is "open network: failed" "$(row "$id4" state)" failed
 like "open network: the probe's verdict is the reason" "$(row "$id4" reason)" 'NetworkPolicy is NOT enforced'
+
+# 4b. the watch's resourceVersion is too old (410 Gone): relisted, the run ends
+mode gone
+id4b=$(enqueue acme/tally#5)
+check "410 Gone: the run ends" wait_for 600 row_done "$id4b"
+is "410 Gone: the Job still succeeded" "$(rfield "$id4b" job.phase)" succeeded
+check "410 Gone: the runner relisted" test "$(rfield "$id4b" job.relists)" -ge 1
+
+# 4c. the caps hold for Jobs as for processes: runs.max_concurrent 2, three
+# tickets, their Jobs held running: two Jobs, the third row queued
+run_of() { stub /_stub/state | python3 -c 'import json,re,sys; m=[j["metadata"]["name"][len("airlock-agent-"):] for j in json.load(sys.stdin)["jobs"] if re.fullmatch(r"airlock-agent-s[0-9a-f]{8}-"+sys.argv[1], j["metadata"]["name"])]; print(m[0] if m else ""); sys.exit(0 if m else 1)' "$1"; }
+njobs() { stub /_stub/state | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["jobs"]))'; }
+mode hold
+c1=$(enqueue acme/tally#6) c2=$(enqueue acme/tally#7) c3=$(enqueue acme/tally#8)
+check "caps: two Jobs run" wait_for 300 sh -c "[ \$(curl -s --noproxy '*' --cacert $K/tls/ca.crt https://127.0.0.1:$KPORT/_stub/state | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"jobs\"]))') -ge 2 ]"
+sleep 1   # a few scheduler ticks (250 ms each) for a third start, if the cap let it
+is "caps: still two Jobs, no third" "$(njobs)" 2
+is "caps: the third row waits, queued" "$(row "$c3" state)" queued
+for c in "$c1" "$c2"; do stub /_stub/jobs -X POST -d "{\"finish\": \"airlock-agent-$(run_of "$c")\"}" >/dev/null; done
+check "caps: the third starts when a slot frees" wait_for 300 run_of "$c3"
+stub /_stub/jobs -X POST -d "{\"finish\": \"airlock-agent-$(run_of "$c3")\"}" >/dev/null
+check "caps: the third ends" wait_for 600 row_done "$c3"
+is "caps: all three Jobs succeeded" "$(rfield "$c1" job.phase) $(rfield "$c2" job.phase) $(rfield "$c3" job.phase)" "succeeded succeeded succeeded"
 eval "kill -TERM \$PID_a; wait \$PID_a 2>/dev/null"
 
 # 5. two replicas with an election; the leader killed mid-Job: the standby
@@ -171,7 +195,6 @@ check "serve-a leads" wait_for 100 holder_is serve-a
 start_daemon b "$K/b.yaml"
 mode hold
 id5=$(enqueue acme/tally#4)
-run_of() { stub /_stub/state | python3 -c 'import json,re,sys; m=[j["metadata"]["name"][len("airlock-agent-"):] for j in json.load(sys.stdin)["jobs"] if re.fullmatch(r"airlock-agent-s[0-9a-f]{8}-"+sys.argv[1], j["metadata"]["name"])]; print(m[0] if m else ""); sys.exit(0 if m else 1)' "$1"; }
 check "ticket 4's Job exists (held running)" wait_for 300 run_of "$id5"
 RUN5=$(run_of "$id5")
 check "… under serve-a" grep -q "\"event\":\"run_started\".*\"run\":$id5[,}]" "$K/a.log"
@@ -182,6 +205,7 @@ check "serve-b's attempt POSTs the Job again (and meets 409)" wait_for 300 sh -c
 stub /_stub/jobs -X POST -d "{\"finish\": \"airlock-agent-$RUN5\", \"how\": \"complete\"}" >/dev/null
 check "ticket 4 ends under serve-b" wait_for 600 row_done "$id5"
 is "adopted: the record says so" "$(rfield "$id5" job.adopted)" true
+is "adopted: each other object met 409 and was adopted, then deleted" "$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["objects"]; print(len(o), sorted({(x["created"], x["deleted"]) for x in o}))' "$(record "$id5")")" "6 [('adopted', True)]"
 is "adopted: the Job succeeded and was deleted" "$(rfield "$id5" job.phase) $(rfield "$id5" job.deleted)" "succeeded true"
 state
 check "one Job was made for ticket 4 (a 201), the second POST was 409" python3 - "$K/state.json" "$RUN5" <<'PY'

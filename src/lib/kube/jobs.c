@@ -191,11 +191,13 @@ static int read_log(const al_kube *k, const char *ns, const char *name, const ch
   long status = 0;
   if (al_kube_get_body(k, "GET", path, NULL, &buf, &len, &status, err) < 0)
     return -1;
-  char phase[16];
-  int r = status == 200 ? al_kube_pod_list_newest(buf, len, res->pod, sizeof res->pod, phase,
-                                                  sizeof phase, err)
+  int r = status == 200 ? al_kube_pod_list_newest(buf, len, res->pod, sizeof res->pod,
+                                                  res->pod_phase, sizeof res->pod_phase,
+                                                  res->pod_reason, sizeof res->pod_reason, err)
                         : api_error(err, "list the Job's pods", status, buf, len);
   free(buf);
+  if (!container)
+    return 0; /* no log wanted: the pod's state is a best effort */
   if (r <= 0)
     return r < 0 ? -1 : al_error_set(err, ENOENT, "kube: the Job `%s` has no pod", name);
   snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/log?container=%s&limitBytes=%u", ns,
@@ -280,7 +282,8 @@ int al_kube_job_run(const al_kube *k, const char *ns, const char *job_json, cons
       }
     }
   }
-  if (r == 0 && container && read_log(k, ns, name, container, res, err) < 0)
+  al_error lerr = {0}; /* without a container the pod's state is a best effort */
+  if (r == 0 && read_log(k, ns, name, container, res, container ? err : &lerr) < 0 && container)
     r = -1;
   al_error derr = {0};
   if (job_delete(k, ns, name, &derr) == 0)

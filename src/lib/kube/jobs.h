@@ -68,11 +68,13 @@ typedef struct al_kube_watch_event {
 int al_kube_watch_event_parse(const char *line, size_t len, al_kube_watch_event *ev, al_error *err);
 
 /* From a PodList (GET pods?labelSelector=…): the newest pod's name (by
- * metadata.creationTimestamp, RFC 3339 text compared as text) and its
- * status.phase ("Pending", "Running", "Succeeded", "Failed", "Unknown").
- * 1 with a pod, 0 when the list is empty, -1 with EINVAL. */
+ * metadata.creationTimestamp, RFC 3339 text compared as text), its
+ * status.phase ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+ * and status.reason (NodeLost, Evicted…; "" when absent; control bytes
+ * replaced by '?', cut to reasonsz-1). 1 with a pod, 0 when the list is
+ * empty, -1 with EINVAL. */
 int al_kube_pod_list_newest(const char *buf, size_t len, char *pod, size_t podsz, char *phase,
-                            size_t phasesz, al_error *err);
+                            size_t phasesz, char *reason, size_t reasonsz, al_error *err);
 
 /* ---- the Job's life (jobs.c; libcurl) ---- */
 
@@ -83,7 +85,9 @@ typedef struct al_kube_job_result {
   int watches;           /* watch requests made */
   int timed_out;         /* 1 when the deadline passed before the Job ended */
   int deleted;           /* 1 when the delete was accepted (200/202) or the Job was gone (404) */
-  char pod[254];         /* the pod whose log was read, "" when none */
+  char pod[254];         /* the Job's newest pod (whose log was read), "" when none */
+  char pod_phase[16];    /* its status.phase, "" when none */
+  char pod_reason[128];  /* its status.reason (NodeLost, Evicted…), "" when none */
   char *log; /* malloc'd: the `container`'s log (at most AL_KUBE_LOG_MAX bytes), or NULL */
   size_t log_len;
 } al_kube_job_result;
@@ -99,7 +103,8 @@ typedef struct al_kube_job_result {
  * until its Complete or Failed condition or until timeout_ms (measured
  * with al_now_ms) has passed. Then read the log of `container` in the
  * Job's newest pod (the supervisor's own output, never the agent's;
- * container NULL: no log is read) and
+ * container NULL: no log is read, and a pod list that fails is not an
+ * error), res->pod_phase and pod_reason from that list, and
  * DELETE the Job with propagationPolicy Background, on every path that
  * created or adopted it, the deadline's included.
  * Returns 0 with *res filled (res->job.phase SUCCEEDED or FAILED), or -1

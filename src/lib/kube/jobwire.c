@@ -231,9 +231,9 @@ out:
 }
 
 int al_kube_pod_list_newest(const char *buf, size_t len, char *pod, size_t podsz, char *phase,
-                            size_t phasesz, al_error *err)
+                            size_t phasesz, char *reason, size_t reasonsz, al_error *err)
 {
-  pod[0] = phase[0] = '\0';
+  pod[0] = phase[0] = reason[0] = '\0';
   json_t *root = load(buf, len, "PodList", err);
   if (!root)
     return -1;
@@ -251,7 +251,7 @@ int al_kube_pod_list_newest(const char *buf, size_t len, char *pod, size_t podsz
   {
     json_t *meta = json_object_get(p, "metadata");
     json_t *st = json_object_get(p, "status");
-    char name[254], ts[40], ph[16];
+    char name[254], ts[40], ph[16], why[256] = "";
     if (!json_is_object(p) || !json_is_object(meta)) {
       al_error_set(err, EINVAL, "PodList: items[%zu]: an object with metadata expected", i);
       goto out;
@@ -262,6 +262,8 @@ int al_kube_pod_list_newest(const char *buf, size_t len, char *pod, size_t podsz
       goto out;
     if (!json_is_object(st))
       ph[0] = '\0';
+    else /* status.reason (NodeLost, Evicted...) and message: free text */
+      message(st, "reason", why, sizeof why);
     if (!dns_name(name)) {
       al_error_set(err, EINVAL, "PodList: items[%zu]: metadata.name: not a DNS subdomain", i);
       goto out;
@@ -270,6 +272,7 @@ int al_kube_pod_list_newest(const char *buf, size_t len, char *pod, size_t podsz
       snprintf(best_ts, sizeof best_ts, "%s", ts);
       snprintf(pod, podsz, "%s", name);
       snprintf(phase, phasesz, "%s", ph);
+      snprintf(reason, reasonsz, "%s", why);
     }
   }
   r = pod[0] ? 1 : 0;

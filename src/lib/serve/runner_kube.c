@@ -311,6 +311,8 @@ static int run_objects(const al_kube *k, const char *ns, json_t *docs, json_t *r
                   phases[res.job.phase], "reason", res.job.reason, "message", res.job.message,
                   "adopted", res.adopted, "relists", res.relists, "watches", res.watches,
                   "timed_out", res.timed_out, "deleted", res.deleted, "pod", res.pod);
+    json_object_set_new(jr, "pod_phase", json_string(res.pod_phase));
+    json_object_set_new(jr, "pod_reason", json_string(res.pod_reason));
     char verdict[300] = "";
     if (res.log) {
       probe_line(res.log, res.log_len, verdict, sizeof verdict);
@@ -323,9 +325,11 @@ static int run_objects(const al_kube *k, const char *ns, json_t *docs, json_t *r
     } else if (res.job.phase == AL_KJOB_SUCCEEDED) {
       rc = 0;
     } else {
-      snprintf(why, whycap, "the Job failed: %s%s%s%s%s", res.job.reason[0] ? res.job.reason : "",
-               res.job.message[0] ? ": " : "", res.job.message, verdict[0] ? "; the probe: " : "",
-               verdict);
+      snprintf(why, whycap, "the Job failed: %s%s%s%s%s%s%s%s%s", res.job.reason,
+               res.job.message[0] ? ": " : "", res.job.message,
+               res.pod_phase[0] ? "; its pod: " : "", res.pod_phase, res.pod_reason[0] ? " (" : "",
+               res.pod_reason, res.pod_reason[0] ? ")" : "", verdict[0] ? "; the probe: " : "");
+      snprintf(why + strlen(why), whycap - strlen(why), "%s", verdict);
     }
   }
 done:

@@ -1,6 +1,5 @@
 /* Phases: the model relay's upstream check, the escape-budget audit
  * (through the broker) and the preflight probes (fail closed). */
-#include <ctype.h>
 #include <errno.h>
 #include <unistd.h>
 #include <jansson.h>
@@ -14,8 +13,6 @@
 #include "common/redact.h"
 #include "forge/audit.h"
 #include "forge/etags.h"
-#include "runs/runs.h"
-#include <sys/stat.h>
 #include "common/util.h"
 #include "probe/docker.h"
 #include "probe/probe.h"
@@ -99,42 +96,6 @@ static void note_revoked(const al_lease_result *res, const char *fp, char *what,
   snprintf(what + l, n - l, "%s", dead ? ", revoked" : "; REVOCATION FAILED");
 }
 
-/* The ETag cache of the last audit of t->repo (forge/etags.h): beside the
- * run records, in DIR/../etags/ (the directory 0700), one file per forge and
- * repository. NULL
- * when there is no such place (the audit then reads unconditionally).
- * The name: the API URL's host, '-', OWNER+NAME (a file of another URL on
- * that host is replaced). */
-static al_etags *audit_etags(const struct ticket *t, const char *api)
-{
-  char dir[4096];
-  al_error e = {0};
-  if (!api || al_runs_default_dir(dir, sizeof dir, true, &e) < 0)
-    return NULL;
-  char *slash = strrchr(dir, '/');
-  if (!slash)
-    return NULL;
-  snprintf(slash, sizeof dir - (size_t)(slash - dir), "/etags");
-  if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-    return NULL;
-  /* one file per forge host and repository: "HOST-OWNER+NAME" */
-  const char *h = strstr(api, "://");
-  h = h ? h + 3 : api;
-  char name[400];
-  size_t k = 0;
-  for (; *h && *h != ':' && *h != '/' && k < 200; h++)
-    name[k++] = (char)((isalnum((unsigned char)*h) || *h == '.' || *h == '-') ? *h : '_');
-  snprintf(name + k, sizeof name - k, "-%s", t->repo);
-  for (char *p = name; *p; p++)
-    if (*p == '/')
-      *p = '+';
-  al_autofree char *file = al_strdup_printf("%s/%s.json", dir, name);
-  al_etags *et = NULL;
-  if (al_etags_open(file, api, t->repo, &et, &e) < 0)
-    return NULL;
-  return et;
-}
-
 /* `airlock audit` (forge/audit.h) here, in the supervisor, with the read
  * tokens the broker leases for it (al_audit_lease_open): the key stays in
  * the broker, which parses none of the repository's settings; the
@@ -178,7 +139,7 @@ static int audit_with_broker(struct ticket *t, json_t **report, bool *holds, al_
       .timeout_ms = (uint64_t)json_integer_value(json_object_get(g, "timeout_ms")),
       .grant = &gr,
   };
-  ao.etags = audit_etags(t, gr.api_url);
+  ao.etags = tk_etags_open(t, gr.api_url);
   al_audit_report rep;
   int r = al_audit_run(&ao, &rep, err);
   if (ao.etags) {

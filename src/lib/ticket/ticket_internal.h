@@ -151,6 +151,17 @@ void tk_phase_add_broker(struct ticket *t, const al_ghapi_counts *q);
  * process's forge requests per phase, the gateway's from the decisions in
  * t->rec. A new object. */
 json_t *tk_requests_json(const struct ticket *t);
+/* The ETag cache of t->repo on the API at api (forge/etags.h), beside the
+ * run records (ticket_requests.c; docs/audit.md "Conditional reads"), or
+ * NULL when there is no such place. Free with al_etags_free. */
+al_etags *tk_etags_open(const struct ticket *t, const char *api);
+/* A client of the policy's forge API (options go, the deadline, the pins)
+ * whose GETs are conditional on t->repo's ETag cache (*et, opened here), or
+ * NULL (then *et is NULL too). tk_conditional_close saves the cache and
+ * frees both (NULLs are fine). */
+al_ghapi *tk_conditional_client(const struct ticket *t, const al_ghapi_opts *go,
+                                uint64_t deadline_ms, const char *const *resolves, al_etags **et);
+void tk_conditional_close(al_ghapi *api, al_etags *et);
 __attribute__((format(printf, 4, 5))) void tk_phase_end(struct ticket *t, uint64_t start,
                                                         const char *status, const char *fmt, ...);
 /* Append one "NAME=value" to the agent's environment (t->env). */

@@ -17,8 +17,16 @@
 #include <string.h>
 #include <strings.h>
 
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
 #include "ticket/ticket_internal.h"
+#include "common/log.h"
 #include "common/util.h"
+#include "forge/etags.h"
+#include "runs/runs.h"
 
 /* The host of URL "scheme://host[:port][/...]" into out (n bytes). */
 static void url_host(const char *url, char *out, size_t n)
@@ -150,4 +158,68 @@ json_t *tk_requests_json(const struct ticket *t)
                         "git", (json_int_t)gw.git, "rejected", (json_int_t)rej);
   json_object_set_new(o, "counted", json_integer((json_int_t)(sent - nm - app - gw.git - rej)));
   return o;
+}
+
+/* The ETag cache of t->repo on the API at api (forge/etags.h): beside the
+ * run records, in DIR/../etags/ (the directory 0700), one file per forge and
+ * repository. NULL
+ * when there is no such place (the audit then reads unconditionally).
+ * The name: the API URL's host, '-', OWNER+NAME (a file of another URL on
+ * that host is replaced). */
+al_etags *tk_etags_open(const struct ticket *t, const char *api)
+{
+  char dir[4096];
+  al_error e = {0};
+  if (!api || al_runs_default_dir(dir, sizeof dir, true, &e) < 0)
+    return NULL;
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    return NULL;
+  snprintf(slash, sizeof dir - (size_t)(slash - dir), "/etags");
+  if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+    return NULL;
+  /* one file per forge host and repository: "HOST-OWNER+NAME" */
+  const char *h = strstr(api, "://");
+  h = h ? h + 3 : api;
+  char name[400];
+  size_t k = 0;
+  for (; *h && *h != ':' && *h != '/' && k < 200; h++)
+    name[k++] = (char)((isalnum((unsigned char)*h) || *h == '.' || *h == '-') ? *h : '_');
+  snprintf(name + k, sizeof name - k, "-%s", t->repo);
+  for (char *p = name; *p; p++)
+    if (*p == '/')
+      *p = '+';
+  al_autofree char *file = al_strdup_printf("%s/%s.json", dir, name);
+  al_etags *et = NULL;
+  if (al_etags_open(file, api, t->repo, &et, &e) < 0)
+    return NULL;
+  return et;
+}
+
+al_ghapi *tk_conditional_client(const struct ticket *t, const al_ghapi_opts *go,
+                                uint64_t deadline_ms, const char *const *resolves, al_etags **et)
+{
+  al_ghapi *api = NULL;
+  al_error e = {0};
+  *et = tk_etags_open(t, t->policy->forge.api_url);
+  if (!*et || al_ghapi_open(t->policy->forge.api_url, go, &api, &e) < 0) {
+    al_etags_free(*et);
+    *et = NULL;
+    return NULL;
+  }
+  al_ghapi_set_deadline(api, deadline_ms);
+  al_ghapi_set_resolve(api, resolves);
+  al_ghapi_set_etags(api, *et);
+  return api;
+}
+
+void tk_conditional_close(al_ghapi *api, al_etags *et)
+{
+  if (et) {
+    al_error e = {0};
+    if (al_etags_save(et, &e) < 0)
+      al_warn("%s", e.msg);
+  }
+  al_ghapi_free(api);
+  al_etags_free(et);
 }

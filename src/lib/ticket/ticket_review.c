@@ -60,6 +60,8 @@ struct rd {
   json_t *rv, *nr, *secrets, *links, *kinds, *outside, *read;
   json_t *keywords; /* commits whose messages close issues on merge */
   size_t blobs;
+  al_ghapi *base_api; /* the base tree's client: conditional reads (etags), or NULL */
+  al_etags *etags;
 };
 
 static const char *sv(json_t *v)
@@ -365,7 +367,11 @@ static json_t *tree(struct rd *r, const char *which, const char *sha)
   json_t *map = NULL;
   bool truncated = false;
   al_error e = {0};
-  if (r->forge->tree(r->api, r->git, r->t->repo, sha, &map, &truncated, &e) < 0) {
+  /* only the base's tree is read conditionally, and kept between runs: the
+   * base is the forge's (main's commit), never the agent's, and the same
+   * from run to run (issue #33) */
+  al_ghapi *api = r->base_api && strcmp(which, "base") == 0 ? r->base_api : r->api;
+  if (r->forge->tree(api, r->git, r->t->repo, sha, &map, &truncated, &e) < 0) {
     not_read(r, "could not read the %s commit's tree: %s", which, e.msg);
     return NULL;
   }
@@ -704,6 +710,10 @@ void tk_do_review(struct ticket *t)
   al_ghapi_set_deadline(r.api, tk_deadline_in_lease(t->review_lease, REVIEW_LEASE_MS));
   resolves = tk_pin_resolves(t->policy);
   al_ghapi_set_resolve(r.api, (const char *const *)resolves);
+  if (strcmp(r.forge->kind, "github") == 0)
+    r.base_api =
+        tk_conditional_client(t, &go, tk_deadline_in_lease(t->review_lease, REVIEW_LEASE_MS),
+                              (const char *const *)resolves, &r.etags);
   r.git = al_lease_token(t->review_lease, AL_ROLE_GIT);
   r.tkt = al_lease_token(t->review_lease, AL_ROLE_TICKET);
   /* the driver takes only a PR whose head really is the run's branch,
@@ -757,11 +767,13 @@ void tk_do_review(struct ticket *t)
         rv, stderr, "airlock ticket:   ", t->unprotected ? " " AL_TICKET_UNPROTECTED_MARK : "", 50);
   json_decref(pr);
   tk_free_strv(resolves);
+  tk_conditional_close(r.base_api, r.etags);
   return;
 fail:
   json_object_set_new(rv, "error", json_string(e.msg));
   json_decref(pr);
   tk_free_strv(resolves);
+  tk_conditional_close(r.base_api, r.etags);
   tk_phase_end(t, s, "failed", "%s", e.msg);
   if (!t->o->quiet)
     al_review_print_summary(

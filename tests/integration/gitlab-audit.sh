@@ -114,6 +114,8 @@ AU='.audit'
   mk bot-maintainer "$AU.members[0].access_level = 40"
   mk var-open "$AU.variables[0].protected = false"
   mk var-open-quiet "$AU.variables[0].protected = false | $AU.files[\".gitlab-ci.yml\"] = \$quiet"
+  mk vars-99 "$AU.variables = [range(99) | {variable_type: \"env_var\", key: \"V\\(.)\", value: \"x\", protected: true, masked: false, raw: false, environment_scope: \"*\"}]"
+  mk vars-100 "$AU.variables = [range(100) | {variable_type: \"env_var\", key: \"V\\(.)\", value: \"x\", protected: true, masked: false, raw: false, environment_scope: \"*\"}]"
   mk vars-hidden "$AU.hidden = {variables: 403}"
   mk run-protected '.protected_branches += [{id: 8, name: "airlock/*", push_access_levels: [{access_level: 30}], merge_access_levels: [{access_level: 40}], allow_force_push: false}]'
   mk oidc "$AU.files[\".gitlab-ci.yml\"] = \$oidc"
@@ -137,8 +139,8 @@ jq -s '{projects: ., groups: [
   {id: 920, full_path: "acme/hidden", parent_id: 900, hidden: {variables: 403}}]}' \
   "$D/projects.ndjson" >"$D/fixture.json" 2>>"$D/jq.err"
 N=$(jq '.projects | length' "$D/fixture.json" 2>/dev/null)
-is "the fixture: the strong project and 37 cases" "$N" 38
-[ "$N" = 38 ] || { sed 's/^/# /' "$D/jq.err"; done_testing; exit 1; }
+is "the fixture: the strong project and 39 cases" "$N" 40
+[ "$N" = 40 ] || { sed 's/^/# /' "$D/jq.err"; done_testing; exit 1; }
 
 "$FORGE" --fixture "$D/fixture.json" --token-file "$D/token" --ports-file "$D/ports.json" \
   >"$D/forge.log" 2>&1 &
@@ -221,6 +223,8 @@ case_is push-rule-hidden gitlab.push_rule UNKNOWN "Premium" "push rules hidden b
 case_is bot-maintainer bot.not_maintainer FAIL "Developer role" "the bot is a Maintainer"
 case_is var-open ci.no_secrets FAIL "Protect variable" "an unprotected variable, jobs run on the run branch"
 case_is var-open-quiet ci.no_secrets WARN "Protect variable" "unprotected, but no job runs for a run branch"
+case_is vars-99 ci.no_secrets PASS "" "99 protected variables: one page read whole (control)"
+case_is vars-100 ci.no_secrets UNKNOWN "Maintainer" "a full page of 100: the rest unread"
 case_is vars-hidden ci.no_secrets UNKNOWN "Maintainer" "variables hidden (403)"
 case_is run-protected ci.no_secrets FAIL "must not be protected" "airlock/* protected: protected variables reach it"
 case_is oidc ci.no_oidc FAIL "CI_COMMIT_REF_PROTECTED" "the deploy job with id_tokens runs for MR pipelines"

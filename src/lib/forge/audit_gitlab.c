@@ -177,6 +177,17 @@ static int gather_project(struct glx *c, al_error *err)
   return 0;
 }
 
+/* A list read with per_page=100 that came back full: unknown. */
+static void one_page(struct gl_read *r, const char *what)
+{
+  if (r->st != L_PRESENT || json_array_size(r->json) < 100)
+    return;
+  r->st = L_UNKNOWN;
+  json_decref(r->json);
+  r->json = NULL;
+  snprintf(r->why, sizeof r->why, "GET /%s: 100 entries or more (the audit reads one page)", what);
+}
+
 /* Groups API › "Get a single group" (full_path, parent_id) and Group-level
  * CI/CD variables API › "List group variables", from the project's group
  * up through each parent ("CI/CD variables" § "For a group": a subgroup's
@@ -210,6 +221,7 @@ static int gather_groups(struct glx *c, al_error *err)
     if (v.status == 200 && json_is_array(v.json)) {
       g->vars.st = L_PRESENT;
       g->vars.json = json_incref(v.json);
+      one_page(&g->vars, "groups/:id/variables");
     } else {
       g->vars.st = L_UNKNOWN;
       snprintf(g->vars.why, sizeof g->vars.why, "GET /groups/%lld/variables: HTTP %ld%s%s", g->id,
@@ -283,12 +295,12 @@ static int gather_all(struct glx *c, al_error *err)
   if (c->pb.st == L_PRESENT && !json_is_array(c->pb.json)) {
     c->pb.st = L_UNKNOWN;
     snprintf(c->pb.why, sizeof c->pb.why, "GET /protected_branches: not a list");
-  } else if (c->pb.st == L_PRESENT && json_array_size(c->pb.json) >= 100) {
-    c->pb.st = L_UNKNOWN;
-    snprintf(c->pb.why, sizeof c->pb.why,
-             "GET /protected_branches: 100 entries or more (the "
-             "audit reads one page)");
   }
+  /* one page of 100 is read: a full page may hide the rest (a variable
+   * not protected on page 2 must not pass), so it is unknown */
+  one_page(&c->pb, "protected_branches");
+  one_page(&c->vars, "variables");
+  one_page(&c->deploy, "deploy_tokens");
   if (c->o->app_id > 0) {
     char t[64];
     snprintf(t, sizeof t, "/members/all/%lld", c->o->app_id);

@@ -45,7 +45,8 @@ static void judge_secrets(struct glx *c, size_t n_fire, bool run_protected)
     au_sb_part(&ev, "CI/CD variables: not visible (%s)",
                c->vars.st == L_UNKNOWN ? c->vars.why : "not a list");
     gl_set(c, AL_GL_CI_SECRETS, n_fire ? AL_AUDIT_UNKNOWN : AL_AUDIT_WARN, &ev,
-           "audit with a Maintainer's read token: GitLab shows CI/CD variables to Maintainers");
+           "audit with a Maintainer's read token: GitLab shows CI/CD variables to Maintainers "
+           "(and keep them under 100: the audit reads one page)");
     return;
   }
   size_t unprot = 0, prot = 0, i;

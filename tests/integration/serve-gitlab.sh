@@ -27,6 +27,7 @@
 #   control signed: queued; a wrong signature, none, a webhook-timestamp
 #   ten minutes old: 401; the control's webhook-id re-signed over another
 #   issue under a new UUID: 200 duplicate (the webhook-id is a replay key).
+# Daemon C (no webhook.gitlab): the path answers 404, even with the token.
 . "$(dirname "$0")/lib.sh"
 FORGE=${GITLAB_FORGE:?GITLAB_FORGE is set by meson}
 AIRLOCK_NET=${AIRLOCK_NET:-$AIRLOCK_BUILD/src/cli/airlock-net}
@@ -108,7 +109,7 @@ version: 1
 listen: {webhook: 127.0.0.1:0, status: 127.0.0.1:0}
 webhook:
   secret_file: $D/gh.secret
-  gitlab: $3
+${3:+  gitlab: $3}
 broker: $SOCK
 state_dir: $2
 intake: {per_sender: 1000, per_repo: 1000}
@@ -285,6 +286,16 @@ is "signed replayed: the control's webhook-id, re-signed over another issue, new
   "$(WID=msg_control1 send label dev.one acme/other 25 "$(newid)")" "200 duplicate"
 is "… no row for #25" "$(rows_for acme/other 25)" 0
 is "a token-only sender on this daemon (no signature): 401" "$(TOKENF=$D/gl.secret SIGNF= send label dev.one acme/other 26 "$(newid)")" "401 refused"
+
+# ---- a daemon without webhook.gitlab: its path answers 404, even with the token
+kill -TERM "$PID"; wait "$PID" 2>/dev/null
+mkdir -p "$D/state3"; chmod 700 "$D/state3"
+config "$D/serve4.yaml" "$D/state3" ""
+start "$D/serve4.yaml" "$D/state3" "$D/serve4.log" || { fail "serve (no gitlab block) starts"; sed 's/^/#   /' "$D/serve4.log" | tail -20; done_testing; exit 1; }
+DB=$D/state3/queue.db
+is "no webhook.gitlab: POST /webhook/gitlab with the token answers 404" "$(TOKENF=$D/gl.secret SIGNF= send label dev.one acme/other 31 "$(newid)")" "404 refused"
+is "… no row, no delivery" "$(sql "SELECT (SELECT count(*) FROM runs) || '/' || (SELECT count(*) FROM deliveries)")" 0/0
+like "… logged with rule not_configured" "$(grep -c '"rule":"not_configured"' "$D/serve4.log")" '^[1-9]'
 
 # ---- the config's rules
 kill -TERM "$PID"; wait "$PID" 2>/dev/null

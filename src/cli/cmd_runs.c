@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
@@ -221,8 +222,12 @@ static int gc_main(int argc, char **argv)
   al_error err = {0};
   int rc = al_runs_gc(o.dir, &g, gc_report, NULL, &res, &err);
   al_autofree char *dir = al_term_escape_line(o.dir);
-  printf("%s: %zu record(s) %s, %zu kept, %zu other file(s) kept (not run records)\n", dir,
-         res.removed, o.dry_run ? "would be removed" : "removed", res.kept, res.not_records);
+  struct stat st;
+  /* a mistyped --dir reads as an empty directory: say it is not there */
+  bool absent = rc == 0 && stat(o.dir, &st) < 0 && errno == ENOENT;
+  printf("%s: %zu record(s) %s, %zu kept, %zu other file(s) kept (not run records)%s\n", dir,
+         res.removed, o.dry_run ? "would be removed" : "removed", res.kept, res.not_records,
+         absent ? "; no such directory" : "");
   if (rc < 0) {
     al_cli_error("%s", err.msg);
     return AL_EXIT_FAILED;

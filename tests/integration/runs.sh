@@ -19,6 +19,11 @@ is "runs --limit 010 (a leading zero) is a usage error" "$?" 2
 is "runs --keep (gc's option) is a usage error" "$?" 2
 "$AIRLOCK" show --dir "$T_TMP/none" >/dev/null 2>&1
 is "show without RUN is a usage error" "$?" 2
+out=$("$AIRLOCK" gc --keep 1 --dir "$T_TMP/none" 2>&1); rc=$?
+like "gc --dir of a directory that does not exist: exit 0, and says so" "$rc/$out" "^0/$T_TMP/none: 0 record\(s\) removed.*; no such directory$"
+mkdir -p "$T_TMP/empty-gc"
+check_not "control: an empty directory that exists is not called absent" grep -q 'no such directory' <<<"$("$AIRLOCK" gc --keep 1 --dir "$T_TMP/empty-gc" 2>&1)"
+rmdir "$T_TMP/empty-gc"
 "$AIRLOCK" gc --older-than 7 --dir "$T_TMP/none" >"$T_TMP/u.out" 2>&1
 is "gc --older-than 7 (no unit) is a usage error" "$?" 2
 out=$("$AIRLOCK" runs --dir "$T_TMP/none" 2>&1); rc=$?

@@ -114,13 +114,15 @@ cap "GET a project" GET "$P" "$D/run.h" /api/v4/projects/42
 cap "GET a project by its encoded path" GET "$P" "$D/run.h" /api/v4/projects/acme%2Ftools%2Ftally
 cap "GET branches" GET "$P/repository/branches" "$D/run.h" '/api/v4/projects/42/repository/branches?per_page=100' '' '["per_page"]'
 cap "GET a branch" GET "$P/repository/branches/{branch}" "$D/run.h" /api/v4/projects/42/repository/branches/main
-cap "GET protected branches" GET "$P/protected_branches" "$D/run.h" /api/v4/projects/42/protected_branches
+cap "GET protected branches" GET "$P/protected_branches" "$D/run.h" '/api/v4/projects/42/protected_branches?per_page=100' '' '["per_page"]'
 cap "GET approval settings" GET "$P/approvals" "$D/adm.h" /api/v4/projects/42/approvals
-cap "GET approval rules" GET "$P/approval_rules" "$D/run.h" /api/v4/projects/42/approval_rules
+cap "GET approval rules" GET "$P/approval_rules" "$D/run.h" '/api/v4/projects/42/approval_rules?per_page=100' '' '["per_page"]'
 cap "GET push rule" GET "$P/push_rule" "$D/run.h" /api/v4/projects/42/push_rule
 cap "GET a member (inherited too)" GET "$P/members/all/{user_id}" "$D/adm.h" /api/v4/projects/42/members/all/12
-cap "GET variables" GET "$P/variables" "$D/adm.h" /api/v4/projects/42/variables
-cap "GET a repository file" GET "$P/repository/files/{file_path}" "$D/run.h" '/api/v4/projects/42/repository/files/a.txt?ref=main' '' '["ref"]'
+cap "GET variables" GET "$P/variables" "$D/adm.h" '/api/v4/projects/42/variables?per_page=100' '' '["per_page"]'
+cap "GET deploy tokens" GET "$P/deploy_tokens" "$D/adm.h" '/api/v4/projects/42/deploy_tokens?per_page=100' '' '["per_page"]'
+cap "GET users by username" GET /api/v4/users "$D/adm.h" '/api/v4/users?username=dev.one' '' '["username"]'
+cap "GET a repository file the fixture lacks (404)" GET "$P/repository/files/{file_path}" "$D/run.h" '/api/v4/projects/42/repository/files/a.txt?ref=main' '' '["ref"]'
 cap "GET the tree" GET "$P/repository/tree" "$D/run.h" '/api/v4/projects/42/repository/tree?recursive=true&ref=main&pagination=keyset&per_page=100' '' '["recursive","ref","pagination","per_page"]'
 SHA=$(jq -r '.[0].id' "$D/b$n")
 cap "GET a blob" GET "$P/repository/blobs/{sha}" "$D/run.h" "/api/v4/projects/42/repository/blobs/$SHA"

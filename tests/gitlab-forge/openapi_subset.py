@@ -51,6 +51,7 @@ ROUTES = {
     "/api/v4/projects/{id}/repository/blobs/{sha}": ["get"],
     "/api/v4/projects/{id}/access_tokens": ["get", "post"],
     "/api/v4/projects/{id}/access_tokens/{token_id}": ["get", "delete"],
+    "/api/v4/personal_access_tokens/self": ["get", "delete"],
 }
 
 # The definitions vendored (descriptions and examples dropped): entities whose

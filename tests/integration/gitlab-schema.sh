@@ -145,6 +145,10 @@ cap "GET personal_access_tokens/self" GET /api/v4/personal_access_tokens/self "$
 cap "DELETE a project access token (204)" DELETE "$P/access_tokens/{token_id}" "$D/adm.h" "/api/v4/projects/42/access_tokens/$TID"
 cap "DELETE it again (400)" DELETE "$P/access_tokens/{token_id}" "$D/adm.h" "/api/v4/projects/42/access_tokens/$TID"
 cap "GET personal_access_tokens/self, revoked (401)" GET /api/v4/personal_access_tokens/self "$D/run.h" /api/v4/personal_access_tokens/self
+cap "POST a second project access token (201)" POST "$P/access_tokens" "$D/adm.h" /api/v4/projects/42/access_tokens \
+  "{\"name\":\"airlock-self\",\"scopes\":[\"api\"],\"access_level\":30,\"expires_at\":\"$TOM\"}"
+printf 'PRIVATE-TOKEN: %s\n' "$(jq -r .token "$D/b$n")" >"$D/self.h"
+cap "DELETE personal_access_tokens/self (204)" DELETE /api/v4/personal_access_tokens/self "$D/self.h" /api/v4/personal_access_tokens/self
 
 python3 "$OA" check "$SUB" "$D/cases.jsonl" >"$D/check.out" 2>&1
 # A gap of GitLab's description, not of the forge: it documents no query

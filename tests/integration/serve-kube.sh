@@ -90,6 +90,12 @@ kube_config "$K/bad.yaml" serve-a sa-a 1
 sed -i 's/runner: kubernetes/runner: k8s/' "$K/bad.yaml"
 like "runs.runner: an unknown runner is refused with the rule" "$("$AIRLOCK_NET" serve -c "$K/bad.yaml" 2>&1)" 'runs.runner: must be `local` or `kubernetes`, got `k8s`'
 
+sed 's/runner: k8s/runner: kubernetes\n  backend: docker/' "$K/bad.yaml" >"$K/bad2.yaml"
+like "runs.backend: docker with runner: kubernetes is refused with the rule" "$("$AIRLOCK_NET" serve -c "$K/bad2.yaml" 2>&1)" 'runs.backend: docker applies to runs.runner: local only'
+kr_out=$("$AIRLOCK_NET" serve kube-run -c "$K/bad2.yaml" 2>&1); kr_rc=$?
+is "serve kube-run without its options: exit 2" "$kr_rc" 2
+like "… naming what it needs" "$kr_out" 'kube-run: -c, --row, --instance, -p, --record and one TARGET'
+
 PA=$(free_port) PB=$(free_port)
 kube_config "$K/a.yaml" serve-a sa-a "$PA"
 start_daemon a "$K/a.yaml"

@@ -45,6 +45,10 @@ check "first: the record validates" validate_record "$T_TMP/rec-first.json"
 compare first; c1=$(cat "$T_TMP/counted-first")
 diag "first run: $c1 counted requests"
 
+like "first: airlock show prints the counted requests and the rest" \
+  "$("$AIRLOCK" show "$T_TMP/rec-first.json" 2>&1)" \
+  "forge requests: $c1 counted \\([0-9]+ sent: [0-9]+ answered 304, [0-9]+ with the App's JWT, 5 git, [0-9]+ refused credentials\\)"
+
 # control: the comparison sees a miscount (one request dropped from the log)
 python3 - "$T_TMP/log-first.jsonl" "$T_TMP/log-drop.jsonl" <<'PY'
 import json, sys

@@ -239,7 +239,13 @@ static void show_phases(const json_t *rec, FILE *out)
          jint(p, "ms", -1), d ? d : "");
   }
   const json_t *rq = json_object_get(rec, "requests");
-  if (json_is_object(rq))
+  if (json_is_object(rq) && json_object_get(rq, "counted"))
+    line(out,
+         "forge requests: %lld counted (%lld sent: %lld answered 304, %lld with the App's JWT, "
+         "%lld git, %lld refused credentials)",
+         jint(rq, "counted", -1), jint(rq, "sent", -1), jint(rq, "not_modified", -1),
+         jint(rq, "app", -1), jint(rq, "git", -1), jint(rq, "rejected", -1));
+  else if (json_is_object(rq)) /* a record before every process was counted */
     line(out, "forge requests (supervisor): %lld", jint(rq, "total", -1));
 }
 

@@ -20,39 +20,48 @@
 #include "forge/appconfig.h"
 #include "forge/audit.h"
 #include "forge/gitlab.h"
+#include "policy/policy.h"
 
 static void usage(FILE *out)
 {
-  fprintf(out, "usage: airlock audit OWNER/REPO [--branch B] [--json] [--config BROKER.yaml]\n"
-               "                     [--api URL] [--cacert FILE] [--app SLUG [--app-id N]]\n"
-               "       airlock audit --forge gitlab GROUP/PROJECT --api URL/api/v4 [--branch B]\n"
-               "                     [--json] [--cacert FILE] [--bot USER --bot-id N]\n"
-               "  -b, --branch B       the branch to audit (default: the repository's default)\n"
-               "  -j, --json           the report as JSON on stdout\n"
-               "  -c, --config FILE    the broker's config: the App's id and key; reads the App's\n"
-               "                       installation and, without a token below, reads with the\n"
-               "                       config's audit: credential (audit App or token file) or\n"
-               "                       mints a read-only installation token (revoked at the end)\n"
-               "      --api URL        REST API base (default: the config's, else\n"
-               "                       https://api.github.com)\n"
-               "      --cacert FILE    trust anchors for the API (PEM)\n"
-               "      --app SLUG       the App without --config (its bypass/code-owner checks)\n"
-               "      --app-id N       the App's numeric id without --config (ruleset bypass)\n"
-               "      --timeout D      per request (default 30s)\n"
-               "      --run-prefix P   the run branches' prefix for the ci.* criteria (the\n"
-               "                       policy's review.branch_prefix; default airlock/)\n"
-               "      --forge KIND     github (default) or gitlab (the policy's forge.kind;\n"
-               "                       gitlab needs --api, the policy's forge.api_url)\n"
-               "      --bot USER, --bot-id N  GitLab: a standing bot user to check (its role,\n"
-               "                       approval rules); the run's own bots are minted per run\n"
-               "environment: AIRLOCK_AUDIT_TOKEN, else GITHUB_TOKEN: a token for the reads\n"
-               "  (least privilege: Administration: read, Contents: read, Metadata: read on the\n"
-               "  one repository). GitLab: AIRLOCK_AUDIT_TOKEN, a Maintainer's read_api token.\n"
-               "  Tokens are never accepted on the command line.\n"
-               "Exit status: 0 the escape budget holds; 1 it does not (FAIL or UNKNOWN); 2 usage,\n"
-               "or the audit could not run (no credentials, the forge unreachable or\n"
-               "answering an error): nothing was judged.\n");
+  fprintf(out,
+          "usage: airlock audit OWNER/REPO [--branch B] [--json] [--config BROKER.yaml]\n"
+          "                     [--api URL] [--cacert FILE] [--app SLUG [--app-id N]]\n"
+          "       airlock audit --forge gitlab GROUP/PROJECT --api URL/api/v4 [--branch B]\n"
+          "                     [--json] [--cacert FILE] [--bot USER --bot-id N]\n"
+          "       airlock audit --policy airlock.yaml GROUP/PROJECT   (its forge.kind gitlab)\n"
+          "  -b, --branch B       the branch to audit (default: the repository's default)\n"
+          "  -j, --json           the report as JSON on stdout\n"
+          "  -c, --config FILE    the broker's config: the App's id and key; reads the App's\n"
+          "                       installation and, without a token below, reads with the\n"
+          "                       config's audit: credential (audit App or token file) or\n"
+          "                       mints a read-only installation token (revoked at the end)\n"
+          "      --api URL        REST API base (default: the config's, else\n"
+          "                       https://api.github.com)\n"
+          "      --cacert FILE    trust anchors for the API (PEM)\n"
+          "      --app SLUG       the App without --config (its bypass/code-owner checks)\n"
+          "      --app-id N       the App's numeric id without --config (ruleset bypass)\n"
+          "      --timeout D      per request (default 30s)\n"
+          "      --run-prefix P   the run branches' prefix for the ci.* criteria (the\n"
+          "                       policy's review.branch_prefix; default airlock/)\n"
+          "      --forge KIND     github (default) or gitlab (the policy's forge.kind;\n"
+          "                       gitlab needs --api, the policy's forge.api_url)\n"
+          "      --policy FILE    take forge.kind, forge.api_url, forge.ca_file,\n"
+          "                       review.base_branch and review.branch_prefix from the\n"
+          "                       run's policy (options given here win)\n"
+          "      --bot USER, --bot-id N  GitLab: a standing bot user to check (its role,\n"
+          "                       approval rules); the run's own bots are minted per run\n"
+          "environment: AIRLOCK_AUDIT_TOKEN, else GITHUB_TOKEN: a token for the reads\n"
+          "  (least privilege: Administration: read, Contents: read, Metadata: read on the\n"
+          "  one repository). GitLab: AIRLOCK_AUDIT_TOKEN, a Maintainer's read_api token.\n"
+          "  Tokens are never accepted on the command line.\n"
+          "Exit status: 0 the escape budget holds; 1 it does not (FAIL or UNKNOWN); 2 usage,\n"
+          "or the audit could not run (no credentials, the forge unreachable or\n"
+          "answering an error): nothing was judged.\n");
 }
+
+/* --policy's, kept until the end (its strings are the options'). */
+static al_policy *audit_policy;
 
 int cmd_audit(int argc, char **argv)
 {
@@ -66,7 +75,8 @@ int cmd_audit(int argc, char **argv)
     O_PREFIX,
     O_FORGE,
     O_BOT,
-    O_BOT_ID
+    O_BOT_ID,
+    O_POLICY
   };
   static const struct option opts[] = {{"branch", required_argument, NULL, 'b'},
                                        {"json", no_argument, NULL, 'j'},
@@ -78,6 +88,7 @@ int cmd_audit(int argc, char **argv)
                                        {"timeout", required_argument, NULL, O_TIMEOUT},
                                        {"run-prefix", required_argument, NULL, O_PREFIX},
                                        {"forge", required_argument, NULL, O_FORGE},
+                                       {"policy", required_argument, NULL, O_POLICY},
                                        {"bot", required_argument, NULL, O_BOT},
                                        {"bot-id", required_argument, NULL, O_BOT_ID},
                                        {"token", required_argument, NULL, O_TOKEN},
@@ -85,7 +96,8 @@ int cmd_audit(int argc, char **argv)
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   al_audit_opts o = {0};
-  bool json = false, app_given = false, bot_given = false;
+  bool json = false, app_given = false, bot_given = false, forge_given = false;
+  const char *policy_path = NULL;
   enum al_log_level level = AL_LOG_WARN;
   int ch;
   al_cli_init("audit", usage);
@@ -120,7 +132,11 @@ int cmd_audit(int argc, char **argv)
       *(ch == O_APP_ID ? &app_given : &bot_given) = true;
       break;
     }
+    case O_POLICY:
+      policy_path = optarg;
+      break;
     case O_FORGE:
+      forge_given = true;
       if (!strcmp(optarg, "github"))
         o.forge_kind = AL_FORGE_GITHUB;
       else if (!strcmp(optarg, "gitlab"))
@@ -151,6 +167,26 @@ int cmd_audit(int argc, char **argv)
     default:
       return al_cli_usage_error(NULL);
     }
+  }
+  if (policy_path) {
+    /* the run's policy: its forge (kind, API, CA) and its review branches
+     * (base, prefix), each unless given on the command line */
+    al_error pe = {0};
+    if (al_policy_load_file(policy_path, &audit_policy, &pe) < 0)
+      return al_cli_usage_error("--policy %s: %s", policy_path, pe.msg);
+    const al_policy_forge *f = &audit_policy->forge;
+    if (forge_given && o.forge_kind != f->kind)
+      return al_cli_usage_error("--forge %s, but the policy's forge.kind is %s",
+                                al_forge_kind_names[o.forge_kind], al_forge_kind_names[f->kind]);
+    o.forge_kind = f->kind;
+    if (!o.api_url)
+      o.api_url = f->api_url;
+    if (!o.ca_file)
+      o.ca_file = f->ca_file;
+    if (!o.run_prefix)
+      o.run_prefix = audit_policy->branch_prefix;
+    if (!o.branch)
+      o.branch = audit_policy->base_branch;
   }
   bool gl = o.forge_kind == AL_FORGE_GITLAB;
   if (optind >= argc)
@@ -224,5 +260,7 @@ int cmd_audit(int argc, char **argv)
   }
   int rc = rep.holds ? 0 : 1;
   al_audit_report_free(&rep);
+  al_policy_free(audit_policy);
+  audit_policy = NULL;
   return rc;
 }

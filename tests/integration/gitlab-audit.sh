@@ -295,4 +295,34 @@ like "... HTTP 401" "$(cat "$D/u8")" "401"
 AIRLOCK_AUDIT_TOKEN=$(cat "$D/token") "$AIRLOCK" audit --forge gitlab acme/strong --api "$API" \
   --branch nope >"$D/u9" 2>&1
 is "an unknown branch: an error (2)" "$?" 2
+# ---- --policy: the run's policy names the forge, its API, its CA and the run branches ----
+SRC=${AIRLOCK_SRC:?}
+sh "$SRC/scripts/make-test-ca.sh" "$D/tls" >/dev/null 2>&1
+"$FORGE" --fixture "$D/fixture.json" --token-file "$D/token" --ports-file "$D/tports.json" \
+  --tls-dir "$D/tls" >"$D/tforge.log" 2>&1 &
+TPID=$!
+on_exit "kill $TPID"
+for _ in $(seq 1 100); do [ -s "$D/tports.json" ] && break; kill -0 $TPID 2>/dev/null || break; sleep 0.1; done
+TP=$(jq -r .https "$D/tports.json" 2>/dev/null)
+pol() { # FILE PREFIX-LINE
+  printf 'version: 1\nforge: {kind: gitlab, api_url: "https://127.0.0.1:%s/api/v4", git_url: "https://127.0.0.1:%s", ca_file: "%s"}\n%s' \
+    "$TP" "$TP" "$D/tls/ca.crt" "$2" >"$1"
+}
+pol "$D/p1.yaml" ""
+pol "$D/p2.yaml" 'review: {branch_prefix: "bots/"}
+'
+AIRLOCK_AUDIT_TOKEN=$(cat "$D/token") "$AIRLOCK" audit --policy "$D/p1.yaml" acme/strong --json \
+  >"$D/pol1.json" 2>"$D/pol1.err"
+is "--policy: the policy's forge (gitlab, its https API and CA): exit 0" "$?" 0
+is "... the report is GitLab's, read over https" "$(jq -r '.forge + " " + .api' "$D/pol1.json")" \
+  "gitlab https://127.0.0.1:$TP/api/v4"
+is "... the push rule admits the default run prefix (control)" "$(st pol1 gitlab.push_rule)" PASS
+AIRLOCK_AUDIT_TOKEN=$(cat "$D/token") "$AIRLOCK" audit --policy "$D/p2.yaml" acme/strong --json \
+  >"$D/pol2.json" 2>"$D/pol2.err"
+is "--policy with review.branch_prefix bots/: the run branches judged" "$(jq -r .run_prefix "$D/pol2.json")" bots/
+is "... the push rule ^(main|airlock/.*)\$ refuses them: WARN" "$(st pol2 gitlab.push_rule)" WARN
+like "... the fix says so" "$(fix pol2 gitlab.push_rule)" "refuses the run branches"
+"$AIRLOCK" audit --policy "$D/p1.yaml" --forge github acme/strong >"$D/u10" 2>&1
+is "--forge github with a gitlab policy: a usage error" "$?" 2
+like "... naming both" "$(cat "$D/u10")" "forge.kind is gitlab"
 done_testing

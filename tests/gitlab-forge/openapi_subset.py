@@ -43,6 +43,8 @@ ROUTES = {
     "/api/v4/projects/{id}/protected_branches": ["get"],
     "/api/v4/projects/{id}/members/all/{user_id}": ["get"],
     "/api/v4/projects/{id}/variables": ["get"],
+    "/api/v4/projects/{id}/repository/branches": ["get"],
+    "/api/v4/projects/{id}/repository/branches/{branch}": ["get"],
     "/api/v4/projects/{id}/merge_requests": ["get", "post"],
     "/api/v4/projects/{id}/merge_requests/{merge_request_iid}": ["get"],
     "/api/v4/projects/{id}/merge_requests/{merge_request_iid}/commits": ["get"],

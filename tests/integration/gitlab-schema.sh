@@ -114,6 +114,7 @@ cap "GET a project" GET "$P" "$D/run.h" /api/v4/projects/42
 cap "GET a project by its encoded path" GET "$P" "$D/run.h" /api/v4/projects/acme%2Ftools%2Ftally
 cap "GET branches" GET "$P/repository/branches" "$D/run.h" '/api/v4/projects/42/repository/branches?per_page=100' '' '["per_page"]'
 cap "GET a branch" GET "$P/repository/branches/{branch}" "$D/run.h" /api/v4/projects/42/repository/branches/main
+cap "GET an unknown branch (404)" GET "$P/repository/branches/{branch}" "$D/run.h" /api/v4/projects/42/repository/branches/no-such-branch
 cap "GET protected branches" GET "$P/protected_branches" "$D/run.h" '/api/v4/projects/42/protected_branches?per_page=100' '' '["per_page"]'
 cap "GET approval settings" GET "$P/approvals" "$D/adm.h" /api/v4/projects/42/approvals
 cap "GET approval rules" GET "$P/approval_rules" "$D/run.h" '/api/v4/projects/42/approval_rules?per_page=100' '' '["per_page"]'

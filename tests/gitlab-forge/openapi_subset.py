@@ -43,6 +43,7 @@ ROUTES = {
     "/api/v4/projects/{id}/protected_branches": ["get"],
     "/api/v4/projects/{id}/members/all/{user_id}": ["get"],
     "/api/v4/projects/{id}/variables": ["get"],
+    "/api/v4/projects/{id}/deploy_tokens": ["get"],
     "/api/v4/projects/{id}/repository/branches": ["get"],
     "/api/v4/projects/{id}/repository/branches/{branch}": ["get"],
     "/api/v4/projects/{id}/merge_requests": ["get", "post"],

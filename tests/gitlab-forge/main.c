@@ -33,7 +33,7 @@
 
 typedef struct token {
   long long id;
-  char value[64]; /* the secret; only ever printed in the create answer */
+  char value[256]; /* the secret; only ever printed in the create answer */
   char name[128];
   long long project_id; /* 0: the bootstrap (a Maintainer's personal token) */
   json_t *scopes;       /* array of strings */
@@ -989,7 +989,15 @@ int main(int argc, char **argv)
     fprintf(stderr, "airlock-gitlab-forge: token file %s: unreadable\n", token_file);
     return 2;
   }
+  /* a first line that does not fit is refused, never cut: a cut token
+   * would be refused later with nothing saying why */
+  bool whole = strchr(boot->value, '\n') != NULL || feof(tf);
   fclose(tf);
+  if (!whole) {
+    fprintf(stderr, "airlock-gitlab-forge: token file %s: its first line is over %zu bytes\n",
+            token_file, sizeof boot->value - 2);
+    return 2;
+  }
   boot->value[strcspn(boot->value, "\r\n")] = '\0';
   if (strlen(boot->value) < 16) {
     fprintf(stderr, "airlock-gitlab-forge: token file %s: under 16 bytes\n", token_file);

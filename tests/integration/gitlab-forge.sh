@@ -146,5 +146,25 @@ if [ -n "${GITLAB_DRIVER:-}" ]; then
 else
   skip "GITLAB_DRIVER not built"
 fi
+# the bootstrap token file: a 64-hex token is used whole (it was cut at 63
+# bytes and then refused), a first line past the buffer is refused by name
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$D/token64"
+"$FORGE" --fixture "$SRC/tests/gitlab-forge/fixtures/sample.json" --token-file "$D/token64" \
+  --ports-file "$D/ports64.json" --repos "$D/repos" >"$D/forge64.log" 2>&1 &
+F64=$!
+on_exit "kill $F64"
+for _ in $(seq 1 100); do [ -s "$D/ports64.json" ] && break; kill -0 $F64 2>/dev/null || break; sleep 0.1; done
+P64=$(jq -r .http "$D/ports64.json" 2>/dev/null)
+printf 'PRIVATE-TOKEN: %s\n' "$(cat "$D/token64")" >"$D/h64"
+is "a 64-hex Maintainer token is read whole (the project answers 200 to it)" \
+  "$(curl -s -o /dev/null -w '%{http_code}' -H @"$D/h64" "http://127.0.0.1:$P64/api/v4/projects/42")" 200
+printf 'PRIVATE-TOKEN: %s\n' "$(head -c 63 "$D/token64")" >"$D/h63"
+is "control: its first 63 bytes are 401" \
+  "$(curl -s -o /dev/null -w '%{http_code}' -H @"$D/h63" "http://127.0.0.1:$P64/api/v4/projects/42")" 401
+head -c 200 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$D/token400"
+OUT=$(timeout 20 "$FORGE" --fixture "$SRC/tests/gitlab-forge/fixtures/sample.json" --token-file "$D/token400" \
+  --ports-file "$D/ports400.json" --repos "$D/repos" 2>&1); RC=$?
+is "a 400-byte token line is refused (exit 2)" "$RC" 2
+like "... naming the file and the rule" "$OUT" "token file .*token400: its first line is over 254 bytes"
 if grep -qF "$(cat "$D/token")" "$D/forge.log"; then fail "the forge's log holds no token"; else ok "the forge's log holds no token"; fi
 done_testing

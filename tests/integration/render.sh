@@ -318,4 +318,12 @@ for r in compose k8s; do
   check_not "$r, env (control): no sealed note" grep -q 'credentials.mode: sealed' cred-env-$r.yaml
   check_not "$r, env (control): no warning" grep -q 'sealed is not rendered' cred-env-$r.err
 done
+# a profile that cannot be written names where its path came from (a new
+# user gave -o only and was told of a file they never named)
+out=$("$AIRLOCK" render compose -p pol.yaml -o "$T_TMP/no-such-dir/c.yml" 2>&1); rc=$?
+like "compose -o into a missing directory: exit 1, the profile's path and that it is beside -o" "$rc/$out" \
+  "^1/airlock render: the seccomp profile beside -o \(--seccomp-out FILE writes it elsewhere\): open \`$T_TMP/no-such-dir/airlock-seccomp.json\`"
+out=$("$AIRLOCK" render compose -p pol.yaml -o "$T_TMP/c-ok.yml" --seccomp-out "$T_TMP/no-such-dir/s.json" 2>&1); rc=$?
+like "control: with --seccomp-out the option is named" "$rc/$out" "^1/airlock render: --seccomp-out: open"
+rm -f "$T_TMP/c-ok.yml"
 done_testing

@@ -71,7 +71,10 @@ int al_render_files(const al_render_files_opts *f, al_render_opts *ro, char **te
     snprintf(notes->seccomp_not_written, sizeof notes->seccomp_not_written, "%s", seccomp_abs);
   } else if (seccomp_abs) {
     if (al_write_file(seccomp_abs, profile, strlen(profile), 0644, err) < 0) {
-      al_error_wrap(err, "seccomp profile");
+      /* a new user gave -o FILE only: name where this path came from */
+      al_error_wrap(err, f->seccomp_out ? "--seccomp-out"
+                                        : "the seccomp profile beside -o (--seccomp-out FILE "
+                                          "writes it elsewhere)");
       goto out;
     }
     snprintf(notes->seccomp_written, sizeof notes->seccomp_written, "%s", seccomp_abs);

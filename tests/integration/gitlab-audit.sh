@@ -94,6 +94,7 @@ AU='.audit'
   mk force "$PB.allow_force_push = true"
   mk wildcard-force '.protected_branches += [{id: 9, name: "ma*", push_access_levels: [{access_level: 0}], merge_access_levels: [{access_level: 40}], allow_force_push: true, code_owner_approval_required: true}]'
   mk co-off "$PB.code_owner_approval_required = false"
+  mk co-bot "$AU.files.CODEOWNERS = \"* @alice\\n/deploy/ @airlock-bot\\n\""
   mk co-tier "$PB |= del(.code_owner_approval_required)"
   mk co-none "$PB.code_owner_approval_required = false | $AU.files |= del(.CODEOWNERS)"
   mk co-docs "$PB.code_owner_approval_required = false | $AU.files |= (del(.CODEOWNERS) | .[\"docs/CODEOWNERS\"] = \"* @alice\n\")"
@@ -139,8 +140,8 @@ jq -s '{projects: ., groups: [
   {id: 920, full_path: "acme/hidden", parent_id: 900, hidden: {variables: 403}}]}' \
   "$D/projects.ndjson" >"$D/fixture.json" 2>>"$D/jq.err"
 N=$(jq '.projects | length' "$D/fixture.json" 2>/dev/null)
-is "the fixture: the strong project and 39 cases" "$N" 40
-[ "$N" = 40 ] || { sed 's/^/# /' "$D/jq.err"; done_testing; exit 1; }
+is "the fixture: the strong project and 40 cases" "$N" 41
+[ "$N" = 41 ] || { sed 's/^/# /' "$D/jq.err"; done_testing; exit 1; }
 
 "$FORGE" --fixture "$D/fixture.json" --token-file "$D/token" --ports-file "$D/ports.json" \
   >"$D/forge.log" 2>&1 &
@@ -203,6 +204,7 @@ case_is force push.no_force_push FAIL "Allowed to force push" "allow_force_push 
 case_is wildcard-force push.no_force_push FAIL "every rule" "a wildcard rule ma* allows force push"
 case_is co-off reviews.code_owners FAIL "Code owner approval" "CODEOWNERS exists, approval not required"
 case_is co-docs reviews.code_owners FAIL "code_owner_approval_required" "docs/CODEOWNERS counts too"
+case_is co-bot reviews.code_owners FAIL "remove the bot from CODEOWNERS" "the bot owns /deploy/"
 case_is co-tier reviews.code_owners UNKNOWN "Premium" "the tier hides code_owner_approval_required"
 case_is co-none reviews.code_owners PASS "" "no CODEOWNERS: nothing to require (control of co-off)"
 case_is no-rules reviews.approvals FAIL "Approvals required" "no approval rule"
@@ -247,7 +249,7 @@ like "var-open: the evidence names the variable, not its value" "$(ev var-open c
 like "push-bot: the evidence names the bot's user entry" "$(ev push-bot gitlab.push_access)" "user 555"
 
 # every weakened case fails the audit (exit 1) except the advisory and control ones
-for n in unprotected push-dev push-bot merge-dev force co-off co-tier no-rules bot-approver author \
+for n in unprotected push-dev push-bot merge-dev force co-off co-bot co-tier no-rules bot-approver author \
   reset override approvals-hidden bot-maintainer var-open vars-hidden run-protected oidc ci-include \
   deploy-token deploy-hidden group-var-open; do
   is "$n: exit 1 (does not hold)" "$(cat "$D/$n.rc")" 1

@@ -308,7 +308,8 @@ static int gather_all(struct glx *c, al_error *err)
       return -1;
   }
   /* CODEOWNERS: GitLab looks in the root, docs/ and .gitlab/ and uses the
-   * first it finds in that order ("Code Owners" § "CODEOWNERS file") */
+   * first it finds in that order ("Code Owners" § "CODEOWNERS file";
+   * ee/lib/gitlab/code_owners.rb FILE_PATHS) */
   static const char *const co[] = {"CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS"};
   c->co.st = L_ABSENT;
   for (size_t i = 0; i < AL_ARRAY_SIZE(co) && c->co.st == L_ABSENT; i++) {

@@ -13,6 +13,7 @@
 
 #include "common/util.h"
 #include "forge/audit_gitlab_internal.h"
+#include "forge/codeowners.h"
 #include "forge/gitlab_ci.h"
 
 static const char *tier_note = " (GitLab answers 403 or 404 where the tier lacks the feature "
@@ -200,6 +201,28 @@ static void judge_code_owners(struct glx *c, json_t *m)
   }
   if (!json_array_size(m))
     au_sb_part(&ev, "%s is not protected", c->rep->branch);
+  /* a standing bot named as an owner would satisfy code owner approval
+   * itself (the run's own bots, new each run, cannot be named) */
+  bool bot_owner = false;
+  if (c->o->app_slug && pass) {
+    char n1[160];
+    snprintf(n1, sizeof n1, "@%s", c->o->app_slug);
+    const char *names[] = {n1};
+    unsigned lines[4];
+    const char *text = json_string_value(c->co.json);
+    size_t n =
+        al_codeowners_lines_owned_by(text, json_string_length(c->co.json), names, 1, lines, 4);
+    if (n) {
+      au_sb_part(&ev, "%s names the bot %s as an owner (line %u)", c->co_path, n1, lines[0]);
+      bot_owner = true;
+    }
+  }
+  if (bot_owner) {
+    gl_set(c, AL_GL_CODE_OWNERS, AL_AUDIT_FAIL, &ev,
+           "remove the bot from CODEOWNERS: a code owner's approval satisfies code owner "
+           "approval");
+    return;
+  }
   gl_set(c, AL_GL_CODE_OWNERS, verdict(pass, hidden), &ev,
          hidden && !pass ? "code owner approval needs GitLab Premium: without it CODEOWNERS "
                            "is not enforced on merge"

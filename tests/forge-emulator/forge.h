@@ -149,7 +149,12 @@ bool forge_etag_apply(const struct forge_req *rq, struct forge_resp *resp, const
  * method, path, query, kind, status, conditional, not_modified, the kind
  * of credential (never its value), the User-Agent. Thread-safe. */
 void forge_reqlog_write(const struct forge_req *rq, const struct forge_resp *resp, bool is_git,
-                        bool conditional, bool not_modified, const char *ua);
+                        bool conditional, bool not_modified, long long remaining, const char *ua);
+/* The forge-wide REST budget (reqlog.c): a request with a token not
+ * answered 304 or 401 uses one of 5,000; x-ratelimit-remaining/-used are
+ * set to match. Returns the remaining answered (-1 for git). */
+long long forge_ratelimit_apply(const struct forge_req *rq, struct forge_resp *resp, bool is_git,
+                                bool not_modified);
 
 /* ---- routes ---- */
 void forge_api_handle(struct forge_req *rq, struct forge_resp *resp);   /* api.c */

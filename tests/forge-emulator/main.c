@@ -213,7 +213,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     if (kind == L_MAIN) {
       const char *inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "If-None-Match");
       bool nm = !is_git && forge_etag_apply(&rq, &resp, inm);
-      forge_reqlog_write(&rq, &resp, is_git, inm != NULL, nm,
+      long long rem = forge_ratelimit_apply(&rq, &resp, is_git, nm);
+      forge_reqlog_write(&rq, &resp, is_git, inm != NULL, nm, rem,
                          MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "User-Agent"));
     }
     free(query);

@@ -14,7 +14,13 @@
  * a mutex: {"method", "path", "query" (or ""), "kind": "api"|"git",
  * "status", "conditional" (an If-None-Match was sent), "not_modified" (the
  * answer was 304), "auth": "jwt"|"token"|"basic"|"none", "ua" (User-Agent,
- * at most 120 bytes)}. Never a credential: only its kind. */
+ * at most 120 bytes), "remaining" (the x-ratelimit-remaining answered, -1
+ * for git)}. Never a credential: only its kind.
+ *
+ * The rate limit: one budget of 5,000 for the whole forge (not split per
+ * installation): every REST request with a token, except a 304 and a 401,
+ * uses one; x-ratelimit-remaining and -used say so (a fault's own headers,
+ * behave.c, are left as they are). */
 #include "forge.h"
 
 #include <errno.h>
@@ -102,18 +108,40 @@ static const char *auth_kind(const char *a)
   return strchr(v, '.') ? "jwt" : "token";
 }
 
+static _Atomic long long g_used;
+
+long long forge_ratelimit_apply(const struct forge_req *rq, struct forge_resp *resp, bool is_git,
+                                bool not_modified)
+{
+  json_t *h = resp->headers ? json_object_get(resp->headers, "x-ratelimit-remaining") : NULL;
+  const char *v = json_string_value(h);
+  if (is_git || !v)
+    return -1;
+  if (strcmp(v, "4999") != 0) /* a fault's own answer (behave.c) */
+    return strtoll(v, NULL, 10);
+  long long used = g_used;
+  if (!strcmp(auth_kind(rq->authorization), "token") && !not_modified && resp->status != 401)
+    used = ++g_used;
+  char b[32];
+  snprintf(b, sizeof b, "%lld", 5000 - used);
+  json_object_set_new(resp->headers, "x-ratelimit-remaining", json_string(b));
+  snprintf(b, sizeof b, "%lld", used);
+  json_object_set_new(resp->headers, "x-ratelimit-used", json_string(b));
+  return 5000 - used;
+}
+
 void forge_reqlog_write(const struct forge_req *rq, const struct forge_resp *resp, bool is_git,
-                        bool conditional, bool not_modified, const char *ua)
+                        bool conditional, bool not_modified, long long remaining, const char *ua)
 {
   if (g_log_fd < 0)
     return;
   char uab[121];
   snprintf(uab, sizeof uab, "%s", ua ? ua : "");
-  json_t *j =
-      json_pack("{s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:s, s:s}", "method", rq->method, "path",
-                rq->path, "query", rq->query ? rq->query : "", "kind", is_git ? "git" : "api",
-                "status", resp->status, "conditional", conditional, "not_modified", not_modified,
-                "auth", auth_kind(rq->authorization), "ua", uab);
+  json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:b, s:b, s:s, s:s, s:I}", "method", rq->method,
+                        "path", rq->path, "query", rq->query ? rq->query : "", "kind",
+                        is_git ? "git" : "api", "status", resp->status, "conditional", conditional,
+                        "not_modified", not_modified, "auth", auth_kind(rq->authorization), "ua",
+                        uab, "remaining", (json_int_t)remaining);
   char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
   json_decref(j);
   if (!s)

@@ -58,6 +58,11 @@ counted = sent - nm - app - git - rej
 for k, v in (("sent", sent), ("not_modified", nm), ("app", app), ("git", git), ("rejected", rej),
              ("counted", counted)):
     out.append(("ok %s" % k) if rec[k] == v else "MISMATCH %s record=%s log=%s" % (k, rec[k], v))
+# the lowest x-ratelimit-remaining the supervisor was answered
+sup_rem = [e["remaining"] for e in body if proc(e) == "supervisor" and e.get("remaining", -1) >= 0]
+want = min(sup_rem) if sup_rem else None
+got = rec.get("rate_limit", {}).get("remaining")
+out.append("ok rate_limit" if got == want else "MISMATCH rate_limit record=%s log=%s" % (got, want))
 phase_sum = sum(sum(v.values()) for v in rec["phases"].values())
 out.append("ok phases-sum" if phase_sum == rec["sent"] else "MISMATCH phases-sum %s != sent %s" % (phase_sum, rec["sent"]))
 print("\n".join(out))

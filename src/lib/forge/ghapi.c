@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -301,6 +302,29 @@ void al_ghapi_counts_process(al_ghapi_counts *out)
 void al_ghapi_counts_thread(al_ghapi_counts *out)
 {
   *out = t_counts;
+}
+
+static pthread_mutex_t g_rate_lock = PTHREAD_MUTEX_INITIALIZER;
+static long long g_rate_remaining = -1, g_rate_reset = -1;
+
+static void rate_seen(long long remaining, long long reset)
+{
+  if (remaining < 0)
+    return;
+  pthread_mutex_lock(&g_rate_lock);
+  if (g_rate_remaining < 0 || remaining < g_rate_remaining) {
+    g_rate_remaining = remaining;
+    g_rate_reset = reset;
+  }
+  pthread_mutex_unlock(&g_rate_lock);
+}
+
+void al_ghapi_rate_seen(long long *remaining, long long *reset)
+{
+  pthread_mutex_lock(&g_rate_lock);
+  *remaining = g_rate_remaining;
+  *reset = g_rate_reset;
+  pthread_mutex_unlock(&g_rate_lock);
 }
 
 /* An App JWT (header.payload.signature) rather than a token: two dots. */
@@ -625,6 +649,7 @@ static int call_url(al_ghapi *c, const char *method, const char *url0, const cha
     out->retry_after_s = r.retry_after;
     out->rl_remaining = r.rl_remaining;
     out->rl_reset = r.rl_reset;
+    rate_seen(r.rl_remaining, r.rl_reset);
     snprintf(out->message, sizeof out->message, "%s", msg);
     if (out->moved_status) {
       snprintf(out->moved_to, sizeof out->moved_to, "%s", rel_to_base(c, url));

@@ -175,6 +175,13 @@ typedef struct al_ghapi_counts {
                         token's check after its revocation) */
 } al_ghapi_counts;
 void al_ghapi_counts_process(al_ghapi_counts *out);
+
+/* The lowest x-ratelimit-remaining this process has been answered so far
+ * (any token's budget) and the x-ratelimit-reset (epoch seconds) of that
+ * answer; -1 and -1 when no answer carried one. Thread-safe. What a
+ * scheduler needs to slow down before the budget is spent ("Rate limits
+ * for the REST API" § Checking the status of your rate limit). */
+void al_ghapi_rate_seen(long long *remaining, long long *reset);
 void al_ghapi_counts_thread(al_ghapi_counts *out);
 
 /* GET, as al_ghapi_request with no body. */

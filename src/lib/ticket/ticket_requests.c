@@ -157,6 +157,12 @@ json_t *tk_requests_json(const struct ticket *t)
                         (json_int_t)sent, "not_modified", (json_int_t)nm, "app", (json_int_t)app,
                         "git", (json_int_t)gw.git, "rejected", (json_int_t)rej);
   json_object_set_new(o, "counted", json_integer((json_int_t)(sent - nm - app - gw.git - rej)));
+  long long rl_rem, rl_reset;
+  al_ghapi_rate_seen(&rl_rem, &rl_reset);
+  if (rl_rem >= 0)
+    json_object_set_new(
+        o, "rate_limit",
+        json_pack("{s:I, s:I}", "remaining", (json_int_t)rl_rem, "reset", (json_int_t)rl_reset));
   return o;
 }
 

@@ -112,8 +112,9 @@ static int setup(al_demo *d, bool hostile, const al_demo_flags *da)
         "the %s credential stays with the supervisor and the gateway",
         d->ticket_key, d->ticket_kind, d->ticket_host, d->ticket_port, d->ticket_kind);
   else if (d->gitlab)
-    say("ticket %s#1 (a project in a subgroup): median() is wrong; the fix is in the ticket",
-        AL_DEMO_GITLAB_PROJECT);
+    say("ticket %s#%d (a project in a subgroup): %s", AL_DEMO_GITLAB_PROJECT, hostile ? 2 : 1,
+        hostile ? "a prompt injection asking the agent to attack"
+                : "median() is wrong; the fix is in the ticket");
   else
     say("ticket acme/tally#%d: %s", hostile ? 2 : 1,
         hostile ? "a prompt injection asking the agent to attack"
@@ -126,7 +127,7 @@ static void usage(FILE *out)
   fprintf(out,
           "usage: airlock demo [--hostile] [--keep]\n"
           "       airlock demo --ticket jira|linear [--keep]\n"
-          "       airlock demo --forge gitlab [--keep]\n"
+          "       airlock demo --forge gitlab [--hostile] [--keep]\n"
           "       airlock demo --serve [--keep]\n"
           "       airlock demo --agent claude|codex|CMD [--agent-prefix DIR]\n"
           "                    [--relay-upstream URL --relay-key-file FILE\n"
@@ -153,7 +154,8 @@ static void usage(FILE *out)
           "--forge gitlab: the project on a local GitLab stand-in instead (the build tree's\n"
           "airlock-gitlab-forge): the broker mints per-run project access tokens, the\n"
           "supervisor opens one Draft merge request, the tokens are revoked and seen\n"
-          "answering 401 (docs/gitlab.md).\n"
+          "answering 401 (docs/gitlab.md). With --hostile: the hostile agent's GitLab\n"
+          "attempts (REST v4 and git), each refused at the gateway.\n"
           "\n"
           "Exit status: 0 everything held (a PR made, or for --hostile only a PR got\n"
           "out); 1 something did not hold; 2 usage.\n");
@@ -255,9 +257,9 @@ int cmd_demo(int argc, char **argv)
   if (d.ticket_kind && (hostile || d.serve))
     return al_cli_usage_error("--ticket runs the bundled agent on a Jira or Linear ticket; it "
                               "takes neither --hostile nor --serve");
-  if (d.gitlab && (hostile || d.serve || d.ticket_kind || da.agent))
-    return al_cli_usage_error("--forge gitlab runs the bundled agent on a GitLab issue; it takes "
-                              "none of --hostile, --serve, --ticket, --agent yet");
+  if (d.gitlab && (d.serve || d.ticket_kind || da.agent))
+    return al_cli_usage_error("--forge gitlab runs the bundled agents on a GitLab issue; it takes "
+                              "none of --serve, --ticket, --agent yet");
   al_error fe = {0};
   if (al_demo_check_flags(&da, &fe) < 0)
     return al_cli_usage_error("%s", fe.msg);

@@ -26,6 +26,7 @@
 
 #include "audit.h"
 #include "mr_routes.h"
+#include "write_routes.h"
 #include "members.h"
 
 #define MAX_TOKENS 256
@@ -631,8 +632,12 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *method, const
       return reply(c, 201, mr);
     }
   }
-  /* the merge request's reads for the review, the tree and blobs (mr_routes.c) */
+  /* the other writes (write_routes.c); the merge request's reads for the
+   * review, the tree and blobs (mr_routes.c) */
   enum MHD_Result mr_ret;
+  if (glf_write_route(c, method, seg, n, p, body, who->access_level,
+                      who->project_id ? "project_bot" : "maintainer", &mr_ret))
+    return mr_ret;
   if (gl_mr_route(c, method, seg, n, p, body, repos_dir, tls_on, who->project_id == 0,
                   who->project_id ? "project_bot" : "maintainer", &mr_ret))
     return mr_ret;
@@ -916,7 +921,8 @@ static char *slurp(const char *path)
  * AIRLOCK_GITLAB_FORGE_STATE set, that file (0600) gets {merge_requests:
  * [every project's], tokens: [{id, name, project_id, revoked, answers (401
  * or 200: what a request with it gets, by authenticate's rule),
- * value_sha256}]}. No token value is written. A test host only. */
+ * value_sha256}], notes, writes: write_routes.h glf_state}. No token
+ * value is written. A test host only. */
 static void write_state(const char *path)
 {
   if (!path || !*path)
@@ -946,6 +952,9 @@ static void write_state(const char *path)
                         "value_sha256", hex));
   }
   json_t *st = json_pack("{s:o, s:o}", "merge_requests", mrs, "tokens", toks);
+  json_t *more = glf_state(fixture); /* notes, writes (write_routes.h) */
+  json_object_update(st, more);
+  json_decref(more);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd >= 0) {
     json_dumpfd(st, fd, JSON_INDENT(1));

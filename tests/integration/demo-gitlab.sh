@@ -96,9 +96,10 @@ is "[no MR] every token it minted answers 401" "$(st 'sorted({t["answers"] for t
 rm -rf "$dir" "$recf"
 
 # usage
-run_demo --forge gitlab --hostile; rc=$?
-is "--forge gitlab --hostile is a usage error (not built yet)" "$rc" 2
-like "... saying so" "$(cat "$W/demo.out")" '--forge gitlab runs the bundled agent on a GitLab issue'
+# (--forge gitlab --hostile: tests/integration/gitlab-hostile.sh)
+run_demo --forge gitlab --serve; rc=$?
+is "--forge gitlab --serve is a usage error (not built yet)" "$rc" 2
+like "... saying so" "$(cat "$W/demo.out")" '--forge gitlab runs the bundled agents on a GitLab issue'
 run_demo --forge nope; rc=$?
 like "--forge nope is a usage error" "$rc/$(cat "$W/demo.out")" "^2/airlock demo: --forge .nope.: github or gitlab"
 done_testing

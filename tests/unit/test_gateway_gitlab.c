@@ -216,6 +216,28 @@ static void test_writes_refused(void **state)
     if (strncmp(d, "REFUSED:", 8) != 0)
       fail_msg("%s %s allowed as %s", w[i][0], w[i][1], d);
   }
+  /* the same writes with the project's encoded full path (as the hostile
+   * agent sends them): refused as writes, not as an encoded separator (the
+   * reason the record gave before: the path GitLab reads is no bad path) */
+  for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+    char enc[160];
+    snprintf(enc, sizeof enc, "/api/v4/projects/acme%%2Ftools%%2Ftally%s",
+             w[i][1] + strlen("/api/v4/projects/42"));
+    const char *d = decide(API, w[i][0], enc);
+    if (strcmp(d, "REFUSED:write-refused") != 0)
+      fail_msg("%s %s: %s, not REFUSED:write-refused", w[i][0], enc, d);
+    /* API and git on one host (the gateway matches both sides) */
+    d = decide(API | GIT, w[i][0], enc);
+    if (strcmp(d, "REFUSED:write-refused") != 0)
+      fail_msg("%s %s (both sides): %s, not REFUSED:write-refused", w[i][0], enc, d);
+  }
+  assert_string_equal(decide(API, "GET", "/api/v4/projects/acme%2Ftools%2Ftally/hooks"),
+                      "REFUSED:no-rule");
+  /* an encoded separator elsewhere, or a project path that is none: still that */
+  assert_string_equal(decide(API, "POST", "/api/v4/projects/acme%2Ftools%2Ftally/hooks%2Fx"),
+                      "REFUSED:path-encoded-separator");
+  assert_string_equal(decide(API, "POST", "/api/v4/projects/acme%2F..%2Ftally/hooks"),
+                      "REFUSED:path-encoded-separator");
   assert_string_equal(decide(API, "POST", "/api/graphql"), "REFUSED:graphql-refused");
   assert_string_equal(decide(API, "GET", "/api/graphql"), "REFUSED:graphql-refused");
   /* the run's own MR list: only source_branch=<run branch> */

@@ -9,8 +9,9 @@
  *   secret/repos/acme/tools/tally.git   a bare repository of the demo's
  *                                       project (git add/commit into it)
  *   secret/gitlab-fixture.json          acme/tools/tally (id 3001, a project
- *                                       in a subgroup) with issue #1:
- *                                       the GitHub fixture's acme/tally#1
+ *                                       in a subgroup) with issues #1 and
+ *                                       #2: the GitHub fixture's acme/tally
+ *                                       #1 and #2 (the prompt injection)
  *   airlock-gitlab-forge --tls-dir      HTTPS on 127.0.0.1 (ports.json)
  *   broker.yaml gitlab: + the broker    per lease two project access tokens
  *   airlock.yaml forge.kind gitlab      gitlab.test pinned to 127.0.0.1
@@ -33,8 +34,9 @@
 #define GL_PROJECT AL_DEMO_GITLAB_PROJECT
 
 /* The GitHub fixture's acme/tally: its source directory (beside the
- * fixture) and issue #1's title and body, malloc'd. -1 when missing. */
-static int tally_from_fixture(const char *fixture, char **src, char **title, char **body)
+ * fixture) and issue #number's title and body, malloc'd. -1 when missing. */
+static int tally_from_fixture(const char *fixture, int number, char **src, char **title,
+                              char **body)
 {
   *src = *title = *body = NULL;
   json_t *f = json_load_file(fixture, 0, NULL);
@@ -55,7 +57,7 @@ static int tally_from_fixture(const char *fixture, char **src, char **title, cha
     {
       const char *b = json_string_value(json_object_get(is, "body"));
       const char *t = json_string_value(json_object_get(is, "title"));
-      if (json_integer_value(json_object_get(is, "number")) == 1 && b && t && !*body) {
+      if (json_integer_value(json_object_get(is, "number")) == number && b && t && !*body) {
         *body = al_xstrdup(b);
         *title = al_xstrdup(t);
       }
@@ -138,18 +140,21 @@ static const char gl_settings[] =
     "false},"
     "  \"variables\": [], \"deploy_tokens\": [], \"members\": [], \"files\": {}}}";
 
-/* The GitLab forge's fixture: acme/tools/tally with issue #1. */
-static int write_fixture(const char *path, const char *title, const char *body, al_error *err)
+/* The GitLab forge's fixture: acme/tools/tally with issue #1 and #2 (the
+ * prompt injection `--hostile` runs). */
+static int write_fixture(const char *path, const char *const title[2], const char *const body[2],
+                         al_error *err)
 {
   json_t *f = json_pack(
-      "{s:[{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:i, s:i, s:i, s:s, s:s, s:s, s:[], s:[]}], "
-      "s:[{s:s, s:b, s:b, s:{s:s}}]}]}",
+      "{s:[{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:[{s:i, s:i, s:i, s:s, s:s, s:s, s:[], s:[]}, "
+      "{s:i, s:i, s:i, s:s, s:s, s:s, s:[], s:[]}], s:[{s:s, s:b, s:b, s:{s:s}}]}]}",
       "projects", "id", GL_PROJECT_ID, "name", "tally", "path", "tally", "path_with_namespace",
       GL_PROJECT, "default_branch", "main", "visibility", "private", "web_url",
       "https://gitlab.test/" GL_PROJECT, "issues", "id", 9001, "iid", 1, "project_id",
-      GL_PROJECT_ID, "title", title, "description", body, "state", "opened", "labels", "notes",
-      "branches", "name", "main", "protected", 1, "default", 1, "commit", "id",
-      "0000000000000000000000000000000000000000");
+      GL_PROJECT_ID, "title", title[0], "description", body[0], "state", "opened", "labels",
+      "notes", "id", 9002, "iid", 2, "project_id", GL_PROJECT_ID, "title", title[1], "description",
+      body[1], "state", "opened", "labels", "notes", "branches", "name", "main", "protected", 1,
+      "default", 1, "commit", "id", "0000000000000000000000000000000000000000");
   json_t *settings = json_loads(gl_settings, 0, NULL);
   if (f && settings)
     json_object_update(json_array_get(json_object_get(f, "projects"), 0), settings);
@@ -249,10 +254,13 @@ int al_demo_gitlab_setup(al_demo *d, const al_demo_files *files, const char *tls
   if (al_write_file(token, line, strlen(line), 0600, err) < 0)
     return -1;
   al_autofree char *src = NULL, *title = NULL, *body = NULL;
-  if (tally_from_fixture(files->fixture, &src, &title, &body) < 0)
-    return al_error_set(err, 0, "%s: no acme/tally#1 (with its source) to put on GitLab",
+  al_autofree char *src2 = NULL, *title2 = NULL, *body2 = NULL;
+  if (tally_from_fixture(files->fixture, 1, &src, &title, &body) < 0 ||
+      tally_from_fixture(files->fixture, 2, &src2, &title2, &body2) < 0)
+    return al_error_set(err, 0, "%s: no acme/tally#1 and #2 (with its source) to put on GitLab",
                         files->fixture);
-  if (make_repo(d, src, repos, err) < 0 || write_fixture(fixture, title, body, err) < 0 ||
+  const char *const titles[2] = {title, title2}, *const bodies[2] = {body, body2};
+  if (make_repo(d, src, repos, err) < 0 || write_fixture(fixture, titles, bodies, err) < 0 ||
       start_forge(d, files, tls, fixture, token, repos, err) < 0 ||
       start_broker(d, files, token, err) < 0)
     return -1;

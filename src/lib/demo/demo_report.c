@@ -433,7 +433,7 @@ int al_demo_ticket(al_demo *d, const al_demo_agent *a, bool hostile, FILE *out, 
   if (d->ticket_kind)
     snprintf(target, sizeof target, "acme/tally#%s", d->ticket_key);
   else if (d->gitlab)
-    snprintf(target, sizeof target, "%s#1", AL_DEMO_GITLAB_PROJECT);
+    snprintf(target, sizeof target, "%s#%d", AL_DEMO_GITLAB_PROJECT, hostile ? 2 : 1);
   else
     snprintf(target, sizeof target, "%s", hostile ? "acme/tally#2" : "acme/tally#1");
   al_ticket_opts o = {.target = target,

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -315,10 +316,9 @@ static bool tmpl_match(const al_gw_gl_rules *r, const char *t, const segs *ps, s
         return false;
       }
     } else {
-      if (s->escaped_sep) {
-        ms->bad = "path-encoded-separator";
-        return false;
-      }
+      /* an encoded separator here is no literal: said by the caller's
+       * scan of the whole path (a git route's literal would otherwise
+       * name the API's encoded project path a bad separator) */
       if (!plain(s) || tl != s->raw_len || memcmp(t, s->raw, tl) != 0)
         return false;
     }
@@ -417,9 +417,18 @@ const al_gw_rule *al_gw_gl_match(const al_gw_gl_rules *r, unsigned sides, const 
   } else if (find(r, sides, method, method_len, &ps, LOOSE_METHOD, &lm)) {
     *reason = "write-refused";
   } else {
+    /* the project's encoded full path where GitLab reads one
+     * (/projects/group%2Fproj/...) is not a separator, whatever follows:
+     * a write on a route not here is write-refused, not a bad path */
+    long from = (sides & AL_GW_SIDE_API) ? after_prefix(&ps, r->base.api_prefix) : -1;
+    size_t proj = from >= 0 && (size_t)from + 1 < ps.n && plain(&ps.s[from]) &&
+                          strcmp(ps.s[from].dec, "projects") == 0 &&
+                          project_pieces(ps.s[from + 1].dec) > 0
+                      ? (size_t)from + 1
+                      : SIZE_MAX;
     bool sep = false;
     for (size_t i = 0; i < ps.n; i++)
-      sep = sep || ps.s[i].escaped_sep;
+      sep = sep || (ps.s[i].escaped_sep && i != proj);
     /* an encoded '/' no route reads as one: refused as such, never guessed */
     if (lm.bad)
       *reason = lm.bad;

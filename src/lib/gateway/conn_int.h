@@ -1,8 +1,10 @@
 /* What the files of one gateway connection share (conn.c: the thread, its
  * buffers and I/O; conn_tls.c: TLS on both sides; conn_request.c: one
- * request from head to decision line; conn_ticket.c: the ticket host's
- * requests): the connection and a request's context. Not installed;
- * server.h is the gateway's internal contract. */
+ * request from head to decision line; conn_whole.c: the requests decided
+ * on their whole body, a comment and GraphQL; conn_relay.c: the forge's
+ * response relayed; conn_ticket.c: the ticket host's requests): the
+ * connection and a request's context. Not installed; server.h is the
+ * gateway's internal contract. */
 #ifndef AL_GATEWAY_CONN_INT_H
 #define AL_GATEWAY_CONN_INT_H
 
@@ -27,6 +29,7 @@
 #include "gateway/query.h"
 #include "gateway/server.h"
 #include "gateway/wire.h"
+#include "net/chunked.h"
 #include "net/host.h"
 #include "net/http.h"
 
@@ -108,15 +111,15 @@ void gwc_log_request(al_gw_conn *c, req_ctx *r);
 void gwc_refuse(al_gw_conn *c, req_ctx *r, int status, const char *reason, bool close);
 /* The first header named lname (lower case), or NULL. */
 const al_http_header *gwc_find_header(const al_http_request *q, const char *lname);
-/* The upstream head of r under r->rule, its credential injected: framed
- * by chunked or cl (-1: no framing, the head ends in CRLF CRLF). malloc'd,
- * *len bytes; it holds a secret: free with gwc_free_head. NULL when it
- * would not fit. */
 /* Expect: 100-continue (RFC 9110 section 10.1.1): when expect, send the
  * interim 100 before the body is read. 0, or -1 when the client is gone
  * (r->reason "client-gone", the decision line written): the caller frees
  * what it holds and ends the request. */
 int gwc_send_continue(al_gw_conn *c, req_ctx *r, bool expect);
+/* The upstream head of r under r->rule, its credential injected: framed
+ * by chunked or cl (-1: no framing, the head ends in CRLF CRLF). malloc'd,
+ * *len bytes; it holds a secret: free with gwc_free_head. NULL when it
+ * would not fit. */
 char *gwc_build_head(al_gw_conn *c, const al_http_request *q, req_ctx *r, bool chunked, int64_t cl,
                      size_t *len);
 void gwc_free_head(char *h, size_t n);
@@ -124,8 +127,21 @@ void gwc_free_head(char *h, size_t n);
  * is it spent already. */
 bool gwc_egress_take(al_gw_server *s, uint64_t n);
 bool gwc_egress_spent(const al_gw_server *s);
-/* Relay the origin's response; 0 keep going, 1 close after, -1 failed. */
-int gwc_relay_response(al_gw_conn *c, req_ctx *r);
+/* The request body as the client framed it. */
+typedef struct body_src {
+  bool chunked;
+  uint64_t left; /* Content-Length bytes still to read */
+  al_chunked ch;
+  bool done;
+} body_src;
+/* Up to cap decoded body bytes of b into out: > 0 bytes, 0 at the end of
+ * the body, -1 on a framing error (*why) or a dead client. */
+ssize_t gwc_body_read(al_gw_conn *c, body_src *b, char *out, size_t cap, const char **why);
+/* Send the n decoded body bytes at c->wb + 32 upstream, chunk-framed when
+ * chunked; 0, or -1 as gwc_write_all. */
+int gwc_send_up(al_gw_conn *c, bool chunked, size_t n);
+
+/* ---- src/lib/gateway/conn_whole.c ---- */
 /* Hold one of max_comments for a comment in flight (false: none left);
  * release it, spent when accepted. */
 bool gwc_comment_hold(al_gw_server *s);
@@ -133,6 +149,21 @@ void gwc_comment_release(al_gw_server *s, bool accepted);
 /* The whole request body (at most AL_GW_COMMENT_BODY_MAX), malloc'd, or
  * NULL with *why (a framing reason, "body-too-large", "out-of-memory"). */
 char *gwc_read_whole_body(al_gw_conn *c, const al_http_request *q, size_t *len, const char **why);
+/* A comment (AL_GW_BODY_COMMENT, AL_GW_BODY_JIRA_COMMENT): held against
+ * the budget, read whole, rewritten (comment.h), forwarded with a
+ * Content-Length. close_on_refuse: close after a budget refusal. Returns
+ * as gwc_serve_request. */
+int gwc_serve_comment(al_gw_conn *c, req_ctx *r, const al_http_request *q, bool expect,
+                      bool close_on_refuse);
+/* A POST to the API's GraphQL endpoint: read whole (AL_GQL_BODY_MAX),
+ * decided by al_gql_check, forwarded with the credential the query needs
+ * (cred: the one the client showed). Returns as gwc_serve_request. */
+int gwc_serve_graphql(al_gw_conn *c, req_ctx *r, const al_http_request *q, al_gw_cred cred,
+                      bool close_on_refuse, bool expect);
+
+/* ---- src/lib/gateway/conn_relay.c ---- */
+/* Relay the origin's response; 0 keep going, 1 close after, -1 failed. */
+int gwc_relay_response(al_gw_conn *c, req_ctx *r);
 
 /* ---- src/lib/gateway/conn_ticket.c ---- */
 /* The ticket host's rule for r (method, path) and qp: Jira's or Linear's

@@ -257,17 +257,9 @@ void gwc_free_head(char *h, size_t n)
   }
 }
 
-/* The request body as the client framed it. */
-typedef struct body_src {
-  bool chunked;
-  uint64_t left; /* Content-Length bytes still to read */
-  al_chunked ch;
-  bool done;
-} body_src;
-
 /* Read up to cap decoded body bytes into out. Returns bytes (> 0), 0 at the
  * end of the body, -1 on a framing error (*why) or a dead client. */
-static ssize_t body_read(al_gw_conn *c, body_src *b, char *out, size_t cap, const char **why)
+ssize_t gwc_body_read(al_gw_conn *c, body_src *b, char *out, size_t cap, const char **why)
 {
   for (;;) {
     if (b->done)
@@ -323,7 +315,7 @@ bool gwc_egress_spent(const al_gw_server *s)
 }
 
 /* Send decoded body bytes upstream, framed. data must sit at wb + 32. */
-static int send_up(al_gw_conn *c, bool chunked, size_t n)
+int gwc_send_up(al_gw_conn *c, bool chunked, size_t n)
 {
   char *data = c->wb + 32;
   if (!chunked)
@@ -353,7 +345,7 @@ static void refuse_push(al_gw_conn *c, req_ctx *r, body_src *b, const char *reas
   uint64_t drained = 0;
   const char *why = NULL;
   ssize_t k = 1;
-  while (drained < PUSH_DRAIN_MAX && (k = body_read(c, b, c->wb + 32, STREAM_CHUNK, &why)) > 0)
+  while (drained < PUSH_DRAIN_MAX && (k = gwc_body_read(c, b, c->wb + 32, STREAM_CHUNK, &why)) > 0)
     drained += (uint64_t)k;
   char *rep = malloc(AL_GW_RP_REPORT_MAX);
   size_t n = rep ? al_gw_rp_report(&c->s->rules, r->rp, reason, bad, rep, AL_GW_RP_REPORT_MAX) : 0;
@@ -376,437 +368,6 @@ static void refuse_push(al_gw_conn *c, req_ctx *r, body_src *b, const char *reas
     (void)gwc_write_all(c->cs, rep, n);
   free(rep);
   gwc_log_request(c, r);
-}
-
-/* Relay the forge's response. Returns 0 (keep going), 1 (close after),
- * -1 (failed; nothing sensible can follow). */
-int gwc_relay_response(al_gw_conn *c, req_ctx *r)
-{
-  al_gw_response resp;
-  const char *why = "resp-incomplete";
-  int h;
-
-  for (;;) {
-    while ((h = al_gw_parse_response(c->ub + c->ub_off, c->ub_len - c->ub_off, &resp, &why)) == 0) {
-      int f = gwc_u_fill(c);
-      if (f <= 0) {
-        why = f == 0 ? "upstream-closed" : "upstream-error";
-        h = -1;
-        break;
-      }
-    }
-    if (h < 0) {
-      c->up_dead = true;
-      r->detail = why;
-      gwc_refuse(c, r, 502, "upstream-bad-response", true);
-      return -1;
-    }
-    if (resp.status >= 100 && resp.status < 200) {
-      if (resp.status == 101) {
-        c->up_dead = true;
-        gwc_refuse(c, r, 502, "upstream-upgrade-refused", true);
-        return -1;
-      }
-      c->ub_off += resp.head_len; /* 1xx: dropped (100 Continue was ours) */
-      continue;
-    }
-    break;
-  }
-  r->status = resp.status;
-  bool no_body = resp.status == 204 || resp.status == 304;
-  bool close_delim = !no_body && !resp.chunked && resp.content_length < 0;
-  bool to_chunked = !no_body && (resp.chunked || close_delim) && r->version_minor == 1;
-  bool closing = r->client_close || resp.close || close_delim ||
-                 (!no_body && !to_chunked && resp.content_length < 0);
-  /* the head, re-framed */
-  size_t n = (size_t)snprintf(c->wb, WB_CAP, "HTTP/1.1 %d %.*s\r\n", resp.status,
-                              (int)(resp.reason_len > 128 ? 128 : resp.reason_len), resp.reason);
-  for (size_t i = 0; i < resp.n_headers; i++) {
-    const al_http_header *f = &resp.headers[i];
-    if (al_gw_response_header_is_hop(f))
-      continue;
-    if (n + f->name_len + f->value_len + 8 >= WB_CAP - 128)
-      break;
-    n += (size_t)snprintf(c->wb + n, WB_CAP - n, "%.*s: %.*s\r\n", (int)f->name_len, f->name,
-                          (int)f->value_len, f->value);
-  }
-  if (!no_body && to_chunked)
-    n += (size_t)snprintf(c->wb + n, WB_CAP - n, "Transfer-Encoding: chunked\r\n");
-  else if (!no_body && resp.content_length >= 0)
-    n += (size_t)snprintf(c->wb + n, WB_CAP - n, "Content-Length: %lld\r\n",
-                          (long long)resp.content_length);
-  if (closing)
-    n += (size_t)snprintf(c->wb + n, WB_CAP - n, "Connection: close\r\n");
-  n += (size_t)snprintf(c->wb + n, WB_CAP - n, "\r\n");
-  c->ub_off += resp.head_len;
-  if (gwc_write_all(c->cs, c->wb, n) < 0) {
-    r->detail = "client-gone";
-    return -1;
-  }
-  if (no_body)
-    return closing ? 1 : 0;
-  /* the body */
-  uint64_t left = resp.content_length >= 0 ? (uint64_t)resp.content_length : 0;
-  al_chunked ch;
-  al_chunked_init(&ch);
-  for (;;) {
-    if (!resp.chunked && !close_delim && left == 0)
-      break;
-    if (c->ub_off == c->ub_len) {
-      int f = gwc_u_fill(c);
-      if (f == 0 && close_delim)
-        break;
-      if (f <= 0) {
-        c->up_dead = true;
-        r->detail = "upstream-closed-in-body";
-        return -1;
-      }
-    }
-    size_t avail = c->ub_len - c->ub_off;
-    if (avail > STREAM_CHUNK)
-      avail = STREAM_CHUNK;
-    char *data = c->wb + 32;
-    size_t got;
-    if (resp.chunked) {
-      size_t in = avail;
-      int d = al_chunked_decode(&ch, c->ub + c->ub_off, &in, data, &got, &why);
-      if (d < 0) {
-        c->up_dead = true;
-        r->detail = why;
-        return -1;
-      }
-      c->ub_off += in;
-      if (got == 0 && d == 1)
-        break;
-      if (got == 0)
-        continue;
-      if (d == 1)
-        resp.chunked = false, left = 0, close_delim = false; /* write this, then stop */
-    } else {
-      if (!close_delim && (uint64_t)avail > left)
-        avail = (size_t)left;
-      memcpy(data, c->ub + c->ub_off, avail);
-      c->ub_off += avail;
-      left -= close_delim ? 0 : avail;
-      got = avail;
-    }
-    r->down += got;
-    int w;
-    if (to_chunked) {
-      char hdr[20];
-      size_t hl = al_chunk_header(got, hdr);
-      memcpy(data - hl, hdr, hl);
-      // NOLINTNEXTLINE(bugprone-not-null-terminated-result): wire bytes, not a C string
-      memcpy(data + got, "\r\n", 2);
-      w = gwc_write_all(c->cs, data - hl, hl + got + 2);
-    } else {
-      w = gwc_write_all(c->cs, data, got);
-    }
-    if (w < 0) {
-      r->detail = "client-gone";
-      return -1;
-    }
-  }
-  if (to_chunked && gwc_write_all(c->cs, "0\r\n\r\n", 5) < 0)
-    return -1;
-  if (close_delim)
-    c->up_dead = true;
-  return closing ? 1 : 0;
-}
-
-/* ---- an agent comment (AL_GW_BODY_COMMENT, issue #26) ---- */
-
-/* Take one unit of max_comments for a comment in flight (false when the
- * spent and the in-flight ones fill it), and give it back: spent when the
- * forge accepted the comment (2xx), free again otherwise. */
-bool gwc_comment_hold(al_gw_server *s)
-{
-  pthread_mutex_lock(&s->mu);
-  bool ok = s->comments_used + s->comments_inflight < s->rules.max_comments;
-  if (ok)
-    s->comments_inflight++;
-  pthread_mutex_unlock(&s->mu);
-  return ok;
-}
-
-void gwc_comment_release(al_gw_server *s, bool accepted)
-{
-  pthread_mutex_lock(&s->mu);
-  s->comments_inflight--;
-  if (accepted)
-    s->comments_used++;
-  pthread_mutex_unlock(&s->mu);
-}
-
-/* Read the whole request body (at most AL_GW_COMMENT_BODY_MAX bytes, as
- * the client framed it) into a malloc'd buffer. Returns it with *len, or
- * NULL with *why: a framing reason (al_chunked_decode's, "client-closed-in-
- * body"), "body-too-large", "out-of-memory". */
-char *gwc_read_whole_body(al_gw_conn *c, const al_http_request *q, size_t *len, const char **why)
-{
-  body_src b = {.chunked = q->chunked,
-                .left = q->content_length > 0 ? (uint64_t)q->content_length : 0};
-  al_chunked_init(&b.ch);
-  char *buf = malloc(AL_GW_COMMENT_BODY_MAX + 1);
-  size_t n = 0;
-  if (!buf) {
-    *why = "out-of-memory";
-    return NULL;
-  }
-  for (;;) {
-    /* one byte of room more than the cap, to see a body that passes it */
-    ssize_t k = body_read(c, &b, buf + n, AL_GW_COMMENT_BODY_MAX + 1 - n, why);
-    if (k == 0)
-      break;
-    if (k < 0 || n + (size_t)k > AL_GW_COMMENT_BODY_MAX) {
-      if (k > 0)
-        *why = "body-too-large";
-      free(buf);
-      return NULL;
-    }
-    n += (size_t)k;
-  }
-  *len = n;
-  return buf;
-}
-
-/* A comment: held against the budget, its body read whole and its framing
- * checked, then read as {"body": STRING} (comment.h), before its head
- * goes upstream with a Content-Length of what is sent. A refusal on the
- * way is a deny with its reason, and nothing reaches the forge. Returns
- * as gwc_serve_request. */
-static int serve_comment(al_gw_conn *c, req_ctx *r, const al_http_request *q, bool expect,
-                         bool close_on_refuse)
-{
-  al_gw_server *s = c->s;
-  if (q->content_length > AL_GW_COMMENT_BODY_MAX) {
-    gwc_refuse(c, r, 413, "body-too-large", true);
-    return 1;
-  }
-  if (!gwc_comment_hold(s)) {
-    r->rule = NULL;
-    gwc_refuse(c, r, 403, "comment-budget", close_on_refuse);
-    return close_on_refuse;
-  }
-  if (gwc_egress_spent(s)) {
-    gwc_comment_release(s, false);
-    r->rule = NULL;
-    gwc_refuse(c, r, 403, "egress-budget", true);
-    return 1;
-  }
-  if (gwc_upstream_gone(c)) {
-    gwc_comment_release(s, false);
-    return 1; /* before the body is read: the client retries on a new connection */
-  }
-  /* the head now (q's pointers die at the first body read), its framing
-   * once the body is known: build_head without one ends in CRLF CRLF */
-  size_t head_len = 0;
-  char *uhead = gwc_build_head(c, q, r, false, -1, &head_len);
-  if (!uhead) {
-    gwc_comment_release(s, false);
-    gwc_refuse(c, r, 400, "head-too-large", true);
-    return 1;
-  }
-  if (gwc_send_continue(c, r, expect) < 0) {
-    gwc_free_head(uhead, head_len);
-    gwc_comment_release(s, false);
-    return 1;
-  }
-  const char *why = NULL;
-  size_t in_len = 0;
-  char *in = gwc_read_whole_body(c, q, &in_len, &why);
-  char *out = NULL, bad[AL_GW_COMMENT_NAME_MAX + 1];
-  size_t out_len = 0;
-  int status = 400;
-  struct al_safetext_counts n;
-  const char *const hosts[] = {s->git_host, s->api_host, NULL};
-  memset(&n, 0, sizeof n);
-  if (!in) {
-    status = strcmp(why, "body-too-large") == 0 ? 413 : 400;
-  } else if ((r->rule->body == AL_GW_BODY_JIRA_COMMENT
-                  ? al_gw_jira_comment_rewrite(in, in_len, hosts, &out, &out_len, &n, &why, bad)
-                  : al_gw_comment_rewrite(in, in_len, hosts, &out, &out_len, &n, &why, bad)) < 0) {
-    if (bad[0]) {
-      snprintf(r->reason_buf, sizeof r->reason_buf, "%s: %s", why, bad);
-      why = r->reason_buf;
-    }
-  }
-  free(in);
-  if (!out) {
-    gwc_free_head(uhead, head_len);
-    gwc_comment_release(s, false);
-    /* a framing error leaves the connection unreadable; a bad JSON body
-     * was read to its end */
-    bool cut = !in || r->client_close;
-    gwc_refuse(c, r, status, why, cut);
-    return cut ? 1 : 0;
-  }
-  /* the record says what the rewriter changed */
-  snprintf(r->detail_buf, sizeof r->detail_buf,
-           "rewritten: html=%zu entities=%zu links=%zu images=%zu mentions=%zu keywords=%zu "
-           "controls=%zu%s",
-           n.html, n.entities, n.links, n.images, n.mentions, n.keywords, n.controls,
-           n.truncated ? " truncated" : "");
-  r->detail = r->detail_buf;
-  /* the head, framed */
-  char *head = malloc(head_len + 48);
-  int hl = head ? snprintf(head, head_len + 48, "%.*sContent-Length: %zu\r\n\r\n",
-                           (int)(head_len - 2), uhead, out_len)
-                : -1;
-  gwc_free_head(uhead, head_len);
-  const char *updetail = NULL;
-  int fail = 0;
-  if (hl < 0)
-    fail = 1;
-  else if (gwc_upstream_open(c, &updetail) < 0)
-    fail = 2;
-  else if (!gwc_egress_take(s, (uint64_t)hl + out_len))
-    fail = 3;
-  else if (gwc_write_all(c->us, head, (size_t)hl) < 0 || gwc_write_all(c->us, out, out_len) < 0)
-    fail = 4;
-  if (head)
-    gwc_free_head(head, head_len + 48);
-  free(out);
-  if (fail) {
-    gwc_comment_release(s, false);
-    if (fail == 4)
-      c->up_dead = true;
-    r->detail = fail == 2 ? updetail : NULL;
-    gwc_refuse(c, r, fail == 3 ? 403 : 502,
-               fail == 1   ? "out-of-memory"
-               : fail == 2 ? "upstream-tls"
-               : fail == 3 ? "egress-budget"
-                           : "upstream-write",
-               true);
-    return 1;
-  }
-  r->up = out_len;
-  r->reason = r->rule->name;
-  int rr = gwc_relay_response(c, r);
-  gwc_comment_release(s, r->status >= 200 && r->status < 300);
-  gwc_log_request(c, r);
-  return rr != 0 || c->up_dead;
-}
-
-/* A POST to the API's GraphQL endpoint (graphql.h): the body is read
- * whole (at most AL_GQL_BODY_MAX), decided, and only then forwarded with
- * the token its reading needs. q's fields are used before the first body
- * read: both possible heads are built first. Returns as gwc_serve_request. */
-static int serve_graphql(al_gw_conn *c, req_ctx *r, const al_http_request *q, al_gw_cred cred,
-                         bool close_on_refuse, bool expect)
-{
-  al_gw_server *s = c->s;
-  if (r->query) {
-    gwc_refuse(c, r, 403, "unexpected-query", true);
-    return 1;
-  }
-  if (cred == AL_GW_CRED_NONE) {
-    gwc_refuse(c, r, 401, "credential-missing", close_on_refuse);
-    return close_on_refuse;
-  }
-  if (gwc_find_header(q, "content-encoding")) {
-    gwc_refuse(c, r, 415, "content-encoding-refused", true);
-    return 1;
-  }
-  if (!q->chunked && q->content_length > AL_GQL_BODY_MAX) {
-    gwc_refuse(c, r, 413, "graphql-refused: too-large", true);
-    return 1;
-  }
-  if (gwc_egress_spent(s)) {
-    gwc_refuse(c, r, 403, "egress-budget", true);
-    return 1;
-  }
-  if (gwc_upstream_gone(c))
-    return 1;
-  size_t lg = 0, lt = 0;
-  r->rule = &al_gql_rule_git;
-  char *hg = gwc_build_head(c, q, r, q->chunked, q->content_length, &lg);
-  r->rule = &al_gql_rule_ticket;
-  char *ht = gwc_build_head(c, q, r, q->chunked, q->content_length, &lt);
-  r->rule = NULL;
-  bool chunked = q->chunked;
-  body_src b = {.chunked = q->chunked,
-                .left = q->content_length > 0 ? (uint64_t)q->content_length : 0};
-  al_chunked_init(&b.ch);
-  char *body = malloc(AL_GQL_BODY_MAX + 1);
-  if (!hg || !ht || !body) {
-    gwc_free_head(hg, lg);
-    gwc_free_head(ht, lt);
-    free(body);
-    gwc_refuse(c, r, 400, "head-too-large", true);
-    return 1;
-  }
-  if (gwc_send_continue(c, r, expect) < 0) {
-    gwc_free_head(hg, lg);
-    gwc_free_head(ht, lt);
-    free(body);
-    return 1;
-  }
-  size_t bl = 0;
-  const char *why = NULL;
-  ssize_t k;
-  while ((k = body_read(c, &b, body + bl, AL_GQL_BODY_MAX + 1 - bl, &why)) > 0) {
-    bl += (size_t)k;
-    if (bl > AL_GQL_BODY_MAX)
-      break;
-  }
-  al_gql_info info;
-  char where[80] = "";
-  const char *gwhy = NULL;
-  if (k < 0 || bl > AL_GQL_BODY_MAX || al_gql_check(&s->rules, body, bl, &info, &gwhy, where) < 0) {
-    gwc_free_head(hg, lg);
-    gwc_free_head(ht, lt);
-    free(body);
-    if (k < 0) {
-      r->reason = why;
-      gwc_log_request(c, r);
-      return 1;
-    }
-    r->detail = where[0] ? where : NULL;
-    gwc_refuse(c, r, bl > AL_GQL_BODY_MAX ? 413 : 403,
-               bl > AL_GQL_BODY_MAX ? "graphql-refused: too-large" : gwhy, true);
-    r->detail = NULL;
-    return 1;
-  }
-  r->rule = info.issue ? &al_gql_rule_ticket : &al_gql_rule_git;
-  char *head = info.issue ? ht : hg;
-  size_t hl = info.issue ? lt : lg;
-  gwc_free_head(info.issue ? hg : ht, info.issue ? lg : lt);
-  const char *updetail = NULL;
-  if (gwc_upstream_open(c, &updetail) < 0) {
-    gwc_free_head(head, hl);
-    free(body);
-    r->detail = updetail;
-    gwc_refuse(c, r, 502, "upstream-tls", true);
-    return 1;
-  }
-  if (!gwc_egress_take(s, hl + bl)) {
-    gwc_free_head(head, hl);
-    free(body);
-    gwc_refuse(c, r, 403, "egress-budget", true);
-    return 1;
-  }
-  int w = gwc_write_all(c->us, head, hl);
-  gwc_free_head(head, hl);
-  for (size_t off = 0; w == 0 && off < bl;) {
-    size_t n = bl - off > STREAM_CHUNK ? STREAM_CHUNK : bl - off;
-    memcpy(c->wb + 32, body + off, n);
-    w = send_up(c, chunked, n);
-    off += n;
-  }
-  if (w == 0 && chunked)
-    w = gwc_write_all(c->us, "0\r\n\r\n", 5);
-  free(body);
-  r->up = bl;
-  if (w < 0) {
-    c->up_dead = true;
-    gwc_refuse(c, r, 502, "upstream-write", true);
-    return 1;
-  }
-  r->reason = r->rule->name;
-  int rr = gwc_relay_response(c, r);
-  gwc_log_request(c, r);
-  return rr != 0 || c->up_dead;
 }
 
 /* One request, from its head to the end of its answer. Returns 0 to read
@@ -937,8 +498,8 @@ int gwc_serve_request(al_gw_conn *c)
   }
   if (!rule && !s->gitlab && (msides & AL_GW_SIDE_API) && strcmp(r->method, "POST") == 0 &&
       al_gw_api_path_is_graphql(s->rules.api_prefix, mpath))
-    return serve_graphql(c, r, &q, cred, close_on_refuse,
-                         gwc_find_header(&q, "expect") != NULL); /* graphql.h */
+    return gwc_serve_graphql(c, r, &q, cred, close_on_refuse,
+                             gwc_find_header(&q, "expect") != NULL); /* graphql.h */
   if (!rule) {
     gwc_refuse(c, r, 403, r->reason, close_on_refuse);
     return close_on_refuse;
@@ -961,7 +522,7 @@ int gwc_serve_request(al_gw_conn *c)
     return 1;
   }
   if (rule->body == AL_GW_BODY_COMMENT || rule->body == AL_GW_BODY_JIRA_COMMENT)
-    return serve_comment(c, r, &q, expect != NULL, close_on_refuse);
+    return gwc_serve_comment(c, r, &q, expect != NULL, close_on_refuse);
   if (rule->body == AL_GW_BODY_LINEAR_GRAPHQL)
     return gwc_serve_linear(c, r, &q, expect != NULL); /* conn_ticket.c */
   /* the request is allowed by its head; the run's egress budget is not
@@ -1003,7 +564,7 @@ int gwc_serve_request(al_gw_conn *c)
         why = "rp-commands-too-long";
         break;
       }
-      ssize_t k = body_read(c, &b, rpbuf + rplen, STREAM_CHUNK, &why);
+      ssize_t k = gwc_body_read(c, &b, rpbuf + rplen, STREAM_CHUNK, &why);
       if (k <= 0) {
         pr = -1;
         why = k == 0 ? "rp-truncated" : why;
@@ -1019,7 +580,7 @@ int gwc_serve_request(al_gw_conn *c)
        * here, never forwarded. */
       char extra[8];
       const char *ewhy = NULL;
-      if (body_read(c, &b, extra, sizeof extra, &ewhy) == 0) {
+      if (gwc_body_read(c, &b, extra, sizeof extra, &ewhy) == 0) {
         static const char ok[] = "HTTP/1.1 200 OK\r\n"
                                  "Content-Type: application/x-git-receive-pack-result\r\n"
                                  "Cache-Control: no-cache\r\nContent-Length: 0\r\n\r\n";
@@ -1085,7 +646,7 @@ int gwc_serve_request(al_gw_conn *c)
       memcpy(c->wb + 32, rpbuf + done_rp, n);
       done_rp += n;
     } else {
-      ssize_t k = body_read(c, &b, c->wb + 32, STREAM_CHUNK, &why);
+      ssize_t k = gwc_body_read(c, &b, c->wb + 32, STREAM_CHUNK, &why);
       if (k < 0) {
         /* the forge got a cut body; it cannot be answered sensibly */
         r->reason = why;
@@ -1113,7 +674,7 @@ int gwc_serve_request(al_gw_conn *c)
       free(r->rp);
       return 1;
     }
-    if (send_up(c, q.chunked, n) < 0) {
+    if (gwc_send_up(c, q.chunked, n) < 0) {
       free(rpbuf);
       c->up_dead = true;
       r->reason = "upstream-write";

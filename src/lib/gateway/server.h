@@ -46,7 +46,7 @@ typedef struct al_gw_server {
   pthread_mutex_t mu; /* everything below, and decision writes */
   pthread_cond_t idle;
   unsigned comments_used;     /* agent comments the forge accepted (2xx) */
-  unsigned comments_inflight; /* held by comments on their way (conn_request.c) */
+  unsigned comments_inflight; /* held by comments on their way (conn_whole.c) */
   unsigned n_conns;
   al_gw_conn *live[AL_GATEWAY_MAX_CONNS];
   bool stop;

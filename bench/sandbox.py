@@ -6,6 +6,7 @@ and, where a Docker engine answers, `docker run` on an internal network.
 
 Usage: bench/sandbox.py [--airlock PATH] [--runs N] [--net-runs N]
                         [--docker-runs N] [--compare NAME=PATH]... [--markdown]
+                        [--targets]
 
 Prints medians, p90, the CPU time of the whole process tree (user + system,
 from wait4(2)) and ratios against bwrap, with the load average before and
@@ -105,7 +106,11 @@ def main():
     ap.add_argument("--compare", action="append", default=[], metavar="NAME=PATH",
                     help="another airlock binary to measure beside --airlock")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--targets", action="store_true",
+                    help="print issue #33 item 3's targets (CPU and network-policy wall vs bwrap)")
     a = ap.parse_args()
+    if a.targets and not shutil.which("bwrap"):
+        sys.exit("sandbox: --targets needs bwrap (the anchor) on PATH")
     airlocks = [("airlock", a.airlock)]
     for c in a.compare:
         name, _, path = c.partition("=")
@@ -146,24 +151,38 @@ def main():
             subprocess.run(["docker", "rmi", i], capture_output=True)
     load1 = os.getloadavg()
     base = statistics.median(wall["bwrap"]) if wall.get("bwrap") else None
+    cbase = statistics.median(cpu["bwrap"]) if cpu.get("bwrap") else None
     rows = []
     for name, _, _ in cands:
         t = wall[name]
         med = statistics.median(t)
         ratio = f"{med / base:.2f}x" if base else "-"
-        rows.append((name, len(t), med, p90(t), statistics.median(cpu[name]), ratio))
+        cmed = statistics.median(cpu[name])
+        cratio = f"{cmed / cbase:.2f}x" if cbase else "-"
+        rows.append((name, len(t), med, p90(t), cmed, ratio, cratio))
     loads = f"load average {load0[0]:.2f} before, {load1[0]:.2f} after ({os.cpu_count()} CPUs)"
     if a.markdown:
-        print("| command | runs | median ms | p90 ms | CPU ms (median) | vs bwrap |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("| command | runs | median ms | p90 ms | CPU ms (median) | vs bwrap | CPU vs bwrap |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
         for r in rows:
-            print(f"| {r[0]} | {r[1]} | {r[2]:.2f} | {r[3]:.2f} | {r[4]:.2f} | {r[5]} |")
+            print(f"| {r[0]} | {r[1]} | {r[2]:.2f} | {r[3]:.2f} | {r[4]:.2f} | {r[5]} | {r[6]} |")
         print(f"\n{loads}")
     else:
         for r in rows:
             print(f"{r[0]:14s} runs={r[1]:4d} median={r[2]:8.2f}ms p90={r[3]:8.2f}ms "
-                  f"cpu={r[4]:7.2f}ms vs-bwrap={r[5]}")
+                  f"cpu={r[4]:7.2f}ms vs-bwrap={r[5]} cpu-vs-bwrap={r[6]}")
         print(loads)
+    if base and cbase and a.targets:
+        # issue #33 item 3: medians of the interleaved rounds, ratios of medians
+        c = statistics.median(cpu["airlock"]) / cbase
+        print(f"\ntarget CPU per start <= 1.5x bwrap: airlock {statistics.median(cpu['airlock']):.2f} ms "
+              f"against bwrap {cbase:.2f} ms = {c:.2f}x: {'met' if c <= 1.5 else 'NOT met'}")
+        if wall.get("airlock+net"):
+            w = statistics.median(wall["airlock+net"]) / base
+            print(f"target start with a network policy <= 1.1x bwrap's wall: "
+                  f"{statistics.median(wall['airlock+net']):.2f} ms against {base:.2f} ms = {w:.2f}x: "
+                  f"{'met' if w <= 1.1 else 'NOT met'} (its CPU {statistics.median(cpu['airlock+net']):.2f} ms, "
+                  f"{statistics.median(cpu['airlock+net']) / cbase:.2f}x)")
     if img is None:
         print("\ndocker: not measured (no Docker engine answers `docker info`, or --docker-runs 0)")
     elif wall.get("docker"):

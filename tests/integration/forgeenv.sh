@@ -4,7 +4,8 @@
 #   FE_DIR FE_HTTPS FE_ADMIN FE_CA FE_SOCK FE_POLICY FE_DATA AIRLOCK_NET
 # and registers cleanup with on_exit. Needs AIRLOCK, AIRLOCK_FORGE, AIRLOCK_SRC.
 # With FE_REQUEST_LOG=FILE set, the forge logs every request it answers there
-# (tests/forge-emulator/README.md, --request-log).
+# (tests/forge-emulator/README.md, --request-log). FE_FIXTURE=FILE: another
+# fixture (its "source" paths relative to FILE), e.g. more issues.
 AIRLOCK_NET=$(dirname "$AIRLOCK")/airlock-net
 
 forge_env_start() {
@@ -19,7 +20,7 @@ forge_env_start() {
   chmod 755 "$FE_DIR/tls"; chmod 644 "$FE_DIR/tls/ca.crt"
   FE_CA=$FE_DIR/tls/ca.crt
   FE_DATA=$FE_DIR/secret/forge
-  "$AIRLOCK_FORGE" --fixture "$AIRLOCK_SRC/examples/demo/fixture.json" --data "$FE_DATA" \
+  "$AIRLOCK_FORGE" --fixture "${FE_FIXTURE:-$AIRLOCK_SRC/examples/demo/fixture.json}" --data "$FE_DATA" \
     --tls-dir "$FE_DIR/tls" --key "1001=$FE_DIR/secret/keys/app.pub.pem" \
     --key "1002=$FE_DIR/secret/keys/auditor.pub.pem" \
     --ports-file "$FE_DIR/secret/ports.json" ${FE_REQUEST_LOG:+--request-log "$FE_REQUEST_LOG"} \

@@ -13,14 +13,7 @@
 
 #include "common/base64.h"
 #include "common/util.h"
-
-static int answer_error(const char *method, const char *path, const al_ghapi_resp *r, int e,
-                        const char *what, al_error *err)
-{
-  char d[600];
-  al_ghapi_describe(r, d, sizeof d);
-  return al_error_set(err, e, "%s %s: %s%s%s", method, path, what ? what : "", what ? ": " : "", d);
-}
+#include "forge/driver.h"
 
 /* "Get a repository": default_branch. */
 static int gh_default_branch(al_ghapi *c, const char *tok, const char *repo, char *out, size_t n,
@@ -33,7 +26,7 @@ static int gh_default_branch(al_ghapi *c, const char *tok, const char *repo, cha
   const char *b = json_string_value(json_object_get(r.json, "default_branch"));
   int rc = 0;
   if (r.cls != AL_GHAPI_OK || !b || !*b || strlen(b) >= n)
-    rc = answer_error("GET", path, &r, EPROTO, "no default branch", err);
+    rc = al_forge_answer_error(NULL, "GET", path, &r, EPROTO, "no default branch", err);
   else
     snprintf(out, n, "%s", b);
   al_ghapi_resp_free(&r);
@@ -56,7 +49,7 @@ static int gh_branch_head(al_ghapi *c, const char *tok, const char *repo, const 
   if (r.cls == AL_GHAPI_NOT_FOUND) {
     rc = 0;
   } else if (r.cls != AL_GHAPI_OK) {
-    rc = answer_error("GET", path, &r, EPROTO, NULL, err);
+    rc = al_forge_answer_error(NULL, "GET", path, &r, EPROTO, NULL, err);
   } else {
     *exists = true;
     const char *s = json_string_value(json_object_get(json_object_get(r.json, "commit"), "sha"));
@@ -167,9 +160,9 @@ static int gh_issue_get(al_ghapi *c, const char *tok, const char *repo, unsigned
   int rc = 0;
   const char *title = json_string_value(json_object_get(r.json, "title"));
   if (r.cls == AL_GHAPI_NOT_FOUND)
-    rc = answer_error("GET", path, &r, ENOENT, "no such issue", err);
+    rc = al_forge_answer_error(NULL, "GET", path, &r, ENOENT, "no such issue", err);
   else if (r.cls != AL_GHAPI_OK || !title)
-    rc = answer_error("GET", path, &r, EPROTO, NULL, err);
+    rc = al_forge_answer_error(NULL, "GET", path, &r, EPROTO, NULL, err);
   else {
     const char *body = json_string_value(json_object_get(r.json, "body"));
     const char *author =
@@ -225,7 +218,7 @@ static int gh_issue_comment(al_ghapi *c, const char *tok, const char *repo, unsi
   if (rc < 0)
     return -1;
   if (r.status != 201) {
-    rc = answer_error("POST", path, &r, EPROTO, NULL, err);
+    rc = al_forge_answer_error(NULL, "POST", path, &r, EPROTO, NULL, err);
   } else {
     json_t *id = json_object_get(r.json, "id");
     *comment = json_pack("{s:O*, s:s?}", "id", json_is_integer(id) ? id : NULL, "url",
@@ -236,32 +229,6 @@ static int gh_issue_comment(al_ghapi *c, const char *tok, const char *repo, unsi
 }
 
 /* ---- a pull request read back for the review notes ---- */
-
-/* A list endpoint's items, each reduced by fn (NULL: skipped); *out is
- * always a new array. */
-static int reduced_list(al_ghapi *c, const char *tok, const char *path, size_t max,
-                        json_t *(*fn)(json_t *v), json_t **out, al_error *err)
-{
-  json_t *items = NULL;
-  al_ghapi_list_info st;
-  int r = al_ghapi_list(c, path, tok, max, &items, &st, err);
-  *out = json_array();
-  size_t i;
-  json_t *v;
-  json_array_foreach(items, i, v)
-  {
-    json_t *o = fn(v);
-    if (o)
-      json_array_append_new(*out, o);
-  }
-  json_decref(items);
-  return r;
-}
-
-static json_t *str_or_null(json_t *v)
-{
-  return json_is_string(v) ? v : NULL;
-}
 
 static json_t *int_or_null(json_t *v)
 {
@@ -292,12 +259,12 @@ static int gh_pr_for_review(al_ghapi *c, const char *tok, const char *repo, cons
     if (!json_is_integer(num) || !ref || strcmp(ref, branch) != 0)
       continue;
     *pr = json_pack("{s:O, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*}", "number", num, "url",
-                    str_or_null(json_object_get(v, "html_url")), "title",
-                    str_or_null(json_object_get(v, "title")), "body",
-                    str_or_null(json_object_get(v, "body")), "base",
-                    str_or_null(json_object_get(base, "ref")), "head_sha",
-                    str_or_null(json_object_get(head, "sha")), "base_sha",
-                    str_or_null(json_object_get(base, "sha")), "changed_files",
+                    al_forge_str_or_null(json_object_get(v, "html_url")), "title",
+                    al_forge_str_or_null(json_object_get(v, "title")), "body",
+                    al_forge_str_or_null(json_object_get(v, "body")), "base",
+                    al_forge_str_or_null(json_object_get(base, "ref")), "head_sha",
+                    al_forge_str_or_null(json_object_get(head, "sha")), "base_sha",
+                    al_forge_str_or_null(json_object_get(base, "sha")), "changed_files",
                     int_or_null(json_object_get(v, "changed_files")));
     break;
   }
@@ -311,8 +278,8 @@ static json_t *file_item(json_t *v)
   if (!json_is_string(name))
     return NULL;
   json_t *o = json_pack("{s:O, s:O*, s:O*, s:O*, s:O*}", "filename", name, "status",
-                        str_or_null(json_object_get(v, "status")), "sha",
-                        str_or_null(json_object_get(v, "sha")), "additions",
+                        al_forge_str_or_null(json_object_get(v, "status")), "sha",
+                        al_forge_str_or_null(json_object_get(v, "sha")), "additions",
                         int_or_null(json_object_get(v, "additions")), "deletions",
                         int_or_null(json_object_get(v, "deletions")));
   static const char *const opt[] = {"previous_filename", "patch"};
@@ -327,7 +294,7 @@ static int gh_pr_files(al_ghapi *c, const char *tok, const char *repo, long long
                        json_t **files, al_error *err)
 {
   al_autofree char *path = al_strdup_printf("/repos/%s/pulls/%lld/files", repo, number);
-  return reduced_list(c, tok, path, max, file_item, files, err);
+  return al_forge_list_reduced(c, tok, path, max, file_item, files, err);
 }
 
 /* Git database › Trees › "Get a tree" with recursive=1. */
@@ -341,7 +308,7 @@ static int gh_tree(al_ghapi *c, const char *tok, const char *repo, const char *s
   if (al_ghapi_get(c, path, tok, &r, err) < 0)
     return -1;
   if (r.status != 200 || !json_is_object(r.json)) {
-    int rc = answer_error("GET", path, &r, EPROTO, NULL, err);
+    int rc = al_forge_answer_error(NULL, "GET", path, &r, EPROTO, NULL, err);
     al_ghapi_resp_free(&r);
     return rc;
   }
@@ -355,9 +322,9 @@ static int gh_tree(al_ghapi *c, const char *tok, const char *repo, const char *s
     if (p)
       json_object_set_new(*tree, p,
                           json_pack("{s:O*, s:O*, s:O*}", "mode",
-                                    str_or_null(json_object_get(e, "mode")), "type",
-                                    str_or_null(json_object_get(e, "type")), "sha",
-                                    str_or_null(json_object_get(e, "sha"))));
+                                    al_forge_str_or_null(json_object_get(e, "mode")), "type",
+                                    al_forge_str_or_null(json_object_get(e, "type")), "sha",
+                                    al_forge_str_or_null(json_object_get(e, "sha"))));
   }
   al_ghapi_resp_free(&r);
   return 0;
@@ -383,7 +350,7 @@ static int gh_blob(al_ghapi *c, const char *tok, const char *repo, const char *s
   json_t *size = json_object_get(r.json, "size");
   json_int_t n = json_integer_value(size);
   if (r.status != 200 || !json_is_object(r.json)) {
-    rc = answer_error("GET", path, &r, EPROTO, NULL, err);
+    rc = al_forge_answer_error(NULL, "GET", path, &r, EPROTO, NULL, err);
   } else if (!content || !enc || !json_is_integer(size) || n < 0) {
     rc = al_error_set(err, EPROTO, "no content in the answer");
   } else if (strcmp(enc, "base64") != 0) {
@@ -413,8 +380,8 @@ static json_t *commit_item(json_t *v)
   const char *me = json_string_value(json_object_get(m, "email"));
   al_autofree char *author = al_strdup_printf("%s <%s>", an ? an : "", ae ? ae : "");
   al_autofree char *committer = al_strdup_printf("%s <%s>", mn ? mn : "", me ? me : "");
-  return json_pack("{s:O*, s:O*, s:s, s:s}", "sha", str_or_null(json_object_get(v, "sha")),
-                   "message", str_or_null(json_object_get(c, "message")), "author", author,
+  return json_pack("{s:O*, s:O*, s:s, s:s}", "sha", al_forge_str_or_null(json_object_get(v, "sha")),
+                   "message", al_forge_str_or_null(json_object_get(c, "message")), "author", author,
                    "committer", committer);
 }
 
@@ -423,12 +390,12 @@ static int gh_pr_commits(al_ghapi *c, const char *tok, const char *repo, long lo
                          size_t max, json_t **commits, al_error *err)
 {
   al_autofree char *path = al_strdup_printf("/repos/%s/pulls/%lld/commits", repo, number);
-  return reduced_list(c, tok, path, max, commit_item, commits, err);
+  return al_forge_list_reduced(c, tok, path, max, commit_item, commits, err);
 }
 
 static json_t *text_item(json_t *v)
 {
-  json_t *o = json_pack("{s:O*}", "body", str_or_null(json_object_get(v, "body")));
+  json_t *o = json_pack("{s:O*}", "body", al_forge_str_or_null(json_object_get(v, "body")));
   if (o && json_is_string(json_object_get(v, "path")))
     json_object_set(o, "path", json_object_get(v, "path"));
   return o;
@@ -443,7 +410,7 @@ static int gh_pr_texts(al_ghapi *c, const char *tok, const char *repo, long long
   const char *kind_s = kind == AL_FORGE_PR_COMMENTS ? "issues" : "pulls";
   const char *sub = kind == AL_FORGE_PR_REVIEWS ? "reviews" : "comments";
   al_autofree char *path = al_strdup_printf("/repos/%s/%s/%lld/%s", repo, kind_s, number, sub);
-  return reduced_list(c, tok, path, max, text_item, items, err);
+  return al_forge_list_reduced(c, tok, path, max, text_item, items, err);
 }
 
 /* A PR's conversation is its issue's: Issues › Comments › "Create an

@@ -15,17 +15,9 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "forge/driver.h"
 #include "forge/gitlab.h"
 #include "forge/gitlab_review.h"
-
-static int answer_error(const char *method, const char *path, const al_ghapi_resp *r, int e,
-                        const char *what, al_error *err)
-{
-  char d[600];
-  al_ghapi_describe(r, d, sizeof d);
-  return al_error_set(err, e, "GitLab %s %s: %s%s%s", method, path, what ? what : "",
-                      what ? ": " : "", d);
-}
 
 /* A path segment or query value, everything but RFC 3986's unreserved
  * characters %XX-encoded ('/' too: GitLab takes a branch name in a path as
@@ -73,7 +65,7 @@ static int gl_default_branch(al_ghapi *c, const char *tok, const char *repo, cha
   const char *b = json_string_value(json_object_get(r.json, "default_branch"));
   int rc = 0;
   if (r.cls != AL_GHAPI_OK || !b || !*b || strlen(b) >= n)
-    rc = answer_error("GET", path, &r, EPROTO, "no default branch", err);
+    rc = al_forge_answer_error("GitLab", "GET", path, &r, EPROTO, "no default branch", err);
   else
     snprintf(out, n, "%s", b);
   al_ghapi_resp_free(&r);
@@ -100,7 +92,7 @@ static int gl_branch_head(al_ghapi *c, const char *tok, const char *repo, const 
   if (r.cls == AL_GHAPI_NOT_FOUND) {
     rc = 0;
   } else if (r.cls != AL_GHAPI_OK) {
-    rc = answer_error("GET", path, &r, EPROTO, NULL, err);
+    rc = al_forge_answer_error("GitLab", "GET", path, &r, EPROTO, NULL, err);
   } else {
     *exists = true;
     const char *s = json_string_value(json_object_get(json_object_get(r.json, "commit"), "id"));
@@ -206,9 +198,9 @@ static int gl_issue_get(al_ghapi *c, const char *tok, const char *repo, unsigned
   int rc = 0;
   const char *title = json_string_value(json_object_get(r.json, "title"));
   if (r.cls == AL_GHAPI_NOT_FOUND) {
-    rc = answer_error("GET", path, &r, ENOENT, "no such issue", err);
+    rc = al_forge_answer_error("GitLab", "GET", path, &r, ENOENT, "no such issue", err);
   } else if (r.cls != AL_GHAPI_OK || !title) {
-    rc = answer_error("GET", path, &r, EPROTO, NULL, err);
+    rc = al_forge_answer_error("GitLab", "GET", path, &r, EPROTO, NULL, err);
   } else {
     const char *body = json_string_value(json_object_get(r.json, "description"));
     const char *author =
@@ -271,7 +263,7 @@ static int gl_issue_comment(al_ghapi *c, const char *tok, const char *repo, unsi
   if (rc < 0)
     return -1;
   if (r.status != 201) {
-    rc = answer_error("POST", path, &r, EPROTO, NULL, err);
+    rc = al_forge_answer_error("GitLab", "POST", path, &r, EPROTO, NULL, err);
   } else {
     json_t *id = json_object_get(r.json, "id");
     *comment = json_pack("{s:O*, s:n}", "id", json_is_integer(id) ? id : NULL, "url");

@@ -24,20 +24,12 @@
 
 #include "common/base64.h"
 #include "common/util.h"
+#include "forge/driver.h"
 #include "forge/forge.h"
 #include "forge/gitlab.h"
 
 #define MRS_MAX 1000     /* merge requests of one source branch read */
 #define TREE_MAX 100000u /* entries of a tree read (GitHub cuts its trees there too) */
-
-static int answer_error(const char *method, const char *path, const al_ghapi_resp *r, int e,
-                        const char *what, al_error *err)
-{
-  char d[600];
-  al_ghapi_describe(r, d, sizeof d);
-  return al_error_set(err, e, "GitLab %s %s: %s%s%s", method, path, what ? what : "",
-                      what ? ": " : "", d);
-}
 
 /* "/projects/group%2Fproject" (malloc'd), or NULL with err. */
 static char *project_path(const char *repo, al_error *err)
@@ -52,11 +44,6 @@ static bool is_sha(const char *s)
 {
   size_t n = s ? strlen(s) : 0;
   return (n == 40 || n == 64) && strspn(s, "0123456789abcdef") == n;
-}
-
-static json_t *str_or_null(json_t *v)
-{
-  return json_is_string(v) ? v : NULL;
 }
 
 static json_t *sha_or_null(json_t *v)
@@ -101,11 +88,11 @@ static json_t *mr_review(json_t *v, json_int_t iid)
   if (!head)
     head = sha_or_null(json_object_get(v, "sha"));
   return json_pack("{s:I, s:O*, s:O*, s:O*, s:O*, s:O*, s:O*, s:o}", "number", iid, "url",
-                   str_or_null(json_object_get(v, "web_url")), "title",
-                   str_or_null(json_object_get(v, "title")), "body",
-                   str_or_null(json_object_get(v, "description")), "base",
-                   str_or_null(json_object_get(v, "target_branch")), "head_sha", head, "base_sha",
-                   sha_or_null(json_object_get(refs, "base_sha")), "changed_files",
+                   al_forge_str_or_null(json_object_get(v, "web_url")), "title",
+                   al_forge_str_or_null(json_object_get(v, "title")), "body",
+                   al_forge_str_or_null(json_object_get(v, "description")), "base",
+                   al_forge_str_or_null(json_object_get(v, "target_branch")), "head_sha", head,
+                   "base_sha", sha_or_null(json_object_get(refs, "base_sha")), "changed_files",
                    count_of(json_object_get(v, "changes_count")));
 }
 
@@ -155,7 +142,7 @@ int al_gl_pr_for_review(al_ghapi *c, const char *tok, const char *repo, const ch
   }
   if (r.status != 200 || !json_is_object(r.json)) {
     if (rc == 0)
-      answer_error("GET", one, &r, EPROTO, NULL, err);
+      al_forge_answer_error("GitLab", "GET", one, &r, EPROTO, NULL, err);
     rc = -1;
   } else if (mr_of_branch(r.json, branch) != iid) {
     if (rc == 0)
@@ -232,27 +219,6 @@ static json_t *diff_item(json_t *v)
   return o;
 }
 
-/* A list endpoint's items, each reduced by fn (NULL: skipped); *out is
- * always a new array. */
-static int reduced_list(al_ghapi *c, const char *tok, const char *path, size_t max,
-                        json_t *(*fn)(json_t *v), json_t **out, al_error *err)
-{
-  json_t *items = NULL;
-  al_ghapi_list_info st;
-  int r = al_ghapi_list(c, path, tok, max, &items, &st, err);
-  *out = json_array();
-  size_t i;
-  json_t *v;
-  json_array_foreach(items, i, v)
-  {
-    json_t *o = fn(v);
-    if (o)
-      json_array_append_new(*out, o);
-  }
-  json_decref(items);
-  return r;
-}
-
 /* Merge requests API › "List merge request diffs" (paginated). */
 int al_gl_pr_files(al_ghapi *c, const char *tok, const char *repo, long long number, size_t max,
                    json_t **files, al_error *err)
@@ -264,7 +230,7 @@ int al_gl_pr_files(al_ghapi *c, const char *tok, const char *repo, long long num
   json_decref(*files);
   al_autofree char *path =
       al_strdup_printf("%s/merge_requests/%lld/diffs?per_page=100", pp, number);
-  return reduced_list(c, tok, path, max, diff_item, files, err);
+  return al_forge_list_reduced(c, tok, path, max, diff_item, files, err);
 }
 
 /* Repositories API › "List repository tree" with recursive=true and
@@ -303,8 +269,8 @@ int al_gl_tree(al_ghapi *c, const char *tok, const char *repo, const char *sha, 
     if (p && *p)
       json_object_set_new(*tree, p,
                           json_pack("{s:O*, s:O*, s:O*}", "mode",
-                                    str_or_null(json_object_get(e, "mode")), "type",
-                                    str_or_null(json_object_get(e, "type")), "sha",
+                                    al_forge_str_or_null(json_object_get(e, "mode")), "type",
+                                    al_forge_str_or_null(json_object_get(e, "type")), "sha",
                                     sha_or_null(json_object_get(e, "id"))));
   }
   json_decref(items);
@@ -335,7 +301,7 @@ int al_gl_blob(al_ghapi *c, const char *tok, const char *repo, const char *sha, 
   json_t *size = json_object_get(r.json, "size");
   json_int_t n = json_integer_value(size);
   if (r.status != 200 || !json_is_object(r.json)) {
-    rc = answer_error("GET", path, &r, EPROTO, NULL, err);
+    rc = al_forge_answer_error("GitLab", "GET", path, &r, EPROTO, NULL, err);
   } else if (!content || !enc || !json_is_integer(size) || n < 0) {
     rc = al_error_set(err, EPROTO, "GitLab GET %s: no content, encoding or size in the answer",
                       path);
@@ -369,7 +335,7 @@ static json_t *commit_item(json_t *v)
   al_autofree char *author = al_strdup_printf("%s <%s>", an ? an : "", ae ? ae : "");
   al_autofree char *committer = al_strdup_printf("%s <%s>", mn ? mn : "", me ? me : "");
   return json_pack("{s:O*, s:O*, s:s, s:s}", "sha", sha_or_null(json_object_get(v, "id")),
-                   "message", str_or_null(json_object_get(v, "message")), "author", author,
+                   "message", al_forge_str_or_null(json_object_get(v, "message")), "author", author,
                    "committer", committer);
 }
 
@@ -386,7 +352,7 @@ int al_gl_pr_commits(al_ghapi *c, const char *tok, const char *repo, long long n
   al_autofree char *path =
       al_strdup_printf("%s/merge_requests/%lld/commits?per_page=100", pp, number);
   json_t *newest = NULL;
-  int rc = reduced_list(c, tok, path, max, commit_item, &newest, err);
+  int rc = al_forge_list_reduced(c, tok, path, max, commit_item, &newest, err);
   for (size_t i = json_array_size(newest); i > 0; i--)
     json_array_append(*commits, json_array_get(newest, i - 1));
   json_decref(newest);
@@ -402,7 +368,7 @@ static json_t *comment_item(json_t *v)
   if (!json_is_object(v) || json_is_true(json_object_get(v, "system")) ||
       (type && strcmp(type, "DiffNote") == 0))
     return NULL;
-  return json_pack("{s:O*}", "body", str_or_null(json_object_get(v, "body")));
+  return json_pack("{s:O*}", "body", al_forge_str_or_null(json_object_get(v, "body")));
 }
 
 /* Discussions API: each discussion's DiffNotes (not system notes), with
@@ -433,10 +399,10 @@ static int review_comments(al_ghapi *c, const char *tok, const char *pp, long lo
                             path, max);
       }
       json_t *pos = json_object_get(n, "position");
-      json_t *p = str_or_null(json_object_get(pos, "new_path"));
+      json_t *p = al_forge_str_or_null(json_object_get(pos, "new_path"));
       if (!p)
-        p = str_or_null(json_object_get(pos, "old_path"));
-      json_t *o = json_pack("{s:O*}", "body", str_or_null(json_object_get(n, "body")));
+        p = al_forge_str_or_null(json_object_get(pos, "old_path"));
+      json_t *o = json_pack("{s:O*}", "body", al_forge_str_or_null(json_object_get(n, "body")));
       if (p)
         json_object_set(o, "path", p);
       json_array_append_new(*items, o);
@@ -467,7 +433,7 @@ int al_gl_pr_texts(al_ghapi *c, const char *tok, const char *repo, long long num
   json_decref(*items);
   al_autofree char *path = al_strdup_printf(
       "%s/merge_requests/%lld/notes?sort=asc&order_by=created_at&per_page=100", pp, number);
-  return reduced_list(c, tok, path, max, comment_item, items, err);
+  return al_forge_list_reduced(c, tok, path, max, comment_item, items, err);
 }
 
 /* The note's web address: GitLab's answer has none, its web UI anchors a
@@ -509,7 +475,7 @@ int al_gl_pr_comment(al_ghapi *c, const char *tok, const char *repo, long long n
   if (rc < 0)
     return -1;
   if (r.status != 201 || !json_is_object(r.json)) {
-    rc = answer_error("POST", path, &r, EPROTO, NULL, err);
+    rc = al_forge_answer_error("GitLab", "POST", path, &r, EPROTO, NULL, err);
   } else {
     json_t *id = json_object_get(r.json, "id");
     al_autofree char *url =

@@ -65,7 +65,9 @@ cat >"$T_TMP/agent/agent" <<'SH2'
 #!/bin/sh
 "$(dirname "$0")/patch-agent" "$@"
 rc=$?
-echo "ISSUE33-AGENT-TIMES $(times | tail -1)" >&2
+# (times itself, not in $(...): a subshell has no children to report)
+echo "ISSUE33-AGENT-TIMES" >&2
+times >&2
 exit $rc
 SH2
 chmod 755 "$T_TMP/agent/agent"

@@ -110,7 +110,7 @@ void sb_apply_landlock(int sync_fd, int abi);
 void sb_seccomp_load(int sync_fd);
 void sb_loopback_up(int sync_fd);
 
-/* sandbox.c: send the listening sockets to the supervisor (MSG_LISTENERS). */
+/* sandbox_child.c: send the listening sockets to the supervisor (MSG_LISTENERS). */
 void sb_send_listeners(int sync_fd, const int *fds, size_t n);
 
 /* netns.c: the network namespace, made by a helper (pid 2) while init
@@ -150,5 +150,32 @@ void sb_cgroup_join(int sync_fd, const int *fds, size_t n);
 void sb_cgroup_close_join(struct sb_cgroup *cg);
 void sb_cgroup_kill(struct sb_cgroup *cg);
 void sb_cgroup_destroy(struct sb_cgroup *cg);
+
+/* ---- sandbox.c (the supervisor) and sandbox_child.c (the child) ---- */
+
+/* What the child gets from the supervisor across clone(2). */
+struct child_args {
+  const al_sandbox_opts *opts;
+  char **envp; /* built by the supervisor before clone */
+  char **argv; /* copy of the command */
+  int sync_fd;
+  bool can_setgroups;
+  int landlock_abi;
+  bool rlimit_data;
+  int stdio[3];             /* the command's 0, 1, 2 (sb_stdio_check) */
+  struct sb_hostpaths host; /* the host paths to bind, opened by the supervisor */
+  uint64_t t[SB_T_N];       /* start-up milestones (SB_T_*), sent with MSG_READY */
+};
+
+/* The child of clone(2): builds the sandbox and becomes its pid 1, which
+ * execs the command; never returns (reports through a->sync_fd). */
+__attribute__((noreturn)) int sb_child_main(struct child_args *a);
+/* Send one message with n file descriptors attached (SCM_RIGHTS); 0 or
+ * -errno. Both sides. */
+int sb_send_fds_msg(int sock, const struct sb_msg *msg, const int *fds, size_t n);
+/* Receive one message on the sync socket, with up to maxfds descriptors
+ * into fds (*nfds of them) when fds is given: 1, 0 at EOF, -errno
+ * (-EPROTO: a short or malformed message). Both sides. */
+int sb_recv_msg(int fd, struct sb_msg *m, int *fds, size_t maxfds, size_t *nfds);
 
 #endif

@@ -64,8 +64,8 @@ typedef struct al_sandbox_opts {
                                         the same place, besides the policy's ro_paths (e.g. the
                                         airlock binary itself, for probes); may be NULL */
   bool quiet;              /* no warnings on stderr about limits that could not be enforced */
-  bool command_is_airlock; /* the command is airlock's own binary (probe inner, relay): see
-                              the RLIMIT_DATA note in sandbox.c */
+  bool command_is_airlock; /* the command is airlock's own binary (probe inner, relay):
+                              see the RLIMIT_DATA note in sandbox_child.c */
   int stdin_fd;  /* > 0: the command's stdin (dup'd; the caller keeps it); else inherited */
   int stderr_fd; /* > 0: the command's stderr (likewise) */
   int stdout_fd; /* > 0: the command's stdout (dup'd; the caller keeps it); else

@@ -88,8 +88,8 @@ typedef struct al_demo {
    * al_demo_setup; the forge is then airlock-gitlab-forge on gitlab.test
    * (pinned to loopback, HTTPS on https_port), the broker in its GitLab
    * mode (project access tokens), the policy forge.kind gitlab */
-  bool gitlab; /* the project: AL_DEMO_GITLAB_PROJECT */
-  char gitlab_token[72]; /* the Maintainer's token (hex; the broker's and the demo's only) */
+  bool gitlab;                 /* the project: AL_DEMO_GITLAB_PROJECT */
+  char gitlab_token[72];       /* the Maintainer's token (hex; the broker's and the demo's only) */
   long long gitlab_project_id; /* acme/tally's id in the fixture */
 } al_demo;
 

@@ -86,8 +86,8 @@ typedef struct al_policy_process {
 
 typedef struct al_policy_role {
   bool present;
-  char *repo;     /* "OWNER/REPO", or with forge.kind gitlab GROUP[/SUB...]/PROJECT */
-  int repo_line;  /* where repo was written, "LINE:COL" as the walker says it, or 0 */
+  char *repo;    /* "OWNER/REPO", or with forge.kind gitlab GROUP[/SUB...]/PROJECT */
+  int repo_line; /* where repo was written, "LINE:COL" as the walker says it, or 0 */
   int repo_col;
   al_perm *perms; /* forge/names.h, the one permission type */
   size_t n_perms;

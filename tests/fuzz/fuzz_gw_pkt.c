@@ -1,5 +1,6 @@
 /* libFuzzer target: git pkt-lines and the receive-pack update request as
- * the forge gateway reads them (issue #15), then the push check. */
+ * the forge gateway reads them (issue #15), then the push check, GitLab's
+ * ci.skip rewrite and the advertisement's capability reading (issue #30). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,6 +45,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       if (!al_refname_ok(q->cmd[i].ref, strlen(q->cmd[i].ref)) ||
           strlen(q->cmd[i].old_oid) != strlen(q->cmd[i].new_oid))
         __builtin_trap();
+    /* GitLab's ci.skip rewrite: the result parses as the same commands
+     * with one more push option, taken to its end */
+    size_t cap = (size_t)n + 64, ol = 0;
+    char *out = malloc(cap);
+    al_rp_request *q2 = malloc(sizeof *q2);
+    if (out && q2 && al_rp_add_push_option(buf, (size_t)n, "ci.skip", out, cap, &ol, &why) == 0) {
+      const char *why2 = NULL;
+      if (ol > cap || al_rp_parse(out, ol, q2, &why2) != (int)ol || !q2->push_options ||
+          q2->n_push_options != q->n_push_options + 1 || q2->n_cmds != q->n_cmds)
+        __builtin_trap();
+      for (size_t i = 0; i < q->n_cmds; i++)
+        if (strcmp(q->cmd[i].ref, q2->cmd[i].ref) != 0 ||
+            strcmp(q->cmd[i].new_oid, q2->cmd[i].new_oid) != 0)
+          __builtin_trap();
+    }
+    free(out);
+    free(q2);
     const char *reason;
     size_t bad;
     if (al_gw_check_push(&r, q, &reason, &bad) == 0)
@@ -54,5 +72,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     __builtin_trap();
   }
   free(q);
+  (void)al_rp_advert_has_cap(buf, size, "push-options");
   return 0;
 }

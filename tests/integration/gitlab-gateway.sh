@@ -30,6 +30,14 @@ git init -q -b main "$W/seed"
 echo one >"$W/seed/a.txt"
 git -C "$W/seed" add a.txt && git -C "$W/seed" commit -qm one
 git -C "$W/seed" push -q "$W/repos/acme/other.git" main
+# the forge advertises push options (GitLab does) and records what each
+# push brought: its options (GIT_PUSH_OPTION_*, githooks(5)) and refs
+git -C "$W/repos/acme/other.git" config receive.advertisePushOptions true
+cat >"$W/repos/acme/other.git/hooks/pre-receive" <<HOOK
+#!/bin/sh
+{ echo "count=\${GIT_PUSH_OPTION_COUNT-none} opt0=\${GIT_PUSH_OPTION_0-} opt1=\${GIT_PUSH_OPTION_1-}"; cat; } >>"$W/hook.log"
+HOOK
+chmod 755 "$W/repos/acme/other.git/hooks/pre-receive"
 "$FORGE" --fixture "$SRC/tests/gitlab-forge/fixtures/sample.json" --token-file "$W/admin.tok" \
   --ports-file "$W/ports.json" --repos "$W/repos" --tls-dir "$W/tls" >"$W/forge.log" 2>&1 &
 on_exit "kill $!"
@@ -120,6 +128,9 @@ echo two >"$W/c/b.txt"
 git -C "$W/c" add b.txt && git -C "$W/c" commit -qm two
 check "push of the run branch through the gateway" gitgw -C "$W/c" push -q origin "HEAD:refs/heads/$BR"
 is "  the forge has the run branch at the pushed commit" "$(ref "refs/heads/$BR")" "$(git -C "$W/c" rev-parse HEAD)"
+is "  the forge's hook saw exactly one push option, ci.skip (no pipeline for the agent's branch)" \
+  "$(sed -n 1p "$W/hook.log")" "count=1 opt0=ci.skip opt1="
+like "  on the run branch's update" "$(tail -1 "$W/hook.log")" "refs/heads/$BR\$"
 MAIN=$(ref refs/heads/main)
 OUT=$(gitgw -C "$W/c" push -q origin HEAD:refs/heads/main 2>&1) && fail "push to main through the gateway is refused" ||
   ok "push to main through the gateway is refused"
@@ -131,6 +142,25 @@ OUT=$(gitgw -C "$W/c" push -q origin HEAD:refs/heads/airlock/999-deadbeef 2>&1) 
 check "positive control: the same push to main through the plain tunnel with the real token lands" \
   gittun -C "$W/c" push -q origin HEAD:refs/heads/main
 is "  main moved" "$(ref refs/heads/main)" "$(git -C "$W/c" rev-parse HEAD)"
+is "  control: the tunnel's push reached the hook with no push option (the option above was the gateway's)" \
+  "$(tail -2 "$W/hook.log" | head -1)" "count=0 opt0= opt1="
+
+# ---- a forge that does not advertise push-options cannot be told ci.skip:
+# the push is refused (fail closed), the branch does not move
+git -C "$W/repos/acme/other.git" config receive.advertisePushOptions false
+echo three >"$W/c/c.txt"
+git -C "$W/c" add c.txt && git -C "$W/c" commit -qm three
+RUNREF=$(ref "refs/heads/$BR")
+OUT=$(gitgw -C "$W/c" push -q origin "HEAD:refs/heads/$BR" 2>&1) &&
+  fail "the run-branch push to a forge without push-options is refused" ||
+  ok "the run-branch push to a forge without push-options is refused"
+like "  git names the reason" "$OUT" "push-options-not-advertised"
+is "  the gateway's decision names it" "$(last_reason)" push-options-not-advertised
+is "  the run branch did not move" "$(ref "refs/heads/$BR")" "$RUNREF"
+git -C "$W/repos/acme/other.git" config receive.advertisePushOptions true
+check "control: with push-options advertised again the same push lands" gitgw -C "$W/c" push -q origin "HEAD:refs/heads/$BR"
+is "  the run branch moved" "$(ref "refs/heads/$BR")" "$(git -C "$W/c" rev-parse HEAD)"
+is "  with ci.skip" "$(tail -2 "$W/hook.log" | head -1)" "count=1 opt0=ci.skip opt1="
 if grep -qF "$(cat "$W/git.tok")" "$H/gateway.jsonl" "$H/proxy.jsonl" "$W/harness.err"; then
   fail "no decision line or log holds the run's token"
 else ok "no decision line or log holds the run's token"; fi

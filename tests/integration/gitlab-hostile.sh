@@ -95,6 +95,9 @@ export GIT_CONFIG_NOSYSTEM=1
 G=(git -c user.name=t -c user.email=t@example.test -c commit.gpgsign=false)
 git init -q --bare -b main "$E/repos/acme/tools/tally.git"
 git init -q --bare -b main "$E/repos/acme/other.git"
+# GitLab advertises push options (the gateway's ci.skip needs them)
+git -C "$E/repos/acme/tools/tally.git" config receive.advertisePushOptions true
+git -C "$E/repos/acme/other.git" config receive.advertisePushOptions true
 cp -r "$AIRLOCK_SRC/examples/demo/project/." "$E/seed/"
 (cd "$E/seed" && git init -q -b main && "${G[@]}" add -A && "${G[@]}" commit -qm tally &&
   git push -q "$E/repos/acme/tools/tally.git" main && git push -q "$E/repos/acme/other.git" main)

@@ -489,6 +489,122 @@ static void test_receive_pack(void **state)
   free(q);
 }
 
+/* ---- GitLab's ci.skip push option (issue #30) ---- */
+
+static void test_push_option_rewrite(void **state)
+{
+  (void)state;
+  al_rp_request *q = calloc(1, sizeof *q);
+  const char *why = NULL;
+  char in[2048], want[2048], out[2048];
+  size_t ol = 0;
+  /* a shallow, two commands (the first with caps and LF), the flush, the pack */
+  char first[256], firstw[256];
+  int fl = snprintf(first, sizeof first, "%s%creport-status side-band-64k\n",
+                    OID_A " " OID_B " refs/heads/airlock/1-ab12cd34", 0);
+  int fw = snprintf(firstw, sizeof firstw, "%s%creport-status side-band-64k push-options\n",
+                    OID_A " " OID_B " refs/heads/airlock/1-ab12cd34", 0);
+  const char *ls[] = {"shallow " OID_A, first, OID_A " " OID_B " refs/heads/b\n", NULL};
+  size_t ll[] = {strlen(ls[0]), (size_t)fl, strlen(ls[2]), 0};
+  size_t n = pkts(in, ls, ll, 4);
+  memcpy(in + n, "PACK", 4);
+  const char *lw[] = {"shallow " OID_A, firstw, OID_A " " OID_B " refs/heads/b\n", NULL,
+                      "ci.skip",        NULL};
+  size_t llw[] = {strlen(lw[0]), (size_t)fw, strlen(lw[2]), 0, 7, 0};
+  size_t wn = pkts(want, lw, llw, 6);
+  assert_int_equal(al_rp_add_push_option(in, n, "ci.skip", out, sizeof out, &ol, &why), 0);
+  assert_int_equal(ol, wn);
+  assert_memory_equal(out, want, wn);
+  assert_int_equal(al_rp_parse(out, ol, q, &why), (int)ol);
+  assert_true(q->push_options);
+  assert_int_equal(q->n_push_options, 1);
+  assert_int_equal(q->n_cmds, 2);
+  assert_string_equal(q->cmd[0].ref, "refs/heads/airlock/1-ab12cd34");
+  assert_string_equal(q->cmd[1].ref, "refs/heads/b");
+  /* the first command without LF: the capability goes at its end */
+  fl = snprintf(first, sizeof first, "%s%c report-status", OID_A " " OID_B " refs/heads/x", 0);
+  n = pkts(in, (const char *const[]){first, NULL}, (size_t[]){(size_t)fl, 0}, 2);
+  assert_int_equal(al_rp_add_push_option(in, n, "ci.skip", out, sizeof out, &ol, &why), 0);
+  assert_int_equal(ol, n + 13 + 11 + 4);
+  assert_memory_equal(out + 4 + fl, " push-options0000000bci.skip0000", 32);
+  char hx[8];
+  snprintf(hx, sizeof hx, "%04x", (unsigned)(fl + 4 + 13)); /* the pkt-len recomputed */
+  assert_memory_equal(out, hx, 4);
+  /* the client asked for push-options already (none sent): ci.skip before
+   * the options' flush */
+  fl = snprintf(first, sizeof first, "%s%cpush-options report-status",
+                OID_A " " OID_B " refs/heads/x", 0);
+  n = pkts(in, (const char *const[]){first, NULL, NULL}, (size_t[]){(size_t)fl, 0, 0}, 3);
+  assert_int_equal(al_rp_add_push_option(in, n, "ci.skip", out, sizeof out, &ol, &why), 0);
+  assert_int_equal(ol, n + 11);
+  assert_memory_equal(out + n - 4, "000bci.skip0000", 15);
+  assert_int_equal(al_rp_parse(out, ol, q, &why), (int)ol);
+  assert_int_equal(q->n_push_options, 1);
+  /* hostile command lists */
+  assert_int_equal(al_rp_add_push_option(in, n - 4, "ci.skip", out, sizeof out, &ol, &why), -1);
+  assert_string_equal(why, "rp-partial"); /* the options' flush missing */
+  assert_int_equal(al_rp_add_push_option(in, n - 1, "ci.skip", out, sizeof out, &ol, &why), -1);
+  assert_int_equal(al_rp_add_push_option(in, n, "ci.skip", out, n + 10, &ol, &why), -1);
+  assert_string_equal(why, "rp-rewrite-no-room");
+  assert_int_equal(al_rp_add_push_option(in, n, "ci.skip\n0000", out, sizeof out, &ol, &why), -1);
+  assert_string_equal(why, "rp-option-bad");
+  assert_int_equal(al_rp_add_push_option(in, n, "", out, sizeof out, &ol, &why), -1);
+  assert_string_equal(why, "rp-option-bad");
+  /* a second command smuggling its own capability list */
+  char second[128];
+  int sl = snprintf(second, sizeof second, "%s%cpush-options", OID_A " " OID_B " refs/heads/y", 0);
+  fl = snprintf(first, sizeof first, "%s%creport-status", OID_A " " OID_B " refs/heads/x", 0);
+  n = pkts(in, (const char *const[]){first, second, NULL}, (size_t[]){(size_t)fl, (size_t)sl, 0},
+           3);
+  assert_int_equal(al_rp_add_push_option(in, n, "ci.skip", out, sizeof out, &ol, &why), -1);
+  assert_string_equal(why, "rp-bad-command");
+  assert_int_equal(al_rp_add_push_option("0000", 4, "ci.skip", out, sizeof out, &ol, &why), -1);
+  assert_string_equal(why, "rp-no-commands");
+  assert_int_equal(
+      al_rp_add_push_option("000dpush-cert0000", 17, "ci.skip", out, sizeof out, &ol, &why), -1);
+  assert_string_equal(why, "rp-push-cert");
+  /* a first command so long that one more capability would pass 65520 */
+  char *big = malloc(70000), *bout = malloc(70100);
+  size_t bl = AL_PKT_MAX - 4;
+  memset(big, 0, 70000);
+  int hl = snprintf(big + 4, 200, "%s%creport-status ", OID_A " " OID_B " refs/heads/x", 0);
+  memset(big + 4 + hl, 'a', bl - (size_t)hl);
+  memcpy(big, "fff0", 4);
+  memcpy(big + 4 + bl, "0000", 4);
+  assert_int_equal(al_rp_add_push_option(big, bl + 8, "ci.skip", bout, 70100, &ol, &why), -1);
+  assert_string_equal(why, "rp-command-too-long");
+  free(big);
+  free(bout);
+  free(q);
+}
+
+static void test_advert_caps(void **state)
+{
+  (void)state;
+  char b[1024], ref[256];
+  int rl = snprintf(ref, sizeof ref, "%s%creport-status delete-refs push-options agent=git/2\n",
+                    OID_A " refs/heads/main", 0);
+  size_t n = pkts(b, (const char *const[]){"# service=git-receive-pack\n", NULL, ref, NULL},
+                  (size_t[]){27, 0, (size_t)rl, 0}, 4);
+  assert_true(al_rp_advert_has_cap(b, n, "push-options"));
+  assert_false(al_rp_advert_has_cap(b, n, "atomic"));
+  assert_false(al_rp_advert_has_cap(b, 40, "push-options")); /* a fragment: fail closed */
+  /* protocol v1's version line; no service line (a plain receive-pack) */
+  n = pkts(b, (const char *const[]){"version 1\n", ref, NULL}, (size_t[]){10, (size_t)rl, 0}, 3);
+  assert_true(al_rp_advert_has_cap(b, n, "push-options"));
+  /* push-options only in a later ref's line, or a longer word: not listed */
+  rl = snprintf(ref, sizeof ref, "%s%creport-status push-optionsx\n", OID_A " refs/heads/main", 0);
+  char ref2[256];
+  int r2 = snprintf(ref2, sizeof ref2, "%s%cpush-options\n", OID_A " refs/heads/b", 0);
+  n = pkts(b, (const char *const[]){"# service=git-receive-pack\n", NULL, ref, ref2, NULL},
+           (size_t[]){27, 0, (size_t)rl, (size_t)r2, 0}, 5);
+  assert_false(al_rp_advert_has_cap(b, n, "push-options"));
+  n = pkts(b, (const char *const[]){OID_A " refs/heads/main\n", NULL}, NULL, 2);
+  assert_false(al_rp_advert_has_cap(b, n, "push-options")); /* no NUL */
+  assert_false(al_rp_advert_has_cap("0000", 4, "push-options"));
+  assert_false(al_rp_advert_has_cap("", 0, "push-options"));
+}
+
 /* ---- response ---- */
 
 static void test_response(void **state)
@@ -874,6 +990,8 @@ int main(void)
       cmocka_unit_test(test_chunked),
       cmocka_unit_test(test_pkt),
       cmocka_unit_test(test_receive_pack),
+      cmocka_unit_test(test_push_option_rewrite),
+      cmocka_unit_test(test_advert_caps),
       cmocka_unit_test(test_response),
       cmocka_unit_test(test_rules),
       cmocka_unit_test(test_rules_prefix_and_comments),

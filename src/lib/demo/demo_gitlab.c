@@ -86,6 +86,10 @@ static int make_repo(al_demo *d, const char *src, const char *repos, al_error *e
   const char *const init[] = {"/usr/bin/env", "git", "init", "--quiet", "--bare", bare, NULL};
   const char *const head[] = {"/usr/bin/env",    "git", gd, "symbolic-ref", "HEAD",
                               "refs/heads/main", NULL};
+  /* GitLab advertises push options; the gateway adds ci.skip to the run's
+   * push and refuses it to a forge that does not (gateway/conn_request.c) */
+  const char *const popt[] = {"/usr/bin/env", "git", gd, "config", "receive.advertisePushOptions",
+                              "true",         NULL};
   const char *const add[] = {"/usr/bin/env", "git", gd, wt, "add", "--all", NULL};
   const char *const commit[] = {"/usr/bin/env",
                                 "git",
@@ -103,7 +107,8 @@ static int make_repo(al_demo *d, const char *src, const char *repos, al_error *e
                                 "tally: a line counter",
                                 NULL};
   if (al_demo_run_script(init, log) < 0 || al_demo_run_script(head, log) < 0 ||
-      al_demo_run_script(add, log) < 0 || al_demo_run_script(commit, log) < 0) {
+      al_demo_run_script(popt, log) < 0 || al_demo_run_script(add, log) < 0 ||
+      al_demo_run_script(commit, log) < 0) {
     snprintf(d->log, sizeof d->log, "%s", log);
     return al_error_set(err, 0, "making the GitLab demo's repository failed (git):");
   }

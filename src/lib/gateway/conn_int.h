@@ -2,7 +2,8 @@
  * buffers and I/O; conn_tls.c: TLS on both sides; conn_request.c: one
  * request from head to decision line; conn_whole.c: the requests decided
  * on their whole body, a comment and GraphQL; conn_relay.c: the forge's
- * response relayed; conn_ticket.c: the ticket host's requests): the
+ * response relayed; conn_ticket.c: the ticket host's requests;
+ * conn_glpush.c: GitLab's ci.skip on the run's push): the
  * connection and a request's context. Not installed; server.h is the
  * gateway's internal contract. */
 #ifndef AL_GATEWAY_CONN_INT_H
@@ -77,7 +78,10 @@ typedef struct req_ctx {
   uint64_t up, down, t0;
   al_rp_request *rp;
   bool client_close, logged;
-  bool denied; /* refused, though answered 2xx (a push's report-status) */
+  bool denied;    /* refused, though answered 2xx (a push's report-status) */
+  bool rp_advert; /* GitLab's info/refs?service=git-receive-pack: its start kept in adv */
+  char adv[2048];
+  size_t adv_len;
   int version_minor;
 } req_ctx;
 
@@ -160,6 +164,21 @@ int gwc_serve_comment(al_gw_conn *c, req_ctx *r, const al_http_request *q, bool 
  * (cred: the one the client showed). Returns as gwc_serve_request. */
 int gwc_serve_graphql(al_gw_conn *c, req_ctx *r, const al_http_request *q, al_gw_cred cred,
                       bool close_on_refuse, bool expect);
+
+/* ---- src/lib/gateway/conn_glpush.c (GitLab's ci.skip, issue #30) ---- */
+/* The relayed info/refs?service=git-receive-pack answer (r->rp_advert): its
+ * head (a non-200 or Content-Encoded one clears the server's "push-options
+ * advertised" flag), the first sizeof r->adv bytes of its decoded body, and
+ * its end (the flag set from al_rp_advert_has_cap). No-ops otherwise. */
+void gwc_gl_advert_head(al_gw_conn *c, req_ctx *r, const al_gw_response *resp);
+void gwc_gl_advert_keep(req_ctx *r, const char *data, size_t got);
+void gwc_gl_advert_done(al_gw_conn *c, req_ctx *r);
+/* Rewrite the checked update request at the start of *buf (req_len of its
+ * *len bytes; the pack's first bytes follow) to carry the push option
+ * ci.skip (al_rp_add_push_option); *buf is replaced (malloc'd, the old one
+ * freed). 0, or -1 with *why ("push-options-not-advertised" when the last
+ * advertisement did not list push-options, or the rewrite's reason). */
+int gwc_gl_add_ci_skip(al_gw_server *s, char **buf, size_t *len, size_t req_len, const char **why);
 
 /* ---- src/lib/gateway/conn_relay.c ---- */
 /* Relay the origin's response; 0 keep going, 1 close after, -1 failed. */

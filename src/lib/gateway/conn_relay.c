@@ -44,6 +44,7 @@ int gwc_relay_response(al_gw_conn *c, req_ctx *r)
     break;
   }
   r->status = resp.status;
+  gwc_gl_advert_head(c, r, &resp);
   bool no_body = resp.status == 204 || resp.status == 304;
   bool close_delim = !no_body && !resp.chunked && resp.content_length < 0;
   bool to_chunked = !no_body && (resp.chunked || close_delim) && r->version_minor == 1;
@@ -122,6 +123,7 @@ int gwc_relay_response(al_gw_conn *c, req_ctx *r)
       got = avail;
     }
     r->down += got;
+    gwc_gl_advert_keep(r, data, got);
     int w;
     if (to_chunked) {
       char hdr[20];
@@ -138,6 +140,7 @@ int gwc_relay_response(al_gw_conn *c, req_ctx *r)
       return -1;
     }
   }
+  gwc_gl_advert_done(c, r);
   if (to_chunked && gwc_write_all(c->cs, "0\r\n\r\n", 5) < 0)
     return -1;
   if (close_delim)

@@ -484,6 +484,11 @@ int gwc_serve_request(al_gw_conn *c)
                             &param);
   }
   const al_gw_rule *rule = r->rule;
+  const char *sv = NULL;
+  size_t svl = 0;
+  r->rp_advert = s->gitlab && rule && strcmp(rule->name, "git-info-refs") == 0 && r->query &&
+                 al_gw_query_param(r->query, r->qlen, "service", &sv, &svl) == 1 && svl == 16 &&
+                 memcmp(sv, "git-receive-pack", 16) == 0;
   if (!rule && param) {
     /* a query refusal names the parameter: "query-param-refused: NAME" */
     char name[AL_GW_QUERY_NAME_MAX + 1];
@@ -535,7 +540,9 @@ int gwc_serve_request(al_gw_conn *c)
   if (gwc_upstream_gone(c))
     return 1; /* the forge closed the idle connection: the client retries on a new one */
   size_t head_len = 0;
-  char *uhead = gwc_build_head(c, &q, r, q.chunked, q.content_length, &head_len);
+  /* a GitLab push is rewritten (ci.skip): its length is known only later */
+  bool up_chunked = q.chunked || (s->gitlab && rule->body == AL_GW_BODY_RECEIVE_PACK);
+  char *uhead = gwc_build_head(c, &q, r, up_chunked, q.content_length, &head_len);
   /* q's pointers are dead after the first body read */
   if (!uhead) {
     gwc_refuse(c, r, 400, "head-too-large", true);
@@ -597,7 +604,8 @@ int gwc_serve_request(al_gw_conn *c)
     }
     const char *pwhy = NULL;
     size_t bad = 0;
-    if (!r->rp || !rpbuf || pr < 0 || al_gw_check_push(&s->rules, r->rp, &pwhy, &bad) < 0) {
+    if (!r->rp || !rpbuf || pr < 0 || al_gw_check_push(&s->rules, r->rp, &pwhy, &bad) < 0 ||
+        (s->gitlab && gwc_gl_add_ci_skip(s, &rpbuf, &rplen, (size_t)pr, &pwhy) < 0)) {
       bool parsed = r->rp && rpbuf && pr >= 0;
       gwc_free_head(uhead, head_len);
       free(rpbuf);
@@ -674,7 +682,7 @@ int gwc_serve_request(al_gw_conn *c)
       free(r->rp);
       return 1;
     }
-    if (gwc_send_up(c, q.chunked, n) < 0) {
+    if (gwc_send_up(c, up_chunked, n) < 0) {
       free(rpbuf);
       c->up_dead = true;
       r->reason = "upstream-write";
@@ -685,7 +693,7 @@ int gwc_serve_request(al_gw_conn *c)
     }
   }
   free(rpbuf);
-  if (q.chunked && gwc_write_all(c->us, "0\r\n\r\n", 5) < 0) {
+  if (up_chunked && gwc_write_all(c->us, "0\r\n\r\n", 5) < 0) {
     c->up_dead = true;
     gwc_refuse(c, r, 502, "upstream-write", true);
     free(r->rp);

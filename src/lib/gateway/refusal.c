@@ -19,6 +19,9 @@ static const struct {
     {"push-delete", "refs may not be deleted; push new commits to refs/heads/%B instead"},
     {"push-option-refused", "push options (git push -o) are refused: push the commits to "
                             "refs/heads/%B alone; " SUPERVISOR_PR},
+    {"push-options-not-advertised",
+     "the forge did not advertise push-options, so it cannot be asked to skip the pipeline "
+     "(ci.skip) the pushed branch would run; the push is refused (GitLab)"},
     {"other-repository", "this run may reach only its own repository"},
     {"other-ticket", "this run may read and comment on only its own ticket"},
     {"write-refused",

@@ -48,6 +48,7 @@ typedef struct al_gw_server {
   unsigned comments_used;     /* agent comments the forge accepted (2xx) */
   unsigned comments_inflight; /* held by comments on their way (conn_whole.c) */
   unsigned n_conns;
+  bool gl_push_options; /* GitLab: the last receive-pack advertisement listed push-options */
   al_gw_conn *live[AL_GATEWAY_MAX_CONNS];
   bool stop;
 } al_gw_server;

@@ -2,6 +2,7 @@
 #include "gateway/wire.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int al_gw_hexval(unsigned char c)
@@ -377,6 +378,135 @@ int al_rp_parse(const char *buf, size_t len, al_rp_request *out, const char **wh
     if (parse_command(d, cmd_len, &out->cmd[out->n_cmds], why) < 0)
       return -1;
     out->n_cmds++;
+  }
+}
+
+/* wire bytes, not C strings */
+static size_t put(char *o, const void *src, size_t n)
+{
+  memcpy(o, src, n);
+  return n;
+}
+
+static size_t put_pkt_hdr(char *o, size_t len)
+{
+  static const char hx[] = "0123456789abcdef";
+  o[0] = hx[(len >> 12) & 15];
+  o[1] = hx[(len >> 8) & 15];
+  o[2] = hx[(len >> 4) & 15];
+  o[3] = hx[len & 15];
+  return 4;
+}
+
+int al_rp_add_push_option(const char *buf, size_t req_len, const char *opt, char *out,
+                          size_t out_cap, size_t *out_len, const char **why)
+{
+  static const char cap[] = " push-options";
+  al_rp_request *rq = malloc(sizeof *rq);
+  if (!rq) {
+    *why = "out-of-memory";
+    return -1;
+  }
+  int pr = al_rp_parse(buf, req_len, rq, why);
+  bool had = rq->push_options;
+  free(rq);
+  if (pr <= 0 || (size_t)pr != req_len) {
+    if (pr >= 0)
+      *why = "rp-partial";
+    return -1;
+  }
+  size_t ol = strlen(opt);
+  if (ol == 0 || ol + 4 > AL_PKT_MAX) {
+    *why = "rp-option-bad";
+    return -1;
+  }
+  for (size_t i = 0; i < ol; i++)
+    if ((unsigned char)opt[i] <= 0x20 || (unsigned char)opt[i] >= 0x7f) {
+      *why = "rp-option-bad";
+      return -1;
+    }
+  size_t need = req_len + ol + 4 + (had ? 0 : sizeof cap - 1 + 4);
+  if (need > out_cap) {
+    *why = "rp-rewrite-no-room";
+    return -1;
+  }
+  size_t o = 0;
+  if (had) {
+    /* the options' flush is the request's last 4 bytes */
+    o = put(out, buf, req_len - 4);
+    o += put_pkt_hdr(out + o, ol + 4);
+    o += put(out + o, opt, ol);
+    o += put(out + o, "0000", 4);
+    *out_len = o;
+    return 0;
+  }
+  /* skip the shallows to the first command (al_rp_parse checked them all) */
+  size_t pos = 0;
+  al_pkt p;
+  for (;;) {
+    int r = al_pkt_next(buf + pos, req_len - pos, false, &p, why);
+    if (r <= 0 || p.kind != AL_PKT_DATA) {
+      *why = "rp-bad-command";
+      return -1;
+    }
+    if (p.len >= 8 && memcmp(p.data, "shallow ", 8) == 0) {
+      pos += (size_t)r;
+      continue;
+    }
+    size_t dl = p.len, at = dl > 0 && p.data[dl - 1] == '\n' ? dl - 1 : dl;
+    if (dl + 4 + sizeof cap - 1 > AL_PKT_MAX) {
+      *why = "rp-command-too-long";
+      return -1;
+    }
+    o = put(out, buf, pos);
+    o += put_pkt_hdr(out + o, dl + 4 + sizeof cap - 1);
+    o += put(out + o, p.data, at);
+    o += put(out + o, cap, sizeof cap - 1);
+    o += put(out + o, p.data + at, dl - at);
+    pos += (size_t)r;
+    break;
+  }
+  /* the rest of the commands and their flush, then the options section */
+  o += put(out + o, buf + pos, req_len - pos);
+  o += put_pkt_hdr(out + o, ol + 4);
+  o += put(out + o, opt, ol);
+  o += put(out + o, "0000", 4);
+  *out_len = o;
+  return 0;
+}
+
+bool al_rp_advert_has_cap(const char *buf, size_t len, const char *cap)
+{
+  size_t pos = 0;
+  al_pkt p;
+  const char *why = NULL;
+  bool service = false, version = false;
+  for (;;) {
+    int r = al_pkt_next(buf + pos, len - pos, false, &p, &why);
+    if (r <= 0)
+      return false;
+    pos += (size_t)r;
+    if (p.kind == AL_PKT_FLUSH) {
+      if (!service || version)
+        return false;
+      continue; /* the flush after "# service=" */
+    }
+    if (!service && pos == (size_t)r && p.len >= 10 && memcmp(p.data, "# service=", 10) == 0) {
+      service = true;
+      continue;
+    }
+    if (!version && p.len >= 9 && memcmp(p.data, "version 1", 9) == 0 &&
+        (p.len == 9 || (p.len == 10 && p.data[9] == '\n'))) {
+      version = true;
+      continue;
+    }
+    const char *nul = memchr(p.data, '\0', p.len);
+    if (!nul)
+      return false;
+    size_t cl = p.len - (size_t)(nul - p.data) - 1;
+    if (cl > 0 && nul[cl] == '\n')
+      cl--;
+    return has_cap(nul + 1, cl, cap);
   }
 }
 

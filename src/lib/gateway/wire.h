@@ -97,6 +97,30 @@ typedef struct al_rp_request {
  * "rp-too-many-push-options". */
 int al_rp_parse(const char *buf, size_t len, al_rp_request *out, const char **why);
 
+/* Add one push option to a parsed update request (GitLab's `ci.skip`:
+ * docs.gitlab.com user/project/push_options; gitprotocol-pack(5)). buf[0..
+ * req_len) is exactly what al_rp_parse took (shallows, commands, flush, and
+ * when push-options was asked for the options and their flush). When the
+ * client did not ask for push-options, " push-options" is added to the
+ * first command's capability list (before a trailing LF) with its pkt-len
+ * recomputed, and an options section (opt, then a flush) follows the
+ * command list's flush; when it did, opt goes before the options' flush.
+ * opt: printable ASCII, sent as one pkt-line without LF as git does
+ * (send-pack.c). Writes at most out_cap bytes to out, *out_len the length.
+ * Returns 0, or -1 with *why: al_rp_parse's reasons ("rp-partial" when
+ * req_len is not the whole request), "rp-option-bad", "rp-command-too-long"
+ * (the first pkt-line would pass AL_PKT_MAX), "rp-rewrite-no-room". */
+int al_rp_add_push_option(const char *buf, size_t req_len, const char *opt, char *out,
+                          size_t out_cap, size_t *out_len, const char **why);
+
+/* True when a receive-pack ref advertisement (the decoded body of
+ * info/refs?service=git-receive-pack, gitprotocol-http(5)) lists
+ * capability cap on its first ref line: an optional "# service=" pkt-line
+ * and its flush, an optional "version 1" pkt-line, then "oid SP ref NUL
+ * caps". False for anything else (a fragment, protocol v2, no NUL): the
+ * caller fails closed. */
+bool al_rp_advert_has_cap(const char *buf, size_t len, const char *cap);
+
 /* True when refname is well formed by git-check-ref-format(1): starts with
  * "refs/", no "..", "@{", "//", control bytes, space, ~ ^ : ? * [ \, no
  * component starting with '.' or ending in ".lock", not ending in '/' or

@@ -36,6 +36,8 @@ dir=$(ls -d "$W"/tmp/airlock-demo.* 2>/dev/null | head -1)
 [ -f "$recf" ] && [ -d "$dir" ] || { fail "the record and the kept directory are there"; done_testing; exit 1; }
 rec() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$recf" "$1" 2>&1; }
 is "the record: forge.kind gitlab, a project in a subgroup, its id 3001" "$(rec 'json.loads(r["policy"]["canonical"])["forge"]["kind"], r["ticket"]["repo"], r["forge_project_id"]')" "('gitlab', 'acme/tools/tally', 3001)"
+is "the record: the supervisor compared the CI definition (base vs run branch trees) before opening the MR: unchanged" \
+  "$(rec 'r["outputs"]["ci_definition"]')" "{'changed': False}"
 is "the record: not unprotected; the audit holds, GitLab's report, its read token revoked" \
   "$(rec 'r["unprotected"], r["audit"]["holds"], r["audit"]["report"]["forge"], r["audit"]["report"]["credentials"].endswith(", revoked")')" "(False, True, 'gitlab', True)"
 is "the record: both tokens revoked, each 401 confirmed" \

@@ -289,11 +289,60 @@ static void test_families_and_docs(void **state)
   assert_int_equal(missing, 0);
 }
 
+/* GitLab's CI definition changed between two trees (issue #30) */
+static void test_gitlab_ci(void **state)
+{
+  (void)state;
+  assert_true(al_review_is_gitlab_ci_path(".gitlab-ci.yml", NULL));
+  assert_true(al_review_is_gitlab_ci_path(".gitlab-ci.yaml", NULL));
+  assert_true(al_review_is_gitlab_ci_path(".gitlab/ci/deploy.yml", ""));
+  assert_true(al_review_is_gitlab_ci_path("ci/pipe.yml", "ci/pipe.yml"));
+  assert_false(al_review_is_gitlab_ci_path("ci/pipe.yml", "ci/pipe.yml@group/other"));
+  assert_false(al_review_is_gitlab_ci_path("src/.gitlab-ci.yml", NULL));
+  assert_false(al_review_is_gitlab_ci_path(".gitlab/CODEOWNERS", NULL));
+  assert_false(al_review_is_gitlab_ci_path("README.md", NULL));
+  json_t *base = json_pack("{s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}}", ".gitlab-ci.yml", "mode",
+                           "100644", "type", "blob", "sha", "aaaa", "README.md", "mode", "100644",
+                           "type", "blob", "sha", "bbbb");
+  json_t *head = json_deep_copy(base);
+  char p[64];
+  assert_int_equal(al_review_gitlab_ci_changed(base, head, NULL, p, sizeof p), 0);
+  /* an ordinary file changed: not the CI definition */
+  json_object_set_new(json_object_get(head, "README.md"), "sha", json_string("cccc"));
+  assert_int_equal(al_review_gitlab_ci_changed(base, head, NULL, p, sizeof p), 0);
+  /* the definition's content, its mode, an include added, the file removed */
+  json_object_set_new(json_object_get(head, ".gitlab-ci.yml"), "sha", json_string("dddd"));
+  assert_int_equal(al_review_gitlab_ci_changed(base, head, NULL, p, sizeof p), 1);
+  assert_string_equal(p, ".gitlab-ci.yml");
+  json_object_set_new(json_object_get(head, ".gitlab-ci.yml"), "sha", json_string("aaaa"));
+  json_object_set_new(json_object_get(head, ".gitlab-ci.yml"), "mode", json_string("120000"));
+  assert_int_equal(al_review_gitlab_ci_changed(base, head, NULL, p, sizeof p), 1);
+  json_object_set_new(json_object_get(head, ".gitlab-ci.yml"), "mode", json_string("100644"));
+  json_object_set_new(head, ".gitlab/ci/x.yml",
+                      json_pack("{s:s, s:s, s:s}", "mode", "100644", "type", "blob", "sha", "e"));
+  assert_int_equal(al_review_gitlab_ci_changed(base, head, NULL, p, sizeof p), 1);
+  assert_string_equal(p, ".gitlab/ci/x.yml");
+  json_object_del(head, ".gitlab/ci/x.yml");
+  json_object_del(head, ".gitlab-ci.yml");
+  assert_int_equal(al_review_gitlab_ci_changed(base, head, NULL, p, sizeof p), 1);
+  assert_string_equal(p, ".gitlab-ci.yml");
+  /* the project's ci_config_path */
+  json_object_set_new(head, "ci/p.yml",
+                      json_pack("{s:s, s:s, s:s}", "mode", "100644", "type", "blob", "sha", "f"));
+  json_object_set(head, ".gitlab-ci.yml", json_object_get(base, ".gitlab-ci.yml"));
+  assert_int_equal(al_review_gitlab_ci_changed(base, head, NULL, p, sizeof p), 0);
+  assert_int_equal(al_review_gitlab_ci_changed(base, head, "ci/p.yml", p, sizeof p), 1);
+  assert_int_equal(al_review_gitlab_ci_changed(base, json_null(), NULL, p, sizeof p), -1);
+  json_decref(base);
+  json_decref(head);
+}
+
 int main(int argc, char **argv)
 {
   docs_path = argc > 1 ? argv[1] : NULL;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table),
+      cmocka_unit_test(test_gitlab_ci),
       cmocka_unit_test(test_fold),
       cmocka_unit_test(test_content),
       cmocka_unit_test(test_families_and_docs),

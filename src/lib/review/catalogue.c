@@ -659,3 +659,45 @@ const al_review_content_rule *al_review_content_match(const char *path, const ch
   }
   return NULL;
 }
+
+bool al_review_is_gitlab_ci_path(const char *path, const char *ci_config_path)
+{
+  if (!strcmp(path, ".gitlab-ci.yml") || !strcmp(path, ".gitlab-ci.yaml") ||
+      !strncmp(path, ".gitlab/ci/", 11))
+    return true;
+  return ci_config_path && ci_config_path[0] && !strchr(ci_config_path, '@') &&
+         !strchr(ci_config_path, ':') && !strcmp(path, ci_config_path);
+}
+
+static bool entry_differs(const json_t *a, const json_t *b)
+{
+  if (!a || !b)
+    return true;
+  const char *sa = json_string_value(json_object_get(a, "sha"));
+  const char *sb = json_string_value(json_object_get(b, "sha"));
+  const char *ma = json_string_value(json_object_get(a, "mode"));
+  const char *mb = json_string_value(json_object_get(b, "mode"));
+  return !sa || !sb || strcmp(sa, sb) != 0 || !ma || !mb || strcmp(ma, mb) != 0;
+}
+
+int al_review_gitlab_ci_changed(const json_t *base, const json_t *head, const char *ci_config_path,
+                                char *out, size_t n)
+{
+  if (!json_is_object(base) || !json_is_object(head))
+    return -1;
+  const json_t *trees[2] = {head, base};
+  for (int k = 0; k < 2; k++) {
+    const char *path;
+    json_t *v;
+    json_object_foreach((json_t *)trees[k], path, v)
+    {
+      if (!al_review_is_gitlab_ci_path(path, ci_config_path))
+        continue;
+      if (entry_differs(v, json_object_get(trees[1 - k], path))) {
+        snprintf(out, n, "%s", path);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}

@@ -17,6 +17,8 @@
 #ifndef AL_REVIEW_CATALOGUE_H
 #define AL_REVIEW_CATALOGUE_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* One family of the catalogue: `id` is the stable name in the run record
@@ -61,6 +63,20 @@ const al_review_rule *al_review_catalogue_match(const char *path);
  * bytes, not NUL-terminated), or NULL. */
 const al_review_content_rule *al_review_content_match(const char *path, const char *text,
                                                       size_t len);
+
+/* GitLab's CI definition (issue #30): .gitlab-ci.yml, .gitlab-ci.yaml, a
+ * file under .gitlab/ci/, or ci_config_path (the project's setting, NULL or
+ * "" for none; a path outside the project, with '@' or ':', names none
+ * here). Exact, case-sensitive: GitLab reads these names as they are. */
+bool al_review_is_gitlab_ci_path(const char *path, const char *ci_config_path);
+
+/* Does the head tree change GitLab's CI definition against the base tree?
+ * Both are forge.h's tree shape ({path: {mode, type, sha}}); an entry added,
+ * removed, or with another sha or mode counts. Returns 1 with the first such
+ * path in out (n bytes, truncated, NUL-terminated), 0 when none differs, -1
+ * when a tree is not an object (the caller fails closed). */
+int al_review_gitlab_ci_changed(const json_t *base, const json_t *head, const char *ci_config_path,
+                                char *out, size_t n);
 
 /* Fold `path` as described above into out (outsz bytes; truncated, always
  * NUL-terminated). Returns the folded length. Exposed for tests. */

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "ticket/ticket_internal.h"
+#include "review/catalogue.h"
 #include "broker/client.h"
 #include "common/log.h"
 #include "common/safetext.h"
@@ -207,6 +208,55 @@ static void read_back(struct out_ctx *c, json_t *pr)
   json_decref(prs);
 }
 
+/* GitLab runs a merge request's pipeline from its source branch's own CI
+ * definition (issue #30; ci.skip covers only the push's branch pipeline):
+ * when the run's head changes it against the base, no MR is opened. 0, or
+ * -1 with err (the run then ends without one, its branch deleted by
+ * tk_do_cleanup); record: outputs.ci_definition. Fails closed when a tree
+ * cannot be read whole. The project's ci_config_path is not read here. */
+static int gl_ci_guard(struct out_ctx *c, const char *base, const char *head_sha, al_error *err)
+{
+  struct ticket *t = c->t;
+  bool exists = false, tb = false, th = false;
+  char bsha[128];
+  json_t *bt = NULL, *ht = NULL;
+  int rc = -1;
+  if (c->forge->branch_head(c->api, c->git, t->repo, base, &exists, bsha, sizeof bsha, err) < 0)
+    goto out;
+  if (!exists || !bsha[0] || !head_sha[0]) {
+    al_error_set(err, ENOENT, "the base branch %s or the run branch's head could not be read",
+                 base);
+    goto out;
+  }
+  if (c->forge->tree(c->api, c->git, t->repo, bsha, &bt, &tb, err) < 0 ||
+      c->forge->tree(c->api, c->git, t->repo, head_sha, &ht, &th, err) < 0)
+    goto out;
+  char path[512];
+  int ch = tb || th ? -1 : al_review_gitlab_ci_changed(bt, ht, NULL, path, sizeof path);
+  if (ch < 0) {
+    al_error_set(err, EIO,
+                 "the trees of %s and the run branch could not be read whole: "
+                 "no merge request (its pipeline could run the agent's CI definition)",
+                 base);
+    goto out;
+  }
+  if (ch == 1) {
+    json_object_set_new(c->rec, "ci_definition",
+                        json_pack("{s:b, s:s}", "changed", 1, "path", path));
+    al_error_set(err, EPERM,
+                 "the run's commits change GitLab's CI definition (%s): GitLab would run it in "
+                 "the merge request's pipeline, so no merge request is opened (docs/gitlab.md)",
+                 path);
+    goto out;
+  }
+  json_object_set_new(c->rec, "ci_definition", json_pack("{s:b}", "changed", 0));
+  rc = 0;
+out:
+  json_decref(bt);
+  json_decref(ht);
+  return rc;
+}
+
 static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
 {
   struct ticket *t = c->t;
@@ -248,6 +298,8 @@ static int outputs(struct out_ctx *c, al_ticket_outcome *res, al_error *err)
   /* 3. the one PR */
   char base[256];
   if (base_branch(c, base, sizeof base, err) < 0)
+    return -1;
+  if (t->policy->forge.kind == AL_FORGE_GITLAB && gl_ci_guard(c, base, sha, err) < 0)
     return -1;
   al_autofree char *title = NULL;
   al_autofree char *body = NULL;

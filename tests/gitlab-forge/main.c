@@ -731,6 +731,13 @@ static enum MHD_Result git_route(struct MHD_Connection *c, const char *method, c
     return git_denied(c, 404, "The project you were looking for could not be found.\n");
   const char *svc = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "service");
   bool push = !strcmp(rest, "/git-receive-pack") || (svc && !strcmp(svc, "git-receive-pack"));
+  if (push && svc) {
+    /* for tests/integration/gitlab-gateway.sh: a GitLab may compress this
+     * answer when asked, and the gateway reads its capabilities */
+    const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept-Encoding");
+    fprintf(stderr, "airlock-gitlab-forge: receive-pack advertisement, Accept-Encoding: %s\n",
+            ae ? ae : "(none)");
+  }
   token *t = basic_token(c);
   if (!t)
     return git_denied(c, 401, "HTTP Basic: Access denied\n");

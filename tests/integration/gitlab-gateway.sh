@@ -126,7 +126,11 @@ ref() { git -C "$W/repos/acme/other.git" rev-parse -q --verify "$1" 2>/dev/null;
 check "clone through the gateway with the placeholder" gitgw clone -q "$GIT/acme/other.git" "$W/c"
 echo two >"$W/c/b.txt"
 git -C "$W/c" add b.txt && git -C "$W/c" commit -qm two
+ae_before=$(grep -c 'receive-pack advertisement' "$W/forge.log")
 check "push of the run branch through the gateway" gitgw -C "$W/c" push -q origin "HEAD:refs/heads/$BR"
+ae_line=$(grep 'receive-pack advertisement' "$W/forge.log" | sed -n "$((ae_before + 1))p")
+is "  the gateway asked the advertisement uncompressed (no Accept-Encoding: it reads push-options in it)" \
+  "$ae_line" "airlock-gitlab-forge: receive-pack advertisement, Accept-Encoding: (none)"
 is "  the forge has the run branch at the pushed commit" "$(ref "refs/heads/$BR")" "$(git -C "$W/c" rev-parse HEAD)"
 is "  the forge's hook saw exactly one push option, ci.skip (no pipeline for the agent's branch)" \
   "$(sed -n 1p "$W/hook.log")" "count=1 opt0=ci.skip opt1="
@@ -139,8 +143,11 @@ is "  the gateway's decision names it" "$(jq -r 'select(.event == "request" and 
 is "  main did not move" "$(ref refs/heads/main)" "$MAIN"
 OUT=$(gitgw -C "$W/c" push -q origin HEAD:refs/heads/airlock/999-deadbeef 2>&1) && fail "push to another run's branch is refused" ||
   like "push to another run's branch is refused" "$OUT" "push-other-branch"
+ae_before=$(grep -c 'receive-pack advertisement' "$W/forge.log")
 check "positive control: the same push to main through the plain tunnel with the real token lands" \
   gittun -C "$W/c" push -q origin HEAD:refs/heads/main
+like "  control: git itself asks for the advertisement compressed (the header the gateway drops)" \
+  "$(grep 'receive-pack advertisement' "$W/forge.log" | sed -n "$((ae_before + 1))p")" 'Accept-Encoding: .*gzip'
 is "  main moved" "$(ref refs/heads/main)" "$(git -C "$W/c" rev-parse HEAD)"
 is "  control: the tunnel's push reached the hook with no push option (the option above was the gateway's)" \
   "$(tail -2 "$W/hook.log" | head -1)" "count=0 opt0= opt1="

@@ -137,9 +137,14 @@ static bool json_body(al_gw_body body)
          body == AL_GW_BODY_JIRA_COMMENT || body == AL_GW_BODY_LINEAR_GRAPHQL;
 }
 
-static bool keep_header(const al_http_header *h, al_gw_body body)
+/* identity: the answer must come uncompressed (the GitLab receive-pack
+ * advertisement, whose capabilities the gateway reads: conn_glpush.c), so
+ * the client's Accept-Encoding is not passed on. */
+static bool keep_header(const al_http_header *h, al_gw_body body, bool identity)
 {
   if (json_body(body) && al_http_header_is(h, "content-type"))
+    return false;
+  if (identity && al_http_header_is(h, "accept-encoding"))
     return false;
   static const char *const keep[] = {
       "accept",        "accept-encoding",   "accept-language",      "user-agent",
@@ -211,7 +216,7 @@ char *gwc_build_head(al_gw_conn *c, const al_http_request *q, req_ctx *r, bool c
     PUT("Host: %s:%u\r\n", c->m.host, c->m.port);
   for (size_t i = 0; i < q->n_headers; i++) {
     const al_http_header *f = &q->headers[i];
-    if (keep_header(f, r->rule->body))
+    if (keep_header(f, r->rule->body, r->rp_advert))
       PUT("%.*s: %.*s\r\n", (int)f->name_len, f->name, (int)f->value_len, f->value);
   }
   if (json_body(r->rule->body))

@@ -127,7 +127,7 @@ static void usage(FILE *out)
   fprintf(out,
           "usage: airlock demo [--hostile] [--keep]\n"
           "       airlock demo --ticket jira|linear [--keep]\n"
-          "       airlock demo --forge gitlab [--hostile] [--keep]\n"
+          "       airlock demo --forge gitlab [--hostile | --agent CMD] [--keep]\n"
           "       airlock demo --serve [--keep]\n"
           "       airlock demo --agent claude|codex|CMD [--agent-prefix DIR]\n"
           "                    [--relay-upstream URL --relay-key-file FILE\n"
@@ -155,7 +155,8 @@ static void usage(FILE *out)
           "airlock-gitlab-forge): the broker mints per-run project access tokens, the\n"
           "supervisor opens one Draft merge request, the tokens are revoked and seen\n"
           "answering 401 (docs/gitlab.md). With --hostile: the hostile agent's GitLab\n"
-          "attempts (REST v4 and git), each refused at the gateway.\n"
+          "attempts (REST v4 and git), each refused at the gateway. With --agent CMD: your\n"
+          "program (no preset: the GitLab demo has no relay).\n"
           "\n"
           "Exit status: 0 everything held (a PR made, or for --hostile only a PR got\n"
           "out); 1 something did not hold; 2 usage.\n");
@@ -257,12 +258,17 @@ int cmd_demo(int argc, char **argv)
   if (d.ticket_kind && (hostile || d.serve))
     return al_cli_usage_error("--ticket runs the bundled agent on a Jira or Linear ticket; it "
                               "takes neither --hostile nor --serve");
-  if (d.gitlab && (d.serve || d.ticket_kind || da.agent))
+  if (d.gitlab && (d.serve || d.ticket_kind))
     return al_cli_usage_error("--forge gitlab runs the bundled agents on a GitLab issue; it takes "
-                              "none of --serve, --ticket, --agent yet");
+                              "neither --serve nor --ticket yet");
   al_error fe = {0};
   if (al_demo_check_flags(&da, &fe) < 0)
     return al_cli_usage_error("%s", fe.msg);
+  /* --forge gitlab --agent CMD: a local command with no model API (the
+   * GitLab demo has no relay); a preset needs one */
+  if (d.gitlab && (da.preset || da.relay_upstream || da.relay_file))
+    return al_cli_usage_error("--forge gitlab takes --agent CMD (a local command) only: no preset, "
+                              "no --relay*");
   /* Nothing but SIGKILL ends the demo before its teardown: a closed
    * `| head` is EPIPE, not SIGPIPE; SIGINT/SIGTERM/SIGHUP stay pending,
    * the ticket sees them and stops, and we exit 128+N after cleaning up. */

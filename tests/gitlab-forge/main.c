@@ -997,6 +997,17 @@ int main(int argc, char **argv)
             fixture ? "no projects array" : je.text);
     return 2;
   }
+  /* a test's knob (tests/integration/gitlab-ci-guard.sh): every project's
+   * ci_config_path, for fixtures a test does not write itself (the demo's) */
+  const char *ccp = getenv("AIRLOCK_GITLAB_FORGE_CI_CONFIG_PATH");
+  if (ccp && *ccp) {
+    size_t pi;
+    json_t *pr;
+    json_array_foreach(json_object_get(fixture, "projects"), pi, pr)
+    {
+      json_object_set_new(pr, "ci_config_path", json_string(ccp));
+    }
+  }
   /* the Maintainer's bootstrap token: read from a file, never argv */
   FILE *tf = fopen(token_file, "r");
   token *boot = &tokens[n_tokens++];

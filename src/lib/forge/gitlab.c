@@ -170,10 +170,12 @@ int al_gl_mr_open(al_ghapi *c, const char *bearer, const char *project, const ch
 }
 
 int al_gl_project_id(al_ghapi *c, const char *tok, const char *project, unsigned long *id,
-                     al_error *err)
+                     char *ci_path, size_t ci_cap, al_error *err)
 {
   char pe[800], path[820];
   *id = 0;
+  if (ci_path && ci_cap)
+    ci_path[0] = '\0';
   if (al_gl_project_escape(project, pe, sizeof pe, err) < 0)
     return -1;
   snprintf(path, sizeof path, "/projects/%s", pe);
@@ -201,6 +203,23 @@ int al_gl_project_id(al_ghapi *c, const char *tok, const char *project, unsigned
                       pwn ? pwn : "(none)", project);
   else
     *id = (unsigned long)json_integer_value(jid);
+  json_t *jcp = json_object_get(r.json, "ci_config_path");
+  const char *cp = json_string_value(jcp);
+  size_t cn = cp ? strlen(cp) : 0;
+  bool printable = true;
+  for (size_t i = 0; i < cn; i++)
+    printable &= cp[i] >= 0x20 && cp[i] < 0x7f;
+  if (rc == 0 && jcp && !json_is_null(jcp) && !cp)
+    rc = al_error_set(err, EPROTO, "GET %s: the answer's ci_config_path is not a string", path);
+  else if (rc == 0 && cp && (!printable || cn >= 256 || (ci_path && cn >= ci_cap)))
+    rc = al_error_set(err, EPROTO,
+                      "GET %s: the answer's ci_config_path is not printable ASCII shorter than "
+                      "256 bytes",
+                      path);
+  else if (rc == 0 && cp && ci_path && ci_cap)
+    memcpy(ci_path, cp, cn + 1);
+  if (rc < 0)
+    *id = 0;
   al_ghapi_resp_free(&r);
   return rc;
 }

@@ -70,9 +70,12 @@ int al_gl_mr_open(al_ghapi *c, const char *bearer, const char *project, const ch
  * agent's numeric-id requests to it. The answer's path_with_namespace must
  * be project (any case), its id a positive integer. 0 with *id, or -1 with
  * err (the status and GitLab's message; EPROTO for another project or no
- * id). */
+ * id). Its ci_config_path ("Specify a custom CI/CD configuration file"; null
+ * or absent: "") is copied to ci_path (ci_cap bytes, ci_path may be NULL):
+ * printable ASCII, shorter than 256 bytes and than ci_cap, or EPROTO naming
+ * the rule. */
 int al_gl_project_id(al_ghapi *c, const char *tok, const char *project, unsigned long *id,
-                     al_error *err);
+                     char *ci_path, size_t ci_cap, al_error *err);
 
 /* What `user` (a GitLab username; the webhook payload's user.username,
  * asked about by name because that is what serve's queue row keeps) may

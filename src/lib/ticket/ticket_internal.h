@@ -85,6 +85,10 @@ struct ticket {
    * a secret outside this run's gateway), the gateway while it runs, its
    * decision lines (a sealed memfd, -1 when none) */
   char placeholder[65];
+  /* GitLab: the project's ci_config_path (forge/gitlab.h al_gl_project_id,
+   * read at the gateway's start in sealed mode; "" for none or env mode),
+   * compared by the CI-definition guard (ticket_outputs.c gl_ci_guard) */
+  char gl_ci_config_path[256];
   struct al_gateway *gateway;
   int gw_fd;
   /* the CA bundle put into the sandbox (system CAs + forge.ca_file + the

@@ -213,7 +213,9 @@ static void read_back(struct out_ctx *c, json_t *pr)
  * when the run's head changes it against the base, no MR is opened. 0, or
  * -1 with err (the run then ends without one, its branch deleted by
  * tk_do_cleanup); record: outputs.ci_definition. Fails closed when a tree
- * cannot be read whole. The project's ci_config_path is not read here. */
+ * cannot be read whole. Compared: the default places and the project's
+ * ci_config_path (t->gl_ci_config_path, read with the project's id in
+ * sealed mode; an external one names no file here). */
 static int gl_ci_guard(struct out_ctx *c, const char *base, const char *head_sha, al_error *err)
 {
   struct ticket *t = c->t;
@@ -232,7 +234,8 @@ static int gl_ci_guard(struct out_ctx *c, const char *base, const char *head_sha
       c->forge->tree(c->api, c->git, t->repo, head_sha, &ht, &th, err) < 0)
     goto out;
   char path[512];
-  int ch = tb || th ? -1 : al_review_gitlab_ci_changed(bt, ht, NULL, path, sizeof path);
+  const char *ccp = t->gl_ci_config_path[0] ? t->gl_ci_config_path : NULL;
+  int ch = tb || th ? -1 : al_review_gitlab_ci_changed(bt, ht, ccp, path, sizeof path);
   if (ch < 0) {
     al_error_set(err, EIO,
                  "the trees of %s and the run branch could not be read whole: "

@@ -51,7 +51,8 @@ static void allow_ticket_host(struct ticket *t, const al_proxy_handoff *h)
 
 /* GitLab: the project's numeric id, asked of the forge with the run's git
  * token (forge/gitlab.h al_gl_project_id), for the gateway's table (the
- * agent may name the project by id or by path; both are the one project). */
+ * agent may name the project by id or by path; both are the one project),
+ * and its ci_config_path into t (the CI-definition guard compares it). */
 static int gitlab_project_id(struct ticket *t, unsigned long *id, al_error *err)
 {
   al_ghapi *c = NULL;
@@ -61,7 +62,8 @@ static int gitlab_project_id(struct ticket *t, unsigned long *id, al_error *err)
   char **resolves = tk_pin_resolves(t->policy);
   al_ghapi_set_resolve(c, (const char *const *)resolves);
   al_ghapi_set_deadline(c, tk_deadline_in_lease(t->lease, 20000));
-  int r = al_gl_project_id(c, al_lease_token(t->lease, AL_ROLE_GIT), t->repo, id, err);
+  int r = al_gl_project_id(c, al_lease_token(t->lease, AL_ROLE_GIT), t->repo, id,
+                           t->gl_ci_config_path, sizeof t->gl_ci_config_path, err);
   al_ghapi_free(c);
   tk_free_strv(resolves);
   return r < 0 ? al_error_wrap(err, "the GitLab project's id") : 0;

@@ -10,7 +10,37 @@ AIRLOCK=${AIRLOCK:-airlock}
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/airlock-test.XXXXXX")
 chmod 755 "$T_TMP"
 _t_cleanup_cmds=()
-on_exit() { _t_cleanup_cmds+=("$*"); }
+# on_exit CMD: run CMD when the test ends. A plain `kill [-SIG] PID...` is
+# kept with each PID's start time and signals only that same process: by
+# the end, a PID whose process has ended may be another test's (pid_max is
+# 32768 on the CI machine and the suite starts thousands of processes; a
+# sandbox test's canary once vanished mid-test).
+_t_pid_start() { # PID -> its start time (clock ticks since boot), "" when gone
+  local s
+  s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  s=${s##*) }
+  # shellcheck disable=SC2086
+  set -- $s
+  printf '%s' "${20:-}"
+}
+_t_kill_same() { # SIG PID:START... (SIG may be "")
+  local sig=$1 a p st
+  shift
+  for a; do
+    p=${a%%:*} st=${a#*:}
+    [ -n "$st" ] && [ "$(_t_pid_start "$p")" = "$st" ] || continue
+    if [ -n "$sig" ]; then kill "$sig" "$p"; else kill "$p"; fi
+  done
+}
+on_exit() {
+  local c="$*" re='^kill( -[A-Za-z0-9]+)?(( [0-9]+)+)$' p out
+  if [[ $c =~ $re ]]; then
+    out="_t_kill_same '${BASH_REMATCH[1]# }'"
+    for p in ${BASH_REMATCH[2]}; do out+=" $p:$(_t_pid_start "$p")"; done
+    c=$out
+  fi
+  _t_cleanup_cmds+=("$c")
+}
 _t_exit() {
   local c
   for c in "${_t_cleanup_cmds[@]}"; do eval "$c" >/dev/null 2>&1 || true; done

@@ -363,6 +363,34 @@ static int call(struct out_ctx *c, const char *method, const char *path, const c
   return al_ghapi_request(c->api, method, path, tok, body, r, err);
 }
 
+/* The cleanup's entry when a pull (merge) request from the run branch is
+ * still open (the branch is kept), or when they cannot be listed; NULL
+ * when none is open and the branch may go. `what` names it in the entry. */
+static json_t *cleanup_keep(struct out_ctx *c, const char *what)
+{
+  struct ticket *t = c->t;
+  al_error err = {0};
+  json_t *prs = NULL, *o = NULL;
+  if (c->forge->prs_from_branch(c->api, c->git, t->repo, t->branch, &prs, &err) < 0) {
+    json_decref(prs);
+    return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
+  }
+  size_t i;
+  json_t *v;
+  json_array_foreach(prs, i, v)
+  {
+    const char *state = json_string_value(json_object_get(v, "state"));
+    if (state && !strcmp(state, "open")) {
+      al_autofree char *d = al_strdup_printf("a %s from it is open", what);
+      o = json_pack("{s:s, s:s, s:s, s:O*}", "branch", t->branch, "status", "kept", "detail", d,
+                    "pull_request", json_object_get(v, "url"));
+      break;
+    }
+  }
+  json_decref(prs);
+  return o;
+}
+
 /* GitLab (issue #30): the branch's head through the seam, the MRs from it,
  * then "Delete repository branch" (DELETE /projects/:id/repository/
  * branches/:branch, 204), the branch one path segment ('/' as %2F, as
@@ -384,25 +412,9 @@ static json_t *cleanup_gitlab(struct out_ctx *c)
     return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
   if (!exists)
     return json_pack("{s:s, s:s}", "branch", t->branch, "status", "absent");
-  json_t *prs = NULL;
-  if (c->forge->prs_from_branch(c->api, c->git, t->repo, t->branch, &prs, &err) < 0) {
-    json_decref(prs);
-    return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
-  }
-  size_t i;
-  json_t *v;
-  json_array_foreach(prs, i, v)
-  {
-    const char *state = json_string_value(json_object_get(v, "state"));
-    if (state && !strcmp(state, "open")) {
-      json_t *o =
-          json_pack("{s:s, s:s, s:s, s:O*}", "branch", t->branch, "status", "kept", "detail",
-                    "a merge request from it is open", "pull_request", json_object_get(v, "url"));
-      json_decref(prs);
-      return o;
-    }
-  }
-  json_decref(prs);
+  json_t *keep = cleanup_keep(c, "merge request");
+  if (keep)
+    return keep;
   al_autofree char *path = al_strdup_printf("/projects/%s/repository/branches/%s", pe, bq);
   al_ghapi_resp r;
   if (call(c, "DELETE", path, c->git, NULL, &r, &err) < 0)
@@ -441,25 +453,9 @@ static json_t *cleanup(struct out_ctx *c)
     return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", d);
   }
   al_ghapi_resp_free(&r);
-  json_t *prs = NULL;
-  if (c->forge->prs_from_branch(c->api, c->git, t->repo, t->branch, &prs, &err) < 0) {
-    json_decref(prs);
-    return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
-  }
-  size_t i;
-  json_t *v;
-  json_array_foreach(prs, i, v)
-  {
-    const char *state = json_string_value(json_object_get(v, "state"));
-    if (state && !strcmp(state, "open")) {
-      json_t *o =
-          json_pack("{s:s, s:s, s:s, s:O*}", "branch", t->branch, "status", "kept", "detail",
-                    "a pull request from it is open", "pull_request", json_object_get(v, "url"));
-      json_decref(prs);
-      return o;
-    }
-  }
-  json_decref(prs);
+  json_t *keep = cleanup_keep(c, "pull request");
+  if (keep)
+    return keep;
   al_autofree char *rpath = al_strdup_printf("/repos/%s/git/refs/heads/%s", t->repo, bq);
   if (call(c, "DELETE", rpath, c->git, NULL, &r, &err) < 0)
     return json_pack("{s:s, s:s, s:s}", "branch", t->branch, "status", "failed", "detail", err.msg);
